@@ -1,0 +1,88 @@
+/* gmt.h: the preload library's internal interfaces, grouped by the file that defines them. */
+#ifndef GMT_GMT_H
+#define GMT_GMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "trace_format.h"
+
+#define GMT_HIDDEN __attribute__((visibility("hidden")))
+#define GMT_EXPORT __attribute__((visibility("default")))
+#define GMT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define GMT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GMT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- options.c: the one options table, read once from the environment ---- */
+#define GMT_OPTIONS(X)                                                                       \
+    X(OFF, bool_, off, 0, "GPUMEMTRACE_OFF", "1: load but trace nothing")                    \
+    X(OUTPUT, str_, output, 0, "GPUMEMTRACE_OUTPUT",                                         \
+      "output pattern; %h host, %p pid, %r rank; default ./gpumemtrace.%h.%p.gmt")           \
+    X(STACK_DEPTH, int_, stack_depth, 48, "GPUMEMTRACE_STACK_DEPTH",                         \
+      "frames captured per stack, 0..256")                                                   \
+    X(FLUSH_BYTES, int_, flush_bytes, 65536, "GPUMEMTRACE_FLUSH_BYTES",                      \
+      "per-thread buffer, bytes: flushed when full, 4096..16777216")                         \
+    X(FLUSH_MS, int_, flush_ms, 100, "GPUMEMTRACE_FLUSH_MS",                                 \
+      "records older than this reach the file, ms, 1..60000")                               \
+    X(MEMINFO, str_, meminfo, 0, "GPUMEMTRACE_MEMINFO",                                      \
+      "device memory sampling around NCCL calls: never | always | first:N[,every:K]")       \
+    X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")
+
+struct gmt_options {
+#define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;
+#define GMT_OPT_FIELD_bool_ int
+#define GMT_OPT_FIELD_int_ long
+#define GMT_OPT_FIELD_str_ const char *
+    GMT_OPTIONS(GMT_X)
+#undef GMT_X
+};
+/* Filled by gmt_options_load(); read-only afterwards. */
+GMT_HIDDEN extern struct gmt_options gmt_opt;
+GMT_HIDDEN void gmt_options_load(void);
+
+/* ---- log.c: never allocates, never recurses, at most a few warnings ---- */
+GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- clock.c ---- */
+GMT_HIDDEN uint64_t gmt_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- writer.c: per-thread buffers, one file per process ---- */
+/* Opens the trace file if not open yet (lazily, at the first event) and writes the
+ * header, PROCESS, ENV and module records. Returns false when tracing is off or failed. */
+GMT_HIDDEN bool gmt_writer_ready(void);
+/* Appends one record (h.size bytes, already padded) to the calling thread's buffer.
+ * For records with a `dt` field pass the offset of that field (or 0 if none): the
+ * writer fills it from the thread's clock. Async-signal-safe against itself: a
+ * record made while the thread is already inside gmt_emit is counted as dropped. */
+GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
+/* Flushes every thread's buffer to the file (crash handlers, exit). */
+GMT_HIDDEN void gmt_writer_flush_all(void);
+/* Writes END and closes. */
+GMT_HIDDEN void gmt_writer_finish(void);
+
+/* ---- stack.c: stacks captured with libunwind, each written once ---- */
+/* Captures the caller's stack (skipping `skip` frames of the library), writes a STACK
+ * record the first time it is seen, and returns its id (0 when disabled/failed). */
+GMT_HIDDEN uint32_t gmt_stack_capture(int skip);
+
+/* ---- modules.c: the module map ---- */
+GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */
+GMT_HIDDEN void gmt_modules_rescan(void);    /* after dlopen/dlclose: the changes */
+
+/* ---- guard (inline): re-entrancy, per thread ---- */
+struct gmt_thread_state {
+    int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */
+    int in_lib;      /* >0 while the library itself runs (dlsym inside hooks, etc.) */
+    uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
+    int scope_depth;
+};
+GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
+
+static inline uint32_t gmt_current_scope(void)
+{
+    int d = gmt_ts.scope_depth;
+    return d > 0 ? gmt_ts.scope_stack[(d > 32 ? 32 : d) - 1] : 0;
+}
+
+#endif

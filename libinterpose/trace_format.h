@@ -1,0 +1,379 @@
+/* trace_format.h: the on-disk layout of a gpumemtrace trace (.gmt): the one definition in code.
+ *
+ * docs/trace-format.md is the normative prose spec; change both in the same commit.
+ * Shared by the preload library (writer) and the CLI (reader). Plain C11, no dependencies.
+ *
+ * All integers little-endian. Every record starts with struct gmt_rec and has a total
+ * size that is a multiple of 8. Readers skip record types they do not know, ignore
+ * bytes past the fields they know (newer minor versions append fields), and treat
+ * optional trailing fields that a shorter record lacks as absent.
+ */
+#ifndef GMT_TRACE_FORMAT_H
+#define GMT_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define GMT_MAGIC "GMTRACE\n"        /* 8 bytes, no NUL */
+#define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
+#define GMT_VERSION_MAJOR 1           /* incompatible layout changes */
+#define GMT_VERSION_MINOR 0           /* compatible additions: new types, appended fields */
+#define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
+#define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
+#define GMT_THREAD_NAME_LEN 16
+
+struct gmt_file_header {
+    char magic[8];             /* GMT_MAGIC */
+    uint32_t byte_order;       /* GMT_BYTE_ORDER_MARK as written by the producer */
+    uint16_t version_major;    /* GMT_VERSION_MAJOR */
+    uint16_t version_minor;    /* GMT_VERSION_MINOR */
+    uint32_t header_size;      /* bytes, this struct; records start here */
+    uint32_t flags;            /* reserved, 0 */
+    uint64_t reserved;         /* 0 */
+};
+
+/* Every record begins with this. `aux` is a small per-type field (API id, op, phase…). */
+struct gmt_rec {
+    uint16_t type;             /* enum gmt_rec_type */
+    uint16_t aux;              /* per type, see each record */
+    uint32_t size;             /* bytes, whole record including this header, multiple of 8 */
+};
+
+/* Record types: X(NAME, value, struct). Values are stable forever. */
+#define GMT_RECORD_TYPES(X)                                         \
+    X(PROCESS,       1, gmt_rec_process)                            \
+    X(ENV,           2, gmt_rec_env)                                \
+    X(VERSION,       3, gmt_rec_version)                            \
+    X(MODULE_LOAD,   4, gmt_rec_module_load)                        \
+    X(MODULE_UNLOAD, 5, gmt_rec_module_unload)                      \
+    X(CHUNK,         6, gmt_rec_chunk)                              \
+    X(THREAD,        7, gmt_rec_thread)                             \
+    X(TIME,          8, gmt_rec_time)                               \
+    X(STACK,         9, gmt_rec_stack)                              \
+    X(CUCTX,        10, gmt_rec_cuctx)                              \
+    X(ALLOC,        11, gmt_rec_alloc)                              \
+    X(FREE,         12, gmt_rec_free)                               \
+    X(ALLOC_FAIL,   13, gmt_rec_alloc_fail)                         \
+    X(COMM,         14, gmt_rec_comm)                               \
+    X(SCOPE_BEGIN,  15, gmt_rec_scope_begin)                        \
+    X(SCOPE_END,    16, gmt_rec_scope_end)                          \
+    X(MEMINFO,      17, gmt_rec_meminfo)                            \
+    X(END,          18, gmt_rec_end)
+
+enum gmt_rec_type {
+#define GMT_X(name, val, st) GMT_REC_##name = val,
+    GMT_RECORD_TYPES(GMT_X)
+#undef GMT_X
+    GMT_REC_TYPE_MAX
+};
+
+/*
+ * Threads and time. The writer buffers records per thread and appends each buffer to
+ * the file as one CHUNK record followed by that thread's records, in the order the
+ * thread made them. Records after a CHUNK (up to the next CHUNK) belong to its tid.
+ * Records before the first CHUNK (PROCESS, ENV, the initial MODULE_LOADs) belong to
+ * no thread. Event records carry `dt`: nanoseconds since the previous timed record
+ * of the same thread (CLOCK_MONOTONIC). A thread's first record is THREAD, which sets
+ * its clock absolutely; TIME resets it when a gap would not fit in 32 bits. Records
+ * with an absolute time_ns (THREAD, TIME, MODULE_*, END) also set the thread's clock.
+ */
+
+/* PROCESS: one per file, right after the header. Followed by host (NUL-terminated)
+ * then the command line (arguments each NUL-terminated), then zero padding. */
+struct gmt_rec_process {
+    struct gmt_rec h;          /* aux: 0 */
+    uint32_t pid;
+    uint32_t ppid;
+    int32_t rank;              /* RANK/OMPI_COMM_WORLD_RANK/PMI_RANK/SLURM_PROCID, -1 unknown */
+    int32_t local_rank;        /* LOCAL_RANK/…, -1 unknown */
+    int32_t world_size;        /* WORLD_SIZE/…, -1 unknown */
+    int32_t local_world_size;  /* LOCAL_WORLD_SIZE/…, -1 unknown */
+    uint64_t realtime_ns;      /* CLOCK_REALTIME, ns since the epoch, same instant as: */
+    uint64_t monotonic_ns;     /* CLOCK_MONOTONIC, ns */
+    uint32_t host_len;         /* bytes of host incl. its NUL */
+    uint32_t cmdline_len;      /* bytes of the command line incl. every NUL */
+    uint32_t flags;            /* GMT_PROC_* */
+    uint32_t reserved;
+};
+#define GMT_PROC_FORKED 1u     /* the process is a fork child of a traced process */
+
+/* ENV: the variables that shape GPU memory (NCCL_*, CUDA_*, PYTORCH_CUDA_ALLOC_CONF,
+ * GPUMEMTRACE_*), `count` strings "NAME=value" each NUL-terminated, then padding. */
+struct gmt_rec_env {
+    struct gmt_rec h;          /* aux: 0 */
+    uint32_t count;            /* number of strings */
+    uint32_t bytes;            /* bytes of all strings incl. NULs */
+};
+
+#define GMT_COMPONENTS(X) X(DRIVER, 1) X(RUNTIME, 2) X(NCCL, 3)
+enum gmt_component {
+#define GMT_X(name, val) GMT_COMP_##name = val,
+    GMT_COMPONENTS(GMT_X)
+#undef GMT_X
+};
+
+/* VERSION: a component's version as its API reports it (13000, 22809). */
+struct gmt_rec_version {
+    struct gmt_rec h;          /* aux: enum gmt_component */
+    int32_t version;           /* the API's integer */
+    uint32_t reserved;
+};
+
+/* MODULE_LOAD: a loaded ELF object. Followed by the build-id bytes, then the path
+ * (NUL-terminated), then padding. Addresses in the process's address space. */
+struct gmt_rec_module_load {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint32_t module_id;        /* unique within the file, never reused */
+    uint32_t build_id_len;     /* bytes, 0 when the object has none */
+    uint64_t load_bias;        /* bytes added to the ELF's virtual addresses (l_addr) */
+    uint64_t start;            /* lowest mapped address of its PT_LOAD segments */
+    uint64_t end;              /* one past the highest */
+    uint32_t path_len;         /* bytes incl. NUL */
+    uint32_t reserved;
+};
+
+struct gmt_rec_module_unload {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint32_t module_id;
+    uint32_t reserved;
+};
+
+/* CHUNK: the records that follow, up to the next CHUNK, were made by thread `tid`. */
+struct gmt_rec_chunk {
+    struct gmt_rec h;          /* aux: 0 */
+    uint32_t tid;              /* kernel thread id */
+    uint32_t reserved;
+};
+
+/* THREAD: first record of each thread's buffer; sets its clock. */
+struct gmt_rec_thread {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint32_t tid;              /* kernel thread id */
+    uint32_t reserved;
+    char name[GMT_THREAD_NAME_LEN]; /* thread name (comm), NUL-padded */
+};
+
+/* TIME: sets the thread's clock when a gap exceeds what dt holds. */
+struct gmt_rec_time {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+};
+
+/* STACK: defined once, referred to by id. ip[0] is the return address into the code
+ * that called the hooked API, then its callers outward. Ids start at 1; 0 = none. */
+struct gmt_rec_stack {
+    struct gmt_rec h;          /* aux: 0 */
+    uint32_t stack_id;
+    uint32_t depth;            /* number of ip[] entries */
+    uint64_t ip[];             /* instruction addresses */
+};
+
+/* CUCTX: the thread's current CUDA context changed; the thread's later records are
+ * on that context and device until the next CUCTX. */
+struct gmt_rec_cuctx {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t context;          /* CUcontext value, an opaque id; 0 none */
+    int32_t device;            /* CUDA device ordinal, -1 unknown */
+    uint32_t reserved;
+};
+
+/* API ids (stable). aux of ALLOC/FREE/ALLOC_FAIL, and of SCOPE_BEGIN for NCCL.
+ * X(name, id). The name is the function as exported or looked up. */
+#define GMT_APIS(X)                                                   \
+    X(cudaMalloc, 1) X(cudaFree, 2) X(cudaMallocAsync, 3)             \
+    X(cudaFreeAsync, 4) X(cudaMallocFromPoolAsync, 5)                 \
+    X(cudaMallocManaged, 6) X(cudaMallocPitch, 7) X(cudaMalloc3D, 8)  \
+    X(cudaMallocHost, 9) X(cudaHostAlloc, 10) X(cudaFreeHost, 11)     \
+    X(cudaHostRegister, 12) X(cudaHostUnregister, 13)                 \
+    X(cudaMemPoolCreate, 14) X(cudaMemPoolDestroy, 15)                \
+    X(cudaMemPoolTrimTo, 16)                                          \
+    X(cuMemAlloc, 32) X(cuMemFree, 33) X(cuMemAllocPitch, 34)         \
+    X(cuMemAllocManaged, 35) X(cuMemAllocHost, 36) X(cuMemHostAlloc, 37) \
+    X(cuMemFreeHost, 38) X(cuMemHostRegister, 39)                     \
+    X(cuMemHostUnregister, 40) X(cuMemAllocAsync, 41)                 \
+    X(cuMemAllocFromPoolAsync, 42) X(cuMemFreeAsync, 43)              \
+    X(cuMemPoolCreate, 44) X(cuMemPoolDestroy, 45)                    \
+    X(cuMemPoolTrimTo, 46) X(cuMemCreate, 47) X(cuMemRelease, 48)     \
+    X(cuMemAddressReserve, 49) X(cuMemAddressFree, 50) X(cuMemMap, 51) \
+    X(cuMemUnmap, 52) X(cuMemImportFromShareableHandle, 53)           \
+    X(cuMemRetainAllocationHandle, 54) X(cuIpcOpenMemHandle, 55)      \
+    X(cuIpcCloseMemHandle, 56) X(cuGraphAddMemAllocNode, 57)          \
+    X(cuMulticastCreate, 58)                                          \
+    X(ncclMemAlloc, 96) X(ncclMemFree, 97)
+
+enum gmt_api {
+    GMT_API_NONE = 0,
+#define GMT_X(name, id) GMT_API_##name = id,
+    GMT_APIS(GMT_X)
+#undef GMT_X
+    GMT_API_MAX
+};
+
+/* Memory kinds (ALLOC.kind). Which are charged as local device memory is the CLI's
+ * decision (docs/trace-format.md); the library records what the API said. */
+#define GMT_KINDS(X)                                                     \
+    X(DEVICE, 1)          /* cuMemAlloc/cudaMalloc: device memory */     \
+    X(HOST_PINNED, 2)     /* cuMemHostAlloc/cudaHostAlloc/cudaMallocHost */ \
+    X(HOST_REGISTERED, 3) /* cuMemHostRegister: the user's pages, pinned */ \
+    X(MANAGED, 4)         /* cuMemAllocManaged */                        \
+    X(POOL_ALLOC, 5)      /* stream-ordered from a pool; related = pool */ \
+    X(POOL, 6)            /* a pool object; address = pool handle, size 0 */ \
+    X(VIRTUAL, 7)         /* cuMemAddressReserve: address space only */  \
+    X(PHYSICAL, 8)        /* cuMemCreate on a device location; address = handle */ \
+    X(PHYSICAL_HOST, 9)   /* cuMemCreate on a host/host-NUMA location */ \
+    X(MAPPING, 10)        /* cuMemMap; related = handle, offset */       \
+    X(IMPORTED, 11)       /* handle imported from a peer; not local memory */ \
+    X(IPC_MAPPING, 12)    /* cuIpcOpenMemHandle; a peer's memory */      \
+    X(NCCL_MEM, 13)       /* ncclMemAlloc: device memory (cuMem inside) */ \
+    X(GRAPH_MEM, 14)      /* cuGraphAddMemAllocNode */                   \
+    X(MULTICAST, 15)      /* cuMulticastCreate; address = handle */      \
+    X(RETAINED, 16)       /* cuMemRetainAllocationHandle: a new reference */
+
+enum gmt_kind {
+#define GMT_X(name, id) GMT_KIND_##name = id,
+    GMT_KINDS(GMT_X)
+#undef GMT_X
+    GMT_KIND_MAX
+};
+
+/* ALLOC: a successful allocation (or reservation, mapping, handle, registration). */
+struct gmt_rec_alloc {
+    struct gmt_rec h;          /* aux: enum gmt_api */
+    uint64_t address;          /* device/host address, or handle value (PHYSICAL, POOL…) */
+    uint64_t bytes;            /* bytes as requested (pitch allocations: pitch × height) */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t stack_id;         /* 0 = not captured */
+    uint32_t scope_id;         /* innermost open scope on this thread, 0 none */
+    uint8_t kind;              /* enum gmt_kind */
+    uint8_t flags;             /* GMT_ALLOC_* */
+    int16_t device;            /* device ordinal from the API (cuMemCreate location), -1: the thread's CUCTX */
+    /* optional, present when h.size >= sizeof(struct gmt_rec_alloc_ext): */
+};
+struct gmt_rec_alloc_ext {
+    struct gmt_rec_alloc a;
+    uint64_t stream;           /* CUstream of stream-ordered calls, 0 otherwise */
+    uint64_t related;          /* POOL_ALLOC: pool; MAPPING: handle; RETAINED: address asked */
+    uint64_t offset;           /* MAPPING: offset into the handle, bytes */
+};
+#define GMT_ALLOC_PITCHED 1u   /* bytes = pitch × height */
+
+/* FREE: the matching release (cudaFree, cuMemRelease, cuMemUnmap, cuMemAddressFree…),
+ * written before the real function runs so the address can't be reused in between. */
+struct gmt_rec_free {
+    struct gmt_rec h;          /* aux: enum gmt_api */
+    uint64_t address;          /* as in the ALLOC record (handle for cuMemRelease) */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t scope_id;         /* innermost open scope, 0 none */
+    /* optional, present when h.size >= sizeof(struct gmt_rec_free_ext): */
+};
+struct gmt_rec_free_ext {
+    struct gmt_rec_free f;
+    uint64_t stream;           /* CUstream of stream-ordered frees */
+    uint32_t stack_id;         /* 0 = not captured */
+    int32_t result;            /* the API's result, 0 success */
+};
+
+/* ALLOC_FAIL: an allocation call that returned an error. */
+struct gmt_rec_alloc_fail {
+    struct gmt_rec h;          /* aux: enum gmt_api */
+    uint64_t bytes;            /* requested, bytes */
+    int32_t error;             /* the API's error code (CUresult/cudaError_t) */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t stack_id;
+    uint32_t scope_id;
+    uint8_t kind;              /* enum gmt_kind that was asked for */
+    uint8_t reserved;
+    int16_t device;            /* as in ALLOC */
+    uint32_t reserved2;
+};
+
+/* NCCL operations: aux of SCOPE_BEGIN. X(name, id). */
+#define GMT_OPS(X)                                                       \
+    X(AllReduce, 1) X(AllGather, 2) X(ReduceScatter, 3) X(Broadcast, 4)  \
+    X(Bcast, 5) X(Reduce, 6) X(AlltoAll, 7) X(Gather, 8) X(Scatter, 9)   \
+    X(Send, 10) X(Recv, 11)                                              \
+    X(Group, 32) X(GroupSimulateEnd, 33)                                 \
+    X(CommInitRank, 48) X(CommInitAll, 49) X(CommInitRankConfig, 50)     \
+    X(CommInitRankScalable, 51) X(CommSplit, 52) X(CommShrink, 53)       \
+    X(CommFinalize, 54) X(CommDestroy, 55) X(CommAbort, 56)              \
+    X(CommRevoke, 57)                                                    \
+    X(MemAlloc, 64) X(MemFree, 65) X(CommRegister, 66)                   \
+    X(CommDeregister, 67) X(CommWindowRegister, 68)                      \
+    X(CommWindowDeregister, 69)
+
+enum gmt_op {
+    GMT_OP_NONE = 0,
+#define GMT_X(name, id) GMT_OP_##name = id,
+    GMT_OPS(GMT_X)
+#undef GMT_X
+    GMT_OP_MAX
+};
+
+/* COMM: what a communicator is, written when it becomes known (init returns, split). */
+struct gmt_rec_comm {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t comm;             /* ncclComm_t value, an opaque id within the process */
+    uint64_t parent;           /* parent communicator for splits, 0 none */
+    uint64_t unique_id_hash;   /* FNV-1a of the ncclUniqueId, equal on every rank; 0 unknown */
+    int32_t rank;              /* this process's rank in it */
+    int32_t nranks;
+    int32_t device;            /* CUDA device ordinal */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+};
+
+/* SCOPE_BEGIN: an NCCL call (or group) opened a context on this thread. */
+struct gmt_rec_scope_begin {
+    struct gmt_rec h;          /* aux: enum gmt_op */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t scope_id;         /* unique within the file, from 1 */
+    uint32_t parent_id;        /* enclosing scope on this thread (group), 0 none */
+    uint32_t stack_id;         /* 0 = not captured */
+    uint64_t comm;             /* ncclComm_t, 0 none (group, init before return) */
+    uint64_t count;            /* elements */
+    uint64_t stream;           /* cudaStream_t */
+    int32_t datatype;          /* ncclDataType_t, -1 none */
+    int32_t peer;              /* root or peer rank, -1 none */
+};
+
+/* SCOPE_END: the call returned. */
+struct gmt_rec_scope_end {
+    struct gmt_rec h;          /* aux: enum gmt_op */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t scope_id;
+    int32_t result;            /* ncclResult_t */
+    uint32_t reserved;
+};
+
+/* MEMINFO: a device-memory sample (cuMemGetInfo on that device). */
+#define GMT_MEMINFO_PHASES(X) X(SAMPLE, 0) X(BEGIN, 1) X(END, 2)
+enum gmt_meminfo_phase {
+#define GMT_X(name, val) GMT_MEMINFO_##name = val,
+    GMT_MEMINFO_PHASES(GMT_X)
+#undef GMT_X
+};
+struct gmt_rec_meminfo {
+    struct gmt_rec h;          /* aux: enum gmt_meminfo_phase */
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t scope_id;         /* the scope sampled around, 0 none */
+    int32_t device;            /* CUDA device ordinal */
+    uint32_t reserved;
+    uint64_t free_bytes;       /* bytes */
+    uint64_t total_bytes;      /* bytes */
+};
+
+/* END: clean shutdown. A file without it was cut (crash, kill, exec). */
+struct gmt_rec_end {
+    struct gmt_rec h;          /* aux: 0 */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint64_t records_dropped;  /* records the writer could not keep, 0 normally */
+};
+
+/* Size of a record with `payload` bytes after the fixed part, rounded up to GMT_ALIGN. */
+static inline uint32_t gmt_rec_padded(uint32_t bytes)
+{
+    return (bytes + (GMT_ALIGN - 1)) & ~(uint32_t)(GMT_ALIGN - 1);
+}
+
+#endif

@@ -1,0 +1,53 @@
+#!/bin/sh
+# build-libunwind.sh: builds Debian's libunwind source package as a position-independent
+# static archive, because Debian's libunwind.a is compiled without -fPIC and cannot be
+# linked into a shared object (the preload library must carry libunwind inside it: the
+# machines it goes to have no libunwind, FACTS.md). Output: $1/libunwind-pic/lib/libunwind.a.
+# Uses apt's deb-src for Debian's own package (no other source), with a private apt state.
+set -eu
+out=$(cd "${1:-build}" 2>/dev/null && pwd || { mkdir -p "${1:-build}" && cd "${1:-build}" && pwd; })
+dest="$out/libunwind-pic"
+[ -f "$dest/lib/libunwind.a" ] && exit 0
+work="$out/libunwind-src"
+rm -rf "$work" && mkdir -p "$work/apt/lists/partial"
+. /etc/os-release
+suite="${VERSION_CODENAME:-bookworm}"
+case "$ID" in
+  debian) uri=http://deb.debian.org/debian; keyring=/usr/share/keyrings/debian-archive-keyring.gpg; comp=main ;;
+  ubuntu) uri=http://archive.ubuntu.com/ubuntu; keyring=/usr/share/keyrings/ubuntu-archive-keyring.gpg; comp=main ;;
+  *) echo "build-libunwind: unsupported distribution '$ID' (need Debian or Ubuntu)" >&2; exit 2 ;;
+esac
+cat > "$work/apt/src.sources" <<EOS
+Types: deb-src
+URIs: $uri
+Suites: $suite
+Components: $comp
+Signed-By: $keyring
+EOS
+apt_opts="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$work/apt -o Dir::State::Lists=$work/apt/lists -o APT::Sandbox::User=root -qq"
+echo "build-libunwind: fetching Debian's libunwind source package" >&2
+apt-get $apt_opts update >/dev/null
+(cd "$work" && apt-get $apt_opts source --download-only libunwind >/dev/null)
+tarball=$(ls "$work"/libunwind_*.orig.tar.gz | head -n 1)
+tar -xzf "$tarball" -C "$work"
+src=$(ls -d "$work"/libunwind-*/ | head -n 1)
+# Debian's patches (quilt series) are applied when present.
+deb=$(ls "$work"/libunwind_*.debian.tar.xz 2>/dev/null | head -n 1 || true)
+if [ -n "$deb" ]; then
+  tar -xJf "$deb" -C "$src"
+  if [ -f "$src/debian/patches/series" ]; then
+    while read -r p; do
+      case "$p" in ''|\#*) continue ;; esac
+      patch -s -p1 -d "$src" < "$src/debian/patches/$p"
+    done < "$src/debian/patches/series"
+  fi
+fi
+echo "build-libunwind: building a PIC static libunwind (about a minute)" >&2
+(cd "$src" && ./configure -q --prefix="$dest" --with-pic --enable-static --disable-shared \
+   --disable-minidebuginfo --disable-zlibdebuginfo --disable-tests --disable-documentation \
+   --disable-coredump --disable-ptrace --disable-setjmp --disable-cxx-exceptions \
+   CFLAGS="-O2 -g -fPIC -fvisibility=hidden" >/dev/null \
+ && make -s -j"$(nproc)" >/dev/null 2>&1 && make -s install >/dev/null)
+rm -rf "$work"
+test -f "$dest/lib/libunwind.a"
+echo "build-libunwind: $dest/lib/libunwind.a" >&2

@@ -1,0 +1,15 @@
+#!/bin/sh
+# check-deps.sh: makes sure the build's Debian packages are there; installs them when it can.
+set -eu
+missing=""
+[ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
+[ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
+[ -f /usr/include/criterion/criterion.h ] || missing="$missing libcriterion-dev"
+command -v patch >/dev/null 2>&1 || missing="$missing patch"
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+  echo "gpumemtrace: missing packages:$missing; install them with: apt-get install$missing" >&2; exit 2
+fi
+echo "gpumemtrace: installing$missing" >&2
+$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null || {
+  echo "gpumemtrace: could not install$missing; run: sudo apt-get install$missing" >&2; exit 2; }
