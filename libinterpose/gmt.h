@@ -70,6 +70,29 @@ GMT_HIDDEN uint32_t gmt_stack_capture(int skip);
 GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */
 GMT_HIDDEN void gmt_modules_rescan(void);    /* after dlopen/dlclose: the changes */
 
+/* ---- resolve.c: real functions, always from the library that defines them ---- */
+enum gmt_lib { GMT_LIB_DRIVER, GMT_LIB_RUNTIME, GMT_LIB_NCCL };
+/* The real definition of `name` (an ABI name: "cuMemAlloc_v2", "ncclAllReduce"), found
+ * through the defining library (RTLD_NEXT, then dlopen(soname, RTLD_NOLOAD), then the
+ * handles seen in intercepted dlopen calls), never through a wrapper of ours. NULL when
+ * not found: the caller then returns the API's own error, never calls through NULL. */
+GMT_HIDDEN void *gmt_resolve(enum gmt_lib lib, const char *name);
+
+/* ---- events.c: build and emit the allocation records (ALLOC, FREE, ALLOC_FAIL) ---- */
+/* Each notes the thread's current CUDA context first (CUCTX record when it changed),
+ * captures the stack, and fills scope_id from gmt_current_scope(). */
+GMT_HIDDEN void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
+                                uint64_t bytes, int device, uint64_t stream,
+                                uint64_t related, uint64_t offset);
+GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream);
+GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
+                               int device, int error);
+
+/* ---- scope.c: NCCL contexts on the calling thread ---- */
+GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
+                                   int datatype, int peer, uint64_t stream);
+GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
+
 /* ---- guard (inline): re-entrancy, per thread ---- */
 struct gmt_thread_state {
     int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */
