@@ -1,0 +1,296 @@
+/* stack.c: captures call stacks with libunwind and interns them, so each distinct stack is written once as a STACK record. */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <link.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gmt.h"
+
+/*
+ * Interning. A stack is hashed, then looked up in one global open-addressing table
+ * whose slots are 64-bit words: the high 32 bits of the hash (to reject most
+ * mismatches without touching the entry) and the entry's offset in the arena, in
+ * 8-byte units. An entry is written completely into the bump arena before the CAS
+ * that publishes its slot, so a reader that sees the slot sees the frames. Its id is
+ * drawn only after the CAS wins, so ids are dense (1, 2, 3…) even when two threads
+ * race to insert the same stack: the loser waits the few nanoseconds until the id
+ * appears.
+ *
+ * The entry's tail is laid out exactly as a STACK record, so the winner hands it to
+ * gmt_emit as it is: no copy, no big buffer on the caller's stack.
+ *
+ * Ordering across threads: the thread that inserts a stack emits its STACK record
+ * before it returns the id, so every thread's own records follow the definitions of
+ * the stacks it introduced. Another thread may meanwhile find the id and use it in a
+ * record that reaches the file before the first thread's buffer is flushed; the CLI
+ * resolves stack ids only after reading the whole file, so that order is fine.
+ *
+ * Nothing here allocates with malloc, takes a lock or makes a syscall after the
+ * one-time setup (two mmaps and one dl_iterate_phdr); libunwind's trace cache makes
+ * one mmap per thread the first time that thread unwinds.
+ */
+
+#define TABLE_BITS 18                          /* 262144 slots, 2 MiB of address space */
+#define TABLE_SLOTS (1u << TABLE_BITS)
+#define TABLE_LIMIT (TABLE_SLOTS / 4 * 3)      /* stop inserting at 75% full */
+#define ARENA_BYTES ((size_t)64 << 20)         /* address space; touched pages only */
+#define DEPTH_MAX 256                          /* largest GPUMEMTRACE_STACK_DEPTH */
+#define SLACK 8                                /* libunwind's and our own frames above the anchor */
+#define RAW_MAX (DEPTH_MAX + 32 + SLACK)
+#define ID_SPIN_LIMIT (1u << 22)
+
+struct entry {
+    uint64_t hash;
+    /* from here on: a struct gmt_rec_stack */
+    struct gmt_rec h;
+    _Atomic uint32_t stack_id;
+    uint32_t depth;
+    uint64_t ip[];
+};
+
+_Static_assert(offsetof(struct entry, stack_id) - offsetof(struct entry, h) ==
+                   offsetof(struct gmt_rec_stack, stack_id),
+               "entry must end in a STACK record");
+_Static_assert(offsetof(struct entry, depth) - offsetof(struct entry, h) ==
+                   offsetof(struct gmt_rec_stack, depth),
+               "entry must end in a STACK record");
+_Static_assert(offsetof(struct entry, ip) - offsetof(struct entry, h) ==
+                   offsetof(struct gmt_rec_stack, ip),
+               "entry must end in a STACK record");
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "atomic id has the plain layout");
+
+enum { ST_NEW, ST_BUSY, ST_READY, ST_FAILED };
+
+static _Atomic int state = ST_NEW;
+static _Atomic uint64_t *table;
+static unsigned char *arena;
+static _Atomic size_t arena_cursor = 8; /* offset 0 means "empty slot" */
+static _Atomic uint32_t next_id = 1;
+static _Atomic uint32_t entries;
+static _Atomic int warned_full;
+static uintptr_t own_lo, own_hi; /* our shared object's code, when we are one */
+
+/* Frames as libunwind returns them; thread-local because a capture can be 2 KiB and
+ * hooks run on stacks we don't own. */
+static GMT_TLS union {
+    void *p[RAW_MAX];
+    uint64_t u[RAW_MAX];
+} raw;
+static GMT_TLS int capturing;
+
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit targets only");
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+struct own_search {
+    uintptr_t probe;
+    unsigned index;
+};
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct own_search *s = data;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (s->probe >= lo && s->probe < hi) {
+        /* The first object is the main program: when the library is linked into it
+         * (tests), its range is the program's code, which must not be dropped. */
+        if (s->index > 0) {
+            own_lo = lo;
+            own_hi = hi;
+        }
+        return 1;
+    }
+    s->index++;
+    return 0;
+}
+
+static bool setup(void)
+{
+    int st = atomic_load_explicit(&state, memory_order_acquire);
+    if (GMT_LIKELY(st == ST_READY))
+        return true;
+    if (st == ST_FAILED)
+        return false;
+    int expect = ST_NEW;
+    if (!atomic_compare_exchange_strong(&state, &expect, ST_BUSY)) {
+        while ((st = atomic_load_explicit(&state, memory_order_acquire)) == ST_BUSY)
+            cpu_relax();
+        return st == ST_READY;
+    }
+    void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t == MAP_FAILED || a == MAP_FAILED) {
+        if (t != MAP_FAILED)
+            munmap(t, TABLE_SLOTS * sizeof(uint64_t));
+        if (a != MAP_FAILED)
+            munmap(a, ARENA_BYTES);
+        gmt_warn("no memory for the stack table: stacks are not recorded");
+        atomic_store_explicit(&state, ST_FAILED, memory_order_release);
+        return false;
+    }
+    table = t;
+    arena = a;
+    struct own_search s = { (uintptr_t)&gmt_stack_capture, 0 };
+    dl_iterate_phdr(find_own, &s);
+    atomic_store_explicit(&state, ST_READY, memory_order_release);
+    return true;
+}
+
+static uint64_t hash_frames(const uint64_t *ip, uint32_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= ip[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+static void full(void)
+{
+    if (!atomic_exchange(&warned_full, 1))
+        gmt_warn("stack table full: later new stacks are not recorded");
+}
+
+static uint32_t wait_id(struct entry *e)
+{
+    for (unsigned i = 0; i < ID_SPIN_LIMIT; i++) {
+        uint32_t id = atomic_load_explicit(&e->stack_id, memory_order_acquire);
+        if (id)
+            return id;
+        cpu_relax();
+    }
+    return 0;
+}
+
+static struct entry *entry_at(uint64_t slot)
+{
+    return (struct entry *)(arena + (size_t)(slot & 0xffffffffu) * 8);
+}
+
+static uint32_t intern(const uint64_t *ip, uint32_t n)
+{
+    uint64_t h = hash_frames(ip, n);
+    uint64_t tag = h & 0xffffffff00000000ull;
+    size_t bytes = sizeof(struct entry) + (size_t)n * sizeof(uint64_t);
+    struct entry *mine = NULL;
+    uint64_t mine_slot = 0;
+
+    for (uint32_t probe = 0, i = (uint32_t)h & (TABLE_SLOTS - 1); probe < TABLE_SLOTS;
+         probe++, i = (i + 1) & (TABLE_SLOTS - 1)) {
+        uint64_t w = atomic_load_explicit(&table[i], memory_order_acquire);
+        while (w == 0) {
+            if (!mine) {
+                if (atomic_load_explicit(&entries, memory_order_relaxed) >= TABLE_LIMIT) {
+                    full();
+                    return 0;
+                }
+                size_t off = atomic_fetch_add_explicit(&arena_cursor, bytes, memory_order_relaxed);
+                if (off + bytes > ARENA_BYTES) {
+                    full();
+                    return 0;
+                }
+                mine = (struct entry *)(arena + off);
+                mine->hash = h;
+                mine->h.type = GMT_REC_STACK;
+                mine->h.aux = 0;
+                mine->h.size = (uint32_t)(bytes - offsetof(struct entry, h));
+                atomic_store_explicit(&mine->stack_id, 0, memory_order_relaxed);
+                mine->depth = n;
+                memcpy(mine->ip, ip, (size_t)n * sizeof(uint64_t));
+                mine_slot = tag | (uint64_t)(off / 8);
+            }
+            if (atomic_compare_exchange_strong_explicit(&table[i], &w, mine_slot,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                atomic_fetch_add_explicit(&entries, 1, memory_order_relaxed);
+                uint32_t id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+                atomic_store_explicit(&mine->stack_id, id, memory_order_release);
+                gmt_emit(&mine->h, 0);
+                return id;
+            }
+            /* lost the slot: w now holds the winner; compare with it below */
+        }
+        if ((w & 0xffffffff00000000ull) != tag)
+            continue;
+        struct entry *e = entry_at(w);
+        if (e->hash == h && e->depth == n && memcmp(e->ip, ip, (size_t)n * sizeof(uint64_t)) == 0)
+            return wait_id(e); /* `mine`, if made, stays unused in the arena */
+    }
+    full();
+    return 0;
+}
+
+__attribute__((noinline)) uint32_t gmt_stack_capture(int skip)
+{
+    long depth = gmt_opt.stack_depth;
+    if (depth <= 0 || capturing)
+        return 0;
+    if (depth > DEPTH_MAX)
+        depth = DEPTH_MAX;
+    if (skip < 0)
+        skip = 0;
+    if (!setup())
+        return 0;
+    capturing = 1;
+    gmt_ts.in_lib++;
+
+    int want = (int)depth + skip + SLACK;
+    if (want > RAW_MAX)
+        want = RAW_MAX;
+    int got = unw_backtrace(raw.p, want);
+
+    /* Start at our caller's return address whatever libunwind and the compiler put
+     * above it, then drop the `skip` frames our caller asked to drop. */
+    uintptr_t anchor = (uintptr_t)__builtin_return_address(0);
+    int first = -1;
+    for (int i = 0; i < got && i < SLACK; i++) {
+        if ((uintptr_t)raw.p[i] == anchor) {
+            first = i;
+            break;
+        }
+    }
+    if (first < 0)
+        first = 2; /* no anchor: unw_backtrace's own frame and ours */
+    first += skip;
+
+    /* Compacted in place: the union lets the same bytes be read as addresses. */
+    uint32_t n = 0;
+    for (int i = first; i < got && n < (uint32_t)depth; i++) {
+        uintptr_t a = (uintptr_t)raw.p[i];
+        if (a == 0 || (a >= own_lo && a < own_hi))
+            continue;
+        raw.u[n++] = a;
+    }
+    uint32_t id = n ? intern(raw.u, n) : 0;
+
+    gmt_ts.in_lib--;
+    capturing = 0;
+    return id;
+}
