@@ -1,0 +1,654 @@
+/* replay.c: replays a trace's allocations in time order and attributes them to sites and NCCL calls. */
+#include "replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader.h"
+
+bool gmt_kind_is_device(unsigned kind)
+{
+    switch (kind) {
+    case GMT_KIND_DEVICE: case GMT_KIND_POOL_ALLOC: case GMT_KIND_PHYSICAL:
+    case GMT_KIND_MANAGED: case GMT_KIND_NCCL_MEM: case GMT_KIND_GRAPH_MEM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool gmt_kind_is_host(unsigned kind)
+{
+    return kind == GMT_KIND_HOST_PINNED || kind == GMT_KIND_PHYSICAL_HOST;
+}
+
+unsigned gmt_nccl_type_size(int dt)
+{
+    /* ncclInt8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32, Float64, Bfloat16,
+     * Float8e4m3, Float8e5m2 */
+    static const unsigned size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+    return dt >= 0 && dt < (int)(sizeof size / sizeof size[0]) ? size[dt] : 0;
+}
+
+/* Address namespaces: a handle, a pointer, a reservation and a mapping may share a value. */
+enum ns { NS_PTR = 1, NS_HANDLE, NS_VIRTUAL, NS_MAPPING, NS_IPC, NS_POOL };
+
+static int ns_of_kind(unsigned kind)
+{
+    switch (kind) {
+    case GMT_KIND_PHYSICAL: case GMT_KIND_PHYSICAL_HOST: case GMT_KIND_IMPORTED:
+    case GMT_KIND_MULTICAST: case GMT_KIND_RETAINED:
+        return NS_HANDLE;
+    case GMT_KIND_VIRTUAL: return NS_VIRTUAL;
+    case GMT_KIND_MAPPING: return NS_MAPPING;
+    case GMT_KIND_IPC_MAPPING: return NS_IPC;
+    case GMT_KIND_POOL: return NS_POOL;
+    default: return NS_PTR;
+    }
+}
+
+static int ns_of_free_api(unsigned api)
+{
+    switch (api) {
+    case GMT_API_cuMemRelease: return NS_HANDLE;
+    case GMT_API_cuMemAddressFree: return NS_VIRTUAL;
+    case GMT_API_cuMemUnmap: return NS_MAPPING;
+    case GMT_API_cuIpcCloseMemHandle: return NS_IPC;
+    case GMT_API_cudaMemPoolDestroy: case GMT_API_cuMemPoolDestroy: return NS_POOL;
+    default: return NS_PTR;
+    }
+}
+
+static uint64_t key_of(int ns, uint64_t addr)
+{
+    return addr ^ ((uint64_t)ns << 58);
+}
+
+struct live {
+    uint64_t addr, bytes;
+    uint32_t site, refs;
+    int32_t scope;             /* attributed scope index, -1 none */
+    int16_t dslot;
+    uint8_t kind, cat;
+};
+
+struct state {
+    const struct gmt_trace *t;
+    const struct gmt_replay_opts *o;
+    struct gmt_report *rep;
+    struct live *live; size_t n_live, cap_live;
+    uint32_t *free_slots; size_t n_free_slots, cap_free_slots;
+    struct gmt_u64map live_by_key;
+    struct gmt_u64map site_by_stack;
+    uint64_t (*site_dev_live)[GMT_MAX_DEVS]; /* per site, per device slot */
+    size_t cap_sites, cap_sdl, cap_fails;
+    int32_t *open; size_t n_open, cap_open;  /* open scope indices */
+    int16_t dev_of_slot[GMT_MAX_DEVS];
+    uint64_t tracked[GMT_MAX_DEVS];
+    uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
+    uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS];
+    size_t peak_event[GMT_MAX_DEVS];        /* index of the event that made each peak */
+    bool second_pass;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Device slot for a device ordinal; the last slot collects everything beyond. */
+static int dslot(struct state *S, int device)
+{
+    struct gmt_report *rep = S->rep;
+    for (size_t i = 0; i < rep->n_dev; i++)
+        if (S->dev_of_slot[i] == device)
+            return (int)i;
+    if (rep->n_dev == GMT_MAX_DEVS)
+        return GMT_MAX_DEVS - 1;
+    int i = (int)rep->n_dev++;
+    S->dev_of_slot[i] = (int16_t)device;
+    rep->dev[i].device = device;
+    return i;
+}
+
+static int site_of(struct state *S, uint32_t stack)
+{
+    uint64_t *v = gmt_u64map_get(&S->site_by_stack, stack);
+    if (v)
+        return (int)*v;
+    struct gmt_report *rep = S->rep;
+    size_t n = rep->n_sites;
+    if (grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites) ||
+        grow((void **)&S->site_dev_live, &S->cap_sdl, n + 1, sizeof *S->site_dev_live))
+        return -ENOMEM;
+    memset(&rep->sites[n], 0, sizeof rep->sites[n]);
+    memset(S->site_dev_live[n], 0, sizeof S->site_dev_live[n]);
+    rep->sites[n].stack = stack;
+    const struct gmt_trace *t = S->t;
+    rep->sites[n].cat = S->o->stack_cat && stack < t->n_stacks ? S->o->stack_cat[stack] : 0;
+    if (rep->sites[n].cat >= GMT_MAX_CATS)
+        rep->sites[n].cat = 0;
+    rep->n_sites++;
+    if (gmt_u64map_put(&S->site_by_stack, stack, n))
+        return -ENOMEM;
+    return (int)n;
+}
+
+static bool is_attributable(uint16_t op)
+{
+    return op != GMT_OP_MemAlloc && op != GMT_OP_MemFree;
+}
+
+/* The scope an event belongs to: its own thread's (recorded), or for an allocation made
+ * on a thread with none (NCCL's proxy thread), the most recently begun scope still open
+ * on another thread of the same device. */
+static int32_t attribute(struct state *S, const struct gmt_ev *e)
+{
+    const struct gmt_trace *t = S->t;
+    if (e->scope) {
+        const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, e->scope);
+        if (idx)
+            return (int32_t)*idx;
+    }
+    int32_t best = -1;
+    for (size_t i = 0; i < S->n_open; i++) {
+        const struct gmt_scope *s = &t->scopes[S->open[i]];
+        if (s->tid == e->tid || !is_attributable(s->op))
+            continue;
+        if (s->device >= 0 && e->device >= 0 && s->device != e->device)
+            continue;
+        if (best < 0 || s->t_begin >= t->scopes[best].t_begin)
+            best = S->open[i];
+    }
+    return best;
+}
+
+static bool in_window(const struct state *S, uint64_t time)
+{
+    return time >= S->o->t_from && (!S->o->t_to || time <= S->o->t_to);
+}
+
+static uint32_t innermost_open_id(const struct state *S)
+{
+    const struct gmt_trace *t = S->t;
+    int32_t best = -1;
+    for (size_t i = 0; i < S->n_open; i++)
+        if (best < 0 || t->scopes[S->open[i]].t_begin >= t->scopes[best].t_begin)
+            best = S->open[i];
+    return best < 0 ? 0 : t->scopes[best].id;
+}
+
+static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
+{
+    struct gmt_report *rep = S->rep;
+    int ns = ns_of_kind(e->kind);
+    uint64_t key = key_of(ns, e->addr);
+    if (e->kind == GMT_KIND_RETAINED) {
+        uint64_t *v = gmt_u64map_get(&S->live_by_key, key);
+        if (v)
+            S->live[*v].refs++;
+        return 0;
+    }
+    int ds = dslot(S, e->device);
+    int site = site_of(S, e->stack);
+    if (site < 0)
+        return site;
+    /* an address reused without a free we saw: the old entry is gone */
+    uint64_t *old = gmt_u64map_get(&S->live_by_key, key);
+    if (old) {
+        struct live *l = &S->live[*old];
+        if (gmt_kind_is_device(l->kind)) {
+            S->tracked[l->dslot] -= l->bytes;
+            S->by_cat[l->dslot][l->cat] -= l->bytes;
+            S->site_dev_live[l->site][l->dslot] -= l->bytes;
+            rep->sites[l->site].live_at_end -= l->bytes;
+            rep->sites[l->site].count_at_end--;
+        }
+        l->refs = 0;
+        if (grow((void **)&S->free_slots, &S->cap_free_slots, S->n_free_slots + 1, sizeof(uint32_t)))
+            return -ENOMEM;
+        S->free_slots[S->n_free_slots++] = (uint32_t)*old;
+        gmt_u64map_del(&S->live_by_key, key);
+    }
+    size_t slot;
+    if (S->n_free_slots)
+        slot = S->free_slots[--S->n_free_slots];
+    else {
+        if (grow((void **)&S->live, &S->cap_live, S->n_live + 1, sizeof *S->live))
+            return -ENOMEM;
+        slot = S->n_live++;
+    }
+    struct live *l = &S->live[slot];
+    struct gmt_site_row *sr = &rep->sites[site];
+    l->addr = e->addr;
+    l->bytes = e->bytes;
+    l->site = (uint32_t)site;
+    l->refs = 1;
+    l->dslot = (int16_t)ds;
+    l->kind = e->kind;
+    l->cat = sr->cat;
+    l->scope = attribute(S, e);
+    if (gmt_u64map_put(&S->live_by_key, key, slot))
+        return -ENOMEM;
+
+    if (!S->second_pass) {
+        rep->dev[ds].allocs++;
+        if (l->scope >= 0 && gmt_kind_is_device(e->kind)) {
+            rep->scope_tracked[l->scope] += (int64_t)e->bytes;
+            rep->scope_allocs[l->scope]++;
+        }
+    }
+    if (gmt_kind_is_device(e->kind)) {
+        S->tracked[ds] += e->bytes;
+        S->by_cat[ds][l->cat] += e->bytes;
+        S->site_dev_live[site][ds] += e->bytes;
+        if (!S->second_pass) {
+            sr->allocs++;
+            sr->bytes_total += e->bytes;
+            sr->live_at_end += e->bytes;
+            sr->count_at_end++;
+            if (sr->live_at_end > sr->live_max)
+                sr->live_max = sr->live_at_end;
+            struct gmt_dev_report *d = &rep->dev[ds];
+            if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
+                d->peak = S->tracked[ds];
+                d->peak_time = e->time;
+                d->peak_scope = l->scope >= 0 ? S->t->scopes[l->scope].id : innermost_open_id(S);
+                memcpy(d->peak_by_cat, S->by_cat[ds], sizeof d->peak_by_cat);
+                S->peak_event[ds] = ei;
+            }
+        }
+    } else if (gmt_kind_is_host(e->kind)) {
+        S->host[ds] += e->bytes;
+        if (!S->second_pass && S->host[ds] > rep->dev[ds].host_peak)
+            rep->dev[ds].host_peak = S->host[ds];
+    } else if (e->kind == GMT_KIND_VIRTUAL) {
+        S->virt[ds] += e->bytes;
+        if (!S->second_pass && S->virt[ds] > rep->dev[ds].virtual_peak)
+            rep->dev[ds].virtual_peak = S->virt[ds];
+    }
+    return 0;
+}
+
+static int on_free(struct state *S, const struct gmt_ev *e)
+{
+    struct gmt_report *rep = S->rep;
+    uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
+    uint64_t *v = gmt_u64map_get(&S->live_by_key, key);
+    if (!v) {
+        if (!S->second_pass && e->addr)
+            rep->unmatched_frees++;
+        return 0;
+    }
+    size_t slot = *v;
+    struct live *l = &S->live[slot];
+    if (l->refs > 1) { /* a retained handle: released once per reference */
+        l->refs--;
+        return 0;
+    }
+    int ds = l->dslot;
+    if (!S->second_pass) {
+        rep->dev[ds].frees++;
+        int32_t sc = attribute(S, e);
+        if (sc >= 0 && gmt_kind_is_device(l->kind))
+            rep->scope_tracked[sc] -= (int64_t)l->bytes;
+    }
+    if (gmt_kind_is_device(l->kind)) {
+        S->tracked[ds] -= l->bytes;
+        S->by_cat[ds][l->cat] -= l->bytes;
+        S->site_dev_live[l->site][ds] -= l->bytes;
+        if (!S->second_pass) {
+            rep->sites[l->site].live_at_end -= l->bytes;
+            rep->sites[l->site].count_at_end--;
+        }
+    } else if (gmt_kind_is_host(l->kind)) {
+        S->host[ds] -= l->bytes;
+    } else if (l->kind == GMT_KIND_VIRTUAL) {
+        S->virt[ds] -= l->bytes;
+    }
+    l->refs = 0;
+    gmt_u64map_del(&S->live_by_key, key);
+    if (grow((void **)&S->free_slots, &S->cap_free_slots, S->n_free_slots + 1, sizeof(uint32_t)))
+        return -ENOMEM;
+    S->free_slots[S->n_free_slots++] = (uint32_t)slot;
+    return 0;
+}
+
+static int on_fail(struct state *S, const struct gmt_ev *e)
+{
+    struct gmt_report *rep = S->rep;
+    if (S->second_pass || !in_window(S, e->time))
+        return 0;
+    int ds = dslot(S, e->device);
+    rep->dev[ds].failures++;
+    if (grow((void **)&rep->fails, &S->cap_fails, rep->n_fails + 1, sizeof *rep->fails))
+        return -ENOMEM;
+    struct gmt_fail_row *f = &rep->fails[rep->n_fails++];
+    memset(f, 0, sizeof *f);
+    f->time = e->time;
+    f->bytes = e->bytes;
+    f->api = e->api;
+    f->kind = e->kind;
+    f->error = e->error;
+    f->device = e->device;
+    f->stack = e->stack;
+    f->tid = e->tid;
+    int32_t sc = attribute(S, e);
+    f->scope = sc >= 0 ? S->t->scopes[sc].id : 0;
+    f->tracked = S->tracked[ds];
+    memcpy(f->by_cat, S->by_cat[ds], sizeof f->by_cat);
+    return 0;
+}
+
+static void on_meminfo(struct state *S, const struct gmt_ev *e)
+{
+    if (S->second_pass || e->bytes < e->addr)
+        return;
+    struct gmt_dev_report *d = &S->rep->dev[dslot(S, e->device)];
+    int ds = (int)(d - S->rep->dev);
+    uint64_t used = e->bytes - e->addr;
+    d->total = e->bytes;
+    d->used_last = used;
+    d->tracked_at_used_last = S->tracked[ds];
+    if (in_window(S, e->time) && (!d->has_used || used > d->used_max)) {
+        d->used_max = used;
+        d->used_max_time = e->time;
+        d->tracked_at_used_max = S->tracked[ds];
+    }
+    d->has_used = true;
+}
+
+static int run_pass(struct state *S)
+{
+    const struct gmt_trace *t = S->t;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct gmt_ev *e = &t->events[i];
+        if (S->o->t_to && e->time > S->o->t_to)
+            break;
+        int r = 0;
+        switch (e->type) {
+        case GMT_EV_ALLOC: r = on_alloc(S, e, i); break;
+        case GMT_EV_FREE: r = on_free(S, e); break;
+        case GMT_EV_FAIL: r = on_fail(S, e); break;
+        case GMT_EV_MEMINFO: on_meminfo(S, e); break;
+        case GMT_EV_SCOPE_BEGIN:
+            if (grow((void **)&S->open, &S->cap_open, S->n_open + 1, sizeof *S->open))
+                return -ENOMEM;
+            S->open[S->n_open++] = (int32_t)e->scope;
+            break;
+        case GMT_EV_SCOPE_END:
+            for (size_t k = 0; k < S->n_open; k++)
+                if (S->open[k] == (int32_t)e->scope) {
+                    S->open[k] = S->open[--S->n_open];
+                    break;
+                }
+            break;
+        }
+        if (r)
+            return r;
+        if (S->second_pass) {
+            /* the site snapshot at each device's peak */
+            for (size_t d = 0; d < S->rep->n_dev; d++)
+                if (S->rep->dev[d].peak && S->peak_event[d] == i &&
+                    (S->o->device < 0 || S->dev_of_slot[d] == S->o->device))
+                    for (size_t s = 0; s < S->rep->n_sites; s++)
+                        S->rep->sites[s].live_at_peak += S->site_dev_live[s][d];
+        }
+    }
+    return 0;
+}
+
+static void reset_state(struct state *S)
+{
+    gmt_u64map_free(&S->live_by_key);
+    gmt_u64map_init(&S->live_by_key);
+    S->n_live = S->n_free_slots = S->n_open = 0;
+    memset(S->tracked, 0, sizeof S->tracked);
+    memset(S->by_cat, 0, sizeof S->by_cat);
+    memset(S->host, 0, sizeof S->host);
+    memset(S->virt, 0, sizeof S->virt);
+    for (size_t s = 0; s < S->rep->n_sites; s++)
+        memset(S->site_dev_live[s], 0, sizeof S->site_dev_live[s]);
+}
+
+/* ---- collectives ---- */
+
+static int cmp_scope_begin(const void *a, const void *b, void *ctx)
+{
+    const struct gmt_scope *s = ctx;
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (s[x].t_begin != s[y].t_begin)
+        return s[x].t_begin < s[y].t_begin ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t scope_bytes(const struct gmt_scope *s)
+{
+    uint64_t n = s->count * gmt_nccl_type_size(s->datatype);
+    /* AllGather's count is per rank; the buffer a person thinks of is the input */
+    return n;
+}
+
+static int build_colls(const struct gmt_trace *t, struct gmt_report *rep)
+{
+    size_t n = t->n_scopes;
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    char (*labels)[64] = calloc(n ? n : 1, sizeof *labels);
+    uint64_t *gbytes = calloc(n ? n : 1, sizeof *gbytes);
+    uint64_t *gcomm = calloc(n ? n : 1, sizeof *gcomm);
+    size_t cap = 0;
+    if (!order || !labels || !gbytes || !gcomm) {
+        free(order); free(labels); free(gbytes); free(gcomm);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    /* group labels from their children, in begin order */
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_scope *s = &t->scopes[order[k]];
+        if (!s->parent_id)
+            continue;
+        const uint64_t *pi = gmt_u64map_get(&t->scope_by_id, s->parent_id);
+        if (!pi || t->scopes[*pi].op != GMT_OP_Group)
+            continue;
+        char *lab = labels[*pi];
+        const char *name = gmt_op_name(s->op);
+        if (!strstr(lab, name)) {
+            size_t len = strlen(lab);
+            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
+        }
+        gbytes[*pi] += scope_bytes(s);
+        if (!gcomm[*pi])
+            gcomm[*pi] = s->comm;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k];
+        const struct gmt_scope *s = &t->scopes[i];
+        char label[64];
+        uint64_t bytes = scope_bytes(s), comm = s->comm;
+        if (s->op == GMT_OP_Group) {
+            snprintf(label, sizeof label, "Group(%s)", labels[i][0] ? labels[i] : "");
+            bytes = gbytes[i];
+            comm = gcomm[i];
+        } else {
+            snprintf(label, sizeof label, "%s", gmt_op_name(s->op));
+        }
+        struct gmt_coll_row *row = NULL;
+        for (size_t r = 0; r < rep->n_colls; r++)
+            if (rep->colls[r].comm == comm && rep->colls[r].op == s->op &&
+                rep->colls[r].bytes_per_call == bytes && !strcmp(rep->colls[r].label, label))
+                row = &rep->colls[r];
+        int64_t tracked = rep->scope_tracked[i];
+        bool has_dev = s->has_mem_before && s->has_mem_after;
+        int64_t dev = has_dev ? (int64_t)s->used_after - (int64_t)s->used_before : 0;
+        uint64_t host = s->ended && s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
+        if (!row) {
+            if (grow((void **)&rep->colls, &cap, rep->n_colls + 1, sizeof *rep->colls)) {
+                free(order); free(labels); free(gbytes); free(gcomm);
+                return -ENOMEM;
+            }
+            row = &rep->colls[rep->n_colls++];
+            memset(row, 0, sizeof *row);
+            row->comm = comm;
+            row->op = s->op;
+            snprintf(row->label, sizeof row->label, "%s", label);
+            row->bytes_per_call = bytes;
+            const struct gmt_comm *c = gmt_trace_comm(t, comm);
+            row->rank = c ? c->rank : -1;
+            row->nranks = c ? c->nranks : -1;
+            row->device = c ? c->device : s->device;
+            row->first_tracked = tracked;
+            row->first_has_dev = has_dev;
+            row->first_dev = dev;
+            row->host_ns_first = host;
+            row->first_time = s->t_begin;
+        } else {
+            if (tracked > row->later_tracked_max)
+                row->later_tracked_max = tracked;
+            row->later_tracked_total += tracked;
+            if (has_dev) {
+                if (!row->later_has_dev || dev > row->later_dev_max)
+                    row->later_dev_max = dev;
+                row->later_has_dev = true;
+            }
+        }
+        row->calls++;
+        if (s->ended && s->result != 0)
+            row->failed++;
+        row->allocs += rep->scope_allocs[i];
+        row->host_ns_total += host;
+    }
+    free(order);
+    free(labels);
+    free(gbytes);
+    free(gcomm);
+    return 0;
+}
+
+/* allocation bytes and threads per row need the events: one more cheap pass */
+static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
+                              const int32_t *ev_scope)
+{
+    for (size_t i = 0; i < t->n_events; i++) {
+        if (ev_scope[i] < 0)
+            continue;
+        const struct gmt_ev *e = &t->events[i];
+        const struct gmt_scope *s = &t->scopes[ev_scope[i]];
+        for (size_t r = 0; r < rep->n_colls; r++) {
+            struct gmt_coll_row *row = &rep->colls[r];
+            if (row->op != s->op)
+                continue;
+            uint64_t comm = s->comm;
+            if (s->op != GMT_OP_Group && row->comm != comm)
+                continue;
+            if (s->op != GMT_OP_Group && row->bytes_per_call != scope_bytes(s))
+                continue;
+            row->alloc_bytes += e->bytes;
+            if (e->tid != s->tid)
+                row->allocs_other_thread++;
+            break;
+        }
+    }
+}
+
+static int cmp_site(const void *a, const void *b)
+{
+    const struct gmt_site_row *x = a, *y = b;
+    if (x->live_at_peak != y->live_at_peak)
+        return x->live_at_peak > y->live_at_peak ? -1 : 1;
+    if (x->live_at_end != y->live_at_end)
+        return x->live_at_end > y->live_at_end ? -1 : 1;
+    if (x->bytes_total != y->bytes_total)
+        return x->bytes_total > y->bytes_total ? -1 : 1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    struct state S = {.t = t, .o = o, .rep = rep};
+    gmt_u64map_init(&S.live_by_key);
+    gmt_u64map_init(&S.site_by_stack);
+    int32_t *ev_scope = NULL;
+    int r = -ENOMEM;
+    rep->scope_tracked = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *rep->scope_tracked);
+    rep->scope_allocs = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *rep->scope_allocs);
+    if (!rep->scope_tracked || !rep->scope_allocs)
+        goto out;
+    if ((r = run_pass(&S)))
+        goto out;
+    for (size_t d = 0; d < rep->n_dev; d++) {
+        rep->dev[d].end = S.tracked[d];
+        memcpy(rep->dev[d].end_by_cat, S.by_cat[d], sizeof rep->dev[d].end_by_cat);
+        rep->dev[d].host_end = S.host[d];
+    }
+    /* which scope each device allocation went to, for the per-collective byte counts */
+    r = -ENOMEM;
+    if (!(ev_scope = malloc((t->n_events ? t->n_events : 1) * sizeof *ev_scope)))
+        goto out;
+    reset_state(&S);
+    S.second_pass = true;
+    for (size_t i = 0; i < t->n_events; i++)
+        ev_scope[i] = -1;
+    if ((r = run_pass(&S)))
+        goto out;
+    /* attribution per event: a third, light walk over the open-scope set */
+    S.n_open = 0;
+    for (size_t i = 0; i < t->n_events; i++) {
+        const struct gmt_ev *e = &t->events[i];
+        if (e->type == GMT_EV_SCOPE_BEGIN) {
+            if (grow((void **)&S.open, &S.cap_open, S.n_open + 1, sizeof *S.open)) {
+                r = -ENOMEM;
+                goto out;
+            }
+            S.open[S.n_open++] = (int32_t)e->scope;
+        } else if (e->type == GMT_EV_SCOPE_END) {
+            for (size_t k = 0; k < S.n_open; k++)
+                if (S.open[k] == (int32_t)e->scope) {
+                    S.open[k] = S.open[--S.n_open];
+                    break;
+                }
+        } else if (e->type == GMT_EV_ALLOC && gmt_kind_is_device(e->kind)) {
+            ev_scope[i] = attribute(&S, e);
+        }
+    }
+    if ((r = build_colls(t, rep)))
+        goto out;
+    count_coll_allocs(t, rep, ev_scope);
+    qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
+    r = 0;
+out:
+    free(ev_scope);
+    free(S.live);
+    free(S.free_slots);
+    free(S.site_dev_live);
+    free(S.open);
+    gmt_u64map_free(&S.live_by_key);
+    gmt_u64map_free(&S.site_by_stack);
+    if (r)
+        gmt_report_free(rep);
+    return r;
+}
+
+void gmt_report_free(struct gmt_report *rep)
+{
+    free(rep->colls);
+    free(rep->sites);
+    free(rep->fails);
+    free(rep->scope_tracked);
+    free(rep->scope_allocs);
+    memset(rep, 0, sizeof *rep);
+}

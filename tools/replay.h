@@ -1,0 +1,99 @@
+/* replay.h: replays a loaded trace's live set: peaks, per-collective deltas, sites, leaks, failures. */
+#ifndef GMT_REPLAY_H
+#define GMT_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+
+#define GMT_MAX_CATS 32        /* categories, index 0 is "user" by convention of the caller */
+#define GMT_MAX_DEVS 16        /* devices tracked per process */
+
+/* Charging rules (docs/trace-format.md): which kinds are local device memory, which
+ * are pinned host memory; the rest is address space or a peer's memory. */
+bool gmt_kind_is_device(unsigned kind);
+bool gmt_kind_is_host(unsigned kind);
+/* Bytes one element of an ncclDataType_t takes; 0 unknown. */
+unsigned gmt_nccl_type_size(int datatype);
+
+struct gmt_replay_opts {
+    const uint8_t *stack_cat;  /* category index per stack id (t->n_stacks entries), or NULL */
+    int device;                /* -1: all devices */
+    uint64_t t_from, t_to;     /* absolute ns window for peaks/failures; 0 = open */
+};
+
+struct gmt_dev_report {
+    int device;
+    uint64_t peak;                     /* tracked device bytes at the peak */
+    uint64_t peak_time;                /* ns */
+    uint32_t peak_scope;               /* scope id in flight at the peak (innermost on any thread), 0 none */
+    uint64_t peak_by_cat[GMT_MAX_CATS];
+    uint64_t end;                      /* tracked device bytes at the end of the trace */
+    uint64_t end_by_cat[GMT_MAX_CATS];
+    uint64_t host_peak, host_end;      /* pinned host bytes */
+    uint64_t virtual_peak;             /* reserved address space, bytes */
+    /* MEMINFO samples: the largest device use seen, and the tracked bytes then */
+    bool has_used;
+    uint64_t used_max, used_max_time, tracked_at_used_max, total;
+    uint64_t used_last, tracked_at_used_last;
+    uint64_t allocs, frees, failures;
+};
+
+/* One row per (communicator, op, bytes per call): a collective as a person thinks of it. */
+struct gmt_coll_row {
+    uint64_t comm;
+    uint16_t op;
+    char label[64];                    /* op name, or "Group(AllReduce+AllGather)" */
+    uint64_t bytes_per_call;
+    int32_t rank, nranks, device;
+    uint64_t calls, failed;
+    int64_t first_tracked;             /* tracked device bytes the first call added */
+    bool first_has_dev;
+    int64_t first_dev;                 /* device-used delta around the first call (MEMINFO) */
+    int64_t later_tracked_max, later_tracked_total;
+    bool later_has_dev;
+    int64_t later_dev_max;
+    uint64_t allocs, alloc_bytes;      /* allocations attributed (all calls) */
+    uint64_t allocs_other_thread;      /* of them, made on another thread (NCCL's proxy) */
+    uint64_t host_ns_first, host_ns_total;
+    uint64_t first_time;
+};
+
+struct gmt_site_row {
+    uint32_t stack;
+    uint8_t cat;
+    uint64_t allocs, bytes_total;
+    uint64_t live_at_peak;             /* on the device(s) reported, at each device's peak */
+    uint64_t live_at_end, count_at_end;
+    uint64_t live_max;                 /* the site's own maximum */
+};
+
+struct gmt_fail_row {
+    uint64_t time, bytes;
+    uint16_t api;
+    uint8_t kind;
+    int32_t error;
+    int device;
+    uint32_t stack, scope;             /* scope id in flight (own or attributed), 0 none */
+    uint32_t tid;
+    uint64_t tracked;                  /* tracked device bytes on that device then */
+    uint64_t by_cat[GMT_MAX_CATS];
+};
+
+struct gmt_report {
+    struct gmt_dev_report dev[GMT_MAX_DEVS];
+    size_t n_dev;
+    struct gmt_coll_row *colls; size_t n_colls;
+    struct gmt_site_row *sites; size_t n_sites;  /* sorted by live_at_peak, then live_at_end */
+    struct gmt_fail_row *fails; size_t n_fails;
+    int64_t *scope_tracked;            /* per scope index: tracked device bytes it added */
+    uint64_t *scope_allocs;            /* per scope index: allocations attributed */
+    uint64_t unmatched_frees;          /* frees of addresses never seen allocated */
+};
+
+int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
+void gmt_report_free(struct gmt_report *rep);
+
+#endif

@@ -1,0 +1,115 @@
+/* u64map.c: open-addressing hash map from 64-bit keys to 64-bit values, linear probing. */
+#include "u64map.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static size_t slot_of(uint64_t key, size_t cap)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    key *= 0xc4ceb9fe1a85ec53ULL;
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
+}
+
+void gmt_u64map_init(struct gmt_u64map *m)
+{
+    m->keys = m->vals = NULL;
+    m->state = NULL;
+    m->cap = m->used = m->tomb = 0;
+}
+
+void gmt_u64map_free(struct gmt_u64map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    free(m->state);
+    gmt_u64map_init(m);
+}
+
+static int grow(struct gmt_u64map *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    if (m->used * 2 < m->cap)
+        ncap = m->cap; /* mostly tombstones: rehash in place size */
+    uint64_t *k = malloc(ncap * sizeof *k), *v = malloc(ncap * sizeof *v);
+    uint8_t *s = calloc(ncap, 1);
+    if (!k || !v || !s) {
+        free(k);
+        free(v);
+        free(s);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->state[i] != 1)
+            continue;
+        size_t j = slot_of(m->keys[i], ncap);
+        while (s[j])
+            j = (j + 1) & (ncap - 1);
+        s[j] = 1;
+        k[j] = m->keys[i];
+        v[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    free(m->state);
+    m->keys = k;
+    m->vals = v;
+    m->state = s;
+    m->cap = ncap;
+    m->tomb = 0;
+    return 0;
+}
+
+int gmt_u64map_put(struct gmt_u64map *m, uint64_t key, uint64_t val)
+{
+    uint64_t *p = gmt_u64map_get(m, key);
+    if (p) {
+        *p = val;
+        return 0;
+    }
+    if ((m->used + m->tomb + 1) * 4 >= m->cap * 3) {
+        int r = grow(m);
+        if (r)
+            return r;
+    }
+    size_t j = slot_of(key, m->cap);
+    while (m->state[j] == 1)
+        j = (j + 1) & (m->cap - 1);
+    if (m->state[j] == 2)
+        m->tomb--;
+    m->state[j] = 1;
+    m->keys[j] = key;
+    m->vals[j] = val;
+    m->used++;
+    return 0;
+}
+
+uint64_t *gmt_u64map_get(const struct gmt_u64map *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    size_t j = slot_of(key, m->cap);
+    for (size_t n = 0; n < m->cap; n++) {
+        if (m->state[j] == 0)
+            return NULL;
+        if (m->state[j] == 1 && m->keys[j] == key)
+            return &m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return NULL;
+}
+
+bool gmt_u64map_del(struct gmt_u64map *m, uint64_t key)
+{
+    uint64_t *p = gmt_u64map_get(m, key);
+    if (!p)
+        return false;
+    size_t j = (size_t)(p - m->vals);
+    m->state[j] = 2;
+    m->used--;
+    m->tomb++;
+    return true;
+}
