@@ -92,6 +92,20 @@ GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t by
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
+/* The open scope `scope_id` also concerns `device` (-1: the thread's current one), e.g.
+ * an init: register it for foreign-thread attribution, sample memory keyed by `key`. */
+GMT_HIDDEN void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key);
+/* Writes a COMM record (rank, nranks, device asked from the real NCCL) and caches its device. */
+GMT_HIDDEN void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash);
+/* For an allocation on a thread with no scope of its own (NCCL's proxy and async threads)
+ * on `device` (-1 unknown): the innermost open scope registered on that device when exactly
+ * one thread has one open there, else 0. Lock-free, no syscalls. */
+GMT_HIDDEN uint32_t gmt_scope_for_foreign_thread(int device);
+
+/* ---- hooks_nccl.c: ncclX and pncclX wrappers ---- */
+/* Our wrapper for an NCCL entry point name ("ncclAllReduce", "pncclGroupEnd"), or NULL:
+ * the dlsym hook hands it out for lookups on a libnccl handle. */
+GMT_HIDDEN void *gmt_nccl_wrapper(const char *name);
 
 /* ---- guard (inline): re-entrancy, per thread ---- */
 struct gmt_thread_state {
