@@ -46,6 +46,7 @@ GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 
 /* ---- clock.c ---- */
 GMT_HIDDEN uint64_t gmt_now_ns(void); /* CLOCK_MONOTONIC */
+GMT_HIDDEN extern int64_t gmt_clock_skew_ns; /* tests only: added to every reading, ns */
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
@@ -60,6 +61,14 @@ GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
 GMT_HIDDEN void gmt_writer_finish(void);
+/* In a fork child: drops the parent's buffers and file without writing; the child
+ * opens its own file (flagged FORKED) at its first event. Called by init.c's atfork. */
+GMT_HIDDEN void gmt_writer_fork_child(void);
+
+/* ---- init.c: library load (also the constructor) ---- */
+/* Loads options, installs the crash handlers (chaining to the disposition found at
+ * the time of the call) and the fork handler. Tests call it again in children. */
+GMT_HIDDEN void gmt_init(void);
 
 /* ---- stack.c: stacks captured with libunwind, each written once ---- */
 /* Captures the caller's stack (skipping `skip` frames of the library), writes a STACK

@@ -1,0 +1,162 @@
+/* log.c: warnings on stderr that never allocate, never recurse and stop after a few. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmt.h"
+
+/* A process that hits the same problem in every hook would otherwise flood the
+ * user's stderr: after this many, one last line says the rest are suppressed. */
+#define WARN_MAX 8
+#define LINE_MAX_BYTES 512
+
+static _Atomic unsigned warn_count;
+static GMT_TLS int in_warn;
+
+struct out {
+    char *p;
+    char *end;
+};
+
+static void put_char(struct out *o, char c)
+{
+    if (o->p < o->end)
+        *o->p++ = c;
+}
+
+static void put_str(struct out *o, const char *s, long prec)
+{
+    if (!s)
+        s = "(null)";
+    for (long i = 0; s[i] && (prec < 0 || i < prec); i++)
+        put_char(o, s[i]);
+}
+
+static void put_uint(struct out *o, unsigned long long v, unsigned base)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        unsigned d = (unsigned)(v % base);
+        tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+        v /= base;
+    } while (v);
+    while (n)
+        put_char(o, tmp[--n]);
+}
+
+/* A printf subset (%d %i %u %x %s %c %p %%, with l/ll/z and ".*" for strings): glibc's
+ * vsnprintf may allocate and is not async-signal-safe, and warnings come from hooks
+ * and crash handlers. */
+static void format(struct out *o, const char *fmt, va_list ap)
+{
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            put_char(o, *f);
+            continue;
+        }
+        const char *start = f++;
+        long prec = -1;
+        int lng = 0, size = 0;
+        if (f[0] == '.' && f[1] == '*') {
+            prec = va_arg(ap, int);
+            f += 2;
+        }
+        while (*f == 'l') {
+            lng++;
+            f++;
+        }
+        if (*f == 'z') {
+            size = 1;
+            f++;
+        }
+        switch (*f) {
+        case 'd':
+        case 'i': {
+            long long v = size ? (long long)va_arg(ap, ssize_t)
+                          : lng >= 2 ? va_arg(ap, long long)
+                          : lng == 1 ? va_arg(ap, long)
+                                     : va_arg(ap, int);
+            unsigned long long u = (unsigned long long)v;
+            if (v < 0) {
+                put_char(o, '-');
+                u = 0 - u;
+            }
+            put_uint(o, u, 10);
+            break;
+        }
+        case 'u':
+        case 'x': {
+            unsigned long long v = size ? va_arg(ap, size_t)
+                                   : lng >= 2 ? va_arg(ap, unsigned long long)
+                                   : lng == 1 ? va_arg(ap, unsigned long)
+                                              : va_arg(ap, unsigned);
+            put_uint(o, v, *f == 'x' ? 16 : 10);
+            break;
+        }
+        case 'p':
+            put_str(o, "0x", -1);
+            put_uint(o, (uintptr_t)va_arg(ap, void *), 16);
+            break;
+        case 's':
+            put_str(o, va_arg(ap, const char *), prec);
+            break;
+        case 'c':
+            put_char(o, (char)va_arg(ap, int));
+            break;
+        case '%':
+            put_char(o, '%');
+            break;
+        default:
+            /* Unknown conversion: print it as written rather than guess its argument. */
+            for (const char *c = start; c <= f && *c; c++)
+                put_char(o, *c);
+            if (!*f)
+                return;
+            break;
+        }
+    }
+}
+
+static void write_all(const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(STDERR_FILENO, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+void gmt_warn(const char *fmt, ...)
+{
+    if (gmt_opt.quiet || in_warn)
+        return;
+    int saved = errno;
+    in_warn = 1;
+    unsigned n = atomic_fetch_add_explicit(&warn_count, 1, memory_order_relaxed);
+    if (n <= WARN_MAX) {
+        char line[LINE_MAX_BYTES];
+        static const char prefix[] = "gpumemtrace: warning: ";
+        struct out o = { line, line + sizeof line - 1 };
+        put_str(&o, prefix, -1);
+        if (n < WARN_MAX) {
+            va_list ap;
+            va_start(ap, fmt);
+            format(&o, fmt, ap);
+            va_end(ap);
+        } else {
+            put_str(&o, "further warnings suppressed", -1);
+        }
+        *o.p++ = '\n';
+        write_all(line, (size_t)(o.p - line));
+    }
+    in_warn = 0;
+    errno = saved;
+}
