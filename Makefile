@@ -9,7 +9,8 @@ WERROR   ?=
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter $(if $(WERROR),-Werror)
 CSTD     := -std=c11 -D_GNU_SOURCE
-SANFLAGS := $(if $(SAN),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+comma    := ,
+SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
 CFLAGS   ?= $(OPT)
 ALLCFLAGS = $(CSTD) $(WARN) $(CFLAGS) -MMD -MP
 
