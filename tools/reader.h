@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "trace_format.h"
 
@@ -44,5 +45,33 @@ const char *gmt_rec_type_name(unsigned type);
 const char *gmt_api_name(unsigned api);
 const char *gmt_kind_name(unsigned kind);
 const char *gmt_op_name(unsigned op);
+
+/* ---- additions: stream input, position, PROCESS, variable parts, more names ---- */
+
+/* Like gmt_reader_open on a stream the caller opened (fmemopen, a pipe); `name` is used
+ * in messages. The reader reads it sequentially and never closes it. */
+int gmt_reader_fopen(struct gmt_reader **out, FILE *f, const char *name, char *err,
+                     size_t errlen);
+/* Offset just past the last whole record read: where the readable trace stops. */
+uint64_t gmt_reader_offset(const struct gmt_reader *r);
+/* The fixed part of the PROCESS record once read (its monotonic_ns anchors relative
+ * times), NULL before. */
+const struct gmt_rec_process *gmt_reader_process(const struct gmt_reader *r);
+
+/* Variable parts of records that gmt_reader_next() returned (already validated to fit
+ * their record and be NUL-terminated). Valid as long as the record is. */
+const char *gmt_process_host(const struct gmt_rec_process *p);        /* "" when none */
+const char *gmt_process_cmdline(const struct gmt_rec_process *p, uint32_t *len); /* args, each NUL-terminated */
+const char *gmt_env_strings(const struct gmt_rec_env *e);             /* e->count strings */
+const uint8_t *gmt_module_build_id(const struct gmt_rec_module_load *m); /* build_id_len bytes */
+const char *gmt_module_path(const struct gmt_rec_module_load *m);
+/* The optional trailing fields, NULL when the record is too short to hold all of them. */
+const struct gmt_rec_alloc_ext *gmt_alloc_ext(const struct gmt_rec_alloc *a);
+const struct gmt_rec_free_ext *gmt_free_ext(const struct gmt_rec_free *f);
+
+/* Fixed-part size of a known record type, 0 for unknown types. */
+uint32_t gmt_rec_fixed_size(unsigned type);
+const char *gmt_component_name(unsigned component);
+const char *gmt_meminfo_phase_name(unsigned phase);
 
 #endif

@@ -1,0 +1,27 @@
+/* cli.h: the CLI's command table; every tools/cmd_<name>.c provides one entry of it. */
+#ifndef GMT_CLI_H
+#define GMT_CLI_H
+
+#define GMT_CLI_VERSION "0.1.0"
+
+/* Exit statuses shared by every command. */
+#define GMT_EXIT_OK 0
+#define GMT_EXIT_FAIL 1   /* the command ran and its answer is "no" (a check failed) */
+#define GMT_EXIT_ERROR 2  /* bad usage, unreadable or malformed input, output error */
+
+/* X(name, one-line summary), in the order `gpumemtrace --help` lists them.
+ * Adding a command is one line here plus tools/cmd_<name>.c defining
+ *   int gmt_cmd_<name>(int argc, char **argv);   argv[0] is the command's name
+ *   const char gmt_help_<name>[];                "usage: gpumemtrace <name> ..." and more
+ * main() answers `help <name>` and `<name> --help` from gmt_help_<name>; a command
+ * parses the rest of its arguments itself and returns an exit status. */
+#define GMT_COMMANDS(X) \
+    X(dump, "print every record of traces, one line each")
+
+#define GMT_X(name, summary)                   \
+    int gmt_cmd_##name(int argc, char **argv); \
+    extern const char gmt_help_##name[];
+GMT_COMMANDS(GMT_X)
+#undef GMT_X
+
+#endif

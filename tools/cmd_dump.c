@@ -1,0 +1,362 @@
+/* cmd_dump.c: `gpumemtrace dump`: every record of a trace, one line each, every field by name. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "reader.h"
+#include "util.h"
+
+const char gmt_help_dump[] =
+    "usage: gpumemtrace dump [--help] FILE...\n"
+    "\n"
+    "Prints every record of each trace, one line each, in file order:\n"
+    "  OFFSET  the record's byte offset in the file\n"
+    "  TID     the thread that made it (from the enclosing CHUNK), '-' for none\n"
+    "  TIME    seconds since the PROCESS record's monotonic anchor, '-' when the\n"
+    "          record carries no time\n"
+    "  TYPE    the record type, then every field as name=value: addresses in hex,\n"
+    "          sizes in bytes, API/kind/operation names, strings quoted and escaped\n"
+    "FILE '-' reads standard input. A trace cut short (crash, kill) is printed up to\n"
+    "its last whole record, with a note on stderr saying where it stops; exit 0.\n"
+    "A malformed trace: a one-line error naming the file and offset, exit 2.\n";
+
+static void named(FILE *o, const char *key, const char *name, unsigned id)
+{
+    if (strcmp(name, "?") == 0)
+        fprintf(o, " %s=?(%u)", key, id);
+    else
+        fprintf(o, " %s=%s", key, name);
+}
+
+static void hex(FILE *o, const char *key, uint64_t v)
+{
+    fprintf(o, " %s=0x%" PRIx64, key, v);
+}
+
+static void u64(FILE *o, const char *key, uint64_t v)
+{
+    fprintf(o, " %s=%" PRIu64, key, v);
+}
+
+static void i64(FILE *o, const char *key, int64_t v)
+{
+    fprintf(o, " %s=%" PRId64, key, v);
+}
+
+/* A NUL-terminated string inside a record, at most n bytes. */
+static void str(FILE *o, const char *key, const char *s, size_t n)
+{
+    fprintf(o, " %s=", key);
+    gmt_fput_quoted(o, s, strnlen(s, n));
+}
+
+/* A run of NUL-terminated strings (command line, environment) as a list. */
+static void strlist(FILE *o, const char *key, const char *s, size_t n)
+{
+    fprintf(o, " %s=[", key);
+    for (size_t i = 0; i < n;) {
+        size_t l = strnlen(s + i, n - i);
+        if (i)
+            putc(' ', o);
+        gmt_fput_quoted(o, s + i, l);
+        i += l + 1;
+    }
+    putc(']', o);
+}
+
+/* Prints the fields of a record, returns how many bytes of it they cover (the rest is
+ * padding or fields of a newer version). */
+static uint32_t fields(FILE *o, const struct gmt_rec *h)
+{
+    const void *p = h;
+    switch (h->type) {
+    case GMT_REC_PROCESS: {
+        const struct gmt_rec_process *r = p;
+        uint32_t clen;
+        const char *cmd = gmt_process_cmdline(r, &clen);
+        u64(o, "pid", r->pid);
+        u64(o, "ppid", r->ppid);
+        i64(o, "rank", r->rank);
+        i64(o, "local_rank", r->local_rank);
+        i64(o, "world_size", r->world_size);
+        i64(o, "local_world_size", r->local_world_size);
+        u64(o, "realtime_ns", r->realtime_ns);
+        u64(o, "monotonic_ns", r->monotonic_ns);
+        hex(o, "flags", r->flags);
+        str(o, "host", gmt_process_host(r), r->host_len);
+        strlist(o, "cmdline", cmd, clen);
+        return (uint32_t)sizeof *r + r->host_len + clen;
+    }
+    case GMT_REC_ENV: {
+        const struct gmt_rec_env *r = p;
+        u64(o, "count", r->count);
+        strlist(o, "vars", gmt_env_strings(r), r->bytes);
+        return (uint32_t)sizeof *r + r->bytes;
+    }
+    case GMT_REC_VERSION: {
+        const struct gmt_rec_version *r = p;
+        named(o, "component", gmt_component_name(h->aux), h->aux);
+        i64(o, "version", r->version);
+        return sizeof *r;
+    }
+    case GMT_REC_MODULE_LOAD: {
+        const struct gmt_rec_module_load *r = p;
+        const uint8_t *bid = gmt_module_build_id(r);
+        u64(o, "time_ns", r->time_ns);
+        u64(o, "module", r->module_id);
+        hex(o, "load_bias", r->load_bias);
+        hex(o, "start", r->start);
+        hex(o, "end", r->end);
+        fputs(" build_id=", o);
+        if (r->build_id_len == 0)
+            putc('-', o);
+        for (uint32_t i = 0; i < r->build_id_len; i++)
+            fprintf(o, "%02x", bid[i]);
+        str(o, "path", gmt_module_path(r), r->path_len);
+        return (uint32_t)sizeof *r + r->build_id_len + r->path_len;
+    }
+    case GMT_REC_MODULE_UNLOAD: {
+        const struct gmt_rec_module_unload *r = p;
+        u64(o, "time_ns", r->time_ns);
+        u64(o, "module", r->module_id);
+        return sizeof *r;
+    }
+    case GMT_REC_CHUNK: {
+        const struct gmt_rec_chunk *r = p;
+        u64(o, "tid", r->tid);
+        return sizeof *r;
+    }
+    case GMT_REC_THREAD: {
+        const struct gmt_rec_thread *r = p;
+        u64(o, "time_ns", r->time_ns);
+        u64(o, "tid", r->tid);
+        str(o, "name", r->name, sizeof r->name);
+        return sizeof *r;
+    }
+    case GMT_REC_TIME: {
+        const struct gmt_rec_time *r = p;
+        u64(o, "time_ns", r->time_ns);
+        return sizeof *r;
+    }
+    case GMT_REC_STACK: {
+        const struct gmt_rec_stack *r = p;
+        u64(o, "stack", r->stack_id);
+        u64(o, "depth", r->depth);
+        fputs(" ip=[", o);
+        for (uint32_t i = 0; i < r->depth; i++)
+            fprintf(o, i ? " 0x%" PRIx64 : "0x%" PRIx64, r->ip[i]);
+        putc(']', o);
+        return (uint32_t)sizeof *r + r->depth * 8u;
+    }
+    case GMT_REC_CUCTX: {
+        const struct gmt_rec_cuctx *r = p;
+        hex(o, "context", r->context);
+        i64(o, "device", r->device);
+        return sizeof *r;
+    }
+    case GMT_REC_ALLOC: {
+        const struct gmt_rec_alloc *r = p;
+        const struct gmt_rec_alloc_ext *x = gmt_alloc_ext(r);
+        named(o, "api", gmt_api_name(h->aux), h->aux);
+        named(o, "kind", gmt_kind_name(r->kind), r->kind);
+        hex(o, "address", r->address);
+        u64(o, "bytes", r->bytes);
+        u64(o, "dt", r->dt);
+        u64(o, "stack", r->stack_id);
+        u64(o, "scope", r->scope_id);
+        hex(o, "flags", r->flags);
+        i64(o, "device", r->device);
+        if (!x)
+            return sizeof *r;
+        hex(o, "stream", x->stream);
+        hex(o, "related", x->related);
+        u64(o, "offset", x->offset);
+        return sizeof *x;
+    }
+    case GMT_REC_FREE: {
+        const struct gmt_rec_free *r = p;
+        const struct gmt_rec_free_ext *x = gmt_free_ext(r);
+        named(o, "api", gmt_api_name(h->aux), h->aux);
+        hex(o, "address", r->address);
+        u64(o, "dt", r->dt);
+        u64(o, "scope", r->scope_id);
+        if (!x)
+            return sizeof *r;
+        hex(o, "stream", x->stream);
+        u64(o, "stack", x->stack_id);
+        i64(o, "result", x->result);
+        return sizeof *x;
+    }
+    case GMT_REC_ALLOC_FAIL: {
+        const struct gmt_rec_alloc_fail *r = p;
+        named(o, "api", gmt_api_name(h->aux), h->aux);
+        named(o, "kind", gmt_kind_name(r->kind), r->kind);
+        u64(o, "bytes", r->bytes);
+        i64(o, "error", r->error);
+        u64(o, "dt", r->dt);
+        u64(o, "stack", r->stack_id);
+        u64(o, "scope", r->scope_id);
+        i64(o, "device", r->device);
+        return sizeof *r;
+    }
+    case GMT_REC_COMM: {
+        const struct gmt_rec_comm *r = p;
+        hex(o, "comm", r->comm);
+        hex(o, "parent", r->parent);
+        hex(o, "unique_id_hash", r->unique_id_hash);
+        i64(o, "rank", r->rank);
+        i64(o, "nranks", r->nranks);
+        i64(o, "device", r->device);
+        u64(o, "dt", r->dt);
+        return sizeof *r;
+    }
+    case GMT_REC_SCOPE_BEGIN: {
+        const struct gmt_rec_scope_begin *r = p;
+        named(o, "op", gmt_op_name(h->aux), h->aux);
+        u64(o, "scope", r->scope_id);
+        u64(o, "parent", r->parent_id);
+        u64(o, "dt", r->dt);
+        u64(o, "stack", r->stack_id);
+        hex(o, "comm", r->comm);
+        u64(o, "count", r->count);
+        hex(o, "stream", r->stream);
+        i64(o, "datatype", r->datatype);
+        i64(o, "peer", r->peer);
+        return sizeof *r;
+    }
+    case GMT_REC_SCOPE_END: {
+        const struct gmt_rec_scope_end *r = p;
+        named(o, "op", gmt_op_name(h->aux), h->aux);
+        u64(o, "scope", r->scope_id);
+        u64(o, "dt", r->dt);
+        i64(o, "result", r->result);
+        return sizeof *r;
+    }
+    case GMT_REC_MEMINFO: {
+        const struct gmt_rec_meminfo *r = p;
+        named(o, "phase", gmt_meminfo_phase_name(h->aux), h->aux);
+        u64(o, "dt", r->dt);
+        u64(o, "scope", r->scope_id);
+        i64(o, "device", r->device);
+        u64(o, "free", r->free_bytes);
+        u64(o, "total", r->total_bytes);
+        return sizeof *r;
+    }
+    case GMT_REC_END: {
+        const struct gmt_rec_end *r = p;
+        u64(o, "time_ns", r->time_ns);
+        u64(o, "records_dropped", r->records_dropped);
+        return sizeof *r;
+    }
+    }
+    u64(o, "type", h->type);
+    u64(o, "aux", h->aux);
+    u64(o, "size", h->size);
+    return h->size;
+}
+
+static void line(FILE *o, const struct gmt_event *ev, const struct gmt_reader *r)
+{
+    const struct gmt_rec *h = ev->rec;
+    const struct gmt_rec_process *proc = gmt_reader_process(r);
+    char t[GMT_FMT_LEN] = "-";
+    if (ev->time_ns && h->type != GMT_REC_PROCESS) {
+        int64_t base = proc ? (int64_t)proc->monotonic_ns : 0;
+        gmt_fmt_seconds(t, sizeof t, (int64_t)ev->time_ns - base);
+    } else if (h->type == GMT_REC_PROCESS) {
+        gmt_fmt_seconds(t, sizeof t, 0);
+    }
+    char tid[16] = "-";
+    if (ev->tid)
+        snprintf(tid, sizeof tid, "%u", ev->tid);
+    const char *name = gmt_rec_type_name(h->type);
+    fprintf(o, "%10" PRIu64 " %7s %15s %-13s", ev->offset, tid, t,
+            strcmp(name, "?") ? name : "UNKNOWN");
+    uint32_t used = fields(o, h);
+    if (gmt_rec_padded(used) < h->size)
+        u64(o, "extra", h->size - gmt_rec_padded(used));
+    putc('\n', o);
+}
+
+static int dump_one(const char *path)
+{
+    struct gmt_reader *r;
+    char err[512];
+    int rc = path[0] == '-' && path[1] == 0
+                 ? gmt_reader_fopen(&r, stdin, "(stdin)", err, sizeof err)
+                 : gmt_reader_open(&r, path, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", err);
+        return GMT_EXIT_ERROR;
+    }
+    printf("%10s %7s %15s %s\n", "OFFSET", "TID", "TIME", "TYPE / FIELDS");
+    struct gmt_event ev;
+    while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0) {
+        line(stdout, &ev, r);
+        /* Stop at once on a dead output instead of decoding gigabytes into it. */
+        if (ferror(stdout))
+            break;
+    }
+    uint64_t cut;
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", err);
+        rc = GMT_EXIT_ERROR;
+    } else if (gmt_reader_cut(r, &cut)) {
+        fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64 " records\n",
+                gmt_reader_path(r), cut, gmt_reader_records(r));
+        rc = GMT_EXIT_OK;
+    } else if (!gmt_reader_complete(r) && !ferror(stdout)) {
+        fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64
+                " records (no END record)\n", gmt_reader_path(r), gmt_reader_offset(r),
+                gmt_reader_records(r));
+        rc = GMT_EXIT_OK;
+    } else {
+        rc = GMT_EXIT_OK;
+    }
+    gmt_reader_close(r);
+    return rc;
+}
+
+/* Options first or mixed with files; after "--" every argument is a file. */
+static int is_file_arg(const char *a, int *opts)
+{
+    if (*opts && strcmp(a, "--") == 0) {
+        *opts = 0;
+        return 0;
+    }
+    return !(*opts && a[0] == '-' && a[1] != 0);
+}
+
+int gmt_cmd_dump(int argc, char **argv)
+{
+    int nfiles = 0, opts = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_file_arg(a, &opts)) {
+            nfiles++;
+            continue;
+        }
+        if (!opts && strcmp(a, "--") == 0)
+            continue;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(gmt_help_dump, stdout);
+            return GMT_EXIT_OK;
+        }
+        return gmt_cli_usage_error("dump", "unknown option '%s'", a);
+    }
+    if (nfiles == 0)
+        return gmt_cli_usage_error("dump", "no trace file given");
+    int status = GMT_EXIT_OK, shown = 0;
+    opts = 1;
+    for (int i = 1; i < argc && !ferror(stdout); i++) {
+        if (!is_file_arg(argv[i], &opts))
+            continue;
+        if (nfiles > 1)
+            printf("%s==> %s <==\n", shown++ ? "\n" : "", argv[i]);
+        int rc = dump_one(argv[i]);
+        if (rc > status)
+            status = rc;
+    }
+    return status;
+}

@@ -1,0 +1,117 @@
+/* main.c: the gpumemtrace command line: the command table, help, version, and the output check at exit. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "trace_format.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+    const char *help;
+};
+
+static const struct command commands[] = {
+#define GMT_X(name, summary) { #name, gmt_cmd_##name, summary, gmt_help_##name },
+    GMT_COMMANDS(GMT_X)
+#undef GMT_X
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct command *find(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void usage(FILE *out)
+{
+    fputs("usage: gpumemtrace [--help] [--version] COMMAND [ARGS]\n"
+          "\n"
+          "Where did the GPU memory go, and which NCCL call took it? Reads the traces\n"
+          "that libgpumemtrace.so writes (*.gmt).\n"
+          "\n"
+          "Commands:\n", out);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "   %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n"
+          "'gpumemtrace help COMMAND' or 'gpumemtrace COMMAND --help' describes one.\n"
+          "Exit status: 0 success, 1 a check failed, 2 an error (usage, input, output).\n",
+          out);
+}
+
+/* Output that did not reach its file is a failure, not a success with a short
+ * report: a full disk or a closed pipe must not exit 0. */
+static int finish(int rc)
+{
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int saved = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    if (bad) {
+        fprintf(stderr, "gpumemtrace: error writing output: %s\n", strerror(saved));
+        return GMT_EXIT_ERROR;
+    }
+    return rc;
+}
+
+static int help_command(const char *name)
+{
+    const struct command *c = find(name);
+    if (!c) {
+        fprintf(stderr, "gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')\n", name);
+        return GMT_EXIT_ERROR;
+    }
+    fputs(c->help, stdout);
+    return GMT_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return finish(GMT_EXIT_OK);
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("gpumemtrace %s (trace format %u.%u)\n", GMT_CLI_VERSION,
+                   GMT_VERSION_MAJOR, GMT_VERSION_MINOR);
+            return finish(GMT_EXIT_OK);
+        }
+        fprintf(stderr, "gpumemtrace: unknown option '%s' (see 'gpumemtrace --help')\n", a);
+        return GMT_EXIT_ERROR;
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return GMT_EXIT_ERROR;
+    }
+    const char *name = argv[i];
+    if (strcmp(name, "help") == 0) {
+        if (i + 1 >= argc) {
+            usage(stdout);
+            return finish(GMT_EXIT_OK);
+        }
+        if (i + 2 < argc) {
+            fprintf(stderr, "gpumemtrace help: one command at a time (see 'gpumemtrace --help')\n");
+            return GMT_EXIT_ERROR;
+        }
+        return finish(help_command(argv[i + 1]));
+    }
+    const struct command *c = find(name);
+    if (!c) {
+        fprintf(stderr, "gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')\n", name);
+        return GMT_EXIT_ERROR;
+    }
+    /* Only the first argument: later ones may belong to a program the command runs. */
+    if (i + 1 < argc && (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0))
+        return finish(help_command(name));
+    return finish(c->fn(argc - i, argv + i));
+}

@@ -1,0 +1,602 @@
+/* reader.c: streaming, validating reader of .gmt traces (docs/trace-format.md), for untrusted files. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the reader maps little-endian records onto host structs: little-endian hosts only"
+#endif
+
+/* One thread's clock. Kept per tid, not per CHUNK, because a thread's records are
+ * spread over many chunks and its dt chain runs across them. */
+struct clock_slot {
+    uint32_t tid;
+    uint8_t used;
+    uint8_t set;               /* a THREAD/TIME/absolute record gave it a value */
+    uint64_t ns;
+};
+
+struct gmt_reader {
+    FILE *f;
+    int own;                   /* opened by us: close it */
+    char *path;
+    uint8_t *buf;              /* one record, grown up to GMT_REC_MAX */
+    size_t cap;
+    uint64_t off;              /* offset of the next record */
+    uint64_t nrec;
+    uint32_t tid;              /* of the latest CHUNK */
+    int done;                  /* end reached, cut, or failed: next() returns 0/-1 again */
+    int failed;
+    int cut;
+    uint64_t cut_off;
+    int complete;
+    int have_process;
+    struct gmt_rec_process process;
+    struct clock_slot *clk;
+    size_t clk_cap, clk_used;
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- names ---- */
+
+const char *gmt_rec_type_name(unsigned type)
+{
+    switch (type) {
+#define GMT_X(name, val, st) case val: return #name;
+    GMT_RECORD_TYPES(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_api_name(unsigned api)
+{
+    switch (api) {
+#define GMT_X(name, id) case id: return #name;
+    GMT_APIS(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_kind_name(unsigned kind)
+{
+    switch (kind) {
+#define GMT_X(name, id) case id: return #name;
+    GMT_KINDS(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_op_name(unsigned op)
+{
+    switch (op) {
+#define GMT_X(name, id) case id: return #name;
+    GMT_OPS(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_component_name(unsigned component)
+{
+    switch (component) {
+#define GMT_X(name, val) case val: return #name;
+    GMT_COMPONENTS(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_meminfo_phase_name(unsigned phase)
+{
+    switch (phase) {
+#define GMT_X(name, val) case val: return #name;
+    GMT_MEMINFO_PHASES(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+uint32_t gmt_rec_fixed_size(unsigned type)
+{
+    switch (type) {
+#define GMT_X(name, val, st) case val: return (uint32_t)sizeof(struct st);
+    GMT_RECORD_TYPES(GMT_X)
+#undef GMT_X
+    }
+    return 0;
+}
+
+/* ---- variable parts ---- */
+
+const char *gmt_process_host(const struct gmt_rec_process *p)
+{
+    return p->host_len ? (const char *)(p + 1) : "";
+}
+
+const char *gmt_process_cmdline(const struct gmt_rec_process *p, uint32_t *len)
+{
+    if (len)
+        *len = p->cmdline_len;
+    return (const char *)(p + 1) + p->host_len;
+}
+
+const char *gmt_env_strings(const struct gmt_rec_env *e)
+{
+    return (const char *)(e + 1);
+}
+
+const uint8_t *gmt_module_build_id(const struct gmt_rec_module_load *m)
+{
+    return (const uint8_t *)(m + 1);
+}
+
+const char *gmt_module_path(const struct gmt_rec_module_load *m)
+{
+    return (const char *)(m + 1) + m->build_id_len;
+}
+
+const struct gmt_rec_alloc_ext *gmt_alloc_ext(const struct gmt_rec_alloc *a)
+{
+    return a->h.size >= sizeof(struct gmt_rec_alloc_ext) ? (const void *)a : NULL;
+}
+
+const struct gmt_rec_free_ext *gmt_free_ext(const struct gmt_rec_free *f)
+{
+    return f->h.size >= sizeof(struct gmt_rec_free_ext) ? (const void *)f : NULL;
+}
+
+/* ---- per-thread clocks ---- */
+
+static size_t clk_hash(uint32_t tid, size_t cap)
+{
+    return (size_t)((tid * 2654435761u) & (cap - 1));
+}
+
+/* Returns the tid's slot, adding it; NULL only when out of memory. The table grows with
+ * the number of distinct tids, which is bounded by the number of CHUNK records read. */
+static struct clock_slot *clk_slot(struct gmt_reader *r, uint32_t tid)
+{
+    if (r->clk_cap == 0 || (r->clk_used + 1) * 2 > r->clk_cap) {
+        size_t ncap = r->clk_cap ? r->clk_cap * 2 : 16;
+        struct clock_slot *n = calloc(ncap, sizeof *n);
+        if (!n)
+            return NULL;
+        for (size_t i = 0; i < r->clk_cap; i++) {
+            if (!r->clk[i].used)
+                continue;
+            size_t j = clk_hash(r->clk[i].tid, ncap);
+            while (n[j].used)
+                j = (j + 1) & (ncap - 1);
+            n[j] = r->clk[i];
+        }
+        free(r->clk);
+        r->clk = n;
+        r->clk_cap = ncap;
+    }
+    size_t j = clk_hash(tid, r->clk_cap);
+    while (r->clk[j].used && r->clk[j].tid != tid)
+        j = (j + 1) & (r->clk_cap - 1);
+    if (!r->clk[j].used) {
+        r->clk[j].used = 1;
+        r->clk[j].tid = tid;
+        r->clk_used++;
+    }
+    return &r->clk[j];
+}
+
+/* ---- open ---- */
+
+static int read_full(FILE *f, void *p, size_t n, size_t *got)
+{
+    *got = fread(p, 1, n, f);
+    return (*got < n && ferror(f)) ? -1 : 0;
+}
+
+static int check_header(struct gmt_reader *r, char *err, size_t errlen)
+{
+    const char *path = r->path;
+    struct gmt_file_header h;
+    size_t got;
+    if (read_full(r->f, &h, sizeof h, &got) < 0)
+        return fail(err, errlen, "%s: offset 0: read error: %s", path, strerror(errno));
+    size_t mlen = got < 8 ? got : 8;
+    if (got == 0)
+        return fail(err, errlen, "%s: offset 0: empty file, not a gpumemtrace trace", path);
+    if (memcmp(h.magic, GMT_MAGIC, mlen) != 0)
+        return fail(err, errlen, "%s: offset 0: not a gpumemtrace trace (bad magic)", path);
+    if (got < sizeof h)
+        return fail(err, errlen, "%s: offset 0: trace cut inside its %zu-byte file header "
+                    "(file has %zu bytes)", path, sizeof h, got);
+    if (h.byte_order == 0x04030201u)
+        return fail(err, errlen, "%s: offset 8: trace was written big-endian; gpumemtrace "
+                    "reads little-endian traces only", path);
+    if (h.byte_order != GMT_BYTE_ORDER_MARK)
+        return fail(err, errlen, "%s: offset 8: bad byte order mark 0x%08x (expected 0x%08x)",
+                    path, h.byte_order, GMT_BYTE_ORDER_MARK);
+    if (h.version_major > GMT_VERSION_MAJOR)
+        return fail(err, errlen, "%s: trace format %u.%u is newer than this gpumemtrace "
+                    "(reads %u.x)", path, h.version_major, h.version_minor, GMT_VERSION_MAJOR);
+    if (h.version_major < GMT_VERSION_MAJOR)
+        return fail(err, errlen, "%s: offset 12: trace format %u.%u is not supported "
+                    "(reads %u.x)", path, h.version_major, h.version_minor, GMT_VERSION_MAJOR);
+    if (h.header_size < sizeof h || h.header_size % GMT_ALIGN || h.header_size > GMT_REC_MAX)
+        return fail(err, errlen, "%s: offset 16: bad header_size %u (a multiple of %u "
+                    "from %zu to %u)", path, h.header_size, GMT_ALIGN, sizeof h, GMT_REC_MAX);
+    /* A newer minor version may extend the header: skip what we don't know. */
+    uint64_t left = h.header_size - sizeof h;
+    while (left > 0) {
+        uint8_t tmp[256];
+        size_t n = left < sizeof tmp ? (size_t)left : sizeof tmp;
+        if (read_full(r->f, tmp, n, &got) < 0)
+            return fail(err, errlen, "%s: offset %zu: read error: %s", path, sizeof h,
+                        strerror(errno));
+        if (got < n)
+            return fail(err, errlen, "%s: offset 0: trace cut inside its %u-byte file header",
+                        path, h.header_size);
+        left -= n;
+    }
+    r->off = h.header_size;
+    return 0;
+}
+
+static int reader_init(struct gmt_reader **out, FILE *f, int own, const char *name,
+                       char *err, size_t errlen)
+{
+    *out = NULL;
+    struct gmt_reader *r = calloc(1, sizeof *r);
+    char *p = strdup(name);
+    if (!r || !p) {
+        free(r);
+        free(p);
+        if (own)
+            fclose(f);
+        return fail(err, errlen, "%s: out of memory", name);
+    }
+    r->f = f;
+    r->own = own;
+    r->path = p;
+    if (check_header(r, err, errlen) < 0) {
+        gmt_reader_close(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int gmt_reader_open(struct gmt_reader **out, const char *path, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    return reader_init(out, f, 1, path, err, errlen);
+}
+
+int gmt_reader_fopen(struct gmt_reader **out, FILE *f, const char *name, char *err,
+                     size_t errlen)
+{
+    return reader_init(out, f, 0, name, err, errlen);
+}
+
+void gmt_reader_close(struct gmt_reader *r)
+{
+    if (!r)
+        return;
+    if (r->own && r->f)
+        fclose(r->f);
+    free(r->buf);
+    free(r->clk);
+    free(r->path);
+    free(r);
+}
+
+/* ---- records ---- */
+
+/* Checks that a string of `len` bytes (incl. its NUL) ends in NUL; len 0 is allowed
+ * only where the spec says the string may be absent. */
+static int nul_ended(const uint8_t *s, uint32_t len)
+{
+    return len > 0 && s[len - 1] == 0;
+}
+
+/* Validates the parts of a known record that its size field alone doesn't cover.
+ * `rec` holds h.size bytes, at least the fixed part. */
+static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_t off,
+                         char *err, size_t errlen)
+{
+    const struct gmt_rec *h = (const void *)rec;
+    uint64_t size = h->size;
+    switch (h->type) {
+    case GMT_REC_PROCESS: {
+        const struct gmt_rec_process *p = (const void *)rec;
+        const uint8_t *v = rec + sizeof *p;
+        if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
+            return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
+                        "line (%u bytes) overflow the %llu-byte record", r->path,
+                        (unsigned long long)off, p->host_len, p->cmdline_len,
+                        (unsigned long long)size);
+        if (p->host_len && !nul_ended(v, p->host_len))
+            return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
+                        r->path, (unsigned long long)off);
+        if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
+            return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
+                        "NUL-terminated", r->path, (unsigned long long)off);
+        break;
+    }
+    case GMT_REC_ENV: {
+        const struct gmt_rec_env *e = (const void *)rec;
+        const uint8_t *v = rec + sizeof *e;
+        if ((uint64_t)sizeof *e + e->bytes > size)
+            return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
+                        "%llu-byte record", r->path, (unsigned long long)off, e->bytes,
+                        (unsigned long long)size);
+        uint64_t nuls = 0;
+        for (uint32_t i = 0; i < e->bytes; i++)
+            nuls += v[i] == 0;
+        if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
+            return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
+                        "in %u bytes, count says %u", r->path, (unsigned long long)off,
+                        (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
+                        e->bytes, e->count);
+        break;
+    }
+    case GMT_REC_MODULE_LOAD: {
+        const struct gmt_rec_module_load *m = (const void *)rec;
+        const uint8_t *v = rec + sizeof *m;
+        if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
+            return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
+                        "path (%u bytes) overflow the %llu-byte record", r->path,
+                        (unsigned long long)off, m->build_id_len, m->path_len,
+                        (unsigned long long)size);
+        if (!nul_ended(v + m->build_id_len, m->path_len))
+            return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
+                        "NUL-terminated", r->path, (unsigned long long)off);
+        break;
+    }
+    case GMT_REC_THREAD: {
+        const struct gmt_rec_thread *t = (const void *)rec;
+        if (!memchr(t->name, 0, sizeof t->name))
+            return fail(err, errlen, "%s: offset %llu: THREAD name is not NUL-terminated",
+                        r->path, (unsigned long long)off);
+        break;
+    }
+    case GMT_REC_STACK: {
+        const struct gmt_rec_stack *s = (const void *)rec;
+        if ((uint64_t)sizeof *s + (uint64_t)s->depth * sizeof(uint64_t) > size)
+            return fail(err, errlen, "%s: offset %llu: STACK depth %u overflows the "
+                        "%llu-byte record", r->path, (unsigned long long)off, s->depth,
+                        (unsigned long long)size);
+        break;
+    }
+    }
+    return 0;
+}
+
+/* The time a record stands for, and its effect on the thread's clock. Only the types
+ * of version 1.0 move a clock: later types must not (docs/trace-format.md), so a
+ * reader that skips them keeps every later time right. */
+static int decode_time(struct gmt_reader *r, const uint8_t *rec, uint64_t *time_ns)
+{
+    const struct gmt_rec *h = (const void *)rec;
+    uint64_t abs_ns = 0;
+    uint32_t dt = 0;
+    int kind = 0; /* 1 absolute, 2 dt */
+    *time_ns = 0;
+    switch (h->type) {
+    case GMT_REC_PROCESS:
+        /* The anchor, not a thread's event: it leaves every clock alone. */
+        *time_ns = ((const struct gmt_rec_process *)(const void *)rec)->monotonic_ns;
+        return 0;
+    case GMT_REC_MODULE_LOAD:
+        abs_ns = ((const struct gmt_rec_module_load *)(const void *)rec)->time_ns;
+        kind = 1;
+        break;
+    case GMT_REC_MODULE_UNLOAD:
+        abs_ns = ((const struct gmt_rec_module_unload *)(const void *)rec)->time_ns;
+        kind = 1;
+        break;
+    case GMT_REC_THREAD:
+        abs_ns = ((const struct gmt_rec_thread *)(const void *)rec)->time_ns;
+        kind = 1;
+        break;
+    case GMT_REC_TIME:
+        abs_ns = ((const struct gmt_rec_time *)(const void *)rec)->time_ns;
+        kind = 1;
+        break;
+    case GMT_REC_END:
+        abs_ns = ((const struct gmt_rec_end *)(const void *)rec)->time_ns;
+        kind = 1;
+        break;
+    case GMT_REC_ALLOC:
+        dt = ((const struct gmt_rec_alloc *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_FREE:
+        dt = ((const struct gmt_rec_free *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_ALLOC_FAIL:
+        dt = ((const struct gmt_rec_alloc_fail *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_COMM:
+        dt = ((const struct gmt_rec_comm *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_SCOPE_BEGIN:
+        dt = ((const struct gmt_rec_scope_begin *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_SCOPE_END:
+        dt = ((const struct gmt_rec_scope_end *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_MEMINFO:
+        dt = ((const struct gmt_rec_meminfo *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    default:
+        return 0;
+    }
+    struct clock_slot *c = clk_slot(r, r->tid);
+    if (!c)
+        return -ENOMEM;
+    if (kind == 1) {
+        c->ns = abs_ns;
+        c->set = 1;
+        *time_ns = abs_ns;
+    } else if (c->set) {
+        /* Wraps rather than traps on a corrupt clock: times are data, not sizes. */
+        c->ns += dt;
+        *time_ns = c->ns;
+    }
+    return 0;
+}
+
+int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_t errlen)
+{
+    if (r->failed)
+        return fail(err, errlen, "%s: offset %llu: reading past an error", r->path,
+                    (unsigned long long)r->off);
+    if (r->done)
+        return 0;
+    uint64_t off = r->off;
+    struct gmt_rec h;
+    size_t got;
+    if (read_full(r->f, &h, sizeof h, &got) < 0)
+        goto read_error;
+    if (got == 0) {
+        r->done = 1;
+        return 0;
+    }
+    if (got < sizeof h)
+        goto cut;
+    if (h.size < sizeof h) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: record size %u is smaller than a record "
+                    "header (8 bytes)", r->path, (unsigned long long)off, h.size);
+    }
+    if (h.size % GMT_ALIGN) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: record size %u is not a multiple of %u",
+                    r->path, (unsigned long long)off, h.size, GMT_ALIGN);
+    }
+    if (h.size > GMT_REC_MAX) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: record size %u exceeds the limit of %u "
+                    "bytes", r->path, (unsigned long long)off, h.size, GMT_REC_MAX);
+    }
+    uint32_t fixed = gmt_rec_fixed_size(h.type);
+    if (h.size < fixed) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: %s record of %u bytes is shorter than "
+                    "its fixed part (%u bytes)", r->path, (unsigned long long)off,
+                    gmt_rec_type_name(h.type), h.size, fixed);
+    }
+    if (h.size > r->cap) {
+        size_t ncap = r->cap ? r->cap : 256;
+        while (ncap < h.size)
+            ncap *= 2;
+        /* Not realloc: the previous record is dead, copying it would be wasted. */
+        uint8_t *nb = malloc(ncap);
+        if (!nb) {
+            r->failed = 1;
+            return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                        (unsigned long long)off);
+        }
+        free(r->buf);
+        r->buf = nb;
+        r->cap = ncap;
+    }
+    memcpy(r->buf, &h, sizeof h);
+    if (read_full(r->f, r->buf + sizeof h, h.size - sizeof h, &got) < 0)
+        goto read_error;
+    if (got < h.size - sizeof h)
+        goto cut;
+    if (fixed && check_payload(r, r->buf, off, err, errlen) < 0) {
+        r->failed = 1;
+        return -1;
+    }
+    if (h.type == GMT_REC_CHUNK)
+        r->tid = ((const struct gmt_rec_chunk *)(const void *)r->buf)->tid;
+    uint64_t t;
+    if (decode_time(r, r->buf, &t) < 0) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                    (unsigned long long)off);
+    }
+    if (h.type == GMT_REC_PROCESS && !r->have_process) {
+        memcpy(&r->process, r->buf, sizeof r->process);
+        r->have_process = 1;
+    }
+    if (h.type == GMT_REC_END)
+        r->complete = 1;
+    ev->rec = (const struct gmt_rec *)(const void *)r->buf;
+    ev->offset = off;
+    ev->index = r->nrec;
+    ev->time_ns = t;
+    ev->tid = r->tid;
+    r->nrec++;
+    r->off = off + h.size;
+    return 1;
+
+cut:
+    r->done = 1;
+    r->cut = 1;
+    r->cut_off = off;
+    return 0;
+read_error:
+    r->failed = 1;
+    return fail(err, errlen, "%s: offset %llu: read error: %s", r->path,
+                (unsigned long long)off, strerror(errno));
+}
+
+bool gmt_reader_cut(const struct gmt_reader *r, uint64_t *offset)
+{
+    if (r->cut && offset)
+        *offset = r->cut_off;
+    return r->cut;
+}
+
+bool gmt_reader_complete(const struct gmt_reader *r)
+{
+    return r->complete;
+}
+
+uint64_t gmt_reader_records(const struct gmt_reader *r)
+{
+    return r->nrec;
+}
+
+const char *gmt_reader_path(const struct gmt_reader *r)
+{
+    return r->path;
+}
+
+uint64_t gmt_reader_offset(const struct gmt_reader *r)
+{
+    return r->off;
+}
+
+const struct gmt_rec_process *gmt_reader_process(const struct gmt_reader *r)
+{
+    return r->have_process ? &r->process : NULL;
+}

@@ -1,0 +1,140 @@
+/* util.c: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util.h"
+
+/* Prints v (>= 1) with at most three significant digits and no trailing zeros, so
+ * columns of sizes read at a glance. */
+static void fmt_sig3(char *buf, size_t len, double v, const char *unit)
+{
+    int prec = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
+    char num[GMT_FMT_LEN];
+    snprintf(num, sizeof num, "%.*f", prec, v);
+    if (strchr(num, '.')) {
+        size_t n = strlen(num);
+        while (n > 0 && num[n - 1] == '0')
+            num[--n] = 0;
+        if (n > 0 && num[n - 1] == '.')
+            num[--n] = 0;
+    }
+    snprintf(buf, len, "%s %s", num, unit);
+}
+
+const char *gmt_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    if (bytes < 1024) {
+        snprintf(buf, len, "%" PRIu64 " B", bytes);
+        return buf;
+    }
+    double v = (double)bytes / 1024.0;
+    size_t u = 0;
+    /* Switch units before rounding would print "1024 KiB". */
+    while (v >= 1023.5 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    fmt_sig3(buf, len, v, units[u]);
+    return buf;
+}
+
+const char *gmt_fmt_sbytes(char *buf, size_t len, int64_t bytes)
+{
+    char tmp[GMT_FMT_LEN];
+    if (bytes == 0) {
+        snprintf(buf, len, "0 B");
+        return buf;
+    }
+    /* Through uint64_t so INT64_MIN has a magnitude. */
+    uint64_t mag = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
+    snprintf(buf, len, "%c%s", bytes < 0 ? '-' : '+', gmt_fmt_bytes(tmp, sizeof tmp, mag));
+    return buf;
+}
+
+const char *gmt_fmt_duration(char *buf, size_t len, uint64_t ns)
+{
+    if (ns < 1000) {
+        snprintf(buf, len, "%" PRIu64 " ns", ns);
+        return buf;
+    }
+    double v = (double)ns;
+    if (v < 999.5e3)
+        fmt_sig3(buf, len, v / 1e3, "us");
+    else if (v < 999.5e6)
+        fmt_sig3(buf, len, v / 1e6, "ms");
+    else if (v < 999.5e9)
+        fmt_sig3(buf, len, v / 1e9, "s");
+    else
+        snprintf(buf, len, "%" PRIu64 " s", (ns + 500000000u) / 1000000000u);
+    return buf;
+}
+
+const char *gmt_fmt_seconds(char *buf, size_t len, int64_t ns)
+{
+    uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    snprintf(buf, len, "%s%" PRIu64 ".%09" PRIu64, ns < 0 ? "-" : "", mag / 1000000000u,
+             mag % 1000000000u);
+    return buf;
+}
+
+void gmt_fput_quoted(FILE *out, const char *s, size_t n)
+{
+    putc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\t': fputs("\\t", out); break;
+        case '\r': fputs("\\r", out); break;
+        default:
+            if (c >= 0x20 && c < 0x7f)
+                putc(c, out);
+            else
+                fprintf(out, "\\x%02x", c);
+        }
+    }
+    putc('"', out);
+}
+
+void *gmt_vec_push(struct gmt_vec *v)
+{
+    if (v->len == v->cap) {
+        size_t ncap = v->cap ? v->cap * 2 : 16;
+        if (ncap < v->cap || v->esize == 0 || ncap > SIZE_MAX / v->esize)
+            return NULL;
+        void *n = realloc(v->data, ncap * v->esize);
+        if (!n)
+            return NULL;
+        v->data = n;
+        v->cap = ncap;
+    }
+    void *e = (char *)v->data + v->len * v->esize;
+    memset(e, 0, v->esize);
+    v->len++;
+    return e;
+}
+
+void gmt_vec_free(struct gmt_vec *v)
+{
+    free(v->data);
+    v->data = NULL;
+    v->len = v->cap = 0;
+}
+
+int gmt_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "gpumemtrace %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'gpumemtrace help %s')\n", cmd);
+    return GMT_EXIT_ERROR;
+}

@@ -1,0 +1,42 @@
+/* util.h: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+#ifndef GMT_UTIL_H
+#define GMT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Room for any result of the gmt_fmt_* functions below, NUL included. */
+#define GMT_FMT_LEN 32
+
+/* "0 B", "512 B", "1.5 KiB", "288 MiB", "10.3 GiB": three significant digits at most,
+ * binary units. Returns buf. */
+const char *gmt_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* A signed delta: "+288 MiB", "-1.5 GiB", "0 B". */
+const char *gmt_fmt_sbytes(char *buf, size_t len, int64_t bytes);
+/* A duration: "850 ns", "12.3 us", "1.5 ms", "2.35 s", "125 s". */
+const char *gmt_fmt_duration(char *buf, size_t len, uint64_t ns);
+/* Seconds with nanosecond precision, signed: "0.000123456", "-1.500000000". */
+const char *gmt_fmt_seconds(char *buf, size_t len, int64_t ns);
+
+/* Writes n bytes of s between double quotes, escaping '"', '\\' and every byte that is
+ * not printable ASCII (\n \t \r, otherwise \xHH), so untrusted strings can't garble
+ * a terminal or split a line. */
+void gmt_fput_quoted(FILE *out, const char *s, size_t n);
+
+/* A growable array of elements of `esize` bytes. */
+struct gmt_vec {
+    void *data;
+    size_t len, cap, esize;
+};
+#define GMT_VEC_INIT(type) { NULL, 0, 0, sizeof(type) }
+/* Appends one zeroed element and returns it, NULL when out of memory (or the size
+ * would overflow); the vector is then unchanged. Earlier element pointers may move. */
+void *gmt_vec_push(struct gmt_vec *v);
+void gmt_vec_free(struct gmt_vec *v);
+
+/* Prints "gpumemtrace CMD: MESSAGE (see 'gpumemtrace help CMD')" on stderr and returns
+ * GMT_EXIT_ERROR, for a command's usage errors. */
+int gmt_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
