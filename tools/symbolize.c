@@ -1,0 +1,397 @@
+/* symbolize.c: the CLI's symbolizer: module map from the trace, one libdwfl session per module, inlined frames expanded. */
+#include "symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "u64map.h"
+
+/*
+ * Each module gets its own Dwfl session, opened the first time one of its addresses is
+ * resolved. One shared session would refuse modules whose ranges overlap, and a trace
+ * has those whenever a library was unloaded and another mapped where it was. Names
+ * stay mangled: the CLI is plain C and a demangler is not small; `c++filt` reads our
+ * output when wanted.
+ */
+
+enum mod_state { MOD_UNOPENED, MOD_OPEN, MOD_UNTRUSTED };
+
+struct mod {
+    uint32_t id;
+    char *path;
+    uint8_t *build_id;
+    size_t build_id_len;
+    uint64_t bias, start, end;
+    enum mod_state state;
+    Dwfl *dwfl;
+    Dwfl_Module *dm;
+};
+
+struct result {
+    size_t n;
+    struct gmt_frame f[];
+};
+
+struct gmt_symbolizer {
+    struct mod *mods;
+    size_t nmods, cap;
+    char **dirs;            /* extra directories, NULL-terminated */
+    char *debuginfo_path;   /* for dwfl_standard_find_debuginfo */
+    Dwfl_Callbacks cb;      /* must outlive every Dwfl */
+    struct gmt_u64map cache; /* looked-up pc -> struct result * */
+};
+
+struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs)
+{
+    elf_version(EV_CURRENT);
+    struct gmt_symbolizer *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    size_t nd = 0, plen = sizeof "-:.debug:/usr/lib/debug";
+    while (debug_dirs && debug_dirs[nd])
+        plen += strlen(debug_dirs[nd++]) + 1;
+    s->dirs = calloc(nd + 1, sizeof *s->dirs);
+    s->debuginfo_path = malloc(plen);
+    if (!s->dirs || !s->debuginfo_path)
+        goto fail;
+    strcpy(s->debuginfo_path, "-:.debug:/usr/lib/debug");
+    for (size_t i = 0; i < nd; i++) {
+        if (!(s->dirs[i] = strdup(debug_dirs[i])))
+            goto fail;
+        strcat(s->debuginfo_path, ":");
+        strcat(s->debuginfo_path, debug_dirs[i]);
+    }
+    s->cb.find_elf = dwfl_build_id_find_elf;
+    s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->cb.debuginfo_path = &s->debuginfo_path;
+    gmt_u64map_init(&s->cache);
+    return s;
+fail:
+    gmt_sym_free(s);
+    return NULL;
+}
+
+void gmt_sym_free(struct gmt_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->cache.cap; i++)
+        if (s->cache.state && s->cache.state[i] == 1)
+            free((void *)(uintptr_t)s->cache.vals[i]);
+    gmt_u64map_free(&s->cache);
+    for (size_t i = 0; i < s->nmods; i++) {
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+        free(s->mods[i].path);
+        free(s->mods[i].build_id);
+    }
+    free(s->mods);
+    for (size_t i = 0; s->dirs && s->dirs[i]; i++)
+        free(s->dirs[i]);
+    free(s->dirs);
+    free(s->debuginfo_path);
+    free(s);
+}
+
+int gmt_sym_add_module(struct gmt_symbolizer *s, uint32_t id, const char *path,
+                       const uint8_t *build_id, size_t build_id_len, uint64_t bias,
+                       uint64_t start, uint64_t end)
+{
+    if (!s || !path || end <= start || (build_id_len && !build_id))
+        return -EINVAL;
+    if (s->nmods == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        struct mod *m = realloc(s->mods, cap * sizeof *m);
+        if (!m)
+            return -ENOMEM;
+        s->mods = m;
+        s->cap = cap;
+    }
+    struct mod *m = &s->mods[s->nmods];
+    memset(m, 0, sizeof *m);
+    m->path = strdup(path);
+    m->build_id = build_id_len ? malloc(build_id_len) : NULL;
+    if (!m->path || (build_id_len && !m->build_id)) {
+        free(m->path);
+        free(m->build_id);
+        return -ENOMEM;
+    }
+    if (build_id_len)
+        memcpy(m->build_id, build_id, build_id_len);
+    m->id = id;
+    m->build_id_len = build_id_len;
+    m->bias = bias;
+    m->start = start;
+    m->end = end;
+    s->nmods++;
+    return 0;
+}
+
+int gmt_sym_add_module_rec(struct gmt_symbolizer *s, const struct gmt_rec *rec)
+{
+    if (!rec || rec->type != GMT_REC_MODULE_LOAD || rec->size < sizeof(struct gmt_rec_module_load))
+        return -EINVAL;
+    const struct gmt_rec_module_load *ml = (const struct gmt_rec_module_load *)rec;
+    const char *tail = (const char *)(ml + 1);
+    size_t room = rec->size - sizeof *ml;
+    if (ml->build_id_len > room || ml->path_len == 0 || ml->path_len > room - ml->build_id_len)
+        return -EINVAL;
+    const char *path = tail + ml->build_id_len;
+    if (memchr(path, '\0', ml->path_len) == NULL)
+        return -EINVAL;
+    return gmt_sym_add_module(s, ml->module_id, path, (const uint8_t *)tail, ml->build_id_len,
+                              ml->load_bias, ml->start, ml->end);
+}
+
+static struct mod *find_mod(const struct gmt_symbolizer *s, uint64_t addr)
+{
+    for (size_t i = s->nmods; i-- > 0;)
+        if (addr >= s->mods[i].start && addr < s->mods[i].end)
+            return &s->mods[i];
+    return NULL;
+}
+
+const char *gmt_sym_module_of(const struct gmt_symbolizer *s, uint64_t ip, uint64_t *offset)
+{
+    struct mod *m = find_mod(s, ip);
+    if (offset)
+        *offset = m ? ip - m->bias : ip;
+    return m ? m->path : NULL;
+}
+
+/* An fd on `file` when it is an ELF file with the build-id the trace recorded (any
+ * ELF file when the trace recorded none), else -1. */
+static int open_matching(const struct mod *m, const char *file)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    bool ok = elf && elf_kind(elf) == ELF_K_ELF;
+    if (ok && m->build_id_len) {
+        const void *bits = NULL;
+        ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
+        ok = n > 0 && (size_t)n == m->build_id_len && memcmp(bits, m->build_id, (size_t)n) == 0;
+    }
+    if (elf)
+        elf_end(elf);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int try_candidate(const struct mod *m, const char *dir, const char *a, const char *b,
+                         const char *c)
+{
+    char buf[4096];
+    int len = snprintf(buf, sizeof buf, "%s%s%s%s", dir, a, b, c);
+    if (len < 0 || (size_t)len >= sizeof buf)
+        return -1;
+    return open_matching(m, buf);
+}
+
+/* The module's file: where the trace says, else below each debug directory by path,
+ * by base name, and by build-id. */
+static int locate(const struct gmt_symbolizer *s, const struct mod *m)
+{
+    if (m->path[0] != '/')
+        return -1; /* [vdso], [unknown]: nothing on disk */
+    int fd = open_matching(m, m->path);
+    if (fd >= 0)
+        return fd;
+    const char *base = strrchr(m->path, '/') + 1;
+    char hex[2 * 64 + 1] = "";
+    for (size_t i = 0; i < m->build_id_len && i < 64; i++)
+        snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+    for (size_t i = 0; s->dirs[i]; i++) {
+        const char *d = s->dirs[i];
+        if ((fd = try_candidate(m, d, m->path, "", "")) >= 0 ||
+            (fd = try_candidate(m, d, "/", base, "")) >= 0)
+            return fd;
+        if (m->build_id_len >= 2) {
+            char sub[8];
+            snprintf(sub, sizeof sub, "/%.2s/", hex);
+            if ((fd = try_candidate(m, d, "/.build-id", sub, hex + 2)) >= 0)
+                return fd;
+        }
+    }
+    return -1;
+}
+
+static void open_mod(const struct gmt_symbolizer *s, struct mod *m)
+{
+    m->state = MOD_UNTRUSTED;
+    int fd = locate(s, m);
+    if (fd < 0)
+        return;
+    m->dwfl = dwfl_begin(&s->cb);
+    if (!m->dwfl) {
+        close(fd);
+        return;
+    }
+    const char *base = strrchr(m->path, '/') + 1;
+    dwfl_report_begin(m->dwfl);
+    /* add_p_vaddr: base is the load bias, as the trace records it. fd is consumed. */
+    m->dm = dwfl_report_elf(m->dwfl, base, m->path, fd, m->bias, true);
+    dwfl_report_end(m->dwfl, NULL, NULL);
+    if (m->dm)
+        m->state = MOD_OPEN;
+    else
+        close(fd);
+}
+
+bool gmt_sym_module_trusted(struct gmt_symbolizer *s, uint64_t ip)
+{
+    struct mod *m = find_mod(s, ip);
+    if (!m)
+        return false;
+    if (m->state == MOD_UNOPENED)
+        open_mod(s, m);
+    return m->state == MOD_OPEN;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+    if (!n)
+        n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+    if (!n)
+        n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+    return n;
+}
+
+static void call_site(Dwarf_Die *die, const char **file, unsigned *line)
+{
+    Dwarf_Attribute a;
+    Dwarf_Word w;
+    Dwarf_Die cu;
+    Dwarf_Files *files;
+    size_t nfiles;
+    *file = NULL;
+    *line = 0;
+    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &w) == 0)
+        *line = (unsigned)w;
+    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &w) == 0 &&
+        dwarf_diecu(die, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, &nfiles) == 0 &&
+        w < nfiles)
+        *file = dwarf_filesrc(files, w, NULL, NULL);
+}
+
+#define INLINE_MAX 64
+
+static struct result *lookup(struct gmt_symbolizer *s, uint64_t pc)
+{
+    struct mod *m = find_mod(s, pc);
+    if (m && m->state == MOD_UNOPENED)
+        open_mod(s, m);
+
+    const char *sym = NULL;
+    const char *src = NULL;
+    unsigned src_line = 0;
+    Dwarf_Die *scopes = NULL;
+    Dwarf_Die chain[INLINE_MAX];
+    int nchain = 0;
+    if (m && m->state == MOD_OPEN) {
+        GElf_Off off;
+        GElf_Sym esym;
+        sym = dwfl_module_addrinfo(m->dm, pc, &off, &esym, NULL, NULL, NULL);
+        Dwfl_Line *l = dwfl_module_getsrc(m->dm, pc);
+        int ln = 0;
+        if (l && (src = dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL)) != NULL)
+            src_line = ln > 0 ? (unsigned)ln : 0;
+        Dwarf_Addr dbias = 0;
+        Dwarf_Die *cu = dwfl_module_addrdie(m->dm, pc, &dbias);
+        int ns = cu ? dwarf_getscopes(cu, pc - dbias, &scopes) : 0;
+        for (int i = 0; i < ns && nchain < INLINE_MAX; i++) {
+            int tag = dwarf_tag(&scopes[i]);
+            if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram)
+                chain[nchain++] = scopes[i];
+            if (tag == DW_TAG_subprogram)
+                break;
+        }
+    }
+
+    size_t n = nchain > 0 ? (size_t)nchain : 1;
+    struct result *r = calloc(1, sizeof *r + n * sizeof r->f[0]);
+    if (!r) {
+        free(scopes);
+        return NULL;
+    }
+    r->n = n;
+    for (size_t i = 0; i < n; i++) {
+        struct gmt_frame *f = &r->f[i];
+        f->module = m ? m->path : NULL;
+        f->offset = m ? pc - m->bias : pc;
+        f->inlined = i + 1 < n;
+        if (nchain > 0) {
+            bool outermost = i + 1 == n;
+            f->function = outermost && sym ? sym : die_name(&chain[i]);
+            if (i == 0) {
+                f->file = src;
+                f->line = src_line;
+            } else {
+                call_site(&chain[i - 1], &f->file, &f->line);
+            }
+        } else {
+            f->function = sym;
+            f->file = src;
+            f->line = src_line;
+        }
+    }
+    free(scopes);
+    return r;
+}
+
+int gmt_sym_resolve_pc(struct gmt_symbolizer *s, uint64_t pc, const struct gmt_frame **frames,
+                       size_t *n)
+{
+    uint64_t *v = gmt_u64map_get(&s->cache, pc);
+    struct result *r = v ? (struct result *)(uintptr_t)*v : NULL;
+    if (!r) {
+        if (!(r = lookup(s, pc)))
+            return -ENOMEM;
+        if (gmt_u64map_put(&s->cache, pc, (uint64_t)(uintptr_t)r) < 0) {
+            free(r);
+            return -ENOMEM;
+        }
+    }
+    *frames = r->f;
+    *n = r->n;
+    return 0;
+}
+
+int gmt_sym_resolve(struct gmt_symbolizer *s, uint64_t ip, const struct gmt_frame **frames,
+                    size_t *n)
+{
+    return gmt_sym_resolve_pc(s, ip ? ip - 1 : 0, frames, n);
+}
+
+const char *gmt_frame_format(const struct gmt_frame *f, char *buf, size_t len)
+{
+    const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+    mod = mod ? mod + 1 : f->module;
+    const char *inl = f->inlined ? " [inlined]" : "";
+    if (f->function && f->file)
+        snprintf(buf, len, "%s (%s:%u)%s", f->function, f->file, f->line, inl);
+    else if (f->function && mod)
+        snprintf(buf, len, "%s (%s+0x%llx)%s", f->function, mod, (unsigned long long)f->offset, inl);
+    else if (f->function)
+        snprintf(buf, len, "%s%s", f->function, inl);
+    else if (mod)
+        snprintf(buf, len, "%s+0x%llx", mod, (unsigned long long)f->offset);
+    else
+        snprintf(buf, len, "0x%llx", (unsigned long long)f->offset);
+    return buf;
+}
