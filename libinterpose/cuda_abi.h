@@ -1,0 +1,327 @@
+/* cuda_abi.h: the part of the CUDA driver and runtime ABI the library needs, declared by hand so no toolkit is needed to build. */
+#ifndef GMT_CUDA_ABI_H
+#define GMT_CUDA_ABI_H
+
+/*
+ * Names, values and layouts are those of CUDA 13.0's cuda.h, driver_types.h and
+ * cuda_runtime_api.h (64-bit targets), so code written against the toolkit reads the
+ * same here. tests/test_conformance.c checks every prototype and layout below against
+ * the toolkit's headers where they are installed.
+ *
+ * With GMT_ABI_TOOLKIT_TYPES defined (the conformance check, after including cuda.h and
+ * cuda_runtime_api.h) only the prototypes are declared, so the compiler compares each
+ * of them with the toolkit's declaration of the same name.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef GMT_ABI_TOOLKIT_TYPES
+
+/* ---- driver (cuda.h) ---- */
+
+typedef enum cudaError_enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_DEINITIALIZED = 4,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_UNKNOWN = 999
+} CUresult;
+
+typedef uint64_t cuuint64_t;
+typedef unsigned long long CUdeviceptr_v2;
+typedef CUdeviceptr_v2 CUdeviceptr;
+typedef int CUdevice_v1;
+typedef CUdevice_v1 CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef unsigned long long CUmemGenericAllocationHandle_v1;
+typedef CUmemGenericAllocationHandle_v1 CUmemGenericAllocationHandle;
+
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcMemHandle_st {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle_v1;
+typedef CUipcMemHandle_v1 CUipcMemHandle;
+
+typedef enum CUdriverProcAddress_flags_enum {
+    CU_GET_PROC_ADDRESS_DEFAULT = 0,
+    CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 << 0,
+    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 1 << 1
+} CUdriverProcAddress_flags;
+
+typedef enum CUdriverProcAddressQueryResult_enum {
+    CU_GET_PROC_ADDRESS_SUCCESS = 0,
+    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
+} CUdriverProcAddressQueryResult;
+
+typedef enum CUmemAllocationHandleType_enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0x0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+    CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+    CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+    CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+    CU_MEM_HANDLE_TYPE_MAX = 0x7FFFFFFF
+} CUmemAllocationHandleType;
+
+typedef enum CUmemAccess_flags_enum {
+    CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+    CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+    CU_MEM_ACCESS_FLAGS_PROT_MAX = 0x7FFFFFFF
+} CUmemAccess_flags;
+
+typedef enum CUmemLocationType_enum {
+    CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+    CU_MEM_LOCATION_TYPE_NONE = 0x0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+    CU_MEM_LOCATION_TYPE_HOST = 0x2,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA = 0x3,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 0x4,
+    CU_MEM_LOCATION_TYPE_MAX = 0x7FFFFFFF
+} CUmemLocationType;
+
+typedef enum CUmemAllocationType_enum {
+    CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+    CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2,
+    CU_MEM_ALLOCATION_TYPE_MAX = 0x7FFFFFFF
+} CUmemAllocationType;
+
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;                     /* device ordinal or host NUMA node, per type */
+} CUmemLocation_v1;
+typedef CUmemLocation_v1 CUmemLocation;
+
+typedef struct CUmemAllocationProp_st {
+    CUmemAllocationType type;
+    CUmemAllocationHandleType requestedHandleTypes;
+    CUmemLocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp_v1;
+typedef CUmemAllocationProp_v1 CUmemAllocationProp;
+
+typedef struct CUmemAccessDesc_st {
+    CUmemLocation location;
+    CUmemAccess_flags flags;
+} CUmemAccessDesc_v1;
+typedef CUmemAccessDesc_v1 CUmemAccessDesc;
+
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;             /* bytes, 0: the system's default */
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps_v1;
+typedef CUmemPoolProps_v1 CUmemPoolProps;
+
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
+    CUmemPoolProps poolProps;
+    const CUmemAccessDesc *accessDescs;
+    size_t accessDescCount;
+    size_t bytesize;            /* bytes asked */
+    CUdeviceptr dptr;           /* out: the allocation's address */
+} CUDA_MEM_ALLOC_NODE_PARAMS_v1;
+typedef CUDA_MEM_ALLOC_NODE_PARAMS_v1 CUDA_MEM_ALLOC_NODE_PARAMS;
+
+typedef struct CUmulticastObjectProp_st {
+    unsigned int numDevices;
+    size_t size;                /* bytes per device */
+    unsigned long long handleTypes;
+    unsigned long long flags;
+} CUmulticastObjectProp_v1;
+typedef CUmulticastObjectProp_v1 CUmulticastObjectProp;
+
+/* ---- runtime (driver_types.h) ---- */
+
+enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3,
+    cudaErrorSymbolNotFound = 500,
+    cudaErrorNotSupported = 801,
+    cudaErrorUnknown = 999
+};
+typedef enum cudaError cudaError_t;
+
+typedef struct CUstream_st *cudaStream_t;
+typedef struct CUmemPoolHandle_st *cudaMemPool_t;
+
+enum cudaMemAllocationType {
+    cudaMemAllocationTypeInvalid = 0x0,
+    cudaMemAllocationTypePinned = 0x1,
+    cudaMemAllocationTypeManaged = 0x2,
+    cudaMemAllocationTypeMax = 0x7FFFFFFF
+};
+
+enum cudaMemAllocationHandleType {
+    cudaMemHandleTypeNone = 0x0,
+    cudaMemHandleTypePosixFileDescriptor = 0x1,
+    cudaMemHandleTypeWin32 = 0x2,
+    cudaMemHandleTypeWin32Kmt = 0x4,
+    cudaMemHandleTypeFabric = 0x8
+};
+
+enum cudaMemLocationType {
+    cudaMemLocationTypeInvalid = 0,
+    cudaMemLocationTypeNone = 0,
+    cudaMemLocationTypeDevice = 1,
+    cudaMemLocationTypeHost = 2,
+    cudaMemLocationTypeHostNuma = 3,
+    cudaMemLocationTypeHostNumaCurrent = 4
+};
+
+struct cudaMemLocation {
+    enum cudaMemLocationType type;
+    int id;
+};
+
+struct cudaMemPoolProps {
+    enum cudaMemAllocationType allocType;
+    enum cudaMemAllocationHandleType handleTypes;
+    struct cudaMemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;             /* bytes */
+    unsigned short usage;
+    unsigned char reserved[54];
+};
+
+struct cudaPitchedPtr {
+    void *ptr;
+    size_t pitch;               /* bytes per row */
+    size_t xsize;
+    size_t ysize;
+};
+
+struct cudaExtent {
+    size_t width;               /* bytes, for linear memory */
+    size_t height;              /* rows */
+    size_t depth;               /* slices */
+};
+
+enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+    cudaDriverEntryPointVersionNotSufficent = 2
+};
+
+/* cudaGetDriverEntryPoint flags: the same values as CUdriverProcAddress_flags. */
+enum {
+    cudaEnableDefault = 0x0,
+    cudaEnableLegacyStream = 0x1,
+    cudaEnablePerThreadDefaultStream = 0x2
+};
+
+#endif /* GMT_ABI_TOOLKIT_TYPES */
+
+/* ---- prototypes: every function the library hooks or calls ----
+ * As function types named gmt_fn_<ABI name>, not as declarations: the toolkit renames
+ * many of these names with macros (cuMemAlloc -> cuMemAlloc_v2, cuMemAllocAsync ->
+ * cuMemAllocAsync_ptsz with per-thread streams), so types keep this header usable next
+ * to it, and each hook's definition is checked against its type where it is defined. */
+
+/* Context queries, called (never hooked) to note the thread's context per event. */
+typedef CUresult gmt_fn_cuCtxGetCurrent(CUcontext *pctx);
+typedef CUresult gmt_fn_cuCtxGetDevice(CUdevice *device);
+
+typedef CUresult gmt_fn_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
+typedef CUresult gmt_fn_cuMemFree_v2(CUdeviceptr dptr);
+typedef CUresult gmt_fn_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                            size_t Height, unsigned int ElementSizeBytes);
+typedef CUresult gmt_fn_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+typedef CUresult gmt_fn_cuMemAllocHost_v2(void **pp, size_t bytesize);
+typedef CUresult gmt_fn_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
+typedef CUresult gmt_fn_cuMemFreeHost(void *p);
+typedef CUresult gmt_fn_cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+typedef CUresult gmt_fn_cuMemHostUnregister(void *p);
+typedef CUresult gmt_fn_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+typedef CUresult gmt_fn_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+typedef CUresult gmt_fn_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream);
+typedef CUresult gmt_fn_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream);
+typedef CUresult gmt_fn_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+typedef CUresult gmt_fn_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+typedef CUresult gmt_fn_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+typedef CUresult gmt_fn_cuMemPoolDestroy(CUmemoryPool pool);
+typedef CUresult gmt_fn_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+typedef CUresult gmt_fn_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags);
+typedef CUresult gmt_fn_cuMemRelease(CUmemGenericAllocationHandle handle);
+typedef CUresult gmt_fn_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags);
+typedef CUresult gmt_fn_cuMemAddressFree(CUdeviceptr ptr, size_t size);
+typedef CUresult gmt_fn_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                  CUmemGenericAllocationHandle handle, unsigned long long flags);
+typedef CUresult gmt_fn_cuMemUnmap(CUdeviceptr ptr, size_t size);
+typedef CUresult gmt_fn_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType);
+typedef CUresult gmt_fn_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+typedef CUresult gmt_fn_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+typedef CUresult gmt_fn_cuIpcCloseMemHandle(CUdeviceptr dptr);
+typedef CUresult gmt_fn_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                const CUgraphNode *dependencies, size_t numDependencies,
+                                CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
+typedef CUresult gmt_fn_cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
+                           const CUmulticastObjectProp *prop);
+
+/* The lookup paths. v1 (CUDA 11.3) has no status out-parameter; v2 (CUDA 12.0) has. */
+typedef CUresult gmt_fn_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+typedef CUresult gmt_fn_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus);
+
+typedef cudaError_t gmt_fn_cudaMalloc(void **devPtr, size_t size);
+typedef cudaError_t gmt_fn_cudaFree(void *devPtr);
+typedef cudaError_t gmt_fn_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
+typedef cudaError_t gmt_fn_cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
+typedef cudaError_t gmt_fn_cudaFreeAsync(void *devPtr, cudaStream_t hStream);
+typedef cudaError_t gmt_fn_cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+typedef cudaError_t gmt_fn_cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
+                                    cudaStream_t stream);
+typedef cudaError_t gmt_fn_cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
+                                         cudaStream_t stream);
+typedef cudaError_t gmt_fn_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
+typedef cudaError_t gmt_fn_cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height);
+typedef cudaError_t gmt_fn_cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
+typedef cudaError_t gmt_fn_cudaMallocHost(void **ptr, size_t size);
+typedef cudaError_t gmt_fn_cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
+typedef cudaError_t gmt_fn_cudaFreeHost(void *ptr);
+typedef cudaError_t gmt_fn_cudaHostRegister(void *ptr, size_t size, unsigned int flags);
+typedef cudaError_t gmt_fn_cudaHostUnregister(void *ptr);
+typedef cudaError_t gmt_fn_cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps);
+typedef cudaError_t gmt_fn_cudaMemPoolDestroy(cudaMemPool_t memPool);
+typedef cudaError_t gmt_fn_cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep);
+
+typedef cudaError_t gmt_fn_cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *driverStatus);
+typedef cudaError_t gmt_fn_cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+                                         unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+typedef cudaError_t gmt_fn_cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus);
+typedef cudaError_t gmt_fn_cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+                                                  unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+
+#endif
