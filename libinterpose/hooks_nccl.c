@@ -1,0 +1,301 @@
+/* hooks_nccl.c: the exported ncclX/pncclX wrappers: a scope around every call, COMM records for new communicators, ncclMemAlloc/Free as allocations. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "gmt.h"
+#include "nccl_abi.h"
+
+/* The op of the wrapper currently inside its real call on this thread. A profiler's
+ * ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that nested call
+ * of the same op passes straight through, so one user call makes one scope. */
+static GMT_TLS int in_real_op;
+
+/* Open user groups on this thread, innermost last (NCCL lets groups nest). Group scopes
+ * beyond GROUPS are not opened; group_overflow counts them so ends still pair up. */
+#define GROUPS 32
+static GMT_TLS uint32_t group_ids[GROUPS];
+static GMT_TLS int group_depth;
+static GMT_TLS int group_overflow;
+
+/* Communicators created inside a group exist only once the outermost ncclGroupEnd has
+ * run: their COMM records wait here until then. */
+#define PENDING 64
+struct pending_comm {
+    ncclComm_t *where; /* the caller's slot: NCCL fills it by the time the group ends */
+    uint64_t parent;
+    uint64_t hash;
+};
+static GMT_TLS struct pending_comm pending[PENDING];
+static GMT_TLS int npending;
+
+struct call {
+    uint32_t scope;
+};
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void *real_get(_Atomic(void *) *cache, const char *name)
+{
+    void *p = atomic_load_explicit(cache, memory_order_acquire);
+    if (GMT_LIKELY(p != NULL))
+        return p;
+    gmt_ts.in_lib++;
+    p = gmt_resolve(GMT_LIB_NCCL, name);
+    gmt_ts.in_lib--;
+    if (p)
+        atomic_store_explicit(cache, p, memory_order_release);
+    return p;
+}
+
+/* NCCL itself could not be found: say so, call nothing. ncclSystemError is NCCL's
+ * "a system or library call failed", which is what happened. */
+static ncclResult_t unresolved(const char *name)
+{
+    gmt_warn("cannot find the real %s; returning ncclSystemError", name);
+    return ncclSystemError;
+}
+
+static void comm_known(ncclComm_t *where, uint64_t parent, uint64_t hash)
+{
+    if (!where)
+        return;
+    if (group_depth + group_overflow > 0) {
+        if (npending < PENDING) {
+            pending[npending++] = (struct pending_comm){where, parent, hash};
+            return;
+        }
+        /* No room: the record goes out now, with what NCCL can already say. */
+    }
+    gmt_scope_comm((uint64_t)(uintptr_t)*where, parent, hash);
+}
+
+static void flush_pending(ncclResult_t r)
+{
+    int n = npending;
+    npending = 0;
+    if (r != ncclSuccess && r != ncclInProgress)
+        return;
+    for (int i = 0; i < n; i++)
+        gmt_scope_comm((uint64_t)(uintptr_t)*pending[i].where, pending[i].parent, pending[i].hash);
+}
+
+/* ---- shapes: what is done before and after each kind of call ---- */
+
+static void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t count,
+                     ncclDataType_t datatype, int peer, cudaStream_t stream)
+{
+    c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
+                               (uint64_t)(uintptr_t)stream);
+}
+static void coll_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+                      size_t count, ncclDataType_t datatype, int peer, cudaStream_t stream)
+{
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* The Group scope opens at ncclGroupStart and stays open on the thread until the
+ * matching ncclGroupEnd: what is enqueued in between is its children. */
+static void group_start_pre(struct call *c, enum gmt_op op, int unused)
+{
+    c->scope = 0;
+    if (group_depth < GROUPS)
+        c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
+}
+static void group_start_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+{
+    if (r != ncclSuccess) {
+        gmt_scope_end(c->scope, op, (int)r);
+        return;
+    }
+    if (group_depth < GROUPS)
+        group_ids[group_depth++] = c->scope;
+    else
+        group_overflow++;
+}
+
+/* Takes the innermost open group; an end without a start (a misuse NCCL reports) gets
+ * a Group scope of its own so the error is still in the trace. */
+static void group_end_pre(struct call *c, enum gmt_op op, int unused)
+{
+    if (group_overflow > 0) {
+        group_overflow--;
+        c->scope = 0;
+    } else if (group_depth > 0) {
+        c->scope = group_ids[--group_depth];
+    } else {
+        c->scope = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
+    }
+}
+static void group_end_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+{
+    if (group_depth + group_overflow == 0)
+        flush_pending(r);
+    gmt_scope_end(c->scope, GMT_OP_Group, (int)r);
+}
+
+/* ncclGroupSimulateEnd ends the group like ncclGroupEnd but launches nothing: a scope of
+ * its own inside the group, then the group closes. */
+static void group_sim_pre(struct call *c, enum gmt_op op, int unused)
+{
+    c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
+}
+static void group_sim_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+{
+    gmt_scope_end(c->scope, op, (int)r);
+    struct call g;
+    group_end_pre(&g, GMT_OP_Group, 0);
+    group_end_post(&g, GMT_OP_Group, r, 0);
+}
+
+/* Inits: count = nranks, peer = this rank. The device is the thread's current one; the
+ * sampling key is the unique id, so each new communicator's init is sampled. */
+static void init_rank_pre(struct call *c, enum gmt_op op, ncclComm_t *newcomm, int nranks,
+                          int rank, int nid, const ncclUniqueId *ids)
+{
+    c->scope = gmt_scope_begin(op, 0, (uint64_t)(nranks > 0 ? nranks : 0), -1, rank, 0);
+    uint64_t hash = nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0;
+    gmt_scope_add_device(c->scope, -1, hash);
+}
+static void init_rank_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *newcomm,
+                           int nranks, int rank, int nid, const ncclUniqueId *ids)
+{
+    if ((r == ncclSuccess || r == ncclInProgress) && newcomm)
+        comm_known(newcomm, 0, nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0);
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* One process, ndev devices (devlist, or 0..ndev-1): the scope concerns all of them. */
+static void init_all_pre(struct call *c, enum gmt_op op, ncclComm_t *comms, int ndev,
+                         const int *devlist)
+{
+    c->scope = gmt_scope_begin(op, 0, (uint64_t)(ndev > 0 ? ndev : 0), -1, -1, 0);
+    for (int i = 0; i < ndev && i < 64; i++)
+        gmt_scope_add_device(c->scope, devlist ? devlist[i] : i, 0);
+}
+static void init_all_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *comms,
+                          int ndev, const int *devlist)
+{
+    if (r == ncclSuccess && comms)
+        for (int i = 0; i < ndev; i++)
+            comm_known(&comms[i], 0, 0);
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* Split and shrink: scope on the parent; the child (NULL for NCCL_SPLIT_NOCOLOR) gets
+ * a COMM record naming its parent. */
+static void split_pre(struct call *c, enum gmt_op op, ncclComm_t comm, ncclComm_t *newcomm)
+{
+    c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, 0, -1, -1, 0);
+}
+static void split_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+                       ncclComm_t *newcomm)
+{
+    if ((r == ncclSuccess || r == ncclInProgress) && newcomm && *newcomm)
+        comm_known(newcomm, (uint64_t)(uintptr_t)comm, 0);
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* Communicator calls without a buffer shape: count carries the bytes registered, if any. */
+static void comm_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t bytes)
+{
+    c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, bytes, -1, -1, 0);
+}
+static void comm_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+                      size_t bytes)
+{
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* ncclMemAlloc/Free are allocations of their own kind. They use cuMem inside: in_hook
+ * keeps those inner driver calls from being counted a second time. Other NCCL calls
+ * run with in_hook untouched, since their internal allocations are what we trace. */
+static void mem_alloc_pre(struct call *c, enum gmt_op op, void **ptr, size_t size)
+{
+    c->scope = gmt_scope_begin(op, 0, size, -1, -1, 0);
+    gmt_ts.in_hook++;
+}
+static void mem_alloc_post(struct call *c, enum gmt_op op, ncclResult_t r, void **ptr,
+                           size_t size)
+{
+    gmt_ts.in_hook--;
+    if (r == ncclSuccess && ptr)
+        gmt_event_alloc(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, (uint64_t)(uintptr_t)*ptr, size,
+                        -1, 0, 0, 0);
+    else
+        gmt_event_fail(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, size, -1, (int)r);
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* The free is recorded before the real call, so the address can't be reused in between. */
+static void mem_free_pre(struct call *c, enum gmt_op op, void *ptr)
+{
+    c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
+    if (ptr)
+        gmt_event_free(GMT_API_ncclMemFree, (uint64_t)(uintptr_t)ptr, 0);
+    gmt_ts.in_hook++;
+}
+static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *ptr)
+{
+    gmt_ts.in_hook--;
+    gmt_scope_end(c->scope, op, (int)r);
+}
+
+/* ---- the wrappers, expanded from the one list in nccl_abi.h ---- */
+#define GMT_UNPAREN(...) __VA_ARGS__
+
+#define GMT_NCCL_WRAP(pfx, name, op, shape, params, args, sargs)                     \
+    static _Atomic(void *) real_##pfx##name;                                         \
+    GMT_EXPORT ncclResult_t pfx##name params                                         \
+    {                                                                                \
+        typedef ncclResult_t(*real_fn) params;                                       \
+        real_fn fn = (real_fn)real_get(&real_##pfx##name, #pfx #name);               \
+        if (GMT_UNLIKELY(!fn))                                                       \
+            return unresolved(#pfx #name);                                           \
+        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib)                              \
+            return fn args;                                                          \
+        struct call c;                                                               \
+        shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \
+        int outer = in_real_op;                                                      \
+        in_real_op = GMT_OP_##op;                                                    \
+        ncclResult_t r = fn args;                                                    \
+        int err = errno;                                                             \
+        in_real_op = outer;                                                          \
+        shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                         \
+        errno = err;                                                                 \
+        return r;                                                                    \
+    }
+#define GMT_NCCL_WRAP_BOTH(name, op, shape, params, args, sargs) \
+    GMT_NCCL_WRAP(nccl, name, op, shape, params, args, sargs)    \
+    GMT_NCCL_WRAP(pnccl, name, op, shape, params, args, sargs)
+GMT_NCCL_ENTRIES(GMT_NCCL_WRAP_BOTH)
+
+/* ---- lookup for the dlsym hook ---- */
+static const struct {
+    const char *name;
+    void *fn;
+} wrappers[] = {
+#define GMT_NCCL_ROW(name, op, shape, params, args, sargs) \
+    {"nccl" #name, (void *)nccl##name}, {"pnccl" #name, (void *)pnccl##name},
+    GMT_NCCL_ENTRIES(GMT_NCCL_ROW)
+#undef GMT_NCCL_ROW
+};
+
+void *gmt_nccl_wrapper(const char *name)
+{
+    if (!name || (name[0] != 'n' && name[0] != 'p'))
+        return NULL;
+    for (size_t i = 0; i < sizeof wrappers / sizeof wrappers[0]; i++)
+        if (strcmp(wrappers[i].name, name) == 0)
+            return wrappers[i].fn;
+    return NULL;
+}

@@ -1,0 +1,622 @@
+/* scope.c: NCCL contexts (scopes) per thread, COMM records, device-memory sampling around them, and attribution for NCCL's own threads. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "gmt.h"
+#include "nccl_abi.h"
+
+/* stack.c is another part's; a build without it still links and captures nothing. */
+extern uint32_t gmt_stack_capture(int skip) __attribute__((weak));
+
+#define FRAMES 32     /* == the length of gmt_ts.scope_stack */
+#define MAX_DEV 64    /* devices tracked per scope in one 64-bit mask */
+
+/* ---- per-thread frames, parallel to gmt_ts.scope_stack ---- */
+struct frame {
+    uint32_t id;
+    uint8_t op;
+    uint64_t devmask;   /* devices this scope is registered on (foreign-thread table) */
+    uint64_t memmask;   /* devices sampled at begin: sampled again at end */
+};
+static GMT_TLS struct frame frames[FRAMES];
+
+static _Atomic uint32_t next_scope_id;
+static _Atomic uint64_t scopes_too_deep; /* scopes past FRAMES: recorded, not tracked */
+
+/* ---- small lock-free tables: open addressing on 64-bit keys, never deleted ---- */
+#define PROBES 16
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x ? x : 1; /* 0 marks an empty slot */
+}
+
+/* Index of `key`'s slot in a table of `n` (power of two) keys, claiming one if absent;
+ * -1 when the probe window is full (callers then fall back to the safe behaviour). */
+static long slot_of(_Atomic uint64_t *keys, uint32_t n, uint64_t key)
+{
+    for (uint32_t p = 0, i = (uint32_t)key & (n - 1); p < PROBES; p++, i = (i + 1) & (n - 1)) {
+        uint64_t k = atomic_load_explicit(&keys[i], memory_order_acquire);
+        if (k == key)
+            return i;
+        if (k == 0) {
+            if (atomic_compare_exchange_strong_explicit(&keys[i], &k, key, memory_order_acq_rel,
+                                                        memory_order_acquire))
+                return i;
+            if (k == key)
+                return i;
+        }
+    }
+    return -1;
+}
+
+/* Calls seen per (comm, op): a stack is captured only for the first of each. */
+#define SEEN_SLOTS 1024
+static _Atomic uint64_t seen_keys[SEEN_SLOTS];
+
+/* Calls seen per (comm, op, bytes), for the sampling policy. */
+#define COUNT_SLOTS 4096
+static _Atomic uint64_t count_keys[COUNT_SLOTS];
+static _Atomic uint32_t count_vals[COUNT_SLOTS];
+
+/* Device of each communicator: value device+1, 0 while unknown. */
+#define COMM_SLOTS 1024
+static _Atomic uint64_t comm_keys[COMM_SLOTS];
+static _Atomic int32_t comm_devs[COMM_SLOTS];
+
+/* ---- real functions, resolved on demand; NULL results are retried next time ---- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+
+static void *resolve_cached(_Atomic(void *) *cache, enum gmt_lib lib, const char *name)
+{
+    void *p = atomic_load_explicit(cache, memory_order_acquire);
+    if (!p) {
+        p = gmt_resolve(lib, name);
+        if (p)
+            atomic_store_explicit(cache, p, memory_order_release);
+    }
+    return p;
+}
+#define REAL(lib, type, name)                                                  \
+    ({                                                                         \
+        static _Atomic(void *) cache_##name;                                   \
+        (type)resolve_cached(&cache_##name, lib, #name);                       \
+    })
+
+typedef int (*nccl_query_fn)(void *comm, int *out);
+enum query { Q_RANK, Q_COUNT, Q_DEVICE };
+
+/* Asks the real NCCL about a communicator; -1 when it can't say. */
+static int nccl_query(enum query q, uint64_t comm)
+{
+    nccl_query_fn fn;
+    if (q == Q_RANK)
+        fn = REAL(GMT_LIB_NCCL, nccl_query_fn, ncclCommUserRank);
+    else if (q == Q_COUNT)
+        fn = REAL(GMT_LIB_NCCL, nccl_query_fn, ncclCommCount);
+    else
+        fn = REAL(GMT_LIB_NCCL, nccl_query_fn, ncclCommCuDevice);
+    int out = -1;
+    if (!fn || fn((void *)(uintptr_t)comm, &out) != 0)
+        return -1;
+    return out;
+}
+
+static void comm_cache_put(uint64_t comm, int device)
+{
+    long i = slot_of(comm_keys, COMM_SLOTS, mix(comm));
+    if (i >= 0)
+        atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
+}
+
+/* A communicator's device: cached, else asked of the real NCCL (a cheap host call). The
+ * key is mix(comm), so two communicators could share an entry only by a 64-bit collision. */
+static int comm_device(uint64_t comm)
+{
+    if (!comm)
+        return -1;
+    long i = slot_of(comm_keys, COMM_SLOTS, mix(comm));
+    if (i >= 0) {
+        int d = atomic_load_explicit(&comm_devs[i], memory_order_acquire);
+        if (d > 0)
+            return d - 1;
+    }
+    gmt_ts.in_lib++;
+    int dev = nccl_query(Q_DEVICE, comm);
+    gmt_ts.in_lib--;
+    if (dev >= 0 && i >= 0)
+        atomic_store_explicit(&comm_devs[i], dev + 1, memory_order_release);
+    return dev;
+}
+
+/* ---- device-memory sampling policy (GPUMEMTRACE_MEMINFO) ---- */
+enum { POLICY_UNPARSED, POLICY_NEVER, POLICY_ALWAYS, POLICY_FIRST };
+static _Atomic int policy_kind;
+static uint32_t policy_first = 2, policy_every; /* written before policy_kind is published */
+
+static int parse_uint(const char **s, uint32_t *out)
+{
+    const char *p = *s;
+    uint64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (uint64_t)(*p++ - '0');
+        if (v > 1000000000u)
+            return -1;
+    }
+    *s = p;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* "never" | "always" | "first:N[,every:K]"; anything else is warned about once and the
+ * default (first:2, never afterwards) is used. */
+static int parse_policy(const char *s, uint32_t *first, uint32_t *every)
+{
+    *first = 2;
+    *every = 0;
+    if (!s || !*s)
+        return POLICY_FIRST;
+    if (strcmp(s, "never") == 0)
+        return POLICY_NEVER;
+    if (strcmp(s, "always") == 0)
+        return POLICY_ALWAYS;
+    const char *p = s;
+    uint32_t n, k = 0;
+    if (strncmp(p, "first:", 6) != 0)
+        goto bad;
+    p += 6;
+    if (parse_uint(&p, &n))
+        goto bad;
+    if (*p == ',') {
+        p++;
+        if (strncmp(p, "every:", 6) != 0)
+            goto bad;
+        p += 6;
+        if (parse_uint(&p, &k))
+            goto bad;
+    }
+    if (*p)
+        goto bad;
+    *first = n;
+    *every = k;
+    return POLICY_FIRST;
+bad:
+    gmt_warn("GPUMEMTRACE_MEMINFO=%s not understood (never | always | first:N[,every:K]); "
+             "using first:2", s);
+    return POLICY_FIRST;
+}
+
+static int policy(void)
+{
+    int k = atomic_load_explicit(&policy_kind, memory_order_acquire);
+    if (GMT_LIKELY(k != POLICY_UNPARSED))
+        return k;
+    /* The first caller parses (so a bad value is warned about once); a racing one waits
+     * the few instructions that takes. */
+    static _Atomic int parsing;
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&parsing, &zero, 1)) {
+        k = parse_policy(gmt_opt.meminfo, &policy_first, &policy_every);
+        atomic_store_explicit(&policy_kind, k, memory_order_release);
+        return k;
+    }
+    while ((k = atomic_load_explicit(&policy_kind, memory_order_acquire)) == POLICY_UNPARSED)
+        ;
+    return k;
+}
+
+/* Whether the call numbered by its key's counter gets sampled. Keys the table can't hold
+ * are not sampled: sampling is a cost, never a correctness matter. */
+static bool want_sample(uint64_t key)
+{
+    int k = policy();
+    if (k == POLICY_NEVER)
+        return false;
+    if (k == POLICY_ALWAYS)
+        return true;
+    long i = slot_of(count_keys, COUNT_SLOTS, mix(key));
+    if (i < 0)
+        return false;
+    uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
+    if (n < policy_first)
+        return true;
+    return policy_every && (n - policy_first + 1) % policy_every == 0;
+}
+
+static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes)
+{
+    return mix(mix(comm) ^ ((uint64_t)op << 56) ^ mix(bytes + 0x9e3779b97f4a7c15ull));
+}
+
+/* ---- cuMemGetInfo on a given device, leaving the caller's context as it was ---- */
+typedef CUresult (*ctx_get_fn)(CUcontext *);
+typedef CUresult (*ctx_dev_fn)(CUdevice *);
+typedef CUresult (*meminfo_fn)(size_t *, size_t *);
+typedef CUresult (*dev_get_fn)(CUdevice *, int);
+typedef CUresult (*pctx_state_fn)(CUdevice, unsigned *, int *);
+typedef CUresult (*pctx_retain_fn)(CUcontext *, CUdevice);
+typedef CUresult (*pctx_release_fn)(CUdevice);
+typedef CUresult (*ctx_push_fn)(CUcontext);
+typedef CUresult (*ctx_pop_fn)(CUcontext *);
+
+static int current_device(void)
+{
+    ctx_get_fn get = REAL(GMT_LIB_DRIVER, ctx_get_fn, cuCtxGetCurrent);
+    ctx_dev_fn dev = REAL(GMT_LIB_DRIVER, ctx_dev_fn, cuCtxGetDevice);
+    CUcontext cur = NULL;
+    CUdevice d = -1;
+    if (!get || !dev || get(&cur) != 0 || !cur || dev(&d) != 0)
+        return -1;
+    return d;
+}
+
+/* 0 and the sample, or -1: nothing was sampled (no driver, no context on that device).
+ * Never creates a context: another device's primary context is used only if active. */
+static int query_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
+{
+    meminfo_fn info = REAL(GMT_LIB_DRIVER, meminfo_fn, cuMemGetInfo_v2);
+    if (!info)
+        return -1;
+    size_t f = 0, t = 0;
+    if (current_device() == device) {
+        if (info(&f, &t) != 0)
+            return -1;
+        *free_b = f;
+        *total_b = t;
+        return 0;
+    }
+    dev_get_fn dget = REAL(GMT_LIB_DRIVER, dev_get_fn, cuDeviceGet);
+    pctx_state_fn state = REAL(GMT_LIB_DRIVER, pctx_state_fn, cuDevicePrimaryCtxGetState);
+    pctx_retain_fn retain = REAL(GMT_LIB_DRIVER, pctx_retain_fn, cuDevicePrimaryCtxRetain);
+    pctx_release_fn release = REAL(GMT_LIB_DRIVER, pctx_release_fn, cuDevicePrimaryCtxRelease_v2);
+    ctx_push_fn push = REAL(GMT_LIB_DRIVER, ctx_push_fn, cuCtxPushCurrent_v2);
+    ctx_pop_fn pop = REAL(GMT_LIB_DRIVER, ctx_pop_fn, cuCtxPopCurrent_v2);
+    if (!dget || !state || !retain || !release || !push || !pop)
+        return -1;
+    CUdevice dev;
+    unsigned flags = 0;
+    int active = 0;
+    if (dget(&dev, device) != 0 || state(dev, &flags, &active) != 0 || !active)
+        return -1;
+    CUcontext ctx = NULL, popped = NULL;
+    if (retain(&ctx, dev) != 0)
+        return -1;
+    int rc = -1;
+    if (push(ctx) == 0) {
+        if (info(&f, &t) == 0)
+            rc = 0;
+        pop(&popped);
+    }
+    release(dev);
+    *free_b = f;
+    *total_b = t;
+    return rc;
+}
+
+static void sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
+{
+    uint64_t f, t;
+    gmt_ts.in_lib++;
+    int rc = query_meminfo(device, &f, &t);
+    gmt_ts.in_lib--;
+    if (rc)
+        return;
+    struct gmt_rec_meminfo r = {
+        .h = {.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
+              .size = gmt_rec_padded(sizeof r)},
+        .scope_id = scope_id,
+        .device = device,
+        .free_bytes = f,
+        .total_bytes = t,
+    };
+    gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
+}
+
+/* ---- foreign-thread attribution ----
+ *
+ * The rule: NCCL allocates the first collective's buffers (and much of init) on its own
+ * threads (proxy service, async init jobs) while the calling thread waits inside the
+ * NCCL call, so the allocating thread has no scope of its own. Every scope that concerns
+ * a device (a collective's communicator's device, an init's device, and every device a
+ * group's members concern) is published in a process-wide table while it is open: one
+ * slot per (thread, device) holding that thread's innermost such scope. An allocation on
+ * a thread with no scope, on device D, is stamped with that slot's scope when exactly one
+ * thread has a scope open on D; with two or more it is ambiguous and stays 0, and the CLI
+ * decides (it has the times and threads). Device -1 (unknown) asks across all devices:
+ * exactly one thread must have scopes open. Slots: thread token (16 bits) | device+1
+ * (16 bits) | scope id (32 bits); 0 is free. Scopes of threads that exit inside a group
+ * stay published (counted as open). Devices >= 64 are not tracked.
+ */
+#define OPEN_SLOTS 256
+static _Atomic uint64_t open_slots[OPEN_SLOTS];
+static _Atomic uint32_t open_count; /* slots in use: the common no-scope case reads only this */
+static _Atomic uint32_t next_token;
+
+struct claim {
+    int16_t device;
+    int16_t slot;
+};
+#define CLAIMS 8
+static GMT_TLS struct claim claims[CLAIMS];
+static GMT_TLS int nclaims;
+static GMT_TLS uint32_t token;
+
+static uint64_t slot_word(int device, uint32_t scope_id)
+{
+    if (!token) {
+        uint32_t t;
+        do
+            t = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed) & 0xffff;
+        while (t == 0);
+        token = t;
+    }
+    return ((uint64_t)token << 48) | ((uint64_t)(device + 1) << 32) | scope_id;
+}
+
+static void publish(int device, uint32_t scope_id)
+{
+    for (int c = 0; c < nclaims; c++)
+        if (claims[c].device == device) {
+            atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, scope_id),
+                                  memory_order_release);
+            return;
+        }
+    if (nclaims == CLAIMS)
+        return;
+    uint64_t w = slot_word(device, scope_id);
+    for (int i = 0; i < OPEN_SLOTS; i++) {
+        uint64_t zero = 0;
+        if (atomic_load_explicit(&open_slots[i], memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&open_slots[i], &zero, w,
+                                                    memory_order_acq_rel, memory_order_relaxed)) {
+            claims[nclaims].device = (int16_t)device;
+            claims[nclaims].slot = (int16_t)i;
+            nclaims++;
+            atomic_fetch_add_explicit(&open_count, 1, memory_order_release);
+            return;
+        }
+    }
+}
+
+static void unpublish(int device)
+{
+    for (int c = 0; c < nclaims; c++)
+        if (claims[c].device == device) {
+            atomic_store_explicit(&open_slots[claims[c].slot], 0, memory_order_release);
+            atomic_fetch_sub_explicit(&open_count, 1, memory_order_release);
+            claims[c] = claims[--nclaims];
+            return;
+        }
+}
+
+static void frame_register(int depth, int device)
+{
+    if (device < 0 || device >= MAX_DEV || depth < 0 || depth >= FRAMES)
+        return;
+    struct frame *f = &frames[depth];
+    uint64_t bit = 1ull << device;
+    if (f->devmask & bit)
+        return;
+    f->devmask |= bit;
+    /* An outer frame registered later must not hide an inner one already published. */
+    for (int k = depth + 1; k < gmt_ts.scope_depth && k < FRAMES; k++)
+        if (frames[k].devmask & bit)
+            return;
+    publish(device, f->id);
+}
+
+/* After frame `depth` closes: each device it was published on falls back to the nearest
+ * enclosing frame registered there, or is released. */
+static void frame_unregister(int depth)
+{
+    uint64_t mask = frames[depth].devmask;
+    while (mask) {
+        int d = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        int k = depth - 1;
+        while (k >= 0 && !(frames[k].devmask & (1ull << d)))
+            k--;
+        if (k >= 0)
+            publish(d, frames[k].id);
+        else
+            unpublish(d);
+    }
+}
+
+uint32_t gmt_scope_for_foreign_thread(int device)
+{
+    if (GMT_LIKELY(atomic_load_explicit(&open_count, memory_order_acquire) == 0))
+        return 0;
+    uint64_t found = 0;
+    for (int i = 0; i < OPEN_SLOTS; i++) {
+        uint64_t w = atomic_load_explicit(&open_slots[i], memory_order_acquire);
+        if (!w)
+            continue;
+        int d = (int)((w >> 32) & 0xffff) - 1;
+        if (device >= 0 && d != device)
+            continue;
+        if (!found) {
+            found = w;
+            continue;
+        }
+        if ((found >> 48) != (w >> 48))
+            return 0; /* two threads: ambiguous */
+        if ((uint32_t)w > (uint32_t)found)
+            found = w; /* same thread on several devices: the innermost (newest) scope */
+    }
+    return (uint32_t)found;
+}
+
+/* ---- scopes ---- */
+
+/* The nearest enclosing Group frame below `depth`, or -1. */
+static int enclosing_group(int depth)
+{
+    for (int k = depth - 1; k >= 0; k--)
+        if (frames[k].op == GMT_OP_Group)
+            return k;
+    return -1;
+}
+
+/* Registers frame `depth` (and its enclosing group) on `device` and samples memory at
+ * begin when the policy wants this key. Inside a group the members only enqueue; the
+ * work (and the allocations) happen in ncclGroupEnd, so the sample is taken once per
+ * device for the group and closed when the group ends. */
+static void concern_device(int depth, int device, uint64_t key)
+{
+    if (device < 0 || device >= MAX_DEV || depth >= FRAMES)
+        return;
+    int g = enclosing_group(depth);
+    if (g >= 0)
+        frame_register(g, device);
+    frame_register(depth, device);
+    if (!want_sample(key))
+        return;
+    int target = g >= 0 ? g : depth;
+    uint64_t bit = 1ull << device;
+    if (frames[target].memmask & bit)
+        return;
+    frames[target].memmask |= bit;
+    sample(frames[target].id, device, GMT_MEMINFO_BEGIN);
+}
+
+static bool first_of(uint64_t comm, unsigned op)
+{
+    long i = slot_of(seen_keys, SEEN_SLOTS, mix(mix(comm) ^ op));
+    if (i < 0)
+        return false;
+    /* The claim is the "seen" mark: the claiming call captures. A second probe finding
+     * the key already there does not. */
+    static _Atomic uint8_t captured[SEEN_SLOTS];
+    return atomic_exchange_explicit(&captured[i], 1, memory_order_relaxed) == 0;
+}
+
+uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
+                         uint64_t stream)
+{
+    if (!gmt_writer_ready())
+        return 0;
+    int saved_errno = errno;
+    uint32_t id = atomic_fetch_add_explicit(&next_scope_id, 1, memory_order_relaxed) + 1;
+    if (id == 0) /* 2^32 scopes later: 0 means none */
+        id = atomic_fetch_add_explicit(&next_scope_id, 1, memory_order_relaxed) + 1;
+    uint32_t stack_id = 0;
+    if (gmt_stack_capture && first_of(comm, op))
+        stack_id = gmt_stack_capture(0);
+
+    struct gmt_rec_scope_begin r = {
+        .h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op, .size = gmt_rec_padded(sizeof r)},
+        .scope_id = id,
+        .parent_id = gmt_current_scope(),
+        .stack_id = stack_id,
+        .comm = comm,
+        .count = count,
+        .stream = stream,
+        .datatype = datatype,
+        .peer = peer,
+    };
+    gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+
+    int depth = gmt_ts.scope_depth++;
+    if (depth < FRAMES) {
+        gmt_ts.scope_stack[depth] = id;
+        frames[depth] = (struct frame){.id = id, .op = (uint8_t)op};
+        if (comm) {
+            size_t esz = gmt_nccl_type_size(datatype);
+            concern_device(depth, comm_device(comm), meminfo_key(comm, op, count * esz));
+        }
+    } else {
+        atomic_fetch_add_explicit(&scopes_too_deep, 1, memory_order_relaxed);
+    }
+    errno = saved_errno;
+    return id;
+}
+
+void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)
+{
+    if (!scope_id)
+        return;
+    int depth = gmt_ts.scope_depth - 1;
+    if (depth < 0 || depth >= FRAMES || frames[depth].id != scope_id)
+        return;
+    int saved_errno = errno;
+    if (device < 0) {
+        gmt_ts.in_lib++;
+        device = current_device();
+        gmt_ts.in_lib--;
+    }
+    concern_device(depth, device, meminfo_key(key, frames[depth].op, 0));
+    errno = saved_errno;
+}
+
+void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
+{
+    if (!scope_id)
+        return;
+    int saved_errno = errno;
+    int depth = gmt_ts.scope_depth;
+    if (depth > FRAMES) {
+        gmt_ts.scope_depth--;
+    } else if (depth > 0) {
+        /* Normally the innermost; a scope left open by a misused API (a group never
+         * ended) is closed with the one that encloses it. */
+        int k = depth - 1;
+        while (k >= 0 && frames[k].id != scope_id)
+            k--;
+        if (k >= 0) {
+            uint64_t mem = frames[k].memmask;
+            while (mem) {
+                int d = __builtin_ctzll(mem);
+                mem &= mem - 1;
+                sample(scope_id, d, GMT_MEMINFO_END);
+            }
+            for (int j = depth - 1; j >= k; j--)
+                frame_unregister(j);
+            gmt_ts.scope_depth = k;
+        }
+    }
+    struct gmt_rec_scope_end r = {
+        .h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op, .size = gmt_rec_padded(sizeof r)},
+        .scope_id = scope_id,
+        .result = result,
+    };
+    gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+    errno = saved_errno;
+}
+
+void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
+{
+    if (!comm || !gmt_writer_ready())
+        return;
+    int saved_errno = errno;
+    gmt_ts.in_lib++;
+    int rank = nccl_query(Q_RANK, comm);
+    int nranks = nccl_query(Q_COUNT, comm);
+    int device = nccl_query(Q_DEVICE, comm);
+    gmt_ts.in_lib--;
+    /* A new communicator may reuse a destroyed one's address: overwrite what was cached. */
+    if (device >= 0)
+        comm_cache_put(comm, device);
+    struct gmt_rec_comm r = {
+        .h = {.type = GMT_REC_COMM, .size = gmt_rec_padded(sizeof r)},
+        .comm = comm,
+        .parent = parent,
+        .unique_id_hash = unique_id_hash,
+        .rank = rank,
+        .nranks = nranks,
+        .device = device,
+    };
+    gmt_emit(&r, offsetof(struct gmt_rec_comm, dt));
+    errno = saved_errno;
+}
