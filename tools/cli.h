@@ -24,4 +24,10 @@
 GMT_COMMANDS(GMT_X)
 #undef GMT_X
 
+/* cmd_dump.c: one record as dump prints it (also driven by the reader's fuzz target). */
+#include <stdio.h>
+struct gmt_event;
+struct gmt_reader;
+void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader *r);
+
 #endif

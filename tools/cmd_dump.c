@@ -256,7 +256,7 @@ static uint32_t fields(FILE *o, const struct gmt_rec *h)
     return h->size;
 }
 
-static void line(FILE *o, const struct gmt_event *ev, const struct gmt_reader *r)
+void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader *r)
 {
     const struct gmt_rec *h = ev->rec;
     const struct gmt_rec_process *proc = gmt_reader_process(r);
@@ -293,7 +293,7 @@ static int dump_one(const char *path)
     printf("%10s %7s %15s %s\n", "OFFSET", "TID", "TIME", "TYPE / FIELDS");
     struct gmt_event ev;
     while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0) {
-        line(stdout, &ev, r);
+        gmt_dump_line(stdout, &ev, r);
         /* Stop at once on a dead output instead of decoding gigabytes into it. */
         if (ferror(stdout))
             break;

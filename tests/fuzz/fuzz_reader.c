@@ -1,0 +1,56 @@
+/* fuzz_reader.c: libFuzzer target: the reader and dump's printer must survive any bytes (no crash, no OOB read). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "reader.h"
+
+/* One input, start to end, as `gpumemtrace dump` would read it. Returns the number of
+ * records read, or -1 when the reader rejected the input (both are fine outcomes). */
+int gmt_fuzz_reader_one(const uint8_t *data, size_t size);
+int gmt_fuzz_reader_one(const uint8_t *data, size_t size)
+{
+    static FILE *sink;
+    if (!sink)
+        sink = fopen("/dev/null", "w");
+    /* fmemopen refuses a zero-length buffer; one zero byte past the end is still EOF. */
+    static const uint8_t none[1];
+    FILE *f = fmemopen((void *)(size ? data : none), size ? size : 1, "rb");
+    if (!f)
+        return -1;
+    if (size == 0)
+        fgetc(f);
+    struct gmt_reader *r;
+    char err[512];
+    int n = -1;
+    if (gmt_reader_fopen(&r, f, "fuzz", err, sizeof err) == 0) {
+        struct gmt_event ev;
+        int rc;
+        n = 0;
+        while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0) {
+            /* A record the reader hands out lies wholly inside the input. */
+            if (ev.offset + ev.rec->size > size || ev.rec->size > GMT_REC_MAX)
+                abort();
+            if (sink)
+                gmt_dump_line(sink, &ev, r);
+            n++;
+        }
+        uint64_t off;
+        if (gmt_reader_cut(r, &off) && (rc != 0 || off >= size))
+            abort();
+        if (rc < 0)
+            n = -1;
+        gmt_reader_close(r);
+    }
+    fclose(f);
+    return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    gmt_fuzz_reader_one(data, size);
+    return 0;
+}

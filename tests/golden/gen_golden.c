@@ -1,0 +1,79 @@
+/* gen_golden.c: writes the stored golden traces and the fuzz seed corpus, deterministically, from tracebuild.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tracebuild.h"
+
+static int put(const char *dir, const char *name, const struct tb *b, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct tb t = *b;
+    t.len = len;
+    if (tb_write(&t, path) < 0) {
+        fprintf(stderr, "gen_golden: cannot write %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* A copy of the sample with one 32-bit field of record `rec` (at byte `at` in it) set to v. */
+static int put_patched(const char *dir, const char *name, const struct tb *b, size_t rec,
+                       size_t at, uint32_t v)
+{
+    struct tb t = *b;
+    uint8_t copy[65536];
+    if (b->len > sizeof copy)
+        return -1;
+    memcpy(copy, b->p, b->len);
+    memcpy(copy + b->off[rec] + at, &v, sizeof v);
+    t.p = copy;
+    return put(dir, name, &t, t.len);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: gen_golden GOLDEN_DIR CORPUS_DIR\n");
+        return 2;
+    }
+    struct tb b = { 0 };
+    tb_sample(&b);
+    /* The cut file ends 12 bytes into the third record from the end, as a kill would. */
+    size_t cut = b.off[b.nrec - 3] + 12;
+    int rc = 0;
+    rc |= put(argv[1], "sample.gmt", &b, b.len);
+    rc |= put(argv[1], "cut.gmt", &b, cut);
+
+    const char *c = argv[2];
+    rc |= put(c, "sample.gmt", &b, b.len);
+    rc |= put(c, "cut.gmt", &b, cut);
+    rc |= put(c, "header-only.gmt", &b, sizeof(struct gmt_file_header));
+    {
+        struct tb t = { 0 };
+        tb_header_ex(&t, 0x04030201u, 1, 0, 32);
+        rc |= put(c, "byte-order.gmt", &t, t.len);
+        tb_free(&t);
+        tb_header_ex(&t, GMT_BYTE_ORDER_MARK, 2, 0, 32);
+        rc |= put(c, "newer-major.gmt", &t, t.len);
+        tb_free(&t);
+        /* A newer minor: a longer header, an unknown type, a longer record. */
+        tb_header_ex(&t, GMT_BYTE_ORDER_MARK, 1, 7, 48);
+        uint64_t unknown[3] = { 1, 2, 3 };
+        uint8_t rec[sizeof(struct gmt_rec) + sizeof unknown];
+        memcpy(rec + sizeof(struct gmt_rec), unknown, sizeof unknown);
+        tb_rec(&t, 200, 9, rec, sizeof rec, NULL, 0);
+        struct gmt_rec_chunk ch = { .tid = 7 };
+        tb_rec(&t, GMT_REC_CHUNK, 0, &ch, sizeof ch, unknown, sizeof unknown);
+        rc |= put(c, "newer-minor.gmt", &t, t.len);
+        tb_free(&t);
+    }
+    /* The STACK record is the 8th (index 7): depth field at byte 12. */
+    rc |= put_patched(c, "stack-overflow.gmt", &b, 7, 12, 1000);
+    /* PROCESS host_len at byte 48. */
+    rc |= put_patched(c, "process-overflow.gmt", &b, 0, 48, 0xfffffff0u);
+    /* A record size of 0. */
+    rc |= put_patched(c, "size-zero.gmt", &b, 3, 4, 0);
+    tb_free(&b);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,218 @@
+/* tracebuild.h: a tiny test-only .gmt builder (not the library's writer), for reader tests, golden and fuzz seeds. */
+#ifndef GMT_TRACEBUILD_H
+#define GMT_TRACEBUILD_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_format.h"
+
+#define TB_MAX_RECS 256
+
+struct tb {
+    uint8_t *p;
+    size_t len, cap;
+    size_t off[TB_MAX_RECS];   /* offset of each record, in order */
+    size_t nrec;
+};
+
+static void tb_put(struct tb *b, const void *data, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t ncap = b->cap ? b->cap : 1024;
+        while (ncap < b->len + n)
+            ncap *= 2;
+        uint8_t *np = realloc(b->p, ncap);
+        if (!np)
+            abort();
+        b->p = np;
+        b->cap = ncap;
+    }
+    if (data)
+        memcpy(b->p + b->len, data, n);
+    else
+        memset(b->p + b->len, 0, n);
+    b->len += n;
+}
+
+static void tb_free(struct tb *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+/* A header as the writer makes it; the arguments let tests break it. */
+static void tb_header_ex(struct tb *b, uint32_t byte_order, uint16_t major, uint16_t minor,
+                         uint32_t header_size)
+{
+    struct gmt_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, GMT_MAGIC, 8);
+    h.byte_order = byte_order;
+    h.version_major = major;
+    h.version_minor = minor;
+    h.header_size = header_size;
+    tb_put(b, &h, sizeof h);
+    if (header_size > sizeof h)
+        tb_put(b, NULL, header_size - sizeof h);
+}
+
+static void tb_header(struct tb *b)
+{
+    tb_header_ex(b, GMT_BYTE_ORDER_MARK, GMT_VERSION_MAJOR, GMT_VERSION_MINOR,
+                 sizeof(struct gmt_file_header));
+}
+
+/* Appends a record: `fixed` (fsize bytes, its gmt_rec filled in here), then `var`
+ * (vlen bytes), then zero padding to GMT_ALIGN. Returns the record's offset. */
+static size_t tb_rec(struct tb *b, uint16_t type, uint16_t aux, void *fixed, size_t fsize,
+                     const void *var, size_t vlen)
+{
+    struct gmt_rec *h = fixed;
+    size_t at = b->len;
+    h->type = type;
+    h->aux = aux;
+    h->size = gmt_rec_padded((uint32_t)(fsize + vlen));
+    tb_put(b, fixed, fsize);
+    if (vlen)
+        tb_put(b, var, vlen);
+    tb_put(b, NULL, h->size - fsize - vlen);
+    if (b->nrec < TB_MAX_RECS)
+        b->off[b->nrec++] = at;
+    return at;
+}
+
+static int tb_write(const struct tb *b, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t n = fwrite(b->p, 1, b->len, f);
+    return (fclose(f) == 0 && n == b->len) ? 0 : -1;
+}
+
+/* The sample: a small two-rank-like process with every record type, two threads
+ * (main and an NCCL proxy thread), a cuMem mapping, a collective, and END. Times are
+ * fixed so output derived from it is byte-for-byte stable. */
+#define TB_T0 5000000000ull /* PROCESS monotonic anchor, ns */
+
+static void tb_sample(struct tb *b)
+{
+    tb_header(b);
+    {
+        static const char host[] = "node-01";
+        static const char cmd[] = "python3\0train.py\0--lr=0.1\n\"x\"";
+        char var[sizeof host + sizeof cmd];
+        memcpy(var, host, sizeof host);
+        memcpy(var + sizeof host, cmd, sizeof cmd);
+        struct gmt_rec_process r = { .pid = 4242, .ppid = 4200, .rank = 1, .local_rank = 1,
+            .world_size = 2, .local_world_size = 2, .realtime_ns = 1767225600123456789ull,
+            .monotonic_ns = TB_T0, .host_len = sizeof host, .cmdline_len = sizeof cmd };
+        tb_rec(b, GMT_REC_PROCESS, 0, &r, sizeof r, var, sizeof var);
+    }
+    {
+        static const char env[] = "NCCL_BUFFSIZE=4194304\0PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+        struct gmt_rec_env r = { .count = 2, .bytes = sizeof env };
+        tb_rec(b, GMT_REC_ENV, 0, &r, sizeof r, env, sizeof env);
+    }
+    {
+        static const uint8_t bid[] = { 0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04 };
+        static const char path[] = "/usr/lib/libnccl.so.2";
+        uint8_t var[sizeof bid + sizeof path];
+        memcpy(var, bid, sizeof bid);
+        memcpy(var + sizeof bid, path, sizeof path);
+        struct gmt_rec_module_load r = { .time_ns = TB_T0 + 1000, .module_id = 1,
+            .build_id_len = sizeof bid, .load_bias = 0x7f0000000000ull,
+            .start = 0x7f0000000000ull, .end = 0x7f0000400000ull, .path_len = sizeof path };
+        tb_rec(b, GMT_REC_MODULE_LOAD, 0, &r, sizeof r, var, sizeof var);
+    }
+    {
+        struct gmt_rec_chunk r = { .tid = 4242 };
+        tb_rec(b, GMT_REC_CHUNK, 0, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_thread r = { .time_ns = TB_T0 + 2000, .tid = 4242, .name = "python3" };
+        tb_rec(b, GMT_REC_THREAD, 0, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_version r = { .version = 13000 };
+        tb_rec(b, GMT_REC_VERSION, GMT_COMP_DRIVER, &r, sizeof r, NULL, 0);
+        struct gmt_rec_version n = { .version = 22809 };
+        tb_rec(b, GMT_REC_VERSION, GMT_COMP_NCCL, &n, sizeof n, NULL, 0);
+    }
+    {
+        static const uint64_t ip[] = { 0x7f0000001234ull, 0x7f0000005678ull, 0x401000ull };
+        struct gmt_rec_stack r = { .stack_id = 1, .depth = 3 };
+        tb_rec(b, GMT_REC_STACK, 0, &r, sizeof r, ip, sizeof ip);
+    }
+    {
+        struct gmt_rec_cuctx r = { .context = 0x55550000aaaaull, .device = 1 };
+        tb_rec(b, GMT_REC_CUCTX, 0, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_alloc r = { .address = 0x7e0000000000ull, .bytes = 64ull << 20,
+            .dt = 500, .stack_id = 1, .kind = GMT_KIND_DEVICE, .device = -1 };
+        tb_rec(b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_comm r = { .comm = 0x5555deadbeefull, .unique_id_hash = 0x1234abcdull,
+            .rank = 1, .nranks = 2, .device = 1, .dt = 1000 };
+        tb_rec(b, GMT_REC_COMM, 0, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_scope_begin r = { .dt = 250, .scope_id = 1, .stack_id = 1,
+            .comm = 0x5555deadbeefull, .count = 67108864, .stream = 0x99, .datatype = 7,
+            .peer = -1 };
+        tb_rec(b, GMT_REC_SCOPE_BEGIN, GMT_OP_AllReduce, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_meminfo r = { .dt = 100, .scope_id = 1, .device = 1,
+            .free_bytes = 140ull << 30, .total_bytes = 143ull << 30 };
+        tb_rec(b, GMT_REC_MEMINFO, GMT_MEMINFO_BEGIN, &r, sizeof r, NULL, 0);
+    }
+    {
+        struct gmt_rec_chunk r = { .tid = 4250 };
+        tb_rec(b, GMT_REC_CHUNK, 0, &r, sizeof r, NULL, 0);
+        struct gmt_rec_thread t = { .time_ns = TB_T0 + 10000, .tid = 4250,
+                                    .name = "NCCL Service 1" };
+        tb_rec(b, GMT_REC_THREAD, 0, &t, sizeof t, NULL, 0);
+        struct gmt_rec_alloc_ext a = { .a = { .address = 0x1001, .bytes = 10ull << 20,
+            .dt = 20, .kind = GMT_KIND_PHYSICAL, .device = 1 } };
+        tb_rec(b, GMT_REC_ALLOC, GMT_API_cuMemCreate, &a, sizeof a, NULL, 0);
+        struct gmt_rec_alloc_ext v = { .a = { .address = 0x7d0000000000ull,
+            .bytes = 10ull << 20, .dt = 30, .kind = GMT_KIND_VIRTUAL, .device = -1 } };
+        tb_rec(b, GMT_REC_ALLOC, GMT_API_cuMemAddressReserve, &v, sizeof v, NULL, 0);
+        struct gmt_rec_alloc_ext m = { .a = { .address = 0x7d0000000000ull,
+            .bytes = 10ull << 20, .dt = 40, .kind = GMT_KIND_MAPPING, .device = -1 },
+            .related = 0x1001, .offset = 0 };
+        tb_rec(b, GMT_REC_ALLOC, GMT_API_cuMemMap, &m, sizeof m, NULL, 0);
+        struct gmt_rec_alloc_fail f = { .bytes = 1ull << 40, .error = 2, .dt = 50,
+            .kind = GMT_KIND_PHYSICAL, .device = 1 };
+        tb_rec(b, GMT_REC_ALLOC_FAIL, GMT_API_cuMemCreate, &f, sizeof f, NULL, 0);
+    }
+    {
+        struct gmt_rec_chunk r = { .tid = 4242 };
+        tb_rec(b, GMT_REC_CHUNK, 0, &r, sizeof r, NULL, 0);
+        /* A gap too long for dt: TIME resets the clock. */
+        struct gmt_rec_time t = { .time_ns = TB_T0 + 7000000000ull };
+        tb_rec(b, GMT_REC_TIME, 0, &t, sizeof t, NULL, 0);
+        struct gmt_rec_meminfo mi = { .dt = 5, .scope_id = 1, .device = 1,
+            .free_bytes = (140ull << 30) - (474ull << 20), .total_bytes = 143ull << 30 };
+        tb_rec(b, GMT_REC_MEMINFO, GMT_MEMINFO_END, &mi, sizeof mi, NULL, 0);
+        struct gmt_rec_scope_end e = { .dt = 10, .scope_id = 1, .result = 0 };
+        tb_rec(b, GMT_REC_SCOPE_END, GMT_OP_AllReduce, &e, sizeof e, NULL, 0);
+        struct gmt_rec_free fr = { .address = 0x7e0000000000ull, .dt = 1000 };
+        tb_rec(b, GMT_REC_FREE, GMT_API_cudaFree, &fr, sizeof fr, NULL, 0);
+        struct gmt_rec_free_ext fx = { .f = { .address = 0x7d0000000000ull, .dt = 7 },
+            .stream = 0, .stack_id = 1, .result = 0 };
+        tb_rec(b, GMT_REC_FREE, GMT_API_cuMemUnmap, &fx, sizeof fx, NULL, 0);
+        struct gmt_rec_module_unload u = { .time_ns = TB_T0 + 8000000000ull, .module_id = 1 };
+        tb_rec(b, GMT_REC_MODULE_UNLOAD, 0, &u, sizeof u, NULL, 0);
+        struct gmt_rec_end end = { .time_ns = TB_T0 + 8000000500ull, .records_dropped = 0 };
+        tb_rec(b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
+    }
+}
+
+#endif
