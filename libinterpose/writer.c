@@ -1,0 +1,857 @@
+/* writer.c: per-thread record buffers, flushed as CHUNKs into one append-only trace file per process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gmt.h"
+
+extern char **environ;
+
+GMT_TLS struct gmt_thread_state gmt_ts;
+
+/* Modules are another part's business; linking without it (unit tests) must still work. */
+extern void gmt_modules_write_all(void) __attribute__((weak));
+
+/* FINISHING: exit is sealing the buffers; events are dropped but flushes still write. */
+enum state { ST_CLOSED, ST_OPENING, ST_OPEN, ST_FINISHING, ST_FAILED, ST_FINISHED };
+
+/* busy: who may write this buffer's records to the file. */
+enum { BUF_IDLE, BUF_FLUSHING, BUF_SEALED };
+
+/*
+ * One thread's records: a single-producer ring. Only the owner advances `head` (after
+ * copying a record in, release store); only the holder of `busy` advances `tail` (after
+ * the bytes reached the file). Positions count bytes ever appended, so head - tail is
+ * the unflushed amount and neither wraps in practice.
+ */
+struct buf {
+    struct buf *next;             /* registry: push-only, never unlinked */
+    _Atomic int in_use;           /* owned by a live thread */
+    _Atomic int busy;             /* BUF_*: taken by CAS before writing to the file */
+    _Atomic uint32_t tid;         /* owner's kernel thread id, for CHUNK */
+    _Atomic uint64_t head;        /* bytes appended */
+    _Atomic uint64_t tail;        /* bytes flushed */
+    _Atomic uint64_t oldest_ns;   /* time of the oldest unflushed record (an upper bound on its age) */
+    uint64_t cap;                 /* bytes of data[], a multiple of GMT_ALIGN */
+    size_t map_bytes;
+    unsigned char data[] __attribute__((aligned(8)));
+};
+
+static _Atomic int g_state = ST_CLOSED;
+static int g_fd = -1;
+static int g_forked;                    /* this process is a fork child of a traced one */
+static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
+static _Atomic uint64_t g_dropped;
+static _Atomic int g_flusher;           /* 0 none, 1 starting/running */
+static char g_path[PATH_MAX];
+
+static _Atomic int g_key_state;         /* 0 none, 1 being made, 2 made, 3 failed */
+static pthread_key_t g_key;
+
+static GMT_TLS struct buf *t_buf;
+static GMT_TLS uint64_t t_clock;        /* the thread's clock as the reader will decode it */
+static GMT_TLS uint32_t t_tid;
+static GMT_TLS int t_in_emit;
+static GMT_TLS int t_opening;           /* this thread is writing the file's preamble */
+static GMT_TLS struct buf *t_flushing;  /* the buffer whose busy flag this thread holds */
+
+static uint32_t my_tid(void)
+{
+    if (!t_tid)
+        t_tid = (uint32_t)syscall(SYS_gettid);
+    return t_tid;
+}
+
+static void pause_briefly(void)
+{
+    sched_yield();
+}
+
+/* ---- failure: one warning, then the process carries on untraced ---- */
+
+static void fail(const char *what, int err)
+{
+    int st = atomic_load(&g_state);
+    while (st == ST_OPEN || st == ST_OPENING || st == ST_CLOSED || st == ST_FINISHING) {
+        if (atomic_compare_exchange_weak(&g_state, &st, ST_FAILED)) {
+            const char *reason = strerrordesc_np(err);
+            gmt_warn("%s %s: %s; tracing stops, the program continues", what,
+                     g_path[0] ? g_path : "(no path)", reason ? reason : "unknown error");
+            return;
+        }
+    }
+}
+
+/* Writes all of iov or fails. O_APPEND makes each writev land at the end in one piece;
+ * the loop only finishes a write the kernel cut short (signal, nearly full disk). */
+static int write_iov(struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t w = writev(g_fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        size_t left = (size_t)w;
+        while (n > 0 && left >= iov->iov_len) {
+            left -= iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + left;
+            iov->iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+/* ---- flushing ---- */
+
+/* Writes [tail, head) as one CHUNK, plus `extra` (a record too big for the ring) in the
+ * same write. The caller holds b->busy. */
+static void flush_locked(struct buf *b, const void *extra, size_t extra_len)
+{
+    uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
+    if (head == tail && !extra_len)
+        return;
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st == ST_OPEN || st == ST_FINISHING) {
+        struct gmt_rec_chunk chunk = { { GMT_REC_CHUNK, 0, sizeof chunk },
+                                       atomic_load_explicit(&b->tid, memory_order_relaxed), 0 };
+        struct iovec iov[4];
+        int n = 0;
+        iov[n++] = (struct iovec){ &chunk, sizeof chunk };
+        uint64_t from = tail % b->cap, len = head - tail;
+        uint64_t first = len < b->cap - from ? len : b->cap - from;
+        if (first)
+            iov[n++] = (struct iovec){ b->data + from, first };
+        if (len > first)
+            iov[n++] = (struct iovec){ b->data, len - first };
+        if (extra_len)
+            iov[n++] = (struct iovec){ (void *)extra, extra_len };
+        /* A cancelled thread must not die holding busy with half a chunk written. */
+        int cancel;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+        int rc = write_iov(iov, n);
+        pthread_setcancelstate(cancel, NULL);
+        if (rc)
+            fail("cannot write trace file", -rc);
+    }
+    /* Whatever happened, these bytes are done: a failed file drops them. */
+    atomic_store_explicit(&b->tail, head, memory_order_release);
+}
+
+static int try_lock(struct buf *b)
+{
+    int idle = BUF_IDLE;
+    if (!atomic_compare_exchange_strong(&b->busy, &idle, BUF_FLUSHING))
+        return 0;
+    t_flushing = b;
+    return 1;
+}
+
+static void unlock(struct buf *b)
+{
+    t_flushing = NULL;
+    atomic_store_explicit(&b->busy, BUF_IDLE, memory_order_release);
+}
+
+/* Flushes b, waiting while someone else flushes it. Returns 0 once done, -1 when the
+ * buffer is sealed (the writer finished) or the wait budget ran out. */
+static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long max_spins)
+{
+    for (long i = 0; max_spins < 0 || i < max_spins; i++) {
+        if (try_lock(b)) {
+            flush_locked(b, extra, extra_len);
+            unlock(b);
+            return 0;
+        }
+        if (atomic_load(&b->busy) == BUF_SEALED)
+            return -1;
+        pause_briefly();
+    }
+    return -1;
+}
+
+void gmt_writer_flush_all(void)
+{
+    int saved = errno;
+    if (atomic_load(&g_state) == ST_OPEN) {
+        for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+            /* A crash inside our own flush of b: its state is half-written, leave it. */
+            if (b == t_flushing)
+                continue;
+            if (atomic_load_explicit(&b->head, memory_order_acquire) ==
+                atomic_load_explicit(&b->tail, memory_order_acquire))
+                continue;
+            /* Bounded: a crash handler must not hang on a holder that will never return. */
+            flush_wait(b, NULL, 0, 20000);
+        }
+    }
+    errno = saved;
+}
+
+/* ---- the background flusher: bounds what a SIGKILL can lose ---- */
+
+static void *flusher_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "gpumemtrace", 0, 0, 0);
+    for (;;) {
+        long ms = gmt_opt.flush_ms > 1 ? gmt_opt.flush_ms : 2;
+        /* Wake every flush_ms/2 and flush what is at least flush_ms/2 old: a record then
+         * waits at most flush_ms (plus scheduling) before it is in the file. */
+        uint64_t half_ns = (uint64_t)ms * 500000u;
+        struct timespec ts = { (time_t)(half_ns / 1000000000u), (long)(half_ns % 1000000000u) };
+        while (nanosleep(&ts, &ts) && errno == EINTR) {
+        }
+        int st = atomic_load(&g_state);
+        if (st == ST_FAILED || st == ST_FINISHED)
+            break;
+        if (st != ST_OPEN)
+            continue;
+        uint64_t now = gmt_now_ns();
+        for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+            uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
+            if (head == atomic_load_explicit(&b->tail, memory_order_acquire))
+                continue;
+            uint64_t oldest = atomic_load_explicit(&b->oldest_ns, memory_order_relaxed);
+            uint64_t age = now > oldest ? now - oldest : 0;
+            /* 1 ms early rather than a whole period late when the tick jitters. */
+            if (age + 1000000 < half_ns)
+                continue;
+            /* The owner is flushing it already: its records are on their way. */
+            if (try_lock(b)) {
+                flush_locked(b, NULL, 0);
+                unlock(b);
+            }
+        }
+    }
+    atomic_store(&g_flusher, 0);
+    return NULL;
+}
+
+static void start_flusher(void)
+{
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&g_flusher, &zero, 1))
+        return;
+    /* The flusher must never take the program's signals: it inherits a full mask. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, flusher_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        atomic_store(&g_flusher, 0);
+        gmt_warn("cannot start the flusher thread (%s): records reach the file only "
+                 "when a buffer fills or at exit",
+                 strerrordesc_np(rc) ? strerrordesc_np(rc) : "error");
+    }
+}
+
+/* ---- per-thread buffers ---- */
+
+static void thread_exit(void *arg);
+
+static void make_key(void)
+{
+    int st = atomic_load(&g_key_state);
+    if (st >= 2)
+        return;
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&g_key_state, &zero, 1)) {
+        atomic_store(&g_key_state, pthread_key_create(&g_key, thread_exit) ? 3 : 2);
+        return;
+    }
+    while (atomic_load(&g_key_state) == 1)
+        pause_briefly();
+}
+
+static struct buf *new_buf(void)
+{
+    uint64_t cap = (uint64_t)gmt_opt.flush_bytes & ~(uint64_t)(GMT_ALIGN - 1);
+    if (cap < 4096)
+        cap = 4096;
+    /* A buffer left by an exited thread is reused as it is. */
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+        int free_ = 0;
+        if (b->cap == cap && atomic_load(&b->in_use) == 0 &&
+            atomic_compare_exchange_strong(&b->in_use, &free_, 1))
+            return b;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    size_t bytes = (sizeof(struct buf) + cap + (size_t)page - 1) & ~((size_t)page - 1);
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct buf *b = m;
+    b->cap = cap;
+    b->map_bytes = bytes;
+    atomic_init(&b->in_use, 1);
+    struct buf *top = atomic_load(&g_bufs);
+    do
+        b->next = top;
+    while (!atomic_compare_exchange_weak(&g_bufs, &top, b));
+    return b;
+}
+
+/* Copies one record in; the caller has made room. */
+static void put(struct buf *b, const void *rec, uint32_t size, uint64_t now)
+{
+    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    if (head == atomic_load_explicit(&b->tail, memory_order_acquire))
+        atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
+    uint64_t at = head % b->cap;
+    uint64_t first = size < b->cap - at ? size : b->cap - at;
+    memcpy(b->data + at, rec, first);
+    if (first < size)
+        memcpy(b->data, (const char *)rec + first, size - first);
+    atomic_store_explicit(&b->head, head + size, memory_order_release);
+}
+
+/* Appends a record, flushing first when it does not fit. False: dropped. */
+static bool append(struct buf *b, const void *rec, uint32_t size, uint64_t now)
+{
+    for (;;) {
+        uint64_t used = atomic_load_explicit(&b->head, memory_order_relaxed) -
+                        atomic_load_explicit(&b->tail, memory_order_acquire);
+        if (used + size <= b->cap) {
+            put(b, rec, size, now);
+            return true;
+        }
+        if (size > b->cap)
+            return flush_wait(b, rec, size, -1) == 0;
+        if (flush_wait(b, NULL, 0, -1) < 0)
+            return false;
+        if (atomic_load(&g_state) != ST_OPEN)
+            return false;
+    }
+}
+
+static bool attach_thread(uint64_t now)
+{
+    struct buf *b = new_buf();
+    if (!b)
+        return false;
+    t_buf = b;
+    make_key();
+    if (atomic_load(&g_key_state) == 2)
+        pthread_setspecific(g_key, b);
+    atomic_store_explicit(&b->tid, my_tid(), memory_order_relaxed);
+    struct gmt_rec_thread th = { { GMT_REC_THREAD, 0, sizeof th }, now, my_tid(), 0, { 0 } };
+    char name[GMT_THREAD_NAME_LEN + 1] = { 0 };
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
+        memcpy(th.name, name, GMT_THREAD_NAME_LEN);
+    th.name[GMT_THREAD_NAME_LEN - 1] = 0;
+    t_clock = now;
+    return append(b, &th, sizeof th, now);
+}
+
+static void thread_exit(void *arg)
+{
+    (void)arg;
+    int saved = errno;
+    struct buf *b = t_buf;
+    if (b) {
+        t_buf = NULL;
+        flush_wait(b, NULL, 0, -1);
+        /* Sealed (writer finished) or failed: the leftovers are dropped with the buffer. */
+        atomic_store_explicit(&b->tail, atomic_load(&b->head), memory_order_release);
+        atomic_store_explicit(&b->in_use, 0, memory_order_release);
+    }
+    errno = saved;
+}
+
+/* ---- the file ---- */
+
+static int env_int(const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v)
+            continue;
+        char *end;
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (!errno && end != v && !*end && x >= 0 && x <= INT32_MAX)
+            return (int)x;
+    }
+    return -1;
+}
+
+static int env_rank(void)
+{
+    static const char *const n[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
+    return env_int(n, 4);
+}
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static void sb_put(struct sbuf *s, const char *src, size_t n)
+{
+    if (s->len + n >= s->cap) {
+        s->len = s->cap; /* mark overflow */
+        return;
+    }
+    memcpy(s->p + s->len, src, n);
+    s->len += n;
+    s->p[s->len] = 0;
+}
+
+static void sb_int(struct sbuf *s, long v)
+{
+    char tmp[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0 - (unsigned long)v : (unsigned long)v;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[sizeof tmp - 1 - n++] = '-';
+    sb_put(s, tmp + sizeof tmp - n, (size_t)n);
+}
+
+static void host_name(char *host, size_t len)
+{
+    if (gethostname(host, len) != 0)
+        host[0] = 0;
+    host[len - 1] = 0;
+    if (!host[0])
+        memcpy(host, "unknown", 8);
+}
+
+/* Expands the output pattern: %h host, %p pid, %r rank ("x" unknown), %% a '%'; other
+ * '%' sequences stay as written. When the rank is known and the pattern has no %r,
+ * ".r<rank>" goes before a final ".gmt" (appended when there is none), so the ranks
+ * of one job never share a name. `attempt` > 0 adds ".<attempt>" the same way, for a
+ * name that exists already. Returns 0, or -ENAMETOOLONG. */
+static int expand_path(char *out, size_t cap, const char *pattern, const char *host, long pid,
+                       int rank, int attempt)
+{
+    struct sbuf s = { out, 0, cap };
+    out[0] = 0;
+    int has_r = 0;
+    for (const char *p = pattern; *p; p++) {
+        if (*p != '%' || !p[1]) {
+            sb_put(&s, p, 1);
+            continue;
+        }
+        switch (*++p) {
+        case 'h':
+            sb_put(&s, host, strlen(host));
+            break;
+        case 'p':
+            sb_int(&s, pid);
+            break;
+        case 'r':
+            has_r = 1;
+            if (rank >= 0)
+                sb_int(&s, rank);
+            else
+                sb_put(&s, "x", 1);
+            break;
+        case '%':
+            sb_put(&s, "%", 1);
+            break;
+        default:
+            sb_put(&s, p - 1, 2);
+            break;
+        }
+    }
+    if (s.len >= cap)
+        return -ENAMETOOLONG;
+    char suffix[64];
+    struct sbuf x = { suffix, 0, sizeof suffix };
+    suffix[0] = 0;
+    if (rank >= 0 && !has_r) {
+        sb_put(&x, ".r", 2);
+        sb_int(&x, rank);
+    }
+    if (attempt > 0) {
+        sb_put(&x, ".", 1);
+        sb_int(&x, attempt);
+    }
+    if (x.len) {
+        size_t at = s.len;
+        if (s.len >= 4 && !strcmp(out + s.len - 4, ".gmt"))
+            at = s.len - 4;
+        if (s.len + x.len >= cap)
+            return -ENAMETOOLONG;
+        memmove(out + at + x.len, out + at, s.len - at + 1);
+        memcpy(out + at, suffix, x.len);
+    }
+    return 0;
+}
+
+/* Appends whole NUL-terminated strings from src[0..n) that fit in `room`. */
+static size_t copy_strings(char *dst, size_t room, const char *src, size_t n)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (src[i])
+            continue;
+        if (i + 1 > room)
+            break;
+        keep = i + 1;
+    }
+    memcpy(dst, src, keep);
+    return keep;
+}
+
+static bool env_wanted(const char *e)
+{
+    static const char *const prefixes[] = { "NCCL_", "CUDA_", "GPUMEMTRACE_",
+                                            "PYTORCH_CUDA_ALLOC_CONF=" };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(e, prefixes[i], strlen(prefixes[i])))
+            return true;
+    return false;
+}
+
+#define SCRATCH_BYTES (2u * GMT_REC_MAX)
+
+/* Header, PROCESS and ENV, in one write at the start of the file. */
+static int write_preamble(const char *host, int rank)
+{
+    char *m = mmap(NULL, SCRATCH_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -errno;
+    struct gmt_file_header *fh = (void *)m;
+    memcpy(fh->magic, GMT_MAGIC, 8);
+    fh->byte_order = GMT_BYTE_ORDER_MARK;
+    fh->version_major = GMT_VERSION_MAJOR;
+    fh->version_minor = GMT_VERSION_MINOR;
+    fh->header_size = sizeof *fh;
+    size_t off = sizeof *fh;
+
+    /* PROCESS: fixed part, host, command line (whole arguments only), padding. */
+    struct gmt_rec_process *p = (void *)(m + off);
+    static const char *const lrank[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID" };
+    static const char *const wsize[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS" };
+    static const char *const lsize[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                         "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE" };
+    p->h.type = GMT_REC_PROCESS;
+    p->pid = (uint32_t)getpid();
+    p->ppid = (uint32_t)getppid();
+    p->rank = rank;
+    p->local_rank = env_int(lrank, 3);
+    p->world_size = env_int(wsize, 4);
+    p->local_world_size = env_int(lsize, 4);
+    struct timespec rt, mt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mt);
+    p->realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    p->monotonic_ns = (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec +
+                      (uint64_t)gmt_clock_skew_ns;
+    p->flags = g_forked ? GMT_PROC_FORKED : 0;
+    size_t at = off + sizeof *p;
+    size_t hl = strlen(host) + 1;
+    memcpy(m + at, host, hl);
+    p->host_len = (uint32_t)hl;
+    at += hl;
+    /* The command line is capped well under a record's limit: it is context, not data. */
+    size_t room = GMT_REC_MAX / 2 - (at - off);
+    char *raw = m + GMT_REC_MAX; /* second half of the scratch: read area */
+    size_t got = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        for (;;) {
+            ssize_t n = read(fd, raw + got, GMT_REC_MAX - 1 - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+            if (got >= GMT_REC_MAX - 1)
+                break;
+        }
+        close(fd);
+    }
+    size_t cl = copy_strings(m + at, room, raw, got);
+    p->cmdline_len = (uint32_t)cl;
+    at += cl;
+    size_t psize = gmt_rec_padded((uint32_t)(at - off));
+    memset(m + at, 0, psize - (at - off));
+    p->h.size = (uint32_t)psize;
+    off += psize;
+
+    /* ENV: the variables that change GPU memory use; whole strings while they fit. */
+    struct gmt_rec_env *e = (void *)(m + off);
+    e->h.type = GMT_REC_ENV;
+    at = off + sizeof *e;
+    size_t eroom = GMT_REC_MAX - sizeof *e - GMT_ALIGN;
+    for (char **v = environ; v && *v; v++) {
+        if (!env_wanted(*v))
+            continue;
+        size_t n = strlen(*v) + 1;
+        if ((at - off - sizeof *e) + n > eroom)
+            break;
+        memcpy(m + at, *v, n);
+        at += n;
+        e->count++;
+    }
+    e->bytes = (uint32_t)(at - off - sizeof *e);
+    size_t esize = gmt_rec_padded((uint32_t)(at - off));
+    memset(m + at, 0, esize - (at - off));
+    e->h.size = (uint32_t)esize;
+    off += esize;
+
+    struct iovec iov = { m, off };
+    int rc = write_iov(&iov, 1);
+    munmap(m, SCRATCH_BYTES);
+    return rc;
+}
+
+static void open_file(void)
+{
+    char host[256];
+    host_name(host, sizeof host);
+    int rank = env_rank();
+    const char *pattern = gmt_opt.output && *gmt_opt.output ? gmt_opt.output
+                                                            : "./gpumemtrace.%h.%p.gmt";
+    int fd = -1, err = 0;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int rc = expand_path(g_path, sizeof g_path, pattern, host, (long)getpid(), rank, attempt);
+        if (rc) {
+            fail("output path too long:", -rc);
+            return;
+        }
+        fd = open(g_path, O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_WRONLY | O_APPEND, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        err = errno;
+        fail("cannot create trace file", err);
+        return;
+    }
+    g_fd = fd;
+    int rc = write_preamble(host, rank);
+    if (rc) {
+        fail("cannot write trace file", -rc);
+        return;
+    }
+    /* Module records written now are the file's preamble: they belong to no thread. */
+    if (gmt_modules_write_all) {
+        t_opening = 1;
+        gmt_modules_write_all();
+        t_opening = 0;
+    }
+    start_flusher();
+    int opening = ST_OPENING;
+    atomic_compare_exchange_strong(&g_state, &opening, ST_OPEN);
+}
+
+/* Opens the file once; other threads wait for the one that opens it. */
+static bool ensure_open(void)
+{
+    for (;;) {
+        int st = atomic_load_explicit(&g_state, memory_order_acquire);
+        if (st == ST_OPEN)
+            return true;
+        if (st != ST_CLOSED && st != ST_OPENING)
+            return false;
+        if (st == ST_OPENING) {
+            if (t_opening)
+                return true;
+            pause_briefly();
+            continue;
+        }
+        if (gmt_opt.off)
+            return false;
+        if (atomic_compare_exchange_strong(&g_state, &st, ST_OPENING))
+            open_file();
+    }
+}
+
+bool gmt_writer_ready(void)
+{
+    int saved = errno;
+    bool ok = ensure_open();
+    errno = saved;
+    return ok;
+}
+
+static bool abs_time_type(unsigned type)
+{
+    return type == GMT_REC_THREAD || type == GMT_REC_TIME || type == GMT_REC_MODULE_LOAD ||
+           type == GMT_REC_MODULE_UNLOAD || type == GMT_REC_END;
+}
+
+/* The part of gmt_emit after the file is known open; t_in_emit is held. */
+static void emit_locked(struct gmt_rec *h, size_t dt_offset)
+{
+    uint64_t now = gmt_now_ns();
+    if (!t_buf && !attach_thread(now)) {
+        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+        return;
+    }
+    if (dt_offset) {
+        uint64_t gap = now > t_clock ? now - t_clock : 0;
+        if (gap > UINT32_MAX) {
+            struct gmt_rec_time t = { { GMT_REC_TIME, 0, sizeof t }, now };
+            if (!append(t_buf, &t, sizeof t, now)) {
+                atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+                return;
+            }
+            t_clock = now;
+            gap = 0;
+        }
+        uint32_t dt = (uint32_t)gap;
+        memcpy((char *)h + dt_offset, &dt, sizeof dt);
+        t_clock += gap;
+    } else if (abs_time_type(h->type) && h->size >= 16) {
+        memcpy(&t_clock, (char *)h + 8, sizeof t_clock);
+    }
+    if (!append(t_buf, h, h->size, now))
+        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+}
+
+/* Preamble records (the module map at open) go straight to the file. */
+static void emit_direct(struct gmt_rec *h)
+{
+    struct iovec iov = { h, h->size };
+    int rc = write_iov(&iov, 1);
+    if (rc)
+        fail("cannot write trace file", -rc);
+}
+
+void gmt_emit(void *rec, size_t dt_offset)
+{
+    struct gmt_rec *h = rec;
+    if (t_in_emit) {
+        /* A signal handler interrupted this thread inside gmt_emit: the buffer is
+         * mid-append, so this record cannot go in. */
+        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+        return;
+    }
+    int saved = errno;
+    if (GMT_UNLIKELY(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN) &&
+        !ensure_open())
+        goto out;
+    if (h->size < sizeof *h || h->size % GMT_ALIGN || h->size > GMT_REC_MAX ||
+        (dt_offset && dt_offset + 4 > h->size)) {
+        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+        goto out;
+    }
+    t_in_emit = 1;
+    if (GMT_UNLIKELY(t_opening))
+        emit_direct(h);
+    else
+        emit_locked(h, dt_offset);
+    t_in_emit = 0;
+out:
+    errno = saved;
+}
+
+/* Takes b for good. False when it was sealed already or this thread is inside its flush. */
+static bool seal(struct buf *b)
+{
+    if (b == t_flushing)
+        return false;
+    for (;;) {
+        int idle = BUF_IDLE;
+        if (atomic_compare_exchange_strong(&b->busy, &idle, BUF_SEALED))
+            return true;
+        if (idle == BUF_SEALED)
+            return false;
+        pause_briefly();
+    }
+}
+
+void gmt_writer_finish(void)
+{
+    int saved = errno;
+    for (int i = 0; i < 100000 && atomic_load(&g_state) == ST_OPENING && !t_opening; i++)
+        pause_briefly();
+    int st = ST_OPEN;
+    if (!atomic_compare_exchange_strong(&g_state, &st, ST_FINISHING)) {
+        /* Never opened, failed or finished: later events are dropped silently. */
+        if (st != ST_OPENING && st != ST_FINISHING)
+            atomic_store(&g_state, ST_FINISHED);
+        errno = saved;
+        return;
+    }
+    /* Every buffer is flushed once more and sealed, the caller's last so that END is
+     * the file's last record. */
+    struct buf *mine = t_buf;
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next)
+        if (b != mine && seal(b))
+            flush_locked(b, NULL, 0);
+    if (!mine && atomic_load(&g_state) == ST_FINISHING) {
+        /* The exiting thread never traced: it gets a buffer for END alone. */
+        int nested = t_in_emit;
+        t_in_emit = 1;
+        if (attach_thread(gmt_now_ns()))
+            mine = t_buf;
+        t_in_emit = nested;
+    }
+    if (mine && seal(mine)) {
+        struct gmt_rec_end end = { { GMT_REC_END, 0, sizeof end }, gmt_now_ns(),
+                                   atomic_load(&g_dropped) };
+        flush_locked(mine, &end, sizeof end);
+    }
+    atomic_store(&g_state, ST_FINISHED);
+    /* Every buffer is sealed, so no other thread can be writing to the fd. */
+    if (g_fd >= 0)
+        close(g_fd);
+    g_fd = -1;
+    errno = saved;
+}
+
+void gmt_writer_fork_child(void)
+{
+    /* Only this thread exists now: plain resets are safe. The parent still owns and
+     * flushes the records these buffers hold. */
+    int fd = g_fd;
+    g_fd = -1;
+    if (fd >= 0)
+        close(fd);
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+        atomic_store(&b->tail, atomic_load(&b->head));
+        atomic_store(&b->busy, BUF_IDLE);
+        atomic_store(&b->in_use, 0);
+    }
+    t_buf = NULL;
+    t_tid = 0;
+    t_in_emit = 0;
+    t_opening = 0;
+    t_flushing = NULL;
+    g_path[0] = 0;
+    atomic_store(&g_flusher, 0);
+    int st = atomic_load(&g_state);
+    if (st == ST_OPEN || st == ST_OPENING) {
+        g_forked = 1;
+        atomic_store(&g_state, ST_CLOSED);
+    } else if (st == ST_CLOSED) {
+        g_forked = 1;
+    }
+}
