@@ -1,0 +1,1725 @@
+/* fake_driver.c: simulated CUDA driver (libcuda.so.1) with devices of fixed memory, VMM, pools and cuGetProcAddress. */
+
+/* Stands for the real libcuda.so.1 at the ABI level (CUDA 13.0, driver 580):
+ * - exports the ABI names (cuMemAlloc_v2, cuMemAllocAsync_ptsz, cuGetProcAddress and
+ *   cuGetProcAddress_v2, ...) and answers cuGetProcAddress by base name + version +
+ *   flags, the way the runtime, NCCL and PyTorch reach the driver (FACTS.md 1, 4, 6);
+ * - simulated devices (FAKECUDA_DEVICES, default 2) of FAKECUDA_MEM_MB (default 4096)
+ *   each; device memory is host memory (mmap MAP_NORESERVE), so that memcpy and NCCL's
+ *   reductions work and a large allocation costs nothing until touched;
+ * - memory is charged per device: cuMemAlloc* rounded up to 2 MiB, cuMemCreate in
+ *   multiples of the 2 MiB granularity (other sizes are refused, as the real driver
+ *   does), a full device gives CUDA_ERROR_OUT_OF_MEMORY; a context costs 300 MiB and a
+ *   module load more, which no allocation call shows (FACTS.md, "When and where NCCL
+ *   allocates"): only cuMemGetInfo reveals them;
+ * - VMM handles are memfds, so a mapping shows the handle's memory at the reserved
+ *   address and two mappings of one handle share data; memory is freed when its last
+ *   reference is released and its last mapping is gone; mappings are inaccessible until
+ *   cuMemSetAccess, as on a GPU;
+ * - stream-ordered pools keep freed blocks reserved (still charged) until a
+ *   synchronisation trims them to the release threshold (default 0) or cuMemPoolTrimTo.
+ * Deviations: each process has its own simulated devices (two processes on one device
+ * don't see each other's usage); every call is synchronous; managed memory is charged
+ * nothing (it lives on the host until touched by a kernel); multicast is unsupported
+ * (as on the lent machines, NVLS off). */
+
+#include "fake_cuda.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MIB (1ull << 20)
+#define GRAN ((size_t)FAKECUDA_GRANULARITY)
+#define MAX_DEVICES 16
+#define CTX_STACK 16
+
+/* Every exported driver function, for the per-function statistics. */
+#define DRIVER_FNS(X)                                                                         \
+    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)     \
+    X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)        \
+    X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxGetCurrent)                \
+    X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxSynchronize)        \
+    X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) \
+    X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocPitch_v2)                 \
+    X(cuMemAllocManaged) X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost)              \
+    X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) \
+    X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync)              \
+    X(cuMemFreeAsync_ptsz) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo)          \
+    X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute) X(cuDeviceGetDefaultMemPool)            \
+    X(cuMemCreate) X(cuMemRelease) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)     \
+    X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)                          \
+    X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)                         \
+    X(cuMemRetainAllocationHandle) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2)              \
+    X(cuIpcCloseMemHandle) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddMemAllocNode)       \
+    X(cuMulticastCreate) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy)  \
+    X(cuMemsetD8_v2) X(cuModuleLoadData) X(cuModuleUnload) X(cuGetErrorString)                \
+    X(cuGetErrorName) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+enum fn_id {
+#define X(n) FN_##n,
+    DRIVER_FNS(X)
+#undef X
+    FN_COUNT
+};
+static const char *const fn_names[FN_COUNT] = {
+#define X(n) #n,
+    DRIVER_FNS(X)
+#undef X
+};
+static struct {
+    atomic_ulong calls;
+    atomic_ullong bytes;
+    atomic_int last_tid;
+} fn_stats[FN_COUNT];
+
+static void count(enum fn_id id, unsigned long long bytes)
+{
+    atomic_fetch_add(&fn_stats[id].calls, 1);
+    atomic_fetch_add(&fn_stats[id].bytes, bytes);
+    atomic_store(&fn_stats[id].last_tid, (int)gettid());
+}
+
+/* ---------------------------------------------------------------- devices, contexts */
+struct CUctx_st {
+    int dev;
+    int primary;
+    int refs;   /* primary: retain count; others: 1 while alive */
+    int active; /* charged and usable */
+    struct CUctx_st *next;
+};
+
+struct device {
+    size_t total, used, hidden;
+    struct CUctx_st primary;
+    struct CUmemPoolHandle_st *default_pool;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;
+static int ndevices;
+static struct device devices[MAX_DEVICES];
+static struct CUctx_st *created_ctxs; /* kept so that a stale handle never dangles */
+
+static __thread CUcontext ctx_stack[CTX_STACK];
+static __thread int ctx_depth; /* ctx_stack[ctx_depth - 1] is current */
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*end || v < lo || v > hi) ? def : v;
+}
+
+static void init_devices_locked(void)
+{
+    if (ndevices) return;
+    ndevices = (int)env_long("FAKECUDA_DEVICES", 2, 1, MAX_DEVICES);
+    size_t mem = (size_t)env_long("FAKECUDA_MEM_MB", 4096, 64, 1L << 22) * MIB;
+    for (int i = 0; i < ndevices; i++) {
+        devices[i].total = mem;
+        devices[i].primary.dev = i;
+        devices[i].primary.primary = 1;
+    }
+}
+
+/* Charges `bytes` to device `dev`; hidden bytes are also counted as such. */
+static CUresult charge_locked(int dev, size_t bytes, int hidden)
+{
+    struct device *d = &devices[dev];
+    if (bytes > d->total - d->used) return CUDA_ERROR_OUT_OF_MEMORY;
+    d->used += bytes;
+    if (hidden) d->hidden += bytes;
+    return CUDA_SUCCESS;
+}
+
+static void uncharge_locked(int dev, size_t bytes, int hidden)
+{
+    if (dev < 0 || dev >= ndevices) return;
+    devices[dev].used -= bytes;
+    if (hidden) devices[dev].hidden -= bytes;
+}
+
+static CUcontext current_ctx(void)
+{
+    return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+/* The device of the calling thread's current context, or -1 with the error to return. */
+static int current_dev(CUresult *err)
+{
+    if (!initialized) {
+        *err = CUDA_ERROR_NOT_INITIALIZED;
+        return -1;
+    }
+    CUcontext c = current_ctx();
+    if (!c || !c->active) {
+        *err = CUDA_ERROR_INVALID_CONTEXT;
+        return -1;
+    }
+    return c->dev;
+}
+
+#define NEED_INIT()                                                                           \
+    do {                                                                                      \
+        if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;                                  \
+    } while (0)
+#define NEED_CTX(devvar)                                                                      \
+    CUresult ctx_err_ = CUDA_SUCCESS;                                                         \
+    int devvar = current_dev(&ctx_err_);                                                      \
+    if (devvar < 0) return ctx_err_
+
+static size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* ------------------------------------------------------------- linear allocations */
+enum blk_kind { BLK_DEVICE, BLK_MANAGED, BLK_HOST, BLK_POOL, BLK_IPC, BLK_REGISTERED, BLK_GRAPH };
+
+struct blk {
+    uintptr_t addr;
+    size_t len;     /* mapped bytes (0 for host registrations: memory not ours) */
+    size_t size;    /* bytes asked */
+    size_t charged; /* bytes charged to dev */
+    int dev;
+    enum blk_kind kind;
+    int memfd; /* -1 until exported through IPC */
+    struct CUmemPoolHandle_st *pool;
+    struct blk *next;
+};
+
+#define NBUCKETS 1024
+static struct blk *buckets[NBUCKETS];
+
+static unsigned bucket_of(uintptr_t a)
+{
+    return (unsigned)((a >> 12) * 2654435761u) % NBUCKETS;
+}
+
+static void blk_insert_locked(struct blk *b)
+{
+    unsigned h = bucket_of(b->addr);
+    b->next = buckets[h];
+    buckets[h] = b;
+}
+
+static struct blk *blk_take_locked(uintptr_t addr, unsigned kinds)
+{
+    for (struct blk **pp = &buckets[bucket_of(addr)]; *pp; pp = &(*pp)->next) {
+        struct blk *b = *pp;
+        if (b->addr == addr && (kinds & (1u << b->kind))) {
+            *pp = b->next;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+static struct blk *blk_containing_locked(uintptr_t addr, unsigned kinds)
+{
+    for (unsigned i = 0; i < NBUCKETS; i++)
+        for (struct blk *b = buckets[i]; b; b = b->next)
+            if ((kinds & (1u << b->kind)) && addr >= b->addr && addr < b->addr + (b->len ? b->len : b->size))
+                return b;
+    return NULL;
+}
+
+static void *map_anon(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* One device allocation: charged rounded up to 2 MiB, mapped at a fresh address. */
+static CUresult alloc_blk(int dev, size_t size, enum blk_kind kind, int charge, struct blk **out)
+{
+    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+    size_t len = round_up(size, (size_t)sysconf(_SC_PAGESIZE));
+    size_t charged = charge ? round_up(size, GRAN) : 0;
+    pthread_mutex_lock(&lock);
+    CUresult r = charged ? charge_locked(dev, charged, 0) : CUDA_SUCCESS;
+    pthread_mutex_unlock(&lock);
+    if (r) return r;
+    void *p = map_anon(len);
+    struct blk *b = p ? calloc(1, sizeof *b) : NULL;
+    if (!b) {
+        if (p) munmap(p, len);
+        pthread_mutex_lock(&lock);
+        uncharge_locked(dev, charged, 0);
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *b = (struct blk){.addr = (uintptr_t)p, .len = len, .size = size, .charged = charged,
+                      .dev = dev, .kind = kind, .memfd = -1};
+    pthread_mutex_lock(&lock);
+    blk_insert_locked(b);
+    pthread_mutex_unlock(&lock);
+    *out = b;
+    return CUDA_SUCCESS;
+}
+
+static void free_blk(struct blk *b)
+{
+    pthread_mutex_lock(&lock);
+    uncharge_locked(b->dev, b->charged, 0);
+    pthread_mutex_unlock(&lock);
+    if (b->len) munmap((void *)b->addr, b->len);
+    if (b->memfd >= 0) close(b->memfd);
+    free(b);
+}
+
+/* ------------------------------------------------------------------------- init, info */
+EXPORT CUresult cuInit(unsigned int flags)
+{
+    count(FN_cuInit, 0);
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    init_devices_locked();
+    initialized = 1;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+    count(FN_cuDriverGetVersion, 0);
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+    count(FN_cuDeviceGetCount, 0);
+    NEED_INIT();
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    *n = ndevices;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+    count(FN_cuDeviceGet, 0);
+    NEED_INIT();
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal < 0 || ordinal >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    *d = ordinal;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    count(FN_cuDeviceGetName, 0);
+    NEED_INIT();
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, (size_t)len, "Fake NVIDIA H200 (fakecuda %d)", dev);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    count(FN_cuDeviceTotalMem_v2, 0);
+    NEED_INIT();
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = devices[dev].total;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
+{
+    count(FN_cuMemGetInfo_v2, 0);
+    NEED_CTX(dev);
+    if (!free_b || !total) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    *free_b = devices[dev].total - devices[dev].used;
+    *total = devices[dev].total;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------- contexts */
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    count(FN_cuDevicePrimaryCtxRetain, 0);
+    NEED_INIT();
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct CUctx_st *c = &devices[dev].primary;
+    if (!c->active) r = charge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
+    if (r == CUDA_SUCCESS) {
+        c->active = 1;
+        c->refs++;
+        *pctx = c;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    count(FN_cuDevicePrimaryCtxRelease_v2, 0);
+    NEED_INIT();
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct CUctx_st *c = &devices[dev].primary;
+    if (c->refs == 0) r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (--c->refs == 0) {
+        c->active = 0;
+        uncharge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    count(FN_cuCtxCreate_v2, 0);
+    NEED_INIT();
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    if (ctx_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct CUctx_st *c = calloc(1, sizeof *c);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    CUresult r = charge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
+    if (r == CUDA_SUCCESS) {
+        *c = (struct CUctx_st){.dev = dev, .refs = 1, .active = 1, .next = created_ctxs};
+        created_ctxs = c;
+    }
+    pthread_mutex_unlock(&lock);
+    if (r) {
+        free(c);
+        return r;
+    }
+    ctx_stack[ctx_depth++] = c;
+    *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    count(FN_cuCtxDestroy_v2, 0);
+    NEED_INIT();
+    if (!ctx || ctx->primary || !ctx->active) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&lock);
+    ctx->active = 0;
+    uncharge_locked(ctx->dev, FAKECUDA_CONTEXT_BYTES, 1);
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < ctx_depth; i++)
+        if (ctx_stack[i] == ctx) {
+            memmove(&ctx_stack[i], &ctx_stack[i + 1], (size_t)(ctx_depth - i - 1) * sizeof ctx);
+            ctx_depth--;
+            break;
+        }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    count(FN_cuCtxSetCurrent, 0);
+    NEED_INIT();
+    if (!ctx) {
+        if (ctx_depth) ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (!ctx->active) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == 0) ctx_depth = 1;
+    ctx_stack[ctx_depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    count(FN_cuCtxGetCurrent, 0);
+    NEED_INIT();
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = current_ctx();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    count(FN_cuCtxGetDevice, 0);
+    NEED_CTX(dev);
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    *device = dev;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    count(FN_cuCtxPushCurrent_v2, 0);
+    NEED_INIT();
+    if (!ctx || !ctx->active) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    count(FN_cuCtxPopCurrent_v2, 0);
+    NEED_INIT();
+    if (ctx_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext c = ctx_stack[--ctx_depth];
+    if (pctx) *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+/* -------------------------------------------------------------------------------- pools */
+struct pool_free {
+    struct blk *b;
+    struct pool_free *next;
+};
+
+struct CUmemPoolHandle_st {
+    int dev;
+    int is_default;
+    size_t threshold;           /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes */
+    size_t reserved, used;      /* bytes charged by the pool; of them, handed out */
+    size_t reserved_high, used_high;
+    struct pool_free *free_list; /* freed blocks, still charged, reusable */
+    struct CUmemPoolHandle_st *next;
+};
+static struct CUmemPoolHandle_st *pools;
+
+static void pool_trim_locked_to(struct CUmemPoolHandle_st *p, size_t keep, struct pool_free **out)
+{
+    while (p->free_list && p->reserved > keep) {
+        struct pool_free *f = p->free_list;
+        p->free_list = f->next;
+        p->reserved -= f->b->charged;
+        f->next = *out;
+        *out = f;
+    }
+}
+
+/* Frees, outside the lock, the blocks a trim took out of their pools. */
+static void release_trimmed(struct pool_free *list)
+{
+    while (list) {
+        struct pool_free *n = list->next;
+        free_blk(list->b);
+        free(list);
+        list = n;
+    }
+}
+
+/* Synchronisation releases what pools hold beyond their release threshold. */
+static void sync_pools(void)
+{
+    struct pool_free *out = NULL;
+    pthread_mutex_lock(&lock);
+    for (struct CUmemPoolHandle_st *p = pools; p; p = p->next) pool_trim_locked_to(p, p->threshold, &out);
+    pthread_mutex_unlock(&lock);
+    release_trimmed(out);
+}
+
+static struct CUmemPoolHandle_st *new_pool_locked(int dev, int is_default)
+{
+    struct CUmemPoolHandle_st *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->dev = dev;
+    p->is_default = is_default;
+    p->next = pools;
+    pools = p;
+    return p;
+}
+
+static int pool_valid_locked(struct CUmemPoolHandle_st *q)
+{
+    for (struct CUmemPoolHandle_st *p = pools; p; p = p->next)
+        if (p == q) return 1;
+    return 0;
+}
+
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
+{
+    count(FN_cuDeviceGetDefaultMemPool, 0);
+    NEED_INIT();
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    if (!devices[dev].default_pool) devices[dev].default_pool = new_pool_locked(dev, 1);
+    *out = devices[dev].default_pool;
+    pthread_mutex_unlock(&lock);
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    count(FN_cuMemPoolCreate, 0);
+    NEED_INIT();
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_NOT_SUPPORTED;
+    if (props->location.id < 0 || props->location.id >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    *pool = new_pool_locked(props->location.id, 0);
+    pthread_mutex_unlock(&lock);
+    return *pool ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    count(FN_cuMemPoolDestroy, 0);
+    NEED_INIT();
+    struct pool_free *out = NULL;
+    pthread_mutex_lock(&lock);
+    if (!pool_valid_locked(pool) || pool->is_default) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pool_trim_locked_to(pool, 0, &out);
+    for (struct CUmemPoolHandle_st **pp = &pools; *pp; pp = &(*pp)->next)
+        if (*pp == pool) {
+            *pp = pool->next;
+            break;
+        }
+    /* Blocks still handed out stay valid (the real driver defers the destruction until
+     * they are freed): they are orphaned and freed directly by cuMemFreeAsync. */
+    for (unsigned i = 0; i < NBUCKETS; i++)
+        for (struct blk *b = buckets[i]; b; b = b->next)
+            if (b->pool == pool) b->pool = NULL;
+    pthread_mutex_unlock(&lock);
+    release_trimmed(out);
+    free(pool);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+    count(FN_cuMemPoolTrimTo, 0);
+    NEED_INIT();
+    struct pool_free *out = NULL;
+    pthread_mutex_lock(&lock);
+    if (!pool_valid_locked(pool)) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pool_trim_locked_to(pool, keep, &out);
+    pthread_mutex_unlock(&lock);
+    release_trimmed(out);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    count(FN_cuMemPoolSetAttribute, 0);
+    NEED_INIT();
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    if (!pool_valid_locked(pool)) r = CUDA_ERROR_INVALID_VALUE;
+    else if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) pool->threshold = (size_t) * (cuuint64_t *)value;
+    else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) pool->reserved_high = pool->reserved;
+    else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) pool->used_high = pool->used;
+    else if (attr < CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+        r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    count(FN_cuMemPoolGetAttribute, 0);
+    NEED_INIT();
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    cuuint64_t *v = value;
+    if (!pool_valid_locked(pool)) r = CUDA_ERROR_INVALID_VALUE;
+    else if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) *v = pool->threshold;
+    else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) *v = pool->reserved;
+    else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) *v = pool->reserved_high;
+    else if (attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT) *v = pool->used;
+    else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) *v = pool->used_high;
+    else if (attr >= CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES && attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+        *(int *)value = 1;
+    else r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandle_st *pool)
+{
+    if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    size_t want = round_up(size, GRAN);
+    pthread_mutex_lock(&lock);
+    if (!pool_valid_locked(pool)) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* Reuse a freed block of the same charged size: no new memory from the device. */
+    for (struct pool_free **pp = &pool->free_list; *pp; pp = &(*pp)->next) {
+        struct pool_free *f = *pp;
+        if (f->b->charged == want && f->b->len >= size) {
+            *pp = f->next;
+            struct blk *b = f->b;
+            free(f);
+            b->size = size;
+            pool->used += b->charged;
+            if (pool->used > pool->used_high) pool->used_high = pool->used;
+            blk_insert_locked(b);
+            pthread_mutex_unlock(&lock);
+            *dptr = b->addr;
+            return CUDA_SUCCESS;
+        }
+    }
+    int dev = pool->dev;
+    pthread_mutex_unlock(&lock);
+    struct blk *b;
+    CUresult r = alloc_blk(dev, size, BLK_POOL, 1, &b);
+    if (r) return r;
+    pthread_mutex_lock(&lock);
+    b->pool = pool_valid_locked(pool) ? pool : NULL;
+    if (b->pool) {
+        pool->reserved += b->charged;
+        pool->used += b->charged;
+        if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;
+        if (pool->used > pool->used_high) pool->used_high = pool->used;
+    }
+    pthread_mutex_unlock(&lock);
+    *dptr = b->addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult default_pool_alloc(CUdeviceptr *dptr, size_t size)
+{
+    NEED_CTX(dev);
+    CUmemoryPool p;
+    pthread_mutex_lock(&lock);
+    if (!devices[dev].default_pool) devices[dev].default_pool = new_pool_locked(dev, 1);
+    p = devices[dev].default_pool;
+    pthread_mutex_unlock(&lock);
+    return p ? pool_alloc(dptr, size, p) : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult pool_free(CUdeviceptr dptr)
+{
+    pthread_mutex_lock(&lock);
+    struct blk *b = blk_take_locked(dptr, 1u << BLK_POOL);
+    if (!b) {
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct CUmemPoolHandle_st *p = b->pool;
+    struct pool_free *f = p ? malloc(sizeof *f) : NULL;
+    if (f) {
+        p->used -= b->charged;
+        f->b = b;
+        f->next = p->free_list;
+        p->free_list = f;
+        b = NULL;
+    } else if (p) {
+        p->used -= b->charged;
+        p->reserved -= b->charged;
+    }
+    pthread_mutex_unlock(&lock);
+    if (b) free_blk(b);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+    count(FN_cuMemAllocAsync, size);
+    return default_pool_alloc(dptr, size);
+}
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+    count(FN_cuMemAllocAsync_ptsz, size);
+    return default_pool_alloc(dptr, size);
+}
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
+{
+    count(FN_cuMemAllocFromPoolAsync, size);
+    NEED_INIT();
+    return pool_alloc(dptr, size, pool);
+}
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
+{
+    count(FN_cuMemAllocFromPoolAsync_ptsz, size);
+    NEED_INIT();
+    return pool_alloc(dptr, size, pool);
+}
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
+{
+    count(FN_cuMemFreeAsync, 0);
+    NEED_INIT();
+    return pool_free(dptr);
+}
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
+{
+    count(FN_cuMemFreeAsync_ptsz, 0);
+    NEED_INIT();
+    return pool_free(dptr);
+}
+
+/* ------------------------------------------------------------------ streams and syncs */
+struct CUstream_st {
+    int dev;
+};
+
+EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
+{
+    count(FN_cuStreamCreate, 0);
+    NEED_CTX(dev);
+    if (!ps) return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = malloc(sizeof *s);
+    if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+    s->dev = dev;
+    *ps = s;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    count(FN_cuStreamDestroy_v2, 0);
+    NEED_INIT();
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+    count(FN_cuStreamSynchronize, 0);
+    NEED_INIT();
+    sync_pools();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+    count(FN_cuStreamSynchronize_ptsz, 0);
+    NEED_INIT();
+    sync_pools();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    count(FN_cuCtxSynchronize, 0);
+    NEED_CTX(dev);
+    sync_pools();
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ linear allocations */
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+{
+    count(FN_cuMemAlloc_v2, size);
+    NEED_CTX(dev);
+    if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+    struct blk *b;
+    CUresult r = alloc_blk(dev, size, BLK_DEVICE, 1, &b);
+    if (r == CUDA_SUCCESS) *dptr = b->addr;
+    return r;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                                   unsigned int elem)
+{
+    count(FN_cuMemAllocPitch_v2, 0);
+    NEED_CTX(dev);
+    if (!dptr || !pitch || !width || !height || (elem != 4 && elem != 8 && elem != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t p = round_up(width, 512);
+    struct blk *b;
+    atomic_fetch_add(&fn_stats[FN_cuMemAllocPitch_v2].bytes, p * height);
+    CUresult r = alloc_blk(dev, p * height, BLK_DEVICE, 1, &b);
+    if (r) return r;
+    *dptr = b->addr;
+    *pitch = p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
+{
+    count(FN_cuMemAllocManaged, size);
+    NEED_CTX(dev);
+    if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != 2)) return CUDA_ERROR_INVALID_VALUE;
+    struct blk *b;
+    CUresult r = alloc_blk(dev, size, BLK_MANAGED, 0, &b);
+    if (r == CUDA_SUCCESS) *dptr = b->addr;
+    return r;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    count(FN_cuMemFree_v2, 0);
+    NEED_INIT();
+    pthread_mutex_lock(&lock);
+    struct blk *b = blk_take_locked(dptr, (1u << BLK_DEVICE) | (1u << BLK_MANAGED));
+    pthread_mutex_unlock(&lock);
+    if (b) {
+        free_blk(b);
+        return CUDA_SUCCESS;
+    }
+    /* cuMemFree also takes stream-ordered allocations (after synchronising). */
+    return pool_free(dptr);
+}
+
+static CUresult host_alloc(void **pp, size_t size)
+{
+    NEED_CTX(dev);
+    if (!pp) return CUDA_ERROR_INVALID_VALUE;
+    struct blk *b;
+    CUresult r = alloc_blk(dev, size, BLK_HOST, 0, &b);
+    if (r == CUDA_SUCCESS) *pp = (void *)b->addr;
+    return r;
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t size)
+{
+    count(FN_cuMemAllocHost_v2, size);
+    return host_alloc(pp, size);
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
+{
+    count(FN_cuMemHostAlloc, size);
+    if (flags & ~0xfu) return CUDA_ERROR_INVALID_VALUE;
+    return host_alloc(pp, size);
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+    count(FN_cuMemFreeHost, 0);
+    NEED_INIT();
+    pthread_mutex_lock(&lock);
+    struct blk *b = blk_take_locked((uintptr_t)p, 1u << BLK_HOST);
+    pthread_mutex_unlock(&lock);
+    if (!b) return CUDA_ERROR_INVALID_VALUE;
+    free_blk(b);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
+{
+    count(FN_cuMemHostRegister_v2, size);
+    NEED_CTX(dev);
+    if (!p || !size) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct blk *old = blk_containing_locked((uintptr_t)p, 1u << BLK_REGISTERED);
+    pthread_mutex_unlock(&lock);
+    if (old) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    struct blk *b = calloc(1, sizeof *b);
+    if (!b) return CUDA_ERROR_OUT_OF_MEMORY;
+    *b = (struct blk){.addr = (uintptr_t)p, .size = size, .dev = dev, .kind = BLK_REGISTERED, .memfd = -1};
+    pthread_mutex_lock(&lock);
+    blk_insert_locked(b);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p)
+{
+    count(FN_cuMemHostUnregister, 0);
+    NEED_INIT();
+    pthread_mutex_lock(&lock);
+    struct blk *b = blk_take_locked((uintptr_t)p, 1u << BLK_REGISTERED);
+    pthread_mutex_unlock(&lock);
+    if (!b) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    free(b);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------- copies */
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+    count(FN_cuMemcpyHtoD_v2, n);
+    NEED_INIT();
+    if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (n) memmove((void *)dst, src, n);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+    count(FN_cuMemcpyDtoH_v2, n);
+    NEED_INIT();
+    if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (n) memmove(dst, (const void *)src, n);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    count(FN_cuMemcpyDtoD_v2, n);
+    NEED_INIT();
+    if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (n) memmove((void *)dst, (const void *)src, n);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    count(FN_cuMemcpy, n);
+    NEED_INIT();
+    if (n && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (n) memmove((void *)dst, (const void *)src, n);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)
+{
+    count(FN_cuMemsetD8_v2, n);
+    NEED_INIT();
+    if (n && !dst) return CUDA_ERROR_INVALID_VALUE;
+    if (n) memset((void *)dst, uc, n);
+    return CUDA_SUCCESS;
+}
+
+/* -------------------------------------------------------------------------------- VMM */
+struct vmm_handle {
+    int memfd;
+    size_t size;
+    int dev;        /* device charged, -1: none (host or imported) */
+    size_t charged; /* bytes */
+    int refs;       /* cuMemCreate/import 1, +1 per retain, -1 per release */
+    int maps;       /* mappings alive */
+    CUmemAllocationProp prop;
+    struct vmm_handle *next;
+};
+struct reservation {
+    uintptr_t addr;
+    size_t size;
+    struct reservation *next;
+};
+struct mapping {
+    uintptr_t addr;
+    size_t size;
+    struct vmm_handle *h;
+    struct mapping *next;
+};
+static struct vmm_handle *handles;
+static struct reservation *reservations;
+static struct mapping *mappings;
+
+static struct vmm_handle *handle_find_locked(CUmemGenericAllocationHandle hv)
+{
+    for (struct vmm_handle *h = handles; h; h = h->next)
+        if ((CUmemGenericAllocationHandle)(uintptr_t)h == hv) return h;
+    return NULL;
+}
+
+/* Drops the handle once nothing refers to it: the device gets its memory back. */
+static void handle_maybe_free_locked(struct vmm_handle *h)
+{
+    if (h->refs > 0 || h->maps > 0) return;
+    for (struct vmm_handle **pp = &handles; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    if (h->dev >= 0) uncharge_locked(h->dev, h->charged, 0);
+    close(h->memfd);
+    free(h);
+}
+
+static CUresult new_handle(int memfd, size_t size, int dev, size_t charged, const CUmemAllocationProp *prop,
+                           CUmemGenericAllocationHandle *out)
+{
+    struct vmm_handle *h = calloc(1, sizeof *h);
+    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+    *h = (struct vmm_handle){.memfd = memfd, .size = size, .dev = dev, .charged = charged, .refs = 1};
+    if (prop) h->prop = *prop;
+    pthread_mutex_lock(&lock);
+    h->next = handles;
+    handles = h;
+    pthread_mutex_unlock(&lock);
+    *out = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *gran, const CUmemAllocationProp *prop,
+                                              CUmemAllocationGranularity_flags option)
+{
+    count(FN_cuMemGetAllocationGranularity, 0);
+    NEED_INIT();
+    if (!gran || !prop) return CUDA_ERROR_INVALID_VALUE;
+    *gran = GRAN;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                            unsigned long long flags)
+{
+    count(FN_cuMemCreate, size);
+    NEED_INIT();
+    if (!handle || !prop || size == 0 || size % GRAN || flags || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = -1;
+    switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (prop->location.id < 0 || prop->location.id >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+        dev = prop->location.id;
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        break; /* host memory: the device is not charged */
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    if (dev >= 0) {
+        pthread_mutex_lock(&lock);
+        CUresult r = charge_locked(dev, size, 0);
+        pthread_mutex_unlock(&lock);
+        if (r) return r;
+    }
+    int fd = memfd_create("fakecuda-mem", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
+        if (fd >= 0) close(fd);
+        pthread_mutex_lock(&lock);
+        if (dev >= 0) uncharge_locked(dev, size, 0);
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = new_handle(fd, size, dev, dev >= 0 ? size : 0, prop, handle);
+    if (r) {
+        close(fd);
+        pthread_mutex_lock(&lock);
+        if (dev >= 0) uncharge_locked(dev, size, 0);
+        pthread_mutex_unlock(&lock);
+    }
+    return r;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle hv)
+{
+    count(FN_cuMemRelease, 0);
+    NEED_INIT();
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct vmm_handle *h = handle_find_locked(hv);
+    if (!h || h->refs <= 0) r = CUDA_ERROR_INVALID_VALUE;
+    else {
+        h->refs--;
+        handle_maybe_free_locked(h);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
+                                    unsigned long long flags)
+{
+    count(FN_cuMemAddressReserve, size);
+    NEED_INIT();
+    if (!ptr || size == 0 || size % GRAN || (align && (align & (align - 1)))) return CUDA_ERROR_INVALID_VALUE;
+    if (align < GRAN) align = GRAN;
+    size_t len = size + align;
+    void *p = mmap((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t start = round_up((uintptr_t)p, align);
+    if (start > (uintptr_t)p) munmap(p, start - (uintptr_t)p);
+    uintptr_t end = (uintptr_t)p + len;
+    if (end > start + size) munmap((void *)(start + size), end - (start + size));
+    struct reservation *rv = malloc(sizeof *rv);
+    if (!rv) {
+        munmap((void *)start, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&lock);
+    *rv = (struct reservation){.addr = start, .size = size, .next = reservations};
+    reservations = rv;
+    pthread_mutex_unlock(&lock);
+    *ptr = start;
+    return CUDA_SUCCESS;
+}
+
+static int overlaps(uintptr_t a, size_t an, uintptr_t b, size_t bn)
+{
+    return a < b + bn && b < a + an;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    count(FN_cuMemAddressFree, size);
+    NEED_INIT();
+    pthread_mutex_lock(&lock);
+    struct reservation **pp = &reservations;
+    while (*pp && !((*pp)->addr == ptr && (*pp)->size == size)) pp = &(*pp)->next;
+    struct reservation *rv = *pp;
+    int mapped = 0;
+    for (struct mapping *m = mappings; m; m = m->next)
+        if (overlaps(m->addr, m->size, ptr, size)) mapped = 1;
+    if (rv && !mapped) *pp = rv->next;
+    pthread_mutex_unlock(&lock);
+    if (!rv || mapped) return CUDA_ERROR_INVALID_VALUE;
+    munmap((void *)ptr, size);
+    free(rv);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle hv,
+                         unsigned long long flags)
+{
+    count(FN_cuMemMap, size);
+    NEED_INIT();
+    if (!ptr || !size || flags || ptr % GRAN || size % GRAN || offset % GRAN) return CUDA_ERROR_INVALID_VALUE;
+    struct mapping *m = malloc(sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct vmm_handle *h = handle_find_locked(hv);
+    int inside = 0;
+    for (struct reservation *rv = reservations; rv; rv = rv->next)
+        if (ptr >= rv->addr && ptr + size <= rv->addr + rv->size) inside = 1;
+    if (!h || h->refs <= 0 || offset + size > h->size || !inside) r = CUDA_ERROR_INVALID_VALUE;
+    for (struct mapping *o = mappings; o && r == CUDA_SUCCESS; o = o->next)
+        if (overlaps(o->addr, o->size, ptr, size)) r = CUDA_ERROR_ALREADY_MAPPED;
+    if (r == CUDA_SUCCESS) {
+        /* Mapped, but inaccessible until cuMemSetAccess, as on the device. */
+        void *p = mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->memfd, (off_t)offset);
+        if (p == MAP_FAILED) r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS) {
+        *m = (struct mapping){.addr = ptr, .size = size, .h = h, .next = mappings};
+        mappings = m;
+        h->maps++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (r) free(m);
+    return r;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    count(FN_cuMemUnmap, size);
+    NEED_INIT();
+    if (!ptr || !size) return CUDA_ERROR_INVALID_VALUE;
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (struct mapping **pp = &mappings; *pp;) {
+        struct mapping *m = *pp;
+        if (m->addr >= ptr && m->addr + m->size <= ptr + size) {
+            *pp = m->next;
+            /* Back to a reserved, inaccessible range. */
+            mmap((void *)m->addr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+            m->h->maps--;
+            handle_maybe_free_locked(m->h);
+            free(m);
+            found = 1;
+        } else
+            pp = &m->next;
+    }
+    pthread_mutex_unlock(&lock);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t n)
+{
+    count(FN_cuMemSetAccess, size);
+    NEED_INIT();
+    if (!ptr || !size || !desc || !n) return CUDA_ERROR_INVALID_VALUE;
+    int prot = PROT_NONE;
+    for (size_t i = 0; i < n; i++) {
+        if (desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+            (desc[i].location.id < 0 || desc[i].location.id >= ndevices))
+            return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) prot = PROT_READ | PROT_WRITE;
+        else if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ && prot == PROT_NONE) prot = PROT_READ;
+    }
+    size_t covered = 0;
+    pthread_mutex_lock(&lock);
+    for (struct mapping *m = mappings; m; m = m->next)
+        if (m->addr >= ptr && m->addr + m->size <= ptr + size) covered += m->size;
+    pthread_mutex_unlock(&lock);
+    if (covered != size) return CUDA_ERROR_INVALID_VALUE;
+    return mprotect((void *)ptr, size, prot) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *out, void *addr)
+{
+    count(FN_cuMemRetainAllocationHandle, 0);
+    NEED_INIT();
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (struct mapping *m = mappings; m; m = m->next)
+        if ((uintptr_t)addr >= m->addr && (uintptr_t)addr < m->addr + m->size) {
+            m->h->refs++;
+            *out = (CUmemGenericAllocationHandle)(uintptr_t)m->h;
+            r = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle hv,
+                                             CUmemAllocationHandleType type, unsigned long long flags)
+{
+    count(FN_cuMemExportToShareableHandle, 0);
+    NEED_INIT();
+    if (!shareable || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct vmm_handle *h = handle_find_locked(hv);
+    if (!h || !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) r = CUDA_ERROR_INVALID_VALUE;
+    else {
+        int fd = fcntl(h->memfd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) r = CUDA_ERROR_OUT_OF_MEMORY;
+        else *(int *)shareable = fd;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *out, void *os_handle,
+                                               CUmemAllocationHandleType type)
+{
+    count(FN_cuMemImportFromShareableHandle, 0);
+    NEED_INIT();
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    int fd = fcntl((int)(intptr_t)os_handle, F_DUPFD_CLOEXEC, 0);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0) {
+        if (fd >= 0) close(fd);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* A peer's memory: mapping it costs this device nothing. */
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR};
+    CUresult r = new_handle(fd, (size_t)st.st_size, -1, 0, &prop, out);
+    if (r) close(fd);
+    return r;
+}
+
+/* ----------------------------------------------------------------------------- legacy IPC */
+#define IPC_MAGIC 0x4350494b41465f31ull
+struct ipc_payload {
+    uint64_t magic;
+    int32_t pid;
+    int32_t fd;
+    uint64_t size;
+};
+_Static_assert(sizeof(struct ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload fits the handle");
+
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr)
+{
+    count(FN_cuIpcGetMemHandle, 0);
+    NEED_INIT();
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    struct blk *b = blk_containing_locked(dptr, (1u << BLK_DEVICE) | (1u << BLK_POOL));
+    if (!b) r = CUDA_ERROR_INVALID_VALUE;
+    else if (b->memfd < 0) {
+        /* Move the allocation onto a memfd in place, so another process can map it. */
+        int fd = memfd_create("fakecuda-ipc", MFD_CLOEXEC);
+        void *tmp = MAP_FAILED;
+        if (fd >= 0 && ftruncate(fd, (off_t)b->len) == 0)
+            tmp = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (tmp == MAP_FAILED) r = CUDA_ERROR_OUT_OF_MEMORY;
+        else {
+            memcpy(tmp, (void *)b->addr, b->len);
+            munmap(tmp, b->len);
+            if (mmap((void *)b->addr, b->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (r == CUDA_SUCCESS) b->memfd = fd;
+        else if (fd >= 0) close(fd);
+    }
+    if (r == CUDA_SUCCESS) {
+        struct ipc_payload pl = {.magic = IPC_MAGIC, .pid = (int32_t)getpid(), .fd = b->memfd, .size = b->len};
+        memset(handle, 0, sizeof *handle);
+        memcpy(handle->reserved, &pl, sizeof pl);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
+{
+    count(FN_cuIpcOpenMemHandle_v2, 0);
+    NEED_CTX(dev);
+    struct ipc_payload pl;
+    memcpy(&pl, handle.reserved, sizeof pl);
+    if (!pdptr || pl.magic != IPC_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pl.pid, (int)pl.fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+    void *p = mmap(NULL, pl.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct blk *b = calloc(1, sizeof *b);
+    if (!b) {
+        munmap(p, pl.size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *b = (struct blk){.addr = (uintptr_t)p, .len = pl.size, .size = pl.size, .dev = dev, .kind = BLK_IPC, .memfd = -1};
+    pthread_mutex_lock(&lock);
+    blk_insert_locked(b);
+    pthread_mutex_unlock(&lock);
+    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    count(FN_cuIpcCloseMemHandle, 0);
+    NEED_INIT();
+    pthread_mutex_lock(&lock);
+    struct blk *b = blk_take_locked(dptr, 1u << BLK_IPC);
+    pthread_mutex_unlock(&lock);
+    if (!b) return CUDA_ERROR_INVALID_VALUE;
+    free_blk(b);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------ graphs */
+struct CUgraph_st {
+    struct blk *allocs[64];
+    int n;
+};
+struct CUgraphNode_st {
+    int unused;
+};
+
+EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+    count(FN_cuGraphCreate, 0);
+    NEED_INIT();
+    if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
+    *g = calloc(1, sizeof **g);
+    return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+    count(FN_cuGraphDestroy, 0);
+    NEED_INIT();
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < g->n; i++) {
+        pthread_mutex_lock(&lock);
+        struct blk *b = blk_take_locked(g->allocs[i]->addr, 1u << BLK_GRAPH);
+        pthread_mutex_unlock(&lock);
+        if (b) free_blk(b);
+    }
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+/* Minimal: the address is handed out at once; the real driver charges the memory when
+ * the graph is instantiated and launched, which the fake never does. */
+EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                       CUDA_MEM_ALLOC_NODE_PARAMS *params)
+{
+    count(FN_cuGraphAddMemAllocNode, params ? params->bytesize : 0);
+    NEED_INIT();
+    if (!node || !g || !params || (ndeps && !deps) || g->n == 64) return CUDA_ERROR_INVALID_VALUE;
+    int dev = params->poolProps.location.id;
+    if (params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE || dev < 0 || dev >= ndevices)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct blk *b;
+    CUresult r = alloc_blk(dev, params->bytesize, BLK_GRAPH, 0, &b);
+    if (r) return r;
+    g->allocs[g->n++] = b;
+    params->dptr = b->addr;
+    static struct CUgraphNode_st nodes[64];
+    *node = &nodes[g->n - 1];
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mc, const void *prop)
+{
+    count(FN_cuMulticastCreate, 0);
+    NEED_INIT();
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ----------------------------------------------------------------------------- modules */
+struct CUmod_st {
+    int dev;
+    size_t bytes;
+};
+
+EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
+{
+    const struct fakecuda_image *img = image;
+    size_t bytes = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->bytes : FAKECUDA_MODULE_BYTES_DEFAULT;
+    count(FN_cuModuleLoadData, 0);
+    NEED_CTX(dev);
+    if (!mod || !image) return CUDA_ERROR_INVALID_VALUE;
+    struct CUmod_st *m = malloc(sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    CUresult r = charge_locked(dev, bytes, 1);
+    pthread_mutex_unlock(&lock);
+    if (r) {
+        free(m);
+        return r;
+    }
+    *m = (struct CUmod_st){.dev = dev, .bytes = bytes};
+    *mod = m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m)
+{
+    count(FN_cuModuleUnload, 0);
+    NEED_INIT();
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    uncharge_locked(m->dev, m->bytes, 1);
+    pthread_mutex_unlock(&lock);
+    free(m);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------ errors */
+#define ERRORS(X)                                                                             \
+    X(CUDA_SUCCESS, "no error")                                                               \
+    X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                           \
+    X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                              \
+    X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                     \
+    X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                       \
+    X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                             \
+    X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                    \
+    X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                             \
+    X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                   \
+    X(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped")                                   \
+    X(CUDA_ERROR_NOT_MAPPED, "resource not mapped")                                           \
+    X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                   \
+    X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                         \
+    X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                 \
+    X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped") \
+    X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region") \
+    X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted")                                    \
+    X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                    \
+    X(CUDA_ERROR_UNKNOWN, "unknown error")
+
+EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
+{
+    count(FN_cuGetErrorString, 0);
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    switch (e) {
+#define X(code, text)                                                                         \
+    case code:                                                                                \
+        *s = text;                                                                            \
+        return CUDA_SUCCESS;
+        ERRORS(X)
+#undef X
+    }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **s)
+{
+    count(FN_cuGetErrorName, 0);
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    switch (e) {
+#define X(code, text)                                                                         \
+    case code:                                                                                \
+        *s = #code;                                                                           \
+        return CUDA_SUCCESS;
+        ERRORS(X)
+#undef X
+    }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* --------------------------------------------------------------------- cuGetProcAddress */
+/* Which lookups an entry answers: any flags, only per-thread-default-stream lookups
+ * (flags & 2), or only the others (0 default, 1 legacy). */
+enum sel { ANY, PTDS, LEGACY };
+
+/* base name, the ABI function handed out, the oldest cudaVersion it answers, flags. */
+#define PROC_TABLE(X)                                                                         \
+    X("cuInit", cuInit, 2000, ANY)                                                            \
+    X("cuDriverGetVersion", cuDriverGetVersion, 2020, ANY)                                    \
+    X("cuDeviceGet", cuDeviceGet, 2000, ANY)                                                  \
+    X("cuDeviceGetCount", cuDeviceGetCount, 2000, ANY)                                        \
+    X("cuDeviceGetName", cuDeviceGetName, 2000, ANY)                                          \
+    X("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020, ANY)                                     \
+    X("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000, ANY)                        \
+    X("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000, ANY)                  \
+    X("cuCtxCreate", cuCtxCreate_v2, 3020, ANY)                                               \
+    X("cuCtxDestroy", cuCtxDestroy_v2, 4000, ANY)                                             \
+    X("cuCtxSetCurrent", cuCtxSetCurrent, 4000, ANY)                                          \
+    X("cuCtxGetCurrent", cuCtxGetCurrent, 4000, ANY)                                          \
+    X("cuCtxGetDevice", cuCtxGetDevice, 2000, ANY)                                            \
+    X("cuCtxPushCurrent", cuCtxPushCurrent_v2, 4000, ANY)                                     \
+    X("cuCtxPopCurrent", cuCtxPopCurrent_v2, 4000, ANY)                                       \
+    X("cuCtxSynchronize", cuCtxSynchronize, 2000, ANY)                                        \
+    X("cuStreamCreate", cuStreamCreate, 2000, ANY)                                            \
+    X("cuStreamDestroy", cuStreamDestroy_v2, 4000, ANY)                                       \
+    X("cuStreamSynchronize", cuStreamSynchronize, 2000, LEGACY)                               \
+    X("cuStreamSynchronize", cuStreamSynchronize_ptsz, 7000, PTDS)                            \
+    X("cuMemGetInfo", cuMemGetInfo_v2, 3020, ANY)                                             \
+    X("cuMemAlloc", cuMemAlloc_v2, 3020, ANY)                                                 \
+    X("cuMemFree", cuMemFree_v2, 3020, ANY)                                                   \
+    X("cuMemAllocPitch", cuMemAllocPitch_v2, 3020, ANY)                                       \
+    X("cuMemAllocManaged", cuMemAllocManaged, 6000, ANY)                                      \
+    X("cuMemAllocHost", cuMemAllocHost_v2, 3020, ANY)                                         \
+    X("cuMemHostAlloc", cuMemHostAlloc, 2020, ANY)                                            \
+    X("cuMemFreeHost", cuMemFreeHost, 2000, ANY)                                              \
+    X("cuMemHostRegister", cuMemHostRegister_v2, 6050, ANY)                                   \
+    X("cuMemHostUnregister", cuMemHostUnregister, 4000, ANY)                                  \
+    X("cuMemAllocAsync", cuMemAllocAsync, 11020, LEGACY)                                      \
+    X("cuMemAllocAsync", cuMemAllocAsync_ptsz, 11020, PTDS)                                   \
+    X("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 11020, LEGACY)                      \
+    X("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync_ptsz, 11020, PTDS)                   \
+    X("cuMemFreeAsync", cuMemFreeAsync, 11020, LEGACY)                                        \
+    X("cuMemFreeAsync", cuMemFreeAsync_ptsz, 11020, PTDS)                                     \
+    X("cuMemPoolCreate", cuMemPoolCreate, 11020, ANY)                                         \
+    X("cuMemPoolDestroy", cuMemPoolDestroy, 11020, ANY)                                       \
+    X("cuMemPoolTrimTo", cuMemPoolTrimTo, 11020, ANY)                                         \
+    X("cuMemPoolSetAttribute", cuMemPoolSetAttribute, 11020, ANY)                             \
+    X("cuMemPoolGetAttribute", cuMemPoolGetAttribute, 11020, ANY)                             \
+    X("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool, 11020, ANY)                     \
+    X("cuMemCreate", cuMemCreate, 10020, ANY)                                                 \
+    X("cuMemRelease", cuMemRelease, 10020, ANY)                                               \
+    X("cuMemAddressReserve", cuMemAddressReserve, 10020, ANY)                                 \
+    X("cuMemAddressFree", cuMemAddressFree, 10020, ANY)                                       \
+    X("cuMemMap", cuMemMap, 10020, ANY)                                                       \
+    X("cuMemUnmap", cuMemUnmap, 10020, ANY)                                                   \
+    X("cuMemSetAccess", cuMemSetAccess, 10020, ANY)                                           \
+    X("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity, 10020, ANY)             \
+    X("cuMemExportToShareableHandle", cuMemExportToShareableHandle, 10020, ANY)               \
+    X("cuMemImportFromShareableHandle", cuMemImportFromShareableHandle, 10020, ANY)           \
+    X("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, 11000, ANY)                 \
+    X("cuIpcGetMemHandle", cuIpcGetMemHandle, 4010, ANY)                                      \
+    X("cuIpcOpenMemHandle", cuIpcOpenMemHandle_v2, 11000, ANY)                                \
+    X("cuIpcCloseMemHandle", cuIpcCloseMemHandle, 4010, ANY)                                  \
+    X("cuGraphCreate", cuGraphCreate, 10000, ANY)                                             \
+    X("cuGraphDestroy", cuGraphDestroy, 10000, ANY)                                           \
+    X("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode, 11040, ANY)                           \
+    X("cuMulticastCreate", cuMulticastCreate, 12010, ANY)                                     \
+    X("cuMemcpyHtoD", cuMemcpyHtoD_v2, 3020, ANY)                                             \
+    X("cuMemcpyDtoH", cuMemcpyDtoH_v2, 3020, ANY)                                             \
+    X("cuMemcpyDtoD", cuMemcpyDtoD_v2, 3020, ANY)                                             \
+    X("cuMemcpy", cuMemcpy, 4000, ANY)                                                        \
+    X("cuMemsetD8", cuMemsetD8_v2, 3020, ANY)                                                 \
+    X("cuModuleLoadData", cuModuleLoadData, 2000, ANY)                                        \
+    X("cuModuleUnload", cuModuleUnload, 2000, ANY)                                            \
+    X("cuGetErrorString", cuGetErrorString, 6000, ANY)                                        \
+    X("cuGetErrorName", cuGetErrorName, 6000, ANY)                                            \
+    X("cuGetProcAddress", cuGetProcAddress_v2, 12000, ANY)                                    \
+    X("cuGetProcAddress", cuGetProcAddress, 11030, ANY)
+
+static const struct proc_entry {
+    const char *base;
+    void *fn;
+    int min_version;
+    enum sel sel;
+} proc_table[] = {
+#define X(base, fn, ver, sel) {base, (void *)fn, ver, sel},
+    PROC_TABLE(X)
+#undef X
+};
+
+#define LOOKUP_LOG 4096
+static struct {
+    char name[64];
+    int version;
+    unsigned long long flags;
+    int found;
+} lookup_log[LOOKUP_LOG];
+static atomic_uint lookup_count;
+
+static CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                         CUdriverProcAddressQueryResult *status)
+{
+    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+    const struct proc_entry *best = NULL;
+    int named = 0;
+    for (size_t i = 0; i < sizeof proc_table / sizeof proc_table[0]; i++) {
+        const struct proc_entry *e = &proc_table[i];
+        if (strcmp(e->base, symbol)) continue;
+        if (e->sel == PTDS && !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) continue;
+        if (e->sel == LEGACY && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) continue;
+        named = 1;
+        if (e->min_version <= version && (!best || e->min_version > best->min_version)) best = e;
+    }
+    unsigned i = atomic_fetch_add(&lookup_count, 1);
+    if (i < LOOKUP_LOG) {
+        snprintf(lookup_log[i].name, sizeof lookup_log[i].name, "%s", symbol);
+        lookup_log[i].version = version;
+        lookup_log[i].flags = flags;
+        lookup_log[i].found = best != NULL;
+    }
+    *pfn = best ? best->fn : NULL;
+    if (status)
+        *status = best ? CU_GET_PROC_ADDRESS_SUCCESS
+                       : named ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    count(FN_cuGetProcAddress, 0);
+    return get_proc(symbol, pfn, version, flags, NULL);
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status)
+{
+    count(FN_cuGetProcAddress_v2, 0);
+    return get_proc(symbol, pfn, version, flags, status);
+}
+
+/* ------------------------------------------------------------------- test interface */
+EXPORT int fakecuda_fn_stats(const char *name, struct fakecuda_fn_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < FN_COUNT; i++)
+        if (!strcmp(fn_names[i], name)) {
+            out->calls = atomic_load(&fn_stats[i].calls);
+            out->bytes = atomic_load(&fn_stats[i].bytes);
+            out->last_tid = atomic_load(&fn_stats[i].last_tid);
+            return 0;
+        }
+    return -1;
+}
+
+EXPORT void fakecuda_reset_fn_stats(void)
+{
+    for (int i = 0; i < FN_COUNT; i++) {
+        atomic_store(&fn_stats[i].calls, 0);
+        atomic_store(&fn_stats[i].bytes, 0);
+        atomic_store(&fn_stats[i].last_tid, 0);
+    }
+}
+
+EXPORT int fakecuda_dev_stats(int dev, struct fakecuda_dev_stats *out)
+{
+    pthread_mutex_lock(&lock);
+    init_devices_locked();
+    int ok = dev >= 0 && dev < ndevices;
+    if (ok) *out = (struct fakecuda_dev_stats){devices[dev].total, devices[dev].used, devices[dev].hidden};
+    pthread_mutex_unlock(&lock);
+    return ok ? 0 : -1;
+}
+
+EXPORT int fakecuda_lookup(unsigned index, const char **base, int *version, unsigned long long *flags, int *found)
+{
+    unsigned n = atomic_load(&lookup_count);
+    if (index >= n || index >= LOOKUP_LOG) return -1;
+    *base = lookup_log[index].name;
+    *version = lookup_log[index].version;
+    *flags = lookup_log[index].flags;
+    *found = lookup_log[index].found;
+    return 0;
+}
