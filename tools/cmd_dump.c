@@ -262,8 +262,7 @@ void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader 
     const struct gmt_rec_process *proc = gmt_reader_process(r);
     char t[GMT_FMT_LEN] = "-";
     if (ev->time_ns && h->type != GMT_REC_PROCESS) {
-        int64_t base = proc ? (int64_t)proc->monotonic_ns : 0;
-        gmt_fmt_seconds(t, sizeof t, (int64_t)ev->time_ns - base);
+        gmt_fmt_since(t, sizeof t, ev->time_ns, proc ? proc->monotonic_ns : 0);
     } else if (h->type == GMT_REC_PROCESS) {
         gmt_fmt_seconds(t, sizeof t, 0);
     }

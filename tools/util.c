@@ -74,12 +74,21 @@ const char *gmt_fmt_duration(char *buf, size_t len, uint64_t ns)
     return buf;
 }
 
-const char *gmt_fmt_seconds(char *buf, size_t len, int64_t ns)
+static const char *fmt_secs(char *buf, size_t len, int neg, uint64_t mag)
 {
-    uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    snprintf(buf, len, "%s%" PRIu64 ".%09" PRIu64, ns < 0 ? "-" : "", mag / 1000000000u,
+    snprintf(buf, len, "%s%" PRIu64 ".%09" PRIu64, neg ? "-" : "", mag / 1000000000u,
              mag % 1000000000u);
     return buf;
+}
+
+const char *gmt_fmt_seconds(char *buf, size_t len, int64_t ns)
+{
+    return fmt_secs(buf, len, ns < 0, ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns);
+}
+
+const char *gmt_fmt_since(char *buf, size_t len, uint64_t t, uint64_t base)
+{
+    return fmt_secs(buf, len, t < base, t < base ? base - t : t - base);
 }
 
 void gmt_fput_quoted(FILE *out, const char *s, size_t n)

@@ -18,6 +18,9 @@ const char *gmt_fmt_sbytes(char *buf, size_t len, int64_t bytes);
 const char *gmt_fmt_duration(char *buf, size_t len, uint64_t ns);
 /* Seconds with nanosecond precision, signed: "0.000123456", "-1.500000000". */
 const char *gmt_fmt_seconds(char *buf, size_t len, int64_t ns);
+/* Seconds from `base` to `t` (both ns on one clock) like gmt_fmt_seconds, for any two
+ * values: untrusted times can be 2^64 apart. */
+const char *gmt_fmt_since(char *buf, size_t len, uint64_t t, uint64_t base);
 
 /* Writes n bytes of s between double quotes, escaping '"', '\\' and every byte that is
  * not printable ASCII (\n \t \r, otherwise \xHH), so untrusted strings can't garble

@@ -1,0 +1,582 @@
+/* test_reader.c: the trace reader on well-formed, cut, malformed and newer traces built in memory. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reader.h"
+#include "golden/tracebuild.h"
+#include "fuzz/fuzz_reader.c"
+
+/* Opens the first len bytes of b as a trace; the stream lives in *fp. */
+static int open_mem(const struct tb *b, size_t len, FILE **fp, struct gmt_reader **r,
+                    char *err, size_t errlen)
+{
+    static const uint8_t none[1];
+    *fp = fmemopen((void *)(len ? b->p : none), len ? len : 1, "rb");
+    cr_assert_not_null(*fp);
+    if (len == 0)
+        fgetc(*fp);
+    return gmt_reader_fopen(r, *fp, "t.gmt", err, errlen);
+}
+
+/* Reads a whole trace; returns the last gmt_reader_next() result, records counted in *n. */
+static int read_all(struct gmt_reader *r, uint64_t *n, char *err, size_t errlen)
+{
+    struct gmt_event ev;
+    int rc;
+    *n = 0;
+    while ((rc = gmt_reader_next(r, &ev, err, errlen)) > 0)
+        (*n)++;
+    return rc;
+}
+
+/* Expects reading b to fail with a message containing each of the given parts. */
+static void expect_error(const struct tb *b, const char *part1, const char *part2)
+{
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512] = "";
+    int rc = open_mem(b, b->len, &f, &r, err, sizeof err);
+    if (rc == 0) {
+        uint64_t n;
+        rc = read_all(r, &n, err, sizeof err);
+        gmt_reader_close(r);
+    }
+    fclose(f);
+    cr_assert_eq(rc, -1, "expected an error containing '%s', got rc %d", part1, rc);
+    cr_expect(strstr(err, part1) != NULL, "'%s' lacks '%s'", err, part1);
+    if (part2)
+        cr_expect(strstr(err, part2) != NULL, "'%s' lacks '%s'", err, part2);
+    cr_expect(strncmp(err, "t.gmt: ", 7) == 0, "'%s' does not name the file", err);
+    cr_expect(strchr(err, '\n') == NULL, "'%s' is not one line", err);
+}
+
+Test(reader, round_trips_every_record_type)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int seen[GMT_REC_TYPE_MAX] = { 0 };
+    size_t i = 0;
+    int rc;
+    while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0) {
+        cr_assert_lt(i, b.nrec);
+        const struct gmt_rec *want = (const void *)(b.p + b.off[i]);
+        cr_expect_eq(ev.offset, b.off[i]);
+        cr_expect_eq(ev.index, i);
+        cr_assert_eq(ev.rec->size, want->size, "record %zu", i);
+        cr_expect(memcmp(ev.rec, want, want->size) == 0, "record %zu (%s) differs", i,
+                  gmt_rec_type_name(want->type));
+        if (ev.rec->type < GMT_REC_TYPE_MAX)
+            seen[ev.rec->type]++;
+        i++;
+    }
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect_eq(i, b.nrec);
+    for (unsigned t = 1; t < GMT_REC_TYPE_MAX; t++)
+        cr_expect(seen[t] > 0, "sample lacks %s", gmt_rec_type_name(t));
+    cr_expect(gmt_reader_complete(r));
+    uint64_t off;
+    cr_expect_not(gmt_reader_cut(r, &off));
+    cr_expect_eq(gmt_reader_records(r), b.nrec);
+    cr_expect_eq(gmt_reader_offset(r), b.len);
+    cr_assert_not_null(gmt_reader_process(r));
+    cr_expect_eq(gmt_reader_process(r)->monotonic_ns, TB_T0);
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+Test(reader, decodes_variable_parts)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int checked = 0;
+    while (gmt_reader_next(r, &ev, err, sizeof err) > 0) {
+        const void *p = ev.rec;
+        if (ev.rec->type == GMT_REC_PROCESS) {
+            uint32_t len;
+            const char *cmd = gmt_process_cmdline(p, &len);
+            cr_expect_str_eq(gmt_process_host(p), "node-01");
+            cr_expect_str_eq(cmd, "python3");
+            cr_expect_str_eq(cmd + 8, "train.py");
+            cr_expect_eq(len, 30);
+            checked++;
+        } else if (ev.rec->type == GMT_REC_ENV) {
+            cr_expect_str_eq(gmt_env_strings(p), "NCCL_BUFFSIZE=4194304");
+            checked++;
+        } else if (ev.rec->type == GMT_REC_MODULE_LOAD) {
+            cr_expect_str_eq(gmt_module_path(p), "/usr/lib/libnccl.so.2");
+            cr_expect_eq(gmt_module_build_id(p)[0], 0xde);
+            checked++;
+        } else if (ev.rec->type == GMT_REC_ALLOC) {
+            const struct gmt_rec_alloc *a = p;
+            if (a->kind == GMT_KIND_MAPPING) {
+                cr_assert_not_null(gmt_alloc_ext(a));
+                cr_expect_eq(gmt_alloc_ext(a)->related, 0x1001);
+                checked++;
+            } else if (a->kind == GMT_KIND_DEVICE) {
+                cr_expect_null(gmt_alloc_ext(a));
+                checked++;
+            }
+        } else if (ev.rec->type == GMT_REC_FREE) {
+            const struct gmt_rec_free *fr = p;
+            if (fr->h.aux == GMT_API_cuMemUnmap)
+                cr_expect_eq(gmt_free_ext(fr)->stack_id, 1);
+            else
+                cr_expect_null(gmt_free_ext(fr));
+            checked++;
+        }
+    }
+    cr_expect_eq(checked, 7);
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+/* Expected (tid, time) of records of the sample, by index. */
+Test(reader, decodes_thread_and_time)
+{
+    static const struct { size_t i; uint32_t tid; uint64_t t; } want[] = {
+        { 0, 0, TB_T0 },                        /* PROCESS: its anchor */
+        { 1, 0, 0 },                            /* ENV: no time */
+        { 2, 0, TB_T0 + 1000 },                 /* MODULE_LOAD: absolute */
+        { 3, 4242, 0 },                         /* CHUNK */
+        { 4, 4242, TB_T0 + 2000 },              /* THREAD sets the clock */
+        { 9, 4242, TB_T0 + 2500 },              /* ALLOC dt 500 */
+        { 10, 4242, TB_T0 + 3500 },             /* COMM dt 1000 */
+        { 14, 4250, TB_T0 + 10000 },            /* other thread's THREAD */
+        { 15, 4250, TB_T0 + 10020 },            /* its own dt chain */
+        { 20, 4242, TB_T0 + 7000000000ull },    /* TIME resets */
+        { 21, 4242, TB_T0 + 7000000005ull },    /* back on 4242 after 4250's chunk */
+        { 26, 4242, TB_T0 + 8000000500ull },    /* END */
+    };
+    struct tb b = { 0 };
+    tb_sample(&b);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    size_t k = 0;
+    while (gmt_reader_next(r, &ev, err, sizeof err) > 0) {
+        if (k < sizeof want / sizeof want[0] && ev.index == want[k].i) {
+            cr_expect_eq(ev.tid, want[k].tid, "record %zu tid %u", want[k].i, ev.tid);
+            cr_expect_eq(ev.time_ns, want[k].t, "record %zu (%s) time %llu, want %llu",
+                         want[k].i, gmt_rec_type_name(ev.rec->type),
+                         (unsigned long long)ev.time_ns, (unsigned long long)want[k].t);
+            k++;
+        }
+    }
+    cr_expect_eq(k, sizeof want / sizeof want[0]);
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+static void chunk(struct tb *b, uint32_t tid)
+{
+    struct gmt_rec_chunk c = { .tid = tid };
+    tb_rec(b, GMT_REC_CHUNK, 0, &c, sizeof c, NULL, 0);
+}
+
+static void alloc_dt(struct tb *b, uint32_t dt)
+{
+    struct gmt_rec_alloc a = { .dt = dt, .kind = GMT_KIND_DEVICE, .bytes = 1 };
+    tb_rec(b, GMT_REC_ALLOC, GMT_API_cuMemAlloc, &a, sizeof a, NULL, 0);
+}
+
+static void thread_at(struct tb *b, uint32_t tid, uint64_t t)
+{
+    struct gmt_rec_thread th = { .time_ns = t, .tid = tid };
+    tb_rec(b, GMT_REC_THREAD, 0, &th, sizeof th, NULL, 0);
+}
+
+/* Times of every record of b, read back, in *t (at most n). Returns the count. */
+static size_t times_of(const struct tb *b, uint64_t *t, size_t n)
+{
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(b, b->len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    size_t k = 0;
+    int rc;
+    while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0)
+        if (k < n)
+            t[k++] = ev.time_ns;
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(r);
+    fclose(f);
+    return k;
+}
+
+Test(reader, keeps_each_thread_clock_across_chunks)
+{
+    struct tb b = { 0 };
+    tb_header(&b);
+    chunk(&b, 1);
+    thread_at(&b, 1, 100);
+    alloc_dt(&b, 5);
+    chunk(&b, 2);
+    thread_at(&b, 2, 1000);
+    alloc_dt(&b, 1);
+    chunk(&b, 1);
+    alloc_dt(&b, 7);
+    uint64_t t[8];
+    cr_assert_eq(times_of(&b, t, 8), 8);
+    cr_expect_eq(t[2], 105);
+    cr_expect_eq(t[5], 1001);
+    cr_expect_eq(t[7], 112, "thread 1's clock went on from 105: got %llu",
+                 (unsigned long long)t[7]);
+    tb_free(&b);
+}
+
+Test(reader, reports_no_time_before_a_thread_clock)
+{
+    struct tb b = { 0 };
+    tb_header(&b);
+    chunk(&b, 9);
+    alloc_dt(&b, 50);
+    thread_at(&b, 9, 400);
+    alloc_dt(&b, 50);
+    uint64_t t[4];
+    cr_assert_eq(times_of(&b, t, 4), 4);
+    cr_expect_eq(t[1], 0);
+    cr_expect_eq(t[3], 450);
+    tb_free(&b);
+}
+
+Test(reader, skips_unknown_types_without_touching_clocks)
+{
+    struct tb b = { 0 };
+    tb_header(&b);
+    chunk(&b, 3);
+    thread_at(&b, 3, 1000);
+    struct { struct gmt_rec h; uint32_t dt, x; uint64_t time_ns; } future = { .dt = 999, .time_ns = 7 };
+    tb_rec(&b, 250, 17, &future, sizeof future, NULL, 0);
+    alloc_dt(&b, 10);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1);
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1);
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1, "%s", err);
+    cr_expect_eq(ev.rec->type, 250);
+    cr_expect_eq(ev.rec->size, 24);
+    cr_expect_eq(ev.time_ns, 0);
+    cr_expect_eq(ev.tid, 3);
+    cr_expect_str_eq(gmt_rec_type_name(ev.rec->type), "?");
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1, "%s", err);
+    cr_expect_eq(ev.rec->type, GMT_REC_ALLOC);
+    cr_expect_eq(ev.time_ns, 1010);
+    cr_expect_eq(gmt_reader_next(r, &ev, err, sizeof err), 0);
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+Test(reader, accepts_records_longer_than_known)
+{
+    struct tb b = { 0 };
+    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 1, 9, 64); /* a newer minor with a longer header */
+    struct { struct gmt_rec_alloc a; uint64_t future; } a48 = { .a = { .bytes = 48 }, .future = ~0ull };
+    tb_rec(&b, GMT_REC_ALLOC, GMT_API_cuMemAlloc, &a48, sizeof a48, NULL, 0);
+    struct { struct gmt_rec_alloc_ext x; uint64_t future[2]; } a80 = { .x = { .related = 5 } };
+    tb_rec(&b, GMT_REC_ALLOC, GMT_API_cuMemAlloc, &a80, sizeof a80, NULL, 0);
+    struct { struct gmt_rec_end e; uint64_t future; } e = { .e = { .time_ns = 1 } };
+    tb_rec(&b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1, "%s", err);
+    cr_expect_eq(ev.offset, 64);
+    cr_expect_eq(ev.rec->size, 48);
+    cr_expect_null(gmt_alloc_ext((const void *)ev.rec), "48 bytes can't hold the 64-byte ext");
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1, "%s", err);
+    cr_expect_eq(ev.rec->size, 80);
+    cr_assert_not_null(gmt_alloc_ext((const void *)ev.rec));
+    cr_expect_eq(gmt_alloc_ext((const void *)ev.rec)->related, 5);
+    cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1, "%s", err);
+    cr_expect(gmt_reader_complete(r));
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+/* The heart of crash safety: a file ending anywhere yields exactly the whole records
+ * before that point, and says where the partial one starts. */
+Test(reader, handles_a_cut_at_every_byte)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    const size_t hs = sizeof(struct gmt_file_header);
+    for (size_t len = 0; len < b.len; len++) {
+        FILE *f;
+        struct gmt_reader *r;
+        char err[512] = "";
+        int rc = open_mem(&b, len, &f, &r, err, sizeof err);
+        if (len < hs) {
+            cr_assert_eq(rc, -1, "len %zu: a cut header must not open", len);
+            cr_expect(strstr(err, len ? "cut inside its 32-byte file header" : "empty file"),
+                      "len %zu: %s", len, err);
+            fclose(f);
+            continue;
+        }
+        cr_assert_eq(rc, 0, "len %zu: %s", len, err);
+        size_t whole = 0;
+        while (whole < b.nrec && b.off[whole] + ((const struct gmt_rec *)(const void *)
+                                               (b.p + b.off[whole]))->size <= len)
+            whole++;
+        uint64_t n;
+        rc = read_all(r, &n, err, sizeof err);
+        cr_assert_eq(rc, 0, "len %zu: %s", len, err);
+        cr_assert_eq(n, whole, "len %zu: %llu records, want %zu", len, (unsigned long long)n,
+                     whole);
+        uint64_t off = 0;
+        cr_assert_lt(whole, b.nrec);
+        int boundary = b.off[whole] == len;
+        cr_assert_eq(gmt_reader_cut(r, &off), !boundary, "len %zu", len);
+        if (!boundary)
+            cr_assert_eq(off, b.off[whole], "len %zu: cut at %llu", len, (unsigned long long)off);
+        cr_expect_eq(gmt_reader_offset(r), b.off[whole]);
+        cr_expect_not(gmt_reader_complete(r));
+        cr_expect_eq(gmt_reader_records(r), whole);
+        /* Asking again stays at the end. */
+        struct gmt_event ev;
+        cr_expect_eq(gmt_reader_next(r, &ev, err, sizeof err), 0);
+        gmt_reader_close(r);
+        fclose(f);
+    }
+    tb_free(&b);
+}
+
+Test(reader, reads_a_file_by_path)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char path[] = "/tmp/gmt-test-reader-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(tb_write(&b, path), 0);
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(gmt_reader_open(&r, path, err, sizeof err), 0, "%s", err);
+    cr_expect_str_eq(gmt_reader_path(r), path);
+    uint64_t n;
+    cr_expect_eq(read_all(r, &n, err, sizeof err), 0);
+    cr_expect_eq(n, b.nrec);
+    gmt_reader_close(r);
+    unlink(path);
+    cr_expect_eq(gmt_reader_open(&r, path, err, sizeof err), -1);
+    cr_expect(strstr(err, "No such file") != NULL, "%s", err);
+    tb_free(&b);
+}
+
+Test(reader, rejects_bad_magic)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    b.p[0] = 'X';
+    expect_error(&b, "offset 0: not a gpumemtrace trace", NULL);
+    tb_free(&b);
+}
+
+Test(reader, rejects_big_endian)
+{
+    struct tb b = { 0 };
+    tb_header_ex(&b, 0x04030201u, 1, 0, 32);
+    expect_error(&b, "offset 8:", "big-endian");
+    tb_free(&b);
+    tb_header_ex(&b, 0x12345678u, 1, 0, 32);
+    expect_error(&b, "offset 8: bad byte order mark 0x12345678", NULL);
+    tb_free(&b);
+}
+
+Test(reader, rejects_newer_and_older_major)
+{
+    struct tb b = { 0 };
+    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 2, 0, 32);
+    expect_error(&b, "t.gmt: trace format 2.0 is newer than this gpumemtrace (reads 1.x)", NULL);
+    tb_free(&b);
+    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 0, 3, 32);
+    expect_error(&b, "offset 12: trace format 0.3 is not supported", NULL);
+    tb_free(&b);
+}
+
+Test(reader, rejects_bad_header_size)
+{
+    static const uint32_t bad[] = { 0, 16, 36, GMT_REC_MAX + 8 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct tb b = { 0 };
+        tb_header(&b);
+        memcpy(b.p + 16, &bad[i], 4);
+        char want[64];
+        snprintf(want, sizeof want, "offset 16: bad header_size %u", bad[i]);
+        expect_error(&b, want, NULL);
+        tb_free(&b);
+    }
+}
+
+/* The sample with the 32-bit field at byte `at` of record `rec` set to v. */
+static void sample_patched(struct tb *b, size_t rec, size_t at, uint32_t v)
+{
+    tb_sample(b);
+    memcpy(b->p + b->off[rec] + at, &v, 4);
+}
+
+Test(reader, rejects_bad_record_sizes)
+{
+    struct tb b = { 0 };
+    char want[128];
+    sample_patched(&b, 3, 4, 0);
+    snprintf(want, sizeof want, "offset %zu: record size 0 is smaller", b.off[3]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+    sample_patched(&b, 3, 4, 12);
+    snprintf(want, sizeof want, "offset %zu: record size 12 is not a multiple of 8", b.off[3]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+    sample_patched(&b, 3, 4, GMT_REC_MAX + 8);
+    snprintf(want, sizeof want, "offset %zu: record size %u exceeds", b.off[3], GMT_REC_MAX + 8);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+    /* An ALLOC (index 9) of 16 bytes: shorter than its 40-byte fixed part. */
+    sample_patched(&b, 9, 4, 16);
+    snprintf(want, sizeof want, "offset %zu: ALLOC record of 16 bytes is shorter than its "
+             "fixed part (40 bytes)", b.off[9]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+}
+
+Test(reader, rejects_variable_parts_overflowing)
+{
+    struct tb b = { 0 };
+    char want[128];
+    sample_patched(&b, 7, 12, 4); /* STACK depth 4 in a record holding 3 */
+    snprintf(want, sizeof want, "offset %zu: STACK depth 4 overflows", b.off[7]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+    sample_patched(&b, 7, 12, 0xffffffffu); /* no 32-bit wrap in the check */
+    expect_error(&b, "STACK depth 4294967295 overflows", NULL);
+    tb_free(&b);
+    sample_patched(&b, 0, 48, 0xfffffff8u);
+    expect_error(&b, "offset 32: PROCESS host", "overflow");
+    tb_free(&b);
+    sample_patched(&b, 1, 12, 4096);
+    snprintf(want, sizeof want, "offset %zu: ENV strings (4096 bytes) overflow", b.off[1]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+    sample_patched(&b, 2, 20, 200); /* MODULE_LOAD build_id_len */
+    snprintf(want, sizeof want, "offset %zu: MODULE_LOAD build-id (200 bytes)", b.off[2]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+}
+
+Test(reader, rejects_strings_without_nul)
+{
+    struct tb b = { 0 };
+    char want[128];
+    tb_sample(&b);
+    b.p[b.off[0] + sizeof(struct gmt_rec_process) + 7] = 'x'; /* host "node-01\0" */
+    expect_error(&b, "offset 32: PROCESS host is not NUL-terminated", NULL);
+    tb_free(&b);
+    sample_patched(&b, 0, 52, 5); /* cmdline_len 5: "pytho" */
+    expect_error(&b, "offset 32: PROCESS command line is not NUL-terminated", NULL);
+    tb_free(&b);
+    sample_patched(&b, 1, 8, 3); /* ENV count 3 with 2 strings */
+    snprintf(want, sizeof want, "offset %zu: ENV holds 2 NUL-terminated strings", b.off[1]);
+    expect_error(&b, want, "count says 3");
+    tb_free(&b);
+    sample_patched(&b, 2, 48, 5); /* MODULE_LOAD path_len 5: "/usr/" */
+    snprintf(want, sizeof want, "offset %zu: MODULE_LOAD path is not NUL-terminated", b.off[2]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+    tb_sample(&b);
+    memset(b.p + b.off[4] + offsetof(struct gmt_rec_thread, name), 'a', GMT_THREAD_NAME_LEN);
+    snprintf(want, sizeof want, "offset %zu: THREAD name is not NUL-terminated", b.off[4]);
+    expect_error(&b, want, NULL);
+    tb_free(&b);
+}
+
+Test(reader, stays_failed_after_an_error)
+{
+    struct tb b = { 0 };
+    sample_patched(&b, 5, 4, 3);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    uint64_t n;
+    cr_assert_eq(read_all(r, &n, err, sizeof err), -1);
+    cr_expect_eq(n, 5);
+    struct gmt_event ev;
+    cr_expect_eq(gmt_reader_next(r, &ev, err, sizeof err), -1);
+    cr_expect_not(gmt_reader_cut(r, NULL));
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+Test(reader, names_ids_from_the_lists)
+{
+    cr_expect_str_eq(gmt_rec_type_name(GMT_REC_SCOPE_BEGIN), "SCOPE_BEGIN");
+    cr_expect_str_eq(gmt_rec_type_name(0), "?");
+    cr_expect_str_eq(gmt_api_name(GMT_API_cuMemMap), "cuMemMap");
+    cr_expect_str_eq(gmt_api_name(999), "?");
+    cr_expect_str_eq(gmt_kind_name(GMT_KIND_PHYSICAL_HOST), "PHYSICAL_HOST");
+    cr_expect_str_eq(gmt_op_name(GMT_OP_CommInitRankConfig), "CommInitRankConfig");
+    cr_expect_str_eq(gmt_component_name(GMT_COMP_NCCL), "NCCL");
+    cr_expect_str_eq(gmt_meminfo_phase_name(GMT_MEMINFO_END), "END");
+    cr_expect_eq(gmt_rec_fixed_size(GMT_REC_ALLOC), 40);
+    cr_expect_eq(gmt_rec_fixed_size(GMT_REC_STACK), 16);
+    cr_expect_eq(gmt_rec_fixed_size(77), 0);
+}
+
+/* The seed corpus of tests/fuzz, through the fuzz target's own entry function: what
+ * `make fuzz` found once must keep passing under ASan in `make test`. */
+Test(fuzz, replays_seed_corpus)
+{
+    const char *dir = "tests/fuzz/corpus";
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "run from the repository root: %s missing", dir);
+    struct dirent *e;
+    int files = 0, read_ok = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        cr_assert_not_null(f, "%s", path);
+        static uint8_t buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        if (gmt_fuzz_reader_one(buf, n) >= 0)
+            read_ok++;
+        files++;
+    }
+    closedir(d);
+    cr_expect_geq(files, 8, "only %d seeds", files);
+    cr_expect_geq(read_ok, 3, "sample, cut and newer-minor seeds must read");
+    /* The empty input too, which fmemopen can't take directly. */
+    cr_expect_eq(gmt_fuzz_reader_one(NULL, 0), -1);
+}
