@@ -247,11 +247,25 @@ static void scan_and_emit(void)
     nmods = kept;
 }
 
+/* `busy` holds the holder's pid: a fork child inherits the flag of a parent thread
+ * that was scanning, and takes it over instead of waiting for nobody. */
+static bool acquire(void)
+{
+    int me = (int)getpid();
+    int cur = 0;
+    if (atomic_compare_exchange_strong_explicit(&busy, &cur, me, memory_order_acquire,
+                                                memory_order_relaxed))
+        return true;
+    return cur != me &&
+           atomic_compare_exchange_strong_explicit(&busy, &cur, me, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
 static void serve(void)
 {
     gmt_ts.in_lib++;
     for (;;) {
-        if (atomic_exchange_explicit(&busy, 1, memory_order_acquire))
+        if (!acquire())
             break; /* the holder will see our request */
         unsigned seen;
         do {

@@ -314,13 +314,25 @@ static struct result *lookup(struct gmt_symbolizer *s, uint64_t pc)
         Dwarf_Addr dbias = 0;
         Dwarf_Die *cu = dwfl_module_addrdie(m->dm, pc, &dbias);
         int ns = cu ? dwarf_getscopes(cu, pc - dbias, &scopes) : 0;
-        for (int i = 0; i < ns && nchain < INLINE_MAX; i++) {
+        int inner = -1;
+        for (int i = 0; i < ns && inner < 0; i++) {
             int tag = dwarf_tag(&scopes[i]);
             if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram)
-                chain[nchain++] = scopes[i];
+                inner = i;
+        }
+        /* dwarf_getscopes continues past an inlined instance with the scopes of its
+         * abstract definition; the functions it was inlined into are its parents in
+         * the concrete tree, which dwarf_getscopes_die walks. */
+        Dwarf_Die *parents = NULL;
+        int np = inner >= 0 ? dwarf_getscopes_die(&scopes[inner], &parents) : 0;
+        for (int i = 0; i < np && nchain < INLINE_MAX; i++) {
+            int tag = dwarf_tag(&parents[i]);
+            if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram)
+                chain[nchain++] = parents[i];
             if (tag == DW_TAG_subprogram)
                 break;
         }
+        free(parents);
     }
 
     size_t n = nchain > 0 ? (size_t)nchain : 1;
