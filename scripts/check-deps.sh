@@ -2,7 +2,8 @@
 # check-deps.sh: makes sure the build's Debian packages are there; installs them when it can.
 set -eu
 missing=""
-[ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+have_pkg libunwind-dev || [ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
 [ -f /usr/include/criterion/criterion.h ] || missing="$missing libcriterion-dev"
 command -v patch >/dev/null 2>&1 || missing="$missing patch"
