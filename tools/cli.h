@@ -16,6 +16,7 @@
  * main() answers `help <name>` and `<name> --help` from gmt_help_<name>; a command
  * parses the rest of its arguments itself and returns an exit status. */
 #define GMT_COMMANDS(X) \
+    X(run, "run a command with the tracer preloaded, then summarise its traces") \
     X(summary, "where the device memory went: peak, NCCL calls, sites, leaks, failures") \
     X(dump, "print every record of traces, one line each")
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -72,7 +73,7 @@ int gmt_cmd_summary(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'j': fmt = FMT_JSON; break;
@@ -124,27 +125,59 @@ int gmt_cmd_summary(int argc, char **argv)
     int status = GMT_EXIT_OK;
     if (fmt == FMT_JSON)
         printf("{\"schema\": \"gpumemtrace.summary/1\", \"traces\": [");
+    /* a directory (what `run` writes) stands for the traces in it */
+    char **files = NULL;
+    size_t n_files = 0, cap = 0;
     for (int i = optind; i < argc; i++) {
+        struct stat st;
+        char **list = NULL;
+        size_t n = 0;
+        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (gmt_list_traces(argv[i], &list, &n) || n == 0) {
+                fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", argv[i]);
+                status = GMT_EXIT_ERROR;
+            }
+        } else if ((list = malloc(sizeof *list)) && (list[0] = strdup(argv[i]))) {
+            n = 1;
+        }
+        for (size_t k = 0; k < n; k++) {
+            if (n_files == cap) {
+                cap = cap ? cap * 2 : 16;
+                char **p = realloc(files, cap * sizeof *p);
+                if (!p) {
+                    fprintf(stderr, "gpumemtrace: out of memory\n");
+                    return GMT_EXIT_ERROR;
+                }
+                files = p;
+            }
+            files[n_files++] = list[k];
+        }
+        free(list);
+    }
+    for (size_t i = 0; i < n_files; i++) {
         struct gmt_analysis a;
         char err[512];
-        if (gmt_analyze(&a, argv[i], &ro, err, sizeof err)) {
+        if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
             fprintf(stderr, "gpumemtrace: %s\n", err);
             status = GMT_EXIT_ERROR;
             continue;
         }
         if (fmt == FMT_JSON) {
-            if (i > optind)
+            if (i > 0)
                 printf(",");
             gmt_report_json(stdout, &a, &ro);
         } else if (fmt == FMT_CSV) {
             gmt_report_csv(stdout, &a, &ro);
         } else {
-            if (i > optind)
+            if (i > 0)
                 printf("\n");
             gmt_report_text(stdout, &a, &ro);
         }
         gmt_analysis_free(&a);
     }
+    for (size_t i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
     if (fmt == FMT_JSON)
         printf("]}\n");
     return status;

@@ -1,6 +1,7 @@
 /* report.c: analyses one trace and prints the summary a person reads first (text, JSON, CSV). */
 #include "report.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -33,6 +34,44 @@ int gmt_report_opts_add_category(struct gmt_report_opts *o, const char *spec)
     if (o->n_cat_rules >= GMT_MAX_CAT_RULES || !strchr(spec, '='))
         return -EINVAL;
     o->cat_rules[o->n_cat_rules++] = spec;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gmt_list_traces(const char *dir, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    size_t cap = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".gmt"))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **p = realloc(*out, cap * sizeof *p);
+            if (!p)
+                break;
+            *out = p;
+        }
+        size_t pl = strlen(dir) + l + 2;
+        char *path = malloc(pl);
+        if (!path)
+            break;
+        snprintf(path, pl, "%s/%s", dir, e->d_name);
+        (*out)[(*n)++] = path;
+    }
+    closedir(d);
+    if (*n)
+        qsort(*out, *n, sizeof **out, cmp_str);
     return 0;
 }
 

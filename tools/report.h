@@ -50,6 +50,10 @@ void gmt_analysis_free(struct gmt_analysis *a);
 const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len);
 
+/* The traces (*.gmt) in dir, sorted by name; *out and each path are malloc'd.
+ * Returns 0 or -errno. */
+int gmt_list_traces(const char *dir, char ***out, size_t *n);
+
 void gmt_report_text(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
 void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
 void gmt_report_csv(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);

@@ -1,0 +1,210 @@
+/* cmd_run.c: `gpumemtrace run -- COMMAND`: runs a command with the tracer preloaded, then summarises. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "report.h"
+#include "util.h"
+
+const char gmt_help_run[] =
+    "usage: gpumemtrace run [options] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with libgpumemtrace.so preloaded (prepended to LD_PRELOAD, so every\n"
+    "process it starts is traced too: torchrun's workers, MPI ranks), writes one trace\n"
+    "per process that touched CUDA or NCCL into an output directory, passes COMMAND's\n"
+    "exit status through, and prints a short summary of the traces at the end.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR   output directory (default: a new ./gpumemtrace-YYYYmmdd-HHMMSS)\n"
+    "  --lib PATH         the preload library (default: libgpumemtrace.so beside this\n"
+    "                     program, or $GPUMEMTRACE_LIB)\n"
+    "  -q, --quiet        no summary at the end\n"
+    "\n"
+    "Environment variables GPUMEMTRACE_* given to run reach the traced processes\n"
+    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); GPUMEMTRACE_OUTPUT is set by run.\n";
+
+/* The library beside the running executable: build/gpumemtrace and build/libgpumemtrace.so,
+ * or bin/gpumemtrace and lib/libgpumemtrace.so in an installed tree. */
+static int find_lib(char *out, size_t len)
+{
+    const char *env = getenv("GPUMEMTRACE_LIB");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return access(out, R_OK) ? -errno : 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -errno;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -ENOENT;
+    *slash = 0;
+    static const char *const rel[] = {"/libgpumemtrace.so", "/../lib/libgpumemtrace.so",
+                                      "/../lib/gpumemtrace/libgpumemtrace.so"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        snprintf(out, len, "%s%s", exe, rel[i]);
+        char real[PATH_MAX];
+        if (access(out, R_OK) == 0 && realpath(out, real)) {
+            snprintf(out, len, "%s", real);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static void short_summary(const char *dir)
+{
+    char **files;
+    size_t n;
+    if (gmt_list_traces(dir, &files, &n) || n == 0) {
+        fprintf(stderr, "gpumemtrace: no traces in %s (no process touched CUDA or NCCL)\n", dir);
+        free(files);
+        return;
+    }
+    struct gmt_report_opts ro;
+    gmt_report_opts_init(&ro);
+    fprintf(stderr, "gpumemtrace: %zu trace(s) in %s/\n", n, dir);
+    for (size_t i = 0; i < n; i++) {
+        struct gmt_analysis a;
+        char err[512];
+        if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
+            fprintf(stderr, "  %s\n", err);
+            free(files[i]);
+            continue;
+        }
+        const char *base = strrchr(files[i], '/');
+        fprintf(stderr, "  %-44s", base ? base + 1 : files[i]);
+        if (a.t.has_proc && a.t.proc.rank >= 0)
+            fprintf(stderr, " rank %d", a.t.proc.rank);
+        for (size_t d = 0; d < a.rep.n_dev; d++) {
+            char b1[32], b2[32];
+            if (!a.rep.dev[d].peak)
+                continue;
+            fprintf(stderr, "  dev %d peak %s", a.rep.dev[d].device,
+                    gmt_fmt_bytes(b1, sizeof b1, a.rep.dev[d].peak));
+            if (a.rep.dev[d].has_used)
+                fprintf(stderr, " (device used %s)", gmt_fmt_bytes(b2, sizeof b2, a.rep.dev[d].used_max));
+        }
+        uint64_t nccl_first = 0;
+        for (size_t c = 0; c < a.rep.n_colls; c++)
+            if (a.rep.colls[c].first_tracked > 0)
+                nccl_first += (uint64_t)a.rep.colls[c].first_tracked;
+        if (nccl_first) {
+            char b[32];
+            fprintf(stderr, ", NCCL calls added %s", gmt_fmt_bytes(b, sizeof b, nccl_first));
+        }
+        fprintf(stderr, "%s\n", a.t.complete ? "" : a.t.cut ? "  [cut]" : "  [incomplete]");
+        gmt_analysis_free(&a);
+        free(files[i]);
+    }
+    free(files);
+    fprintf(stderr, "gpumemtrace: details: gpumemtrace summary %s\n", dir);
+}
+
+int gmt_cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"lib", required_argument, 0, 'l'},
+        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *dir = NULL, *lib_arg = NULL;
+    int quiet = 0, c;
+    optind = 1;
+    opterr = 0;
+    /* '+': stop at the first non-option, so the command's own options stay its own */
+    while ((c = getopt_long(argc, argv, "+o:q", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': dir = optarg; break;
+        case 'l': lib_arg = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(gmt_help_run, stdout); return GMT_EXIT_OK;
+        default: return gmt_cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return gmt_cli_usage_error("run", "no command given");
+
+    char lib[PATH_MAX];
+    if (lib_arg) {
+        if (!realpath(lib_arg, lib)) {
+            fprintf(stderr, "gpumemtrace run: %s: %s\n", lib_arg, strerror(errno));
+            return GMT_EXIT_ERROR;
+        }
+    } else if (find_lib(lib, sizeof lib)) {
+        fprintf(stderr, "gpumemtrace run: libgpumemtrace.so not found beside this program; "
+                        "give --lib PATH or set GPUMEMTRACE_LIB\n");
+        return GMT_EXIT_ERROR;
+    }
+    char dirbuf[64];
+    if (!dir) {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(dirbuf, sizeof dirbuf, "gpumemtrace-%Y%m%d-%H%M%S", &tm);
+        dir = dirbuf;
+    }
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "gpumemtrace run: cannot create %s: %s\n", dir, strerror(errno));
+        return GMT_EXIT_ERROR;
+    }
+    char absdir[PATH_MAX];
+    if (!realpath(dir, absdir)) {
+        fprintf(stderr, "gpumemtrace run: %s: %s\n", dir, strerror(errno));
+        return GMT_EXIT_ERROR;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t pl = strlen(lib) + (old ? strlen(old) : 0) + 2;
+    char *preload = malloc(pl);
+    char pattern[PATH_MAX + 32];
+    if (!preload)
+        return GMT_EXIT_ERROR;
+    snprintf(preload, pl, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    snprintf(pattern, sizeof pattern, "%s/gpumemtrace.%%h.%%p.gmt", absdir);
+    if (setenv("LD_PRELOAD", preload, 1) || setenv("GPUMEMTRACE_OUTPUT", pattern, 1)) {
+        free(preload);
+        return GMT_EXIT_ERROR;
+    }
+    free(preload);
+    fflush(stdout);
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gpumemtrace run: fork: %s\n", strerror(errno));
+        return GMT_EXIT_ERROR;
+    }
+    if (pid == 0) {
+        execvp(argv[optind], &argv[optind]);
+        fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[optind], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    /* Ctrl-C reaches the whole foreground group; we wait for the job to finish
+     * (it gets the signal too) and then summarise what it left. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, oint, oquit;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &oint);
+    sigaction(SIGQUIT, &ign, &oquit);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &oint, NULL);
+    sigaction(SIGQUIT, &oquit, NULL);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    if (WIFSIGNALED(st))
+        fprintf(stderr, "gpumemtrace run: %s killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
+                strsignal(WTERMSIG(st)));
+    if (!quiet)
+        short_summary(dir);
+    return rc;
+}
