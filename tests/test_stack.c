@@ -1,0 +1,278 @@
+/* test_stack.c: stack capture and interning: ids per call site, one STACK record each, depth, caller frame, threads. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gmt.h"
+#include "reader.h"
+
+#define MAX_STACKS 64
+
+struct stacks {
+    size_t n;
+    uint32_t id[MAX_STACKS];
+    uint32_t depth[MAX_STACKS];
+    uint64_t ip[MAX_STACKS][300];
+};
+
+static char dir[64];
+static char path[128];
+
+static void start_trace(long depth)
+{
+    strcpy(dir, "/tmp/gmt-test-stack-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/t.gmt", dir);
+    gmt_opt.output = path;
+    gmt_opt.stack_depth = depth;
+    gmt_opt.quiet = 1;
+    cr_assert(gmt_writer_ready(), "the writer opens %s", path);
+}
+
+static void finish_and_read(struct stacks *s)
+{
+    gmt_writer_finish();
+    memset(s, 0, sizeof *s);
+    struct gmt_reader *r;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&r, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int rc;
+    while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) == 1) {
+        if (ev.rec->type != GMT_REC_STACK)
+            continue;
+        const struct gmt_rec_stack *st = (const struct gmt_rec_stack *)ev.rec;
+        cr_assert_lt(s->n, MAX_STACKS);
+        cr_assert_leq(st->depth, 300);
+        cr_assert_eq(st->h.size, sizeof *st + st->depth * 8);
+        s->id[s->n] = st->stack_id;
+        s->depth[s->n] = st->depth;
+        memcpy(s->ip[s->n], st->ip, st->depth * 8);
+        s->n++;
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect(gmt_reader_complete(r));
+    gmt_reader_close(r);
+    if (!getenv("KEEP")) { /* KEEP=1: leave the trace for `gpumemtrace dump` */
+        unlink(path);
+        rmdir(dir);
+    }
+}
+
+static size_t count_id(const struct stacks *s, uint32_t id)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        k += s->id[i] == id;
+    return k;
+}
+
+static const uint64_t *ips_of(const struct stacks *s, uint32_t id, uint32_t *depth)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->id[i] == id) {
+            *depth = s->depth[i];
+            return s->ip[i];
+        }
+    cr_assert_fail("no STACK record for id %u", id);
+    return NULL;
+}
+
+/* Exported (the suite links with -rdynamic) so dladdr can name them. The empty asm
+ * after each call keeps the compiler from turning it into a tail call. */
+__attribute__((noinline)) uint32_t stack_site_a(void)
+{
+    uint32_t id = gmt_stack_capture(0);
+    __asm__ volatile("" ::: "memory");
+    return id;
+}
+
+__attribute__((noinline)) uint32_t stack_site_b(void)
+{
+    uint32_t id = gmt_stack_capture(0);
+    __asm__ volatile("" ::: "memory");
+    return id;
+}
+
+/* Stands for a library frame between the API and the capture: skip = 1 drops it. */
+__attribute__((noinline)) uint32_t stack_library_layer(void)
+{
+    uint32_t id = gmt_stack_capture(1);
+    __asm__ volatile("" ::: "memory");
+    return id;
+}
+
+__attribute__((noinline)) uint32_t stack_site_c(void)
+{
+    uint32_t id = stack_library_layer();
+    __asm__ volatile("" ::: "memory");
+    return id;
+}
+
+__attribute__((noinline)) uint32_t stack_recurse(int n)
+{
+    uint32_t id = n > 0 ? stack_recurse(n - 1) : gmt_stack_capture(0);
+    __asm__ volatile("" ::: "memory");
+    return id;
+}
+
+/* One call site however often it runs: the trip count is unknown to the compiler, so
+ * it cannot unroll or peel the loop into several call sites with different stacks. */
+static volatile int times_v;
+
+__attribute__((noinline)) static void capture_n(uint32_t (*fn)(void), int n, uint32_t *ids)
+{
+    times_v = n;
+    for (int i = 0; i < times_v; i++)
+        ids[i] = fn();
+}
+
+static const char *function_of(uint64_t ip)
+{
+    Dl_info info;
+    if (!dladdr((void *)(uintptr_t)ip, &info) || !info.dli_sname)
+        return "?";
+    return info.dli_sname;
+}
+
+Test(stack, same_site_same_id_other_site_other_id)
+{
+    start_trace(48);
+    uint32_t a[2], b;
+    capture_n(stack_site_a, 2, a);
+    capture_n(stack_site_b, 1, &b);
+    uint32_t a1 = a[0], a2 = a[1];
+    cr_expect_neq(a1, 0);
+    cr_expect_eq(a1, a2);
+    cr_expect_neq(b, 0);
+    cr_expect_neq(a1, b);
+    struct stacks s;
+    finish_and_read(&s);
+}
+
+Test(stack, first_capture_writes_exactly_one_record)
+{
+    start_trace(48);
+    uint32_t ids[3], b;
+    capture_n(stack_site_a, 3, ids);
+    capture_n(stack_site_b, 1, &b);
+    uint32_t a = ids[0];
+    cr_expect(ids[1] == a && ids[2] == a);
+    struct stacks s;
+    finish_and_read(&s);
+    cr_expect_eq(s.n, 2, "STACK records: %zu", s.n);
+    cr_expect_eq(count_id(&s, a), 1);
+    cr_expect_eq(count_id(&s, b), 1);
+    cr_expect_eq(a, 1, "ids start at 1");
+    cr_expect_eq(b, 2, "ids are dense");
+}
+
+Test(stack, ip0_is_the_return_address_into_the_caller)
+{
+    start_trace(48);
+    uint32_t a = stack_site_a();
+    uint32_t c = stack_site_c();
+    struct stacks s;
+    finish_and_read(&s);
+    uint32_t depth;
+    const uint64_t *ip = ips_of(&s, a, &depth);
+    cr_assert_geq(depth, 2);
+    cr_expect_str_eq(function_of(ip[0]), "stack_site_a");
+    Dl_info mine, got;
+    cr_assert(dladdr((void *)&stack_site_a, &mine));
+    cr_assert(dladdr((void *)(uintptr_t)ip[0], &got));
+    cr_expect_str_eq(got.dli_fname, mine.dli_fname, "ip[0] is in the test program");
+    /* return address: just past a call, inside the function, not at its entry */
+    cr_expect_gt(ip[0], (uintptr_t)&stack_site_a);
+    ip = ips_of(&s, c, &depth);
+    cr_expect_str_eq(function_of(ip[0]), "stack_site_c", "skip=1 dropped the layer");
+}
+
+Test(stack, depth_limit_honoured)
+{
+    start_trace(4);
+    uint32_t id = stack_recurse(20);
+    gmt_opt.stack_depth = 256;
+    uint32_t deep = stack_recurse(64);
+    struct stacks s;
+    finish_and_read(&s);
+    uint32_t depth;
+    const uint64_t *ip = ips_of(&s, id, &depth);
+    cr_expect_eq(depth, 4);
+    for (uint32_t i = 0; i < depth; i++)
+        cr_expect_str_eq(function_of(ip[i]), "stack_recurse");
+    ip = ips_of(&s, deep, &depth);
+    cr_expect_gt(depth, 65, "all 65 recursion frames and their callers: %u", depth);
+    cr_expect_leq(depth, 256);
+}
+
+Test(stack, depth_zero_disables)
+{
+    start_trace(0);
+    cr_expect_eq(stack_site_a(), 0);
+    cr_expect_eq(stack_recurse(3), 0);
+    struct stacks s;
+    finish_and_read(&s);
+    cr_expect_eq(s.n, 0);
+}
+
+#define THREADS 8
+#define ROUNDS 500
+
+static pthread_barrier_t barrier;
+
+struct worker {
+    uint32_t ids_a[ROUNDS], ids_b[ROUNDS];
+    uint32_t a, b;
+    bool consistent;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    w->consistent = true;
+    pthread_barrier_wait(&barrier);
+    for (int i = 0; i < ROUNDS; i++) {
+        capture_n(stack_site_a, 1, &w->ids_a[i]);
+        capture_n(stack_site_b, 1, &w->ids_b[i]);
+    }
+    w->a = w->ids_a[0];
+    w->b = w->ids_b[0];
+    for (int i = 1; i < ROUNDS; i++)
+        if (w->ids_a[i] != w->a || w->ids_b[i] != w->b)
+            w->consistent = false;
+    return NULL;
+}
+
+Test(stack, concurrent_captures_agree_on_ids)
+{
+    start_trace(48);
+    /* The main thread traces too (its stack differs from the workers'), as it would in
+     * a real program; the writer then ends the file from this thread's buffer. */
+    uint32_t main_id = stack_site_c();
+    pthread_t t[THREADS];
+    struct worker w[THREADS];
+    pthread_barrier_init(&barrier, NULL, THREADS);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&barrier);
+    for (int i = 0; i < THREADS; i++) {
+        cr_expect(w[i].consistent, "thread %d saw its ids change", i);
+        cr_expect_neq(w[i].a, 0);
+        cr_expect_neq(w[i].a, w[i].b);
+        cr_expect_eq(w[i].a, w[0].a, "thread %d: site a", i);
+        cr_expect_eq(w[i].b, w[0].b, "thread %d: site b", i);
+    }
+    struct stacks s;
+    finish_and_read(&s);
+    cr_expect_eq(s.n, 3, "one STACK record per stack, whichever thread won: %zu", s.n);
+    cr_expect_eq(count_id(&s, main_id), 1);
+    cr_expect_eq(count_id(&s, w[0].a), 1);
+    cr_expect_eq(count_id(&s, w[0].b), 1);
+}
