@@ -18,7 +18,7 @@ struct tb {
     size_t nrec;
 };
 
-static void tb_put(struct tb *b, const void *data, size_t n)
+static inline void tb_put(struct tb *b, const void *data, size_t n)
 {
     if (b->len + n > b->cap) {
         size_t ncap = b->cap ? b->cap : 1024;
@@ -37,14 +37,14 @@ static void tb_put(struct tb *b, const void *data, size_t n)
     b->len += n;
 }
 
-static void tb_free(struct tb *b)
+static inline void tb_free(struct tb *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
 /* A header as the writer makes it; the arguments let tests break it. */
-static void tb_header_ex(struct tb *b, uint32_t byte_order, uint16_t major, uint16_t minor,
+static inline void tb_header_ex(struct tb *b, uint32_t byte_order, uint16_t major, uint16_t minor,
                          uint32_t header_size)
 {
     struct gmt_file_header h;
@@ -59,7 +59,7 @@ static void tb_header_ex(struct tb *b, uint32_t byte_order, uint16_t major, uint
         tb_put(b, NULL, header_size - sizeof h);
 }
 
-static void tb_header(struct tb *b)
+static inline void tb_header(struct tb *b)
 {
     tb_header_ex(b, GMT_BYTE_ORDER_MARK, GMT_VERSION_MAJOR, GMT_VERSION_MINOR,
                  sizeof(struct gmt_file_header));
@@ -67,7 +67,7 @@ static void tb_header(struct tb *b)
 
 /* Appends a record: `fixed` (fsize bytes, its gmt_rec filled in here), then `var`
  * (vlen bytes), then zero padding to GMT_ALIGN. Returns the record's offset. */
-static size_t tb_rec(struct tb *b, uint16_t type, uint16_t aux, void *fixed, size_t fsize,
+static inline size_t tb_rec(struct tb *b, uint16_t type, uint16_t aux, void *fixed, size_t fsize,
                      const void *var, size_t vlen)
 {
     struct gmt_rec *h = fixed;
@@ -84,7 +84,7 @@ static size_t tb_rec(struct tb *b, uint16_t type, uint16_t aux, void *fixed, siz
     return at;
 }
 
-static int tb_write(const struct tb *b, const char *path)
+static inline int tb_write(const struct tb *b, const char *path)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
@@ -98,7 +98,7 @@ static int tb_write(const struct tb *b, const char *path)
  * fixed so output derived from it is byte-for-byte stable. */
 #define TB_T0 5000000000ull /* PROCESS monotonic anchor, ns */
 
-static void tb_sample(struct tb *b)
+static inline void tb_sample(struct tb *b)
 {
     tb_header(b);
     {

@@ -1,0 +1,385 @@
+/* test_cli.c: runs the built gpumemtrace binary: help for every command, exit codes, dump's messages, helpers. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util.h"
+#include "golden/tracebuild.h"
+
+struct result {
+    int status;      /* exit status, or 128 + signal */
+    char out[65536];
+    char err[4096];
+};
+
+/* BUILD/tests/test_cli -> BUILD/gpumemtrace: the CLI of the same build (and sanitizers). */
+static const char *cli_path(void)
+{
+    static char path[PATH_MAX];
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    char *dir = dirname(dirname(exe));
+    snprintf(path, sizeof path, "%s/gpumemtrace", dir);
+    cr_assert_eq(access(path, X_OK), 0, "%s not built", path);
+    return path;
+}
+
+static void slurp(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    lseek(fd, 0, SEEK_SET);
+    ssize_t k;
+    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
+        n += (size_t)k;
+    buf[n] = 0;
+    close(fd);
+}
+
+static int tmpfd(void)
+{
+    char p[] = "/tmp/gmt-test-cli-XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert_geq(fd, 0);
+    unlink(p);
+    return fd;
+}
+
+/* Runs the CLI with args (NULL-terminated); stdout goes to `out_path` when given,
+ * stdin comes from `in_path` when given. */
+static void run_io(struct result *res, const char *out_path, const char *in_path,
+                   const char *const *args)
+{
+    const char *argv[32];
+    size_t n = 0;
+    argv[n++] = "gpumemtrace";
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    int ofd = out_path ? open(out_path, O_WRONLY) : tmpfd();
+    int efd = tmpfd();
+    cr_assert_geq(ofd, 0);
+    const char *path = cli_path();
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (in_path) {
+            int ifd = open(in_path, O_RDONLY);
+            if (ifd < 0 || dup2(ifd, 0) < 0)
+                _exit(126);
+        }
+        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
+            _exit(126);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    res->out[0] = 0;
+    if (out_path)
+        close(ofd);
+    else
+        slurp(ofd, res->out, sizeof res->out);
+    slurp(efd, res->err, sizeof res->err);
+}
+
+#define RUN(res, ...) run_io((res), NULL, NULL, (const char *const[]){ __VA_ARGS__, NULL })
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Writes the first len bytes of b to a temp file named in path (PATH_MAX). */
+static void trace_file(char *path, const struct tb *b, size_t len)
+{
+    strcpy(path, "/tmp/gmt-test-cli-XXXXXX.gmt");
+    int fd = mkstemps(path, 4);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, b->p, len), (ssize_t)len);
+    close(fd);
+}
+
+static struct result res;
+
+Test(cli, lists_every_command_in_help)
+{
+    RUN(&res, "--help");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strncmp(res.out, "usage: gpumemtrace", 18) == 0, "%s", res.out);
+#define GMT_X(name, summary) \
+    cr_expect(strstr(res.out, "   " #name " ") != NULL, "--help lacks " #name);
+    GMT_COMMANDS(GMT_X)
+#undef GMT_X
+    RUN(&res, "help");
+    cr_expect_eq(res.status, 0);
+    cr_expect(strstr(res.out, "Commands:") != NULL);
+}
+
+Test(cli, has_help_for_every_command)
+{
+    static const char *const names[] = {
+#define GMT_X(name, summary) #name,
+        GMT_COMMANDS(GMT_X)
+#undef GMT_X
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "usage: gpumemtrace %s", names[i]);
+        RUN(&res, names[i], "--help");
+        cr_expect_eq(res.status, 0, "%s --help: %d %s", names[i], res.status, res.err);
+        cr_expect(strncmp(res.out, want, strlen(want)) == 0, "%s --help: %s", names[i], res.out);
+        char first[sizeof res.out];
+        strcpy(first, res.out);
+        RUN(&res, "help", names[i]);
+        cr_expect_eq(res.status, 0, "help %s: %d", names[i], res.status);
+        cr_expect_str_eq(res.out, first, "help %s differs from %s --help", names[i], names[i]);
+        RUN(&res, names[i], "-h");
+        cr_expect_str_eq(res.out, first, "%s -h differs", names[i]);
+    }
+}
+
+Test(cli, prints_version)
+{
+    RUN(&res, "--version");
+    cr_assert_eq(res.status, 0);
+    cr_expect(strncmp(res.out, "gpumemtrace " GMT_CLI_VERSION " (trace format 1.", 27) == 0,
+              "%s", res.out);
+}
+
+Test(cli, rejects_bad_usage_with_one_line_and_status_2)
+{
+    static const char *const cases[][3] = {
+        { "frobnicate", NULL, "unknown command 'frobnicate'" },
+        { "--frobnicate", NULL, "unknown option '--frobnicate'" },
+        { "help", "frobnicate", "unknown command 'frobnicate'" },
+        { "dump", "--frobnicate", "gpumemtrace dump: unknown option '--frobnicate'" },
+        { "dump", NULL, "gpumemtrace dump: no trace file given" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i][1])
+            RUN(&res, cases[i][0], cases[i][1]);
+        else
+            RUN(&res, cases[i][0]);
+        cr_expect_eq(res.status, 2, "case %zu: status %d", i, res.status);
+        cr_expect(strstr(res.err, cases[i][2]) != NULL, "case %zu: %s", i, res.err);
+        cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
+        cr_expect_str_eq(res.out, "", "case %zu", i);
+    }
+    RUN(&res, "--help", "x");  /* help wins, like --version */
+    cr_expect_eq(res.status, 0);
+}
+
+Test(cli, dumps_every_record_of_a_trace)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_str_eq(res.err, "");
+    cr_expect_eq(lines(res.out), (int)b.nrec + 1, "one header line plus one per record");
+    cr_expect(strstr(res.out, "ALLOC         api=cuMemMap kind=MAPPING address=0x7d0000000000 "
+                              "bytes=10485760") != NULL, "%s", res.out);
+    cr_expect(strstr(res.out, " 4250     0.000010020 ALLOC") != NULL, "tid and time: %s",
+              res.out);
+    tb_free(&b);
+}
+
+Test(cli, dump_escapes_untrusted_strings)
+{
+    struct tb b = { 0 };
+    tb_header(&b);
+    static const char host[] = "evil\n\x1b[2J\x01\"";
+    struct gmt_rec_process p = { .host_len = sizeof host, .monotonic_ns = 1 };
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, host, sizeof host);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "host=\"evil\\n\\x1b[2J\\x01\\\"\"") != NULL, "%s", res.out);
+    cr_expect_eq(lines(res.out), 2);
+    tb_free(&b);
+}
+
+Test(cli, dump_of_a_cut_trace_says_where_and_exits_0)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    size_t cut = b.off[10] + 5;
+    char path[PATH_MAX], want[PATH_MAX + 64];
+    trace_file(path, &b, cut);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    snprintf(want, sizeof want, "%s: trace cut at offset %zu after 10 records\n", path, b.off[10]);
+    cr_expect_str_eq(res.err, want);
+    cr_expect_eq(lines(res.out), 11);
+    /* Cut on a record boundary: no END record, also said. */
+    trace_file(path, &b, b.off[10]);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_expect_eq(res.status, 0);
+    cr_expect(strstr(res.err, "after 10 records (no END record)") != NULL, "%s", res.err);
+    tb_free(&b);
+}
+
+Test(cli, dump_of_a_malformed_trace_exits_2)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    uint32_t zero = 0;
+    memcpy(b.p + b.off[5] + 4, &zero, 4);
+    char path[PATH_MAX], want[PATH_MAX + 64];
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_expect_eq(res.status, 2);
+    snprintf(want, sizeof want, "%s: offset %zu: record size 0", path, b.off[5]);
+    cr_expect(strncmp(res.err, want, strlen(want)) == 0, "%s", res.err);
+    cr_expect_eq(lines(res.err), 1);
+    cr_expect_eq(lines(res.out), 6, "the 5 whole records before it are printed");
+    tb_free(&b);
+}
+
+Test(cli, dump_rejects_newer_and_foreign_files)
+{
+    struct tb b = { 0 };
+    char path[PATH_MAX];
+    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 2, 0, 32);
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, ": trace format 2.0 is newer than this gpumemtrace (reads 1.x)\n"),
+              "%s", res.err);
+    tb_free(&b);
+    tb_header_ex(&b, 0x04030201u, 1, 0, 32);
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "big-endian") != NULL, "%s", res.err);
+    tb_free(&b);
+    RUN(&res, "dump", "/nonexistent/x.gmt");
+    cr_expect_eq(res.status, 2);
+    cr_expect_str_eq(res.err, "/nonexistent/x.gmt: No such file or directory\n");
+}
+
+Test(cli, dump_goes_on_after_a_bad_file_and_exits_2)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", "/nonexistent/x.gmt", path);
+    unlink(path);
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.out, "==> /nonexistent/x.gmt <==") != NULL);
+    cr_expect(strstr(res.out, " END ") != NULL, "the good file is dumped");
+    tb_free(&b);
+}
+
+Test(cli, dump_reads_standard_input)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    run_io(&res, NULL, path, (const char *const[]){ "dump", "-", NULL });
+    unlink(path);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(lines(res.out), (int)b.nrec + 1);
+    tb_free(&b);
+}
+
+Test(cli, reports_a_failed_write_with_status_2)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    run_io(&res, "/dev/full", NULL, (const char *const[]){ "dump", path, NULL });
+    unlink(path);
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "gpumemtrace: error writing output") != NULL, "%s", res.err);
+    run_io(&res, "/dev/full", NULL, (const char *const[]){ "--help", NULL });
+    cr_expect_eq(res.status, 2);
+    tb_free(&b);
+}
+
+Test(util, formats_bytes_for_people)
+{
+    char buf[GMT_FMT_LEN];
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 0), "0 B");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 1023), "1023 B");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 1536), "1.5 KiB");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 288ull << 20), "288 MiB");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 3ull << 29), "1.5 GiB");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, (10ull << 30) + (3ull << 28)), "10.8 GiB");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, (1ull << 20) - 1), "1 MiB");
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, UINT64_MAX), "16 EiB");
+    cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, -(3ll << 29)), "-1.5 GiB");
+    cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, 288ll << 20), "+288 MiB");
+    cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, INT64_MIN), "-8 EiB");
+    cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, 0), "0 B");
+}
+
+Test(util, formats_times)
+{
+    char buf[GMT_FMT_LEN];
+    cr_expect_str_eq(gmt_fmt_duration(buf, sizeof buf, 850), "850 ns");
+    cr_expect_str_eq(gmt_fmt_duration(buf, sizeof buf, 12300), "12.3 us");
+    cr_expect_str_eq(gmt_fmt_duration(buf, sizeof buf, 1500000), "1.5 ms");
+    cr_expect_str_eq(gmt_fmt_duration(buf, sizeof buf, 2350000000ull), "2.35 s");
+    cr_expect_str_eq(gmt_fmt_duration(buf, sizeof buf, 1250000000000ull), "1250 s");
+    cr_expect_str_eq(gmt_fmt_seconds(buf, sizeof buf, 123456), "0.000123456");
+    cr_expect_str_eq(gmt_fmt_seconds(buf, sizeof buf, -1500000000ll), "-1.500000000");
+    cr_expect_str_eq(gmt_fmt_since(buf, sizeof buf, 0, UINT64_MAX), "-18446744073.709551615");
+    cr_expect_str_eq(gmt_fmt_since(buf, sizeof buf, 7000000005ull, 5ull), "7.000000000");
+}
+
+Test(util, grows_vectors)
+{
+    struct gmt_vec v = GMT_VEC_INIT(uint64_t);
+    for (uint64_t i = 0; i < 1000; i++) {
+        uint64_t *e = gmt_vec_push(&v);
+        cr_assert_not_null(e);
+        cr_assert_eq(*e, 0);
+        *e = i * 3;
+    }
+    cr_expect_eq(v.len, 1000);
+    cr_expect_eq(((uint64_t *)v.data)[999], 2997);
+    gmt_vec_free(&v);
+    cr_expect_null(v.data);
+    struct gmt_vec huge = { NULL, 0, 0, SIZE_MAX / 4 };
+    cr_expect_null(gmt_vec_push(&huge), "overflowing size must fail, not wrap");
+}
+
+Test(util, quotes_strings_safely)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    gmt_fput_quoted(f, "a\"b\\c\td\xff", 8);
+    fclose(f);
+    cr_expect_str_eq(buf, "\"a\\\"b\\\\c\\td\\xff\"");
+    free(buf);
+}
