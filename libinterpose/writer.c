@@ -803,17 +803,18 @@ void gmt_writer_finish(void)
     /* Every buffer is flushed once more and sealed, the caller's last so that END is
      * the file's last record. */
     struct buf *mine = t_buf;
-    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next)
-        if (b != mine && seal(b))
-            flush_locked(b, NULL, 0);
-    if (!mine && atomic_load(&g_state) == ST_FINISHING) {
-        /* The exiting thread never traced: it gets a buffer for END alone. */
+    if (!mine) {
+        /* The exiting thread never traced: it gets a buffer for END alone, before the
+         * free ones are sealed. */
         int nested = t_in_emit;
         t_in_emit = 1;
         if (attach_thread(gmt_now_ns()))
             mine = t_buf;
         t_in_emit = nested;
     }
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next)
+        if (b != mine && seal(b))
+            flush_locked(b, NULL, 0);
     if (mine && seal(mine)) {
         struct gmt_rec_end end = { { GMT_REC_END, 0, sizeof end }, gmt_now_ns(),
                                    atomic_load(&g_dropped) };
