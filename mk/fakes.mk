@@ -33,19 +33,17 @@ FAKE_RUNTIME  := $(FAKES_DIR)/libcudart.so.13
 FAKE_RT_STATIC := $(FAKES_DIR)/libcudart_static.a
 FAKE_NCCL     := $(FAKES_DIR)/libnccl.so.2
 FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/libnccl.so
-FAKE_LIBS     := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKE_NCCL) $(FAKE_LINKS)
+FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
+FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so
 
-FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc \
-                   fake_abi_check_fake
-FAKE_HAVE_TOOLKIT := $(wildcard /usr/local/cuda/include/cuda.h)
-FAKE_PROG_NAMES += $(if $(FAKE_HAVE_TOOLKIT),fake_abi_check_real)
+FAKE_PROG_NAMES := fake_cudart fake_cudart_static
 FAKE_PROGS    := $(FAKE_PROG_NAMES:%=$(FAKES_DIR)/progs/%)
 $(foreach p,$(FAKE_PROG_NAMES),$(eval FAKE_PROG_$(p) := $(FAKES_DIR)/progs/$(p)))
 
 .PHONY: fakes
 fakes: $(FAKE_LIBS) $(FAKE_PROGS)
-# Until the runtime and NCCL land, only the driver hangs on test-extras.
-test-extras: $(FAKE_DRIVER) $(FAKES_DIR)/libcuda.so
+# Until NCCL lands, only the driver and the runtime hang on test-extras.
+test-extras: $(FAKE_RT_LIBS) $(FAKE_PROGS)
 
 FAKE_HDRS := $(wildcard tests/fakes/*.h)
 
@@ -79,15 +77,15 @@ $(FAKES_DIR)/libnccl.so: | $(FAKE_NCCL)
 	ln -sf libnccl.so.2 $@
 
 # ---- programs
-$(FAKES_DIR)/progs/fake_cudart: tests/progs/fake_cudart.c $(FAKE_HDRS) $(FAKE_LIBS)
+$(FAKES_DIR)/progs/fake_cudart: tests/progs/fake_cudart.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart
 
-$(FAKES_DIR)/progs/fake_cudart_static: tests/progs/fake_cudart.c $(FAKE_HDRS) $(FAKE_LIBS)
+$(FAKES_DIR)/progs/fake_cudart_static: tests/progs/fake_cudart.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -DSTATIC_CUDART -o $@ $< $(FAKE_RT_STATIC) $(FAKE_LDFLAGS)
 
-$(FAKES_DIR)/progs/fake_driver_vmm: tests/progs/fake_driver_vmm.c $(FAKE_HDRS) $(FAKE_LIBS)
+$(FAKES_DIR)/progs/fake_driver_vmm: tests/progs/fake_driver_vmm.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart
 

@@ -1541,8 +1541,7 @@ EXPORT CUresult cuGetErrorName(CUresult e, const char **s)
 }
 
 /* --------------------------------------------------------------------- cuGetProcAddress */
-/* Which lookups an entry answers: any flags, only per-thread-default-stream lookups
- * (flags & 2), or only the others (0 default, 1 legacy). */
+/* PTDS: the per-thread-default-stream variant of a base name (flags & 2). */
 enum sel { ANY, PTDS, LEGACY };
 
 /* base name, the ABI function handed out, the oldest cudaVersion it answers, flags. */
@@ -1643,16 +1642,17 @@ static CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t
                          CUdriverProcAddressQueryResult *status)
 {
     if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+    /* Per-thread lookups prefer the _ptsz/_ptds variant and fall back to the plain one,
+     * as the real driver documents; other lookups never see the per-thread variants. */
     const struct proc_entry *best = NULL;
     int named = 0;
-    for (size_t i = 0; i < sizeof proc_table / sizeof proc_table[0]; i++) {
-        const struct proc_entry *e = &proc_table[i];
-        if (strcmp(e->base, symbol)) continue;
-        if (e->sel == PTDS && !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) continue;
-        if (e->sel == LEGACY && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) continue;
-        named = 1;
-        if (e->min_version <= version && (!best || e->min_version > best->min_version)) best = e;
-    }
+    for (int pass = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? 0 : 1; pass < 2 && !named; pass++)
+        for (size_t i = 0; i < sizeof proc_table / sizeof proc_table[0]; i++) {
+            const struct proc_entry *e = &proc_table[i];
+            if (strcmp(e->base, symbol) || (e->sel == PTDS) != (pass == 0)) continue;
+            named = 1;
+            if (e->min_version <= version && (!best || e->min_version > best->min_version)) best = e;
+        }
     unsigned i = atomic_fetch_add(&lookup_count, 1);
     if (i < LOOKUP_LOG) {
         snprintf(lookup_log[i].name, sizeof lookup_log[i].name, "%s", symbol);
