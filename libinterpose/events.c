@@ -1,0 +1,164 @@
+/* events.c: builds and emits ALLOC, FREE and ALLOC_FAIL records, with a CUCTX record first whenever the thread's CUDA context changed. */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "cuda_abi.h"
+#include "gmt.h"
+#include "hooks.h"
+
+/* stack.c and modules.c are other parts; a build without them still records. */
+#pragma weak gmt_stack_capture
+#pragma weak gmt_modules_rescan
+
+/*
+ * The context is asked of the real driver at each event: cuCtxGetCurrent costs about
+ * 10 ns and changes nothing the program can see. Before libcuda is loaded there is no
+ * context to ask about; the lookup is retried only after a dlopen.
+ */
+static _Atomic(void *) get_current_p, get_device_p;
+static _Atomic unsigned long ctx_lookup_gen = ~0ul;
+static _Atomic unsigned long modules_gen;
+
+static GMT_TLS struct {
+    uint64_t context;
+    bool known;
+} cur;
+
+void gmt_events_note_dl(void)
+{
+    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long seen = atomic_load_explicit(&modules_gen, memory_order_relaxed);
+    if (GMT_LIKELY(gen == seen))
+        return;
+    if (atomic_compare_exchange_strong(&modules_gen, &seen, gen) && gmt_modules_rescan)
+        gmt_modules_rescan();
+}
+
+static void lookup_ctx_functions(void)
+{
+    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    if (atomic_load_explicit(&ctx_lookup_gen, memory_order_relaxed) == gen)
+        return;
+    atomic_store_explicit(&ctx_lookup_gen, gen, memory_order_relaxed);
+    void *cur_fn = gmt_resolve(GMT_LIB_DRIVER, "cuCtxGetCurrent");
+    void *dev_fn = gmt_resolve(GMT_LIB_DRIVER, "cuCtxGetDevice");
+    if (cur_fn && dev_fn) {
+        atomic_store_explicit(&get_device_p, dev_fn, memory_order_release);
+        atomic_store_explicit(&get_current_p, cur_fn, memory_order_release);
+    }
+}
+
+static void note_context(void)
+{
+    gmt_fn_cuCtxGetCurrent *get_current =
+        (gmt_fn_cuCtxGetCurrent *)atomic_load_explicit(&get_current_p, memory_order_acquire);
+    if (GMT_UNLIKELY(!get_current)) {
+        lookup_ctx_functions();
+        get_current = (gmt_fn_cuCtxGetCurrent *)atomic_load_explicit(&get_current_p,
+                                                                     memory_order_acquire);
+    }
+    CUcontext ctx = NULL;
+    if (get_current && get_current(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    uint64_t id = (uint64_t)(uintptr_t)ctx;
+    if (GMT_LIKELY(cur.known && cur.context == id))
+        return;
+    int device = -1;
+    gmt_fn_cuCtxGetDevice *get_device =
+        (gmt_fn_cuCtxGetDevice *)atomic_load_explicit(&get_device_p, memory_order_acquire);
+    CUdevice d;
+    if (ctx && get_device && get_device(&d) == CUDA_SUCCESS)
+        device = d;
+    struct gmt_rec_cuctx rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GMT_REC_CUCTX;
+    rec.h.size = sizeof rec;
+    rec.context = id;
+    rec.device = device;
+    gmt_emit(&rec, 0);
+    cur.context = id;
+    cur.known = true;
+}
+
+/* Common start of every event: false when nothing is to be recorded. */
+static bool begin(void)
+{
+    if (!gmt_writer_ready())
+        return false;
+    gmt_events_note_dl();
+    note_context();
+    return true;
+}
+
+static int16_t clamp_device(int device)
+{
+    return device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
+}
+
+static uint32_t stack_id(void)
+{
+    /* stack.c drops the frames inside the library itself, so no skip is needed. */
+    return gmt_stack_capture ? gmt_stack_capture(0) : 0;
+}
+
+__attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind,
+                                               uint64_t address, uint64_t bytes, int device,
+                                               uint64_t stream, uint64_t related,
+                                               uint64_t offset)
+{
+    if (!begin())
+        return;
+    struct gmt_rec_alloc_ext rec;
+    memset(&rec, 0, sizeof rec);
+    bool ext = stream || related || offset;
+    rec.a.h.type = GMT_REC_ALLOC;
+    rec.a.h.aux = (uint16_t)api;
+    rec.a.h.size = ext ? sizeof(struct gmt_rec_alloc_ext) : sizeof(struct gmt_rec_alloc);
+    rec.a.address = address;
+    rec.a.bytes = bytes;
+    rec.a.stack_id = stack_id();
+    rec.a.scope_id = gmt_current_scope();
+    rec.a.kind = (uint8_t)kind;
+    rec.a.device = clamp_device(device);
+    rec.stream = stream;
+    rec.related = related;
+    rec.offset = offset;
+    gmt_emit(&rec, offsetof(struct gmt_rec_alloc, dt));
+}
+
+void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
+{
+    if (!begin())
+        return;
+    struct gmt_rec_free_ext rec;
+    memset(&rec, 0, sizeof rec);
+    rec.f.h.type = GMT_REC_FREE;
+    rec.f.h.aux = (uint16_t)api;
+    /* A free's stack is not captured: unwinding on every free would cost more than the
+     * answer is worth; the allocation's stack names the memory. */
+    rec.f.h.size = stream ? sizeof(struct gmt_rec_free_ext) : sizeof(struct gmt_rec_free);
+    rec.f.address = address;
+    rec.f.scope_id = gmt_current_scope();
+    rec.stream = stream;
+    gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
+}
+
+__attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind kind,
+                                              uint64_t bytes, int device, int error)
+{
+    if (!begin())
+        return;
+    struct gmt_rec_alloc_fail rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GMT_REC_ALLOC_FAIL;
+    rec.h.aux = (uint16_t)api;
+    rec.h.size = sizeof rec;
+    rec.bytes = bytes;
+    rec.error = error;
+    rec.stack_id = stack_id();
+    rec.scope_id = gmt_current_scope();
+    rec.kind = (uint8_t)kind;
+    rec.device = clamp_device(device);
+    gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));
+}

@@ -1,0 +1,298 @@
+/* hooks.h: the one list of hooked CUDA runtime and driver functions, and what expands from it (exports, wrappers, real slots, lookup table). */
+#ifndef GMT_HOOKS_H
+#define GMT_HOOKS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda_abi.h"
+#include "gmt.h"
+
+/*
+ * GMT_HOOKS(X): X(file, lib, abi, base, ver, var, body, ret, params, args)
+ *   file    DRV, RT or DL: which of hooks_driver.c, hooks_runtime.c, hooks_dl.c defines it
+ *   lib     DRIVER or RUNTIME: where gmt_resolve finds the real one
+ *   abi     the exported symbol (what dlsym and the PLT ask for)
+ *   base    the name cuGetProcAddress is asked for (driver only)
+ *   ver     the lowest cudaVersion for which a lookup of `base` returns `abi`: below it
+ *           the driver hands out an older function of another ABI (cuMemAlloc with a
+ *           32-bit CUdeviceptr), which is passed through untouched. 0: any version.
+ *   var     DEF or PTSZ: the default-stream variant that lookup flags 2 select
+ *   body    gmt_body_<body> in the defining file holds the logic, shared by variants;
+ *           for recorded calls it is also the API id, GMT_API_<body>
+ *   ret, params, args: the prototype, as in cuda_abi.h's gmt_fn_<abi>
+ *
+ * Each entry expands to:
+ *   - `abi` itself, exported, for callers that bind through the PLT or dlsym(RTLD_DEFAULT);
+ *     it calls the real function gmt_resolve found by ABI name (cached in gmt_plt_<abi>);
+ *   - gmt_wrap_<abi>, handed out by dlsym on a CUDA library's handle and by
+ *     cuGetProcAddress/cudaGetDriverEntryPoint; it calls exactly the pointer the real
+ *     lookup returned (gmt_lkp_<abi>), so a lookup never changes which function runs;
+ *   - a row of gmt_hooks[], which the lookup hooks search.
+ *
+ * NCCL: hooks_nccl.c (another file's concern) may define
+ *   void *gmt_nccl_wrapper(const char *name);
+ * returning its exported wrapper for an NCCL ABI name ("ncclAllReduce", "pncclSend"…),
+ * NULL when it has none. It is declared weak here: dlsym hands out that wrapper for a
+ * lookup by name when the real definition the lookup found is the one gmt_resolve
+ * (GMT_LIB_NCCL) finds, i.e. the one the wrapper calls; otherwise it passes through.
+ */
+#define GMT_HOOKS(X)                                                                          \
+    /* ---- driver ---- */                                                                    \
+    X(DRV, DRIVER, cuMemAlloc_v2, cuMemAlloc, 3020, DEF, cuMemAlloc, CUresult,                \
+      (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                                \
+    X(DRV, DRIVER, cuMemFree_v2, cuMemFree, 3020, DEF, cuMemFree, CUresult,                   \
+      (CUdeviceptr dptr), (dptr))                                                             \
+    X(DRV, DRIVER, cuMemAllocPitch_v2, cuMemAllocPitch, 3020, DEF, cuMemAllocPitch, CUresult, \
+      (CUdeviceptr * dptr, size_t * pPitch, size_t w, size_t h, unsigned int elem),           \
+      (dptr, pPitch, w, h, elem))                                                             \
+    X(DRV, DRIVER, cuMemAllocManaged, cuMemAllocManaged, 0, DEF, cuMemAllocManaged, CUresult, \
+      (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags))     \
+    X(DRV, DRIVER, cuMemAllocHost_v2, cuMemAllocHost, 3020, DEF, cuMemAllocHost, CUresult,    \
+      (void **pp, size_t bytesize), (pp, bytesize))                                           \
+    X(DRV, DRIVER, cuMemHostAlloc, cuMemHostAlloc, 0, DEF, cuMemHostAlloc, CUresult,          \
+      (void **pp, size_t bytesize, unsigned int flags), (pp, bytesize, flags))                \
+    X(DRV, DRIVER, cuMemFreeHost, cuMemFreeHost, 0, DEF, cuMemFreeHost, CUresult,             \
+      (void *p), (p))                                                                         \
+    X(DRV, DRIVER, cuMemHostRegister_v2, cuMemHostRegister, 6050, DEF, cuMemHostRegister,     \
+      CUresult, (void *p, size_t bytesize, unsigned int flags), (p, bytesize, flags))         \
+    X(DRV, DRIVER, cuMemHostUnregister, cuMemHostUnregister, 0, DEF, cuMemHostUnregister,     \
+      CUresult, (void *p), (p))                                                               \
+    X(DRV, DRIVER, cuMemAllocAsync, cuMemAllocAsync, 0, DEF, cuMemAllocAsync, CUresult,       \
+      (CUdeviceptr * dptr, size_t bytesize, CUstream s), (dptr, bytesize, s))                 \
+    X(DRV, DRIVER, cuMemAllocAsync_ptsz, cuMemAllocAsync, 0, PTSZ, cuMemAllocAsync, CUresult, \
+      (CUdeviceptr * dptr, size_t bytesize, CUstream s), (dptr, bytesize, s))                 \
+    X(DRV, DRIVER, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 0, DEF,                  \
+      cuMemAllocFromPoolAsync, CUresult,                                                      \
+      (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream s),                   \
+      (dptr, bytesize, pool, s))                                                              \
+    X(DRV, DRIVER, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 0, PTSZ,            \
+      cuMemAllocFromPoolAsync, CUresult,                                                      \
+      (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream s),                   \
+      (dptr, bytesize, pool, s))                                                              \
+    X(DRV, DRIVER, cuMemFreeAsync, cuMemFreeAsync, 0, DEF, cuMemFreeAsync, CUresult,          \
+      (CUdeviceptr dptr, CUstream s), (dptr, s))                                              \
+    X(DRV, DRIVER, cuMemFreeAsync_ptsz, cuMemFreeAsync, 0, PTSZ, cuMemFreeAsync, CUresult,    \
+      (CUdeviceptr dptr, CUstream s), (dptr, s))                                              \
+    X(DRV, DRIVER, cuMemPoolCreate, cuMemPoolCreate, 0, DEF, cuMemPoolCreate, CUresult,       \
+      (CUmemoryPool * pool, const CUmemPoolProps *props), (pool, props))                      \
+    X(DRV, DRIVER, cuMemPoolDestroy, cuMemPoolDestroy, 0, DEF, cuMemPoolDestroy, CUresult,    \
+      (CUmemoryPool pool), (pool))                                                            \
+    X(DRV, DRIVER, cuMemPoolTrimTo, cuMemPoolTrimTo, 0, DEF, cuMemPoolTrimTo, CUresult,       \
+      (CUmemoryPool pool, size_t keep), (pool, keep))                                         \
+    X(DRV, DRIVER, cuMemCreate, cuMemCreate, 0, DEF, cuMemCreate, CUresult,                   \
+      (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,   \
+       unsigned long long flags),                                                             \
+      (handle, size, prop, flags))                                                            \
+    X(DRV, DRIVER, cuMemRelease, cuMemRelease, 0, DEF, cuMemRelease, CUresult,                \
+      (CUmemGenericAllocationHandle handle), (handle))                                        \
+    X(DRV, DRIVER, cuMemAddressReserve, cuMemAddressReserve, 0, DEF, cuMemAddressReserve,     \
+      CUresult,                                                                               \
+      (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,                        \
+       unsigned long long flags),                                                             \
+      (ptr, size, align, addr, flags))                                                        \
+    X(DRV, DRIVER, cuMemAddressFree, cuMemAddressFree, 0, DEF, cuMemAddressFree, CUresult,    \
+      (CUdeviceptr ptr, size_t size), (ptr, size))                                            \
+    X(DRV, DRIVER, cuMemMap, cuMemMap, 0, DEF, cuMemMap, CUresult,                            \
+      (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,      \
+       unsigned long long flags),                                                             \
+      (ptr, size, offset, handle, flags))                                                     \
+    X(DRV, DRIVER, cuMemUnmap, cuMemUnmap, 0, DEF, cuMemUnmap, CUresult,                      \
+      (CUdeviceptr ptr, size_t size), (ptr, size))                                            \
+    X(DRV, DRIVER, cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, 0, DEF,    \
+      cuMemImportFromShareableHandle, CUresult,                                               \
+      (CUmemGenericAllocationHandle * handle, void *os, CUmemAllocationHandleType type),      \
+      (handle, os, type))                                                                     \
+    X(DRV, DRIVER, cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, 0, DEF,          \
+      cuMemRetainAllocationHandle, CUresult,                                                  \
+      (CUmemGenericAllocationHandle * handle, void *addr), (handle, addr))                    \
+    X(DRV, DRIVER, cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, 11000, DEF, cuIpcOpenMemHandle, \
+      CUresult, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int flags),             \
+      (pdptr, handle, flags))                                                                 \
+    X(DRV, DRIVER, cuIpcCloseMemHandle, cuIpcCloseMemHandle, 0, DEF, cuIpcCloseMemHandle,     \
+      CUresult, (CUdeviceptr dptr), (dptr))                                                   \
+    X(DRV, DRIVER, cuGraphAddMemAllocNode, cuGraphAddMemAllocNode, 0, DEF,                    \
+      cuGraphAddMemAllocNode, CUresult,                                                       \
+      (CUgraphNode * node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,              \
+       CUDA_MEM_ALLOC_NODE_PARAMS *params),                                                   \
+      (node, graph, deps, ndeps, params))                                                     \
+    X(DRV, DRIVER, cuMulticastCreate, cuMulticastCreate, 0, DEF, cuMulticastCreate, CUresult, \
+      (CUmemGenericAllocationHandle * mc, const CUmulticastObjectProp *prop), (mc, prop))     \
+    /* ---- runtime ---- */                                                                   \
+    X(RT, RUNTIME, cudaMalloc, cudaMalloc, 0, DEF, cudaMalloc, cudaError_t,                   \
+      (void **p, size_t size), (p, size))                                                     \
+    X(RT, RUNTIME, cudaFree, cudaFree, 0, DEF, cudaFree, cudaError_t, (void *p), (p))         \
+    X(RT, RUNTIME, cudaMallocAsync, cudaMallocAsync, 0, DEF, cudaMallocAsync, cudaError_t,    \
+      (void **p, size_t size, cudaStream_t s), (p, size, s))                                  \
+    X(RT, RUNTIME, cudaMallocAsync_ptsz, cudaMallocAsync, 0, PTSZ, cudaMallocAsync,           \
+      cudaError_t, (void **p, size_t size, cudaStream_t s), (p, size, s))                     \
+    X(RT, RUNTIME, cudaFreeAsync, cudaFreeAsync, 0, DEF, cudaFreeAsync, cudaError_t,          \
+      (void *p, cudaStream_t s), (p, s))                                                      \
+    X(RT, RUNTIME, cudaFreeAsync_ptsz, cudaFreeAsync, 0, PTSZ, cudaFreeAsync, cudaError_t,    \
+      (void *p, cudaStream_t s), (p, s))                                                      \
+    X(RT, RUNTIME, cudaMallocFromPoolAsync, cudaMallocFromPoolAsync, 0, DEF,                  \
+      cudaMallocFromPoolAsync, cudaError_t,                                                   \
+      (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s))        \
+    X(RT, RUNTIME, cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync, 0, PTSZ,            \
+      cudaMallocFromPoolAsync, cudaError_t,                                                   \
+      (void **p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s))        \
+    X(RT, RUNTIME, cudaMallocManaged, cudaMallocManaged, 0, DEF, cudaMallocManaged,           \
+      cudaError_t, (void **p, size_t size, unsigned int flags), (p, size, flags))             \
+    X(RT, RUNTIME, cudaMallocPitch, cudaMallocPitch, 0, DEF, cudaMallocPitch, cudaError_t,    \
+      (void **p, size_t *pitch, size_t w, size_t h), (p, pitch, w, h))                        \
+    X(RT, RUNTIME, cudaMalloc3D, cudaMalloc3D, 0, DEF, cudaMalloc3D, cudaError_t,             \
+      (struct cudaPitchedPtr * pp, struct cudaExtent ext), (pp, ext))                         \
+    X(RT, RUNTIME, cudaMallocHost, cudaMallocHost, 0, DEF, cudaMallocHost, cudaError_t,       \
+      (void **p, size_t size), (p, size))                                                     \
+    X(RT, RUNTIME, cudaHostAlloc, cudaHostAlloc, 0, DEF, cudaHostAlloc, cudaError_t,          \
+      (void **p, size_t size, unsigned int flags), (p, size, flags))                          \
+    X(RT, RUNTIME, cudaFreeHost, cudaFreeHost, 0, DEF, cudaFreeHost, cudaError_t, (void *p),  \
+      (p))                                                                                    \
+    X(RT, RUNTIME, cudaHostRegister, cudaHostRegister, 0, DEF, cudaHostRegister, cudaError_t, \
+      (void *p, size_t size, unsigned int flags), (p, size, flags))                           \
+    X(RT, RUNTIME, cudaHostUnregister, cudaHostUnregister, 0, DEF, cudaHostUnregister,        \
+      cudaError_t, (void *p), (p))                                                            \
+    X(RT, RUNTIME, cudaMemPoolCreate, cudaMemPoolCreate, 0, DEF, cudaMemPoolCreate,           \
+      cudaError_t, (cudaMemPool_t * pool, const struct cudaMemPoolProps *props),              \
+      (pool, props))                                                                          \
+    X(RT, RUNTIME, cudaMemPoolDestroy, cudaMemPoolDestroy, 0, DEF, cudaMemPoolDestroy,        \
+      cudaError_t, (cudaMemPool_t pool), (pool))                                              \
+    X(RT, RUNTIME, cudaMemPoolTrimTo, cudaMemPoolTrimTo, 0, DEF, cudaMemPoolTrimTo,           \
+      cudaError_t, (cudaMemPool_t pool, size_t keep), (pool, keep))                           \
+    /* ---- lookup paths ---- */                                                              \
+    X(DL, DRIVER, cuGetProcAddress, cuGetProcAddress, 0, DEF, getproc_v1, CUresult,           \
+      (const char *sym, void **pfn, int ver, cuuint64_t flags), (sym, pfn, ver, flags))       \
+    X(DL, DRIVER, cuGetProcAddress_v2, cuGetProcAddress, 12000, DEF, getproc_v2, CUresult,    \
+      (const char *sym, void **pfn, int ver, cuuint64_t flags,                                \
+       CUdriverProcAddressQueryResult *status),                                               \
+      (sym, pfn, ver, flags, status))                                                         \
+    X(DL, RUNTIME, cudaGetDriverEntryPoint, cudaGetDriverEntryPoint, 0, DEF, entry_point,     \
+      cudaError_t,                                                                            \
+      (const char *sym, void **pfn, unsigned long long flags,                                 \
+       enum cudaDriverEntryPointQueryResult *status),                                         \
+      (sym, pfn, flags, status))                                                              \
+    X(DL, RUNTIME, cudaGetDriverEntryPoint_ptsz, cudaGetDriverEntryPoint, 0, PTSZ,            \
+      entry_point, cudaError_t,                                                               \
+      (const char *sym, void **pfn, unsigned long long flags,                                 \
+       enum cudaDriverEntryPointQueryResult *status),                                         \
+      (sym, pfn, flags, status))                                                              \
+    X(DL, RUNTIME, cudaGetDriverEntryPointByVersion, cudaGetDriverEntryPointByVersion, 0,     \
+      DEF, entry_point_by_version, cudaError_t,                                               \
+      (const char *sym, void **pfn, unsigned int ver, unsigned long long flags,               \
+       enum cudaDriverEntryPointQueryResult *status),                                         \
+      (sym, pfn, ver, flags, status))                                                         \
+    X(DL, RUNTIME, cudaGetDriverEntryPointByVersion_ptsz, cudaGetDriverEntryPointByVersion,   \
+      0, PTSZ, entry_point_by_version, cudaError_t,                                           \
+      (const char *sym, void **pfn, unsigned int ver, unsigned long long flags,               \
+       enum cudaDriverEntryPointQueryResult *status),                                         \
+      (sym, pfn, ver, flags, status))
+
+/* What a hook returns when its real function can't be found: the API family's own
+ * "not found" error, never a call through NULL. */
+#define GMT_NOT_FOUND_DRIVER CUDA_ERROR_NOT_FOUND
+#define GMT_NOT_FOUND_RUNTIME cudaErrorSymbolNotFound
+
+enum gmt_hook_var { GMT_VAR_DEF, GMT_VAR_PTSZ };
+
+/* One row per entry, in list order. */
+struct gmt_hook {
+    const char *abi;
+    const char *base;
+    unsigned char lib;          /* enum gmt_lib */
+    unsigned char var;          /* enum gmt_hook_var */
+    int ver;
+    void *wrapper;              /* gmt_wrap_<abi> */
+    _Atomic(void *) *lkp;       /* the real function lookups returned */
+    _Atomic(void *) *plt;       /* the real function gmt_resolve found */
+};
+
+#define GMT_UNPAREN(...) __VA_ARGS__
+
+#define GMT_HOOK_DECLARE(file, lib, abi, base, ver, var, body, ret, params, args)          \
+    GMT_HIDDEN extern _Atomic(void *) gmt_plt_##abi;                                      \
+    GMT_HIDDEN extern _Atomic(void *) gmt_lkp_##abi;                                      \
+    GMT_EXPORT ret abi params;                                                            \
+    GMT_HIDDEN ret gmt_wrap_##abi params;
+GMT_HOOKS(GMT_HOOK_DECLARE)
+#undef GMT_HOOK_DECLARE
+
+GMT_HIDDEN extern const struct gmt_hook gmt_hooks[];
+GMT_HIDDEN extern const size_t gmt_hooks_count;
+
+/* Defines one entry's export and wrapper around gmt_body_<body>(real, args…), which the
+ * including file defines first. The export's prototype is checked against cuda_abi.h. */
+#define GMT_HOOK_DEFINE(file, lib, abi, base, ver, var, body, ret, params, args)           \
+    _Atomic(void *) gmt_plt_##abi;                                                         \
+    _Atomic(void *) gmt_lkp_##abi;                                                         \
+    ret abi params                                                                         \
+    {                                                                                      \
+        gmt_fn_##abi *real = (gmt_fn_##abi *)gmt_hook_plt_real(&gmt_plt_##abi,             \
+                                                               GMT_LIB_##lib, #abi);       \
+        if (GMT_UNLIKELY(real == NULL))                                                    \
+            return GMT_NOT_FOUND_##lib;                                                    \
+        return gmt_body_##body(real, GMT_UNPAREN args);                                    \
+    }                                                                                      \
+    ret gmt_wrap_##abi params                                                              \
+    {                                                                                      \
+        gmt_fn_##abi *real = (gmt_fn_##abi *)atomic_load_explicit(&gmt_lkp_##abi,          \
+                                                                  memory_order_acquire);  \
+        if (GMT_UNLIKELY(real == NULL))                                                    \
+            return GMT_NOT_FOUND_##lib;                                                    \
+        return gmt_body_##body(real, GMT_UNPAREN args);                                    \
+    }                                                                                      \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(abi), gmt_fn_##abi),            \
+                   #abi " matches cuda_abi.h");
+
+/* Expands the entries of one file: GMT_HOOKS_OF(DRV, GMT_HOOK_DEFINE). */
+#define GMT_HOOKS_SKIP(...)
+#define GMT_HOOKS_OF_DRV_DRV(m, ...) m(__VA_ARGS__)
+#define GMT_HOOKS_OF_DRV_RT(m, ...)
+#define GMT_HOOKS_OF_DRV_DL(m, ...)
+#define GMT_HOOKS_OF_RT_DRV(m, ...)
+#define GMT_HOOKS_OF_RT_RT(m, ...) m(__VA_ARGS__)
+#define GMT_HOOKS_OF_RT_DL(m, ...)
+#define GMT_HOOKS_OF_DL_DRV(m, ...)
+#define GMT_HOOKS_OF_DL_RT(m, ...)
+#define GMT_HOOKS_OF_DL_DL(m, ...) m(__VA_ARGS__)
+
+/* The real function behind an export: gmt_resolve's answer, cached in `slot`. */
+GMT_HIDDEN void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi);
+
+/* Re-entrancy: true when this call should be recorded (the thread is not already inside
+ * an allocation hook or the library); then gmt_hook_leave() must follow. */
+static inline bool gmt_hook_enter(void)
+{
+    if (gmt_ts.in_hook > 0 || gmt_ts.in_lib > 0)
+        return false;
+    gmt_ts.in_hook++;
+    return true;
+}
+static inline void gmt_hook_leave(void)
+{
+    gmt_ts.in_hook--;
+}
+
+/* ---- resolve.c, beyond gmt_resolve ---- */
+/* The real dl functions (the next definitions after ours, normally libc's). */
+enum gmt_real_dl { GMT_DL_DLSYM, GMT_DL_DLVSYM, GMT_DL_DLOPEN, GMT_DL_DLCLOSE };
+GMT_HIDDEN void *gmt_real_dl(enum gmt_real_dl which);
+/* Bumped by every dlopen and dlclose, before the real call: what was loaded may differ. */
+GMT_HIDDEN extern _Atomic unsigned long gmt_dl_generation;
+
+/* ---- events.c, beyond gmt.h ---- */
+/* Rescans the module map when a dlopen or dlclose happened since the last look. */
+GMT_HIDDEN void gmt_events_note_dl(void);
+
+/* ---- hooks_dl.c: the lookup side of the table ---- */
+/* For a dlsym of `abi` that returned `real`: the wrapper to hand out instead, or `real`. */
+GMT_HIDDEN void *gmt_hook_for_abi(const char *abi, void *real);
+/* For a cuGetProcAddress-style lookup of `base` that returned `real`. */
+GMT_HIDDEN void *gmt_hook_for_base(const char *base, int version, uint64_t flags, void *real);
+/* True when fn is one of our exports or wrappers. */
+GMT_HIDDEN bool gmt_hook_is_ours(const void *fn);
+
+/* hooks_nccl.c, when it exists (see above). */
+GMT_HIDDEN void *gmt_nccl_wrapper(const char *name) __attribute__((weak));
+
+#endif

@@ -1,0 +1,265 @@
+/* hooks_driver.c: the CUDA driver's memory calls (cuMem*, cuIpc*, VMM, pools, graph allocations): call the real one, then record. */
+#include <errno.h>
+
+#include "hooks.h"
+
+#define U64(x) ((uint64_t)(uintptr_t)(x))
+#define ALWAYS static inline __attribute__((always_inline))
+
+/* Recording keeps errno as the real call left it. */
+ALWAYS void rec_result(enum gmt_api api, enum gmt_kind kind, CUresult r, uint64_t address,
+                       uint64_t bytes, int device, uint64_t stream, uint64_t related,
+                       uint64_t offset)
+{
+    int e = errno;
+    if (r == CUDA_SUCCESS)
+        gmt_event_alloc(api, kind, address, bytes, device, stream, related, offset);
+    else
+        gmt_event_fail(api, kind, bytes, device, (int)r);
+    errno = e;
+}
+
+ALWAYS void rec_free(enum gmt_api api, uint64_t address, uint64_t stream)
+{
+    int e = errno;
+    gmt_event_free(api, address, stream);
+    errno = e;
+}
+
+/* Allocation: run the real call with nested hooks silenced, then record once. */
+#define ALLOC_BODY(api, kind, call, address, bytes, device, stream, related, offset)         \
+    do {                                                                                 \
+        if (!gmt_hook_enter())                                                           \
+            return call;                                                                 \
+        CUresult r = call;                                                               \
+        gmt_hook_leave();                                                                \
+        rec_result(api, kind, r, r == CUDA_SUCCESS ? (address) : 0, bytes, device, stream, \
+                   related, offset);                                                     \
+        return r;                                                                        \
+    } while (0)
+
+/* Release: recorded before the real call, so the address can't be reused in between. */
+#define FREE_BODY(api, call, address, stream)                                            \
+    do {                                                                                 \
+        if (!gmt_hook_enter())                                                           \
+            return call;                                                                 \
+        rec_free(api, address, stream);                                                  \
+        CUresult r = call;                                                               \
+        gmt_hook_leave();                                                                \
+        return r;                                                                        \
+    } while (0)
+
+ALWAYS CUresult gmt_body_cuMemAlloc(gmt_fn_cuMemAlloc_v2 *real, CUdeviceptr *dptr, size_t bytes)
+{
+    ALLOC_BODY(GMT_API_cuMemAlloc, GMT_KIND_DEVICE, real(dptr, bytes), *dptr, bytes, -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemFree(gmt_fn_cuMemFree_v2 *real, CUdeviceptr dptr)
+{
+    FREE_BODY(GMT_API_cuMemFree, real(dptr), dptr, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemAllocPitch(gmt_fn_cuMemAllocPitch_v2 *real, CUdeviceptr *dptr,
+                                         size_t *pitch, size_t w, size_t h, unsigned int elem)
+{
+    if (!gmt_hook_enter())
+        return real(dptr, pitch, w, h, elem);
+    CUresult r = real(dptr, pitch, w, h, elem);
+    gmt_hook_leave();
+    int e = errno;
+    if (r == CUDA_SUCCESS)
+        gmt_event_alloc(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, *dptr, (uint64_t)*pitch * h,
+                        -1, 0, 0, 0);
+    else
+        gmt_event_fail(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r);
+    errno = e;
+    return r;
+}
+
+ALWAYS CUresult gmt_body_cuMemAllocManaged(gmt_fn_cuMemAllocManaged *real, CUdeviceptr *dptr,
+                                           size_t bytes, unsigned int flags)
+{
+    ALLOC_BODY(GMT_API_cuMemAllocManaged, GMT_KIND_MANAGED, real(dptr, bytes, flags), *dptr,
+               bytes, -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemAllocHost(gmt_fn_cuMemAllocHost_v2 *real, void **pp, size_t bytes)
+{
+    ALLOC_BODY(GMT_API_cuMemAllocHost, GMT_KIND_HOST_PINNED, real(pp, bytes), U64(*pp), bytes,
+               -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemHostAlloc(gmt_fn_cuMemHostAlloc *real, void **pp, size_t bytes,
+                                        unsigned int flags)
+{
+    ALLOC_BODY(GMT_API_cuMemHostAlloc, GMT_KIND_HOST_PINNED, real(pp, bytes, flags), U64(*pp),
+               bytes, -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemFreeHost(gmt_fn_cuMemFreeHost *real, void *p)
+{
+    FREE_BODY(GMT_API_cuMemFreeHost, real(p), U64(p), 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemHostRegister(gmt_fn_cuMemHostRegister_v2 *real, void *p,
+                                           size_t bytes, unsigned int flags)
+{
+    ALLOC_BODY(GMT_API_cuMemHostRegister, GMT_KIND_HOST_REGISTERED, real(p, bytes, flags),
+               U64(p), bytes, -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemHostUnregister(gmt_fn_cuMemHostUnregister *real, void *p)
+{
+    FREE_BODY(GMT_API_cuMemHostUnregister, real(p), U64(p), 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemAllocAsync(gmt_fn_cuMemAllocAsync *real, CUdeviceptr *dptr,
+                                         size_t bytes, CUstream s)
+{
+    ALLOC_BODY(GMT_API_cuMemAllocAsync, GMT_KIND_POOL_ALLOC, real(dptr, bytes, s), *dptr, bytes,
+               -1, U64(s), 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemAllocFromPoolAsync(gmt_fn_cuMemAllocFromPoolAsync *real,
+                                                 CUdeviceptr *dptr, size_t bytes,
+                                                 CUmemoryPool pool, CUstream s)
+{
+    ALLOC_BODY(GMT_API_cuMemAllocFromPoolAsync, GMT_KIND_POOL_ALLOC, real(dptr, bytes, pool, s),
+               *dptr, bytes, -1, U64(s), U64(pool), 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemFreeAsync(gmt_fn_cuMemFreeAsync *real, CUdeviceptr dptr, CUstream s)
+{
+    FREE_BODY(GMT_API_cuMemFreeAsync, real(dptr, s), dptr, U64(s));
+}
+
+static int pool_device(const CUmemPoolProps *props)
+{
+    return props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id
+                                                                         : -1;
+}
+
+ALWAYS CUresult gmt_body_cuMemPoolCreate(gmt_fn_cuMemPoolCreate *real, CUmemoryPool *pool,
+                                         const CUmemPoolProps *props)
+{
+    ALLOC_BODY(GMT_API_cuMemPoolCreate, GMT_KIND_POOL, real(pool, props), U64(*pool), 0,
+               pool_device(props), 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemPoolDestroy(gmt_fn_cuMemPoolDestroy *real, CUmemoryPool pool)
+{
+    FREE_BODY(GMT_API_cuMemPoolDestroy, real(pool), U64(pool), 0);
+}
+
+/* Trimming returns a pool's unused memory to the device: no allocation begins or ends,
+ * and the format has no record for it, so it passes through. */
+ALWAYS CUresult gmt_body_cuMemPoolTrimTo(gmt_fn_cuMemPoolTrimTo *real, CUmemoryPool pool,
+                                         size_t keep)
+{
+    return real(pool, keep);
+}
+
+static enum gmt_kind create_kind(const CUmemAllocationProp *prop)
+{
+    /* NCCL puts host memory in cuMemCreate with a host-NUMA location (FACTS.md point 3). */
+    if (prop && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                 prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                 prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT))
+        return GMT_KIND_PHYSICAL_HOST;
+    return GMT_KIND_PHYSICAL;
+}
+
+static int create_device(const CUmemAllocationProp *prop)
+{
+    return prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+}
+
+ALWAYS CUresult gmt_body_cuMemCreate(gmt_fn_cuMemCreate *real, CUmemGenericAllocationHandle *h,
+                                     size_t size, const CUmemAllocationProp *prop,
+                                     unsigned long long flags)
+{
+    ALLOC_BODY(GMT_API_cuMemCreate, create_kind(prop), real(h, size, prop, flags), *h, size,
+               create_device(prop), 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemRelease(gmt_fn_cuMemRelease *real, CUmemGenericAllocationHandle h)
+{
+    FREE_BODY(GMT_API_cuMemRelease, real(h), h, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemAddressReserve(gmt_fn_cuMemAddressReserve *real, CUdeviceptr *ptr,
+                                             size_t size, size_t align, CUdeviceptr addr,
+                                             unsigned long long flags)
+{
+    ALLOC_BODY(GMT_API_cuMemAddressReserve, GMT_KIND_VIRTUAL,
+               real(ptr, size, align, addr, flags), *ptr, size, -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemAddressFree(gmt_fn_cuMemAddressFree *real, CUdeviceptr ptr,
+                                          size_t size)
+{
+    FREE_BODY(GMT_API_cuMemAddressFree, real(ptr, size), ptr, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemMap(gmt_fn_cuMemMap *real, CUdeviceptr ptr, size_t size,
+                                  size_t offset, CUmemGenericAllocationHandle h,
+                                  unsigned long long flags)
+{
+    ALLOC_BODY(GMT_API_cuMemMap, GMT_KIND_MAPPING, real(ptr, size, offset, h, flags), ptr, size,
+               -1, 0, h, offset);
+}
+
+ALWAYS CUresult gmt_body_cuMemUnmap(gmt_fn_cuMemUnmap *real, CUdeviceptr ptr, size_t size)
+{
+    FREE_BODY(GMT_API_cuMemUnmap, real(ptr, size), ptr, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemImportFromShareableHandle(gmt_fn_cuMemImportFromShareableHandle *real,
+                                                        CUmemGenericAllocationHandle *h, void *os,
+                                                        CUmemAllocationHandleType type)
+{
+    ALLOC_BODY(GMT_API_cuMemImportFromShareableHandle, GMT_KIND_IMPORTED, real(h, os, type), *h,
+               0, -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMemRetainAllocationHandle(gmt_fn_cuMemRetainAllocationHandle *real,
+                                                     CUmemGenericAllocationHandle *h, void *addr)
+{
+    ALLOC_BODY(GMT_API_cuMemRetainAllocationHandle, GMT_KIND_RETAINED, real(h, addr), *h, 0, -1,
+               0, U64(addr), 0);
+}
+
+ALWAYS CUresult gmt_body_cuIpcOpenMemHandle(gmt_fn_cuIpcOpenMemHandle_v2 *real, CUdeviceptr *p,
+                                            CUipcMemHandle handle, unsigned int flags)
+{
+    ALLOC_BODY(GMT_API_cuIpcOpenMemHandle, GMT_KIND_IPC_MAPPING, real(p, handle, flags), *p, 0,
+               -1, 0, 0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuIpcCloseMemHandle(gmt_fn_cuIpcCloseMemHandle *real, CUdeviceptr p)
+{
+    FREE_BODY(GMT_API_cuIpcCloseMemHandle, real(p), p, 0);
+}
+
+ALWAYS CUresult gmt_body_cuGraphAddMemAllocNode(gmt_fn_cuGraphAddMemAllocNode *real,
+                                                CUgraphNode *node, CUgraph graph,
+                                                const CUgraphNode *deps, size_t ndeps,
+                                                CUDA_MEM_ALLOC_NODE_PARAMS *params)
+{
+    ALLOC_BODY(GMT_API_cuGraphAddMemAllocNode, GMT_KIND_GRAPH_MEM,
+               real(node, graph, deps, ndeps, params), params->dptr,
+               params ? params->bytesize : 0, params ? pool_device(&params->poolProps) : -1, 0,
+               0, 0);
+}
+
+ALWAYS CUresult gmt_body_cuMulticastCreate(gmt_fn_cuMulticastCreate *real,
+                                           CUmemGenericAllocationHandle *mc,
+                                           const CUmulticastObjectProp *prop)
+{
+    ALLOC_BODY(GMT_API_cuMulticastCreate, GMT_KIND_MULTICAST, real(mc, prop), *mc,
+               prop ? prop->size : 0, -1, 0, 0, 0);
+}
+
+#define GMT_X(file, ...) GMT_HOOKS_OF_DRV_##file(GMT_HOOK_DEFINE, file, __VA_ARGS__)
+GMT_HOOKS(GMT_X)
+#undef GMT_X

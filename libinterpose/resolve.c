@@ -1,0 +1,317 @@
+/* resolve.c: finds real CUDA/NCCL functions in the library that defines them, and the real dl functions without recursion. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "gmt.h"
+#include "hooks.h"
+
+/*
+ * Why not dlsym(RTLD_NEXT) alone: Python loads PyTorch, NCCL and the runtime with
+ * RTLD_LOCAL, and the runtime dlopens libcuda locally, so none of them is in the global
+ * scope a preloaded library searches (FACTS.md point 5). A library that is loaded at
+ * all is found by its soname with dlopen(RTLD_NOLOAD), or, when it was loaded under
+ * another name, through the list of loaded objects. The handles we open this way are
+ * kept: the reference pins the library, so a cached pointer can't dangle.
+ *
+ * Our own dlsym/dlvsym/dlopen are exported, so calling those names from here would
+ * come back to us. The real ones are reached through libc's dlvsym, found by reading
+ * libc's dynamic symbol table, which needs no lookup at all.
+ */
+
+static const char *const sonames[][4] = {
+    [GMT_LIB_DRIVER] = { "libcuda.so.1", "libcuda.so", NULL, NULL },
+    [GMT_LIB_RUNTIME] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so" },
+    [GMT_LIB_NCCL] = { "libnccl.so.2", "libnccl.so", NULL, NULL },
+};
+static const char *const prefixes[] = {
+    [GMT_LIB_DRIVER] = "libcuda.so",
+    [GMT_LIB_RUNTIME] = "libcudart.so",
+    [GMT_LIB_NCCL] = "libnccl.so",
+};
+#define NLIBS 3
+
+_Atomic unsigned long gmt_dl_generation;
+
+static _Atomic(void *) real_dlsym_p, real_dlvsym_p, real_dlopen_p, real_dlclose_p;
+static _Atomic int dl_state; /* 0 not yet, 1 found, -1 failed */
+
+/* ---- libc's symbol table ---- */
+
+struct elf_lookup {
+    const char *name;
+    void *found;
+};
+
+static uint32_t gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = h * 33 + *p;
+    return h;
+}
+
+static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
+{
+    /* glibc relocates these entries in place on most targets; not on all. */
+    return v < info->dlpi_addr ? info->dlpi_addr + v : v;
+}
+
+static void *lookup_in_object(const struct dl_phdr_info *info, const char *name)
+{
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn)
+        return NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const uint32_t *gnuhash = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gnuhash = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+    }
+    if (!symtab || !strtab || !gnuhash)
+        return NULL;
+    uint32_t nbuckets = gnuhash[0], symoffset = gnuhash[1], bloom_size = gnuhash[2];
+    const uint32_t *buckets = gnuhash + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t h = gnu_hash(name);
+    uint32_t i = nbuckets ? buckets[h % nbuckets] : 0;
+    if (i < symoffset)
+        return NULL;
+    for (;; i++) {
+        uint32_t ch = chain[i - symoffset];
+        const ElfW(Sym) *s = &symtab[i];
+        if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
+            strcmp(strtab + s->st_name, name) == 0)
+            return (void *)(info->dlpi_addr + s->st_value);
+        if (ch & 1)
+            return NULL;
+    }
+}
+
+static int find_in_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct elf_lookup *l = data;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (!base || (strncmp(base, "libc.so.", 8) != 0 && strncmp(base, "libdl.so.", 9) != 0))
+        return 0;
+    l->found = lookup_in_object(info, l->name);
+    return l->found != NULL;
+}
+
+typedef void *dlvsym_fn(void *, const char *, const char *);
+
+static void *next_versioned(dlvsym_fn *libc_dlvsym, const char *name)
+{
+    /* GLIBC_2.34 where dl* moved into libc; the original version before that. */
+    void *p = libc_dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+    return p ? p : libc_dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+}
+
+static bool dl_init(void)
+{
+    int st = atomic_load_explicit(&dl_state, memory_order_acquire);
+    if (GMT_LIKELY(st != 0))
+        return st > 0;
+    struct elf_lookup l = { "dlvsym", NULL };
+    dl_iterate_phdr(find_in_libc, &l);
+    dlvsym_fn *libc_dlvsym = (dlvsym_fn *)l.found;
+    if (!libc_dlvsym) {
+        atomic_store_explicit(&dl_state, -1, memory_order_release);
+        return false;
+    }
+    /* Racing threads find the same pointers; the stores are idempotent. */
+    atomic_store_explicit(&real_dlsym_p, next_versioned(libc_dlvsym, "dlsym"), memory_order_relaxed);
+    atomic_store_explicit(&real_dlvsym_p, next_versioned(libc_dlvsym, "dlvsym"), memory_order_relaxed);
+    atomic_store_explicit(&real_dlopen_p, next_versioned(libc_dlvsym, "dlopen"), memory_order_relaxed);
+    atomic_store_explicit(&real_dlclose_p, next_versioned(libc_dlvsym, "dlclose"), memory_order_relaxed);
+    bool ok = real_dlsym_p && real_dlvsym_p && real_dlopen_p && real_dlclose_p;
+    atomic_store_explicit(&dl_state, ok ? 1 : -1, memory_order_release);
+    return ok;
+}
+
+void *gmt_real_dl(enum gmt_real_dl which)
+{
+    if (!dl_init())
+        return NULL;
+    switch (which) {
+    case GMT_DL_DLSYM: return atomic_load_explicit(&real_dlsym_p, memory_order_relaxed);
+    case GMT_DL_DLVSYM: return atomic_load_explicit(&real_dlvsym_p, memory_order_relaxed);
+    case GMT_DL_DLOPEN: return atomic_load_explicit(&real_dlopen_p, memory_order_relaxed);
+    case GMT_DL_DLCLOSE: return atomic_load_explicit(&real_dlclose_p, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* ---- our own object, so a lookup never answers with one of our exports ---- */
+
+static bool is_ours(const void *p)
+{
+    Dl_info a, b;
+    return p && dladdr(p, &a) && dladdr((const void *)&is_ours, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+/* ---- handles of the defining libraries ---- */
+
+#define HANDLES_PER_LIB 8
+static _Atomic(void *) handles[NLIBS][HANDLES_PER_LIB];
+static _Atomic unsigned long handles_gen[NLIBS] = { ~0ul, ~0ul, ~0ul };
+
+typedef void *dlopen_fn(const char *, int);
+typedef void *dlsym_fn(void *, const char *);
+typedef int dlclose_fn(void *);
+
+static void keep_handle(enum gmt_lib lib, void *h)
+{
+    dlclose_fn *real_close = (dlclose_fn *)gmt_real_dl(GMT_DL_DLCLOSE);
+    for (int i = 0; i < HANDLES_PER_LIB; i++) {
+        void *cur = atomic_load_explicit(&handles[lib][i], memory_order_acquire);
+        if (cur == h)
+            goto dup; /* dlopen gave us the same object twice: drop the extra reference */
+        if (cur == NULL) {
+            void *expected = NULL;
+            if (atomic_compare_exchange_strong(&handles[lib][i], &expected, h))
+                return;
+            if (expected == h)
+                goto dup;
+        }
+    }
+dup:
+    if (real_close)
+        real_close(h);
+}
+
+struct scan {
+    enum gmt_lib lib;
+};
+
+static int open_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct scan *s = data;
+    const char *path = info->dlpi_name;
+    if (!path || !*path)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, prefixes[s->lib], strlen(prefixes[s->lib])) != 0)
+        return 0;
+    dlopen_fn *real_open = (dlopen_fn *)gmt_real_dl(GMT_DL_DLOPEN);
+    void *h = real_open ? real_open(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+    if (h)
+        keep_handle(s->lib, h);
+    return 0;
+}
+
+/* Opens (without loading) every copy of the library now in the process. Runs again
+ * only after a dlopen or dlclose somewhere, so a miss costs little when repeated. */
+static void refresh_handles(enum gmt_lib lib, bool force)
+{
+    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    if (!force && atomic_load_explicit(&handles_gen[lib], memory_order_acquire) == gen)
+        return;
+    atomic_store_explicit(&handles_gen[lib], gen, memory_order_release);
+    dlopen_fn *real_open = (dlopen_fn *)gmt_real_dl(GMT_DL_DLOPEN);
+    if (!real_open)
+        return;
+    for (int i = 0; i < 4 && sonames[lib][i]; i++) {
+        void *h = real_open(sonames[lib][i], RTLD_NOLOAD | RTLD_LAZY);
+        if (h)
+            keep_handle(lib, h);
+    }
+    struct scan s = { lib };
+    dl_iterate_phdr(open_loaded, &s);
+}
+
+static void *search_handles(enum gmt_lib lib, dlsym_fn *real_sym, const char *name)
+{
+    for (int i = 0; i < HANDLES_PER_LIB; i++) {
+        void *h = atomic_load_explicit(&handles[lib][i], memory_order_acquire);
+        if (!h)
+            break;
+        void *p = real_sym(h, name);
+        if (p && !is_ours(p))
+            return p;
+    }
+    return NULL;
+}
+
+/* Positive answers, keyed by the name's address (callers pass string literals; another
+ * copy of the same name just takes a second slot). */
+#define CACHE_SLOTS 512
+static struct {
+    _Atomic(const char *) name;
+    _Atomic(void *) fn;
+    _Atomic int lib;
+} cache[CACHE_SLOTS];
+
+static void *cache_get(enum gmt_lib lib, const char *name)
+{
+    size_t h = ((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ull >> 55;
+    for (size_t n = 0; n < 16; n++) {
+        size_t i = (h + n) % CACHE_SLOTS;
+        const char *k = atomic_load_explicit(&cache[i].name, memory_order_acquire);
+        if (k == NULL)
+            return NULL;
+        if (k == name && atomic_load_explicit(&cache[i].lib, memory_order_relaxed) == (int)lib)
+            return atomic_load_explicit(&cache[i].fn, memory_order_acquire);
+    }
+    return NULL;
+}
+
+static void cache_put(enum gmt_lib lib, const char *name, void *fn)
+{
+    size_t h = ((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ull >> 55;
+    for (size_t n = 0; n < 16; n++) {
+        size_t i = (h + n) % CACHE_SLOTS;
+        const char *expected = NULL;
+        /* The slot is claimed by its name first; readers that see the name before the
+         * function read NULL, which only means "not cached". */
+        if (atomic_compare_exchange_strong(&cache[i].name, &expected, name)) {
+            atomic_store_explicit(&cache[i].lib, (int)lib, memory_order_relaxed);
+            atomic_store_explicit(&cache[i].fn, fn, memory_order_release);
+            return;
+        }
+        if (expected == name)
+            return;
+    }
+}
+
+void *gmt_resolve(enum gmt_lib lib, const char *name)
+{
+    if ((unsigned)lib >= NLIBS || !name)
+        return NULL;
+    dlsym_fn *real_sym = (dlsym_fn *)gmt_real_dl(GMT_DL_DLSYM);
+    if (!real_sym)
+        return NULL;
+    void *p = cache_get(lib, name);
+    if (p)
+        return p;
+    gmt_ts.in_lib++;
+    p = real_sym(RTLD_NEXT, name);
+    if (p && is_ours(p))
+        p = NULL;
+    if (!p) {
+        refresh_handles(lib, false);
+        p = search_handles(lib, real_sym, name);
+    }
+    if (!p) {
+        /* Another thread may be between bumping the generation and opening what it
+         * found: look again ourselves before answering "not found". */
+        refresh_handles(lib, true);
+        p = search_handles(lib, real_sym, name);
+    }
+    gmt_ts.in_lib--;
+    if (p)
+        cache_put(lib, name, p);
+    return p;
+}
