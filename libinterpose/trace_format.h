@@ -75,6 +75,9 @@ enum gmt_rec_type {
  * of the same thread (CLOCK_MONOTONIC). A thread's first record is THREAD, which sets
  * its clock absolutely; TIME resets it when a gap would not fit in 32 bits. Records
  * with an absolute time_ns (THREAD, TIME, MODULE_*, END) also set the thread's clock.
+ * Only the 1.0 types named here move a clock: a type added later must carry no dt and
+ * move no clock, so readers that skip it keep later times right. A record may refer
+ * to a STACK that a later chunk (another thread's) defines.
  */
 
 /* PROCESS: one per file, right after the header. Followed by host (NUL-terminated)
@@ -370,7 +373,7 @@ struct gmt_rec_end {
     uint64_t records_dropped;  /* records the writer could not keep, 0 normally */
 };
 
-/* Size of a record with `payload` bytes after the fixed part, rounded up to GMT_ALIGN. */
+/* A record's size: its fixed part plus variable parts (`bytes`), rounded up to GMT_ALIGN. */
 static inline uint32_t gmt_rec_padded(uint32_t bytes)
 {
     return (bytes + (GMT_ALIGN - 1)) & ~(uint32_t)(GMT_ALIGN - 1);
