@@ -1,0 +1,307 @@
+/* nccl_scenarios.c: NCCL call patterns for the hook tests (run with and without the tracer preloaded); prints every result, never pointers. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_cuda.h"
+#include "nccl_abi.h"
+
+/* Weak: an entry point the NCCL at hand lacks reads as NULL (untraced) and is reported
+ * "absent"; under the tracer our export answers instead. */
+#define WEAK(name, op, shape, params, args, sargs)                   \
+    extern __typeof__(nccl##name) nccl##name __attribute__((weak));  \
+    extern __typeof__(pnccl##name) pnccl##name __attribute__((weak));
+GMT_NCCL_ENTRIES(WEAK)
+#undef WEAK
+extern __typeof__(ncclGetUniqueId) ncclGetUniqueId __attribute__((weak));
+
+static ncclResult_t rc_of(const char *name, void *fn, ncclResult_t r)
+{
+    if (!fn)
+        printf("%-28s absent\n", name);
+    else
+        printf("%-28s r=%d\n", name, (int)r);
+    return r;
+}
+/* CALL(P, Name, (args)): calls P##Name if it exists and prints its result. */
+#define CALL(p, name, args) \
+    rc_of(#p #name, (void *)p##name, p##name ? p##name args : ncclInternalError)
+
+#define COUNT 1024
+static float *sendb[2], *recvb[2];
+static cudaStream_t streams[2];
+
+static void buffers(void)
+{
+    float host[COUNT * 2];
+    for (int d = 0; d < 2; d++) {
+        cudaSetDevice(d);
+        cudaStreamCreate(&streams[d]);
+        cudaMalloc((void **)&sendb[d], sizeof host);
+        cudaMalloc((void **)&recvb[d], sizeof host);
+        for (int i = 0; i < COUNT * 2; i++)
+            host[i] = (float)(i % 13 + d);
+        cudaMemcpy(sendb[d], host, sizeof host, cudaMemcpyHostToDevice);
+        cudaMemset(recvb[d], 0, sizeof host);
+    }
+    cudaSetDevice(0);
+}
+
+static void print_sums(const char *what)
+{
+    float host[COUNT * 2];
+    for (int d = 0; d < 2; d++) {
+        cudaSetDevice(d);
+        cudaStreamSynchronize(streams[d]);
+        cudaMemcpy(host, recvb[d], sizeof host, cudaMemcpyDeviceToHost);
+        double s = 0;
+        for (int i = 0; i < COUNT * 2; i++)
+            s += host[i] * (i % 5 + 1);
+        printf("%-28s rank %d sum %.1f\n", what, d, s);
+    }
+    cudaSetDevice(0);
+}
+
+/* Both ranks of a 2-device clique from one thread: a group around the pair. */
+#define PAIR(p, name, a0, a1)          \
+    do {                               \
+        CALL(p, GroupStart, ());       \
+        CALL(p, name, a0);             \
+        CALL(p, name, a1);             \
+        CALL(p, GroupEnd, ());         \
+        print_sums(#p #name);          \
+    } while (0)
+
+#define ALL_COLLECTIVES(p, c)                                                                    \
+    do {                                                                                         \
+        PAIR(p, AllReduce, (sendb[0], recvb[0], COUNT, ncclFloat32, ncclSum, c[0], streams[0]),  \
+             (sendb[1], recvb[1], COUNT, ncclFloat32, ncclSum, c[1], streams[1]));               \
+        PAIR(p, AllGather, (sendb[0], recvb[0], COUNT, ncclFloat32, c[0], streams[0]),           \
+             (sendb[1], recvb[1], COUNT, ncclFloat32, c[1], streams[1]));                        \
+        PAIR(p, ReduceScatter,                                                                   \
+             (sendb[0], recvb[0], COUNT / 2, ncclFloat32, ncclSum, c[0], streams[0]),            \
+             (sendb[1], recvb[1], COUNT / 2, ncclFloat32, ncclSum, c[1], streams[1]));           \
+        PAIR(p, Broadcast, (sendb[0], recvb[0], COUNT, ncclFloat32, 0, c[0], streams[0]),        \
+             (sendb[1], recvb[1], COUNT, ncclFloat32, 0, c[1], streams[1]));                     \
+        PAIR(p, Bcast, (recvb[0], COUNT, ncclFloat32, 1, c[0], streams[0]),                      \
+             (recvb[1], COUNT, ncclFloat32, 1, c[1], streams[1]));                               \
+        PAIR(p, Reduce, (sendb[0], recvb[0], COUNT, ncclFloat32, ncclMax, 0, c[0], streams[0]),  \
+             (sendb[1], recvb[1], COUNT, ncclFloat32, ncclMax, 0, c[1], streams[1]));            \
+        PAIR(p, AlltoAll, (sendb[0], recvb[0], COUNT / 2, ncclFloat32, c[0], streams[0]),        \
+             (sendb[1], recvb[1], COUNT / 2, ncclFloat32, c[1], streams[1]));                    \
+        PAIR(p, Gather, (sendb[0], recvb[0], COUNT / 2, ncclFloat32, 1, c[0], streams[0]),       \
+             (sendb[1], recvb[1], COUNT / 2, ncclFloat32, 1, c[1], streams[1]));                 \
+        PAIR(p, Scatter, (sendb[0], recvb[0], COUNT / 2, ncclFloat32, 0, c[0], streams[0]),      \
+             (sendb[1], recvb[1], COUNT / 2, ncclFloat32, 0, c[1], streams[1]));                 \
+        CALL(p, GroupStart, ());                                                                 \
+        CALL(p, Send, (sendb[0], COUNT, ncclFloat32, 1, c[0], streams[0]));                      \
+        CALL(p, Recv, (recvb[1], COUNT, ncclFloat32, 0, c[1], streams[1]));                      \
+        CALL(p, GroupEnd, ());                                                                   \
+        print_sums(#p "Send/Recv");                                                              \
+    } while (0)
+
+#define ALL_COMM_CALLS(p, c)                                                                     \
+    do {                                                                                         \
+        ncclUniqueId id;                                                                         \
+        memset(&id, 0, sizeof id);                                                               \
+        if (ncclGetUniqueId)                                                                     \
+            ncclGetUniqueId(&id);                                                                \
+        ncclComm_t r[2] = {0, 0}, s[2] = {0, 0}, k[2] = {0, 0}, sh = 0;                          \
+        ncclConfig_t cfg = {sizeof cfg, GMT_NCCL_CONFIG_MAGIC, GMT_NCCL_VERSION_CODE,            \
+                            GMT_NCCL_CONFIG_UNDEF_INT, GMT_NCCL_CONFIG_UNDEF_INT,                \
+                            GMT_NCCL_CONFIG_UNDEF_INT, GMT_NCCL_CONFIG_UNDEF_INT, NULL,          \
+                            GMT_NCCL_CONFIG_UNDEF_INT, GMT_NCCL_CONFIG_UNDEF_INT, NULL,          \
+                            GMT_NCCL_CONFIG_UNDEF_INT, GMT_NCCL_CONFIG_UNDEF_INT,                \
+                            GMT_NCCL_CONFIG_UNDEF_INT, GMT_NCCL_CONFIG_UNDEF_INT,                \
+                            GMT_NCCL_CONFIG_UNDEF_INT, GMT_NCCL_CONFIG_UNDEF_INT};               \
+        CALL(p, GroupStart, ());                                                                 \
+        cudaSetDevice(0);                                                                        \
+        CALL(p, CommInitRank, (&r[0], 2, id, 0));                                                \
+        cudaSetDevice(1);                                                                        \
+        CALL(p, CommInitRank, (&r[1], 2, id, 1));                                                \
+        CALL(p, GroupEnd, ());                                                                   \
+        if (ncclGetUniqueId)                                                                     \
+            ncclGetUniqueId(&id);                                                                \
+        CALL(p, GroupStart, ());                                                                 \
+        cudaSetDevice(0);                                                                        \
+        CALL(p, CommInitRankConfig, (&k[0], 2, id, 0, &cfg));                                    \
+        cudaSetDevice(1);                                                                        \
+        CALL(p, CommInitRankConfig, (&k[1], 2, id, 1, &cfg));                                    \
+        CALL(p, GroupEnd, ());                                                                   \
+        CALL(p, GroupStart, ());                                                                 \
+        CALL(p, CommSplit, (c[0], 0, 0, &s[0], NULL));                                           \
+        CALL(p, CommSplit, (c[1], 0, 1, &s[1], NULL));                                           \
+        CALL(p, GroupEnd, ());                                                                   \
+        int excl = 1;                                                                            \
+        CALL(p, CommShrink, (s[0], &excl, 1, &sh, NULL, 0));                                     \
+        void *h[2] = {0, 0};                                                                     \
+        ncclWindow_t w[2] = {0, 0};                                                              \
+        CALL(p, GroupStart, ());                                                                 \
+        CALL(p, CommRegister, (c[0], sendb[0], COUNT * 4, &h[0]));                               \
+        CALL(p, CommRegister, (c[1], sendb[1], COUNT * 4, &h[1]));                               \
+        CALL(p, CommWindowRegister, (c[0], recvb[0], COUNT * 4, &w[0], 0));                      \
+        CALL(p, CommWindowRegister, (c[1], recvb[1], COUNT * 4, &w[1], 0));                      \
+        CALL(p, GroupEnd, ());                                                                   \
+        CALL(p, GroupStart, ());                                                                 \
+        CALL(p, CommDeregister, (c[0], h[0]));                                                   \
+        CALL(p, CommDeregister, (c[1], h[1]));                                                   \
+        CALL(p, CommWindowDeregister, (c[0], w[0]));                                             \
+        CALL(p, CommWindowDeregister, (c[1], w[1]));                                             \
+        CALL(p, GroupEnd, ());                                                                   \
+        void *m = NULL;                                                                          \
+        if (CALL(p, MemAlloc, (&m, 3u << 20)) == ncclSuccess)                                    \
+            CALL(p, MemFree, (m));                                                               \
+        ncclSimInfo_t sim = {sizeof sim, 0x74685283u, GMT_NCCL_VERSION_CODE, -1.0f};             \
+        CALL(p, GroupStart, ());                                                                 \
+        CALL(p, AllReduce, (sendb[0], recvb[0], COUNT, ncclFloat32, ncclSum, c[0], streams[0])); \
+        CALL(p, AllReduce, (sendb[1], recvb[1], COUNT, ncclFloat32, ncclSum, c[1], streams[1])); \
+        CALL(p, GroupSimulateEnd, (&sim));                                                       \
+        CALL(p, CommRevoke, (k[0], 0));                                                          \
+        CALL(p, CommRevoke, (k[1], 0));                                                          \
+        CALL(p, CommFinalize, (r[0]));                                                           \
+        CALL(p, CommFinalize, (r[1]));                                                           \
+        CALL(p, CommDestroy, (r[0]));                                                            \
+        CALL(p, CommDestroy, (r[1]));                                                            \
+        CALL(p, CommAbort, (k[0]));                                                              \
+        CALL(p, CommAbort, (k[1]));                                                              \
+        if (sh)                                                                                  \
+            CALL(p, CommDestroy, (sh));                                                          \
+        CALL(p, CommDestroy, (s[0]));                                                            \
+        CALL(p, CommDestroy, (s[1]));                                                            \
+    } while (0)
+
+/* Every entry point under both names; results and data printed. */
+static int calls(void)
+{
+    ncclComm_t a[2] = {0, 0}, b[2] = {0, 0};
+    buffers();
+    if (CALL(nccl, CommInitAll, (a, 2, NULL)) != ncclSuccess)
+        return 1;
+    if (CALL(pnccl, CommInitAll, (b, 2, NULL)) != ncclSuccess)
+        return 1;
+    ALL_COLLECTIVES(nccl, a);
+    ALL_COLLECTIVES(pnccl, b);
+    ALL_COMM_CALLS(nccl, a);
+    ALL_COMM_CALLS(pnccl, b);
+    int dl[2] = {0, 1};
+    CALL(nccl, CommDestroy, (a[0]));
+    CALL(nccl, CommDestroy, (a[1]));
+    CALL(pnccl, CommDestroy, (b[0]));
+    CALL(pnccl, CommDestroy, (b[1]));
+    (void)dl;
+    return 0;
+}
+
+/* Two threads, one rank each on its own device: bare all_reduces on a communicator made
+ * with ncclCommInitRank; the first one connects (the proxy thread allocates). */
+static ncclUniqueId bare_id;
+static int bare_iters = 3;
+static void *bare_rank(void *arg)
+{
+    int rank = (int)(long)arg;
+    ncclComm_t c;
+    cudaSetDevice(rank);
+    if (ncclCommInitRank(&c, 2, bare_id, rank) != ncclSuccess) {
+        printf("rank %d init failed\n", rank);
+        return NULL;
+    }
+    for (int i = 0; i < bare_iters; i++) {
+        ncclResult_t r = ncclAllReduce(sendb[rank], recvb[rank], COUNT, ncclFloat32, ncclSum, c,
+                                       streams[rank]);
+        cudaStreamSynchronize(streams[rank]);
+        printf("rank %d all_reduce %d r=%d\n", rank, i, (int)r);
+    }
+    ncclCommDestroy(c);
+    return NULL;
+}
+
+static int bare(void)
+{
+    buffers();
+    ncclGetUniqueId(&bare_id);
+    pthread_t t[2];
+    for (long r = 0; r < 2; r++)
+        pthread_create(&t[r], NULL, bare_rank, (void *)r);
+    for (int r = 0; r < 2; r++)
+        pthread_join(t[r], NULL);
+    print_sums("bare");
+    return 0;
+}
+
+/* One thread, ncclCommInitAll over 2 devices, grouped collectives (2 rounds); then a
+ * second clique on the same devices, so each device has two communicators. */
+static int group(void)
+{
+    ncclComm_t a[2], b[2];
+    buffers();
+    if (ncclCommInitAll(a, 2, NULL) != ncclSuccess || ncclCommInitAll(b, 2, NULL) != ncclSuccess)
+        return 1;
+    for (int round = 0; round < 2; round++) {
+        ncclGroupStart();
+        for (int d = 0; d < 2; d++)
+            ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, a[d], streams[d]);
+        for (int d = 0; d < 2; d++)
+            ncclAllGather(sendb[d], recvb[d], COUNT, ncclFloat32, a[d], streams[d]);
+        printf("group end r=%d\n", (int)ncclGroupEnd());
+        print_sums("group");
+    }
+    ncclGroupStart();
+    for (int d = 0; d < 2; d++)
+        ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, b[d], streams[d]);
+    printf("group end r=%d\n", (int)ncclGroupEnd());
+    print_sums("second clique");
+    /* An invalid datatype: NCCL rejects it at the call. */
+    ncclResult_t r = ncclAllReduce(sendb[0], recvb[0], COUNT, (ncclDataType_t)99, ncclSum, a[0],
+                                   streams[0]);
+    printf("invalid datatype r=%d\n", (int)r);
+    for (int d = 0; d < 2; d++) {
+        ncclCommDestroy(a[d]);
+        ncclCommDestroy(b[d]);
+    }
+    return 0;
+}
+
+/* Communicators created inside a group: they exist once ncclGroupEnd returns. */
+static int init_in_group(void)
+{
+    ncclUniqueId id;
+    ncclComm_t c[2];
+    buffers();
+    ncclGetUniqueId(&id);
+    ncclGroupStart();
+    for (int d = 0; d < 2; d++) {
+        cudaSetDevice(d);
+        ncclCommInitRank(&c[d], 2, id, d);
+    }
+    printf("group end r=%d\n", (int)ncclGroupEnd());
+    ncclGroupStart();
+    for (int d = 0; d < 2; d++)
+        ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, c[d], streams[d]);
+    printf("group end r=%d\n", (int)ncclGroupEnd());
+    print_sums("init in group");
+    void *m = NULL;
+    printf("memalloc r=%d\n", (int)ncclMemAlloc(&m, 3u << 20));
+    printf("memfree r=%d\n", (int)ncclMemFree(m));
+    for (int d = 0; d < 2; d++)
+        ncclCommDestroy(c[d]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : "";
+    if (argc > 2)
+        bare_iters = atoi(argv[2]);
+    if (strcmp(what, "calls") == 0)
+        return calls();
+    if (strcmp(what, "bare") == 0)
+        return bare();
+    if (strcmp(what, "group") == 0)
+        return group();
+    if (strcmp(what, "init_in_group") == 0)
+        return init_in_group();
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group\n", argv[0]);
+    return 2;
+}

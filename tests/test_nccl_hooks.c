@@ -1,0 +1,532 @@
+/* test_nccl_hooks.c: the NCCL hooks and scopes: exports, pass-through, scopes/groups/COMM records in the trace, allocation attribution, MEMINFO policy. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gmt.h"
+#include "nccl_abi.h"
+#include "reader.h"
+
+#ifndef NCCL_PROG
+#define NCCL_PROG "" /* no fake NCCL yet: tests that run it are skipped */
+#endif
+
+/* ---------------------------------------------------------------- running the program */
+
+struct run {
+    char dir[64];
+    char out[128];
+    char trace[256];
+    int status;
+};
+
+/* Runs NCCL_PROG with `args` (NULL-terminated), traced when `traced`, extra environment
+ * "NAME=value" strings in `env` (NULL-terminated or NULL). stdout goes to r->out. */
+static void run_prog(struct run *r, bool traced, const char *const *args, const char *const *env)
+{
+    if (!*NCCL_PROG)
+        cr_skip_test("the fake NCCL is not built yet");
+    strcpy(r->dir, "/tmp/gmt-nccl-XXXXXX");
+    cr_assert_not_null(mkdtemp(r->dir));
+    snprintf(r->out, sizeof r->out, "%s/out.txt", r->dir);
+    r->trace[0] = 0;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        FILE *o = freopen(r->out, "w", stdout);
+        if (!o)
+            _exit(126);
+        unsetenv("LD_PRELOAD");
+        unsetenv("GPUMEMTRACE_MEMINFO");
+        if (traced) {
+            char pat[128];
+            snprintf(pat, sizeof pat, "%s/t.%%p.gmt", r->dir);
+            setenv("GPUMEMTRACE_OUTPUT", pat, 1);
+            setenv("LD_PRELOAD", LIB_SO, 1);
+        }
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        const char *argv[16] = {NCCL_PROG};
+        for (int i = 0; args[i] && i < 14; i++)
+            argv[i + 1] = args[i];
+        execv(NCCL_PROG, (char *const *)argv);
+        _exit(127);
+    }
+    cr_assert_eq(waitpid(pid, &r->status, 0), pid);
+    cr_assert(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0,
+              "%s %s exited with status 0x%x", NCCL_PROG, args[0], r->status);
+    if (traced) {
+        DIR *d = opendir(r->dir);
+        cr_assert_not_null(d);
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strstr(e->d_name, ".gmt"))
+                snprintf(r->trace, sizeof r->trace, "%s/%s", r->dir, e->d_name);
+        closedir(d);
+        cr_assert(r->trace[0], "no trace written in %s", r->dir);
+    }
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    static char buf[1 << 18];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+/* ---------------------------------------------------------------- the trace, decoded */
+
+#define MAXR 4096
+struct scope {
+    uint32_t id, parent, tid;
+    unsigned op;
+    uint64_t comm, count, t_begin, t_end;
+    int datatype, result, ended, index;
+};
+struct alloc {
+    unsigned api, kind;
+    uint64_t address, bytes, t;
+    uint32_t scope, tid;
+};
+struct comm {
+    uint64_t comm, parent, hash;
+    int rank, nranks, device, index;
+};
+struct meminfo {
+    unsigned phase;
+    uint32_t scope;
+    int device;
+};
+struct trace {
+    struct scope scopes[MAXR];
+    int nscopes;
+    struct alloc allocs[MAXR];
+    int nallocs;
+    struct comm comms[64];
+    int ncomms;
+    struct meminfo mem[MAXR];
+    int nmem;
+    int nfrees_ncclmem;
+};
+
+static struct trace T;
+
+static struct scope *scope_by_id(uint32_t id)
+{
+    for (int i = 0; i < T.nscopes; i++)
+        if (T.scopes[i].id == id)
+            return &T.scopes[i];
+    return NULL;
+}
+
+static void load(const char *path)
+{
+    memset(&T, 0, sizeof T);
+    struct gmt_reader *rd;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int rc, index = 0;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        const struct gmt_rec *h = ev.rec;
+        index++;
+        if (h->type == GMT_REC_SCOPE_BEGIN && T.nscopes < MAXR) {
+            const struct gmt_rec_scope_begin *b = (const void *)h;
+            T.scopes[T.nscopes++] = (struct scope){
+                .id = b->scope_id, .parent = b->parent_id, .tid = ev.tid, .op = h->aux,
+                .comm = b->comm, .count = b->count, .t_begin = ev.time_ns,
+                .datatype = b->datatype, .index = index};
+        } else if (h->type == GMT_REC_SCOPE_END) {
+            const struct gmt_rec_scope_end *e = (const void *)h;
+            struct scope *s = scope_by_id(e->scope_id);
+            cr_assert_not_null(s, "SCOPE_END of unknown scope %u", e->scope_id);
+            cr_expect_eq(s->op, h->aux, "scope %u begins as op %u, ends as %u", s->id, s->op, h->aux);
+            s->result = e->result;
+            s->ended++;
+            s->t_end = ev.time_ns;
+        } else if (h->type == GMT_REC_ALLOC && T.nallocs < MAXR) {
+            const struct gmt_rec_alloc *a = (const void *)h;
+            T.allocs[T.nallocs++] = (struct alloc){
+                .api = h->aux, .kind = a->kind, .address = a->address, .bytes = a->bytes,
+                .t = ev.time_ns, .scope = a->scope_id, .tid = ev.tid};
+        } else if (h->type == GMT_REC_FREE) {
+            if (h->aux == GMT_API_ncclMemFree)
+                T.nfrees_ncclmem++;
+        } else if (h->type == GMT_REC_COMM && T.ncomms < 64) {
+            const struct gmt_rec_comm *c = (const void *)h;
+            T.comms[T.ncomms++] = (struct comm){c->comm, c->parent, c->unique_id_hash, c->rank,
+                                                c->nranks, c->device, index};
+        } else if (h->type == GMT_REC_MEMINFO && T.nmem < MAXR) {
+            const struct gmt_rec_meminfo *m = (const void *)h;
+            T.mem[T.nmem++] = (struct meminfo){h->aux, m->scope_id, m->device};
+        }
+    }
+    cr_assert_geq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    for (int i = 0; i < T.nscopes; i++)
+        cr_expect_eq(T.scopes[i].ended, 1, "scope %u (op %s) ended %d times", T.scopes[i].id,
+                     gmt_op_name(T.scopes[i].op), T.scopes[i].ended);
+}
+
+static int count_op(unsigned op)
+{
+    int n = 0;
+    for (int i = 0; i < T.nscopes; i++)
+        n += T.scopes[i].op == op;
+    return n;
+}
+
+static int meminfo_of(uint32_t scope, unsigned phase)
+{
+    int n = 0;
+    for (int i = 0; i < T.nmem; i++)
+        n += T.mem[i].scope == scope && T.mem[i].phase == phase;
+    return n;
+}
+
+/* ---------------------------------------------------------------- exports */
+
+Test(nccl_hooks, exports_every_entry_point_under_both_names)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only %s", LIB_SO);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    static char syms[1 << 20];
+    size_t n = fread(syms, 1, sizeof syms - 1, p);
+    syms[n] = 0;
+    cr_assert_eq(pclose(p), 0, "nm failed on %s", LIB_SO);
+    int found = 0;
+#define CHECK_EXPORT(name, op, shape, params, args, sargs)                                     \
+    do {                                                                                       \
+        const char *want[2] = {" T nccl" #name "\n", " T pnccl" #name "\n"};                   \
+        for (int i = 0; i < 2; i++) {                                                          \
+            cr_expect_not_null(strstr(syms, want[i]), "%s not exported", want[i] + 3);         \
+            found += strstr(syms, want[i]) != NULL;                                            \
+        }                                                                                      \
+    } while (0);
+    GMT_NCCL_ENTRIES(CHECK_EXPORT)
+#undef CHECK_EXPORT
+    cr_assert_eq(found, 60, "30 entry points x 2 names, %d found", found);
+}
+
+Test(nccl_hooks, wrapper_lookup_knows_every_name_and_nothing_else)
+{
+    int n = 0;
+#define CHECK_LOOKUP(name, op, shape, params, args, sargs)                   \
+    cr_expect_eq(gmt_nccl_wrapper("nccl" #name), (void *)nccl##name);      \
+    cr_expect_eq(gmt_nccl_wrapper("pnccl" #name), (void *)pnccl##name);    \
+    n += gmt_nccl_wrapper("nccl" #name) != NULL;
+    GMT_NCCL_ENTRIES(CHECK_LOOKUP)
+#undef CHECK_LOOKUP
+    cr_expect_eq(n, 30);
+    cr_expect_null(gmt_nccl_wrapper("ncclCommCount"));
+    cr_expect_null(gmt_nccl_wrapper("ncclAllReduceX"));
+    cr_expect_null(gmt_nccl_wrapper("cuMemAlloc_v2"));
+    cr_expect_null(gmt_nccl_wrapper(NULL));
+}
+
+/* ---------------------------------------------------------------- pass-through */
+
+Test(nccl_hooks, results_and_data_pass_through_unchanged)
+{
+    const char *args[] = {"calls", NULL};
+    struct run a, b;
+    run_prog(&a, false, args, NULL);
+    run_prog(&b, true, args, NULL);
+    char *x = slurp(a.out), *y = slurp(b.out);
+    char *sx, *sy;
+    char *lx = strtok_r(x, "\n", &sx), *ly = strtok_r(y, "\n", &sy);
+    int lines = 0, present = 0;
+    for (; lx && ly; lx = strtok_r(NULL, "\n", &sx), ly = strtok_r(NULL, "\n", &sy), lines++) {
+        char name[64];
+        if (strstr(lx, " absent") && sscanf(lx, "%63s", name) == 1) {
+            /* Missing from this NCCL: our export must answer without calling anything. */
+            char want[128];
+            snprintf(want, sizeof want, "%-28s r=%d", name, (int)ncclSystemError);
+            cr_expect_str_eq(ly, want);
+        } else {
+            cr_expect_str_eq(ly, lx);
+            present += strstr(lx, " r=") != NULL;
+        }
+    }
+    cr_expect(!lx && !ly, "outputs differ in length after %d lines", lines);
+    cr_expect_gt(present, 100, "only %d calls reached the fake NCCL", present);
+    load(b.trace);
+    /* One scope per call made through either name (twins pass through). */
+    cr_expect_gt(count_op(GMT_OP_AllReduce), 4);
+    cr_expect_gt(count_op(GMT_OP_Group), 20);
+    free(x);
+    free(y);
+}
+
+/* ---------------------------------------------------------------- scopes */
+
+Test(nccl_hooks, bare_collective_is_one_scope_without_parent)
+{
+    const char *args[] = {"bare", "3", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    cr_assert_eq(count_op(GMT_OP_AllReduce), 6);
+    for (int i = 0; i < T.nscopes; i++) {
+        struct scope *s = &T.scopes[i];
+        if (s->op != GMT_OP_AllReduce)
+            continue;
+        cr_expect_eq(s->parent, 0);
+        cr_expect_neq(s->comm, 0);
+        cr_expect_eq(s->count, 1024);
+        cr_expect_eq(s->datatype, ncclFloat32);
+        cr_expect_eq(s->result, 0);
+    }
+    /* Two ranks of one unique id, each on its device. */
+    cr_assert_eq(T.ncomms, 2);
+    cr_expect_eq(T.comms[0].hash, T.comms[1].hash);
+    cr_expect_neq(T.comms[0].hash, 0);
+    cr_expect_eq(T.comms[0].rank + T.comms[1].rank, 1);
+    cr_expect_eq(T.comms[0].nranks, 2);
+    for (int i = 0; i < 2; i++)
+        cr_expect_eq(T.comms[i].device, T.comms[i].rank);
+}
+
+/* The first collective on a communicator is where NCCL connects: its buffers are
+ * allocated by another thread while the caller waits. Those allocations happen inside
+ * the first call's time window, never inside a later call's; when they carry a scope it
+ * is that first call's (or the init's). */
+Test(nccl_hooks, first_collective_allocates_later_ones_do_not)
+{
+    const char *args[] = {"bare", "3", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    int in_first = 0;
+    for (int i = 0; i < T.nscopes; i++) {
+        struct scope *s = &T.scopes[i];
+        if (s->op != GMT_OP_AllReduce)
+            continue;
+        int nth = 0; /* which call on this communicator */
+        for (int j = 0; j < i; j++)
+            nth += T.scopes[j].op == GMT_OP_AllReduce && T.scopes[j].comm == s->comm;
+        int inside = 0;
+        for (int k = 0; k < T.nallocs; k++) {
+            struct alloc *a = &T.allocs[k];
+            if (a->scope == s->id || (a->tid != s->tid && a->t > s->t_begin && a->t < s->t_end &&
+                                      (a->kind == GMT_KIND_PHYSICAL || a->kind == GMT_KIND_MAPPING)))
+                inside++;
+        }
+        if (nth == 0)
+            in_first += inside;
+        else
+            cr_expect_eq(inside, 0, "all_reduce #%d on comm 0x%llx: %d allocations", nth + 1,
+                         (unsigned long long)s->comm, inside);
+    }
+    cr_expect_gt(in_first, 0, "the first all_reduces allocated nothing");
+    for (int k = 0; k < T.nallocs; k++) {
+        struct scope *s = scope_by_id(T.allocs[k].scope);
+        if (!s || T.allocs[k].tid == s->tid)
+            continue;
+        cr_expect(s->op == GMT_OP_AllReduce || s->op == GMT_OP_CommInitRank,
+                  "foreign-thread allocation stamped with a %s scope", gmt_op_name(s->op));
+    }
+}
+
+/* Stamping proper: the proxy thread's allocations carry the first collective's scope id
+ * (gmt_scope_for_foreign_thread, used by events.c for threads without a scope). */
+Test(nccl_hooks, proxy_thread_allocations_carry_the_collective_scope)
+{
+    const char *args[] = {"bare", "2", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    int stamped = 0;
+    for (int k = 0; k < T.nallocs; k++) {
+        struct scope *s = scope_by_id(T.allocs[k].scope);
+        stamped += s && s->op == GMT_OP_AllReduce && T.allocs[k].tid != s->tid;
+    }
+    cr_expect_gt(stamped, 0, "no allocation of another thread carries an all_reduce scope");
+}
+
+Test(nccl_hooks, group_scope_holds_its_collectives_and_initall_writes_a_comm_per_device)
+{
+    const char *args[] = {"group", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    cr_assert_eq(count_op(GMT_OP_CommInitAll), 2);
+    cr_assert_eq(count_op(GMT_OP_Group), 3);
+    /* Two cliques over devices 0 and 1: four communicators, two per device. */
+    cr_assert_eq(T.ncomms, 4);
+    int per_dev[2] = {0, 0};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(T.comms[i].hash, 0);
+        cr_expect_eq(T.comms[i].parent, 0);
+        cr_expect_eq(T.comms[i].nranks, 2);
+        cr_expect_eq(T.comms[i].device, T.comms[i].rank);
+        if (T.comms[i].device >= 0 && T.comms[i].device < 2)
+            per_dev[T.comms[i].device]++;
+        for (int j = 0; j < i; j++)
+            cr_expect_neq(T.comms[i].comm, T.comms[j].comm);
+    }
+    cr_expect_eq(per_dev[0], 2);
+    cr_expect_eq(per_dev[1], 2);
+    int groups = 0;
+    for (int i = 0; i < T.nscopes; i++) {
+        struct scope *g = &T.scopes[i];
+        if (g->op != GMT_OP_Group)
+            continue;
+        int children = 0;
+        for (int j = 0; j < T.nscopes; j++)
+            children += T.scopes[j].parent == g->id;
+        cr_expect_eq(children, groups < 2 ? 4 : 2, "group %d has %d children", groups, children);
+        cr_expect_eq(g->result, 0);
+        groups++;
+    }
+    /* Each InitAll's COMM records are written inside its scope. */
+    for (int i = 0; i < T.nscopes; i++) {
+        struct scope *s = &T.scopes[i];
+        if (s->op != GMT_OP_CommInitAll)
+            continue;
+        int inside = 0;
+        for (int c = 0; c < T.ncomms; c++)
+            inside += T.comms[c].index > s->index;
+        cr_expect_geq(inside, 2);
+    }
+}
+
+Test(nccl_hooks, failed_collective_records_its_error)
+{
+    const char *args[] = {"group", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    char *out = slurp(r.out);
+    const char *p = strstr(out, "invalid datatype r=");
+    cr_assert_not_null(p);
+    int want = atoi(p + strlen("invalid datatype r="));
+    cr_expect_neq(want, 0);
+    load(r.trace);
+    int seen = 0;
+    for (int i = 0; i < T.nscopes; i++)
+        if (T.scopes[i].datatype == 99) {
+            cr_expect_eq(T.scopes[i].op, GMT_OP_AllReduce);
+            cr_expect_eq(T.scopes[i].result, want);
+            seen++;
+        }
+    cr_expect_eq(seen, 1);
+    free(out);
+}
+
+Test(nccl_hooks, communicator_created_inside_a_group)
+{
+    const char *args[] = {"init_in_group", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    cr_assert_eq(count_op(GMT_OP_CommInitRank), 2);
+    struct scope *g = NULL;
+    for (int i = 0; i < T.nscopes && !g; i++)
+        if (T.scopes[i].op == GMT_OP_Group)
+            g = &T.scopes[i];
+    cr_assert_not_null(g);
+    for (int i = 0; i < T.nscopes; i++)
+        if (T.scopes[i].op == GMT_OP_CommInitRank)
+            cr_expect_eq(T.scopes[i].parent, g->id);
+    cr_assert_eq(T.ncomms, 2);
+    for (int i = 0; i < 2; i++) {
+        /* Written once the group ended, with what the finished communicator says. */
+        cr_expect_gt(T.comms[i].index, g->index);
+        cr_expect_eq(T.comms[i].rank, i);
+        cr_expect_eq(T.comms[i].device, i);
+        cr_expect_eq(T.comms[i].nranks, 2);
+        cr_expect_neq(T.comms[i].hash, 0);
+    }
+    cr_expect_eq(T.comms[0].hash, T.comms[1].hash);
+}
+
+Test(nccl_hooks, ncclmemalloc_is_one_allocation_of_its_own_kind)
+{
+    const char *args[] = {"init_in_group", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    cr_assert_eq(count_op(GMT_OP_MemAlloc), 1);
+    uint32_t sid = 0;
+    for (int i = 0; i < T.nscopes; i++)
+        if (T.scopes[i].op == GMT_OP_MemAlloc)
+            sid = T.scopes[i].id;
+    int mine = 0, ncclmem = 0;
+    for (int k = 0; k < T.nallocs; k++) {
+        if (T.allocs[k].scope != sid)
+            continue;
+        mine++;
+        if (T.allocs[k].kind == GMT_KIND_NCCL_MEM) {
+            ncclmem++;
+            cr_expect_eq(T.allocs[k].api, GMT_API_ncclMemAlloc);
+            cr_expect_eq(T.allocs[k].bytes, 3u << 20);
+        }
+    }
+    cr_expect_eq(ncclmem, 1);
+    cr_expect_eq(mine, 1, "the cuMem calls inside ncclMemAlloc were recorded too (%d)", mine);
+    cr_expect_eq(T.nfrees_ncclmem, 1);
+}
+
+/* ---------------------------------------------------------------- MEMINFO policy */
+
+/* Sampled all_reduce scopes (BEGIN and END both present) per run of `iters` calls on
+ * each of two communicators. */
+static int sampled_allreduces(const char *policy, const char *iters)
+{
+    const char *args[] = {"bare", iters, NULL};
+    char env[64];
+    snprintf(env, sizeof env, "GPUMEMTRACE_MEMINFO=%s", policy);
+    const char *envs[] = {env, NULL};
+    struct run r;
+    run_prog(&r, true, args, policy ? envs : NULL);
+    load(r.trace);
+    int n = 0;
+    for (int i = 0; i < T.nscopes; i++) {
+        if (T.scopes[i].op != GMT_OP_AllReduce)
+            continue;
+        int b = meminfo_of(T.scopes[i].id, GMT_MEMINFO_BEGIN);
+        int e = meminfo_of(T.scopes[i].id, GMT_MEMINFO_END);
+        cr_expect_eq(b, e, "scope %u: %d BEGIN, %d END samples", T.scopes[i].id, b, e);
+        n += b > 0 && e > 0;
+    }
+    return n;
+}
+
+Test(nccl_hooks, meminfo_default_samples_first_two_per_key)
+{
+    cr_expect_eq(sampled_allreduces(NULL, "4"), 4);
+}
+
+Test(nccl_hooks, meminfo_never_samples_nothing)
+{
+    cr_expect_eq(sampled_allreduces("never", "3"), 0);
+    cr_expect_eq(T.nmem, 0);
+}
+
+Test(nccl_hooks, meminfo_always_samples_every_call)
+{
+    cr_expect_eq(sampled_allreduces("always", "3"), 6);
+}
+
+Test(nccl_hooks, meminfo_first_n_then_every_k)
+{
+    cr_expect_eq(sampled_allreduces("first:1", "3"), 2);
+    /* calls 0, 2, 4 of each communicator */
+    cr_expect_eq(sampled_allreduces("first:1,every:2", "5"), 6);
+}
+
+Test(nccl_hooks, meminfo_bad_value_warns_and_uses_the_default)
+{
+    cr_expect_eq(sampled_allreduces("sometimes", "3"), 4);
+}
