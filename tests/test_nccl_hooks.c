@@ -530,3 +530,115 @@ Test(nccl_hooks, meminfo_bad_value_warns_and_uses_the_default)
 {
     cr_expect_eq(sampled_allreduces("sometimes", "3"), 4);
 }
+
+/* ---------------------------------------------------------------- scope.c in-process */
+
+/* A trace of our own in this process (no CUDA, no NCCL here: devices are given). */
+static void open_own_trace(void)
+{
+    static char path[64];
+    strcpy(path, "/tmp/gmt-scope-XXXXXX");
+    cr_assert_not_null(mkdtemp(path));
+    strcat(path, "/t.gmt");
+    setenv("GPUMEMTRACE_OUTPUT", path, 1);
+    setenv("GPUMEMTRACE_MEMINFO", "never", 1);
+    gmt_options_load();
+    cr_assert(gmt_writer_ready());
+}
+
+struct opener {
+    int device;
+    uint32_t scope;
+    pthread_barrier_t *opened, *done;
+};
+
+/* Another thread opens a scope on `device` and keeps it open until told. */
+static void *open_and_wait(void *arg)
+{
+    struct opener *o = arg;
+    o->scope = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
+    gmt_scope_add_device(o->scope, o->device, 1);
+    pthread_barrier_wait(o->opened);
+    pthread_barrier_wait(o->done);
+    gmt_scope_end(o->scope, GMT_OP_AllReduce, 0);
+    return NULL;
+}
+
+Test(scope, foreign_thread_attribution_needs_exactly_one_thread_per_device)
+{
+    open_own_trace();
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), 0);
+    pthread_barrier_t opened, done;
+    pthread_barrier_init(&opened, NULL, 3);
+    pthread_barrier_init(&done, NULL, 3);
+    struct opener a = {0, 0, &opened, &done}, b = {1, 0, &opened, &done};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, open_and_wait, &a);
+    pthread_create(&tb, NULL, open_and_wait, &b);
+    pthread_barrier_wait(&opened);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), a.scope);
+    cr_expect_eq(gmt_scope_for_foreign_thread(1), b.scope);
+    cr_expect_eq(gmt_scope_for_foreign_thread(2), 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(-1), 0, "two threads: ambiguous");
+    /* A second thread on device 0 makes device 0 ambiguous too. */
+    uint32_t mine = gmt_scope_begin(GMT_OP_AllGather, 0, 8, ncclFloat32, -1, 0);
+    gmt_scope_add_device(mine, 0, 2);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), 0);
+    gmt_scope_end(mine, GMT_OP_AllGather, 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), a.scope);
+    pthread_barrier_wait(&done);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), 0, "closed scopes are unpublished");
+    cr_expect_eq(gmt_scope_for_foreign_thread(-1), 0);
+}
+
+Test(scope, group_is_published_for_its_members_devices_until_it_ends)
+{
+    open_own_trace();
+    uint32_t g = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
+    cr_expect_eq(gmt_current_scope(), g);
+    uint32_t c0 = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
+    gmt_scope_add_device(c0, 0, 1);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), c0, "the innermost scope while it is open");
+    gmt_scope_end(c0, GMT_OP_AllReduce, 0);
+    uint32_t c1 = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
+    gmt_scope_add_device(c1, 1, 1);
+    gmt_scope_end(c1, GMT_OP_AllReduce, 0);
+    /* ncclGroupEnd runs with only the group open: both devices point at it. */
+    cr_expect_eq(gmt_current_scope(), g);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), g);
+    cr_expect_eq(gmt_scope_for_foreign_thread(1), g);
+    cr_expect_eq(gmt_scope_for_foreign_thread(-1), g, "one thread: unambiguous");
+    gmt_scope_end(g, GMT_OP_Group, 0);
+    cr_expect_eq(gmt_current_scope(), 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(1), 0);
+}
+
+Test(scope, nesting_past_the_cap_is_counted_not_fatal)
+{
+    open_own_trace();
+    uint32_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
+    cr_expect_eq(gmt_ts.scope_depth, 40);
+    cr_expect_eq(gmt_current_scope(), ids[31], "the deepest tracked scope");
+    for (int i = 39; i >= 0; i--)
+        gmt_scope_end(ids[i], GMT_OP_Group, 0);
+    cr_expect_eq(gmt_ts.scope_depth, 0);
+    cr_expect_eq(gmt_current_scope(), 0);
+    for (int i = 1; i < 40; i++)
+        cr_expect_gt(ids[i], ids[i - 1], "scope ids increase");
+}
+
+Test(scope, a_scope_left_open_is_closed_with_its_parent)
+{
+    open_own_trace();
+    uint32_t g = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
+    uint32_t inner = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
+    cr_expect_eq(gmt_current_scope(), inner);
+    gmt_scope_end(g, GMT_OP_Group, 3);
+    cr_expect_eq(gmt_ts.scope_depth, 0);
+    cr_expect_eq(gmt_current_scope(), 0);
+}
