@@ -190,6 +190,16 @@ def cmd_compare(a):
     return 0
 
 
+def cmd_parse(a):
+    bad = 0
+    for t in load_traces(a.dump):
+        print(f"parse: {t.path}: pid {t.pid} rank {t.rank}, {t.nallocs} ALLOC, "
+              f"{len(t.scopes)} SCOPE_BEGIN, {len(t.meminfo)} sampled scopes, "
+              f"{'complete' if t.complete else 'cut'}")
+        bad += t.pid is None or t.nallocs == 0
+    return 1 if bad else 0
+
+
 def cmd_allocs(a):
     traces = load_traces(a.dump)
     sizes = {}
@@ -395,6 +405,8 @@ def main():
     p.add_argument("--dump", nargs="+", required=True)
     p.add_argument("--json", nargs="+", required=True)
     p.add_argument("--tolerance-mib", type=float, default=4)
+    p = sub.add_parser("parse", help="what the checks read from dumps (PROCESS and ALLOCs needed)")
+    p.add_argument("dump", nargs="+")
     sub.add_parser("selftest", help="the checks on synthetic input")
     a = ap.parse_args()
     for attr in ("dump", "log", "json"):
@@ -402,7 +414,7 @@ def main():
         if isinstance(v, list):  # let the shell pass globs that matched nothing
             setattr(a, attr, [x for g in v for x in (glob.glob(g) or [g]) if os.path.exists(x)])
     return {"compare": cmd_compare, "allocs": cmd_allocs, "nccl-log": cmd_nccl_log,
-            "meminfo": cmd_meminfo, "selftest": cmd_selftest}[a.cmd](a)
+            "meminfo": cmd_meminfo, "parse": cmd_parse, "selftest": cmd_selftest}[a.cmd](a)
 
 
 if __name__ == "__main__":

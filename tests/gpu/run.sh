@@ -11,6 +11,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=${GPUMEMTRACE_BUILD:-$repo/build}
+[ -d "$build" ] && build=$(cd "$build" && pwd) # LD_PRELOAD must not depend on the cwd
 lib=$build/libgpumemtrace.so
 cli=$build/gpumemtrace
 check="$here/gpucheck.py"
@@ -93,6 +94,11 @@ fi
 if [ -x "$cli" ] && ! "$cli" dump --help >/dev/null 2>&1; then
   echo "   $cli does not run here:"; ldd "$cli" 2>&1 | grep -E 'not found|error' | sed 's/^/   | /'
   pre_ok=0
+elif [ -x "$cli" ] && [ -n "$py" ] && [ -f "$repo/tests/golden/sample.gmt" ]; then
+  # The dump format as this CLI prints it must be what gpucheck.py parses.
+  "$cli" dump "$repo/tests/golden/sample.gmt" >"$work/sample.dump" 2>&1 &&
+    "$py" "$check" parse "$work/sample.dump" | sed 's/^/   /' ||
+    { echo "   gpucheck.py cannot read this CLI's dump output"; pre_ok=0; }
 fi
 nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
 cuda_home=${CUDA_HOME:-$( [ -n "$nvcc" ] && cd "$(dirname "$nvcc")/.." && pwd )}
