@@ -1,0 +1,29 @@
+/* hook_plugin.c: a plugin linked with the fake runtime, loaded with RTLD_LOCAL the way Python loads PyTorch. */
+#include "fake_cuda.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Allocates through the PLT, and looks a runtime name up with RTLD_DEFAULT: glibc
+ * searches this library's local scope too, where the runtime is. Prints its results. */
+EXPORT int hook_plugin_run(void)
+{
+    void *p = NULL;
+    cudaError_t r = cudaMalloc(&p, 5u << 20);
+    printf("plugin cudaMalloc r=%d\n", (int)r);
+    if (r == cudaSuccess)
+        printf("plugin cudaFree r=%d\n", (int)cudaFree(p));
+    void *local = dlsym(RTLD_DEFAULT, "cudaStreamCreate");
+    printf("plugin RTLD_DEFAULT cudaStreamCreate %s\n", local ? "found" : "missing");
+    void *hooked = dlsym(RTLD_DEFAULT, "cudaMalloc");
+    printf("plugin RTLD_DEFAULT cudaMalloc %s\n", hooked ? "found" : "missing");
+    if (hooked) {
+        r = ((cudaError_t(*)(void **, size_t))hooked)(&p, 6u << 20);
+        printf("plugin cudaMalloc via RTLD_DEFAULT r=%d\n", (int)r);
+        if (r == cudaSuccess)
+            cudaFree(p);
+    }
+    return 0;
+}
