@@ -36,14 +36,13 @@ FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/
 FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
 FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so
 
-FAKE_PROG_NAMES := fake_cudart fake_cudart_static
+FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_nccl_2proc fake_nccl_1proc
 FAKE_PROGS    := $(FAKE_PROG_NAMES:%=$(FAKES_DIR)/progs/%)
 $(foreach p,$(FAKE_PROG_NAMES),$(eval FAKE_PROG_$(p) := $(FAKES_DIR)/progs/$(p)))
 
 .PHONY: fakes
 fakes: $(FAKE_LIBS) $(FAKE_PROGS)
-# Until NCCL lands, only the driver and the runtime hang on test-extras.
-test-extras: $(FAKE_RT_LIBS) $(FAKE_PROGS)
+test-extras: fakes
 
 FAKE_HDRS := $(wildcard tests/fakes/*.h)
 

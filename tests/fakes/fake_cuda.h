@@ -417,6 +417,9 @@ struct fakecudart_resolution {
     void *get_proc_address;    /* the cuGetProcAddress_v2 pointer in use (after replacing) */
 };
 int fakecudart_resolution(struct fakecudart_resolution *out);
+/* Hidden in both builds (the fake NCCL calls it in its static runtime): loads a module
+ * of `bytes` into the current device's context once per device and slot. */
+cudaError_t fakecudart_load_module_once(int slot, unsigned long long bytes);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,8 @@
     X(memcpy_dtoh, "cuMemcpyDtoH", 3020, 0, "cuMemcpyDtoH_v2")                                \
     X(memcpy_dtod, "cuMemcpyDtoD", 3020, 0, "cuMemcpyDtoD_v2")                                \
     X(memcpy_any, "cuMemcpy", 4000, 0, "cuMemcpy")                                            \
-    X(memset8, "cuMemsetD8", 3020, 0, "cuMemsetD8_v2")
+    X(memset8, "cuMemsetD8", 3020, 0, "cuMemsetD8_v2")                                      \
+    X(module_load, "cuModuleLoadData", 2000, 0, "cuModuleLoadData")
 
 static struct {
     CUresult (*init)(unsigned);
@@ -100,6 +101,7 @@ static struct {
     CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memcpy_any)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memset8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*module_load)(CUmodule *, const void *);
 } drv;
 
 static const struct entry {
@@ -572,6 +574,25 @@ API const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorUnknown: return "unknown error";
     }
     return "unrecognized error code";
+}
+
+/* Stands for the lazy loading of a library's kernels into the current context (what
+ * cudart does for the fatbins a library registered): once per device and slot. */
+__attribute__((visibility("hidden"))) cudaError_t fakecudart_load_module_once(int slot, unsigned long long bytes)
+{
+    static CUmodule loaded[MAX_DEVICES][4];
+    NEED_CTX();
+    int dev = 0;
+    cudaGetDevice(&dev);
+    if (slot < 0 || slot >= 4 || !drv.module_load) return set_error(cudaErrorInvalidValue);
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_SUCCESS;
+    if (!loaded[dev][slot]) {
+        struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, bytes};
+        r = drv.module_load(&loaded[dev][slot], &img);
+    }
+    pthread_mutex_unlock(&lock);
+    return ret(r);
 }
 
 /* ------------------------------------------------------------------ test interface */
