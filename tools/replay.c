@@ -262,6 +262,8 @@ static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
             if (sr->live_at_end > sr->live_max)
                 sr->live_max = sr->live_at_end;
             struct gmt_dev_report *d = &rep->dev[ds];
+            if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
+                d->cat_peak[l->cat] = S->by_cat[ds][l->cat];
             if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
                 d->peak = S->tracked[ds];
                 d->peak_time = e->time;

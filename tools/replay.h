@@ -30,6 +30,7 @@ struct gmt_dev_report {
     uint64_t peak_time;                /* ns */
     uint32_t peak_scope;               /* scope id in flight at the peak (innermost on any thread), 0 none */
     uint64_t peak_by_cat[GMT_MAX_CATS];
+    uint64_t cat_peak[GMT_MAX_CATS];   /* each category's own highest tracked bytes (in the window) */
     uint64_t end;                      /* tracked device bytes at the end of the trace */
     uint64_t end_by_cat[GMT_MAX_CATS];
     uint64_t host_peak, host_end;      /* pinned host bytes */
