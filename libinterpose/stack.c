@@ -158,14 +158,24 @@ static bool setup(void)
     return true;
 }
 
+/* Four independent multiply chains: one chain's latency per frame made hashing a deep
+ * stack cost as much as unwinding it. Collisions only cost a compare. */
 static uint64_t hash_frames(const uint64_t *ip, uint32_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (uint32_t i = 0; i < n; i++) {
-        h ^= ip[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    const uint64_t k = 0x9e3779b97f4a7c15ull;
+    uint64_t h0 = n, h1 = 1, h2 = 2, h3 = 3;
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        h0 = (h0 ^ ip[i]) * k;
+        h1 = (h1 ^ ip[i + 1]) * k;
+        h2 = (h2 ^ ip[i + 2]) * k;
+        h3 = (h3 ^ ip[i + 3]) * k;
     }
+    for (; i < n; i++)
+        h0 = (h0 ^ ip[i]) * k;
+    uint64_t h = h0 ^ (h1 >> 7 | h1 << 57) ^ (h2 >> 19 | h2 << 45) ^ (h3 >> 31 | h3 << 33);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
     h *= 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 33;
