@@ -37,7 +37,7 @@ $(HOOK_DIR)/hook_scope: tests/progs/hook_scope.c $(HOOK_DIR)/libhook_next_a.so $
 	$(CC) $(FAKE_CFLAGS) -o $@ $< -L$(HOOK_ABS) -Wl,-rpath,$(HOOK_ABS) -Wl,--no-as-needed \
 	  -lhook_next_a -lhook_next_b $(FAKE_LDFLAGS) -lcuda
 
-HOOK_TEST_DEFS = -DHOOK_DIR='"$(HOOK_ABS)"' -DHOOK_LIB='"$(abspath $(LIB_SO))"' \
+HOOK_TEST_DEFS = -DHOOK_SRC='"$(abspath .)"' -DHOOK_DIR='"$(HOOK_ABS)"' -DHOOK_LIB='"$(abspath $(LIB_SO))"' \
                  -DHOOK_FAKES='"$(FAKES_ABS)"' -DHOOK_STATIC_PROG='"$(abspath $(FAKES_DIR))/progs/fake_cudart_static"'
 $(BUILD)/tests/test_intercept $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: private ALLCFLAGS += $(HOOK_TEST_DEFS)
 $(BUILD)/tests/test_intercept $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: $(HOOK_PROGS) $(LIB_SO) $(FAKE_PROGS)
