@@ -21,7 +21,7 @@
 struct run {
     char dir[64];
     char out[128];
-    char trace[256];
+    char trace[64 + 2 + 256];
     int status;
 };
 
