@@ -205,9 +205,8 @@ static const char *op_label(const struct gmt_analysis *a, uint32_t scope_id, cha
         snprintf(buf, len, "-");
         return buf;
     }
-    char tb[GMT_FMT_LEN];
-    snprintf(buf, len, "%s #%u at %s s", gmt_op_name(s->op), s->id,
-             gmt_fmt_seconds(tb, sizeof tb, (int64_t)(s->t_begin - a->t.t_first)));
+    snprintf(buf, len, "%s #%u at %.3f s", gmt_op_name(s->op), s->id,
+             (double)(s->t_begin - a->t.t_first) / 1e9);
     return buf;
 }
 
@@ -307,7 +306,7 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         char bpeak[32], bend[32], bu[32], bused[32], bt[32], lab[96];
         gmt_fmt_bytes(bpeak, sizeof bpeak, r->peak);
         gmt_fmt_bytes(bend, sizeof bend, r->end);
-        gmt_fmt_seconds(bt, sizeof bt, r->peak_time ? (int64_t)(r->peak_time - a->t.t_first) : 0);
+        snprintf(bt, sizeof bt, "%.3f", r->peak_time ? (double)(r->peak_time - a->t.t_first) / 1e9 : 0.0);
         if (r->has_used) {
             gmt_fmt_sbytes(bu, sizeof bu, (int64_t)r->used_max - (int64_t)r->tracked_at_used_max);
             gmt_fmt_bytes(bused, sizeof bused, r->used_max);
@@ -317,7 +316,7 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         }
         char dn[16];
         snprintf(dn, sizeof dn, "%d", r->device);
-        fprintf(out, "  %-6s %10s %10.10s s %10s %10s %10s  %s\n", r->device < 0 ? "?" : dn, bpeak,
+        fprintf(out, "  %-6s %10s %10s s %10s %10s %10s  %s\n", r->device < 0 ? "?" : dn, bpeak,
                 bt, bend, bu, bused, op_label(a, r->peak_scope, lab, sizeof lab));
         fprintf(out, "         at the peak:");
         for (size_t c = 0; c < a->n_cats; c++)
@@ -430,9 +429,9 @@ static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt
         const struct gmt_fail_row *f = &rep->fails[i];
         if (!dev_selected(o, f->device))
             continue;
-        char b1[32], b2[32], t[32], lab[96], line[1024];
-        fprintf(out, "  %s s  %s of %s on device %d failed (error %d), %s tracked then; in flight: %s\n",
-                gmt_fmt_seconds(t, sizeof t, (int64_t)(f->time - a->t.t_first)), gmt_api_name(f->api),
+        char b1[32], b2[32], lab[96], line[1024];
+        fprintf(out, "  %.3f s  %s of %s on device %d failed (error %d), %s tracked then; in flight: %s\n",
+                (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
                 gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device, f->error,
                 gmt_fmt_bytes(b2, sizeof b2, f->tracked), op_label(a, f->scope, lab, sizeof lab));
         fprintf(out, "      live:");

@@ -316,6 +316,21 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         slot->rank = c->rank;
         slot->nranks = c->nranks;
         slot->device = c->device;
+        /* an init or split scope opens before its communicator exists: the COMM record
+         * its thread writes on return names it */
+        for (size_t i = t->n_scopes; i-- > 0;) {
+            struct gmt_scope *s = &t->scopes[i];
+            if (s->tid != e->tid)
+                continue;
+            if (!s->comm && (s->op == GMT_OP_CommInitRank || s->op == GMT_OP_CommInitRankConfig ||
+                             s->op == GMT_OP_CommInitRankScalable || s->op == GMT_OP_CommInitAll ||
+                             s->op == GMT_OP_CommSplit || s->op == GMT_OP_CommShrink)) {
+                s->comm = c->comm;
+                if (c->device >= 0)
+                    s->device = (int16_t)c->device;
+            }
+            break;
+        }
         return 0;
     }
     case GMT_REC_SCOPE_BEGIN:

@@ -1,0 +1,19 @@
+# mk/demo.mk: `make demo`: a 2-rank training loop on the simulated GPU, traced, then summarised.
+
+DEMO_PROG := $(BUILD)/examples/train_sim
+DEMO_DIR  := $(BUILD)/demo
+
+# FAKE_LIBS comes from mk/fakes.mk, which may be read after this file.
+.SECONDEXPANSION:
+$(DEMO_PROG): examples/simulated/train_sim.c $$(FAKE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart -lnccl
+
+.PHONY: demo
+demo: all $(DEMO_PROG)
+	@rm -rf $(DEMO_DIR)
+	@echo "== gpumemtrace run -- train_sim (2 ranks on the simulated CUDA/NCCL)"
+	$(BUILD)/gpumemtrace run -o $(DEMO_DIR) -- $(DEMO_PROG) 4
+	@echo
+	@echo "== gpumemtrace summary $(DEMO_DIR)"
+	@$(BUILD)/gpumemtrace summary --top 5 $(DEMO_DIR)
