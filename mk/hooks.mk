@@ -28,9 +28,9 @@ $(HOOK_DIR)/libhook_next_b.so: tests/progs/hook_next.c $(FAKE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) $(HOOK_SOFLAGS) -DHOOK_NEXT_ID=2 -Wl,-soname,libhook_next_b.so -o $@ $< -ldl
 
-$(HOOK_DIR)/libhook_plugin.so: tests/progs/hook_plugin.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
+$(HOOK_DIR)/libhook_plugin.so: tests/progs/hook_plugin.c $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(FAKE_CFLAGS) $(HOOK_SOFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart
+	$(CC) $(FAKE_CFLAGS) $(HOOK_SOFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
 
 $(HOOK_DIR)/hook_scope: tests/progs/hook_scope.c $(HOOK_DIR)/libhook_next_a.so $(HOOK_DIR)/libhook_next_b.so $(FAKE_RT_LIBS)
 	@mkdir -p $(@D)

@@ -91,3 +91,18 @@ Test(dlsym, rtld_next_of_a_hooked_name_gets_a_wrapper)
     cr_expect_eq(s.cu_alloc_11, 1u, "cuMemAlloc_v2 from RTLD_NEXT seen %u times", s.cu_alloc_11);
     hook_cleanup(&traced);
 }
+
+Test(dlsym, nccl_in_rtld_local_plugin_works_and_is_traced)
+{
+    run_scope();
+    cr_expect(strstr(traced.out, "plugin ncclCommInitAll r=0\n") != NULL, "%s", traced.out);
+    struct hook_counts c;
+    hook_read(traced.trace, &c, NULL, NULL);
+    /* NCCL reaches the driver only through the runtime's entry points (FACTS.md 3). */
+    cr_expect_gt(c.alloc[GMT_API_cuMemCreate], 0u, "NCCL's cuMemCreate not traced");
+    cr_expect_eq(c.alloc[GMT_API_cuMemMap], c.alloc[GMT_API_cuMemCreate]);
+    cr_expect_eq(c.free_[GMT_API_cuMemRelease], 2 * c.alloc[GMT_API_cuMemCreate],
+                 "NCCL releases each handle twice after a retain");
+    cr_expect_eq(c.alloc[GMT_API_cuMemRetainAllocationHandle], c.alloc[GMT_API_cuMemCreate]);
+    hook_cleanup(&traced);
+}

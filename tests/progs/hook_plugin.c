@@ -1,5 +1,6 @@
-/* hook_plugin.c: a plugin linked with the fake runtime, loaded with RTLD_LOCAL the way Python loads PyTorch. */
+/* hook_plugin.c: a plugin linked with the fake NCCL and runtime, loaded with RTLD_LOCAL the way Python loads PyTorch. */
 #include "fake_cuda.h"
+#include "fake_nccl.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -25,5 +26,14 @@ EXPORT int hook_plugin_run(void)
         if (r == cudaSuccess)
             cudaFree(p);
     }
+    /* NCCL reaches the driver through the runtime's entry-point API: its own
+     * allocations must be traced and the communicators must work. */
+    ncclComm_t comms[2];
+    int devs[2] = { 0, 1 };
+    ncclResult_t nr = ncclCommInitAll(comms, 2, devs);
+    printf("plugin ncclCommInitAll r=%d\n", (int)nr);
+    if (nr == ncclSuccess)
+        for (int i = 0; i < 2; i++)
+            printf("plugin ncclCommDestroy r=%d\n", (int)ncclCommDestroy(comms[i]));
     return 0;
 }
