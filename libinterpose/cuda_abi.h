@@ -246,7 +246,7 @@ typedef CUresult gmt_fn_cuCtxGetDevice(CUdevice *device);
 typedef CUresult gmt_fn_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 typedef CUresult gmt_fn_cuMemFree_v2(CUdeviceptr dptr);
 typedef CUresult gmt_fn_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
-                            size_t Height, unsigned int ElementSizeBytes);
+                                           size_t Height, unsigned int ElementSizeBytes);
 typedef CUresult gmt_fn_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
 typedef CUresult gmt_fn_cuMemAllocHost_v2(void **pp, size_t bytesize);
 typedef CUresult gmt_fn_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
@@ -256,38 +256,38 @@ typedef CUresult gmt_fn_cuMemHostUnregister(void *p);
 typedef CUresult gmt_fn_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 typedef CUresult gmt_fn_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 typedef CUresult gmt_fn_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                 CUstream hStream);
+                                                CUstream hStream);
 typedef CUresult gmt_fn_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                      CUstream hStream);
+                                                     CUstream hStream);
 typedef CUresult gmt_fn_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 typedef CUresult gmt_fn_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 typedef CUresult gmt_fn_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
 typedef CUresult gmt_fn_cuMemPoolDestroy(CUmemoryPool pool);
 typedef CUresult gmt_fn_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
 typedef CUresult gmt_fn_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                     const CUmemAllocationProp *prop, unsigned long long flags);
+                                    const CUmemAllocationProp *prop, unsigned long long flags);
 typedef CUresult gmt_fn_cuMemRelease(CUmemGenericAllocationHandle handle);
 typedef CUresult gmt_fn_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                             unsigned long long flags);
+                                            unsigned long long flags);
 typedef CUresult gmt_fn_cuMemAddressFree(CUdeviceptr ptr, size_t size);
 typedef CUresult gmt_fn_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                  CUmemGenericAllocationHandle handle, unsigned long long flags);
+                                 CUmemGenericAllocationHandle handle, unsigned long long flags);
 typedef CUresult gmt_fn_cuMemUnmap(CUdeviceptr ptr, size_t size);
 typedef CUresult gmt_fn_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
-                                        CUmemAllocationHandleType shHandleType);
+                                                       CUmemAllocationHandleType shHandleType);
 typedef CUresult gmt_fn_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
 typedef CUresult gmt_fn_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
 typedef CUresult gmt_fn_cuIpcCloseMemHandle(CUdeviceptr dptr);
 typedef CUresult gmt_fn_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                const CUgraphNode *dependencies, size_t numDependencies,
-                                CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
+                                               const CUgraphNode *dependencies, size_t numDependencies,
+                                               CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
 typedef CUresult gmt_fn_cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
-                           const CUmulticastObjectProp *prop);
+                                          const CUmulticastObjectProp *prop);
 
 /* The lookup paths. v1 (CUDA 11.3) has no status out-parameter; v2 (CUDA 12.0) has. */
 typedef CUresult gmt_fn_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 typedef CUresult gmt_fn_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult *symbolStatus);
+                                            CUdriverProcAddressQueryResult *symbolStatus);
 
 typedef cudaError_t gmt_fn_cudaMalloc(void **devPtr, size_t size);
 typedef cudaError_t gmt_fn_cudaFree(void *devPtr);
@@ -296,9 +296,9 @@ typedef cudaError_t gmt_fn_cudaMallocAsync_ptsz(void **devPtr, size_t size, cuda
 typedef cudaError_t gmt_fn_cudaFreeAsync(void *devPtr, cudaStream_t hStream);
 typedef cudaError_t gmt_fn_cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 typedef cudaError_t gmt_fn_cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
-                                    cudaStream_t stream);
+                                                   cudaStream_t stream);
 typedef cudaError_t gmt_fn_cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
-                                         cudaStream_t stream);
+                                                        cudaStream_t stream);
 typedef cudaError_t gmt_fn_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
 typedef cudaError_t gmt_fn_cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height);
 typedef cudaError_t gmt_fn_cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
@@ -312,16 +312,16 @@ typedef cudaError_t gmt_fn_cudaMemPoolDestroy(cudaMemPool_t memPool);
 typedef cudaError_t gmt_fn_cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep);
 
 typedef cudaError_t gmt_fn_cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
-                                    enum cudaDriverEntryPointQueryResult *driverStatus);
+                                                   enum cudaDriverEntryPointQueryResult *driverStatus);
 typedef cudaError_t gmt_fn_cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
-                                         unsigned long long flags,
-                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+                                                        unsigned long long flags,
+                                                        enum cudaDriverEntryPointQueryResult *driverStatus);
 typedef cudaError_t gmt_fn_cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-                                             unsigned int cudaVersion, unsigned long long flags,
-                                             enum cudaDriverEntryPointQueryResult *driverStatus);
+                                                            unsigned int cudaVersion, unsigned long long flags,
+                                                            enum cudaDriverEntryPointQueryResult *driverStatus);
 typedef cudaError_t gmt_fn_cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
-                                                  unsigned int cudaVersion,
-                                                  unsigned long long flags,
-                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+                                                                 unsigned int cudaVersion,
+                                                                 unsigned long long flags,
+                                                                 enum cudaDriverEntryPointQueryResult *driverStatus);
 
 #endif
