@@ -31,7 +31,12 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj$(SAN:%=-san)/%.o)
 TOOL_A   := $(BUILD)/libtools$(SAN:%=-san).a
 CLI      := $(BUILD)/gpumemtrace
-TOOL_LIBS := -ldw -lelf -lm
+# elfutils is linked in statically where its archives exist, so build/gpumemtrace runs on
+# machines without libdw (the GPU machines have none: FACTS.md).
+LIBDW_A  := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libdw.a /usr/lib/aarch64-linux-gnu/libdw.a /usr/lib64/libdw.a /usr/lib/libdw.a))
+DW_STATIC := -Wl,-Bstatic -ldw -lelf -lz -llzma -lbz2 -Wl,-Bdynamic
+DW_SHARED := -ldw -lelf
+TOOL_LIBS := $(if $(LIBDW_A),$(DW_STATIC),$(DW_SHARED)) -ldl -lpthread -lm
 
 # ---- tests: tests/test_*.c -> build/tests/test_* (Criterion), each linked with both archives
 TEST_SRC := $(wildcard tests/test_*.c)
