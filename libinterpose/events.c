@@ -22,6 +22,7 @@ static _Atomic unsigned long modules_gen;
 
 static GMT_TLS struct {
     uint64_t context;
+    int device;
     bool known;
 } cur;
 
@@ -78,7 +79,21 @@ static void note_context(void)
     rec.device = device;
     gmt_emit(&rec, 0);
     cur.context = id;
+    cur.device = device;
     cur.known = true;
+    if (ctx)
+        gmt_version_note(GMT_COMP_DRIVER);
+}
+
+/* The scope an event belongs to: the thread's own innermost NCCL call, or, on a thread
+ * with none (NCCL's proxy service thread allocating for a caller that waits), the one
+ * scope open on the event's device, when exactly one thread has one open there. */
+static uint32_t event_scope(int device)
+{
+    uint32_t s = gmt_current_scope();
+    if (GMT_LIKELY(s))
+        return s;
+    return gmt_scope_for_foreign_thread(device >= 0 ? device : (cur.known ? cur.device : -1));
 }
 
 /* Common start of every event: false when nothing is to be recorded. */
@@ -118,13 +133,15 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
     rec.a.address = address;
     rec.a.bytes = bytes;
     rec.a.stack_id = stack_id();
-    rec.a.scope_id = gmt_current_scope();
+    rec.a.scope_id = event_scope(device);
     rec.a.kind = (uint8_t)kind;
     rec.a.device = clamp_device(device);
     rec.stream = stream;
     rec.related = related;
     rec.offset = offset;
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc, dt));
+    if (api < GMT_API_cuMemAlloc) /* a runtime hook, after the runtime returned */
+        gmt_version_note(GMT_COMP_RUNTIME);
 }
 
 void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
@@ -139,7 +156,7 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
      * answer is worth; the allocation's stack names the memory. */
     rec.f.h.size = stream ? sizeof(struct gmt_rec_free_ext) : sizeof(struct gmt_rec_free);
     rec.f.address = address;
-    rec.f.scope_id = gmt_current_scope();
+    rec.f.scope_id = event_scope(-1);
     rec.stream = stream;
     gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
 }
@@ -157,7 +174,7 @@ __attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind ki
     rec.bytes = bytes;
     rec.error = error;
     rec.stack_id = stack_id();
-    rec.scope_id = gmt_current_scope();
+    rec.scope_id = event_scope(device);
     rec.kind = (uint8_t)kind;
     rec.device = clamp_device(device);
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));

@@ -116,6 +116,11 @@ GMT_HIDDEN uint32_t gmt_scope_for_foreign_thread(int device);
  * the dlsym hook hands it out for lookups on a libnccl handle. */
 GMT_HIDDEN void *gmt_nccl_wrapper(const char *name);
 
+/* ---- versions.c ---- */
+/* Writes a VERSION record for the component the first time it can be asked (a query of
+ * a constant through the real library); later calls cost one relaxed load. */
+GMT_HIDDEN void gmt_version_note(enum gmt_component c);
+
 /* ---- guard (inline): re-entrancy, per thread ---- */
 struct gmt_thread_state {
     int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */

@@ -527,6 +527,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
         .peer = peer,
     };
     gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+    gmt_version_note(GMT_COMP_NCCL);
 
     int depth = gmt_ts.scope_depth++;
     if (depth < FRAMES) {

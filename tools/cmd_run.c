@@ -164,6 +164,7 @@ int gmt_cmd_run(int argc, char **argv)
         fprintf(stderr, "gpumemtrace run: %s: %s\n", dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
+    unsetenv("GPUMEMTRACE_LIB"); /* the CLI's own setting, not an option of the library */
     const char *old = getenv("LD_PRELOAD");
     size_t pl = strlen(lib) + (old ? strlen(old) : 0) + 2;
     char *preload = malloc(pl);

@@ -1,0 +1,44 @@
+/* versions.c: records the CUDA driver, runtime and NCCL versions once each, as the libraries report them. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "gmt.h"
+
+typedef int gmt_fn_get_version(int *);
+
+static _Atomic int noted[4];
+
+void gmt_version_note(enum gmt_component c)
+{
+    if ((unsigned)c >= 4 || GMT_LIKELY(atomic_load_explicit(&noted[c], memory_order_relaxed)))
+        return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&noted[c], &expected, 1))
+        return;
+    /* each is a plain query of a constant: cuDriverGetVersion needs no cuInit,
+     * cudaRuntimeGetVersion no initialised runtime, ncclGetVersion nothing */
+    static const struct {
+        enum gmt_lib lib;
+        const char *name;
+    } fn[4] = {
+        [GMT_COMP_DRIVER] = {GMT_LIB_DRIVER, "cuDriverGetVersion"},
+        [GMT_COMP_RUNTIME] = {GMT_LIB_RUNTIME, "cudaRuntimeGetVersion"},
+        [GMT_COMP_NCCL] = {GMT_LIB_NCCL, "ncclGetVersion"},
+    };
+    if (!fn[c].name)
+        return;
+    gmt_fn_get_version *get = (gmt_fn_get_version *)gmt_resolve(fn[c].lib, fn[c].name);
+    int v = 0;
+    if (!get || get(&v) != 0 || v <= 0) {
+        /* not loaded yet: try again at a later event */
+        atomic_store_explicit(&noted[c], 0, memory_order_relaxed);
+        return;
+    }
+    struct gmt_rec_version rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GMT_REC_VERSION;
+    rec.h.aux = (uint16_t)c;
+    rec.h.size = sizeof rec;
+    rec.version = v;
+    gmt_emit(&rec, 0);
+}
