@@ -3,6 +3,7 @@
 #include <libunwind.h>
 
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -30,8 +31,8 @@
  * resolves stack ids only after reading the whole file, so that order is fine.
  *
  * Nothing here allocates with malloc, takes a lock or makes a syscall after the
- * one-time setup (two mmaps and one dl_iterate_phdr); libunwind's trace cache makes
- * one mmap per thread the first time that thread unwinds.
+ * one-time setup (two mmaps, one dl_iterate_phdr, one pthread_atfork); libunwind's
+ * trace cache makes one mmap per thread the first time that thread unwinds.
  */
 
 #define TABLE_BITS 18                          /* 262144 slots, 2 MiB of address space */
@@ -124,6 +125,19 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* A fork child writes its own file, which must define every stack it uses: it starts
+ * with an empty table (the parent's entries would have ids whose STACK records only
+ * the parent's file holds). */
+static void fork_child(void)
+{
+    madvise(table, TABLE_SLOTS * sizeof(uint64_t), MADV_DONTNEED); /* zero pages again */
+    atomic_store(&arena_cursor, 8);
+    atomic_store(&next_id, 1);
+    atomic_store(&entries, 0);
+    atomic_store(&warned_full, 0);
+    capturing = 0;
+}
+
 static bool setup(void)
 {
     int st = atomic_load_explicit(&state, memory_order_acquire);
@@ -154,6 +168,7 @@ static bool setup(void)
     arena = a;
     struct own_search s = { (uintptr_t)&gmt_stack_capture, 0 };
     dl_iterate_phdr(find_own, &s);
+    pthread_atfork(NULL, NULL, fork_child);
     atomic_store_explicit(&state, ST_READY, memory_order_release);
     return true;
 }

@@ -19,7 +19,7 @@ $(STACK_T)/libsymtest-other.so: tests/stack/symtest.c
 
 $(BUILD)/tests/test_symbolize $(BUILD)/tests/test_modules: | $(STACK_SO)
 # dladdr names the test's own functions only when the program exports them.
-$(BUILD)/tests/test_stack: ALLCFLAGS += -rdynamic
+$(BUILD)/tests/test_stack: private ALLCFLAGS += -rdynamic
 test-extras: $(STACK_SO)
 
 # `make bench-stack`: ns per gmt_stack_capture at recursion depths 0, 8, 20, 64 (docs/stacks.md).

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gmt.h"
@@ -275,4 +276,84 @@ Test(stack, concurrent_captures_agree_on_ids)
     cr_expect_eq(count_id(&s, main_id), 1);
     cr_expect_eq(count_id(&s, w[0].a), 1);
     cr_expect_eq(count_id(&s, w[0].b), 1);
+}
+
+#define DEPTHS 16
+
+static uint32_t depth_ids[THREADS][DEPTHS];
+
+static void *work_depths(void *arg)
+{
+    uint32_t *ids = arg;
+    pthread_barrier_wait(&barrier);
+    for (int round = 0; round < 50; round++)
+        for (int d = 0; d < DEPTHS; d++) {
+            uint32_t id = stack_recurse(d);
+            if (round == 0)
+                ids[d] = id;
+            else if (id != ids[d])
+                ids[d] = 0; /* changed: reported as a failure below */
+        }
+    return NULL;
+}
+
+Test(stack, concurrent_inserts_of_different_stacks)
+{
+    start_trace(48);
+    uint32_t main_id = stack_site_c();
+    pthread_t t[THREADS];
+    pthread_barrier_init(&barrier, NULL, THREADS);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, work_depths, depth_ids[i]), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&barrier);
+    for (int d = 0; d < DEPTHS; d++) {
+        cr_expect_neq(depth_ids[0][d], 0, "depth %d", d);
+        for (int i = 1; i < THREADS; i++)
+            cr_expect_eq(depth_ids[i][d], depth_ids[0][d], "thread %d depth %d", i, d);
+        for (int e = 0; e < d; e++)
+            cr_expect_neq(depth_ids[0][e], depth_ids[0][d]);
+    }
+    struct stacks s;
+    finish_and_read(&s);
+    cr_expect_eq(s.n, DEPTHS + 1, "STACK records: %zu", s.n);
+    for (int d = 0; d < DEPTHS; d++)
+        cr_expect_eq(count_id(&s, depth_ids[0][d]), 1);
+    cr_expect_eq(count_id(&s, main_id), 1);
+    for (size_t i = 0; i < s.n; i++)
+        cr_expect(s.id[i] >= 1 && s.id[i] <= DEPTHS + 1, "ids are dense: %u", s.id[i]);
+}
+
+Test(stack, fork_child_defines_its_stacks_again)
+{
+    start_trace(48);
+    uint32_t a = stack_site_a();
+    char child_path[160];
+    snprintf(child_path, sizeof child_path, "%s/child.gmt", dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        gmt_writer_fork_child();
+        gmt_opt.output = child_path;
+        int ok = gmt_writer_ready() && stack_site_a() == 1 && stack_site_b() == 2;
+        gmt_writer_finish();
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's ids start again at 1");
+    /* the child's own file holds both definitions */
+    char parent_path[128];
+    strcpy(parent_path, path);
+    strcpy(path, child_path);
+    struct stacks s;
+    gmt_writer_finish(); /* parent's, so finish_and_read's finish is a no-op */
+    finish_and_read(&s);
+    cr_expect_eq(s.n, 2);
+    cr_expect_eq(count_id(&s, 1), 1);
+    cr_expect_eq(count_id(&s, 2), 1);
+    cr_expect_eq(a, 1);
+    unlink(parent_path);
+    rmdir(dir);
 }
