@@ -36,7 +36,9 @@ FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/
 FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
 FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so
 
-FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_nccl_2proc fake_nccl_1proc
+FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake
+FAKE_HAVE_TOOLKIT := $(wildcard /usr/local/cuda/include/cuda.h)
+FAKE_PROG_NAMES += $(if $(FAKE_HAVE_TOOLKIT),fake_abi_check_real)
 FAKE_PROGS    := $(FAKE_PROG_NAMES:%=$(FAKES_DIR)/progs/%)
 $(foreach p,$(FAKE_PROG_NAMES),$(eval FAKE_PROG_$(p) := $(FAKES_DIR)/progs/$(p)))
 
@@ -107,5 +109,8 @@ $(FAKES_DIR)/progs/fake_abi_check_real: tests/progs/fake_abi_check.c
 # The suite loads the fakes in-process (every Criterion test runs in its own process,
 # so each starts with fresh simulated devices) and runs the programs above.
 $(BUILD)/tests/test_fakes: $(FAKE_LIBS) $(FAKE_PROGS)
-$(BUILD)/tests/test_fakes: TEST_LIBS += -Itests/fakes -L$(FAKES_ABS) -Wl,-rpath,$(FAKES_ABS) -lnccl -lcudart -lcuda -lrt
-$(BUILD)/tests/test_fakes: ALLCFLAGS += -Itests/fakes -DFAKES_DIR='"$(FAKES_ABS)"'
+# Not linked with the tracer's archives: their hooks (cu*, cuda*, nccl*, dlsym) would
+# stand in front of the fakes under test.
+$(BUILD)/tests/test_fakes: private TEST_LIBS = -L$(FAKES_ABS) -Wl,-rpath,$(FAKES_ABS) -lnccl -lcudart -lcuda \
+  -lcriterion -lpthread -ldl -lrt
+$(BUILD)/tests/test_fakes: private ALLCFLAGS += -Itests/fakes -DFAKES_DIR='"$(FAKES_ABS)"'

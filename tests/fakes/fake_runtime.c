@@ -328,10 +328,11 @@ API cudaError_t cudaFree(void *p)
     return ret(drv.mem_free((CUdeviceptr)(uintptr_t)p));
 }
 
-static cudaError_t malloc_async(void **p, size_t size, CUresult (*fn)(CUdeviceptr *, size_t, CUstream),
-                                cudaStream_t s)
+/* ptsz: the per-thread-default-stream entry point; read after ensure_ctx() loaded them. */
+static cudaError_t malloc_async(void **p, size_t size, int ptsz, cudaStream_t s)
 {
     NEED_CTX();
+    CUresult (*fn)(CUdeviceptr *, size_t, CUstream) = ptsz ? drv.alloc_async_ptsz : drv.alloc_async;
     if (!fn) return set_error(cudaErrorNotSupported);
     if (!p) return set_error(cudaErrorInvalidValue);
     CUdeviceptr d = 0;
@@ -342,18 +343,18 @@ static cudaError_t malloc_async(void **p, size_t size, CUresult (*fn)(CUdevicept
 
 API cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s)
 {
-    return malloc_async(p, size, drv.alloc_async, s);
+    return malloc_async(p, size, 0, s);
 }
 
 API cudaError_t cudaMallocAsync_ptsz(void **p, size_t size, cudaStream_t s)
 {
-    return malloc_async(p, size, drv.alloc_async_ptsz, s);
+    return malloc_async(p, size, 1, s);
 }
 
-static cudaError_t malloc_pool(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s,
-                               CUresult (*fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream))
+static cudaError_t malloc_pool(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s, int ptsz)
 {
     NEED_CTX();
+    CUresult (*fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream) = ptsz ? drv.alloc_pool_ptsz : drv.alloc_pool;
     if (!fn) return set_error(cudaErrorNotSupported);
     if (!p) return set_error(cudaErrorInvalidValue);
     CUdeviceptr d = 0;
@@ -364,12 +365,12 @@ static cudaError_t malloc_pool(void **p, size_t size, cudaMemPool_t pool, cudaSt
 
 API cudaError_t cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s)
 {
-    return malloc_pool(p, size, pool, s, drv.alloc_pool);
+    return malloc_pool(p, size, pool, s, 0);
 }
 
 API cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s)
 {
-    return malloc_pool(p, size, pool, s, drv.alloc_pool_ptsz);
+    return malloc_pool(p, size, pool, s, 1);
 }
 
 API cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
