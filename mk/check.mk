@@ -1,0 +1,12 @@
+# mk/check.mk: the check/diff tests' extras: a leaking NCCL test program built on the fakes (never sanitized).
+
+CHECK_PROG_DIR := $(BUILD)/check
+CHECK_STEPS    := $(CHECK_PROG_DIR)/nccl_steps
+
+$(CHECK_STEPS): tests/progs/nccl_steps.c $(FAKE_HDRS) $(FAKE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
+
+# test_check runs the real pipeline: gpumemtrace run + the preload library + the fakes.
+$(BUILD)/tests/test_check: | $(CHECK_STEPS) $(FAKE_PROG_fake_nccl_2proc) $(LIB_SO) $(CLI)
+test-extras: $(CHECK_STEPS)
