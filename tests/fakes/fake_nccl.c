@@ -852,12 +852,31 @@ static void *job_main(void *arg)
 
 /* One rank: on the calling thread. Several (one thread driving several devices): one
  * thread per rank, joined, since each blocks until its peers arrive. */
+/* Takes the thread's group list (freed here: threads come and go, their lists with them). */
+static struct ncclComm **group_take(int *n)
+{
+    struct ncclComm **list = group_comms;
+    *n = group_ncomms;
+    group_comms = NULL;
+    group_ncomms = group_cap = 0;
+    return list;
+}
+
+static ncclResult_t run_list(struct ncclComm **list, int n);
+
 static ncclResult_t group_run(void)
 {
-    int n = group_ncomms;
-    group_ncomms = 0;
+    int n;
+    struct ncclComm **list = group_take(&n);
+    ncclResult_t r = run_list(list, n);
+    free(list);
+    return r;
+}
+
+static ncclResult_t run_list(struct ncclComm **list, int n)
+{
     if (n == 0) return ncclSuccess;
-    if (n == 1) return run_comm(group_comms[0]);
+    if (n == 1) return run_comm(list[0]);
     struct job *jobs = calloc((size_t)n, sizeof *jobs);
     pthread_t *th = calloc((size_t)n, sizeof *th);
     if (!jobs || !th) {
@@ -867,7 +886,7 @@ static ncclResult_t group_run(void)
     }
     ncclResult_t r = ncclSuccess;
     for (int i = 0; i < n; i++) {
-        jobs[i].c = group_comms[i];
+        jobs[i].c = list[i];
         if (pthread_create(&th[i], NULL, job_main, &jobs[i])) {
             jobs[i].r = run_comm(jobs[i].c); /* cannot wait for peers: best effort */
             th[i] = 0;
@@ -903,12 +922,13 @@ API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *info)
     if (!info || info->magic != 0x74685283u) return fail(ncclInvalidArgument, "%s", "simInfo not initialized");
     if (group_depth == 0) return fail(ncclInvalidUsage, "%s", "ncclGroupSimulateEnd without ncclGroupStart");
     if (--group_depth) return ncclSuccess;
-    int nops = 0;
-    for (int i = 0; i < group_ncomms; i++) {
-        nops += group_comms[i]->nops;
-        group_comms[i]->nops = 0; /* simulated, not run */
+    int nops = 0, n;
+    struct ncclComm **list = group_take(&n);
+    for (int i = 0; i < n; i++) {
+        nops += list[i]->nops;
+        list[i]->nops = 0; /* simulated, not run */
     }
-    group_ncomms = 0;
+    free(list);
     info->estimatedTime = 10.0f * (float)nops;
     return ncclSuccess;
 }
