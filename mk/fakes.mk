@@ -36,7 +36,7 @@ FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/
 FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
 FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so
 
-FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake
+FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake
 FAKE_HAVE_TOOLKIT := $(wildcard /usr/local/cuda/include/cuda.h)
 FAKE_PROG_NAMES += $(if $(FAKE_HAVE_TOOLKIT),fake_abi_check_real)
 FAKE_PROGS    := $(FAKE_PROG_NAMES:%=$(FAKES_DIR)/progs/%)

@@ -467,6 +467,8 @@ Test(runtime, programs_with_shared_and_static_runtime_run)
     cr_assert_eq(run("nm -D --undefined-only " FAKES_DIR "/progs/fake_cudart_static | grep -c ' cuda' || true", out,
                      sizeof out), 0);
     cr_expect_eq(atoi(out), 0, "the static runtime is inside the program");
+    cr_assert_eq(run(FAKES_DIR "/progs/fake_driver_vmm", out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "fake_driver_vmm: ok mapped=23068672") != NULL, "%s", out);
 }
 
 /* ================================================================== NCCL */
