@@ -76,6 +76,7 @@ struct live {
 
 struct state {
     const struct gmt_trace *t;
+    const int32_t *top;        /* per scope index: the scope its events count for */
     const struct gmt_replay_opts *o;
     struct gmt_report *rep;
     struct live *live; size_t n_live, cap_live;
@@ -160,7 +161,7 @@ static int32_t attribute(struct state *S, const struct gmt_ev *e)
     if (e->scope) {
         const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, e->scope);
         if (idx)
-            return (int32_t)*idx;
+            return S->top[*idx];
     }
     int32_t best = -1;
     for (size_t i = 0; i < S->n_open; i++) {
@@ -172,7 +173,29 @@ static int32_t attribute(struct state *S, const struct gmt_ev *e)
         if (best < 0 || s->t_begin >= t->scopes[best].t_begin)
             best = S->open[i];
     }
-    return best;
+    return best < 0 ? best : S->top[best];
+}
+
+/* An NCCL call that NCCL itself makes inside another (ncclBcast calling ncclBroadcast
+ * through its exported name) is part of the outer one: events and rows go to the
+ * outermost call below any group. */
+static int32_t *top_scopes(const struct gmt_trace *t)
+{
+    int32_t *top = malloc((t->n_scopes ? t->n_scopes : 1) * sizeof *top);
+    if (!top)
+        return NULL;
+    for (size_t i = 0; i < t->n_scopes; i++) {
+        size_t j = i;
+        for (int hops = 0; hops < 64; hops++) {
+            const struct gmt_scope *s = &t->scopes[j];
+            const uint64_t *p = s->parent_id ? gmt_u64map_get(&t->scope_by_id, s->parent_id) : NULL;
+            if (!p || *p == j || t->scopes[*p].op == GMT_OP_Group)
+                break;
+            j = *p;
+        }
+        top[i] = (int32_t)j;
+    }
+    return top;
 }
 
 static bool in_window(const struct state *S, uint64_t time)
@@ -443,7 +466,7 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
     return n;
 }
 
-static int build_colls(const struct gmt_trace *t, struct gmt_report *rep)
+static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top)
 {
     size_t n = t->n_scopes;
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
@@ -479,6 +502,8 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep)
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
         const struct gmt_scope *s = &t->scopes[i];
+        if (top[i] != (int32_t)i)
+            continue;
         char label[64];
         uint64_t bytes = scope_bytes(s), comm = s->comm;
         if (s->op == GMT_OP_Group) {
@@ -517,6 +542,7 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep)
             row->first_dev = dev;
             row->host_ns_first = host;
             row->first_time = s->t_begin;
+            row->first_stack = s->stack_id;
         } else {
             if (tracked > row->later_tracked_max)
                 row->later_tracked_max = tracked;
@@ -588,7 +614,9 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     int r = -ENOMEM;
     rep->scope_tracked = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *rep->scope_tracked);
     rep->scope_allocs = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *rep->scope_allocs);
-    if (!rep->scope_tracked || !rep->scope_allocs)
+    int32_t *top = top_scopes(t);
+    S.top = top;
+    if (!rep->scope_tracked || !rep->scope_allocs || !top)
         goto out;
     if ((r = run_pass(&S)))
         goto out;
@@ -627,12 +655,13 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
             ev_scope[i] = attribute(&S, e);
         }
     }
-    if ((r = build_colls(t, rep)))
+    if ((r = build_colls(t, rep, S.top)))
         goto out;
     count_coll_allocs(t, rep, ev_scope);
     qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
+    free((void *)S.top);
     free(ev_scope);
     free(S.live);
     free(S.free_slots);

@@ -60,6 +60,7 @@ struct gmt_coll_row {
     uint64_t allocs_other_thread;      /* of them, made on another thread (NCCL's proxy) */
     uint64_t host_ns_first, host_ns_total;
     uint64_t first_time;
+    uint32_t first_stack;              /* the first call's stack on the caller's side, 0 none */
 };
 
 struct gmt_site_row {

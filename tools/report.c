@@ -158,6 +158,35 @@ static bool boring_module(const char *path)
            !strncmp(b, "ld-linux", 8);
 }
 
+static const char *base_name(const char *path)
+{
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path;
+}
+
+/* One frame for a person: demangled name without arguments, then file:line, else the
+ * module and offset. */
+static void frame_text(const struct gmt_frame *f, char *buf, size_t len)
+{
+    char dm[512];
+    const char *fn = f->function ? gmt_demangle(f->function, dm, sizeof dm) : NULL;
+    const char *mod = base_name(f->module);
+    const char *file = base_name(f->file);
+    if (fn && file)
+        snprintf(buf, len, "%s (%s:%u)", fn, file, f->line);
+    else if (fn && mod)
+        snprintf(buf, len, "%s [%s]", fn, mod);
+    else if (fn)
+        snprintf(buf, len, "%s", fn);
+    else if (mod)
+        snprintf(buf, len, "%s+0x%llx", mod, (unsigned long long)f->offset);
+    else
+        snprintf(buf, len, "0x%llx", (unsigned long long)f->offset);
+}
+
+/* Folding: the first two frames (where the memory was asked for), then the first frame
+ * in each new module outward (which library handed the request on), "…" for what is
+ * left out, up to max_frames shown. */
 const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len)
 {
@@ -169,23 +198,33 @@ const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max
     }
     const struct gmt_stack *st = &t->stacks[stack];
     size_t used = 0;
-    int shown = 0;
+    int shown = 0, seen = 0;
+    bool omitted = false;
+    const char *prev_mod = NULL;
     for (uint32_t i = 0; i < st->depth && shown < max_frames; i++) {
         uint64_t off;
         const char *mod = gmt_sym_module_of(a->sym, st->ip[i], &off);
-        if (boring_module(mod) && i + 1 < st->depth)
+        if (boring_module(mod) && (shown > 0 || i + 1 < st->depth))
             continue;
         const struct gmt_frame *fr;
         size_t n;
         if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &n) || n == 0)
             continue;
-        for (size_t k = 0; k < n && shown < max_frames; k++) {
-            char f[256];
-            gmt_frame_format(&fr[k], f, sizeof f);
-            int w = snprintf(buf + used, len - used, "%s%s", shown ? " < " : "", f);
+        for (size_t k = 0; k < n && shown < max_frames; k++, seen++) {
+            bool new_module = !prev_mod || !mod || strcmp(prev_mod, mod) != 0;
+            prev_mod = mod;
+            if (seen >= 2 && !new_module) {
+                omitted = true;
+                continue;
+            }
+            char f[640];
+            frame_text(&fr[k], f, sizeof f);
+            int w = snprintf(buf + used, len - used, "%s%s%s", shown ? " < " : "",
+                             omitted ? "… < " : "", f);
+            omitted = false;
             if (w < 0 || (size_t)w >= len - used) {
-                used = len - 1;
-                break;
+                buf[len - 1] = 0;
+                return buf;
             }
             used += (size_t)w;
             shown++;
@@ -340,6 +379,15 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
                  "  kernels and pool reserves that no allocation call shows. '?' = never sampled.\n");
 }
 
+/* communicators by order of appearance, from 1, to tell rows of two apart */
+static int comm_index(const struct gmt_trace *t, uint64_t comm)
+{
+    for (size_t i = 0; comm && i < t->n_comms; i++)
+        if (t->comms[i].comm == comm)
+            return (int)i + 1;
+    return 0;
+}
+
 static bool coll_selected(const struct gmt_report_opts *o, const struct gmt_coll_row *c)
 {
     return !o->op || !strcmp(o->op, gmt_op_name(c->op)) || !strncmp(c->label, o->op, strlen(o->op));
@@ -360,7 +408,10 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         if (!coll_selected(o, c) || !dev_selected(o, c->device))
             continue;
         char rank[24], bpc[32], ft[32], fd[32], lm[32], ld[32], al[32], ht[32];
-        if (c->rank >= 0)
+        int ci = comm_index(&a->t, c->comm);
+        if (c->rank >= 0 && a->t.n_comms > 1 && ci > 0)
+            snprintf(rank, sizeof rank, "%d/%d c%d", c->rank, c->nranks, ci);
+        else if (c->rank >= 0)
             snprintf(rank, sizeof rank, "%d/%d", c->rank, c->nranks);
         else
             snprintf(rank, sizeof rank, "-");
@@ -381,6 +432,12 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
                 rank, c->calls, bpc, ft, fd, lm, ld, al, ht);
         if (c->failed)
             fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
+        if (c->allocs && c->first_stack) {
+            char line[1024];
+            gmt_stack_line(a, c->first_stack, 4, line, sizeof line);
+            int room = o->width - 16 > 20 ? o->width - 16 : 20;
+            fprintf(out, "    called from %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
+        }
     }
     fprintf(out, "  host time = mean per call. (proxy) = allocations made on another thread than\n"
                  "  the caller's (NCCL's proxy service thread) while the call was in flight.\n");
@@ -574,8 +631,11 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
             fprintf(out, "null");
         fprintf(out, ", \"allocs\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64
                      ", \"allocs_other_thread\": %" PRIu64 ", \"host_ns_first\": %" PRIu64
-                     ", \"host_ns_total\": %" PRIu64 "}",
+                     ", \"host_ns_total\": %" PRIu64 ", \"first_call_stack\": ",
                 c->allocs, c->alloc_bytes, c->allocs_other_thread, c->host_ns_first, c->host_ns_total);
+        char line[2048];
+        jstr(out, c->first_stack ? gmt_stack_line(a, c->first_stack, 16, line, sizeof line) : "");
+        fprintf(out, "}");
         first = 0;
     }
     fprintf(out, "], \"sites\": [");

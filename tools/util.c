@@ -1,4 +1,5 @@
 /* util.c: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -146,4 +147,57 @@ int gmt_cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, " (see 'gpumemtrace help %s')\n", cmd);
     return GMT_EXIT_ERROR;
+}
+
+/* C++ names through libstdc++'s demangler when that library can be loaded: the CLI
+ * stays plain C and runs where there is no C++ runtime (names then stay mangled). */
+typedef char *gmt_cxa_demangle_fn(const char *, char *, size_t *, int *);
+
+static gmt_cxa_demangle_fn *demangler(void)
+{
+    static gmt_cxa_demangle_fn *fn;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            fn = (gmt_cxa_demangle_fn *)dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
+
+/* Drops argument lists (and what follows them: const, clone suffixes) at nesting depth
+ * 0, keeping "(anonymous namespace)": a person reads the function's name. */
+static void drop_arguments(char *s)
+{
+    int angle = 0;
+    for (char *p = s; *p; p++) {
+        if (*p == '<')
+            angle++;
+        else if (*p == '>' && angle > 0)
+            angle--;
+        else if (*p == '(' && angle == 0 && strncmp(p, "(anonymous namespace)", 21) != 0) {
+            *p = 0;
+            return;
+        }
+    }
+}
+
+const char *gmt_demangle(const char *name, char *buf, size_t len)
+{
+    if (!name || strncmp(name, "_Z", 2) != 0 || !len)
+        return name;
+    gmt_cxa_demangle_fn *fn = demangler();
+    if (!fn)
+        return name;
+    int status = -1;
+    char *out = fn(name, NULL, NULL, &status);
+    if (!out || status != 0) {
+        free(out);
+        return name;
+    }
+    drop_arguments(out);
+    snprintf(buf, len, "%s", out);
+    free(out);
+    return buf;
 }

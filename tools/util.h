@@ -22,6 +22,10 @@ const char *gmt_fmt_seconds(char *buf, size_t len, int64_t ns);
  * values: untrusted times can be 2^64 apart. */
 const char *gmt_fmt_since(char *buf, size_t len, uint64_t t, uint64_t base);
 
+/* A C++ symbol demangled, without its argument list ("c10::cuda::Foo::bar"), into buf;
+ * `name` itself when it is not mangled or no demangler is available. */
+const char *gmt_demangle(const char *name, char *buf, size_t len);
+
 /* Writes n bytes of s between double quotes, escaping '"', '\\' and every byte that is
  * not printable ASCII (\n \t \r, otherwise \xHH), so untrusted strings can't garble
  * a terminal or split a line. */

@@ -50,7 +50,8 @@ result() {
 # run_step LOG CMD...: runs with a timeout, stdout+stderr to LOG, tail shown on failure.
 run_step() {
   local log=$1; shift
-  timeout --kill-after=30 "$step_timeout" "$@" >"$log" 2>&1
+  # through bash -c, so that CMD may be the exported function `traced`
+  timeout --kill-after=30 "$step_timeout" bash -c '"$@"' run_step "$@" >"$log" 2>&1
   local rc=$?
   if [ $rc -ne 0 ]; then
     [ $rc -eq 124 ] && echo "   timed out after ${step_timeout}s: $*" || echo "   exit $rc: $*"
@@ -63,6 +64,8 @@ traced() {
   local dir=$1 name=$2; shift 2
   env LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" GPUMEMTRACE_OUTPUT="$dir/$name.%p.gmt" "$@"
 }
+export -f traced
+export lib
 # dump_traces PATTERN: one .dump per trace; prints their paths.
 dump_traces() {
   local t
