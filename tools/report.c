@@ -407,7 +407,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         const struct gmt_coll_row *c = &rep->colls[i];
         if (!coll_selected(o, c) || !dev_selected(o, c->device))
             continue;
-        char rank[24], bpc[32], ft[32], fd[32], lm[32], ld[32], al[32], ht[32];
+        char rank[48], bpc[32], ft[32], fd[32], lm[32], ld[32], al[48], ht[32];
         int ci = comm_index(&a->t, c->comm);
         if (c->rank >= 0 && a->t.n_comms > 1 && ci > 0)
             snprintf(rank, sizeof rank, "%d/%d c%d", c->rank, c->nranks, ci);
