@@ -751,6 +751,34 @@ Test(nccl, collectives_across_two_devices_in_one_process)
     for (int r = 0; r < 2; r++) cr_assert_eq(ncclCommDestroy(comms[r]), ncclSuccess);
 }
 
+Test(nccl, peer_buffers_are_imported_not_allocated)
+{
+    ncclComm_t comms[2];
+    cr_assert_eq(ncclCommInitAll(comms, 2, NULL), ncclSuccess);
+    float *x[2];
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(cudaSetDevice(r), cudaSuccess);
+        cr_assert_eq(cudaMalloc((void **)&x[r], 4096), cudaSuccess);
+        x[r][0] = 1.0f + r;
+    }
+    unsigned long maps = fn("cuMemMap").calls, creates = fn("cuMemCreate").calls;
+    size_t used0 = dev(0).used;
+    cr_assert_eq(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; r++) cr_assert_eq(ncclAllReduce(x[r], x[r], 1, ncclFloat, ncclSum, comms[r], NULL), 0);
+    cr_assert_eq(ncclGroupEnd(), ncclSuccess);
+    int n = FAKENCCL_DEFAULT_NCHANNELS;
+    cr_expect_eq(fn("cuMemCreate").calls - creates, 2ul * 2 * n);
+    cr_expect_eq(fn("cuMemImportFromShareableHandle").calls, 2ul * n, "each rank maps its peer's receive buffers");
+    cr_expect_eq(fn("cuMemExportToShareableHandle").calls, 2ul * n);
+    cr_expect_eq(fn("cuMemMap").calls - maps, 2ul * 3 * n, "own buffers and imports are all mapped");
+    cr_expect_eq(dev(0).used - used0, n * (10 + 2) * MIB + FAKENCCL_LAZY_BYTES, "imports cost no device memory");
+    cr_expect_eq(x[0][0], 3.0f);
+    unsigned long releases = fn("cuMemRelease").calls;
+    for (int r = 0; r < 2; r++) cr_assert_eq(ncclCommDestroy(comms[r]), ncclSuccess);
+    unsigned long bufs = 2ul * (n + 1) + 2ul * 2 * n;
+    cr_expect_eq(fn("cuMemRelease").calls - releases, 2 * bufs + 2ul * n, "twice per buffer, once per import");
+}
+
 Test(nccl, send_recv_pair_connects_per_peer)
 {
     ncclComm_t comms[2];

@@ -117,8 +117,11 @@ static ncclResult_t fail(ncclResult_t r, const char *fmt, const char *what)
     return r;
 }
 
+enum alloc_log { LOG_CUDA, LOG_HOST, LOG_SHAREABLE };
+
 static int debug_alloc = -1;
-static void log_alloc(const char *fmt, size_t size, const void *p)
+/* The ALLOC lines of the real NCCL, with the requested size. */
+static void log_alloc(enum alloc_log kind, size_t size, const void *p)
 {
     if (debug_alloc < 0) {
         const char *d = getenv("NCCL_DEBUG"), *s = getenv("NCCL_DEBUG_SUBSYS");
@@ -130,8 +133,9 @@ static void log_alloc(const char *fmt, size_t size, const void *p)
     host[sizeof host - 1] = 0;
     int dev = -1;
     cudaGetDevice(&dev);
-    char line[256];
-    snprintf(line, sizeof line, fmt, size, p);
+    char line[160];
+    if (kind == LOG_SHAREABLE) snprintf(line, sizeof line, "Allocated shareable buffer %p size %zu", p, size);
+    else snprintf(line, sizeof line, "Cuda %sAlloc Size %zu pointer %p", kind == LOG_HOST ? "Host " : "", size, p);
     printf("%s:%d:%d [%d] NCCL INFO %s\n", host, (int)getpid(), (int)gettid(), dev, line);
     fflush(stdout);
 }
@@ -157,14 +161,14 @@ static int cumem_enabled(void)
 }
 
 /* NCCL's cuMem path: create, reserve, map, give the device read-write access. */
-static ncclResult_t buf_alloc(int dev, size_t size, CUdeviceptr *out, size_t *mapped)
+static ncclResult_t buf_alloc(int dev, size_t size, CUdeviceptr *out, size_t *mapped, CUmemGenericAllocationHandle *hout)
 {
     if (!cumem_enabled()) {
         void *p = NULL;
         if (cudaMalloc(&p, size) != cudaSuccess) return fail(ncclUnhandledCudaError, "%s", "cudaMalloc failed");
         *out = (CUdeviceptr)(uintptr_t)p;
         *mapped = 0;
-        log_alloc("Cuda Alloc Size %zu pointer %p", size, p);
+        log_alloc(LOG_CUDA, size, p);
         return ncclSuccess;
     }
     if (!have_pfns()) return fail(ncclUnhandledCudaError, "%s", "driver entry points missing");
@@ -198,6 +202,7 @@ static ncclResult_t buf_alloc(int dev, size_t size, CUdeviceptr *out, size_t *ma
     }
     *out = p;
     *mapped = sz;
+    if (hout) *hout = h;
     return ncclSuccess;
 }
 
@@ -220,11 +225,12 @@ struct bufs {
     struct {
         CUdeviceptr p;
         size_t mapped;
+        CUmemGenericAllocationHandle h;
     } *v;
     int n, cap;
 };
 
-static ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, const char *logfmt)
+static ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, enum alloc_log kind)
 {
     if (b->n == b->cap) {
         int cap = b->cap ? 2 * b->cap : 16;
@@ -235,11 +241,13 @@ static ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, const char *l
     }
     CUdeviceptr p;
     size_t mapped;
-    ncclResult_t r = buf_alloc(dev, size, &p, &mapped);
+    CUmemGenericAllocationHandle h = 0;
+    ncclResult_t r = buf_alloc(dev, size, &p, &mapped, &h);
     if (r) return r;
-    if (mapped) log_alloc(logfmt, size, (void *)(uintptr_t)p);
+    if (mapped) log_alloc(kind, size, (void *)(uintptr_t)p);
     b->v[b->n].p = p;
     b->v[b->n].mapped = mapped;
+    b->v[b->n].h = h;
     b->n++;
     return ncclSuccess;
 }
@@ -257,10 +265,20 @@ struct mbox {
     atomic_ullong bytes;    /* bytes in the chunk in flight */
 };
 
+#define MAXCH 64
+/* A rank's receive buffers, offered to the rank before it in the ring to map. */
+struct peer_export {
+    atomic_int ready;
+    int32_t pid;
+    int32_t fds[MAXCH]; /* exporter's descriptors; -1: not shareable (cuMem off) */
+    uint64_t size;      /* bytes, each */
+};
+
 struct seg_hdr {
     atomic_uint bar_count, bar_gen;
     atomic_int detached;
     int color[MAXR], key[MAXR];
+    struct peer_export exports[MAXR];
     struct mbox mbox[MAXR][MAXR]; /* [src][dst] */
 };
 
@@ -308,7 +326,7 @@ struct ncclComm {
     int coll_connected;
     unsigned char p2p_connected[MAXR];
     unsigned split_count;
-    struct bufs meta, conn;
+    struct bufs meta, conn, imports;
     void *fifo;
     /* proxy service thread */
     pthread_t service;
@@ -398,14 +416,67 @@ static void detach(struct ncclComm *c)
 }
 
 /* ------------------------------------------------------------- proxy service thread */
-static ncclResult_t connect_channels(struct ncclComm *c, int peer)
+/* Maps the next rank's receive buffers, as NCCL's P2P transport does: an import is a
+ * peer's memory, a virtual address here and no memory of this device. */
+static ncclResult_t import_next(struct ncclComm *c)
 {
-    for (int ch = 0; ch < (peer < 0 ? c->nch : c->p2p_nch); ch++) {
-        ncclResult_t r = bufs_add(&c->conn, c->dev, c->recv_bytes, "Allocated shareable buffer %p size %zu");
-        if (!r) r = bufs_add(&c->conn, c->dev, c->send_bytes, "Allocated shareable buffer %p size %zu");
-        if (r) return r;
+    struct peer_export *e = &c->hdr->exports[(c->rank + 1) % c->nranks];
+    unsigned spins = 0;
+    double start = now_s();
+    while (!atomic_load(&e->ready))
+        if (backoff(&spins, start)) return fail(ncclRemoteError, "%s", "timed out waiting for a peer's buffers");
+    CUmemAccessDesc acc = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = c->dev},
+                           .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    for (int ch = 0; ch < c->nch && ch < MAXCH; ch++) {
+        if (e->fds[ch] < 0) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e->pid, (int)e->fds[ch]);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0) return fail(ncclSystemError, "cannot open a peer's buffer: %s", strerror(errno));
+        CUmemGenericAllocationHandle h;
+        CUdeviceptr p = 0;
+        CUresult r = pfn.import_handle(&h, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        close(fd);
+        if (r) return fail(ncclUnhandledCudaError, "%s", "cuMemImportFromShareableHandle failed");
+        if (pfn.reserve(&p, e->size, 0, 0, 0) || pfn.map(p, e->size, 0, h, 0) || pfn.set_access(p, e->size, &acc, 1)) {
+            pfn.release(h);
+            return fail(ncclUnhandledCudaError, "%s", "mapping a peer's buffer failed");
+        }
+        if (c->imports.n == c->imports.cap) {
+            int cap = c->imports.cap ? 2 * c->imports.cap : 16;
+            void *v = realloc(c->imports.v, (size_t)cap * sizeof *c->imports.v);
+            if (!v) return fail(ncclSystemError, "%s", "out of host memory");
+            c->imports.v = v;
+            c->imports.cap = cap;
+        }
+        c->imports.v[c->imports.n].p = p;
+        c->imports.v[c->imports.n].mapped = e->size;
+        c->imports.v[c->imports.n].h = h;
+        c->imports.n++;
     }
     return ncclSuccess;
+}
+
+static ncclResult_t connect_channels(struct ncclComm *c, int peer)
+{
+    struct peer_export *e = &c->hdr->exports[c->rank];
+    for (int ch = 0; ch < (peer < 0 ? c->nch : c->p2p_nch); ch++) {
+        ncclResult_t r = bufs_add(&c->conn, c->dev, c->recv_bytes, LOG_SHAREABLE);
+        if (r) return r;
+        if (peer < 0 && ch < MAXCH) {
+            int fd = -1;
+            if (c->conn.v[c->conn.n - 1].mapped &&
+                pfn.export_handle(&fd, c->conn.v[c->conn.n - 1].h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))
+                fd = -1;
+            e->fds[ch] = fd;
+            e->size = c->conn.v[c->conn.n - 1].mapped;
+        }
+        if ((r = bufs_add(&c->conn, c->dev, c->send_bytes, LOG_SHAREABLE))) return r;
+    }
+    if (peer >= 0 || c->nranks == 1) return ncclSuccess;
+    e->pid = (int32_t)getpid();
+    atomic_store(&e->ready, 1);
+    return import_next(c);
 }
 
 static void *service_main(void *arg)
@@ -505,12 +576,12 @@ static ncclResult_t comm_init(struct ncclComm *c)
     if (fakecudart_load_module_once(0, FAKENCCL_KERNEL_BYTES) != cudaSuccess)
         return fail(ncclUnhandledCudaError, "%s", "loading the NCCL kernels failed (out of device memory?)");
     for (int ch = 0; ch <= c->nch && !r; ch++) /* per channel, plus the device comm */
-        r = bufs_add(&c->meta, c->dev, 4096, "Cuda Alloc Size %zu pointer %p");
+        r = bufs_add(&c->meta, c->dev, 4096, LOG_CUDA);
     if (r) return r;
     size_t fifo = (size_t)env_long("NCCL_WORK_FIFO_BYTES", 1 << 20, 4096, 1L << 30);
     if (cudaHostAlloc(&c->fifo, fifo, cudaHostAllocMapped) != cudaSuccess)
         return fail(ncclUnhandledCudaError, "%s", "cudaHostAlloc failed");
-    log_alloc("Cuda Host Alloc Size %zu pointer %p", fifo, c->fifo);
+    log_alloc(LOG_HOST, fifo, c->fifo);
     if (pthread_create(&c->service, NULL, service_main, c))
         return fail(ncclSystemError, "%s", "pthread_create failed");
     c->service_started = 1;
@@ -530,6 +601,15 @@ static ncclResult_t comm_init(struct ncclComm *c)
 static void comm_free(struct ncclComm *c)
 {
     stop_service(c);
+    for (int i = 0; i < c->imports.n; i++) {
+        pfn.unmap(c->imports.v[i].p, c->imports.v[i].mapped);
+        pfn.release(c->imports.v[i].h);
+        pfn.address_free(c->imports.v[i].p, c->imports.v[i].mapped);
+    }
+    free(c->imports.v);
+    if (c->hdr && c->coll_connected)
+        for (int ch = 0; ch < c->nch && ch < MAXCH; ch++)
+            if (c->hdr->exports[c->rank].fds[ch] >= 0) close(c->hdr->exports[c->rank].fds[ch]);
     bufs_free(&c->conn);
     bufs_free(&c->meta);
     if (c->fifo) cudaFreeHost(c->fifo);
@@ -1229,12 +1309,12 @@ API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
     if (cudaGetDevice(&dev) != cudaSuccess) return fail(ncclUnhandledCudaError, "%s", "cudaGetDevice failed");
     struct memrec *m = malloc(sizeof *m);
     if (!m) return fail(ncclSystemError, "%s", "out of host memory");
-    ncclResult_t r = buf_alloc(dev, size, &m->p, &m->mapped);
+    ncclResult_t r = buf_alloc(dev, size, &m->p, &m->mapped, NULL);
     if (r) {
         free(m);
         return r;
     }
-    if (m->mapped) log_alloc("Allocated shareable buffer size %zu pointer %p", size, (void *)(uintptr_t)m->p);
+    if (m->mapped) log_alloc(LOG_SHAREABLE, size, (void *)(uintptr_t)m->p);
     pthread_mutex_lock(&mem_lock);
     m->next = mem_list;
     mem_list = m;
