@@ -245,6 +245,9 @@ Test(symbolize, address_outside_every_module)
     cr_assert_eq(gmt_sym_resolve_pc(s, 0x1234, &f, &n), 0);
     cr_expect_str_eq(gmt_frame_format(&f[0], buf, sizeof buf), "liba.so+0x234");
     cr_expect_eq(gmt_sym_add_module(s, 2, "/x/b", NULL, 0, 0, 0x3000, 0x3000), -EINVAL);
+    cr_assert_eq(gmt_sym_add_module(s, 3, "/x/\x1b[2Jevil.so", NULL, 0, 0x8000, 0x8000, 0x9000), 0);
+    cr_assert_eq(gmt_sym_resolve_pc(s, 0x8010, &f, &n), 0);
+    cr_expect_str_eq(gmt_frame_format(&f[0], buf, sizeof buf), "?[2Jevil.so+0x10");
     gmt_sym_free(s);
 }
 

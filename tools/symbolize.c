@@ -405,5 +405,9 @@ const char *gmt_frame_format(const struct gmt_frame *f, char *buf, size_t len)
         snprintf(buf, len, "%s+0x%llx", mod, (unsigned long long)f->offset);
     else
         snprintf(buf, len, "0x%llx", (unsigned long long)f->offset);
+    /* Paths come from the trace, names from files on disk: neither may drive a terminal. */
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
     return buf;
 }

@@ -54,7 +54,8 @@ const char *gmt_sym_module_of(const struct gmt_symbolizer *s, uint64_t ip, uint6
 /* Whether the module that holds ip has a file whose build-id matches (opens it). */
 bool gmt_sym_module_trusted(struct gmt_symbolizer *s, uint64_t ip);
 
-/* "function (file:line)", "function", or "module+0xoffset", "0xaddress" into buf. */
+/* "function (file:line)", "function (module+0xoffset)", "module+0xoffset" or "0xaddress"
+ * into buf, " [inlined]" appended to inlined frames; control characters become '?'. */
 const char *gmt_frame_format(const struct gmt_frame *f, char *buf, size_t len);
 
 #endif
