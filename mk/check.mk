@@ -10,3 +10,6 @@ $(CHECK_STEPS): tests/progs/nccl_steps.c $(FAKE_HDRS) $(FAKE_LIBS)
 # test_check runs the real pipeline: gpumemtrace run + the preload library + the fakes.
 $(BUILD)/tests/test_check: | $(CHECK_STEPS) $(FAKE_PROG_fake_nccl_2proc) $(LIB_SO) $(CLI)
 test-extras: $(CHECK_STEPS)
+# test_check needs only the CLI's code: linking libinterpose.a would let its dlsym
+# override (hooks_dl.c) interpose on ASan's own start-up lookups.
+$(BUILD)/tests/test_check: TEST_LIBS = $(TOOL_A) $(TOOL_LIBS) -lcriterion -lpthread -ldl
