@@ -59,6 +59,32 @@ static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
     return v < info->dlpi_addr ? info->dlpi_addr + v : v;
 }
 
+/* String helpers of our own for the lookups that run while the process starts: a
+ * sanitizer's or another preload's interceptors of strcmp & co may not be ready then
+ * (ASan's start-up calls dlsym, which reaches this code before its own init is done). */
+static bool str_eq(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    while (*prefix && *s == *prefix)
+        s++, prefix++;
+    return *prefix == 0;
+}
+
+static const char *base_of(const char *path)
+{
+    const char *b = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/')
+            b = p + 1;
+    return b;
+}
+
 static void *lookup_in_object(const struct dl_phdr_info *info, const char *name)
 {
     const ElfW(Dyn) *dyn = NULL;
@@ -91,7 +117,7 @@ static void *lookup_in_object(const struct dl_phdr_info *info, const char *name)
         uint32_t ch = chain[i - symoffset];
         const ElfW(Sym) *s = &symtab[i];
         if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
-            strcmp(strtab + s->st_name, name) == 0)
+            str_eq(strtab + s->st_name, name))
             return (void *)(info->dlpi_addr + s->st_value);
         if (ch & 1)
             return NULL;
@@ -101,9 +127,8 @@ static void *lookup_in_object(const struct dl_phdr_info *info, const char *name)
 static int find_in_libc(struct dl_phdr_info *info, size_t size, void *data)
 {
     struct elf_lookup *l = data;
-    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-    base = base ? base + 1 : info->dlpi_name;
-    if (!base || (strncmp(base, "libc.so.", 8) != 0 && strncmp(base, "libdl.so.", 9) != 0))
+    const char *base = info->dlpi_name ? base_of(info->dlpi_name) : NULL;
+    if (!base || (!has_prefix(base, "libc.so.") && !has_prefix(base, "libdl.so.")))
         return 0;
     l->found = lookup_in_object(info, l->name);
     return l->found != NULL;
