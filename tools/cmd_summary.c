@@ -34,7 +34,8 @@ const char gmt_help_summary[] =
     "  --op NAME         only collectives of this op (AllReduce, Group, ...)\n"
     "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
     "  --category NAME=GLOB  add a category rule for modules matching GLOB (repeatable)\n"
-    "  --width N         output width (default: the terminal's, else 100)\n";
+    "  --width N         output width (default: the terminal's, else 100)\n"
+    "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n";
 
 enum fmt { FMT_TEXT, FMT_JSON, FMT_CSV };
 
@@ -65,6 +66,7 @@ int gmt_cmd_summary(int argc, char **argv)
         {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
         {"op", required_argument, 0, 'o'},   {"debug-paths", required_argument, 0, 'D'},
         {"category", required_argument, 0, 'C'}, {"width", required_argument, 0, 'w'},
+        {"no-symbols", no_argument, 0, 'n'},
         {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
     struct gmt_report_opts ro;
     gmt_report_opts_init(&ro);
@@ -111,6 +113,9 @@ int gmt_cmd_summary(int argc, char **argv)
             ro.width = (int)strtol(optarg, &end, 10);
             if (*end || ro.width < 40 || ro.width > 1000)
                 return gmt_cli_usage_error("summary", "--width wants 40..1000, not '%s'", optarg);
+            break;
+        case 'n':
+            ro.no_symbols = true;
             break;
         case 'h':
             fputs(gmt_help_summary, stdout);

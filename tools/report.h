@@ -21,6 +21,7 @@ struct gmt_report_opts {
     const char *cat_rules[GMT_MAX_CAT_RULES];
     int n_cat_rules;
     int width;                 /* text output width */
+    bool no_symbols;           /* module+offset only, no binary is opened */
 };
 
 void gmt_report_opts_init(struct gmt_report_opts *o);

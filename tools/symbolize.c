@@ -48,7 +48,13 @@ struct gmt_symbolizer {
     char *debuginfo_path;   /* for dwfl_standard_find_debuginfo */
     Dwfl_Callbacks cb;      /* must outlive every Dwfl */
     struct gmt_u64map cache; /* looked-up pc -> struct result * */
+    bool offline;           /* never open a file: module+offset only */
 };
+
+void gmt_sym_set_offline(struct gmt_symbolizer *s, bool offline)
+{
+    s->offline = offline;
+}
 
 struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs)
 {
@@ -232,6 +238,8 @@ static int locate(const struct gmt_symbolizer *s, const struct mod *m)
 static void open_mod(const struct gmt_symbolizer *s, struct mod *m)
 {
     m->state = MOD_UNTRUSTED;
+    if (s->offline)
+        return;
     int fd = locate(s, m);
     if (fd < 0)
         return;

@@ -27,6 +27,9 @@ struct gmt_symbolizer;
  * out of memory. */
 struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs);
 void gmt_sym_free(struct gmt_symbolizer *s);
+/* Offline: no file is ever opened, every address shows as module+offset (fast; for
+ * traces from machines whose binaries are not here; stable output for golden tests). */
+void gmt_sym_set_offline(struct gmt_symbolizer *s, bool offline);
 
 /* A module as a MODULE_LOAD record describes it. The file is opened only when an
  * address in it is first resolved; when the file found has a different build-id than
