@@ -189,8 +189,8 @@ static void frame_text(const struct gmt_frame *f, char *buf, size_t len)
 /* Folding: the first two frames (where the memory was asked for), then the first frame
  * in each new module outward (which library handed the request on), "…" for what is
  * left out, up to max_frames shown. */
-const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
-                           char *buf, size_t len)
+static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int max_frames,
+                              bool fold, char *buf, size_t len)
 {
     buf[0] = 0;
     const struct gmt_trace *t = &a->t;
@@ -215,7 +215,7 @@ const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max
         for (size_t k = 0; k < n && shown < max_frames; k++, seen++) {
             bool new_module = !prev_mod || !mod || strcmp(prev_mod, mod) != 0;
             prev_mod = mod;
-            if (seen >= 2 && !new_module) {
+            if (fold && seen >= 2 && !new_module) {
                 omitted = true;
                 continue;
             }
@@ -233,6 +233,18 @@ const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max
         }
     }
     return buf;
+}
+
+const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
+                           char *buf, size_t len)
+{
+    return stack_text(a, stack, max_frames, true, buf, len);
+}
+
+const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
+                           char *buf, size_t len)
+{
+    return stack_text(a, stack, max_frames, false, buf, len);
 }
 
 /* ---- text ---- */
@@ -635,8 +647,8 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
                      ", \"allocs_other_thread\": %" PRIu64 ", \"host_ns_first\": %" PRIu64
                      ", \"host_ns_total\": %" PRIu64 ", \"first_call_stack\": ",
                 c->allocs, c->alloc_bytes, c->allocs_other_thread, c->host_ns_first, c->host_ns_total);
-        char line[2048];
-        jstr(out, c->first_stack ? gmt_stack_line(a, c->first_stack, 16, line, sizeof line) : "");
+        char line[8192];
+        jstr(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
         fprintf(out, "}");
         first = 0;
     }
@@ -646,21 +658,21 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
         const struct gmt_site_row *s = &rep->sites[i];
         if (!s->allocs)
             continue;
-        char line[2048];
+        char line[8192];
         fprintf(out, "%s{\"category\": ", shown ? ", " : "");
         jstr(out, a->cat_names[s->cat]);
         fprintf(out, ", \"live_at_peak_bytes\": %" PRIu64 ", \"live_at_end_bytes\": %" PRIu64
                      ", \"live_at_end_count\": %" PRIu64 ", \"allocs\": %" PRIu64
                      ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
                 s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
-        jstr(out, gmt_stack_line(a, s->stack, 8, line, sizeof line));
+        jstr(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
         fprintf(out, "}");
         shown++;
     }
     fprintf(out, "], \"failures\": [");
     for (size_t i = 0; i < rep->n_fails; i++) {
         const struct gmt_fail_row *f = &rep->fails[i];
-        char line[2048];
+        char line[8192];
         fprintf(out, "%s{\"time_ns\": %" PRIu64 ", \"api\": ", i ? ", " : "", f->time - t->t_first);
         jstr(out, gmt_api_name(f->api));
         fprintf(out, ", \"bytes\": %" PRIu64 ", \"device\": %d, \"error\": %d, \"tracked_bytes\": %" PRIu64
@@ -668,7 +680,7 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
                 f->bytes, f->device, f->error, f->tracked, f->scope);
         jcats(out, a, f->by_cat);
         fprintf(out, ", \"stack\": ");
-        jstr(out, gmt_stack_line(a, f->stack, 8, line, sizeof line));
+        jstr(out, gmt_stack_full(a, f->stack, 64, line, sizeof line));
         fprintf(out, "}");
     }
     fprintf(out, "], \"unmatched_frees\": %" PRIu64 "}", rep->unmatched_frees);

@@ -55,6 +55,10 @@ const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max
  * Returns 0 or -errno. */
 int gmt_list_traces(const char *dir, char ***out, size_t *n);
 
+/* The same without folding: every frame, for machines (JSON) and for matching. */
+const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
+                           char *buf, size_t len);
+
 void gmt_report_text(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
 void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
 void gmt_report_csv(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);

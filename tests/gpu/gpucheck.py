@@ -328,6 +328,32 @@ def syn_dump(pid, rank, allocs):
     return "\n".join(lines) + "\n"
 
 
+def cmd_attrib(a):
+    """The first all_reduce's NCCL buffers are attributed to it (summary --json of each
+    rank's trace): at least --min-mib tracked, allocated on NCCL's proxy thread, and its
+    caller-side stack reaches --frame (ProcessGroupNCCL)."""
+    ok = True
+    doc = json.load(open(a.summary))
+    print("rank  first AllReduce: tracked     device   allocs  on proxy  caller stack has %s" % a.frame)
+    for t in doc["traces"]:
+        rows = [c for c in t["collectives"] if c["op"] == "AllReduce" and c["first_tracked_bytes"] > 0]
+        if not rows:
+            print("%4s  no AllReduce that allocated" % t["rank"])
+            ok = False
+            continue
+        c = max(rows, key=lambda r: r["first_tracked_bytes"])
+        dev = c["first_device_bytes"]
+        has = a.frame in (c.get("first_call_stack") or "")
+        good = (c["first_tracked_bytes"] >= a.min_mib * MiB and c["allocs_other_thread"] > 0 and has)
+        ok &= good
+        print("%4s  %26s %10s %8d %9d  %s%s" % (
+            t["rank"], human(c["first_tracked_bytes"]), human(dev) if dev is not None else "?",
+            c["allocs"], c["allocs_other_thread"], "yes" if has else "NO", "" if good else "   <- FAIL"))
+        if not has:
+            print("      stack: %s" % c.get("first_call_stack"))
+    return 0 if ok else 1
+
+
 def cmd_selftest(a):
     fails = 0
 
@@ -407,6 +433,10 @@ def main():
     p.add_argument("--tolerance-mib", type=float, default=4)
     p = sub.add_parser("parse", help="what the checks read from dumps (PROCESS and ALLOCs needed)")
     p.add_argument("dump", nargs="+")
+    p = sub.add_parser("attrib", help="first all_reduce's buffers attributed to it, with its caller stack")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--min-mib", type=float, default=288)
+    p.add_argument("--frame", default="ProcessGroupNCCL")
     sub.add_parser("selftest", help="the checks on synthetic input")
     a = ap.parse_args()
     for attr in ("dump", "log", "json"):
@@ -414,7 +444,8 @@ def main():
         if isinstance(v, list):  # let the shell pass globs that matched nothing
             setattr(a, attr, [x for g in v for x in (glob.glob(g) or [g]) if os.path.exists(x)])
     return {"compare": cmd_compare, "allocs": cmd_allocs, "nccl-log": cmd_nccl_log,
-            "meminfo": cmd_meminfo, "parse": cmd_parse, "selftest": cmd_selftest}[a.cmd](a)
+            "meminfo": cmd_meminfo, "parse": cmd_parse, "attrib": cmd_attrib,
+            "selftest": cmd_selftest}[a.cmd](a)
 
 
 if __name__ == "__main__":
