@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh: real-GPU validation on a machine with 2 NVIDIA GPUs: the examples and a PyTorch DDP job with and without libgpumemtrace.so; same results, NCCL's own ALLOC log found in the trace.
 #
-# Usage: bash tests/gpu/run.sh [--dry-run] [--only cuda|nccl|ddp]...
+# Usage: bash tests/gpu/run.sh [--dry-run] [--only cuda|nccl|ddp|gate]...
 # Builds nothing of ours: build/libgpumemtrace.so and build/gpumemtrace come from the
 # development machine (GPUMEMTRACE_BUILD=DIR to use another). Compiles the examples with
 # nvcc/cc here. Writes its outputs to $OUT/gpu when OUT is set, else to a fresh temp dir.
@@ -233,6 +233,37 @@ if wanted ddp; then
     tt=$(grep -h -o 'seconds": [0-9.e-]*' "$d"/traced.rank*.json 2>/dev/null | awk '{s+=$2} END {printf "%.3f", s}')
     result ddp_collective_time note "sum of measured collectives: ${ts}s untraced, ${tt}s traced (one run each: noisy)"
   fi
+fi
+
+# ---------------------------------------------------------------- (d) attribution, summary
+d="$work/ddp"
+if wanted ddp && ls "$d"/trace.*.gmt >/dev/null 2>&1; then
+  say "(d) the DDP job's summary; the first all_reduce's NCCL buffers attributed to it"
+  "$cli" summary --width 150 "$d"/trace.*.gmt >"$d/summary.txt" 2>&1; cat "$d/summary.txt"
+  if "$cli" summary --json "$d"/trace.*.gmt >"$d/summary.json" &&
+     "$py" "$check" attrib --summary "$d/summary.json" | tee "$d/attrib.txt"; then
+    result ddp_attribution ok "first all_reduce: >= 288 MiB tracked on NCCL's proxy thread, caller stack in ProcessGroupNCCL"
+  else result ddp_attribution FAIL "see $d/attrib.txt"; fi
+fi
+
+# ---------------------------------------------------------------- (e) CI gate on real NCCL
+if wanted gate && ls "$d"/trace.*.gmt >/dev/null 2>&1; then
+  say "(e) gpumemtrace check: baseline from the DDP run, an unchanged rerun, NCCL_BUFFSIZE doubled"
+  g="$work/gate"; mkdir -p "$g/same" "$g/big"
+  "$cli" check "$d"/trace.*.gmt --write-baseline "$g/baseline.json" >"$g/write.log" 2>&1
+  gate_run() { # gate_run DIR [ENV...]
+    local dir=$1; shift
+    run_step "$dir/job.out" traced "$dir" trace env "$@" "$py" -m torch.distributed.run --nproc_per_node=2 \
+      --master_port=$((29500 + RANDOM % 1000)) "$repo/examples/pytorch_ddp/train.py" --json "$dir/rank%r.json"
+  }
+  gate_run "$g/same" NCCL_DEBUG=WARN
+  "$cli" check "$g/same"/trace.*.gmt --baseline "$g/baseline.json" >"$g/same.txt" 2>&1; rs=$?
+  gate_run "$g/big" NCCL_BUFFSIZE=8388608
+  "$cli" check "$g/big"/trace.*.gmt --baseline "$g/baseline.json" >"$g/big.txt" 2>&1; rb=$?
+  tail -n 4 "$g/same.txt"; grep -E 'FAIL' "$g/big.txt" | head -n 6; tail -n 1 "$g/big.txt"
+  if [ $rs = 0 ] && [ $rb = 1 ] && grep -q 'FAIL.*first_call.*AllReduce' "$g/big.txt"; then
+    result ci_gate ok "unchanged rerun passes; NCCL_BUFFSIZE=8 MiB fails on AllReduce's first call"
+  else result ci_gate FAIL "check exit $rs (unchanged, want 0) and $rb (doubled, want 1); see $g"; fi
 fi
 
 echo
