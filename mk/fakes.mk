@@ -5,6 +5,7 @@
 #   libcudart.so.13 (+ libcudart.so)   fake runtime, shared tests/fakes/fake_runtime.c
 #   libcudart_static.a                 fake runtime, static (same source)
 #   libnccl.so.2 (+ libnccl.so)        fake NCCL, with the static runtime inside
+#   old-driver/libcuda.so.1            fake driver without cuGetProcAddress_v2 (pre-12.0)
 # Test programs, in $(FAKES_DIR)/progs (plain flags, never sanitized, so that others can
 # LD_PRELOAD the tracer into them); each says what it does at the top of its source:
 #   fake_cudart          tests/progs/fake_cudart.c, shared runtime (cudaMalloc & co)
@@ -34,7 +35,8 @@ FAKE_RT_STATIC := $(FAKES_DIR)/libcudart_static.a
 FAKE_NCCL     := $(FAKES_DIR)/libnccl.so.2
 FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/libnccl.so
 FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
-FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so
+FAKE_OLD_DRIVER := $(FAKES_DIR)/old-driver/libcuda.so.1
+FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so $(FAKE_OLD_DRIVER)
 
 FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake
 FAKE_HAVE_TOOLKIT := $(wildcard /usr/local/cuda/include/cuda.h)
@@ -51,6 +53,12 @@ FAKE_HDRS := $(wildcard tests/fakes/*.h)
 $(FAKE_DRIVER): tests/fakes/fake_driver.c $(FAKE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $<
+
+# A driver from before CUDA 12.0 (no cuGetProcAddress_v2 export): put its directory in
+# LD_LIBRARY_PATH to see the runtime fall back to dlsym by ABI name.
+$(FAKE_OLD_DRIVER): tests/fakes/fake_driver.c $(FAKE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -DFAKECUDA_NO_PROC_ADDRESS_V2 -Wl,-soname,libcuda.so.1 -o $@ $<
 
 $(FAKE_RUNTIME): tests/fakes/fake_runtime.c $(FAKE_HDRS)
 	@mkdir -p $(@D)

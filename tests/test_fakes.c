@@ -457,13 +457,26 @@ Test(runtime, driver_entry_points_forward_to_get_proc_address)
     cr_expect_eq(v, 13000);
 }
 
+Test(runtime, falls_back_to_dlsym_without_get_proc_address_v2)
+{
+    char out[4096];
+    const char *env = "LD_LIBRARY_PATH=" FAKES_DIR "/old-driver ";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s%s", env, FAKES_DIR "/progs/fake_cudart");
+    cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "fake_cudart: ok delta=67108864 via=dlsym") != NULL, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s%s", env, FAKES_DIR "/progs/fake_cudart_static");
+    cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "via=dlsym") != NULL, "%s", out);
+}
+
 Test(runtime, programs_with_shared_and_static_runtime_run)
 {
     char out[4096];
     cr_assert_eq(run(FAKES_DIR "/progs/fake_cudart", out, sizeof out), 0, "%s", out);
-    cr_expect(strstr(out, "fake_cudart: ok delta=67108864") != NULL, "%s", out);
+    cr_expect(strstr(out, "fake_cudart: ok delta=67108864 via=get_proc_address") != NULL, "%s", out);
     cr_assert_eq(run(FAKES_DIR "/progs/fake_cudart_static", out, sizeof out), 0, "%s", out);
-    cr_expect(strstr(out, "fake_cudart: ok delta=67108864") != NULL, "%s", out);
+    cr_expect(strstr(out, "fake_cudart: ok delta=67108864 via=get_proc_address") != NULL, "%s", out);
     cr_assert_eq(run("nm -D --undefined-only " FAKES_DIR "/progs/fake_cudart_static | grep -c ' cuda' || true", out,
                      sizeof out), 0);
     cr_expect_eq(atoi(out), 0, "the static runtime is inside the program");

@@ -45,7 +45,8 @@
 /* Every exported driver function, for the per-function statistics. */
 #define DRIVER_FNS(X)                                                                         \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)     \
-    X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)        \
+    X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)           \
+    X(cuDevicePrimaryCtxRelease_v2)                                                           \
     X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxGetCurrent)                \
     X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxSynchronize)        \
     X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) \
@@ -370,21 +371,34 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return r;
 }
 
-EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(CUdevice dev)
 {
-    count(FN_cuDevicePrimaryCtxRelease_v2, 0);
     NEED_INIT();
     if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
     struct CUctx_st *c = &devices[dev].primary;
     if (c->refs == 0) r = CUDA_ERROR_INVALID_CONTEXT;
+    /* Released to zero: the context and what it cost go away (allocations stay charged). */
     else if (--c->refs == 0) {
         c->active = 0;
         uncharge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
     }
     pthread_mutex_unlock(&lock);
     return r;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    count(FN_cuDevicePrimaryCtxRelease_v2, 0);
+    return primary_release(dev);
+}
+
+/* The pre-11.0 ABI name; same behaviour in the fake. */
+EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    count(FN_cuDevicePrimaryCtxRelease, 0);
+    return primary_release(dev);
 }
 
 EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
@@ -1554,6 +1568,7 @@ enum sel { ANY, PTDS, LEGACY };
     X("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020, ANY)                                     \
     X("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000, ANY)                        \
     X("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000, ANY)                  \
+    X("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease, 7000, ANY)                      \
     X("cuCtxCreate", cuCtxCreate_v2, 3020, ANY)                                               \
     X("cuCtxDestroy", cuCtxDestroy_v2, 4000, ANY)                                             \
     X("cuCtxSetCurrent", cuCtxSetCurrent, 4000, ANY)                                          \
@@ -1673,7 +1688,14 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cu
     return get_proc(symbol, pfn, version, flags, NULL);
 }
 
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+/* FAKECUDA_NO_PROC_ADDRESS_V2 builds a driver older than CUDA 12.0, whose libcuda has
+ * no cuGetProcAddress_v2 export: the runtime then falls back to dlsym by ABI name. */
+#ifdef FAKECUDA_NO_PROC_ADDRESS_V2
+#define EXPORT_V2 __attribute__((visibility("hidden")))
+#else
+#define EXPORT_V2 EXPORT
+#endif
+EXPORT_V2 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult *status)
 {
     count(FN_cuGetProcAddress_v2, 0);

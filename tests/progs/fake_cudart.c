@@ -8,7 +8,9 @@
  *   cudaMalloc of twice the device (fails: cudaErrorMemoryAllocation), then frees all;
  *   device 1 (when there is one): cudaMalloc 32 MiB, free.
  * It prints the cudaMemGetInfo drop over the 64 MiB allocation ("delta=N"), so a test
- * can compare it with what the trace says. */
+ * can compare it with what the trace says, and how the runtime reached the driver
+ * ("via=get_proc_address", or "via=dlsym" with a driver that lacks cuGetProcAddress_v2,
+ * e.g. LD_LIBRARY_PATH=$(FAKES_DIR)/old-driver). */
 #include "fake_cuda.h"
 
 #include <stdio.h>
@@ -80,6 +82,8 @@ int main(int argc, char **argv)
     CHECK(cudaDeviceSynchronize());
     free(h);
     free(back);
-    printf("fake_cudart: ok delta=%zu\n", free0 - free1);
+    struct fakecudart_resolution res;
+    fakecudart_resolution(&res);
+    printf("fake_cudart: ok delta=%zu via=%s\n", free0 - free1, res.used_get_proc_address ? "get_proc_address" : "dlsym");
     return 0;
 }
