@@ -13,8 +13,10 @@
  *   waits while that thread allocates, per channel, a receive buffer of
  *   roundup(4096 + LL + LL128 + NCCL_BUFFSIZE, 2 MiB) and a 2 MiB send buffer, each
  *   cuMemCreate -> cuMemAddressReserve -> cuMemMap -> cuMemSetAccess; the first
- *   collective on a device also loads more kernels (hidden, FAKENCCL_LAZY_BYTES); later
- *   collectives allocate nothing; send/recv connect per peer the same way;
+ *   collective on a device also loads more kernels (hidden, FAKENCCL_LAZY_BYTES); each
+ *   rank then maps the next rank's receive buffers (cuMemExportToShareableHandle there,
+ *   cuMemImportFromShareableHandle + reserve + map here: address space, no memory of
+ *   this device); later collectives allocate nothing; send/recv connect per peer;
  * - inside ncclGroupStart/ncclGroupEnd all of it happens in ncclGroupEnd; a bare call is
  *   a group of one;
  * - ncclCommDestroy frees each buffer with cuMemRetainAllocationHandle, cuMemRelease,
@@ -28,8 +30,10 @@
  * Deviations: 2 channels by default (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS; the real
  * H200 uses 24); collectives are synchronous (the stream argument is ignored), so one
  * thread driving several ranks must use a group, as NCCL's documentation requires; no
- * peer-buffer import, no NVLS, no work pool; environment variables are read at each
- * communicator init, not once per process; at most 16 ranks per communicator. */
+ * NVLS, no work pool, send/recv buffers are not imported; environment variables are read
+ * at each communicator init, not once per process; at most 16 ranks per communicator; a
+ * rank waiting for absent peers gives up after FAKENCCL_TIMEOUT_S (default 120) seconds
+ * with ncclRemoteError. */
 
 #include "fake_nccl.h"
 
