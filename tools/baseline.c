@@ -654,21 +654,6 @@ void gmt_baseline_free(struct gmt_baseline *b)
     memset(b, 0, sizeof *b);
 }
 
-static void jstr(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 /* Percent as a JSON number: 5, 2.5, 0.0001. */
 static void jpercent(FILE *out, uint64_t ppm)
 {
@@ -718,7 +703,7 @@ static void write_metric(FILE *out, const struct gmt_metric *m)
         fprintf(out, ", \"bytes_per_call\": %" PRIu64, m->bytes_per_call);
     if (dev && m->category[0]) {
         fprintf(out, ", \"category\": ");
-        jstr(out, m->category);
+        gmt_fput_json_string(out, m->category);
     }
     fprintf(out, ", \"check\": \"%s\"", gmt_check_name(m->check));
     if (!dev)
@@ -729,7 +714,7 @@ static void write_metric(FILE *out, const struct gmt_metric *m)
         fprintf(out, ", \"occurrence\": %u", m->occurrence);
     if (!dev) {
         fprintf(out, ", \"op\": ");
-        jstr(out, m->op);
+        gmt_fput_json_string(out, m->op);
     }
     if (m->process)
         fprintf(out, ", \"process\": %d", m->process);
@@ -742,7 +727,7 @@ int gmt_baseline_write(FILE *out, const struct gmt_baseline *b)
 {
     fprintf(out, "{\n  \"category\": ");
     if (b->category[0])
-        jstr(out, b->category);
+        gmt_fput_json_string(out, b->category);
     else
         fprintf(out, "null");
     fprintf(out, ",\n  \"limits\": {\n    \"max_bytes\": ");

@@ -18,6 +18,7 @@
 #define GMT_COMMANDS(X) \
     X(run, "run a command with the tracer preloaded, then summarise its traces") \
     X(summary, "where the device memory went: peak, NCCL calls, sites, leaks, failures") \
+    X(merge, "the traces of many ranks side by side: peaks, NCCL calls across ranks") \
     X(diff, "what grew or shrank between two runs: categories, collectives, sites, peaks") \
     X(check, "fail CI when NCCL memory grew beyond a baseline's limits; write baselines") \
     X(dump, "print every record of traces, one line each")

@@ -531,21 +531,6 @@ void gmt_report_text(FILE *out, const struct gmt_analysis *a, const struct gmt_r
 
 /* ---- JSON (schema gpumemtrace.summary/1, docs/summary-json.md) ---- */
 
-static void jstr(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
-}
-
 static void jcats(FILE *out, const struct gmt_analysis *a, const uint64_t *by_cat)
 {
     fputc('{', out);
@@ -553,7 +538,7 @@ static void jcats(FILE *out, const struct gmt_analysis *a, const uint64_t *by_ca
     for (size_t c = 0; c < a->n_cats; c++)
         if (by_cat[c]) {
             fprintf(out, "%s", first ? "" : ", ");
-            jstr(out, a->cat_names[c]);
+            gmt_fput_json_string(out, a->cat_names[c]);
             fprintf(out, ": %" PRIu64, by_cat[c]);
             first = 0;
         }
@@ -565,23 +550,23 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
     const struct gmt_trace *t = &a->t;
     const struct gmt_report *rep = &a->rep;
     fprintf(out, "{\"file\": ");
-    jstr(out, t->path);
+    gmt_fput_json_string(out, t->path);
     fprintf(out, ", \"pid\": %u, \"ppid\": %u, \"host\": ", t->proc.pid, t->proc.ppid);
-    jstr(out, t->host ? t->host : "");
+    gmt_fput_json_string(out, t->host ? t->host : "");
     fprintf(out, ", \"rank\": %d, \"world_size\": %d, \"local_rank\": %d, \"command\": ",
             t->has_proc ? t->proc.rank : -1, t->has_proc ? t->proc.world_size : -1,
             t->has_proc ? t->proc.local_rank : -1);
-    jstr(out, t->cmdline ? t->cmdline : "");
+    gmt_fput_json_string(out, t->cmdline ? t->cmdline : "");
     fprintf(out, ", \"versions\": {\"driver\": %d, \"runtime\": %d, \"nccl\": %d}",
             t->version[GMT_COMP_DRIVER], t->version[GMT_COMP_RUNTIME], t->version[GMT_COMP_NCCL]);
     fprintf(out, ", \"nccl_env\": {");
     for (size_t i = 0; i < N_NCCL_SETTINGS; i++) {
         const char *v = gmt_trace_env(t, nccl_settings[i][0]);
         fprintf(out, "%s", i ? ", " : "");
-        jstr(out, nccl_settings[i][0]);
+        gmt_fput_json_string(out, nccl_settings[i][0]);
         fprintf(out, ": ");
         if (v)
-            jstr(out, v);
+            gmt_fput_json_string(out, v);
         else
             fprintf(out, "null");
     }
@@ -626,7 +611,7 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
         if (!coll_selected(o, c) || !dev_selected(o, c->device))
             continue;
         fprintf(out, "%s{\"op\": ", first ? "" : ", ");
-        jstr(out, c->label);
+        gmt_fput_json_string(out, c->label);
         fprintf(out, ", \"comm_rank\": %d, \"comm_size\": %d, \"device\": %d, \"bytes_per_call\": %" PRIu64
                      ", \"calls\": %" PRIu64 ", \"failed_calls\": %" PRIu64
                      ", \"first_tracked_bytes\": %" PRId64 ", \"first_device_bytes\": ",
@@ -648,7 +633,7 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
                      ", \"host_ns_total\": %" PRIu64 ", \"first_call_stack\": ",
                 c->allocs, c->alloc_bytes, c->allocs_other_thread, c->host_ns_first, c->host_ns_total);
         char line[8192];
-        jstr(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
+        gmt_fput_json_string(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
         fprintf(out, "}");
         first = 0;
     }
@@ -660,12 +645,12 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
             continue;
         char line[8192];
         fprintf(out, "%s{\"category\": ", shown ? ", " : "");
-        jstr(out, a->cat_names[s->cat]);
+        gmt_fput_json_string(out, a->cat_names[s->cat]);
         fprintf(out, ", \"live_at_peak_bytes\": %" PRIu64 ", \"live_at_end_bytes\": %" PRIu64
                      ", \"live_at_end_count\": %" PRIu64 ", \"allocs\": %" PRIu64
                      ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
                 s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
-        jstr(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
+        gmt_fput_json_string(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
         fprintf(out, "}");
         shown++;
     }
@@ -674,13 +659,13 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
         const struct gmt_fail_row *f = &rep->fails[i];
         char line[8192];
         fprintf(out, "%s{\"time_ns\": %" PRIu64 ", \"api\": ", i ? ", " : "", f->time - t->t_first);
-        jstr(out, gmt_api_name(f->api));
+        gmt_fput_json_string(out, gmt_api_name(f->api));
         fprintf(out, ", \"bytes\": %" PRIu64 ", \"device\": %d, \"error\": %d, \"tracked_bytes\": %" PRIu64
                      ", \"scope\": %u, \"live_by_category\": ",
                 f->bytes, f->device, f->error, f->tracked, f->scope);
         jcats(out, a, f->by_cat);
         fprintf(out, ", \"stack\": ");
-        jstr(out, gmt_stack_full(a, f->stack, 64, line, sizeof line));
+        gmt_fput_json_string(out, gmt_stack_full(a, f->stack, 64, line, sizeof line));
         fprintf(out, "}");
     }
     fprintf(out, "], \"unmatched_frees\": %" PRIu64 "}", rep->unmatched_frees);

@@ -201,3 +201,18 @@ const char *gmt_demangle(const char *name, char *buf, size_t len)
     free(out);
     return buf;
 }
+
+void gmt_fput_json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}

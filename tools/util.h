@@ -31,6 +31,9 @@ const char *gmt_demangle(const char *name, char *buf, size_t len);
  * a terminal or split a line. */
 void gmt_fput_quoted(FILE *out, const char *s, size_t n);
 
+/* Writes s as a JSON string: quotes, backslash escapes, control bytes as \u00XX. */
+void gmt_fput_json_string(FILE *out, const char *s);
+
 /* A growable array of elements of `esize` bytes. */
 struct gmt_vec {
     void *data;
