@@ -1,0 +1,48 @@
+# mk/bench.mk: `make bench`: the tracer's CPU overhead, trace size and CLI throughput, ending in one table (tests/bench/run.sh).
+#
+# In $(BENCH_DIR) = $(BUILD)/bench, plain flags (never sanitized: the tracer is preloaded):
+#   alloc_bench_fake   tests/bench/alloc_bench.c on the simulated driver (tests/fakes)
+#   alloc_bench_stub   the same on stub/libcuda.so.1, whose calls return at once
+#   nccl_bench         ncclAllReduce against stub/libnccl.so.2 (returns at once)
+#   gen_trace          tests/bench/gen_trace.c: synthetic traces for `summary`
+# BENCH_QUICK=1 runs fewer, shorter repetitions (a smoke test of the benchmark itself).
+
+BENCH_DIR  := $(BUILD)/bench
+BENCH_STUB := $(BENCH_DIR)/stub
+BENCH_STUB_ABS = $(abspath $(BENCH_STUB))
+BENCH_PROGS := $(BENCH_DIR)/alloc_bench_fake $(BENCH_DIR)/alloc_bench_stub $(BENCH_DIR)/nccl_bench \
+               $(BENCH_DIR)/gen_trace
+BENCH_STUB_FLAGS = -L$(BENCH_STUB_ABS) -Wl,-rpath,$(BENCH_STUB_ABS) -Wl,--no-as-needed
+
+$(BENCH_STUB)/libcuda.so.1: tests/bench/stub_cuda.c $(FAKE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -Wl,-soname,libcuda.so.1 -o $@ $<
+	ln -sf libcuda.so.1 $(@D)/libcuda.so
+
+$(BENCH_STUB)/libnccl.so.2: tests/bench/stub_nccl.c $(FAKE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $<
+	ln -sf libnccl.so.2 $(@D)/libnccl.so
+
+# FAKE_LIBS comes from mk/fakes.mk, which is read after this file.
+.SECONDEXPANSION:
+$(BENCH_DIR)/alloc_bench_fake: tests/bench/alloc_bench.c $(FAKE_HDRS) $$(FAKE_RT_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcuda
+
+$(BENCH_DIR)/alloc_bench_stub: tests/bench/alloc_bench.c $(FAKE_HDRS) $(BENCH_STUB)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(BENCH_STUB_FLAGS) -lcuda
+
+$(BENCH_DIR)/nccl_bench: tests/bench/nccl_bench.c $(FAKE_HDRS) $(BENCH_STUB)/libcuda.so.1 $(BENCH_STUB)/libnccl.so.2
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(BENCH_STUB_FLAGS) -lnccl -lcuda
+
+$(BENCH_DIR)/gen_trace: tests/bench/gen_trace.c libinterpose/trace_format.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) -Ilibinterpose -o $@ $<
+
+.PHONY: bench bench-progs
+bench-progs: $(BENCH_PROGS) $(LIB_SO) $(CLI)
+bench: all bench-progs
+	@BENCH_QUICK=$(BENCH_QUICK) ./tests/bench/run.sh $(BUILD)

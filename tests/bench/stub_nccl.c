@@ -1,0 +1,18 @@
+/* stub_nccl.c: a libnccl.so.2 whose calls return at once, so nccl_bench sees the cost of the tracer's NCCL wrapper alone. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fake_nccl.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT ncclResult_t ncclGetVersion(int *v) { *v = 22809; return ncclSuccess; }
+EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t c, int *d) { (void)c; *d = 0; return ncclSuccess; }
+EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t c, int *r) { (void)c; *r = 0; return ncclSuccess; }
+EXPORT ncclResult_t ncclCommCount(const ncclComm_t c, int *n) { (void)c; *n = 2; return ncclSuccess; }
+EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t,
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    (void)s; (void)r; (void)count; (void)t; (void)op; (void)comm; (void)stream;
+    return ncclSuccess;
+}
