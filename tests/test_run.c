@@ -1,0 +1,148 @@
+/* test_run.c: `gpumemtrace run` (status passed through, children traced, LD_PRELOAD kept) and `summary DIR`. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char build_dir[PATH_MAX];
+static char work[PATH_MAX];
+
+static void setup(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    snprintf(build_dir, sizeof build_dir, "%s", dirname(dirname(exe)));
+    snprintf(work, sizeof work, "/tmp/gmt-test-run-XXXXXX");
+    cr_assert_not_null(mkdtemp(work));
+}
+
+static void teardown(void)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(run, .init = setup, .fini = teardown);
+
+/* Runs a shell command line with the CLI as $G; returns its exit status (or 128+signal),
+ * stdout and stderr into files under work. */
+static int sh(const char *fmt, ...)
+{
+    char line[4096], cmd[4096 + 2 * PATH_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "G='%s/gpumemtrace'; W='%s'; cd \"$W\" && { %s ; } >\"$W/out\" 2>\"$W/err\"",
+             build_dir, work, line);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st), "the shell died");
+    return WEXITSTATUS(st);
+}
+
+static void slurp(const char *name, char *buf, size_t cap)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", work, name);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = 0;
+    if (f)
+        fclose(f);
+}
+
+static int count_traces(const char *dir)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", work, dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strstr(e->d_name, ".gmt") != NULL;
+    closedir(d);
+    return n;
+}
+
+Test(run, passes_the_exit_status_through)
+{
+    cr_expect_eq(sh("$G run -q -o t -- sh -c 'exit 3'"), 3);
+    cr_expect_eq(count_traces("t"), 0, "a process that never touched CUDA leaves no trace");
+}
+
+Test(run, missing_command_is_127_like_a_shell)
+{
+    cr_expect_eq(sh("$G run -q -o t -- ./no-such-program"), 127);
+    char err[4096];
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "no-such-program"), "stderr: %s", err);
+}
+
+Test(run, killed_command_is_128_plus_signal)
+{
+    cr_expect_eq(sh("$G run -q -o t -- sh -c 'kill -TERM $$'"), 128 + 15);
+    char err[4096];
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "signal 15"), "stderr: %s", err);
+}
+
+Test(run, bad_usage_is_2)
+{
+    cr_expect_eq(sh("$G run"), 2);
+    cr_expect_eq(sh("$G run --bogus -- true"), 2);
+    cr_expect_eq(sh("$G run -q --lib /no/such/lib.so -- true"), 2);
+}
+
+Test(run, keeps_an_existing_ld_preload_after_the_tracer)
+{
+    cr_expect_eq(sh("LD_PRELOAD=libm.so.6 $G run -q -o t -- sh -c 'echo \"$LD_PRELOAD\"'"), 0);
+    char out[4096], want[PATH_MAX + 64];
+    slurp("out", out, sizeof out);
+    snprintf(want, sizeof want, "libgpumemtrace.so:libm.so.6\n");
+    cr_expect(strstr(out, want), "LD_PRELOAD in the child: %s", out);
+    cr_expect(strncmp(out, "/", 1) == 0, "the tracer is given by absolute path: %s", out);
+}
+
+Test(run, traces_the_command_and_summarises)
+{
+    cr_assert_eq(access(build_dir, F_OK), 0);
+    cr_expect_eq(sh("$G run -o t -- '%s/fakes/progs/fake_cudart'", build_dir), 0);
+    cr_expect_eq(count_traces("t"), 1);
+    char err[8192];
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "1 trace(s) in t/"), "run's closing summary: %s", err);
+    cr_expect(strstr(err, "peak"), "run's closing summary: %s", err);
+    /* summary takes the directory */
+    cr_expect_eq(sh("$G summary --no-symbols t"), 0);
+    char out[65536];
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "Peak device memory"), "%s", out);
+    cr_expect(strstr(out, "complete"), "the traced program exited cleanly: %s", out);
+}
+
+Test(run, traces_every_process_the_command_starts)
+{
+    cr_expect_eq(sh("$G run -q -o t -- sh -c \"'%s/fakes/progs/fake_cudart' && '%s/fakes/progs/fake_cudart'\"",
+                    build_dir, build_dir), 0);
+    cr_expect_eq(count_traces("t"), 2);
+}
+
+Test(run, summary_of_an_empty_directory_is_an_error)
+{
+    cr_expect_eq(sh("mkdir e && $G summary e"), 2);
+    char err[4096];
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "no traces"), "%s", err);
+}
