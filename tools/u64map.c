@@ -102,14 +102,27 @@ uint64_t *gmt_u64map_get(const struct gmt_u64map *m, uint64_t key)
     return NULL;
 }
 
+/* Backward-shift deletion: the entries after the hole that may live there move back,
+ * so no tombstones build up. With tombstones, the replay's churn of allocations and frees
+ * (a few thousand live, millions made) filled the table with them and every lookup
+ * probed long runs of dead slots. */
 bool gmt_u64map_del(struct gmt_u64map *m, uint64_t key)
 {
     uint64_t *p = gmt_u64map_get(m, key);
     if (!p)
         return false;
-    size_t j = (size_t)(p - m->vals);
-    m->state[j] = 2;
+    size_t mask = m->cap - 1;
+    size_t hole = (size_t)(p - m->vals);
+    for (size_t k = (hole + 1) & mask; m->state[k] == 1; k = (k + 1) & mask) {
+        size_t home = slot_of(m->keys[k], m->cap);
+        /* k may move to the hole unless its home lies cyclically in (hole, k] */
+        if (((k - home) & mask) < ((k - hole) & mask))
+            continue;
+        m->keys[hole] = m->keys[k];
+        m->vals[hole] = m->vals[k];
+        hole = k;
+    }
+    m->state[hole] = 0;
     m->used--;
-    m->tomb++;
     return true;
 }

@@ -9,7 +9,7 @@
 struct gmt_u64map {
     uint64_t *keys;
     uint64_t *vals;
-    uint8_t *state;            /* 0 empty, 1 used, 2 deleted */
+    uint8_t *state;            /* 0 empty, 1 used (2, deleted, is no longer made) */
     size_t cap, used, tomb;
 };
 
@@ -17,7 +17,7 @@ void gmt_u64map_init(struct gmt_u64map *m);
 void gmt_u64map_free(struct gmt_u64map *m);
 /* Inserts or replaces. Returns 0 or -ENOMEM. */
 int gmt_u64map_put(struct gmt_u64map *m, uint64_t key, uint64_t val);
-/* Returns a pointer to the value, or NULL. Valid until the next put. */
+/* Returns a pointer to the value, or NULL. Valid until the next put or del. */
 uint64_t *gmt_u64map_get(const struct gmt_u64map *m, uint64_t key);
 bool gmt_u64map_del(struct gmt_u64map *m, uint64_t key);
 
