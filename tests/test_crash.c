@@ -207,6 +207,15 @@ enum how { SEGV, ABRT, TERM, FPE, ILL, BUS };
 static const int fatal[] = { SIGSEGV, SIGABRT, SIGTERM, SIGFPE, SIGILL, SIGBUS };
 #define RECORDS 1000
 
+/* The trap is the point, so UBSan must not report it first. Both operands volatile:
+ * GCC computes 1 / x without dividing. */
+__attribute__((no_sanitize("undefined"))) static void divide_by_zero(void)
+{
+    volatile int zero = 0, num = 1000;
+    volatile int x = num / zero;
+    (void)x;
+}
+
 static void die(enum how how)
 {
     switch (how) {
@@ -220,13 +229,9 @@ static void die(enum how how)
     case TERM:
         kill(getpid(), SIGTERM);
         break;
-    case FPE: {
-        /* Both volatile: GCC computes 1 / x without dividing. */
-        volatile int zero = 0, num = 1000;
-        volatile int x = num / zero;
-        (void)x;
+    case FPE:
+        divide_by_zero();
         break;
-    }
     case ILL:
         __builtin_trap();
     case BUS: {
@@ -328,6 +333,9 @@ Test(crash, sigterm_same_death_and_records_kept)
 
 Test(crash, sigfpe_same_death_and_records_kept)
 {
+#if !defined(__x86_64__) && !defined(__i386__)
+    cr_skip_test("integer division by zero traps only on x86");
+#endif
     same_death(FPE, SIGFPE);
 }
 
