@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# run.sh: `make bench`: runs the CPU benchmarks with and without the tracer, interleaved, and prints one table of medians.
+#
+# Usage: tests/bench/run.sh BUILD_DIR   (BENCH_QUICK=1: fewer and shorter runs)
+# Every figure is a difference or a ratio between runs made in this one invocation,
+# alternating which variant goes first, so drift and other tenants of the machine fall
+# on both alike. CPU time is the process's (CLOCK_PROCESS_CPUTIME_ID: every thread,
+# the writer's flushes included), measured inside the program around the timed loop.
+set -u
+build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+b=$build/bench
+lib=$build/libgpumemtrace.so
+cli=$build/gpumemtrace
+if [ "${BENCH_QUICK:-}" = 1 ]; then
+  reps=3 stub_pairs=100000 fake_pairs=20000 nccl_calls=100000 cli_events=1000000
+else
+  reps=${BENCH_REPS:-7} stub_pairs=500000 fake_pairs=100000 nccl_calls=500000 cli_events=10000000
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumemtrace-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export GPUMEMTRACE_OUTPUT="$tmp/t.%p.gmt"
+res="$tmp/results" # lines: KEY VALUE
+: >"$res"
+
+median() { sort -g | awk '{a[NR] = $1} END { if (!NR) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+traced() { env LD_PRELOAD="$lib" "$@"; }
+
+# ab KEY CMD...: REPS pairs of CMD untraced and traced; records each run's first number
+# under KEY.plain / KEY.traced and the per-pair difference under KEY.diff.
+ab() {
+  local key=$1; shift
+  for r in $(seq 1 "$reps"); do
+    local u t
+    if [ $((r % 2)) = 1 ]; then u=$("$@" | awk '{print $1}'); t=$(traced "$@" | awk '{print $1}')
+    else t=$(traced "$@" | awk '{print $1}'); u=$("$@" | awk '{print $1}'); fi
+    rm -f "$tmp"/t.*.gmt
+    echo "$key.plain $u" >>"$res"; echo "$key.traced $t" >>"$res"
+    echo "$key.diff $(awk -v t="$t" -v u="$u" 'BEGIN { print t - u }')" >>"$res"
+  done
+}
+med() { awk -v k="$1" '$1 == k {print $2}' "$res" | median; }
+
+echo "== allocation events (cuMemAlloc_v2 + cuMemFree_v2 pairs), $reps interleaved pairs of runs per row"
+for d in 0 8 20 64; do
+  ab "stub$d" "$b/alloc_bench_stub" "$d" "$stub_pairs"
+  ab "fake$d" "$b/alloc_bench_fake" "$d" "$fake_pairs"
+  echo "   depth $d done"
+done
+
+echo "== NCCL hook (ncclAllReduce against a stub NCCL that returns at once)"
+for r in $(seq 1 "$reps"); do
+  # rotate the order of the four variants
+  for v in $(echo "plain default never always plain default never" | cut -d' ' -f$((r % 4 + 1))-$((r % 4 + 4))); do
+    case $v in
+      plain) x=$("$b/nccl_bench" "$nccl_calls") ;;
+      default) x=$(traced "$b/nccl_bench" "$nccl_calls") ;;
+      *) x=$(GPUMEMTRACE_MEMINFO=$v traced "$b/nccl_bench" "$nccl_calls") ;;
+    esac
+    echo "nccl.$v $x" >>"$res"
+    rm -f "$tmp"/t.*.gmt
+  done
+done
+
+echo "== trace size: two traced runs of different length; bytes per event of the difference"
+size_of() { # PAIRS -> "bytes events"
+  rm -f "$tmp"/t.*.gmt
+  local ev; ev=$(traced "$b/alloc_bench_stub" 20 "$1" | awk '{print $2}')
+  echo "$(cat "$tmp"/t.*.gmt | wc -c) $ev"; rm -f "$tmp"/t.*.gmt
+}
+read -r s1 e1 <<<"$(size_of "$stub_pairs")"
+read -r s2 e2 <<<"$(size_of $((stub_pairs * 2)))"
+bpe=$(awk -v a="$s1" -v b="$s2" -v x="$e1" -v y="$e2" 'BEGIN { printf "%.3f", (b - a) / (y - x) }')
+bpe_all=$(awk -v b="$s2" -v y="$e2" 'BEGIN { printf "%.3f", b / y }')
+
+echo "== CLI: summary of a generated trace of $cli_events allocation events"
+read -r gev grec <<<"$("$b/gen_trace" "$cli_events" "$tmp/big.gmt")"
+gsize=$(wc -c <"$tmp/big.gmt")
+for r in $(seq 1 3); do
+  # wall and CPU seconds of one summary (symbols cached: the modules are fictional, so
+  # the symbolizer answers module+offset at once)
+  /usr/bin/env time -f "%e %U %S" -o "$tmp/time" "$cli" summary "$tmp/big.gmt" >/dev/null 2>"$tmp/cli.err" ||
+    { echo "   summary failed:"; cat "$tmp/cli.err"; }
+  read -r wall usr sys <"$tmp/time"
+  echo "cli.wall $wall" >>"$res"; echo "cli.cpu $(awk -v u="$usr" -v s="$sys" 'BEGIN { print u + s }')" >>"$res"
+done
+
+# ---- the table
+echo
+echo "gpumemtrace bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2; exit}'), medians of $reps"
+row() { printf '%-44s %12s %12s %12s  %s\n' "$@"; }
+row "measurement" "untraced" "traced" "added" "target"
+for d in 0 8 20 64; do
+  t=""; [ $d = 20 ] && t="<= 0.25 us/event"
+  row "alloc+free, depth $d, stub driver (ns/pair)" "$(med stub$d.plain)" "$(med stub$d.traced)" \
+    "$(awk -v x="$(med stub$d.diff)" 'BEGIN { printf "%.3f us/ev", x / 2000 }')" "$t"
+done
+for d in 0 8 20 64; do
+  row "alloc+free, depth $d, fake driver (ns/pair)" "$(med fake$d.plain)" "$(med fake$d.traced)" \
+    "$(awk -v x="$(med fake$d.diff)" 'BEGIN { printf "%.3f us/ev", x / 2000 }')" ""
+done
+np=$(med nccl.plain)
+for v in never default always; do
+  t=""; [ $v = never ] && t="<= 0.2 us"
+  row "ncclAllReduce, MEMINFO=$v (ns/call)" "$np" "$(med nccl.$v)" \
+    "$(awk -v x="$(med nccl.$v)" -v p="$np" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" "$t"
+done
+row "trace bytes per alloc/free event (steady)" "" "" "$bpe B" "<= 32 B"
+row "trace bytes per event, whole file" "" "" "$bpe_all B" ""
+wall=$(med cli.wall); cpu=$(med cli.cpu)
+row "summary, $cli_events events: wall (s)" "" "" "$wall s" "< 5 s (10M events)"
+row "summary: records/s per CPU second" "" "" \
+  "$(awk -v n="$grec" -v c="$cpu" 'BEGIN { printf "%.2fM", n / c / 1e6 }')" ">= 20M"
+echo "($grec records, $gsize bytes; summary CPU $cpu s; stub driver and stub NCCL return at once,"
+echo " so their rows show the tracer's own cost; the fake driver's mmap/munmap per pair adds noise)"
