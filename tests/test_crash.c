@@ -105,11 +105,12 @@ struct progress {
 };
 
 static struct progress *shared;
+static long gap_us = 700; /* between one thread's records */
 
 static void *kill_producer(void *arg)
 {
     uintptr_t t = (uintptr_t)arg;
-    struct timespec gap = { 0, 700000 };
+    struct timespec gap = { gap_us / 1000000, gap_us % 1000000 * 1000 };
     for (long i = 0; i < KILL_MAX; i++) {
         uint64_t now = gmt_now_ns();
         emit_alloc(((uint64_t)t << 32) | (uint64_t)i, 0);
@@ -176,13 +177,15 @@ static uint64_t kill_trial(long run_ms)
     return worst;
 }
 
-Test(crash, sigkill_loses_only_the_last_flush_ms)
+/* Runs kill trials with records every `gap` us; GMT_CRASH_TRIALS=N for the measurement
+ * behind docs/writer.md. */
+static void kill_trials(long gap, int default_trials)
 {
+    gap_us = gap;
     shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert_neq(shared, MAP_FAILED);
-    /* GMT_CRASH_TRIALS=N: the measurement behind docs/writer.md. */
     const char *t = getenv("GMT_CRASH_TRIALS");
-    int trials = t ? atoi(t) : 3;
+    int trials = t ? atoi(t) : default_trials;
     if (trials < 1)
         trials = 1;
     uint64_t worst = 0, sum = 0;
@@ -196,9 +199,20 @@ Test(crash, sigkill_loses_only_the_last_flush_ms)
         cr_expect_leq(w, 150000000u, "trial %d: a record %lu ms old was lost", i,
                       (unsigned long)(w / 1000000));
     }
-    cr_log_info("SIGKILL trials %d: oldest lost record at kill: max %.1f ms, mean %.1f ms", trials,
-                worst / 1e6, sum / 1e6 / trials);
+    cr_log_info("SIGKILL, a record every %ld us, %d trials: oldest lost record at the kill: "
+                "max %.1f ms, mean %.1f ms", gap, trials, worst / 1e6, sum / 1e6 / trials);
     munmap(shared, sizeof *shared);
+}
+
+Test(crash, sigkill_dense_records_lose_at_most_flush_ms)
+{
+    kill_trials(700, 3);
+}
+
+/* A lone record after an idle spell waits longest: the flusher's worst case. */
+Test(crash, sigkill_sparse_records_lose_at_most_flush_ms)
+{
+    kill_trials(23000, 4);
 }
 
 /* ---- fatal signals: same death, and the records are there ---- */
