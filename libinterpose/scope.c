@@ -218,14 +218,17 @@ static int policy(void)
 
 /* Whether the call numbered by its key's counter gets sampled. Keys the table can't hold
  * are not sampled: sampling is a cost, never a correctness matter. */
-static bool want_sample(uint64_t key)
+static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes);
+
+/* The key (three mixes) is made only when the policy counts calls. */
+static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes)
 {
     int k = policy();
     if (k == POLICY_NEVER)
         return false;
     if (k == POLICY_ALWAYS)
         return true;
-    long i = slot_of(count_keys, COUNT_SLOTS, mix(key));
+    long i = slot_of(count_keys, COUNT_SLOTS, mix(meminfo_key(comm, op, bytes)));
     if (i < 0)
         return false;
     uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
@@ -473,7 +476,7 @@ static int enclosing_group(int depth)
  * begin when the policy wants this key. Inside a group the members only enqueue; the
  * work (and the allocations) happen in ncclGroupEnd, so the sample is taken once per
  * device for the group and closed when the group ends. */
-static void concern_device(int depth, int device, uint64_t key)
+static void concern_device(int depth, int device, uint64_t comm, unsigned op, uint64_t bytes)
 {
     if (device < 0 || device >= MAX_DEV || depth >= FRAMES)
         return;
@@ -481,7 +484,7 @@ static void concern_device(int depth, int device, uint64_t key)
     if (g >= 0)
         frame_register(g, device);
     frame_register(depth, device);
-    if (!want_sample(key))
+    if (!want_sample(comm, op, bytes))
         return;
     int target = g >= 0 ? g : depth;
     uint64_t bit = 1ull << device;
@@ -499,6 +502,9 @@ static bool first_of(uint64_t comm, unsigned op)
     /* The claim is the "seen" mark: the claiming call captures. A second probe finding
      * the key already there does not. */
     static _Atomic uint8_t captured[SEEN_SLOTS];
+    /* A plain load first: after the first call the locked exchange is never needed. */
+    if (atomic_load_explicit(&captured[i], memory_order_relaxed))
+        return false;
     return atomic_exchange_explicit(&captured[i], 1, memory_order_relaxed) == 0;
 }
 
@@ -535,7 +541,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
         frames[depth] = (struct frame){.id = id, .op = (uint8_t)op};
         if (comm) {
             size_t esz = gmt_nccl_type_size(datatype);
-            concern_device(depth, comm_device(comm), meminfo_key(comm, op, count * esz));
+            concern_device(depth, comm_device(comm), comm, op, count * esz);
         }
     } else {
         atomic_fetch_add_explicit(&scopes_too_deep, 1, memory_order_relaxed);
@@ -557,7 +563,7 @@ void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)
         device = current_device();
         gmt_ts.in_lib--;
     }
-    concern_device(depth, device, meminfo_key(key, frames[depth].op, 0));
+    concern_device(depth, device, key, frames[depth].op, 0);
     errno = saved_errno;
 }
 

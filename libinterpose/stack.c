@@ -82,6 +82,9 @@ static GMT_TLS union {
     uint64_t u[RAW_MAX];
 } raw;
 static GMT_TLS int capturing;
+/* The stack this thread interned last: a program allocating in a loop asks for the same
+ * stack again and again, and then the compare alone answers, without hash or probe. */
+static GMT_TLS struct entry *last;
 
 _Static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit targets only");
 
@@ -136,6 +139,7 @@ static void fork_child(void)
     atomic_store(&entries, 0);
     atomic_store(&warned_full, 0);
     capturing = 0;
+    last = NULL;
 }
 
 static bool setup(void)
@@ -168,6 +172,10 @@ static bool setup(void)
     arena = a;
     struct own_search s = { (uintptr_t)&gmt_stack_capture, 0 };
     dl_iterate_phdr(find_own, &s);
+    /* libunwind's default global cache serialises its slow path (a stack through code not
+     * seen before) behind a lock taken with signals blocked, two syscalls each time.
+     * Per-thread caches need neither; their TLS is reserved whether used or not. */
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     pthread_atfork(NULL, NULL, fork_child);
     atomic_store_explicit(&state, ST_READY, memory_order_release);
     return true;
@@ -219,7 +227,8 @@ static struct entry *entry_at(uint64_t slot)
     return (struct entry *)(arena + (size_t)(slot & 0xffffffffu) * 8);
 }
 
-static uint32_t intern(const uint64_t *ip, uint32_t n)
+/* The stack's id (0: none), and in *found its entry, when one was found or made. */
+static uint32_t intern(const uint64_t *ip, uint32_t n, struct entry **found)
 {
     uint64_t h = hash_frames(ip, n);
     uint64_t tag = h & 0xffffffff00000000ull;
@@ -258,6 +267,7 @@ static uint32_t intern(const uint64_t *ip, uint32_t n)
                 uint32_t id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
                 atomic_store_explicit(&mine->stack_id, id, memory_order_release);
                 gmt_emit(&mine->h, 0);
+                *found = mine;
                 return id;
             }
             /* lost the slot: w now holds the winner; compare with it below */
@@ -265,8 +275,12 @@ static uint32_t intern(const uint64_t *ip, uint32_t n)
         if ((w & 0xffffffff00000000ull) != tag)
             continue;
         struct entry *e = entry_at(w);
-        if (e->hash == h && e->depth == n && memcmp(e->ip, ip, (size_t)n * sizeof(uint64_t)) == 0)
-            return wait_id(e); /* `mine`, if made, stays unused in the arena */
+        if (e->hash == h && e->depth == n && memcmp(e->ip, ip, (size_t)n * sizeof(uint64_t)) == 0) {
+            uint32_t id = wait_id(e); /* `mine`, if made, stays unused in the arena */
+            if (id)
+                *found = e;
+            return id;
+        }
     }
     full();
     return 0;
@@ -313,7 +327,12 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(int skip)
             continue;
         raw.u[n++] = a;
     }
-    uint32_t id = n ? intern(raw.u, n) : 0;
+    uint32_t id = 0;
+    struct entry *e = last;
+    if (e && e->depth == n && memcmp(e->ip, raw.u, (size_t)n * sizeof(uint64_t)) == 0)
+        id = atomic_load_explicit(&e->stack_id, memory_order_acquire);
+    else if (n)
+        id = intern(raw.u, n, &last);
 
     gmt_ts.in_lib--;
     capturing = 0;
