@@ -613,7 +613,8 @@ Test(writer, background_flusher_bounds_the_delay)
     }
     uint64_t waited_ms = (gmt_now_ns() - t0) / 1000000;
     cr_expect_eq(seen, 1);
-    cr_expect_leq(waited_ms, 50 + 40, "the record took %lu ms to reach the file", (unsigned long)waited_ms);
+    /* flush_ms, plus room for a loaded 2-core CI machine and the 5 ms polling. */
+    cr_expect_leq(waited_ms, 50 + 100, "the record took %lu ms to reach the file", (unsigned long)waited_ms);
 }
 
 /* ---- the file and its name ---- */
