@@ -159,9 +159,9 @@ static int32_t attribute(struct state *S, const struct gmt_ev *e)
 {
     const struct gmt_trace *t = S->t;
     if (e->scope) {
-        const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, e->scope);
-        if (idx)
-            return S->top[*idx];
+        long idx = gmt_trace_scope_index(t, e->scope);
+        if (idx >= 0)
+            return S->top[idx];
     }
     int32_t best = -1;
     for (size_t i = 0; i < S->n_open; i++) {
@@ -188,10 +188,10 @@ static int32_t *top_scopes(const struct gmt_trace *t)
         size_t j = i;
         for (int hops = 0; hops < 64; hops++) {
             const struct gmt_scope *s = &t->scopes[j];
-            const uint64_t *p = s->parent_id ? gmt_u64map_get(&t->scope_by_id, s->parent_id) : NULL;
-            if (!p || *p == j || t->scopes[*p].op == GMT_OP_Group)
+            long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+            if (p < 0 || (size_t)p == j || t->scopes[p].op == GMT_OP_Group)
                 break;
-            j = *p;
+            j = (size_t)p;
         }
         top[i] = (int32_t)j;
     }
@@ -243,7 +243,7 @@ static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
         if (grow((void **)&S->free_slots, &S->cap_free_slots, S->n_free_slots + 1, sizeof(uint32_t)))
             return -ENOMEM;
         S->free_slots[S->n_free_slots++] = (uint32_t)*old;
-        gmt_u64map_del(&S->live_by_key, key);
+        gmt_u64map_del_at(&S->live_by_key, old);
     }
     size_t slot;
     if (S->n_free_slots)
@@ -263,7 +263,7 @@ static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
     l->kind = e->kind;
     l->cat = sr->cat;
     l->scope = attribute(S, e);
-    if (gmt_u64map_put(&S->live_by_key, key, slot))
+    if (gmt_u64map_put_new(&S->live_by_key, key, slot)) /* absent: looked up above */
         return -ENOMEM;
 
     if (!S->second_pass) {
@@ -344,7 +344,7 @@ static int on_free(struct state *S, const struct gmt_ev *e)
         S->virt[ds] -= l->bytes;
     }
     l->refs = 0;
-    gmt_u64map_del(&S->live_by_key, key);
+    gmt_u64map_del_at(&S->live_by_key, v);
     if (grow((void **)&S->free_slots, &S->cap_free_slots, S->n_free_slots + 1, sizeof(uint32_t)))
         return -ENOMEM;
     S->free_slots[S->n_free_slots++] = (uint32_t)slot;
@@ -486,18 +486,18 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
         const struct gmt_scope *s = &t->scopes[order[k]];
         if (!s->parent_id)
             continue;
-        const uint64_t *pi = gmt_u64map_get(&t->scope_by_id, s->parent_id);
-        if (!pi || t->scopes[*pi].op != GMT_OP_Group)
+        long pi = gmt_trace_scope_index(t, s->parent_id);
+        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
             continue;
-        char *lab = labels[*pi];
+        char *lab = labels[pi];
         const char *name = gmt_op_name(s->op);
         if (!strstr(lab, name)) {
             size_t len = strlen(lab);
             snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
         }
-        gbytes[*pi] += scope_bytes(s);
-        if (!gcomm[*pi])
-            gcomm[*pi] = s->comm;
+        gbytes[pi] += scope_bytes(s);
+        if (!gcomm[pi])
+            gcomm[pi] = s->comm;
     }
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];

@@ -162,6 +162,31 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
     return 0;
 }
 
+/* Scope ids are dense from 1 (the library draws them from one counter), and every event
+ * of a trace looks its scope up: an array answers with one load where the hash map took
+ * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) stay in the
+ * map only, so the array never grows past a few times the number of scopes. */
+static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
+{
+    if (idx >= UINT32_MAX)
+        return 0;
+    if (id >= t->n_scope_dense) {
+        if ((uint64_t)id > 4 * (uint64_t)t->n_scopes + 65536)
+            return 0;
+        size_t n = t->n_scope_dense ? t->n_scope_dense : 1024;
+        while (n <= id)
+            n *= 2;
+        uint32_t *p = realloc(t->scope_dense, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + t->n_scope_dense, 0, (n - t->n_scope_dense) * sizeof *p);
+        t->scope_dense = p;
+        t->n_scope_dense = n;
+    }
+    t->scope_dense[id] = (uint32_t)idx + 1;
+    return 0;
+}
+
 static int on_scope_begin(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
@@ -184,6 +209,8 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     size_t idx = t->n_scopes - 1;
     if (gmt_u64map_put(&t->scope_by_id, b->scope_id, idx))
         return -ENOMEM;
+    if (dense_put(t, b->scope_id, idx))
+        return -ENOMEM;
     struct gmt_ev *ev = new_event(L, e, GMT_EV_SCOPE_BEGIN);
     if (!ev)
         return -ENOMEM;
@@ -195,9 +222,10 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec_scope_end *x = (const void *)e->rec;
-    uint64_t *idx = gmt_u64map_get(&L->t->scope_by_id, x->scope_id);
-    if (!idx)
+    long i = gmt_trace_scope_index(t, x->scope_id);
+    if (i < 0)
         return 0; /* its begin was lost (cut, or before a fork): nothing to close */
+    const size_t one = (size_t)i, *idx = &one;
     struct gmt_scope *s = &t->scopes[*idx];
     s->t_end = e->time_ns;
     s->ended = true;
@@ -371,21 +399,38 @@ static int cmp_key(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Records of one thread are in file order, but chunks of different threads interleave:
- * sort by (time, file order) so equal times keep the order they were made in. */
-static int sort_events(struct gmt_trace *t)
+/* Moves events so that position i holds the one at src[i]; src is used up (a position
+ * whose src is itself is done). In place, cycle by cycle: a second array of events would
+ * be as large as the first, and its fresh pages cost the kernel more than the moves. */
+static void permute(struct gmt_ev *ev, size_t n, uint32_t *src)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (src[i] == i)
+            continue;
+        struct gmt_ev tmp = ev[i];
+        size_t j = i;
+        for (;;) {
+            size_t from = src[j];
+            src[j] = (uint32_t)j;
+            if (from == i) {
+                ev[j] = tmp;
+                break;
+            }
+            ev[j] = ev[from];
+            j = from;
+        }
+    }
+}
+
+/* The general case: sort (time, file order) keys. */
+static int sort_by_keys(struct gmt_trace *t)
 {
     size_t n = t->n_events;
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = t->events[i].time >= t->events[i - 1].time;
-    if (sorted)
-        return 0;
     struct ev_key *k = malloc(n * sizeof *k);
-    struct gmt_ev *out = malloc(n * sizeof *out);
-    if (!k || !out) {
+    uint32_t *src = malloc(n * sizeof *src);
+    if (!k || !src) {
         free(k);
-        free(out);
+        free(src);
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -394,11 +439,131 @@ static int sort_events(struct gmt_trace *t)
     }
     qsort(k, n, sizeof *k, cmp_key);
     for (size_t i = 0; i < n; i++)
-        out[i] = t->events[k[i].idx];
+        src[i] = (uint32_t)k[i].idx;
     free(k);
-    free(t->events);
-    t->events = out;
+    permute(t->events, n, src);
+    free(src);
     return 0;
+}
+
+#define MERGE_THREADS 4096
+
+/* Heap of thread cursors ordered by (time of the next event, its file position). */
+struct cursor {
+    uint64_t time;
+    uint32_t at, end; /* positions in the grouped index list */
+};
+
+static bool cursor_before(const struct cursor *a, const struct cursor *b, const uint32_t *grouped)
+{
+    if (a->time != b->time)
+        return a->time < b->time;
+    return grouped[a->at] < grouped[b->at];
+}
+
+static void sift_down(struct cursor *h, size_t n, size_t i, const uint32_t *grouped)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && cursor_before(&h[l], &h[m], grouped))
+            m = l;
+        if (l + 1 < n && cursor_before(&h[l + 1], &h[m], grouped))
+            m = l + 1;
+        if (m == i)
+            return;
+        struct cursor x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+/*
+ * Records of one thread are in file order and in time order (its clock only moves
+ * forward), but chunks of different threads interleave. So the events are a few sorted
+ * sequences, one per thread: merged through a heap that costs n log(threads), where
+ * sorting all of them cost n log(n) and keys twice the size. Equal times keep file order,
+ * as the general sort does. A file where a thread's times go backwards (corrupt, or
+ * written by something else) takes the general sort; so do unusual shapes (very many
+ * threads, 2^32 events).
+ */
+static int sort_events(struct gmt_trace *t)
+{
+    size_t n = t->n_events;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = t->events[i].time >= t->events[i - 1].time;
+    if (sorted)
+        return 0;
+    if (n >= UINT32_MAX)
+        return sort_by_keys(t);
+
+    static uint32_t tids[MERGE_THREADS];
+    static struct cursor heap[MERGE_THREADS];
+    size_t nt = 0, last = 0;
+    uint32_t *tix = malloc(n * sizeof *tix), *grouped = malloc(n * sizeof *grouped);
+    if (!tix || !grouped) {
+        free(tix);
+        free(grouped);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    /* thread index of each event: they come in runs of one thread (a chunk) */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t tid = t->events[i].tid;
+        if (!nt || tids[last] != tid) {
+            size_t j = 0;
+            while (j < nt && tids[j] != tid)
+                j++;
+            if (j == nt) {
+                if (nt == MERGE_THREADS)
+                    goto general;
+                tids[nt++] = tid;
+            }
+            last = j;
+        }
+        tix[i] = (uint32_t)last;
+    }
+    /* counting sort by thread, stable: each thread's events in file order */
+    for (size_t j = 0; j < nt; j++)
+        heap[j] = (struct cursor){0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        heap[tix[i]].end++;
+    uint32_t off = 0;
+    for (size_t j = 0; j < nt; j++) {
+        heap[j].at = off;
+        off += heap[j].end;
+        heap[j].end = heap[j].at;
+    }
+    for (size_t i = 0; i < n; i++)
+        grouped[heap[tix[i]].end++] = (uint32_t)i;
+    for (size_t j = 0; j < nt; j++) {
+        for (uint32_t a = heap[j].at + 1; a < heap[j].end; a++)
+            if (t->events[grouped[a]].time < t->events[grouped[a - 1]].time)
+                goto general;
+        heap[j].time = t->events[grouped[heap[j].at]].time;
+    }
+    /* every thread has at least one event, so no cursor starts empty */
+    for (size_t j = nt / 2; j-- > 0;)
+        sift_down(heap, nt, j, grouped);
+    size_t live = nt;
+    for (size_t i = 0; i < n; i++) { /* tix now receives the order */
+        struct cursor *c = &heap[0];
+        tix[i] = grouped[c->at++];
+        if (c->at == c->end)
+            *c = heap[--live];
+        else
+            c->time = t->events[grouped[c->at]].time;
+        sift_down(heap, live, 0, grouped);
+    }
+    permute(t->events, n, tix);
+    goto out;
+general:
+    rc = sort_by_keys(t);
+out:
+    free(tix);
+    free(grouped);
+    return rc;
 }
 
 /* Scope devices: the communicator's device when known; MEMINFO samples around a scope
@@ -492,6 +657,7 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->scopes);
     free(t->events);
     gmt_u64map_free(&t->scope_by_id);
+    free(t->scope_dense);
     memset(t, 0, sizeof *t);
 }
 
@@ -503,10 +669,18 @@ const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm)
     return NULL;
 }
 
+long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)
+{
+    if (id < t->n_scope_dense && t->scope_dense[id])
+        return (long)t->scope_dense[id] - 1;
+    const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, id);
+    return idx ? (long)*idx : -1;
+}
+
 const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id)
 {
-    const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, id);
-    return idx ? &t->scopes[*idx] : NULL;
+    long i = gmt_trace_scope_index(t, id);
+    return i >= 0 ? &t->scopes[i] : NULL;
 }
 
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid)

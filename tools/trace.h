@@ -94,6 +94,7 @@ struct gmt_trace {
     uint64_t cut_offset;
     uint64_t records_dropped;
     struct gmt_u64map scope_by_id; /* scope id -> index in scopes */
+    uint32_t *scope_dense; size_t n_scope_dense; /* the same for small ids: index + 1, 0 none */
 };
 
 /* Loads a trace. Returns 0, or -1 with a one-line message in err. */
@@ -102,6 +103,8 @@ void gmt_trace_free(struct gmt_trace *t);
 
 const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm);
 const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id);
+/* Index in t->scopes of scope `id`, or -1. */
+long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id);
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid);
 const struct gmt_module *gmt_trace_module_at(const struct gmt_trace *t, uint64_t ip);
 /* An environment variable recorded in the trace, or NULL. */

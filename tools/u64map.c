@@ -70,6 +70,11 @@ int gmt_u64map_put(struct gmt_u64map *m, uint64_t key, uint64_t val)
         *p = val;
         return 0;
     }
+    return gmt_u64map_put_new(m, key, val);
+}
+
+int gmt_u64map_put_new(struct gmt_u64map *m, uint64_t key, uint64_t val)
+{
     if ((m->used + m->tomb + 1) * 4 >= m->cap * 3) {
         int r = grow(m);
         if (r)
@@ -111,6 +116,12 @@ bool gmt_u64map_del(struct gmt_u64map *m, uint64_t key)
     uint64_t *p = gmt_u64map_get(m, key);
     if (!p)
         return false;
+    gmt_u64map_del_at(m, p);
+    return true;
+}
+
+void gmt_u64map_del_at(struct gmt_u64map *m, uint64_t *p)
+{
     size_t mask = m->cap - 1;
     size_t hole = (size_t)(p - m->vals);
     for (size_t k = (hole + 1) & mask; m->state[k] == 1; k = (k + 1) & mask) {
@@ -124,5 +135,4 @@ bool gmt_u64map_del(struct gmt_u64map *m, uint64_t key)
     }
     m->state[hole] = 0;
     m->used--;
-    return true;
 }

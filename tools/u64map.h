@@ -20,5 +20,9 @@ int gmt_u64map_put(struct gmt_u64map *m, uint64_t key, uint64_t val);
 /* Returns a pointer to the value, or NULL. Valid until the next put or del. */
 uint64_t *gmt_u64map_get(const struct gmt_u64map *m, uint64_t key);
 bool gmt_u64map_del(struct gmt_u64map *m, uint64_t key);
+/* The same without the lookups, for a caller that has just looked the key up: put_new
+ * inserts a key known to be absent, del_at removes the value a get returned. */
+int gmt_u64map_put_new(struct gmt_u64map *m, uint64_t key, uint64_t val);
+void gmt_u64map_del_at(struct gmt_u64map *m, uint64_t *val);
 
 #endif
