@@ -216,24 +216,29 @@ dup:
         real_close(h);
 }
 
+/* What a walk of the loaded objects collects: dl_iterate_phdr holds the loader's lock
+ * while it calls back, and dlopen/dlclose in another thread take the loader's locks in
+ * the opposite order, so nothing that takes a loader lock (dlopen, dlsym, dladdr) may run
+ * inside the callback. It only copies names; they are opened after the walk. */
+#define SCAN_PATH 1024
 struct scan {
     enum gmt_lib lib;
+    int n;
+    char path[HANDLES_PER_LIB][SCAN_PATH];
 };
 
-static int open_loaded(struct dl_phdr_info *info, size_t size, void *data)
+static int collect_loaded(struct dl_phdr_info *info, size_t size, void *data)
 {
     struct scan *s = data;
     const char *path = info->dlpi_name;
-    if (!path || !*path)
+    if (!path || !*path || s->n == HANDLES_PER_LIB)
         return 0;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    if (strncmp(base, prefixes[s->lib], strlen(prefixes[s->lib])) != 0)
+    size_t len = strlen(path);
+    if (len >= SCAN_PATH || strncmp(base, prefixes[s->lib], strlen(prefixes[s->lib])) != 0)
         return 0;
-    dlopen_fn *real_open = (dlopen_fn *)gmt_real_dl(GMT_DL_DLOPEN);
-    void *h = real_open ? real_open(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-    if (h)
-        keep_handle(s->lib, h);
+    memcpy(s->path[s->n++], path, len + 1);
     return 0;
 }
 
@@ -253,8 +258,16 @@ static void refresh_handles(enum gmt_lib lib, bool force)
         if (h)
             keep_handle(lib, h);
     }
-    struct scan s = { lib };
-    dl_iterate_phdr(open_loaded, &s);
+    struct scan s;
+    s.lib = lib;
+    s.n = 0;
+    dl_iterate_phdr(collect_loaded, &s);
+    /* An object unloaded since the walk is simply not opened: RTLD_NOLOAD never loads. */
+    for (int i = 0; i < s.n; i++) {
+        void *h = real_open(s.path[i], RTLD_NOLOAD | RTLD_LAZY);
+        if (h)
+            keep_handle(lib, h);
+    }
 }
 
 static void *search_handles(enum gmt_lib lib, dlsym_fn *real_sym, const char *name)

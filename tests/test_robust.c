@@ -1,0 +1,276 @@
+/* test_robust.c: the tracer under hostile conditions: loader locks, dangling caller slots, dlclose, failed lookups, non-blocking NCCL, fork, two copies of a library. */
+#include <dirent.h>
+#include <signal.h>
+
+#include "hook_run.h"
+#include "trace_format.h"
+
+/* ---------------------------------------------------------------- running a program */
+
+struct rrun {
+    char dir[64];
+    int status;               /* exit status, or 128 + signal */
+    char out[HOOK_OUT_MAX];   /* stdout and stderr together */
+};
+
+/* Runs ROBUST_DIR/prog with args (NULL-terminated), traced when `traced` (one file per
+ * process: %p), killed by SIGALRM after 20 s so a deadlock fails instead of hanging. */
+static void rrun(struct rrun *r, bool traced, const char *prog, const char *const *args)
+{
+    memset(r, 0, sizeof *r);
+    strcpy(r->dir, "/tmp/gmt-robust-XXXXXX");
+    cr_assert_not_null(mkdtemp(r->dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", ROBUST_DIR, prog);
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        unsetenv("LD_PRELOAD");
+        unsetenv("ASAN_OPTIONS");
+        unsetenv("GPUMEMTRACE_MEMINFO");
+        if (traced) {
+            char pat[128];
+            snprintf(pat, sizeof pat, "%s/t.%%p.gmt", r->dir);
+            setenv("GPUMEMTRACE_OUTPUT", pat, 1);
+            setenv("LD_PRELOAD", HOOK_LIB, 1);
+        }
+        setenv("FAKECUDA_DEVICES", "2", 1);
+        const char *argv[8] = {path};
+        for (int i = 0; args && args[i] && i < 6; i++)
+            argv[i + 1] = args[i];
+        alarm(20);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t k;
+    while ((k = read(fds[0], r->out + n, sizeof r->out - 1 - n)) > 0)
+        n += (size_t)k;
+    close(fds[0]);
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The trace files the run wrote, up to `max`; returns how many. */
+static int traces(const struct rrun *r, char paths[][320], int max)
+{
+    DIR *d = opendir(r->dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max)
+        if (strstr(e->d_name, ".gmt"))
+            snprintf(paths[n++], 320, "%s/%s", r->dir, e->d_name);
+    closedir(d);
+    return n;
+}
+
+static void cleanup(const struct rrun *r)
+{
+    char paths[8][320];
+    int n = traces(r, paths, 8);
+    for (int i = 0; i < n; i++)
+        unlink(paths[i]);
+    rmdir(r->dir);
+}
+
+static char lib_path[8][256];
+static const char *robust_path(int i, const char *name)
+{
+    snprintf(lib_path[i], sizeof lib_path[i], "%s/%s", ROBUST_DIR, name);
+    return lib_path[i];
+}
+
+/* ---------------------------------------------------------------- 1. loader locks */
+
+/* A failed lookup used to dlopen from inside a dl_iterate_phdr callback: loader locks
+ * taken in the opposite order from a concurrent dlopen/dlclose. */
+Test(robust, failed_lookup_racing_dlopen_does_not_deadlock, .timeout = 60)
+{
+    const char *args[] = {robust_path(0, "nccl/libnccl.so.2"), robust_path(1, "libx1.so"),
+                          robust_path(2, "libx2.so"), NULL};
+    struct rrun r;
+    rrun(&r, true, "robust_dlrace", args);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect(strstr(r.out, "progress:") != NULL, "%s", r.out);
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 2. group slots */
+
+struct comms_seen {
+    uint64_t comm[8];
+    int n;
+};
+static void visit_comm(const struct gmt_rec *h, void *arg)
+{
+    struct comms_seen *s = arg;
+    if (h->type == GMT_REC_COMM && s->n < 8)
+        s->comm[s->n++] = ((const struct gmt_rec_comm *)h)->comm;
+}
+
+/* The slot a communicator was created into inside a group may be gone by ncclGroupEnd:
+ * its value is taken when the init returns. */
+Test(robust, comm_slot_gone_before_group_end_is_not_read, .timeout = 60)
+{
+    struct rrun r;
+    rrun(&r, true, "robust_group", NULL);
+    cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    void *c0 = NULL, *c1 = NULL;
+    const char *p = strstr(r.out, "comms ");
+    cr_assert(p && sscanf(p, "comms %p %p", &c0, &c1) == 2, "%s", r.out);
+    char paths[4][320];
+    cr_assert_eq(traces(&r, paths, 4), 1);
+    struct hook_counts c;
+    struct comms_seen s = {0};
+    hook_read(paths[0], &c, visit_comm, &s);
+    cr_expect_eq(s.n, 2);
+    cr_expect_eq(s.comm[0], (uint64_t)(uintptr_t)c0);
+    cr_expect_eq(s.comm[1], (uint64_t)(uintptr_t)c1);
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 3. dlclose */
+
+/* A driver found through dlsym(RTLD_DEFAULT) (our export answers it, so glibc records no
+ * dependency), closed and loaded again elsewhere: the cached real pointer must still
+ * point at code. */
+Test(robust, cached_real_functions_survive_dlclose, .timeout = 60)
+{
+    const char *args[] = {robust_path(0, "cuda/libcuda.so.1"), NULL};
+    struct rrun r;
+    rrun(&r, true, "robust_stale", args);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect(strstr(r.out, "second: 0") != NULL, "%s", r.out);
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 4. failed lookups */
+
+/* A hooked name the library lacks (ncclCommRevoke) and a version query it lacks
+ * (ncclGetVersion): after the first miss, calls must not look again, so they go on while
+ * another thread holds the loader's lock. */
+Test(robust, failed_lookups_are_cached_until_something_loads, .timeout = 60)
+{
+    struct rrun r;
+    rrun(&r, true, "robust_miss", NULL);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect(strstr(r.out, "free") != NULL, "%s", r.out);
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 5. non-blocking NCCL */
+
+struct comm_desc {
+    int n;
+    struct gmt_rec_comm rec;
+};
+static void visit_comm_desc(const struct gmt_rec *h, void *arg)
+{
+    struct comm_desc *d = arg;
+    if (h->type == GMT_REC_COMM && d->n++ == 0)
+        memcpy(&d->rec, h, sizeof d->rec);
+}
+
+/* While a non-blocking init is in progress NCCL answers queries with a WARN in the user's
+ * log: the tracer asks only once a later call on the communicator succeeded. */
+Test(robust, nonblocking_comm_is_described_once_ready_without_warnings, .timeout = 60)
+{
+    struct rrun r;
+    rrun(&r, false, "robust_nonblock", NULL);
+    cr_assert_eq(r.status, 0, "untraced: %s", r.out);
+    cr_assert(strstr(r.out, "WARN") == NULL, "untraced: %s", r.out);
+    cleanup(&r);
+    rrun(&r, true, "robust_nonblock", NULL);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect(strstr(r.out, "WARN") == NULL, "the tracer queried a communicator in progress:\n%s",
+              r.out);
+    char paths[4][320];
+    cr_assert_eq(traces(&r, paths, 4), 1);
+    struct hook_counts c;
+    struct comm_desc d = {0};
+    hook_read(paths[0], &c, visit_comm_desc, &d);
+    cr_expect_eq(d.n, 1, "one COMM record");
+    cr_expect_eq(d.rec.rank, 2);
+    cr_expect_eq(d.rec.nranks, 4);
+    cr_expect_eq(d.rec.device, 1);
+    cr_expect_neq(d.rec.unique_id_hash, 0);
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 6. fork */
+
+struct refs {
+    uint32_t scopes[64];
+    int nscopes;
+    int undefined_scope; /* ALLOC/FREE records naming a scope the file never began */
+    int cuctx, alloc, alloc_before_cuctx;
+};
+static void visit_refs(const struct gmt_rec *h, void *arg)
+{
+    struct refs *f = arg;
+    if (h->type == GMT_REC_SCOPE_BEGIN && f->nscopes < 64)
+        f->scopes[f->nscopes++] = ((const struct gmt_rec_scope_begin *)h)->scope_id;
+    if (h->type == GMT_REC_CUCTX)
+        f->cuctx++;
+    if (h->type == GMT_REC_ALLOC) {
+        f->alloc++;
+        if (!f->cuctx)
+            f->alloc_before_cuctx++;
+        uint32_t s = ((const struct gmt_rec_alloc *)h)->scope_id;
+        bool known = s == 0;
+        for (int i = 0; i < f->nscopes && !known; i++)
+            known = f->scopes[i] == s;
+        if (!known)
+            f->undefined_scope++;
+    }
+}
+
+/* The child's file must define every scope its records name and carry the context of
+ * the thread that forked. */
+Test(robust, fork_child_trace_defines_what_it_refers_to, .timeout = 60)
+{
+    struct rrun r;
+    rrun(&r, true, "robust_fork", NULL);
+    cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    char paths[4][320];
+    int n = traces(&r, paths, 4);
+    cr_assert_eq(n, 2, "a file for the parent and one for the child");
+    for (int i = 0; i < n; i++) {
+        struct hook_counts c;
+        struct refs f = {0};
+        hook_read(paths[i], &c, visit_refs, &f);
+        cr_expect_gt(f.alloc, 0, "%s", paths[i]);
+        cr_expect_eq(f.undefined_scope, 0, "%s: ALLOC names a scope the file never began",
+                     paths[i]);
+        cr_expect_eq(f.alloc_before_cuctx, 0, "%s: ALLOC before any CUCTX", paths[i]);
+    }
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 7. two copies */
+
+/* Two plugins, each linked to its own runtime copy, both RTLD_LOCAL: the export resolves
+ * the real function relative to its caller. */
+Test(robust, each_plugin_calls_its_own_runtime_copy, .timeout = 60)
+{
+    const char *args[] = {robust_path(0, "libplug13.so"), robust_path(1, "libplug12.so"), NULL};
+    struct rrun r;
+    rrun(&r, false, "robust_two", args);
+    const char *want = "a: cudaMalloc of cudart 13\nb: cudaMalloc of cudart 12\n"
+                       "a: cudaMalloc of cudart 13\n";
+    cr_assert_str_eq(r.out, want, "untraced");
+    cleanup(&r);
+    rrun(&r, true, "robust_two", args);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect_str_eq(r.out, want);
+    cleanup(&r);
+}
