@@ -18,11 +18,13 @@ static GMT_TLS uint32_t group_ids[GROUPS];
 static GMT_TLS int group_depth;
 static GMT_TLS int group_overflow;
 
-/* Communicators created inside a group exist only once the outermost ncclGroupEnd has
- * run: their COMM records wait here until then. */
+/* Communicators created inside a group are usable only once the outermost ncclGroupEnd
+ * has run: their COMM records (which query NCCL) wait here until then. The handle itself
+ * is taken when the init returns (NCCL writes it synchronously, also inside a group):
+ * the caller's slot may be a loop variable that is gone by ncclGroupEnd. */
 #define PENDING 64
 struct pending_comm {
-    ncclComm_t *where; /* the caller's slot: NCCL fills it by the time the group ends */
+    ncclComm_t comm;
     uint64_t parent;
     uint64_t hash;
 };
@@ -65,18 +67,18 @@ static ncclResult_t unresolved(const char *name)
     return ncclSystemError;
 }
 
-static void comm_known(ncclComm_t *where, uint64_t parent, uint64_t hash)
+static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash)
 {
-    if (!where)
+    if (!comm)
         return;
     if (group_depth + group_overflow > 0) {
         if (npending < PENDING) {
-            pending[npending++] = (struct pending_comm){where, parent, hash};
+            pending[npending++] = (struct pending_comm){comm, parent, hash};
             return;
         }
         /* No room: the record goes out now, with what NCCL can already say. */
     }
-    gmt_scope_comm((uint64_t)(uintptr_t)*where, parent, hash);
+    gmt_scope_comm((uint64_t)(uintptr_t)comm, parent, hash);
 }
 
 static void flush_pending(ncclResult_t r)
@@ -86,7 +88,7 @@ static void flush_pending(ncclResult_t r)
     if (r != ncclSuccess && r != ncclInProgress)
         return;
     for (int i = 0; i < n; i++)
-        gmt_scope_comm((uint64_t)(uintptr_t)*pending[i].where, pending[i].parent, pending[i].hash);
+        gmt_scope_comm((uint64_t)(uintptr_t)pending[i].comm, pending[i].parent, pending[i].hash);
 }
 
 /* ---- shapes: what is done before and after each kind of call ---- */
@@ -170,7 +172,7 @@ static void init_rank_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclC
                            int nranks, int rank, int nid, const ncclUniqueId *ids)
 {
     if ((r == ncclSuccess || r == ncclInProgress) && newcomm)
-        comm_known(newcomm, 0, nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0);
+        comm_known(*newcomm, 0, nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0);
     gmt_scope_end(c->scope, op, (int)r);
 }
 
@@ -187,7 +189,7 @@ static void init_all_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclCo
 {
     if (r == ncclSuccess && comms)
         for (int i = 0; i < ndev; i++)
-            comm_known(&comms[i], 0, 0);
+            comm_known(comms[i], 0, 0);
     gmt_scope_end(c->scope, op, (int)r);
 }
 
@@ -201,7 +203,7 @@ static void split_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_
                        ncclComm_t *newcomm)
 {
     if ((r == ncclSuccess || r == ncclInProgress) && newcomm && *newcomm)
-        comm_known(newcomm, (uint64_t)(uintptr_t)comm, 0);
+        comm_known(*newcomm, (uint64_t)(uintptr_t)comm, 0);
     gmt_scope_end(c->scope, op, (int)r);
 }
 
