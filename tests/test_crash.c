@@ -481,3 +481,101 @@ Test(crash, init_twice_does_not_chain_to_itself)
     waitpid(pid, &status, 0);
     cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "status %#x", status);
 }
+
+/* ---- exit paths ---- */
+
+Test(crash, exit_writes_end_through_the_destructor)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        alarm(30);
+        gmt_init();
+        for (int i = 0; i < RECORDS; i++)
+            emit_alloc((uint64_t)i, 0);
+        exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+    static uint64_t addr[RECORDS];
+    bool complete = false;
+    cr_expect_eq(read_allocs(pid, addr, RECORDS, &complete), RECORDS);
+    cr_expect(complete, "exit() ran the library destructor: END is there");
+}
+
+Test(crash, flusher_restarts_in_a_fork_child)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        alarm(30);
+        gmt_init();
+        emit_alloc(1, 0); /* the parent's file, flusher and buffer */
+        pid_t grandchild = fork();
+        if (grandchild == 0) {
+            emit_alloc(2, 0);
+            /* No destructor, no flush of ours: only the child's own flusher can
+             * have written the record by now. */
+            usleep(400000);
+            _exit(0);
+        }
+        int st;
+        waitpid(grandchild, &st, 0);
+        /* The grandchild's pid travels back as the exit status's partner: a file. */
+        char p[256];
+        snprintf(p, sizeof p, "%s/grandchild", dir);
+        FILE *f = fopen(p, "w");
+        fprintf(f, "%d\n", (int)grandchild);
+        fclose(f);
+        _exit(WIFEXITED(st) ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+    char p[256];
+    snprintf(p, sizeof p, "%s/grandchild", dir);
+    FILE *f = fopen(p, "r");
+    cr_assert_not_null(f);
+    int gc = 0;
+    cr_assert_eq(fscanf(f, "%d", &gc), 1);
+    fclose(f);
+    uint64_t addr[4];
+    bool complete = true;
+    cr_expect_eq(read_allocs(gc, addr, 4, &complete), 1);
+    cr_expect_eq(addr[0], 2, "the fork child's file holds its own record only");
+    cr_expect_not(complete);
+}
+
+static void *segv_thread(void *arg)
+{
+    (void)arg;
+    die(SEGV);
+    return NULL;
+}
+
+/* The records are in the main thread's buffer; another thread faults. */
+Test(crash, crash_in_one_thread_flushes_the_others)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        alarm(30);
+        signal(SIGSEGV, SIG_DFL);
+        gmt_init();
+        for (int i = 0; i < RECORDS; i++)
+            emit_alloc((uint64_t)i, 0);
+        pthread_t th;
+        pthread_create(&th, NULL, segv_thread, NULL);
+        pthread_join(th, NULL);
+        _exit(93);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "status %#x", status);
+    static uint64_t addr[RECORDS];
+    cr_expect_eq(read_allocs(pid, addr, RECORDS, NULL), RECORDS);
+}
