@@ -69,6 +69,8 @@ GMT_HIDDEN void gmt_writer_fork_child(void);
 /* Loads options, installs the crash handlers (chaining to the disposition found at
  * the time of the call) and the fork handler. Tests call it again in children. */
 GMT_HIDDEN void gmt_init(void);
+/* gmt_init once per process, from the constructor or the first hook, whichever is first. */
+GMT_HIDDEN void gmt_init_once(void);
 
 /* ---- stack.c: stacks captured with libunwind, each written once ---- */
 /* Captures the caller's stack (skipping `skip` frames of the library), writes a STACK
@@ -84,7 +86,9 @@ enum gmt_lib { GMT_LIB_DRIVER, GMT_LIB_RUNTIME, GMT_LIB_NCCL };
 /* The real definition of `name` (an ABI name: "cuMemAlloc_v2", "ncclAllReduce"), found
  * through the defining library (RTLD_NEXT, then dlopen(soname, RTLD_NOLOAD), then the
  * handles seen in intercepted dlopen calls), never through a wrapper of ours. NULL when
- * not found: the caller then returns the API's own error, never calls through NULL. */
+ * not found: the caller then returns the API's own error, never calls through NULL.
+ * The object it was found in is pinned (resolve.c: never unloaded from then on), so the
+ * answer may be cached for good. */
 GMT_HIDDEN void *gmt_resolve(enum gmt_lib lib, const char *name);
 
 /* ---- events.c: build and emit the allocation records (ALLOC, FREE, ALLOC_FAIL) ---- */

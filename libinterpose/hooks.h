@@ -277,6 +277,11 @@ static inline void gmt_hook_leave(void)
 /* The real dl functions (the next definitions after ours, normally libc's). */
 enum gmt_real_dl { GMT_DL_DLSYM, GMT_DL_DLVSYM, GMT_DL_DLOPEN, GMT_DL_DLCLOSE };
 GMT_HIDDEN void *gmt_real_dl(enum gmt_real_dl which);
+/* Keeps the object that defines fn loaded for good (one reference of ours, never
+ * released), so a pointer to fn that we cached can't dangle after the program's dlclose.
+ * Every pointer gmt_resolve returns is pinned; so is every real function a wrapper of
+ * ours is bound to. Not for the hot path: it asks the loader. */
+GMT_HIDDEN void gmt_pin(const void *fn);
 /* Bumped by every dlopen and dlclose, before the real call: what was loaded may differ. */
 GMT_HIDDEN extern _Atomic unsigned long gmt_dl_generation;
 

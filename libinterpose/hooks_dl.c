@@ -45,8 +45,11 @@ static void *claim(const struct gmt_hook *e, void *real)
 {
     void *expected = NULL;
     if (atomic_compare_exchange_strong_explicit(e->lkp, &expected, real, memory_order_acq_rel,
-                                                memory_order_acquire) ||
-        expected == real)
+                                                memory_order_acquire)) {
+        gmt_pin(real); /* the wrapper calls it for good, also after a dlclose */
+        return e->wrapper;
+    }
+    if (expected == real)
         return e->wrapper;
     gmt_warn("%s: a second definition at %p is not traced", e->abi, real);
     return real;

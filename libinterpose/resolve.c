@@ -283,6 +283,46 @@ static void *search_handles(enum gmt_lib lib, dlsym_fn *real_sym, const char *na
     return NULL;
 }
 
+/* ---- pins: what a cached pointer points into stays loaded ----
+ *
+ * Every real function we cache (gmt_plt_*, gmt_lkp_*, the cache below, the copies other
+ * files keep) is called later without asking the loader again. If its library were
+ * unloaded, the call would jump into unmapped (or reused) memory. And since our export
+ * answers dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"), glibc no longer records the dependency on
+ * libcuda that the program's own lookup would have made. So each object a successful
+ * lookup found gets one reference of ours, never released: a dlclose by the program then
+ * leaves it loaded (as RTLD_NODELETE would), which costs memory, never correctness. */
+#define PINS 64
+static _Atomic(void *) pinned[PINS]; /* link maps of the objects pinned */
+
+void gmt_pin(const void *fn)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!fn || !dladdr1(fn, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return;
+    /* The main program and the loader are never unloaded; our own object is nodelete. */
+    if (!map->l_name || !*map->l_name || is_ours(fn))
+        return;
+    int i = 0;
+    for (; i < PINS; i++) {
+        void *cur = atomic_load_explicit(&pinned[i], memory_order_acquire);
+        if (cur == map)
+            return;
+        if (cur == NULL) {
+            void *expected = NULL;
+            if (atomic_compare_exchange_strong(&pinned[i], &expected, map))
+                break;
+            if (expected == map)
+                return;
+        }
+    }
+    /* With the table full the reference is taken anyway: a second one costs a counter. */
+    dlopen_fn *real_open = (dlopen_fn *)gmt_real_dl(GMT_DL_DLOPEN);
+    if (real_open)
+        (void)real_open(map->l_name, RTLD_NOLOAD | RTLD_LAZY);
+}
+
 /* Positive answers, keyed by the name's address (callers pass string literals; another
  * copy of the same name just takes a second slot). */
 #define CACHE_SLOTS 512
@@ -348,6 +388,8 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
         refresh_handles(lib, true);
         p = search_handles(lib, real_sym, name);
     }
+    if (p)
+        gmt_pin(p);
     gmt_ts.in_lib--;
     if (p)
         cache_put(lib, name, p);
