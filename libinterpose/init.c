@@ -1,6 +1,7 @@
 /* init.c: library load and exit: options, crash handlers that flush the trace, fork handling. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -108,9 +109,29 @@ void gmt_init(void)
     errno = saved;
 }
 
+/* Once per process, by whoever comes first: our constructor, or a hook reached before
+ * it ran (a constructor of a library loaded before us that calls cudaMalloc; -z
+ * initfirst makes that rare, not impossible). Options must be read before the first
+ * decision about tracing. */
+static _Atomic int init_state; /* 0 not yet, 1 running, 2 done */
+
+void gmt_init_once(void)
+{
+    if (GMT_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2))
+        return;
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&init_state, &zero, 1)) {
+        gmt_init();
+        atomic_store_explicit(&init_state, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+        sched_yield();
+}
+
 __attribute__((constructor)) static void library_load(void)
 {
-    gmt_init();
+    gmt_init_once();
 }
 
 __attribute__((destructor)) static void library_unload(void)

@@ -685,6 +685,7 @@ static bool ensure_open(void)
             pause_briefly();
             continue;
         }
+        gmt_init_once();
         if (gmt_opt.off)
             return false;
         if (atomic_compare_exchange_strong(&g_state, &st, ST_OPENING))
