@@ -323,45 +323,73 @@ void gmt_pin(const void *fn)
         (void)real_open(map->l_name, RTLD_NOLOAD | RTLD_LAZY);
 }
 
-/* Positive answers, keyed by the name's address (callers pass string literals; another
- * copy of the same name just takes a second slot). */
+/* Answers, keyed by the name's address (callers pass string literals; another copy of
+ * the same name just takes a second slot). A miss is remembered too, with the generation
+ * of loaded objects it was made in: looking again costs dl_iterate_phdr and several
+ * dlopen calls, all under the loader's locks, and some callers ask at every event (a
+ * hooked name the library lacks, a version query). It is looked for again only once a
+ * dlopen or dlclose changed what is loaded. A load that is under way while the miss is
+ * made (the generation is bumped before the load) is seen at the next dlopen/dlclose. */
 #define CACHE_SLOTS 512
 static struct {
     _Atomic(const char *) name;
     _Atomic(void *) fn;
+    _Atomic unsigned long miss_gen; /* generation + 1 of the last miss; 0 none */
     _Atomic int lib;
 } cache[CACHE_SLOTS];
 
-static void *cache_get(enum gmt_lib lib, const char *name)
+static size_t cache_home(const char *name)
 {
-    size_t h = ((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ull >> 55;
+    return ((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ull >> 55;
+}
+
+/* The slot of (lib, name), or -1; with `claim`, an empty slot is taken for it. */
+static long cache_slot(enum gmt_lib lib, const char *name, bool claim)
+{
+    size_t h = cache_home(name);
     for (size_t n = 0; n < 16; n++) {
         size_t i = (h + n) % CACHE_SLOTS;
         const char *k = atomic_load_explicit(&cache[i].name, memory_order_acquire);
-        if (k == NULL)
-            return NULL;
-        if (k == name && atomic_load_explicit(&cache[i].lib, memory_order_relaxed) == (int)lib)
-            return atomic_load_explicit(&cache[i].fn, memory_order_acquire);
+        if (k == NULL) {
+            if (!claim)
+                return -1;
+            /* The slot is claimed by its name first; readers that see the name before
+             * the rest read "not cached". */
+            const char *expected = NULL;
+            if (atomic_compare_exchange_strong(&cache[i].name, &expected, name)) {
+                atomic_store_explicit(&cache[i].lib, (int)lib, memory_order_release);
+                return (long)i;
+            }
+            k = expected;
+        }
+        if (k == name && atomic_load_explicit(&cache[i].lib, memory_order_acquire) == (int)lib)
+            return (long)i;
     }
-    return NULL;
+    return -1;
 }
 
-static void cache_put(enum gmt_lib lib, const char *name, void *fn)
+/* The cached function; NULL with *miss set when a miss was made in generation `gen`. */
+static void *cache_get(enum gmt_lib lib, const char *name, unsigned long gen, bool *miss)
 {
-    size_t h = ((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ull >> 55;
-    for (size_t n = 0; n < 16; n++) {
-        size_t i = (h + n) % CACHE_SLOTS;
-        const char *expected = NULL;
-        /* The slot is claimed by its name first; readers that see the name before the
-         * function read NULL, which only means "not cached". */
-        if (atomic_compare_exchange_strong(&cache[i].name, &expected, name)) {
-            atomic_store_explicit(&cache[i].lib, (int)lib, memory_order_relaxed);
-            atomic_store_explicit(&cache[i].fn, fn, memory_order_release);
-            return;
-        }
-        if (expected == name)
-            return;
-    }
+    *miss = false;
+    long i = cache_slot(lib, name, false);
+    if (i < 0)
+        return NULL;
+    void *p = atomic_load_explicit(&cache[i].fn, memory_order_acquire);
+    if (!p)
+        *miss = atomic_load_explicit(&cache[i].miss_gen, memory_order_acquire) == gen + 1;
+    return p;
+}
+
+static void cache_put(enum gmt_lib lib, const char *name, void *fn, unsigned long gen)
+{
+    long i = cache_slot(lib, name, true);
+    if (i < 0)
+        return;
+    if (fn)
+        atomic_store_explicit(&cache[i].fn, fn, memory_order_release);
+    else
+        atomic_store_explicit(&cache[i].miss_gen, gen + 1, memory_order_release);
 }
 
 void *gmt_resolve(enum gmt_lib lib, const char *name)
@@ -371,8 +399,11 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
     dlsym_fn *real_sym = (dlsym_fn *)gmt_real_dl(GMT_DL_DLSYM);
     if (!real_sym)
         return NULL;
-    void *p = cache_get(lib, name);
-    if (p)
+    /* Read before looking: a dlopen/dlclose during the search makes the miss stale. */
+    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    bool miss;
+    void *p = cache_get(lib, name, gen, &miss);
+    if (p || miss)
         return p;
     gmt_ts.in_lib++;
     p = real_sym(RTLD_NEXT, name);
@@ -391,7 +422,6 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
     if (p)
         gmt_pin(p);
     gmt_ts.in_lib--;
-    if (p)
-        cache_put(lib, name, p);
+    cache_put(lib, name, p, gen);
     return p;
 }

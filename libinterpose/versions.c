@@ -3,14 +3,21 @@
 #include <string.h>
 
 #include "gmt.h"
+#include "hooks.h"
 
 typedef int gmt_fn_get_version(int *);
 
 static _Atomic int noted[4];
+/* Generation + 1 of loaded objects in which the query could not be made: the next try
+ * waits for a dlopen or dlclose, instead of a lookup (and a CAS) at every event. */
+static _Atomic unsigned long failed_gen[4];
 
 void gmt_version_note(enum gmt_component c)
 {
     if ((unsigned)c >= 4 || GMT_LIKELY(atomic_load_explicit(&noted[c], memory_order_relaxed)))
+        return;
+    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    if (atomic_load_explicit(&failed_gen[c], memory_order_relaxed) == gen + 1)
         return;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&noted[c], &expected, 1))
@@ -30,7 +37,8 @@ void gmt_version_note(enum gmt_component c)
     gmt_fn_get_version *get = (gmt_fn_get_version *)gmt_resolve(fn[c].lib, fn[c].name);
     int v = 0;
     if (!get || get(&v) != 0 || v <= 0) {
-        /* not loaded yet: try again at a later event */
+        /* not loaded yet: try again at an event after the next dlopen/dlclose */
+        atomic_store_explicit(&failed_gen[c], gen + 1, memory_order_relaxed);
         atomic_store_explicit(&noted[c], 0, memory_order_relaxed);
         return;
     }
