@@ -108,7 +108,8 @@ GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
 /* The open scope `scope_id` also concerns `device` (-1: the thread's current one), e.g.
  * an init: register it for foreign-thread attribution, sample memory keyed by `key`. */
 GMT_HIDDEN void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key);
-/* Writes a COMM record (rank, nranks, device asked from the real NCCL) and caches its device. */
+/* Writes a COMM record (rank, nranks, device asked from the real NCCL) and caches its device.
+ * Only for a communicator that is ready: NCCL warns about queries of one still initializing. */
 GMT_HIDDEN void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash);
 /* For an allocation on a thread with no scope of its own (NCCL's proxy and async threads)
  * on `device` (-1 unknown): the innermost open scope registered on that device when exactly

@@ -1,5 +1,8 @@
 /* hooks_nccl.c: the exported ncclX/pncclX wrappers: a scope around every call, COMM records for new communicators, ncclMemAlloc/Free as allocations. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -27,6 +30,7 @@ struct pending_comm {
     ncclComm_t comm;
     uint64_t parent;
     uint64_t hash;
+    bool nonblocking;
 };
 static GMT_TLS struct pending_comm pending[PENDING];
 static GMT_TLS int npending;
@@ -67,18 +71,86 @@ static ncclResult_t unresolved(const char *name)
     return ncclSystemError;
 }
 
-static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash)
+/* ---- non-blocking communicators ----
+ *
+ * While a non-blocking communicator initializes (its init, or the group that made it,
+ * returned ncclInProgress; or its config says blocking = 0), NCCL answers
+ * ncclCommUserRank & co with an error and a WARN in the program's log. Its COMM record
+ * waits here, process-wide (the program may go on on another thread), until a later call
+ * of the program's on that communicator returned ncclSuccess: it is ready then. Slots:
+ * key 0 free, 1 being filled, else the communicator. */
+#define DEFERRED 64
+static _Atomic uint64_t deferred_key[DEFERRED];
+static _Atomic uint64_t deferred_parent[DEFERRED], deferred_hash[DEFERRED];
+static _Atomic int ndeferred; /* the common case (none waiting) costs one load */
+
+static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
+{
+    for (int i = 0; i < DEFERRED; i++) {
+        uint64_t zero = 0;
+        if (atomic_load_explicit(&deferred_key[i], memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong(&deferred_key[i], &zero, 1)) {
+            atomic_store_explicit(&deferred_parent[i], parent, memory_order_relaxed);
+            atomic_store_explicit(&deferred_hash[i], hash, memory_order_relaxed);
+            atomic_store_explicit(&deferred_key[i], comm, memory_order_release);
+            atomic_fetch_add_explicit(&ndeferred, 1, memory_order_release);
+            return;
+        }
+    }
+    /* No room: no COMM record for it, rather than a query NCCL warns about. */
+}
+
+/* Takes `comm` off the waiting list; writes its COMM record when `ready`. */
+static void settle_comm(ncclComm_t comm, bool ready)
+{
+    if (GMT_LIKELY(atomic_load_explicit(&ndeferred, memory_order_acquire) == 0) || !comm)
+        return;
+    uint64_t key = (uint64_t)(uintptr_t)comm;
+    for (int i = 0; i < DEFERRED; i++) {
+        if (atomic_load_explicit(&deferred_key[i], memory_order_acquire) != key)
+            continue;
+        uint64_t parent = atomic_load_explicit(&deferred_parent[i], memory_order_relaxed);
+        uint64_t hash = atomic_load_explicit(&deferred_hash[i], memory_order_relaxed);
+        uint64_t expected = key;
+        if (!atomic_compare_exchange_strong(&deferred_key[i], &expected, 0))
+            continue; /* another thread settled it */
+        atomic_fetch_sub_explicit(&ndeferred, 1, memory_order_release);
+        if (ready)
+            gmt_scope_comm(key, parent, hash);
+        return;
+    }
+}
+
+/* Whether NCCL runs this communicator's init in the background: config->blocking 0, or
+ * left undefined with NCCL_COMM_BLOCKING=0 in the environment (NCCL's default). */
+static bool is_nonblocking(const ncclConfig_t *config)
+{
+    int blocking = GMT_NCCL_CONFIG_UNDEF_INT;
+    if (config && config->magic == GMT_NCCL_CONFIG_MAGIC &&
+        config->size >= offsetof(ncclConfig_t, blocking) + sizeof config->blocking)
+        blocking = config->blocking;
+    if (blocking == GMT_NCCL_CONFIG_UNDEF_INT) {
+        const char *env = getenv("NCCL_COMM_BLOCKING");
+        return env && env[0] == '0' && env[1] == 0;
+    }
+    return blocking == 0;
+}
+
+static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash, bool nonblocking)
 {
     if (!comm)
         return;
     if (group_depth + group_overflow > 0) {
         if (npending < PENDING) {
-            pending[npending++] = (struct pending_comm){comm, parent, hash};
+            pending[npending++] = (struct pending_comm){comm, parent, hash, nonblocking};
             return;
         }
-        /* No room: the record goes out now, with what NCCL can already say. */
+        /* No room: the record goes out now (or once ready), with what NCCL can say. */
     }
-    gmt_scope_comm((uint64_t)(uintptr_t)comm, parent, hash);
+    if (nonblocking)
+        defer_comm((uint64_t)(uintptr_t)comm, parent, hash);
+    else
+        gmt_scope_comm((uint64_t)(uintptr_t)comm, parent, hash);
 }
 
 static void flush_pending(ncclResult_t r)
@@ -87,8 +159,13 @@ static void flush_pending(ncclResult_t r)
     npending = 0;
     if (r != ncclSuccess && r != ncclInProgress)
         return;
-    for (int i = 0; i < n; i++)
-        gmt_scope_comm((uint64_t)(uintptr_t)pending[i].comm, pending[i].parent, pending[i].hash);
+    for (int i = 0; i < n; i++) {
+        uint64_t comm = (uint64_t)(uintptr_t)pending[i].comm;
+        if (r == ncclInProgress || pending[i].nonblocking)
+            defer_comm(comm, pending[i].parent, pending[i].hash);
+        else
+            gmt_scope_comm(comm, pending[i].parent, pending[i].hash);
+    }
 }
 
 /* ---- shapes: what is done before and after each kind of call ---- */
@@ -102,6 +179,8 @@ static void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t cou
 static void coll_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
                       size_t count, ncclDataType_t datatype, int peer, cudaStream_t stream)
 {
+    if (r == ncclSuccess)
+        settle_comm(comm, true);
     gmt_scope_end(c->scope, op, (int)r);
 }
 
@@ -162,17 +241,19 @@ static void group_sim_post(struct call *c, enum gmt_op op, ncclResult_t r, int u
 /* Inits: count = nranks, peer = this rank. The device is the thread's current one; the
  * sampling key is the unique id, so each new communicator's init is sampled. */
 static void init_rank_pre(struct call *c, enum gmt_op op, ncclComm_t *newcomm, int nranks,
-                          int rank, int nid, const ncclUniqueId *ids)
+                          int rank, int nid, const ncclUniqueId *ids, const ncclConfig_t *config)
 {
     c->scope = gmt_scope_begin(op, 0, (uint64_t)(nranks > 0 ? nranks : 0), -1, rank, 0);
     uint64_t hash = nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0;
     gmt_scope_add_device(c->scope, -1, hash);
 }
 static void init_rank_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *newcomm,
-                           int nranks, int rank, int nid, const ncclUniqueId *ids)
+                           int nranks, int rank, int nid, const ncclUniqueId *ids,
+                           const ncclConfig_t *config)
 {
     if ((r == ncclSuccess || r == ncclInProgress) && newcomm)
-        comm_known(*newcomm, 0, nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0);
+        comm_known(*newcomm, 0, nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0,
+                   r == ncclInProgress || is_nonblocking(config));
     gmt_scope_end(c->scope, op, (int)r);
 }
 
@@ -189,32 +270,44 @@ static void init_all_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclCo
 {
     if (r == ncclSuccess && comms)
         for (int i = 0; i < ndev; i++)
-            comm_known(comms[i], 0, 0);
+            comm_known(comms[i], 0, 0, is_nonblocking(NULL));
     gmt_scope_end(c->scope, op, (int)r);
 }
 
 /* Split and shrink: scope on the parent; the child (NULL for NCCL_SPLIT_NOCOLOR) gets
  * a COMM record naming its parent. */
-static void split_pre(struct call *c, enum gmt_op op, ncclComm_t comm, ncclComm_t *newcomm)
+static void split_pre(struct call *c, enum gmt_op op, ncclComm_t comm, ncclComm_t *newcomm,
+                      const ncclConfig_t *config)
 {
     c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, 0, -1, -1, 0);
 }
 static void split_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
-                       ncclComm_t *newcomm)
+                       ncclComm_t *newcomm, const ncclConfig_t *config)
 {
+    if (r == ncclSuccess)
+        settle_comm(comm, true);
+    /* The child inherits the parent's blocking mode when its config leaves it undefined:
+     * ncclInProgress is what tells. */
     if ((r == ncclSuccess || r == ncclInProgress) && newcomm && *newcomm)
-        comm_known(*newcomm, (uint64_t)(uintptr_t)comm, 0);
+        comm_known(*newcomm, (uint64_t)(uintptr_t)comm, 0,
+                   r == ncclInProgress || is_nonblocking(config));
     gmt_scope_end(c->scope, op, (int)r);
 }
 
 /* Communicator calls without a buffer shape: count carries the bytes registered, if any. */
 static void comm_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t bytes)
 {
+    /* A communicator that goes away before it was ever ready gets no COMM record. */
+    if (op == GMT_OP_CommDestroy || op == GMT_OP_CommAbort)
+        settle_comm(comm, false);
     c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, bytes, -1, -1, 0);
 }
 static void comm_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
                       size_t bytes)
 {
+    if (r == ncclSuccess && op != GMT_OP_CommFinalize && op != GMT_OP_CommDestroy &&
+        op != GMT_OP_CommAbort && op != GMT_OP_CommRevoke)
+        settle_comm(comm, true);
     gmt_scope_end(c->scope, op, (int)r);
 }
 

@@ -168,24 +168,25 @@ typedef struct {
     X(GroupSimulateEnd, GroupSimulateEnd, group_sim, (ncclSimInfo_t *siminfo), (siminfo), (0)) \
     X(CommInitRank, CommInitRank, init_rank,                                                   \
       (ncclComm_t *newcomm, int nranks, ncclUniqueId commId, int rank),                        \
-      (newcomm, nranks, commId, rank), (newcomm, nranks, rank, 1, &commId))                    \
+      (newcomm, nranks, commId, rank), (newcomm, nranks, rank, 1, &commId, NULL))              \
     X(CommInitAll, CommInitAll, init_all, (ncclComm_t *comms, int ndev, const int *devlist),   \
       (comms, ndev, devlist), (comms, ndev, devlist))                                          \
     X(CommInitRankConfig, CommInitRankConfig, init_rank,                                       \
       (ncclComm_t *newcomm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config),  \
-      (newcomm, nranks, commId, rank, config), (newcomm, nranks, rank, 1, &commId))            \
+      (newcomm, nranks, commId, rank, config), (newcomm, nranks, rank, 1, &commId, config))    \
     X(CommInitRankScalable, CommInitRankScalable, init_rank,                                   \
       (ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds,            \
        ncclConfig_t *config),                                                                  \
-      (newcomm, nranks, myrank, nId, commIds, config), (newcomm, nranks, myrank, nId, commIds)) \
+      (newcomm, nranks, myrank, nId, commIds, config),                                         \
+      (newcomm, nranks, myrank, nId, commIds, config))                                         \
     X(CommSplit, CommSplit, split,                                                             \
       (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config),        \
-      (comm, color, key, newcomm, config), (comm, newcomm))                                    \
+      (comm, color, key, newcomm, config), (comm, newcomm, config))                            \
     X(CommShrink, CommShrink, split,                                                           \
       (ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm,     \
        ncclConfig_t *config, int shrinkFlags),                                                 \
       (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags),               \
-      (comm, newcomm))                                                                         \
+      (comm, newcomm, config))                                                                 \
     X(CommFinalize, CommFinalize, comm, (ncclComm_t comm), (comm), (comm, 0))                  \
     X(CommDestroy, CommDestroy, comm, (ncclComm_t comm), (comm), (comm, 0))                    \
     X(CommAbort, CommAbort, comm, (ncclComm_t comm), (comm), (comm, 0))                        \

@@ -118,8 +118,14 @@ static void comm_cache_put(uint64_t comm, int device)
         atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
 }
 
-/* A communicator's device: cached, else asked of the real NCCL (a cheap host call). The
- * key is mix(comm), so two communicators could share an entry only by a 64-bit collision. */
+static int current_device(void);
+
+/* A communicator's device: what its COMM record cached, else the thread's current device
+ * (NCCL drives a communicator on the device current at its init; calls on it are made
+ * there too). NCCL itself is not asked here: a non-blocking communicator still
+ * initializing answers with an error and a WARN in the program's log (hooks_nccl.c writes
+ * its COMM record once it is ready). The key is mix(comm), so two communicators could
+ * share an entry only by a 64-bit collision. */
 static int comm_device(uint64_t comm)
 {
     if (!comm)
@@ -131,10 +137,8 @@ static int comm_device(uint64_t comm)
             return d - 1;
     }
     gmt_ts.in_lib++;
-    int dev = nccl_query(Q_DEVICE, comm);
+    int dev = current_device();
     gmt_ts.in_lib--;
-    if (dev >= 0 && i >= 0)
-        atomic_store_explicit(&comm_devs[i], dev + 1, memory_order_release);
     return dev;
 }
 
@@ -602,6 +606,7 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
     errno = saved_errno;
 }
 
+/* Called only once the communicator is ready (hooks_nccl.c defers non-blocking ones). */
 void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
 {
     if (!comm || !gmt_writer_ready())
