@@ -1,4 +1,5 @@
 /* events.c: builds and emits ALLOC, FREE and ALLOC_FAIL records, with a CUCTX record first whenever the thread's CUDA context changed. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -25,6 +26,18 @@ static GMT_TLS struct {
     int device;
     bool known;
 } cur;
+
+/* A fork child writes a file of its own: the forking thread's context must be written
+ * there again before its first event. (The child has no other thread.) */
+static void fork_child(void)
+{
+    cur.known = false;
+}
+
+__attribute__((constructor)) static void register_fork_child(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
 
 void gmt_events_note_dl(void)
 {

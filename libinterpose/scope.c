@@ -1,5 +1,6 @@
 /* scope.c: NCCL contexts (scopes) per thread, COMM records, device-memory sampling around them, and attribution for NCCL's own threads. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -201,6 +202,8 @@ bad:
     return POLICY_FIRST;
 }
 
+static _Atomic int parsing; /* 1 while a thread parses the policy (cleared in a fork child) */
+
 static int policy(void)
 {
     int k = atomic_load_explicit(&policy_kind, memory_order_acquire);
@@ -208,7 +211,6 @@ static int policy(void)
         return k;
     /* The first caller parses (so a bad value is warned about once); a racing one waits
      * the few instructions that takes. */
-    static _Atomic int parsing;
     int zero = 0;
     if (atomic_compare_exchange_strong(&parsing, &zero, 1)) {
         k = parse_policy(gmt_opt.meminfo, &policy_first, &policy_every);
@@ -498,6 +500,8 @@ static void concern_device(int depth, int device, uint64_t comm, unsigned op, ui
     sample(frames[target].id, device, GMT_MEMINFO_BEGIN);
 }
 
+static _Atomic uint8_t captured[SEEN_SLOTS];
+
 static bool first_of(uint64_t comm, unsigned op)
 {
     long i = slot_of(seen_keys, SEEN_SLOTS, mix(mix(comm) ^ op));
@@ -505,11 +509,35 @@ static bool first_of(uint64_t comm, unsigned op)
         return false;
     /* The claim is the "seen" mark: the claiming call captures. A second probe finding
      * the key already there does not. */
-    static _Atomic uint8_t captured[SEEN_SLOTS];
     /* A plain load first: after the first call the locked exchange is never needed. */
     if (atomic_load_explicit(&captured[i], memory_order_relaxed))
         return false;
     return atomic_exchange_explicit(&captured[i], 1, memory_order_relaxed) == 0;
+}
+
+/* A fork child writes a file of its own, and has one thread: the scopes the parent's
+ * threads had open (published for foreign-thread attribution, or on the forking thread's
+ * own stack) are not in that file, and must not be named by the child's records. Stacks
+ * start over there too (stack.c), so each (comm, op) gets its stack captured again. A
+ * policy parse that another thread had under way is started again. */
+static void fork_child(void)
+{
+    for (int i = 0; i < OPEN_SLOTS; i++)
+        atomic_store_explicit(&open_slots[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&open_count, 0, memory_order_relaxed);
+    nclaims = 0;
+    gmt_ts.scope_depth = 0;
+    for (int i = 0; i < SEEN_SLOTS; i++) {
+        atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&captured[i], 0, memory_order_relaxed);
+    }
+    if (atomic_load_explicit(&policy_kind, memory_order_relaxed) == POLICY_UNPARSED)
+        atomic_store_explicit(&parsing, 0, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void register_fork_child(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
 }
 
 uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,

@@ -142,6 +142,21 @@ static void fork_child(void)
     last = NULL;
 }
 
+/* A child forked while another thread was inside setup() would wait for ST_BUSY to
+ * end forever: that thread does not exist in the child. It starts the setup again
+ * (what the half-done one mapped stays mapped, unused). Registered at load, since
+ * fork_child above is registered only once setup is done. */
+static void fork_child_setup(void)
+{
+    if (atomic_load_explicit(&state, memory_order_relaxed) == ST_BUSY)
+        atomic_store_explicit(&state, ST_NEW, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void register_fork_child_setup(void)
+{
+    pthread_atfork(NULL, NULL, fork_child_setup);
+}
+
 static bool setup(void)
 {
     int st = atomic_load_explicit(&state, memory_order_acquire);
