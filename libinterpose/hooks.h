@@ -227,8 +227,8 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
     _Atomic(void *) gmt_lkp_##abi;                                                         \
     ret abi params                                                                         \
     {                                                                                      \
-        gmt_fn_##abi *real = (gmt_fn_##abi *)gmt_hook_plt_real(&gmt_plt_##abi,             \
-                                                               GMT_LIB_##lib, #abi);       \
+        gmt_fn_##abi *real = (gmt_fn_##abi *)gmt_hook_plt_for(                              \
+            &gmt_plt_##abi, GMT_LIB_##lib, #abi, __builtin_return_address(0));             \
         if (GMT_UNLIKELY(real == NULL))                                                    \
             return GMT_NOT_FOUND_##lib;                                                    \
         return gmt_body_##body(real, GMT_UNPAREN args);                                    \
@@ -256,8 +256,33 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
 #define GMT_HOOKS_OF_DL_RT(m, ...)
 #define GMT_HOOKS_OF_DL_DL(m, ...) m(__VA_ARGS__)
 
-/* The real function behind an export: gmt_resolve's answer, cached in `slot`. */
+/* The real function behind an export, process-wide: gmt_resolve's answer, cached in `slot`. */
 GMT_HIDDEN void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi);
+
+GMT_HIDDEN extern _Atomic unsigned long gmt_dl_generation; /* resolve.c; described below */
+/* Generation of loaded objects (gmt_dl_generation) at which exactly one copy of each
+ * library was seen; anything else: not known to be one. */
+GMT_HIDDEN extern _Atomic unsigned long gmt_single_copy_gen[3];
+/* The real function for a call of an export from `caller` (a return address) when two or
+ * more copies of `lib` may be loaded: looked up in the caller's own dependency scope
+ * first, cached per (caller, export). */
+GMT_HIDDEN void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
+                                   const void *caller);
+
+/* The real function behind an export, for its caller. Two copies of a library can be
+ * loaded side by side (a plugin linked to cudart 12 next to PyTorch's cudart 13, both
+ * RTLD_LOCAL; two NCCLs): each caller must reach the copy its own dependencies name, as
+ * the PLT would have bound it without us. The common case, one copy, costs three loads. */
+static inline void *gmt_hook_plt_for(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
+                                     const void *caller)
+{
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (GMT_LIKELY(p != NULL) &&
+        GMT_LIKELY(atomic_load_explicit(&gmt_single_copy_gen[lib], memory_order_relaxed) ==
+                   atomic_load_explicit(&gmt_dl_generation, memory_order_relaxed)))
+        return p;
+    return gmt_hook_plt_slow(slot, lib, abi, caller);
+}
 
 /* Re-entrancy: true when this call should be recorded (the thread is not already inside
  * an allocation hook or the library); then gmt_hook_leave() must follow. */

@@ -1,6 +1,7 @@
 /* resolve.c: finds real CUDA/NCCL functions in the library that defines them, and the real dl functions without recursion. */
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -390,6 +391,108 @@ static void cache_put(enum gmt_lib lib, const char *name, void *fn, unsigned lon
         atomic_store_explicit(&cache[i].fn, fn, memory_order_release);
     else
         atomic_store_explicit(&cache[i].miss_gen, gen + 1, memory_order_release);
+}
+
+/* ---- two copies of a library: per-caller resolution for the exports ---- */
+
+_Atomic unsigned long gmt_single_copy_gen[NLIBS] = { ~0ul, ~0ul, ~0ul };
+
+/* How many copies of `lib` are loaded (the handles kept of it); at most one is then
+ * remembered for this generation, so the exports' fast path needs no more. */
+static int copies(enum gmt_lib lib)
+{
+    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    refresh_handles(lib, false);
+    int n = 0;
+    for (int i = 0; i < HANDLES_PER_LIB; i++)
+        if (atomic_load_explicit(&handles[lib][i], memory_order_acquire))
+            n++;
+    if (n <= 1)
+        atomic_store_explicit(&gmt_single_copy_gen[lib], gen, memory_order_relaxed);
+    return n;
+}
+
+/* The definition the caller's own object would bind `name` to: a lookup in its local
+ * scope (the object and its dependencies; our preloaded library is not among them). NULL
+ * for the main program, whose scope is the global one the process-wide answer comes from. */
+static void *for_caller(const void *caller, const char *name)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!caller || !dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map ||
+        !map->l_name || !*map->l_name || is_ours(caller))
+        return NULL;
+    dlopen_fn *real_open = (dlopen_fn *)gmt_real_dl(GMT_DL_DLOPEN);
+    dlsym_fn *real_sym = (dlsym_fn *)gmt_real_dl(GMT_DL_DLSYM);
+    dlclose_fn *real_close = (dlclose_fn *)gmt_real_dl(GMT_DL_DLCLOSE);
+    if (!real_open || !real_sym || !real_close)
+        return NULL;
+    void *h = real_open(map->l_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    void *p = real_sym(h, name);
+    if (p && is_ours(p))
+        p = NULL;
+    if (p)
+        gmt_pin(p);
+    real_close(h); /* the caller's own object is not pinned: only what we call */
+    return p;
+}
+
+/* (caller, export) -> real function, lock-free, never deleted. A caller is a return
+ * address: one call site. If its object is unloaded and another one mapped at the same
+ * place calls the same export from the same address, the entry still points at pinned,
+ * valid code (possibly another copy's). Full: the process-wide answer. */
+#define CALLER_SLOTS 256
+static struct {
+    _Atomic(const void *) caller;
+    _Atomic(const void *) slot;
+    _Atomic(void *) fn;
+} callers[CALLER_SLOTS];
+
+void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
+                        const void *caller)
+{
+    void *p = gmt_hook_plt_real(slot, lib, abi);
+    if ((unsigned)lib >= NLIBS)
+        return p;
+    int e = errno;
+    gmt_ts.in_lib++;
+    int n = copies(lib);
+    gmt_ts.in_lib--;
+    errno = e;
+    if (n <= 1)
+        return p;
+    size_t h = (((uintptr_t)caller >> 2) ^ ((uintptr_t)slot >> 3)) * 0x9E3779B97F4A7C15ull >> 56;
+    for (size_t k = 0; k < 16; k++) {
+        size_t i = (h + k) % CALLER_SLOTS;
+        const void *c = atomic_load_explicit(&callers[i].caller, memory_order_acquire);
+        if (c == caller && atomic_load_explicit(&callers[i].slot, memory_order_acquire) == slot) {
+            void *q = atomic_load_explicit(&callers[i].fn, memory_order_acquire);
+            if (q)
+                return q;
+            break; /* being filled by another thread: look it up ourselves */
+        }
+        if (c != NULL)
+            continue;
+        const void *expected = NULL;
+        if (!atomic_compare_exchange_strong(&callers[i].caller, &expected, caller))
+            continue;
+        atomic_store_explicit(&callers[i].slot, slot, memory_order_release);
+        gmt_ts.in_lib++;
+        void *q = for_caller(caller, abi);
+        gmt_ts.in_lib--;
+        errno = e;
+        if (!q)
+            q = p;
+        atomic_store_explicit(&callers[i].fn, q, memory_order_release);
+        return q;
+    }
+    gmt_ts.in_lib++;
+    void *q = for_caller(caller, abi);
+    gmt_ts.in_lib--;
+    errno = e;
+    return q ? q : p;
 }
 
 void *gmt_resolve(enum gmt_lib lib, const char *name)
