@@ -120,6 +120,8 @@ GMT_HIDDEN uint32_t gmt_scope_for_foreign_thread(int device);
 /* Our wrapper for an NCCL entry point name ("ncclAllReduce", "pncclGroupEnd"), or NULL:
  * the dlsym hook hands it out for lookups on a libnccl handle. */
 GMT_HIDDEN void *gmt_nccl_wrapper(const char *name);
+/* Our own literal for an NCCL entry point's name (resolve caches by address), or NULL. */
+GMT_HIDDEN const char *gmt_nccl_name(const char *name);
 
 /* ---- versions.c ---- */
 /* Writes a VERSION record for the component the first time it can be asked (a query of

@@ -324,5 +324,6 @@ GMT_HIDDEN bool gmt_hook_is_ours(const void *fn);
 
 /* hooks_nccl.c, when it exists (see above). */
 GMT_HIDDEN void *gmt_nccl_wrapper(const char *name) __attribute__((weak));
+GMT_HIDDEN const char *gmt_nccl_name(const char *name) __attribute__((weak));
 
 #endif

@@ -260,7 +260,9 @@ static void *wrap(const char *name, void *real)
         return gmt_hook_for_abi(name, real);
     /* The NCCL wrapper calls what gmt_resolve finds: hand it out only for that. */
     void *w = gmt_nccl_wrapper ? gmt_nccl_wrapper(name) : NULL;
-    return w && gmt_resolve(GMT_LIB_NCCL, name) == real ? w : real;
+    /* resolve caches by the name's address: pass our literal, never the caller's buffer */
+    const char *lit = w && gmt_nccl_name ? gmt_nccl_name(name) : NULL;
+    return lit && gmt_resolve(GMT_LIB_NCCL, lit) == real ? w : real;
 }
 
 struct gmt_dl_route gmt_dlsym_route(void *handle, const char *name, const char *version,

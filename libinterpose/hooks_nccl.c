@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gmt.h"
+#include "hooks.h"
 #include "nccl_abi.h"
 
 /* The op of the wrapper currently inside its real call on this thread. A profiler's
@@ -50,16 +51,14 @@ static uint64_t fnv1a(const void *p, size_t n)
     return h;
 }
 
-static void *real_get(_Atomic(void *) *cache, const char *name)
+/* The real NCCL function for this caller: with two NCCLs loaded side by side (each
+ * RTLD_LOCAL behind its own framework), the one the caller's own dependencies name, as
+ * the PLT would have bound it without us; with one, a cached pointer (hooks.h). */
+static inline void *nccl_real(_Atomic(void *) *cache, const char *name, const void *caller)
 {
-    void *p = atomic_load_explicit(cache, memory_order_acquire);
-    if (GMT_LIKELY(p != NULL))
-        return p;
     gmt_ts.in_lib++;
-    p = gmt_resolve(GMT_LIB_NCCL, name);
+    void *p = gmt_hook_plt_for(cache, GMT_LIB_NCCL, name, caller);
     gmt_ts.in_lib--;
-    if (p)
-        atomic_store_explicit(cache, p, memory_order_release);
     return p;
 }
 
@@ -353,7 +352,8 @@ static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *
     GMT_EXPORT ncclResult_t pfx##name params                                         \
     {                                                                                \
         typedef ncclResult_t(*real_fn) params;                                       \
-        real_fn fn = (real_fn)real_get(&real_##pfx##name, #pfx #name);               \
+        real_fn fn = (real_fn)nccl_real(&real_##pfx##name, #pfx #name,                \
+                                        __builtin_return_address(0));                \
         if (GMT_UNLIKELY(!fn))                                                       \
             return unresolved(#pfx #name);                                           \
         if (in_real_op == GMT_OP_##op || gmt_ts.in_lib)                              \
@@ -384,6 +384,16 @@ static const struct {
     GMT_NCCL_ENTRIES(GMT_NCCL_ROW)
 #undef GMT_NCCL_ROW
 };
+
+const char *gmt_nccl_name(const char *name)
+{
+    if (!name || (name[0] != 'n' && name[0] != 'p'))
+        return NULL;
+    for (size_t i = 0; i < sizeof wrappers / sizeof wrappers[0]; i++)
+        if (strcmp(wrappers[i].name, name) == 0)
+            return wrappers[i].name;
+    return NULL;
+}
 
 void *gmt_nccl_wrapper(const char *name)
 {
