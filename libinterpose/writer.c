@@ -849,6 +849,10 @@ void gmt_writer_fork_child(void)
     t_flushing = NULL;
     g_path[0] = 0;
     atomic_store(&g_flusher, 0);
+    /* a thread of the parent was making the key when we forked: nobody will finish it
+     * here, and waiting for it would spin forever; make it again (a key may leak) */
+    if (atomic_load(&g_key_state) == 1)
+        atomic_store(&g_key_state, 0);
     int st = atomic_load(&g_state);
     if (st == ST_OPEN || st == ST_OPENING) {
         g_forked = 1;
