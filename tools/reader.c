@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "reader.h"
 
@@ -24,6 +26,12 @@ struct gmt_reader {
     FILE *f;
     int own;                   /* opened by us: close it */
     char *path;
+    /* A regular file is mapped whole (read-only, private) and its records are handed out
+     * in place: no fread and no copy per record, which were most of the reader's cost.
+     * Pipes and streams the caller opened are read record by record into buf. */
+    const uint8_t *map;
+    size_t map_len;
+    int own_map;               /* mapped by us: unmap it */
     uint8_t *buf;              /* one record, grown up to GMT_REC_MAX */
     size_t cap;
     uint64_t off;              /* offset of the next record */
@@ -38,6 +46,7 @@ struct gmt_reader {
     struct gmt_rec_process process;
     struct clock_slot *clk;
     size_t clk_cap, clk_used;
+    struct clock_slot *cur_clk; /* the slot of tid, NULL until looked up: one hash per CHUNK, not per record */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -190,6 +199,7 @@ static struct clock_slot *clk_slot(struct gmt_reader *r, uint32_t tid)
         free(r->clk);
         r->clk = n;
         r->clk_cap = ncap;
+        r->cur_clk = NULL;
     }
     size_t j = clk_hash(tid, r->clk_cap);
     while (r->clk[j].used && r->clk[j].tid != tid)
@@ -210,12 +220,27 @@ static int read_full(FILE *f, void *p, size_t n, size_t *got)
     return (*got < n && ferror(f)) ? -1 : 0;
 }
 
+/* Reads n bytes at the reader's position: from the mapping, or the stream. */
+static int read_at(struct gmt_reader *r, uint64_t pos, void *p, size_t n, size_t *got)
+{
+    if (!r->map && !r->f) { /* an empty image */
+        *got = 0;
+        return 0;
+    }
+    if (!r->map)
+        return read_full(r->f, p, n, got);
+    size_t left = pos < r->map_len ? r->map_len - (size_t)pos : 0;
+    *got = n < left ? n : left;
+    memcpy(p, r->map + pos, *got);
+    return 0;
+}
+
 static int check_header(struct gmt_reader *r, char *err, size_t errlen)
 {
     const char *path = r->path;
     struct gmt_file_header h;
     size_t got;
-    if (read_full(r->f, &h, sizeof h, &got) < 0)
+    if (read_at(r, 0, &h, sizeof h, &got) < 0)
         return fail(err, errlen, "%s: offset 0: read error: %s", path, strerror(errno));
     size_t mlen = got < 8 ? got : 8;
     if (got == 0)
@@ -241,24 +266,25 @@ static int check_header(struct gmt_reader *r, char *err, size_t errlen)
         return fail(err, errlen, "%s: offset 16: bad header_size %u (a multiple of %u "
                     "from %zu to %u)", path, h.header_size, GMT_ALIGN, sizeof h, GMT_REC_MAX);
     /* A newer minor version may extend the header: skip what we don't know. */
-    uint64_t left = h.header_size - sizeof h;
+    uint64_t left = h.header_size - sizeof h, pos = sizeof h;
     while (left > 0) {
         uint8_t tmp[256];
         size_t n = left < sizeof tmp ? (size_t)left : sizeof tmp;
-        if (read_full(r->f, tmp, n, &got) < 0)
+        if (read_at(r, pos, tmp, n, &got) < 0)
             return fail(err, errlen, "%s: offset %zu: read error: %s", path, sizeof h,
                         strerror(errno));
         if (got < n)
             return fail(err, errlen, "%s: offset 0: trace cut inside its %u-byte file header",
                         path, h.header_size);
         left -= n;
+        pos += n;
     }
     r->off = h.header_size;
     return 0;
 }
 
-static int reader_init(struct gmt_reader **out, FILE *f, int own, const char *name,
-                       char *err, size_t errlen)
+static int reader_init(struct gmt_reader **out, FILE *f, int own, const void *data,
+                       size_t len, const char *name, char *err, size_t errlen)
 {
     *out = NULL;
     struct gmt_reader *r = calloc(1, sizeof *r);
@@ -273,6 +299,19 @@ static int reader_init(struct gmt_reader **out, FILE *f, int own, const char *na
     r->f = f;
     r->own = own;
     r->path = p;
+    r->map = data;
+    r->map_len = len;
+    struct stat st;
+    if (own && f && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= SIZE_MAX) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        if (m != MAP_FAILED) {
+            madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+            r->map = m;
+            r->map_len = (size_t)st.st_size;
+            r->own_map = 1;
+        }
+    }
     if (check_header(r, err, errlen) < 0) {
         gmt_reader_close(r);
         return -1;
@@ -287,13 +326,35 @@ int gmt_reader_open(struct gmt_reader **out, const char *path, char *err, size_t
     FILE *f = fopen(path, "rb");
     if (!f)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
-    return reader_init(out, f, 1, path, err, errlen);
+    return reader_init(out, f, 1, NULL, 0, path, err, errlen);
 }
 
 int gmt_reader_fopen(struct gmt_reader **out, FILE *f, const char *name, char *err,
                      size_t errlen)
 {
-    return reader_init(out, f, 0, name, err, errlen);
+    return reader_init(out, f, 0, NULL, 0, name, err, errlen);
+}
+
+int gmt_reader_open_mem(struct gmt_reader **out, const void *data, size_t len,
+                        const char *name, char *err, size_t errlen)
+{
+    return reader_init(out, NULL, 0, len ? data : NULL, len, name, err, errlen);
+}
+
+const uint8_t *gmt_reader_image(const struct gmt_reader *r, size_t *len)
+{
+    if (r->map && len)
+        *len = r->map_len;
+    return r->map;
+}
+
+bool gmt_reader_thread_clock(const struct gmt_reader *r, uint64_t *ns)
+{
+    const struct clock_slot *c = r->cur_clk;
+    if (!c || !c->set)
+        return false;
+    *ns = c->ns;
+    return true;
 }
 
 void gmt_reader_close(struct gmt_reader *r)
@@ -302,6 +363,8 @@ void gmt_reader_close(struct gmt_reader *r)
         return;
     if (r->own && r->f)
         fclose(r->f);
+    if (r->own_map)
+        munmap((void *)r->map, r->map_len);
     free(r->buf);
     free(r->clk);
     free(r->path);
@@ -456,8 +519,8 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, uint64_t *time_
     default:
         return 0;
     }
-    struct clock_slot *c = clk_slot(r, r->tid);
-    if (!c)
+    struct clock_slot *c = r->cur_clk;
+    if (!c && !(c = r->cur_clk = clk_slot(r, r->tid)))
         return -ENOMEM;
     if (kind == 1) {
         c->ns = abs_ns;
@@ -481,7 +544,7 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
     uint64_t off = r->off;
     struct gmt_rec h;
     size_t got;
-    if (read_full(r->f, &h, sizeof h, &got) < 0)
+    if (read_at(r, off, &h, sizeof h, &got) < 0)
         goto read_error;
     if (got == 0) {
         r->done = 1;
@@ -511,45 +574,57 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
                     "its fixed part (%u bytes)", r->path, (unsigned long long)off,
                     gmt_rec_type_name(h.type), h.size, fixed);
     }
-    if (h.size > r->cap) {
-        size_t ncap = r->cap ? r->cap : 256;
-        while (ncap < h.size)
-            ncap *= 2;
-        /* Not realloc: the previous record is dead, copying it would be wasted. */
-        uint8_t *nb = malloc(ncap);
-        if (!nb) {
-            r->failed = 1;
-            return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
-                        (unsigned long long)off);
+    const uint8_t *rec;
+    if (r->map) {
+        /* header_size and every record size are multiples of 8 from a page-aligned
+         * base, so the record is aligned where it lies */
+        if (h.size > r->map_len - off)
+            goto cut;
+        rec = r->map + off;
+    } else {
+        if (h.size > r->cap) {
+            size_t ncap = r->cap ? r->cap : 256;
+            while (ncap < h.size)
+                ncap *= 2;
+            /* Not realloc: the previous record is dead, copying it would be wasted. */
+            uint8_t *nb = malloc(ncap);
+            if (!nb) {
+                r->failed = 1;
+                return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                            (unsigned long long)off);
+            }
+            free(r->buf);
+            r->buf = nb;
+            r->cap = ncap;
         }
-        free(r->buf);
-        r->buf = nb;
-        r->cap = ncap;
+        memcpy(r->buf, &h, sizeof h);
+        if (read_full(r->f, r->buf + sizeof h, h.size - sizeof h, &got) < 0)
+            goto read_error;
+        if (got < h.size - sizeof h)
+            goto cut;
+        rec = r->buf;
     }
-    memcpy(r->buf, &h, sizeof h);
-    if (read_full(r->f, r->buf + sizeof h, h.size - sizeof h, &got) < 0)
-        goto read_error;
-    if (got < h.size - sizeof h)
-        goto cut;
-    if (fixed && check_payload(r, r->buf, off, err, errlen) < 0) {
+    if (fixed && check_payload(r, rec, off, err, errlen) < 0) {
         r->failed = 1;
         return -1;
     }
-    if (h.type == GMT_REC_CHUNK)
-        r->tid = ((const struct gmt_rec_chunk *)(const void *)r->buf)->tid;
+    if (h.type == GMT_REC_CHUNK) {
+        r->tid = ((const struct gmt_rec_chunk *)(const void *)rec)->tid;
+        r->cur_clk = NULL;
+    }
     uint64_t t;
-    if (decode_time(r, r->buf, &t) < 0) {
+    if (decode_time(r, rec, &t) < 0) {
         r->failed = 1;
         return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
                     (unsigned long long)off);
     }
     if (h.type == GMT_REC_PROCESS && !r->have_process) {
-        memcpy(&r->process, r->buf, sizeof r->process);
+        memcpy(&r->process, rec, sizeof r->process);
         r->have_process = 1;
     }
     if (h.type == GMT_REC_END)
         r->complete = 1;
-    ev->rec = (const struct gmt_rec *)(const void *)r->buf;
+    ev->rec = (const struct gmt_rec *)(const void *)rec;
     ev->offset = off;
     ev->index = r->nrec;
     ev->time_ns = t;

@@ -74,4 +74,18 @@ uint32_t gmt_rec_fixed_size(unsigned type);
 const char *gmt_component_name(unsigned component);
 const char *gmt_meminfo_phase_name(unsigned phase);
 
+/* ---- additions: in-memory traces ---- */
+
+/* Like gmt_reader_open on a trace already in memory (`len` bytes at `data`, 8-byte
+ * aligned); the caller keeps it alive until gmt_reader_close. Records are handed out in
+ * place. gmt_reader_open maps a regular file the same way, read-only and private. */
+int gmt_reader_open_mem(struct gmt_reader **out, const void *data, size_t len,
+                        const char *name, char *err, size_t errlen);
+/* The trace's bytes when the reader has them all in memory (a mapped file, or
+ * gmt_reader_open_mem), else NULL. Valid until gmt_reader_close. */
+const uint8_t *gmt_reader_image(const struct gmt_reader *r, size_t *len);
+/* The clock of the thread of the record last returned, after that record; false when
+ * no THREAD/TIME/absolute record has set it yet. */
+bool gmt_reader_thread_clock(const struct gmt_reader *r, uint64_t *ns);
+
 #endif

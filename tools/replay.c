@@ -74,6 +74,17 @@ struct live {
     uint8_t kind, cat;
 };
 
+/*
+ * A site's live bytes on one device, and what they were at that device's peak. The peak
+ * snapshot is copy-on-write: a new peak only bumps the device's epoch, and a cell saves
+ * its value the first time it changes after that. So one pass gives each site's bytes
+ * at the final peak, where the replay used to run a second time to stop there.
+ */
+struct site_dev {
+    uint64_t live, at_peak;
+    uint32_t epoch;            /* at_peak holds the value at this epoch's peak */
+};
+
 struct state {
     const struct gmt_trace *t;
     const int32_t *top;        /* per scope index: the scope its events count for */
@@ -83,15 +94,17 @@ struct state {
     uint32_t *free_slots; size_t n_free_slots, cap_free_slots;
     struct gmt_u64map live_by_key;
     struct gmt_u64map site_by_stack;
-    uint64_t (*site_dev_live)[GMT_MAX_DEVS]; /* per site, per device slot */
+    struct site_dev (*sdl)[GMT_MAX_DEVS]; /* per site, per device slot */
     size_t cap_sites, cap_sdl, cap_fails;
     int32_t *open; size_t n_open, cap_open;  /* open scope indices */
     int16_t dev_of_slot[GMT_MAX_DEVS];
     uint64_t tracked[GMT_MAX_DEVS];
     uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
     uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS];
-    size_t peak_event[GMT_MAX_DEVS];        /* index of the event that made each peak */
-    bool second_pass;
+    uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
+    /* per scope index: device allocations attributed, their bytes, how many were made
+     * on another thread than the scope's (for the collective rows) */
+    uint64_t *scope_n, *scope_bytes, *scope_other;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -132,10 +145,10 @@ static int site_of(struct state *S, uint32_t stack)
     struct gmt_report *rep = S->rep;
     size_t n = rep->n_sites;
     if (grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites) ||
-        grow((void **)&S->site_dev_live, &S->cap_sdl, n + 1, sizeof *S->site_dev_live))
+        grow((void **)&S->sdl, &S->cap_sdl, n + 1, sizeof *S->sdl))
         return -ENOMEM;
     memset(&rep->sites[n], 0, sizeof rep->sites[n]);
-    memset(S->site_dev_live[n], 0, sizeof S->site_dev_live[n]);
+    memset(S->sdl[n], 0, sizeof S->sdl[n]);
     rep->sites[n].stack = stack;
     const struct gmt_trace *t = S->t;
     rep->sites[n].cat = S->o->stack_cat && stack < t->n_stacks ? S->o->stack_cat[stack] : 0;
@@ -213,7 +226,28 @@ static uint32_t innermost_open_id(const struct state *S)
     return best < 0 ? 0 : t->scopes[best].id;
 }
 
-static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
+static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
+{
+    struct site_dev *c = &S->sdl[site][ds];
+    if (c->epoch != S->peak_epoch[ds]) {
+        c->at_peak = c->live;
+        c->epoch = S->peak_epoch[ds];
+    }
+    c->live += delta;
+}
+
+/* Device allocations per scope, for the collective rows (count_coll_allocs). */
+static void count_scope_alloc(struct state *S, int32_t sc, const struct gmt_ev *e)
+{
+    if (sc < 0)
+        return;
+    S->scope_n[sc]++;
+    S->scope_bytes[sc] += e->bytes;
+    if (e->tid != S->t->scopes[sc].tid)
+        S->scope_other[sc]++;
+}
+
+static int on_alloc(struct state *S, const struct gmt_ev *e)
 {
     struct gmt_report *rep = S->rep;
     int ns = ns_of_kind(e->kind);
@@ -235,7 +269,7 @@ static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
         if (gmt_kind_is_device(l->kind)) {
             S->tracked[l->dslot] -= l->bytes;
             S->by_cat[l->dslot][l->cat] -= l->bytes;
-            S->site_dev_live[l->site][l->dslot] -= l->bytes;
+            sdl_add(S, l->site, l->dslot, -l->bytes);
             rep->sites[l->site].live_at_end -= l->bytes;
             rep->sites[l->site].count_at_end--;
         }
@@ -266,42 +300,39 @@ static int on_alloc(struct state *S, const struct gmt_ev *e, size_t ei)
     if (gmt_u64map_put_new(&S->live_by_key, key, slot)) /* absent: looked up above */
         return -ENOMEM;
 
-    if (!S->second_pass) {
-        rep->dev[ds].allocs++;
-        if (l->scope >= 0 && gmt_kind_is_device(e->kind)) {
+    rep->dev[ds].allocs++;
+    if (gmt_kind_is_device(e->kind)) {
+        count_scope_alloc(S, l->scope, e);
+        if (l->scope >= 0) {
             rep->scope_tracked[l->scope] += (int64_t)e->bytes;
             rep->scope_allocs[l->scope]++;
         }
-    }
-    if (gmt_kind_is_device(e->kind)) {
         S->tracked[ds] += e->bytes;
         S->by_cat[ds][l->cat] += e->bytes;
-        S->site_dev_live[site][ds] += e->bytes;
-        if (!S->second_pass) {
-            sr->allocs++;
-            sr->bytes_total += e->bytes;
-            sr->live_at_end += e->bytes;
-            sr->count_at_end++;
-            if (sr->live_at_end > sr->live_max)
-                sr->live_max = sr->live_at_end;
-            struct gmt_dev_report *d = &rep->dev[ds];
-            if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
-                d->cat_peak[l->cat] = S->by_cat[ds][l->cat];
-            if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
-                d->peak = S->tracked[ds];
-                d->peak_time = e->time;
-                d->peak_scope = l->scope >= 0 ? S->t->scopes[l->scope].id : innermost_open_id(S);
-                memcpy(d->peak_by_cat, S->by_cat[ds], sizeof d->peak_by_cat);
-                S->peak_event[ds] = ei;
-            }
+        sdl_add(S, (uint32_t)site, ds, e->bytes);
+        sr->allocs++;
+        sr->bytes_total += e->bytes;
+        sr->live_at_end += e->bytes;
+        sr->count_at_end++;
+        if (sr->live_at_end > sr->live_max)
+            sr->live_max = sr->live_at_end;
+        struct gmt_dev_report *d = &rep->dev[ds];
+        if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
+            d->cat_peak[l->cat] = S->by_cat[ds][l->cat];
+        if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
+            d->peak = S->tracked[ds];
+            d->peak_time = e->time;
+            d->peak_scope = l->scope >= 0 ? S->t->scopes[l->scope].id : innermost_open_id(S);
+            memcpy(d->peak_by_cat, S->by_cat[ds], sizeof d->peak_by_cat);
+            S->peak_epoch[ds]++;
         }
     } else if (gmt_kind_is_host(e->kind)) {
         S->host[ds] += e->bytes;
-        if (!S->second_pass && S->host[ds] > rep->dev[ds].host_peak)
+        if (S->host[ds] > rep->dev[ds].host_peak)
             rep->dev[ds].host_peak = S->host[ds];
     } else if (e->kind == GMT_KIND_VIRTUAL) {
         S->virt[ds] += e->bytes;
-        if (!S->second_pass && S->virt[ds] > rep->dev[ds].virtual_peak)
+        if (S->virt[ds] > rep->dev[ds].virtual_peak)
             rep->dev[ds].virtual_peak = S->virt[ds];
     }
     return 0;
@@ -313,7 +344,7 @@ static int on_free(struct state *S, const struct gmt_ev *e)
     uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
     uint64_t *v = gmt_u64map_get(&S->live_by_key, key);
     if (!v) {
-        if (!S->second_pass && e->addr)
+        if (e->addr)
             rep->unmatched_frees++;
         return 0;
     }
@@ -324,20 +355,16 @@ static int on_free(struct state *S, const struct gmt_ev *e)
         return 0;
     }
     int ds = l->dslot;
-    if (!S->second_pass) {
-        rep->dev[ds].frees++;
-        int32_t sc = attribute(S, e);
-        if (sc >= 0 && gmt_kind_is_device(l->kind))
-            rep->scope_tracked[sc] -= (int64_t)l->bytes;
-    }
+    rep->dev[ds].frees++;
+    int32_t sc = attribute(S, e);
+    if (sc >= 0 && gmt_kind_is_device(l->kind))
+        rep->scope_tracked[sc] -= (int64_t)l->bytes;
     if (gmt_kind_is_device(l->kind)) {
         S->tracked[ds] -= l->bytes;
         S->by_cat[ds][l->cat] -= l->bytes;
-        S->site_dev_live[l->site][ds] -= l->bytes;
-        if (!S->second_pass) {
-            rep->sites[l->site].live_at_end -= l->bytes;
-            rep->sites[l->site].count_at_end--;
-        }
+        sdl_add(S, l->site, ds, -l->bytes);
+        rep->sites[l->site].live_at_end -= l->bytes;
+        rep->sites[l->site].count_at_end--;
     } else if (gmt_kind_is_host(l->kind)) {
         S->host[ds] -= l->bytes;
     } else if (l->kind == GMT_KIND_VIRTUAL) {
@@ -354,7 +381,7 @@ static int on_free(struct state *S, const struct gmt_ev *e)
 static int on_fail(struct state *S, const struct gmt_ev *e)
 {
     struct gmt_report *rep = S->rep;
-    if (S->second_pass || !in_window(S, e->time))
+    if (!in_window(S, e->time))
         return 0;
     int ds = dslot(S, e->device);
     rep->dev[ds].failures++;
@@ -379,7 +406,7 @@ static int on_fail(struct state *S, const struct gmt_ev *e)
 
 static void on_meminfo(struct state *S, const struct gmt_ev *e)
 {
-    if (S->second_pass || e->bytes < e->addr)
+    if (e->bytes < e->addr)
         return;
     struct gmt_dev_report *d = &S->rep->dev[dslot(S, e->device)];
     int ds = (int)(d - S->rep->dev);
@@ -395,57 +422,76 @@ static void on_meminfo(struct state *S, const struct gmt_ev *e)
     d->has_used = true;
 }
 
-static int run_pass(struct state *S)
+static int open_scope(struct state *S, uint32_t scope)
 {
-    const struct gmt_trace *t = S->t;
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct gmt_ev *e = &t->events[i];
-        if (S->o->t_to && e->time > S->o->t_to)
-            break;
-        int r = 0;
-        switch (e->type) {
-        case GMT_EV_ALLOC: r = on_alloc(S, e, i); break;
-        case GMT_EV_FREE: r = on_free(S, e); break;
-        case GMT_EV_FAIL: r = on_fail(S, e); break;
-        case GMT_EV_MEMINFO: on_meminfo(S, e); break;
-        case GMT_EV_SCOPE_BEGIN:
-            if (grow((void **)&S->open, &S->cap_open, S->n_open + 1, sizeof *S->open))
-                return -ENOMEM;
-            S->open[S->n_open++] = (int32_t)e->scope;
-            break;
-        case GMT_EV_SCOPE_END:
-            for (size_t k = 0; k < S->n_open; k++)
-                if (S->open[k] == (int32_t)e->scope) {
-                    S->open[k] = S->open[--S->n_open];
-                    break;
-                }
-            break;
-        }
-        if (r)
-            return r;
-        if (S->second_pass) {
-            /* the site snapshot at each device's peak */
-            for (size_t d = 0; d < S->rep->n_dev; d++)
-                if (S->rep->dev[d].peak && S->peak_event[d] == i &&
-                    (S->o->device < 0 || S->dev_of_slot[d] == S->o->device))
-                    for (size_t s = 0; s < S->rep->n_sites; s++)
-                        S->rep->sites[s].live_at_peak += S->site_dev_live[s][d];
-        }
-    }
+    if (grow((void **)&S->open, &S->cap_open, S->n_open + 1, sizeof *S->open))
+        return -ENOMEM;
+    S->open[S->n_open++] = (int32_t)scope;
     return 0;
 }
 
-static void reset_state(struct state *S)
+static void close_scope(struct state *S, uint32_t scope)
 {
-    gmt_u64map_free(&S->live_by_key);
-    gmt_u64map_init(&S->live_by_key);
-    S->n_live = S->n_free_slots = S->n_open = 0;
-    memset(S->tracked, 0, sizeof S->tracked);
-    memset(S->by_cat, 0, sizeof S->by_cat);
-    memset(S->host, 0, sizeof S->host);
-    memset(S->virt, 0, sizeof S->virt);
-    for (size_t s = 0; s < S->rep->n_sites; s++)
-        memset(S->site_dev_live[s], 0, sizeof S->site_dev_live[s]);
+    for (size_t k = 0; k < S->n_open; k++)
+        if (S->open[k] == (int32_t)scope) {
+            S->open[k] = S->open[--S->n_open];
+            break;
+        }
+}
+
+/* One pass over the events in time order. Past --to only the scopes and the device
+ * allocations' attribution go on (the collective rows count all of a call's allocations). */
+static int run_pass(struct state *S)
+{
+    struct gmt_ev_iter *it = gmt_trace_iter_new(S->t);
+    if (!it)
+        return -ENOMEM;
+    struct gmt_ev buf[256];
+    size_t n;
+    bool stopped = false;
+    int r = 0;
+    while (!r && (n = gmt_trace_iter_next(it, buf, sizeof buf / sizeof buf[0])) > 0) {
+        for (size_t i = 0; i < n && !r; i++) {
+            const struct gmt_ev *e = &buf[i];
+            if (!stopped && S->o->t_to && e->time > S->o->t_to)
+                stopped = true;
+            switch (e->type) {
+            case GMT_EV_ALLOC:
+                if (!stopped)
+                    r = on_alloc(S, e);
+                else if (gmt_kind_is_device(e->kind))
+                    count_scope_alloc(S, attribute(S, e), e);
+                break;
+            case GMT_EV_FREE:
+                if (!stopped)
+                    r = on_free(S, e);
+                break;
+            case GMT_EV_FAIL:
+                if (!stopped)
+                    r = on_fail(S, e);
+                break;
+            case GMT_EV_MEMINFO:
+                if (!stopped)
+                    on_meminfo(S, e);
+                break;
+            case GMT_EV_SCOPE_BEGIN: r = open_scope(S, e->scope); break;
+            case GMT_EV_SCOPE_END: close_scope(S, e->scope); break;
+            }
+        }
+    }
+    gmt_trace_iter_free(it);
+    if (r)
+        return r;
+    /* each site's bytes at the peaks of the devices reported */
+    for (size_t d = 0; d < S->rep->n_dev; d++) {
+        if (!S->rep->dev[d].peak || (S->o->device >= 0 && S->dev_of_slot[d] != S->o->device))
+            continue;
+        for (size_t s = 0; s < S->rep->n_sites; s++) {
+            const struct site_dev *c = &S->sdl[s][d];
+            S->rep->sites[s].live_at_peak += c->epoch == S->peak_epoch[d] ? c->at_peak : c->live;
+        }
+    }
+    return 0;
 }
 
 /* ---- collectives ---- */
@@ -566,15 +612,14 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
     return 0;
 }
 
-/* allocation bytes and threads per row need the events: one more cheap pass */
+/* allocation bytes and threads per row, from the per-scope counts the replay kept */
 static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
-                              const int32_t *ev_scope)
+                              const struct state *S)
 {
-    for (size_t i = 0; i < t->n_events; i++) {
-        if (ev_scope[i] < 0)
+    for (size_t i = 0; i < t->n_scopes; i++) {
+        if (!S->scope_n[i])
             continue;
-        const struct gmt_ev *e = &t->events[i];
-        const struct gmt_scope *s = &t->scopes[ev_scope[i]];
+        const struct gmt_scope *s = &t->scopes[i];
         for (size_t r = 0; r < rep->n_colls; r++) {
             struct gmt_coll_row *row = &rep->colls[r];
             if (row->op != s->op)
@@ -584,9 +629,8 @@ static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
                 continue;
             if (s->op != GMT_OP_Group && row->bytes_per_call != scope_bytes(s))
                 continue;
-            row->alloc_bytes += e->bytes;
-            if (e->tid != s->tid)
-                row->allocs_other_thread++;
+            row->alloc_bytes += S->scope_bytes[i];
+            row->allocs_other_thread += S->scope_other[i];
             break;
         }
     }
@@ -610,13 +654,17 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     struct state S = {.t = t, .o = o, .rep = rep};
     gmt_u64map_init(&S.live_by_key);
     gmt_u64map_init(&S.site_by_stack);
-    int32_t *ev_scope = NULL;
     int r = -ENOMEM;
-    rep->scope_tracked = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *rep->scope_tracked);
-    rep->scope_allocs = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *rep->scope_allocs);
+    size_t ns = t->n_scopes ? t->n_scopes : 1;
+    rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
+    rep->scope_allocs = calloc(ns, sizeof *rep->scope_allocs);
+    S.scope_n = calloc(ns, sizeof *S.scope_n);
+    S.scope_bytes = calloc(ns, sizeof *S.scope_bytes);
+    S.scope_other = calloc(ns, sizeof *S.scope_other);
     int32_t *top = top_scopes(t);
     S.top = top;
-    if (!rep->scope_tracked || !rep->scope_allocs || !top)
+    if (!rep->scope_tracked || !rep->scope_allocs || !top || !S.scope_n || !S.scope_bytes ||
+        !S.scope_other)
         goto out;
     if ((r = run_pass(&S)))
         goto out;
@@ -625,47 +673,19 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         memcpy(rep->dev[d].end_by_cat, S.by_cat[d], sizeof rep->dev[d].end_by_cat);
         rep->dev[d].host_end = S.host[d];
     }
-    /* which scope each device allocation went to, for the per-collective byte counts */
-    r = -ENOMEM;
-    if (!(ev_scope = malloc((t->n_events ? t->n_events : 1) * sizeof *ev_scope)))
-        goto out;
-    reset_state(&S);
-    S.second_pass = true;
-    for (size_t i = 0; i < t->n_events; i++)
-        ev_scope[i] = -1;
-    if ((r = run_pass(&S)))
-        goto out;
-    /* attribution per event: a third, light walk over the open-scope set */
-    S.n_open = 0;
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct gmt_ev *e = &t->events[i];
-        if (e->type == GMT_EV_SCOPE_BEGIN) {
-            if (grow((void **)&S.open, &S.cap_open, S.n_open + 1, sizeof *S.open)) {
-                r = -ENOMEM;
-                goto out;
-            }
-            S.open[S.n_open++] = (int32_t)e->scope;
-        } else if (e->type == GMT_EV_SCOPE_END) {
-            for (size_t k = 0; k < S.n_open; k++)
-                if (S.open[k] == (int32_t)e->scope) {
-                    S.open[k] = S.open[--S.n_open];
-                    break;
-                }
-        } else if (e->type == GMT_EV_ALLOC && gmt_kind_is_device(e->kind)) {
-            ev_scope[i] = attribute(&S, e);
-        }
-    }
     if ((r = build_colls(t, rep, S.top)))
         goto out;
-    count_coll_allocs(t, rep, ev_scope);
+    count_coll_allocs(t, rep, &S);
     qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
     free((void *)S.top);
-    free(ev_scope);
+    free(S.scope_n);
+    free(S.scope_bytes);
+    free(S.scope_other);
     free(S.live);
     free(S.free_slots);
-    free(S.site_dev_live);
+    free(S.sdl);
     free(S.open);
     gmt_u64map_free(&S.live_by_key);
     gmt_u64map_free(&S.site_by_stack);

@@ -1,10 +1,11 @@
-/* trace.c: loads a whole trace: metadata tables, scopes, and events sorted by time. */
+/* trace.c: loads a whole trace: metadata tables and scopes; its events are merged in time order on demand. */
 #include "trace.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "reader.h"
 #include "u64map.h"
@@ -27,11 +28,50 @@ static void *push(void **arr, size_t *n, size_t *cap, size_t elem)
     return slot;
 }
 
+/*
+ * Events are not stored. Loading reads the file once in file order (validation, the
+ * metadata tables, scopes) and notes where each thread's records lie: the chunks of a
+ * thread, and the runs in which its event times never go back. A thread's clock only
+ * moves forward, so in a sound file each thread is one run, and the events in time
+ * order are a merge of a few sorted sequences read in place from the mapped file
+ * (gmt_trace_iter_*): no event array (56 bytes per event, most of the page faults) and
+ * no sort. A corrupt file whose times go back just has more runs.
+ */
+struct seg {
+    uint64_t start, end;       /* file offsets of a chunk's records */
+};
+
+struct gmt_tstream {
+    uint32_t tid;
+    struct seg *segs; size_t n_segs, cap_segs;
+    size_t run;                /* its latest run */
+    uint64_t last_time;        /* of its latest event */
+    bool has_ev;
+};
+
+struct gmt_run {
+    size_t stream, seg;        /* the segment where it starts */
+    uint64_t start, end;       /* file offsets; end: where the thread's next run starts */
+    uint64_t clock;            /* the thread's clock and device before `start` */
+    bool clock_set;
+    int16_t device;
+};
+
+/* MEMINFO samples, kept aside to give scopes their device use once all are read. */
+struct meminfo_note {
+    uint64_t time, off, free_bytes, total_bytes;
+    uint32_t scope;
+    uint8_t phase;
+};
+
 struct loader {
     struct gmt_trace *t;
-    size_t cap_env, cap_mod, cap_thr, cap_comm, cap_scope, cap_ev;
+    struct gmt_reader *r;
+    size_t cap_env, cap_mod, cap_thr, cap_comm, cap_scope, cap_streams, cap_runs;
     struct gmt_u64map tid_device;   /* tid -> device of its current CUDA context + 1 */
-    uint64_t seq;
+    struct gmt_u64map stream_of;    /* tid -> index in t->streams */
+    size_t cur;                     /* stream of the latest CHUNK */
+    struct meminfo_note *mi; size_t n_mi, cap_mi;
 };
 
 static char *dupn(const char *s, size_t n)
@@ -50,17 +90,62 @@ static int thread_device(struct loader *L, uint32_t tid)
     return v ? (int)*v - 1 : -1;
 }
 
-static struct gmt_ev *new_event(struct loader *L, const struct gmt_event *e, uint8_t type)
+/* The stream of `tid`, made with its first run when new; its index or -1. */
+static long stream_for(struct loader *L, uint32_t tid, uint64_t start)
 {
     struct gmt_trace *t = L->t;
-    struct gmt_ev *ev = push((void **)&t->events, &t->n_events, &L->cap_ev, sizeof *ev);
-    if (!ev)
-        return NULL;
-    ev->time = e->time_ns;
-    ev->tid = e->tid;
-    ev->type = type;
-    ev->device = (int16_t)thread_device(L, e->tid);
-    return ev;
+    uint64_t *v = gmt_u64map_get(&L->stream_of, tid);
+    size_t i;
+    if (v) {
+        i = (size_t)*v;
+    } else {
+        struct gmt_tstream *st = push((void **)&t->streams, &t->n_streams, &L->cap_streams, sizeof *st);
+        struct gmt_run *run = push((void **)&t->runs, &t->n_runs, &L->cap_runs, sizeof *run);
+        if (!st || !run)
+            return -1;
+        i = t->n_streams - 1;
+        st->tid = tid;
+        st->run = t->n_runs - 1;
+        /* a thread's clock and context are set by its own records only: none yet */
+        run->stream = i;
+        run->start = start;
+        run->end = UINT64_MAX;
+        run->device = -1;
+        if (gmt_u64map_put_new(&L->stream_of, tid, i))
+            return -1;
+    }
+    struct gmt_tstream *st = &t->streams[i];
+    struct seg *sg = push((void **)&st->segs, &st->n_segs, &st->cap_segs, sizeof *sg);
+    if (!sg)
+        return -1;
+    sg->start = sg->end = start;
+    return (long)i;
+}
+
+/* An event record of the current thread: a thread whose time goes back starts a run. */
+static int note_event(struct loader *L, const struct gmt_event *e, uint32_t dt)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_tstream *st = &t->streams[L->cur];
+    t->n_events++;
+    if (st->has_ev && e->time_ns < st->last_time) {
+        struct gmt_run *run = push((void **)&t->runs, &t->n_runs, &L->cap_runs, sizeof *run);
+        if (!run)
+            return -ENOMEM;
+        t->runs[st->run].end = e->offset;
+        st->run = t->n_runs - 1;
+        run->stream = L->cur;
+        run->seg = st->n_segs - 1;
+        run->start = e->offset;
+        run->end = UINT64_MAX;
+        run->device = (int16_t)thread_device(L, e->tid);
+        uint64_t c;
+        run->clock_set = gmt_reader_thread_clock(L->r, &c);
+        run->clock = run->clock_set ? c - dt : 0; /* the clock before this record */
+    }
+    st->last_time = e->time_ns;
+    st->has_ev = true;
+    return 0;
 }
 
 static int on_process(struct loader *L, const struct gmt_rec *r)
@@ -205,17 +290,19 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     s->datatype = b->datatype;
     s->peer = b->peer;
     s->t_begin = e->time_ns;
+    s->offset = e->offset;
     s->device = (int16_t)thread_device(L, e->tid);
     size_t idx = t->n_scopes - 1;
-    if (gmt_u64map_put(&t->scope_by_id, b->scope_id, idx))
+    uint64_t *had = gmt_u64map_get(&t->scope_by_id, b->scope_id);
+    if (had) {
+        *had = idx;
+        t->scope_dups = true;
+    } else if (gmt_u64map_put_new(&t->scope_by_id, b->scope_id, idx)) {
         return -ENOMEM;
+    }
     if (dense_put(t, b->scope_id, idx))
         return -ENOMEM;
-    struct gmt_ev *ev = new_event(L, e, GMT_EV_SCOPE_BEGIN);
-    if (!ev)
-        return -ENOMEM;
-    ev->scope = (uint32_t)idx;
-    return 0;
+    return note_event(L, e, b->dt);
 }
 
 static int on_scope_end(struct loader *L, const struct gmt_event *e)
@@ -225,23 +312,17 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
     long i = gmt_trace_scope_index(t, x->scope_id);
     if (i < 0)
         return 0; /* its begin was lost (cut, or before a fork): nothing to close */
-    const size_t one = (size_t)i, *idx = &one;
-    struct gmt_scope *s = &t->scopes[*idx];
+    struct gmt_scope *s = &t->scopes[i];
     s->t_end = e->time_ns;
     s->ended = true;
     s->result = x->result;
-    struct gmt_ev *ev = new_event(L, e, GMT_EV_SCOPE_END);
-    if (!ev)
-        return -ENOMEM;
-    ev->scope = (uint32_t)*idx;
-    return 0;
+    return note_event(L, e, x->dt);
 }
 
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec *r = e->rec;
-    struct gmt_ev *ev;
 
     if (e->time_ns) {
         if (!t->t_first || e->time_ns < t->t_first)
@@ -288,46 +369,20 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         const struct gmt_rec_cuctx *c = (const void *)r;
         return gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)((int64_t)c->device + 1));
     }
-    case GMT_REC_ALLOC: {
-        const struct gmt_rec_alloc *a = (const void *)r;
-        if (!(ev = new_event(L, e, GMT_EV_ALLOC)))
+    /* events are decoded again when iterated (cursor_next); here they only mark runs */
+    case GMT_REC_ALLOC:
+        return note_event(L, e, ((const struct gmt_rec_alloc *)(const void *)r)->dt);
+    case GMT_REC_FREE:
+        return note_event(L, e, ((const struct gmt_rec_free *)(const void *)r)->dt);
+    case GMT_REC_ALLOC_FAIL:
+        return note_event(L, e, ((const struct gmt_rec_alloc_fail *)(const void *)r)->dt);
+    case GMT_REC_CHUNK: {
+        const struct gmt_rec_chunk *c = (const void *)r;
+        t->streams[L->cur].segs[t->streams[L->cur].n_segs - 1].end = e->offset;
+        long i = stream_for(L, c->tid, e->offset + r->size);
+        if (i < 0)
             return -ENOMEM;
-        ev->addr = a->address;
-        ev->bytes = a->bytes;
-        ev->api = r->aux;
-        ev->kind = a->kind;
-        ev->flags = a->flags;
-        ev->stack = a->stack_id;
-        ev->scope = a->scope_id;
-        if (a->device >= 0)
-            ev->device = a->device;
-        if (r->size >= sizeof(struct gmt_rec_alloc_ext))
-            ev->related = ((const struct gmt_rec_alloc_ext *)r)->related;
-        return 0;
-    }
-    case GMT_REC_FREE: {
-        const struct gmt_rec_free *f = (const void *)r;
-        if (!(ev = new_event(L, e, GMT_EV_FREE)))
-            return -ENOMEM;
-        ev->addr = f->address;
-        ev->api = r->aux;
-        ev->scope = f->scope_id;
-        if (r->size >= sizeof(struct gmt_rec_free_ext))
-            ev->stack = ((const struct gmt_rec_free_ext *)r)->stack_id;
-        return 0;
-    }
-    case GMT_REC_ALLOC_FAIL: {
-        const struct gmt_rec_alloc_fail *f = (const void *)r;
-        if (!(ev = new_event(L, e, GMT_EV_FAIL)))
-            return -ENOMEM;
-        ev->bytes = f->bytes;
-        ev->api = r->aux;
-        ev->kind = f->kind;
-        ev->stack = f->stack_id;
-        ev->scope = f->scope_id;
-        ev->error = f->error;
-        if (f->device >= 0)
-            ev->device = f->device;
+        L->cur = (size_t)i;
         return 0;
     }
     case GMT_REC_COMM: {
@@ -367,14 +422,16 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         return on_scope_end(L, e);
     case GMT_REC_MEMINFO: {
         const struct gmt_rec_meminfo *m = (const void *)r;
-        if (!(ev = new_event(L, e, GMT_EV_MEMINFO)))
+        struct meminfo_note *n = push((void **)&L->mi, &L->n_mi, &L->cap_mi, sizeof *n);
+        if (!n)
             return -ENOMEM;
-        ev->addr = m->free_bytes;
-        ev->bytes = m->total_bytes;
-        ev->device = (int16_t)m->device;
-        ev->scope = m->scope_id;
-        ev->kind = (uint8_t)r->aux;
-        return 0;
+        n->time = e->time_ns;
+        n->off = e->offset;
+        n->free_bytes = m->free_bytes;
+        n->total_bytes = m->total_bytes;
+        n->scope = m->scope_id;
+        n->phase = (uint8_t)r->aux;
+        return note_event(L, e, m->dt);
     }
     case GMT_REC_END: {
         const struct gmt_rec_end *x = (const void *)r;
@@ -387,210 +444,102 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     }
 }
 
-struct ev_key {
-    uint64_t time, idx;
-};
-
-static int cmp_key(const void *a, const void *b)
+static int cmp_meminfo(const void *a, const void *b)
 {
-    const struct ev_key *x = a, *y = b;
+    const struct meminfo_note *x = a, *y = b;
     if (x->time != y->time)
         return x->time < y->time ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Moves events so that position i holds the one at src[i]; src is used up (a position
- * whose src is itself is done). In place, cycle by cycle: a second array of events would
- * be as large as the first, and its fresh pages cost the kernel more than the moves. */
-static void permute(struct gmt_ev *ev, size_t n, uint32_t *src)
+/* With duplicate scope ids, which scope a SCOPE_* record means depends on where it lies
+ * in the file (the latest begin of that id before it): noted by offset for the
+ * iteration, from a second walk of the records in file order. Only corrupt files. */
+static int map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (src[i] == i)
-            continue;
-        struct gmt_ev tmp = ev[i];
-        size_t j = i;
-        for (;;) {
-            size_t from = src[j];
-            src[j] = (uint32_t)j;
-            if (from == i) {
-                ev[j] = tmp;
-                break;
-            }
-            ev[j] = ev[from];
-            j = from;
-        }
-    }
-}
-
-/* The general case: sort (time, file order) keys. */
-static int sort_by_keys(struct gmt_trace *t)
-{
-    size_t n = t->n_events;
-    struct ev_key *k = malloc(n * sizeof *k);
-    uint32_t *src = malloc(n * sizeof *src);
-    if (!k || !src) {
-        free(k);
-        free(src);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        k[i].time = t->events[i].time;
-        k[i].idx = i;
-    }
-    qsort(k, n, sizeof *k, cmp_key);
-    for (size_t i = 0; i < n; i++)
-        src[i] = (uint32_t)k[i].idx;
-    free(k);
-    permute(t->events, n, src);
-    free(src);
-    return 0;
-}
-
-#define MERGE_THREADS 4096
-
-/* Heap of thread cursors ordered by (time of the next event, its file position). */
-struct cursor {
-    uint64_t time;
-    uint32_t at, end; /* positions in the grouped index list */
-};
-
-static bool cursor_before(const struct cursor *a, const struct cursor *b, const uint32_t *grouped)
-{
-    if (a->time != b->time)
-        return a->time < b->time;
-    return grouped[a->at] < grouped[b->at];
-}
-
-static void sift_down(struct cursor *h, size_t n, size_t i, const uint32_t *grouped)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < n && cursor_before(&h[l], &h[m], grouped))
-            m = l;
-        if (l + 1 < n && cursor_before(&h[l + 1], &h[m], grouped))
-            m = l + 1;
-        if (m == i)
-            return;
-        struct cursor x = h[i];
-        h[i] = h[m];
-        h[m] = x;
-        i = m;
-    }
-}
-
-/*
- * Records of one thread are in file order and in time order (its clock only moves
- * forward), but chunks of different threads interleave. So the events are a few sorted
- * sequences, one per thread: merged through a heap that costs n log(threads), where
- * sorting all of them cost n log(n) and keys twice the size. Equal times keep file order,
- * as the general sort does. A file where a thread's times go backwards (corrupt, or
- * written by something else) takes the general sort; so do unusual shapes (very many
- * threads, 2^32 events).
- */
-static int sort_events(struct gmt_trace *t)
-{
-    size_t n = t->n_events;
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = t->events[i].time >= t->events[i - 1].time;
-    if (sorted)
-        return 0;
-    if (n >= UINT32_MAX)
-        return sort_by_keys(t);
-
-    static uint32_t tids[MERGE_THREADS];
-    static struct cursor heap[MERGE_THREADS];
-    size_t nt = 0, last = 0;
-    uint32_t *tix = malloc(n * sizeof *tix), *grouped = malloc(n * sizeof *grouped);
-    if (!tix || !grouped) {
-        free(tix);
-        free(grouped);
-        return -ENOMEM;
-    }
+    struct gmt_u64map latest;
+    gmt_u64map_init(&latest);
+    size_t k = 0;
     int rc = 0;
-    /* thread index of each event: they come in runs of one thread (a chunk) */
-    for (size_t i = 0; i < n; i++) {
-        uint32_t tid = t->events[i].tid;
-        if (!nt || tids[last] != tid) {
-            size_t j = 0;
-            while (j < nt && tids[j] != tid)
-                j++;
-            if (j == nt) {
-                if (nt == MERGE_THREADS)
-                    goto general;
-                tids[nt++] = tid;
-            }
-            last = j;
+    for (uint64_t off = from; off < to && !rc;) {
+        const struct gmt_rec *h = (const void *)(t->image + off);
+        if (h->type == GMT_REC_SCOPE_BEGIN) {
+            const struct gmt_rec_scope_begin *b = (const void *)h;
+            rc = gmt_u64map_put(&latest, b->scope_id, k) ||
+                 gmt_u64map_put(&t->scope_at, off, k + 1);
+            k++;
+        } else if (h->type == GMT_REC_SCOPE_END) {
+            const struct gmt_rec_scope_end *x = (const void *)h;
+            const uint64_t *v = gmt_u64map_get(&latest, x->scope_id);
+            if (v)
+                rc = gmt_u64map_put(&t->scope_at, off, *v + 1);
         }
-        tix[i] = (uint32_t)last;
+        off += h->size;
     }
-    /* counting sort by thread, stable: each thread's events in file order */
-    for (size_t j = 0; j < nt; j++)
-        heap[j] = (struct cursor){0, 0, 0};
-    for (size_t i = 0; i < n; i++)
-        heap[tix[i]].end++;
-    uint32_t off = 0;
-    for (size_t j = 0; j < nt; j++) {
-        heap[j].at = off;
-        off += heap[j].end;
-        heap[j].end = heap[j].at;
-    }
-    for (size_t i = 0; i < n; i++)
-        grouped[heap[tix[i]].end++] = (uint32_t)i;
-    for (size_t j = 0; j < nt; j++) {
-        for (uint32_t a = heap[j].at + 1; a < heap[j].end; a++)
-            if (t->events[grouped[a]].time < t->events[grouped[a - 1]].time)
-                goto general;
-        heap[j].time = t->events[grouped[heap[j].at]].time;
-    }
-    /* every thread has at least one event, so no cursor starts empty */
-    for (size_t j = nt / 2; j-- > 0;)
-        sift_down(heap, nt, j, grouped);
-    size_t live = nt;
-    for (size_t i = 0; i < n; i++) { /* tix now receives the order */
-        struct cursor *c = &heap[0];
-        tix[i] = grouped[c->at++];
-        if (c->at == c->end)
-            *c = heap[--live];
-        else
-            c->time = t->events[grouped[c->at]].time;
-        sift_down(heap, live, 0, grouped);
-    }
-    permute(t->events, n, tix);
-    goto out;
-general:
-    rc = sort_by_keys(t);
-out:
-    free(tix);
-    free(grouped);
-    return rc;
+    gmt_u64map_free(&latest);
+    return rc ? -ENOMEM : 0;
 }
 
 /* Scope devices: the communicator's device when known; MEMINFO samples around a scope
  * give its before/after device memory. */
-static void finish_scopes(struct gmt_trace *t)
+static void finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_mi)
 {
     for (size_t i = 0; i < t->n_scopes; i++) {
         const struct gmt_comm *c = gmt_trace_comm(t, t->scopes[i].comm);
         if (c && c->device >= 0)
             t->scopes[i].device = (int16_t)c->device;
     }
-    for (size_t i = 0; i < t->n_events; i++) {
-        const struct gmt_ev *e = &t->events[i];
-        if (e->type != GMT_EV_MEMINFO || !e->scope)
+    /* in time order, ties in file order, as the events are replayed: the last wins */
+    qsort(mi, n_mi, sizeof *mi, cmp_meminfo);
+    for (size_t i = 0; i < n_mi; i++) {
+        const struct meminfo_note *e = &mi[i];
+        if (!e->scope)
             continue;
         struct gmt_scope *s = (struct gmt_scope *)gmt_trace_scope_by_id(t, e->scope);
-        if (!s || e->bytes < e->addr)
+        if (!s || e->total_bytes < e->free_bytes)
             continue;
-        if (e->kind == GMT_MEMINFO_BEGIN) {
+        if (e->phase == GMT_MEMINFO_BEGIN) {
             s->has_mem_before = true;
-            s->used_before = e->bytes - e->addr;
-        } else if (e->kind == GMT_MEMINFO_END) {
+            s->used_before = e->total_bytes - e->free_bytes;
+        } else if (e->phase == GMT_MEMINFO_END) {
             s->has_mem_after = true;
-            s->used_after = e->bytes - e->addr;
+            s->used_after = e->total_bytes - e->free_bytes;
         }
-        s->total = e->bytes;
+        s->total = e->total_bytes;
     }
+}
+
+/* The whole stream of a pipe or device in memory, for the same in-place reading. */
+static int slurp(FILE *f, uint8_t **out, size_t *len)
+{
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *b = malloc(cap);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (n == cap) {
+            uint8_t *nb = cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                free(b);
+                *len = n;
+                return -EIO;
+            }
+            break;
+        }
+    }
+    *out = b;
+    *len = n;
+    return 0;
 }
 
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen)
@@ -598,14 +547,45 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
     memset(t, 0, sizeof *t);
     struct loader L = {.t = t};
     gmt_u64map_init(&L.tid_device);
+    gmt_u64map_init(&L.stream_of);
     gmt_u64map_init(&t->scope_by_id);
-    struct gmt_reader *r = NULL;
+    gmt_u64map_init(&t->scope_at);
     int rc = -1;
 
     if (!(t->path = strdup(path)))
         goto nomem;
-    if (gmt_reader_open(&r, path, err, errlen))
+    /* a regular file is mapped by the reader; anything else is read into memory first */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            goto out;
+        }
+        int x = slurp(f, &t->image_buf, &t->image_len);
+        int e = errno;
+        fclose(f);
+        if (x == -ENOMEM)
+            goto nomem;
+        if (x) {
+            snprintf(err, errlen, "%s: offset %zu: read error: %s", path, t->image_len,
+                     strerror(e));
+            goto out;
+        }
+        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
+            goto out;
+    } else if (gmt_reader_open(&t->reader, path, err, errlen)) {
         goto out;
+    }
+    struct gmt_reader *r = t->reader;
+    L.r = r;
+    if (!(t->image = gmt_reader_image(r, &t->image_len))) {
+        snprintf(err, errlen, "%s: cannot map the file", path);
+        goto out;
+    }
+    uint64_t first = gmt_reader_offset(r);
+    if (stream_for(&L, 0, first) < 0) /* records before the first CHUNK: no thread */
+        goto nomem;
     struct gmt_event e;
     int n;
     while ((n = gmt_reader_next(r, &e, err, errlen)) > 0) {
@@ -617,20 +597,21 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
     }
     if (n < 0)
         goto out;
+    uint64_t last = gmt_reader_offset(r);
+    t->streams[L.cur].segs[t->streams[L.cur].n_segs - 1].end = last;
     t->records = gmt_reader_records(r);
     t->cut = gmt_reader_cut(r, &t->cut_offset);
-    if (sort_events(t))
+    if (t->scope_dups && map_scope_records(t, first, last))
         goto nomem;
-    /* the scope index is by position in t->scopes, which sorting events did not move */
-    finish_scopes(t);
+    finish_scopes(t, L.mi, L.n_mi);
     rc = 0;
     goto out;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
 out:
-    if (r)
-        gmt_reader_close(r);
     gmt_u64map_free(&L.tid_device);
+    gmt_u64map_free(&L.stream_of);
+    free(L.mi);
     if (rc)
         gmt_trace_free(t);
     return rc;
@@ -655,8 +636,15 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->threads);
     free(t->comms);
     free(t->scopes);
-    free(t->events);
+    for (size_t i = 0; i < t->n_streams; i++)
+        free(t->streams[i].segs);
+    free(t->streams);
+    free(t->runs);
+    if (t->reader)
+        gmt_reader_close(t->reader);
+    free(t->image_buf);
     gmt_u64map_free(&t->scope_by_id);
+    gmt_u64map_free(&t->scope_at);
     free(t->scope_dense);
     memset(t, 0, sizeof *t);
 }
@@ -706,4 +694,263 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name)
         if (!strncmp(t->env[i], name, n) && t->env[i][n] == '=')
             return t->env[i] + n + 1;
     return NULL;
+}
+
+/* ---- events in time order ---- */
+
+/* A run being read: its position, the thread's clock and device there, and the next
+ * event it yields (head), decoded. */
+struct cursor {
+    const struct seg *seg, *seg_last;
+    uint64_t pos, lim, run_end;  /* lim: where this segment's part of the run ends */
+    uint64_t clock;
+    bool clock_set;
+    int16_t device;
+    uint32_t tid;
+    uint64_t head_off;
+    struct gmt_ev head;
+};
+
+struct gmt_ev_iter {
+    const struct gmt_trace *t;
+    struct cursor *cur;
+    struct cursor **heap;      /* by (head time, head offset) */
+    size_t n;
+};
+
+static uint64_t tick(struct cursor *c, uint32_t dt)
+{
+    if (!c->clock_set)
+        return 0;
+    /* wraps rather than traps on a corrupt clock, as the reader does */
+    c->clock += dt;
+    return c->clock;
+}
+
+/* The scope index a SCOPE_* record at `off` stands for, as the loader saw it then:
+ * -1 for an end whose begin was lost or comes later in the file. */
+static long scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
+{
+    if (t->scope_dups) {
+        const uint64_t *v = gmt_u64map_get(&t->scope_at, off);
+        return v ? (long)*v - 1 : -1;
+    }
+    long i = gmt_trace_scope_index(t, id);
+    return i >= 0 && t->scopes[i].offset <= off ? i : -1;
+}
+
+/* Decodes the cursor's next event into its head; false when the run is used up. The
+ * records were validated when loading; the size checks only keep a file changed
+ * since then from taking the walk outside the run. */
+static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
+{
+    const uint8_t *img = t->image;
+    struct gmt_ev *e = &c->head;
+    for (;;) {
+        if (c->pos >= c->lim) {
+            if (c->pos >= c->run_end || c->seg == c->seg_last)
+                return false;
+            c->seg++;
+            c->pos = c->seg->start;
+            c->lim = c->seg->end < c->run_end ? c->seg->end : c->run_end;
+            continue;
+        }
+        const struct gmt_rec *h = (const void *)(img + c->pos);
+        uint64_t off = c->pos;
+        if (h->size < sizeof *h || h->size > c->lim - off)
+            return false;
+        c->pos += h->size;
+        switch (h->type) {
+        case GMT_REC_ALLOC: {
+            const struct gmt_rec_alloc *a = (const void *)h;
+            e->time = tick(c, a->dt);
+            e->type = GMT_EV_ALLOC;
+            e->addr = a->address;
+            e->bytes = a->bytes;
+            e->api = h->aux;
+            e->kind = a->kind;
+            e->stack = a->stack_id;
+            e->scope = a->scope_id;
+            e->error = 0;
+            e->device = a->device >= 0 ? a->device : c->device;
+            break;
+        }
+        case GMT_REC_FREE: {
+            const struct gmt_rec_free *f = (const void *)h;
+            e->time = tick(c, f->dt);
+            e->type = GMT_EV_FREE;
+            e->addr = f->address;
+            e->bytes = 0;
+            e->api = h->aux;
+            e->kind = 0;
+            e->stack = h->size >= sizeof(struct gmt_rec_free_ext)
+                           ? ((const struct gmt_rec_free_ext *)(const void *)h)->stack_id : 0;
+            e->scope = f->scope_id;
+            e->error = 0;
+            e->device = c->device;
+            break;
+        }
+        case GMT_REC_ALLOC_FAIL: {
+            const struct gmt_rec_alloc_fail *f = (const void *)h;
+            e->time = tick(c, f->dt);
+            e->type = GMT_EV_FAIL;
+            e->addr = 0;
+            e->bytes = f->bytes;
+            e->api = h->aux;
+            e->kind = f->kind;
+            e->stack = f->stack_id;
+            e->scope = f->scope_id;
+            e->error = f->error;
+            e->device = f->device >= 0 ? f->device : c->device;
+            break;
+        }
+        case GMT_REC_MEMINFO: {
+            const struct gmt_rec_meminfo *m = (const void *)h;
+            e->time = tick(c, m->dt);
+            e->type = GMT_EV_MEMINFO;
+            e->addr = m->free_bytes;
+            e->bytes = m->total_bytes;
+            e->api = 0;
+            e->kind = (uint8_t)h->aux;
+            e->stack = 0;
+            e->scope = m->scope_id;
+            e->error = 0;
+            e->device = (int16_t)m->device;
+            break;
+        }
+        case GMT_REC_SCOPE_BEGIN: {
+            const struct gmt_rec_scope_begin *b = (const void *)h;
+            memset(e, 0, sizeof *e);
+            e->time = tick(c, b->dt);
+            e->type = GMT_EV_SCOPE_BEGIN;
+            e->scope = (uint32_t)scope_at(t, b->scope_id, off);
+            e->device = c->device;
+            break;
+        }
+        case GMT_REC_SCOPE_END: {
+            const struct gmt_rec_scope_end *x = (const void *)h;
+            uint64_t time = tick(c, x->dt);
+            long i = scope_at(t, x->scope_id, off);
+            if (i < 0)
+                continue; /* nothing to close, as when loading */
+            memset(e, 0, sizeof *e);
+            e->time = time;
+            e->type = GMT_EV_SCOPE_END;
+            e->scope = (uint32_t)i;
+            e->device = c->device;
+            break;
+        }
+        case GMT_REC_COMM:
+            tick(c, ((const struct gmt_rec_comm *)(const void *)h)->dt);
+            continue;
+        case GMT_REC_CUCTX: {
+            /* as the loader's tid -> device + 1 map gave it back */
+            int64_t d = ((const struct gmt_rec_cuctx *)(const void *)h)->device;
+            c->device = (int16_t)((int)(uint64_t)(d + 1) - 1);
+            continue;
+        }
+        case GMT_REC_MODULE_LOAD:
+            c->clock = ((const struct gmt_rec_module_load *)(const void *)h)->time_ns;
+            c->clock_set = true;
+            continue;
+        case GMT_REC_MODULE_UNLOAD:
+            c->clock = ((const struct gmt_rec_module_unload *)(const void *)h)->time_ns;
+            c->clock_set = true;
+            continue;
+        case GMT_REC_THREAD:
+            c->clock = ((const struct gmt_rec_thread *)(const void *)h)->time_ns;
+            c->clock_set = true;
+            continue;
+        case GMT_REC_TIME:
+            c->clock = ((const struct gmt_rec_time *)(const void *)h)->time_ns;
+            c->clock_set = true;
+            continue;
+        case GMT_REC_END:
+            c->clock = ((const struct gmt_rec_end *)(const void *)h)->time_ns;
+            c->clock_set = true;
+            continue;
+        default:
+            continue;
+        }
+        e->tid = c->tid;
+        c->head_off = off;
+        return true;
+    }
+}
+
+static bool head_before(const struct cursor *a, const struct cursor *b)
+{
+    if (a->head.time != b->head.time)
+        return a->head.time < b->head.time;
+    return a->head_off < b->head_off;
+}
+
+static void heap_down(struct cursor **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && head_before(h[l], h[m]))
+            m = l;
+        if (l + 1 < n && head_before(h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        struct cursor *x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t)
+{
+    struct gmt_ev_iter *it = calloc(1, sizeof *it);
+    size_t n = t->n_runs ? t->n_runs : 1;
+    if (!it || !(it->cur = calloc(n, sizeof *it->cur)) ||
+        !(it->heap = calloc(n, sizeof *it->heap))) {
+        gmt_trace_iter_free(it);
+        return NULL;
+    }
+    it->t = t;
+    for (size_t i = 0; i < t->n_runs; i++) {
+        const struct gmt_run *run = &t->runs[i];
+        const struct gmt_tstream *st = &t->streams[run->stream];
+        struct cursor *c = &it->cur[i];
+        c->seg = &st->segs[run->seg];
+        c->seg_last = &st->segs[st->n_segs - 1];
+        c->pos = run->start;
+        c->run_end = run->end;
+        c->lim = c->seg->end < run->end ? c->seg->end : run->end;
+        c->clock = run->clock;
+        c->clock_set = run->clock_set;
+        c->device = run->device;
+        c->tid = st->tid;
+        if (cursor_next(t, c))
+            it->heap[it->n++] = c;
+    }
+    for (size_t j = it->n / 2; j-- > 0;)
+        heap_down(it->heap, it->n, j);
+    return it;
+}
+
+size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max)
+{
+    size_t k = 0;
+    while (k < max && it->n) {
+        struct cursor *c = it->heap[0];
+        out[k++] = c->head;
+        if (!cursor_next(it->t, c))
+            it->heap[0] = it->heap[--it->n];
+        heap_down(it->heap, it->n, 0);
+    }
+    return k;
+}
+
+void gmt_trace_iter_free(struct gmt_ev_iter *it)
+{
+    if (!it)
+        return;
+    free(it->cur);
+    free(it->heap);
+    free(it);
 }

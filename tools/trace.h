@@ -36,6 +36,7 @@ struct gmt_comm {
 /* One NCCL call or group, from SCOPE_BEGIN to SCOPE_END. */
 struct gmt_scope {
     uint32_t id, parent_id, stack_id, tid;
+    uint64_t offset;           /* of its SCOPE_BEGIN record in the file */
     uint16_t op;
     int16_t device;            /* from its communicator, or the thread's context; -1 unknown */
     int32_t datatype, peer, result;
@@ -50,8 +51,9 @@ struct gmt_scope {
 enum gmt_ev_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO,
                    GMT_EV_SCOPE_BEGIN, GMT_EV_SCOPE_END };
 
-/* A time-ordered event. Field use by type:
- *   ALLOC:   addr, bytes, related (handle/pool), kind, api, stack, scope, device
+/* A time-ordered event, decoded from its record when the replay asks for it (events are
+ * never stored for the whole trace). Field use by type:
+ *   ALLOC:   addr, bytes, kind, api, stack, scope, device
  *   FREE:    addr, api, scope, device
  *   FAIL:    bytes, kind, api, stack, scope, device, error
  *   MEMINFO: addr = free bytes, bytes = total bytes, scope, device, phase in kind
@@ -60,7 +62,6 @@ struct gmt_ev {
     uint64_t time;
     uint64_t addr;
     uint64_t bytes;
-    uint64_t related;
     uint32_t tid;
     uint32_t stack;
     uint32_t scope;
@@ -69,9 +70,11 @@ struct gmt_ev {
     uint16_t api;
     uint8_t type;
     uint8_t kind;
-    uint8_t flags;
-    uint8_t pad;
 };
+
+struct gmt_reader;
+struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace.c) */
+struct gmt_run;                /* a stretch of a thread's events in time order (trace.c) */
 
 struct gmt_trace {
     char *path;
@@ -86,7 +89,16 @@ struct gmt_trace {
     struct gmt_thread *threads; size_t n_threads;
     struct gmt_comm *comms; size_t n_comms;
     struct gmt_scope *scopes; size_t n_scopes;
-    struct gmt_ev *events; size_t n_events;
+    /* The file's bytes stay in memory (mapped) after loading: events are decoded from
+     * them in time order by merging the threads' runs (gmt_trace_iter_*). */
+    struct gmt_reader *reader;
+    uint8_t *image_buf;        /* the image when it was read from a pipe, else NULL */
+    const uint8_t *image; size_t image_len;
+    struct gmt_tstream *streams; size_t n_streams;
+    struct gmt_run *runs; size_t n_runs;
+    uint64_t n_events;         /* events the iteration yields */
+    bool scope_dups;           /* two SCOPE_BEGINs share an id (a corrupt file): */
+    struct gmt_u64map scope_at; /* then SCOPE_* record offset -> scope index + 1 */
     uint64_t t_first, t_last;  /* ns, over all timed records */
     uint64_t records;
     bool complete;             /* END seen */
@@ -109,5 +121,13 @@ const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid);
 const struct gmt_module *gmt_trace_module_at(const struct gmt_trace *t, uint64_t ip);
 /* An environment variable recorded in the trace, or NULL. */
 const char *gmt_trace_env(const struct gmt_trace *t, const char *name);
+
+/* The trace's events in time order (ties in file order), decoded in batches from the
+ * file's image. new returns NULL when out of memory; next fills up to max events and
+ * returns how many, 0 at the end. */
+struct gmt_ev_iter;
+struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t);
+size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max);
+void gmt_trace_iter_free(struct gmt_ev_iter *it);
 
 #endif
