@@ -544,8 +544,12 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
     uint64_t off = r->off;
     struct gmt_rec h;
     size_t got;
-    if (read_at(r, off, &h, sizeof h, &got) < 0)
+    if (r->map && r->map_len - off >= sizeof h) { /* the common case, without a call */
+        memcpy(&h, r->map + off, sizeof h);
+        got = sizeof h;
+    } else if (read_at(r, off, &h, sizeof h, &got) < 0) {
         goto read_error;
+    }
     if (got == 0) {
         r->done = 1;
         return 0;

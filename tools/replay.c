@@ -66,13 +66,86 @@ static uint64_t key_of(int ns, uint64_t addr)
     return addr ^ ((uint64_t)ns << 58);
 }
 
+/*
+ * The live set, by (namespace, address): open addressing whose slots are the entries
+ * themselves (no second array to reach: one cache line per allocation or free),
+ * Fibonacci hashing, backward-shift deletion. A few thousand entries churn through it
+ * millions of times.
+ */
 struct live {
-    uint64_t addr, bytes;
-    uint32_t site, refs;
+    uint64_t key, bytes;
+    uint32_t site, refs;       /* refs 0: an empty slot */
     int32_t scope;             /* attributed scope index, -1 none */
     int16_t dslot;
     uint8_t kind, cat;
 };
+
+struct live_map {
+    struct live *s;
+    size_t cap, n;             /* cap a power of two, at most half full */
+    unsigned shift;            /* 64 - log2(cap) */
+};
+
+static size_t lm_home(const struct live_map *m, uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> m->shift);
+}
+
+static struct live *lm_get(const struct live_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t j = lm_home(m, key);; j = (j + 1) & (m->cap - 1)) {
+        struct live *x = &m->s[j];
+        if (!x->refs)
+            return NULL;
+        if (x->key == key)
+            return x;
+    }
+}
+
+/* A new entry for a key known to be absent, all but its key zero; NULL out of memory. */
+static struct live *lm_put_new(struct live_map *m, uint64_t key)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 1024;
+        struct live_map n = {calloc(ncap, sizeof *n.s), ncap, m->n,
+                             (unsigned)(64 - __builtin_ctzll(ncap))};
+        if (!n.s)
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->s[i].refs)
+                continue;
+            size_t j = lm_home(&n, m->s[i].key);
+            while (n.s[j].refs)
+                j = (j + 1) & (ncap - 1);
+            n.s[j] = m->s[i];
+        }
+        free(m->s);
+        *m = n;
+    }
+    size_t j = lm_home(m, key);
+    while (m->s[j].refs)
+        j = (j + 1) & (m->cap - 1);
+    m->n++;
+    m->s[j] = (struct live){.key = key};
+    return &m->s[j];
+}
+
+static void lm_del_at(struct live_map *m, struct live *x)
+{
+    size_t mask = m->cap - 1, hole = (size_t)(x - m->s);
+    for (size_t k = (hole + 1) & mask; m->s[k].refs; k = (k + 1) & mask) {
+        size_t home = lm_home(m, m->s[k].key);
+        /* k may move to the hole unless its home lies cyclically in (hole, k] */
+        if (((k - home) & mask) < ((k - hole) & mask))
+            continue;
+        m->s[hole] = m->s[k];
+        hole = k;
+    }
+    m->s[hole].refs = 0;
+    m->n--;
+}
 
 /*
  * A site's live bytes on one device, and what they were at that device's peak. The peak
@@ -90,10 +163,9 @@ struct state {
     const int32_t *top;        /* per scope index: the scope its events count for */
     const struct gmt_replay_opts *o;
     struct gmt_report *rep;
-    struct live *live; size_t n_live, cap_live;
-    uint32_t *free_slots; size_t n_free_slots, cap_free_slots;
-    struct gmt_u64map live_by_key;
-    struct gmt_u64map site_by_stack;
+    struct live_map live_by_key;
+    uint32_t *site_by_stack;   /* per stack id below t->n_stacks: site index + 1, 0 none */
+    struct gmt_u64map site_by_big_stack; /* the ids beyond (stacks never defined) */
     struct site_dev (*sdl)[GMT_MAX_DEVS]; /* per site, per device slot */
     size_t cap_sites, cap_sdl, cap_fails;
     int32_t *open; size_t n_open, cap_open;  /* open scope indices */
@@ -139,9 +211,15 @@ static int dslot(struct state *S, int device)
 
 static int site_of(struct state *S, uint32_t stack)
 {
-    uint64_t *v = gmt_u64map_get(&S->site_by_stack, stack);
-    if (v)
-        return (int)*v;
+    const struct gmt_trace *t = S->t;
+    if (stack < t->n_stacks) {
+        if (S->site_by_stack[stack])
+            return (int)S->site_by_stack[stack] - 1;
+    } else {
+        uint64_t *v = gmt_u64map_get(&S->site_by_big_stack, stack);
+        if (v)
+            return (int)*v;
+    }
     struct gmt_report *rep = S->rep;
     size_t n = rep->n_sites;
     if (grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites) ||
@@ -150,12 +228,13 @@ static int site_of(struct state *S, uint32_t stack)
     memset(&rep->sites[n], 0, sizeof rep->sites[n]);
     memset(S->sdl[n], 0, sizeof S->sdl[n]);
     rep->sites[n].stack = stack;
-    const struct gmt_trace *t = S->t;
     rep->sites[n].cat = S->o->stack_cat && stack < t->n_stacks ? S->o->stack_cat[stack] : 0;
     if (rep->sites[n].cat >= GMT_MAX_CATS)
         rep->sites[n].cat = 0;
     rep->n_sites++;
-    if (gmt_u64map_put(&S->site_by_stack, stack, n))
+    if (stack < t->n_stacks)
+        S->site_by_stack[stack] = (uint32_t)n + 1;
+    else if (gmt_u64map_put(&S->site_by_big_stack, stack, n))
         return -ENOMEM;
     return (int)n;
 }
@@ -253,9 +332,9 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
     int ns = ns_of_kind(e->kind);
     uint64_t key = key_of(ns, e->addr);
     if (e->kind == GMT_KIND_RETAINED) {
-        uint64_t *v = gmt_u64map_get(&S->live_by_key, key);
+        struct live *v = lm_get(&S->live_by_key, key);
         if (v)
-            S->live[*v].refs++;
+            v->refs++;
         return 0;
     }
     int ds = dslot(S, e->device);
@@ -263,9 +342,8 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
     if (site < 0)
         return site;
     /* an address reused without a free we saw: the old entry is gone */
-    uint64_t *old = gmt_u64map_get(&S->live_by_key, key);
-    if (old) {
-        struct live *l = &S->live[*old];
+    struct live *l = lm_get(&S->live_by_key, key);
+    if (l) {
         if (gmt_kind_is_device(l->kind)) {
             S->tracked[l->dslot] -= l->bytes;
             S->by_cat[l->dslot][l->cat] -= l->bytes;
@@ -273,23 +351,11 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
             rep->sites[l->site].live_at_end -= l->bytes;
             rep->sites[l->site].count_at_end--;
         }
-        l->refs = 0;
-        if (grow((void **)&S->free_slots, &S->cap_free_slots, S->n_free_slots + 1, sizeof(uint32_t)))
-            return -ENOMEM;
-        S->free_slots[S->n_free_slots++] = (uint32_t)*old;
-        gmt_u64map_del_at(&S->live_by_key, old);
+        lm_del_at(&S->live_by_key, l);
     }
-    size_t slot;
-    if (S->n_free_slots)
-        slot = S->free_slots[--S->n_free_slots];
-    else {
-        if (grow((void **)&S->live, &S->cap_live, S->n_live + 1, sizeof *S->live))
-            return -ENOMEM;
-        slot = S->n_live++;
-    }
-    struct live *l = &S->live[slot];
+    if (!(l = lm_put_new(&S->live_by_key, key))) /* absent: looked up above */
+        return -ENOMEM;
     struct gmt_site_row *sr = &rep->sites[site];
-    l->addr = e->addr;
     l->bytes = e->bytes;
     l->site = (uint32_t)site;
     l->refs = 1;
@@ -297,8 +363,6 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
     l->kind = e->kind;
     l->cat = sr->cat;
     l->scope = attribute(S, e);
-    if (gmt_u64map_put_new(&S->live_by_key, key, slot)) /* absent: looked up above */
-        return -ENOMEM;
 
     rep->dev[ds].allocs++;
     if (gmt_kind_is_device(e->kind)) {
@@ -342,14 +406,12 @@ static int on_free(struct state *S, const struct gmt_ev *e)
 {
     struct gmt_report *rep = S->rep;
     uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
-    uint64_t *v = gmt_u64map_get(&S->live_by_key, key);
-    if (!v) {
+    struct live *l = lm_get(&S->live_by_key, key);
+    if (!l) {
         if (e->addr)
             rep->unmatched_frees++;
         return 0;
     }
-    size_t slot = *v;
-    struct live *l = &S->live[slot];
     if (l->refs > 1) { /* a retained handle: released once per reference */
         l->refs--;
         return 0;
@@ -370,11 +432,7 @@ static int on_free(struct state *S, const struct gmt_ev *e)
     } else if (l->kind == GMT_KIND_VIRTUAL) {
         S->virt[ds] -= l->bytes;
     }
-    l->refs = 0;
-    gmt_u64map_del_at(&S->live_by_key, v);
-    if (grow((void **)&S->free_slots, &S->cap_free_slots, S->n_free_slots + 1, sizeof(uint32_t)))
-        return -ENOMEM;
-    S->free_slots[S->n_free_slots++] = (uint32_t)slot;
+    lm_del_at(&S->live_by_key, l);
     return 0;
 }
 
@@ -524,9 +582,15 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
         free(order); free(labels); free(gbytes); free(gcomm);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
+    /* scopes are in file order, which is mostly begin order already: sort only if not */
+    bool sorted = true;
+    for (size_t i = 0; i < n; i++) {
         order[i] = (uint32_t)i;
-    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+        if (i && t->scopes[i].t_begin < t->scopes[i - 1].t_begin)
+            sorted = false;
+    }
+    if (!sorted)
+        qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
     /* group labels from their children, in begin order */
     for (size_t k = 0; k < n; k++) {
         const struct gmt_scope *s = &t->scopes[order[k]];
@@ -652,8 +716,7 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
 {
     memset(rep, 0, sizeof *rep);
     struct state S = {.t = t, .o = o, .rep = rep};
-    gmt_u64map_init(&S.live_by_key);
-    gmt_u64map_init(&S.site_by_stack);
+    gmt_u64map_init(&S.site_by_big_stack);
     int r = -ENOMEM;
     size_t ns = t->n_scopes ? t->n_scopes : 1;
     rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
@@ -661,10 +724,11 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     S.scope_n = calloc(ns, sizeof *S.scope_n);
     S.scope_bytes = calloc(ns, sizeof *S.scope_bytes);
     S.scope_other = calloc(ns, sizeof *S.scope_other);
+    S.site_by_stack = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *S.site_by_stack);
     int32_t *top = top_scopes(t);
     S.top = top;
     if (!rep->scope_tracked || !rep->scope_allocs || !top || !S.scope_n || !S.scope_bytes ||
-        !S.scope_other)
+        !S.scope_other || !S.site_by_stack)
         goto out;
     if ((r = run_pass(&S)))
         goto out;
@@ -683,12 +747,11 @@ out:
     free(S.scope_n);
     free(S.scope_bytes);
     free(S.scope_other);
-    free(S.live);
-    free(S.free_slots);
     free(S.sdl);
     free(S.open);
-    gmt_u64map_free(&S.live_by_key);
-    gmt_u64map_free(&S.site_by_stack);
+    free(S.live_by_key.s);
+    free(S.site_by_stack);
+    gmt_u64map_free(&S.site_by_big_stack);
     if (r)
         gmt_report_free(rep);
     return r;

@@ -249,12 +249,16 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
 
 /* Scope ids are dense from 1 (the library draws them from one counter), and every event
  * of a trace looks its scope up: an array answers with one load where the hash map took
- * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) stay in the
- * map only, so the array never grows past a few times the number of scopes. */
+ * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) go to the
+ * map instead, so the array never grows past a few times the number of scopes. Returns
+ * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
 static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
 {
-    if (idx >= UINT32_MAX)
+    if (idx >= UINT32_MAX) {
+        if (id < t->n_scope_dense)
+            t->scope_dense[id] = 0; /* the map's newer index must win */
         return 0;
+    }
     if (id >= t->n_scope_dense) {
         if ((uint64_t)id > 4 * (uint64_t)t->n_scopes + 65536)
             return 0;
@@ -269,7 +273,7 @@ static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
         t->n_scope_dense = n;
     }
     t->scope_dense[id] = (uint32_t)idx + 1;
-    return 0;
+    return 1;
 }
 
 static int on_scope_begin(struct loader *L, const struct gmt_event *e)
@@ -293,14 +297,12 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     s->offset = e->offset;
     s->device = (int16_t)thread_device(L, e->tid);
     size_t idx = t->n_scopes - 1;
-    uint64_t *had = gmt_u64map_get(&t->scope_by_id, b->scope_id);
-    if (had) {
-        *had = idx;
+    if (gmt_trace_scope_index(t, b->scope_id) >= 0)
         t->scope_dups = true;
-    } else if (gmt_u64map_put_new(&t->scope_by_id, b->scope_id, idx)) {
-        return -ENOMEM;
-    }
-    if (dense_put(t, b->scope_id, idx))
+    /* the map holds only the ids the dense array declines: a lookup there is a few
+     * cache misses per scope, and there are as many scopes as collective calls */
+    int placed = dense_put(t, b->scope_id, idx);
+    if (placed < 0 || (!placed && gmt_u64map_put(&t->scope_by_id, b->scope_id, idx)))
         return -ENOMEM;
     return note_event(L, e, b->dt);
 }
