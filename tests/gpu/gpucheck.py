@@ -171,9 +171,14 @@ def print_match(rows, out=sys.stdout):
 
 # ---------------------------------------------------------------- commands
 
+# A CHECK record is "CHECK rank R <words> <number>". Ranks share one stdout, so two
+# records can land on one line when their writes interleave: find them anywhere.
+CHECK_RE = re.compile(r"CHECK rank \d+(?: [A-Za-z_]+(?: -?\d+)?)*? -?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?=CHECK|\s|$)")
+
+
 def check_lines(path):
     with open(path, errors="replace") as f:
-        return sorted(line.rstrip("\n") for line in f if line.startswith("CHECK"))
+        return sorted(CHECK_RE.findall(f.read()))
 
 
 def cmd_compare(a):
@@ -406,6 +411,9 @@ def cmd_selftest(a):
         with open(q, "w") as f:
             f.write("CHECK rank 1 a 2.0\nINFO pid 2\nCHECK rank 0 a 1.0\n")
         expect("compare equal", cmd_compare(argparse.Namespace(plain=p, traced=q)), 0)
+        with open(q, "w") as f:  # two ranks' writes interleaved on one line
+            f.write("CHECK rank 1 a 2.0CHECK rank 0 a 1.0\nINFO pid 2\n")
+        expect("compare interleaved", cmd_compare(argparse.Namespace(plain=p, traced=q)), 0)
         with open(q, "a") as f:
             f.write("CHECK rank 0 b 3.0\n")
         expect("compare differ", cmd_compare(argparse.Namespace(plain=p, traced=q)), 1)
