@@ -492,7 +492,8 @@ static void finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n
             t->scopes[i].device = (int16_t)c->device;
     }
     /* in time order, ties in file order, as the events are replayed: the last wins */
-    qsort(mi, n_mi, sizeof *mi, cmp_meminfo);
+    if (n_mi > 1)
+        qsort(mi, n_mi, sizeof *mi, cmp_meminfo);
     for (size_t i = 0; i < n_mi; i++) {
         const struct meminfo_note *e = &mi[i];
         if (!e->scope)
