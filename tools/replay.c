@@ -740,7 +740,8 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     if ((r = build_colls(t, rep, S.top)))
         goto out;
     count_coll_allocs(t, rep, &S);
-    qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
+    if (rep->n_sites > 1)
+        qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
     free((void *)S.top);
