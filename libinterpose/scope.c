@@ -23,7 +23,28 @@ struct frame {
 };
 static GMT_TLS struct frame frames[FRAMES];
 
+/* Scope ids: each thread takes a block of ID_BLOCK from this counter and hands them out
+ * one by one, so the common call makes no locked operation. Ids stay unique and nonzero,
+ * and increase along each thread; across threads they have gaps (at most ID_BLOCK - 1 per
+ * thread), which the CLI's id index takes (tools/trace.c). */
+#define ID_BLOCK 256
 static _Atomic uint32_t next_scope_id;
+static GMT_TLS uint32_t id_next, id_end; /* this thread's block: ids id_next+1 .. id_end */
+
+static uint32_t new_scope_id(void)
+{
+    for (;;) {
+        if (GMT_UNLIKELY(id_next == id_end)) {
+            uint32_t base =
+                atomic_fetch_add_explicit(&next_scope_id, ID_BLOCK, memory_order_relaxed);
+            id_next = base;
+            id_end = base + ID_BLOCK;
+        }
+        uint32_t id = ++id_next;
+        if (GMT_LIKELY(id)) /* 2^32 scopes later: 0 means none */
+            return id;
+    }
+}
 static _Atomic uint64_t scopes_too_deep; /* scopes past FRAMES: recorded, not tracked */
 
 /* ---- small lock-free tables: open addressing on 64-bit keys, never deleted ---- */
@@ -237,6 +258,10 @@ static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes)
     long i = slot_of(count_keys, COUNT_SLOTS, mix(meminfo_key(comm, op, bytes)));
     if (i < 0)
         return false;
+    /* Past the first N with no every:K the answer is no for good: a plain load, no
+     * locked increment (the count stays at N, where every later call finds it). */
+    if (!policy_every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= policy_first)
+        return false;
     uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
     if (n < policy_first)
         return true;
@@ -344,22 +369,50 @@ static void sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
  * thread has a scope open on D; with two or more it is ambiguous and stays 0, and the CLI
  * decides (it has the times and threads). Device -1 (unknown) asks across all devices:
  * exactly one thread must have scopes open. Slots: thread token (16 bits) | device+1
- * (16 bits) | scope id (32 bits); 0 is free. Scopes of threads that exit inside a group
- * stay published (counted as open). Devices >= 64 are not tracked.
+ * (16 bits) | scope id (32 bits); 0 is free.
+ *
+ * A thread keeps the slots it claimed across calls (one CAS per thread and device, the
+ * first time), and publishes with plain release stores: the scope id, or 0 in the id
+ * part while it has no scope open on that device (readers skip those). Readers scan the
+ * slots below open_hw, the high-water mark of slots ever claimed (0 in a process that
+ * never made a scope: one load). A thread that exits gives back its idle slots (pthread
+ * key destructor); scopes of threads that exit inside a group stay published (counted as
+ * open). A thread holds at most CLAIMS slots: an idle one is reused for another device.
+ * Devices >= 64 are not tracked.
  */
-#define OPEN_SLOTS 256
+#define OPEN_SLOTS 4096
 static _Atomic uint64_t open_slots[OPEN_SLOTS];
-static _Atomic uint32_t open_count; /* slots in use: the common no-scope case reads only this */
+static _Atomic uint32_t open_hw; /* slots [0, open_hw) may be in use */
 static _Atomic uint32_t next_token;
 
 struct claim {
     int16_t device;
     int16_t slot;
+    int open; /* the slot names a scope of ours now */
 };
 #define CLAIMS 8
 static GMT_TLS struct claim claims[CLAIMS];
 static GMT_TLS int nclaims;
 static GMT_TLS uint32_t token;
+
+static pthread_once_t claims_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t claims_key;
+static int claims_key_ok;
+
+/* At thread exit: idle slots go back; open ones stay published, as the rule says. */
+static void claims_release(void *unused)
+{
+    (void)unused;
+    for (int c = 0; c < nclaims; c++)
+        if (!claims[c].open)
+            atomic_store_explicit(&open_slots[claims[c].slot], 0, memory_order_release);
+    nclaims = 0;
+}
+
+static void claims_key_make(void)
+{
+    claims_key_ok = pthread_key_create(&claims_key, claims_release) == 0;
+}
 
 static uint64_t slot_word(int device, uint32_t scope_id)
 {
@@ -373,38 +426,70 @@ static uint64_t slot_word(int device, uint32_t scope_id)
     return ((uint64_t)token << 48) | ((uint64_t)(device + 1) << 32) | scope_id;
 }
 
-static void publish(int device, uint32_t scope_id)
+/* A free slot for this thread, holding `w` already; -1 when the table is full. */
+static int claim_slot(uint64_t w)
 {
-    for (int c = 0; c < nclaims; c++)
-        if (claims[c].device == device) {
-            atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, scope_id),
-                                  memory_order_release);
-            return;
-        }
-    if (nclaims == CLAIMS)
-        return;
-    uint64_t w = slot_word(device, scope_id);
     for (int i = 0; i < OPEN_SLOTS; i++) {
         uint64_t zero = 0;
         if (atomic_load_explicit(&open_slots[i], memory_order_relaxed) == 0 &&
             atomic_compare_exchange_strong_explicit(&open_slots[i], &zero, w,
                                                     memory_order_acq_rel, memory_order_relaxed)) {
-            claims[nclaims].device = (int16_t)device;
-            claims[nclaims].slot = (int16_t)i;
-            nclaims++;
-            atomic_fetch_add_explicit(&open_count, 1, memory_order_release);
-            return;
+            uint32_t hw = atomic_load_explicit(&open_hw, memory_order_relaxed);
+            while (hw < (uint32_t)i + 1 &&
+                   !atomic_compare_exchange_weak_explicit(&open_hw, &hw, (uint32_t)i + 1,
+                                                          memory_order_release,
+                                                          memory_order_relaxed))
+                ;
+            if (nclaims == 0) {
+                pthread_once(&claims_key_once, claims_key_make);
+                if (claims_key_ok)
+                    pthread_setspecific(claims_key, (void *)1);
+            }
+            return i;
         }
     }
+    return -1;
+}
+
+static void publish(int device, uint32_t scope_id)
+{
+    int idle = -1;
+    for (int c = 0; c < nclaims; c++) {
+        if (claims[c].device == device) {
+            atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, scope_id),
+                                  memory_order_release);
+            claims[c].open = 1;
+            return;
+        }
+        if (!claims[c].open && idle < 0)
+            idle = c;
+    }
+    uint64_t w = slot_word(device, scope_id);
+    if (idle >= 0) { /* our own idle slot, re-labelled with this device */
+        claims[idle].device = (int16_t)device;
+        claims[idle].open = 1;
+        atomic_store_explicit(&open_slots[claims[idle].slot], w, memory_order_release);
+        return;
+    }
+    if (nclaims == CLAIMS)
+        return;
+    int i = claim_slot(w);
+    if (i < 0)
+        return;
+    claims[nclaims].device = (int16_t)device;
+    claims[nclaims].slot = (int16_t)i;
+    claims[nclaims].open = 1;
+    nclaims++;
 }
 
 static void unpublish(int device)
 {
     for (int c = 0; c < nclaims; c++)
         if (claims[c].device == device) {
-            atomic_store_explicit(&open_slots[claims[c].slot], 0, memory_order_release);
-            atomic_fetch_sub_explicit(&open_count, 1, memory_order_release);
-            claims[c] = claims[--nclaims];
+            /* still ours, naming no scope */
+            atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, 0),
+                                  memory_order_release);
+            claims[c].open = 0;
             return;
         }
 }
@@ -445,13 +530,14 @@ static void frame_unregister(int depth)
 
 uint32_t gmt_scope_for_foreign_thread(int device)
 {
-    if (GMT_LIKELY(atomic_load_explicit(&open_count, memory_order_acquire) == 0))
+    uint32_t n = atomic_load_explicit(&open_hw, memory_order_acquire);
+    if (GMT_LIKELY(n == 0))
         return 0;
     uint64_t found = 0;
-    for (int i = 0; i < OPEN_SLOTS; i++) {
+    for (uint32_t i = 0; i < n && i < OPEN_SLOTS; i++) {
         uint64_t w = atomic_load_explicit(&open_slots[i], memory_order_acquire);
-        if (!w)
-            continue;
+        if (!(uint32_t)w)
+            continue; /* free, or a thread's slot with no scope open */
         int d = (int)((w >> 32) & 0xffff) - 1;
         if (device >= 0 && d != device)
             continue;
@@ -524,7 +610,7 @@ static void fork_child(void)
 {
     for (int i = 0; i < OPEN_SLOTS; i++)
         atomic_store_explicit(&open_slots[i], 0, memory_order_relaxed);
-    atomic_store_explicit(&open_count, 0, memory_order_relaxed);
+    atomic_store_explicit(&open_hw, 0, memory_order_relaxed);
     nclaims = 0;
     gmt_ts.scope_depth = 0;
     for (int i = 0; i < SEEN_SLOTS; i++) {
@@ -546,9 +632,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     if (!gmt_writer_ready())
         return 0;
     int saved_errno = errno;
-    uint32_t id = atomic_fetch_add_explicit(&next_scope_id, 1, memory_order_relaxed) + 1;
-    if (id == 0) /* 2^32 scopes later: 0 means none */
-        id = atomic_fetch_add_explicit(&next_scope_id, 1, memory_order_relaxed) + 1;
+    uint32_t id = new_scope_id();
     uint32_t stack_id = 0;
     if (gmt_stack_capture && first_of(comm, op))
         stack_id = gmt_stack_capture(0);
