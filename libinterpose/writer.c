@@ -320,7 +320,8 @@ static struct buf *new_buf(void)
 }
 
 /* Copies one record in; the caller has made room. */
-static void put(struct buf *b, const void *rec, uint32_t size, uint64_t now)
+static inline __attribute__((always_inline)) void put(struct buf *b, const void *rec, uint32_t size,
+                                                     uint64_t now)
 {
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     if (head == atomic_load_explicit(&b->tail, memory_order_acquire))
@@ -333,8 +334,8 @@ static void put(struct buf *b, const void *rec, uint32_t size, uint64_t now)
     atomic_store_explicit(&b->head, head + size, memory_order_release);
 }
 
-/* Appends a record, flushing first when it does not fit. False: dropped. */
-static bool append(struct buf *b, const void *rec, uint32_t size, uint64_t now)
+/* append() when the record does not fit: flushes (syscalls) first. */
+static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec, uint32_t size, uint64_t now)
 {
     for (;;) {
         uint64_t used = atomic_load_explicit(&b->head, memory_order_relaxed) -
@@ -350,6 +351,22 @@ static bool append(struct buf *b, const void *rec, uint32_t size, uint64_t now)
         if (atomic_load(&g_state) != ST_OPEN)
             return false;
     }
+}
+
+/* Appends a record, flushing first when it does not fit. False: dropped. errno is kept:
+ * only the flush can change it, so only that path saves it. */
+static inline __attribute__((always_inline)) bool append(struct buf *b, const void *rec, uint32_t size, uint64_t now)
+{
+    uint64_t used = atomic_load_explicit(&b->head, memory_order_relaxed) -
+                    atomic_load_explicit(&b->tail, memory_order_acquire);
+    if (GMT_LIKELY(used + size <= b->cap)) {
+        put(b, rec, size, now);
+        return true;
+    }
+    int saved = errno;
+    bool ok = append_slow(b, rec, size, now);
+    errno = saved;
+    return ok;
 }
 
 static bool attach_thread(uint64_t now)
@@ -695,6 +712,9 @@ static bool ensure_open(void)
 
 bool gmt_writer_ready(void)
 {
+    /* The file is open: nothing below would run, and errno is untouched. */
+    if (GMT_LIKELY(atomic_load_explicit(&g_state, memory_order_acquire) == ST_OPEN))
+        return true;
     int saved = errno;
     bool ok = ensure_open();
     errno = saved;
@@ -711,9 +731,14 @@ static bool abs_time_type(unsigned type)
 static void emit_locked(struct gmt_rec *h, size_t dt_offset)
 {
     uint64_t now = gmt_now_ns();
-    if (!t_buf && !attach_thread(now)) {
-        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
-        return;
+    if (GMT_UNLIKELY(!t_buf)) {
+        int saved = errno; /* attach_thread makes syscalls */
+        bool ok = attach_thread(now);
+        errno = saved;
+        if (!ok) {
+            atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+            return;
+        }
     }
     if (dt_offset) {
         uint64_t gap = now > t_clock ? now - t_clock : 0;
@@ -754,23 +779,30 @@ void gmt_emit(void *rec, size_t dt_offset)
         atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
         return;
     }
-    int saved = errno;
-    if (GMT_UNLIKELY(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN) &&
-        !ensure_open())
-        goto out;
+    /* errno is saved only around what can change it (ensure_open, emit_direct, and
+     * attach_thread and flushes inside emit_locked): the common path makes no call
+     * that sets it. */
+    if (GMT_UNLIKELY(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN)) {
+        int saved = errno;
+        bool ok = ensure_open();
+        errno = saved;
+        if (!ok)
+            return;
+    }
     if (h->size < sizeof *h || h->size % GMT_ALIGN || h->size > GMT_REC_MAX ||
         (dt_offset && dt_offset + 4 > h->size)) {
         atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
-        goto out;
+        return;
     }
     t_in_emit = 1;
-    if (GMT_UNLIKELY(t_opening))
+    if (GMT_UNLIKELY(t_opening)) {
+        int saved = errno;
         emit_direct(h);
-    else
+        errno = saved;
+    } else {
         emit_locked(h, dt_offset);
+    }
     t_in_emit = 0;
-out:
-    errno = saved;
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
