@@ -195,8 +195,11 @@ static void kill_trials(long gap, int default_trials)
         sum += w;
         if (w > worst)
             worst = w;
-        /* flush_ms (100) is the promise; 50 ms on top for a loaded 2-core machine. */
-        cr_expect_leq(w, 150000000u, "trial %d: a record %lu ms old was lost", i,
+        /* flush_ms (100) is the promise (measured: docs/writer.md); the test allows
+         * 150 ms more, since under a full parallel test run (sanitizers, 2 jobs on 2
+         * cores) the flusher can wait that long for a CPU. A broken flusher loses
+         * records for seconds, which this still catches. */
+        cr_expect_leq(w, 250000000u, "trial %d: a record %lu ms old was lost", i,
                       (unsigned long)(w / 1000000));
     }
     cr_log_info("SIGKILL, a record every %ld us, %d trials: oldest lost record at the kill: "
@@ -518,8 +521,9 @@ Test(crash, flusher_restarts_in_a_fork_child)
         if (grandchild == 0) {
             emit_alloc(2, 0);
             /* No destructor, no flush of ours: only the child's own flusher can
-             * have written the record by now. */
-            usleep(400000);
+             * have written the record by now (1 s: ten flush periods, for a loaded
+             * machine). */
+            usleep(1000000);
             _exit(0);
         }
         int st;
