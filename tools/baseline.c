@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "json.h"
 #include "reader.h"
@@ -411,53 +410,6 @@ int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
     return status;
 }
 
-/* ---- paths ---- */
-
-int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout)
-{
-    struct gmt_vec v = GMT_VEC_INIT(char *);
-    int status = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            char **list;
-            size_t k;
-            if (gmt_list_traces(args[i], &list, &k) || k == 0) {
-                fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", args[i]);
-                status = -ENOENT;
-                if (!k)
-                    continue;
-            }
-            for (size_t j = 0; j < k; j++) {
-                char **slot = gmt_vec_push(&v);
-                if (!slot) {
-                    free(list[j]);
-                    status = -ENOMEM;
-                    continue;
-                }
-                *slot = list[j];
-            }
-            free(list);
-        } else {
-            char **slot = gmt_vec_push(&v);
-            if (!slot || !(*slot = strdup(args[i]))) {
-                if (slot)
-                    v.len--;
-                status = -ENOMEM;
-            }
-        }
-    }
-    *out = v.data;
-    *nout = v.len;
-    return status;
-}
-
-void gmt_free_paths(char **p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(p[i]);
-    free(p);
-}
 
 /* ---- limits ---- */
 

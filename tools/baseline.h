@@ -99,11 +99,6 @@ bool gmt_analysis_used_gpu(const struct gmt_analysis *a);
 int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
                            const struct gmt_report_opts *ro, const char *category);
 
-/* Expands directories into their traces (*.gmt, sorted by name); files pass as given.
- * *out (each path malloc'd) is set even on error; a directory without traces is an
- * error named on stderr. Returns 0 or -ENOENT/-ENOMEM. */
-int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout);
-void gmt_free_paths(char **p, size_t n);
 
 /* Limits: growth fails when new - base > max(base * max_growth, max_bytes). Per check,
  * plus a default (index GMT_CHECK_N) for checks not named. */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "reader.h"
@@ -61,39 +60,6 @@ static int cmp_rank(const void *x, const void *y)
     return strcmp(a->a.t.path, b->a.t.path);
 }
 
-static int add_files(const char *arg, char ***files, size_t *n, size_t *cap)
-{
-    struct stat st;
-    char **list = NULL;
-    size_t k = 0;
-    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-        if (gmt_list_traces(arg, &list, &k) || k == 0) {
-            free(list);
-            fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", arg);
-            return -ENOENT;
-        }
-    } else {
-        if (!(list = malloc(sizeof *list)) || !(list[0] = strdup(arg))) {
-            free(list);
-            return -ENOMEM;
-        }
-        k = 1;
-    }
-    for (size_t i = 0; i < k; i++) {
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 16;
-            char **p = realloc(*files, nc * sizeof *p);
-            if (!p)
-                return -ENOMEM;
-            *files = p;
-            *cap = nc;
-        }
-        (*files)[(*n)++] = list[i];
-    }
-    free(list);
-    return 0;
-}
-
 int gmt_cmd_merge(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -121,11 +87,10 @@ int gmt_cmd_merge(int argc, char **argv)
     if (optind >= argc)
         return gmt_cli_usage_error("merge", "no trace given");
     char **files = NULL;
-    size_t n_files = 0, cap = 0;
+    size_t n_files = 0;
     int status = GMT_EXIT_OK;
-    for (int i = optind; i < argc; i++)
-        if (add_files(argv[i], &files, &n_files, &cap))
-            status = GMT_EXIT_ERROR;
+    if (gmt_expand_paths(argv + optind, (size_t)(argc - optind), &files, &n_files))
+        status = GMT_EXIT_ERROR;
     struct rank_row *rows = calloc(n_files ? n_files : 1, sizeof *rows);
     if (!rows) {
         fprintf(stderr, "gpumemtrace: out of memory\n");
@@ -292,9 +257,7 @@ int gmt_cmd_merge(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++)
         gmt_analysis_free(&rows[i].a);
-    for (size_t i = 0; i < n_files; i++)
-        free(files[i]);
-    free(files);
+    gmt_free_paths(files, n_files);
     free(rows);
     free(keys);
     return n ? status : GMT_EXIT_ERROR;

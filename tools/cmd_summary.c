@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -132,33 +131,14 @@ int gmt_cmd_summary(int argc, char **argv)
         printf("{\"schema\": \"gpumemtrace.summary/1\", \"traces\": [");
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
-    size_t n_files = 0, cap = 0;
-    for (int i = optind; i < argc; i++) {
-        struct stat st;
-        char **list = NULL;
-        size_t n = 0;
-        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (gmt_list_traces(argv[i], &list, &n) || n == 0) {
-                fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", argv[i]);
-                status = GMT_EXIT_ERROR;
-            }
-        } else if ((list = malloc(sizeof *list)) && (list[0] = strdup(argv[i]))) {
-            n = 1;
-        }
-        for (size_t k = 0; k < n; k++) {
-            if (n_files == cap) {
-                cap = cap ? cap * 2 : 16;
-                char **p = realloc(files, cap * sizeof *p);
-                if (!p) {
-                    fprintf(stderr, "gpumemtrace: out of memory\n");
-                    return GMT_EXIT_ERROR;
-                }
-                files = p;
-            }
-            files[n_files++] = list[k];
-        }
-        free(list);
+    size_t n_files = 0;
+    int r = gmt_expand_paths(argv + optind, (size_t)(argc - optind), &files, &n_files);
+    if (r == -ENOMEM) {
+        fprintf(stderr, "gpumemtrace: out of memory\n");
+        return GMT_EXIT_ERROR;
     }
+    if (r)
+        status = GMT_EXIT_ERROR;
     for (size_t i = 0; i < n_files; i++) {
         struct gmt_analysis a;
         char err[512];
@@ -180,9 +160,7 @@ int gmt_cmd_summary(int argc, char **argv)
         }
         gmt_analysis_free(&a);
     }
-    for (size_t i = 0; i < n_files; i++)
-        free(files[i]);
-    free(files);
+    gmt_free_paths(files, n_files);
     if (fmt == FMT_JSON)
         printf("]}\n");
     return status;

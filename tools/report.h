@@ -59,6 +59,13 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n);
 const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len);
 
+/* Trace arguments with each directory replaced by the traces in it (what `run -o DIR`
+ * writes), in order; *out and each path are malloc'd (gmt_free_paths). A directory
+ * without traces is reported on stderr. Returns 0, -ENOENT (such a directory; the
+ * rest is still listed) or -ENOMEM. */
+int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout);
+void gmt_free_paths(char **p, size_t n);
+
 void gmt_report_text(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
 void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
 void gmt_report_csv(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
