@@ -124,16 +124,16 @@ static int16_t clamp_device(int device)
     return device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
 }
 
-static uint32_t stack_id(void)
+/* `frame`: the hook's, where the application's stack starts (NULL: unwind from here). */
+static uint32_t stack_id(const void *frame)
 {
-    /* stack.c drops the frames inside the library itself, so no skip is needed. */
-    return gmt_stack_capture ? gmt_stack_capture(0) : 0;
+    return gmt_stack_capture ? gmt_stack_capture(frame) : 0;
 }
 
 __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind,
                                                uint64_t address, uint64_t bytes, int device,
                                                uint64_t stream, uint64_t related,
-                                               uint64_t offset)
+                                               uint64_t offset, const void *frame)
 {
     if (!begin())
         return;
@@ -145,7 +145,7 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
     rec.a.h.size = ext ? sizeof(struct gmt_rec_alloc_ext) : sizeof(struct gmt_rec_alloc);
     rec.a.address = address;
     rec.a.bytes = bytes;
-    rec.a.stack_id = stack_id();
+    rec.a.stack_id = stack_id(frame);
     rec.a.scope_id = event_scope(device);
     rec.a.kind = (uint8_t)kind;
     rec.a.device = clamp_device(device);
@@ -175,7 +175,8 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
 }
 
 __attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind kind,
-                                              uint64_t bytes, int device, int error)
+                                              uint64_t bytes, int device, int error,
+                                              const void *frame)
 {
     if (!begin())
         return;
@@ -186,7 +187,7 @@ __attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind ki
     rec.h.size = sizeof rec;
     rec.bytes = bytes;
     rec.error = error;
-    rec.stack_id = stack_id();
+    rec.stack_id = stack_id(frame);
     rec.scope_id = event_scope(device);
     rec.kind = (uint8_t)kind;
     rec.device = clamp_device(device);

@@ -73,9 +73,15 @@ GMT_HIDDEN void gmt_init(void);
 GMT_HIDDEN void gmt_init_once(void);
 
 /* ---- stack.c: stacks captured with libunwind, each written once ---- */
-/* Captures the caller's stack (skipping `skip` frames of the library), writes a STACK
- * record the first time it is seen, and returns its id (0 when disabled/failed). */
-GMT_HIDDEN uint32_t gmt_stack_capture(int skip);
+/* Captures a stack, writes a STACK record the first time it is seen, and returns its id
+ * (0 when disabled/failed). The stack starts in the caller of the function whose frame is
+ * `frame` (GMT_HOOK_FRAME() in that function: the hook the application called), or, with
+ * NULL, in the caller of gmt_stack_capture; frames of the library itself are dropped. */
+GMT_HIDDEN uint32_t gmt_stack_capture(const void *frame);
+/* The frame of the function this is written in, for gmt_stack_capture and the event
+ * functions: use it in the hook itself or code always inlined into it, never in a helper
+ * that is a function of its own (its frame would be gone or be the wrong one). */
+#define GMT_HOOK_FRAME() __builtin_frame_address(0)
 
 /* ---- modules.c: the module map ---- */
 GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */
@@ -96,10 +102,10 @@ GMT_HIDDEN void *gmt_resolve(enum gmt_lib lib, const char *name);
  * captures the stack, and fills scope_id from gmt_current_scope(). */
 GMT_HIDDEN void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
                                 uint64_t bytes, int device, uint64_t stream,
-                                uint64_t related, uint64_t offset);
+                                uint64_t related, uint64_t offset, const void *frame);
 GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream);
 GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
-                               int device, int error);
+                               int device, int error, const void *frame);
 
 /* ---- scope.c: NCCL contexts on the calling thread ---- */
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,

@@ -6,16 +6,18 @@
 #define U64(x) ((uint64_t)(uintptr_t)(x))
 #define ALWAYS static inline __attribute__((always_inline))
 
-/* Recording keeps errno as the real call left it. */
+/* Recording keeps errno as the real call left it. Always inlined into the hook, so
+ * GMT_HOOK_FRAME() is the hook's frame: the stack starts in the application. */
 ALWAYS void rec_result(enum gmt_api api, enum gmt_kind kind, CUresult r, uint64_t address,
                        uint64_t bytes, int device, uint64_t stream, uint64_t related,
                        uint64_t offset)
 {
     int e = errno;
     if (r == CUDA_SUCCESS)
-        gmt_event_alloc(api, kind, address, bytes, device, stream, related, offset);
+        gmt_event_alloc(api, kind, address, bytes, device, stream, related, offset,
+                        GMT_HOOK_FRAME());
     else
-        gmt_event_fail(api, kind, bytes, device, (int)r);
+        gmt_event_fail(api, kind, bytes, device, (int)r, GMT_HOOK_FRAME());
     errno = e;
 }
 
@@ -69,9 +71,9 @@ ALWAYS CUresult gmt_body_cuMemAllocPitch(gmt_fn_cuMemAllocPitch_v2 *real, CUdevi
     int e = errno;
     if (r == CUDA_SUCCESS)
         gmt_event_alloc(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, *dptr, (uint64_t)*pitch * h,
-                        -1, 0, 0, 0);
+                        -1, 0, 0, 0, GMT_HOOK_FRAME());
     else
-        gmt_event_fail(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r);
+        gmt_event_fail(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r, GMT_HOOK_FRAME());
     errno = e;
     return r;
 }

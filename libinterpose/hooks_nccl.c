@@ -324,9 +324,9 @@ static void mem_alloc_post(struct call *c, enum gmt_op op, ncclResult_t r, void 
     gmt_ts.in_hook--;
     if (r == ncclSuccess && ptr)
         gmt_event_alloc(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, (uint64_t)(uintptr_t)*ptr, size,
-                        -1, 0, 0, 0);
+                        -1, 0, 0, 0, NULL);
     else
-        gmt_event_fail(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, size, -1, (int)r);
+        gmt_event_fail(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, size, -1, (int)r, NULL);
     gmt_scope_end(c->scope, op, (int)r);
 }
 

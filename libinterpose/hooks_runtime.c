@@ -18,9 +18,9 @@ ALWAYS void rec_result(enum gmt_api api, enum gmt_kind kind, cudaError_t r, uint
 {
     int e = errno;
     if (r == cudaSuccess)
-        gmt_event_alloc(api, kind, address, bytes, -1, stream, related, 0);
+        gmt_event_alloc(api, kind, address, bytes, -1, stream, related, 0, GMT_HOOK_FRAME());
     else
-        gmt_event_fail(api, kind, bytes, -1, (int)r);
+        gmt_event_fail(api, kind, bytes, -1, (int)r, GMT_HOOK_FRAME());
     errno = e;
 }
 
@@ -98,9 +98,9 @@ ALWAYS cudaError_t gmt_body_cudaMallocPitch(gmt_fn_cudaMallocPitch *real, void *
     int e = errno;
     if (r == cudaSuccess)
         gmt_event_alloc(GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, U64(*p), (uint64_t)*pitch * h,
-                        -1, 0, 0, 0);
+                        -1, 0, 0, 0, GMT_HOOK_FRAME());
     else
-        gmt_event_fail(GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r);
+        gmt_event_fail(GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r, GMT_HOOK_FRAME());
     errno = e;
     return r;
 }
@@ -115,10 +115,10 @@ ALWAYS cudaError_t gmt_body_cudaMalloc3D(gmt_fn_cudaMalloc3D *real, struct cudaP
     int e = errno;
     if (r == cudaSuccess)
         gmt_event_alloc(GMT_API_cudaMalloc3D, GMT_KIND_DEVICE, U64(pp->ptr),
-                        (uint64_t)pp->pitch * ext.height * ext.depth, -1, 0, 0, 0);
+                        (uint64_t)pp->pitch * ext.height * ext.depth, -1, 0, 0, 0, GMT_HOOK_FRAME());
     else
         gmt_event_fail(GMT_API_cudaMalloc3D, GMT_KIND_DEVICE,
-                       (uint64_t)ext.width * ext.height * ext.depth, -1, (int)r);
+                       (uint64_t)ext.width * ext.height * ext.depth, -1, (int)r, GMT_HOOK_FRAME());
     errno = e;
     return r;
 }
@@ -163,9 +163,9 @@ ALWAYS cudaError_t gmt_body_cudaMemPoolCreate(gmt_fn_cudaMemPoolCreate *real, cu
                                                                              : -1;
     int e = errno;
     if (r == cudaSuccess)
-        gmt_event_alloc(GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, U64(*pool), 0, device, 0, 0, 0);
+        gmt_event_alloc(GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, U64(*pool), 0, device, 0, 0, 0, GMT_HOOK_FRAME());
     else
-        gmt_event_fail(GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, 0, device, (int)r);
+        gmt_event_fail(GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, 0, device, (int)r, GMT_HOOK_FRAME());
     errno = e;
     return r;
 }

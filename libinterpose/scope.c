@@ -9,7 +9,7 @@
 #include "nccl_abi.h"
 
 /* stack.c is another part's; a build without it still links and captures nothing. */
-extern uint32_t gmt_stack_capture(int skip) __attribute__((weak));
+extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
 
 #define FRAMES 32     /* == the length of gmt_ts.scope_stack */
 #define MAX_DEV 64    /* devices tracked per scope in one 64-bit mask */
@@ -635,7 +635,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     uint32_t id = new_scope_id();
     uint32_t stack_id = 0;
     if (gmt_stack_capture && first_of(comm, op))
-        stack_id = gmt_stack_capture(0);
+        stack_id = gmt_stack_capture(NULL);
 
     struct gmt_rec_scope_begin r = {
         .h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op, .size = gmt_rec_padded(sizeof r)},

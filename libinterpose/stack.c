@@ -301,47 +301,108 @@ static uint32_t intern(const uint64_t *ip, uint32_t n, struct entry **found)
     return 0;
 }
 
-__attribute__((noinline)) uint32_t gmt_stack_capture(int skip)
+#if defined(__x86_64__)
+/* libunwind's fast tracer behind unw_backtrace (the member that defines it is linked in
+ * because unw_backtrace needs it; weak, so a libunwind without it only costs the fast
+ * path). Same contract as in its Gtrace.c: fills addresses, *n in/out, < 0 when a frame
+ * needs the slow unwinder. */
+extern int _ULx86_64_tdep_trace(unw_cursor_t *cursor, void **addresses, int *n)
+    __attribute__((weak));
+
+/* The stack from the caller of the function whose frame record is at `frame`, walked by
+ * the same tracer as unw_backtrace but started in the application's frame: the frames of
+ * the hook, the event code and this function are never walked. A frame record is
+ * {saved rbp, return address}, just below the caller's stack pointer at the call: that is
+ * the state the tracer needs (rip, rsp, rbp), exactly as the caller resumes. -1 when the
+ * fast tracer is missing or gave up (then the caller unwinds the usual way). */
+static int trace_from_frame(const void *frame, void **out, int max)
+{
+    if (!_ULx86_64_tdep_trace)
+        return -1;
+    const uintptr_t *fp = frame;
+    unw_context_t uc;
+    memset(&uc.uc_mcontext.gregs, 0, sizeof uc.uc_mcontext.gregs);
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)fp[0];
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)fp[1];
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)(fp + 2);
+    unw_cursor_t c;
+    if (max < 1 || unw_init_local(&c, &uc) < 0)
+        return -1;
+    /* The tracer writes the callers of the context's frame (unw_backtrace's context is
+     * its own frame, which it leaves out): the return address itself goes first. */
+    out[0] = (void *)fp[1];
+    int n = max - 1;
+    if (_ULx86_64_tdep_trace(&c, out + 1, &n) < 0)
+        return -1;
+    return n + 1;
+}
+#else
+static int trace_from_frame(const void *frame, void **out, int max)
+{
+    (void)frame, (void)out, (void)max;
+    return -1;
+}
+#endif
+
+/* Frames inside this library (a hook reached again through the program's callbacks, a
+ * wrapper) are dropped; the check is one unsigned compare per frame, and the copy is
+ * made only when there is something to drop. */
+static uint32_t drop_own(uint64_t *ip, uint32_t n)
+{
+    uint64_t lo = own_lo, span = own_hi - own_lo;
+    bool any = false;
+    for (uint32_t i = 0; i < n; i++)
+        any |= ip[i] - lo < span || ip[i] == 0;
+    if (GMT_LIKELY(!any))
+        return n;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(ip[i] - lo < span || ip[i] == 0))
+            ip[k++] = ip[i];
+    return k;
+}
+
+__attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
 {
     long depth = gmt_opt.stack_depth;
     if (depth <= 0 || capturing)
         return 0;
     if (depth > DEPTH_MAX)
         depth = DEPTH_MAX;
-    if (skip < 0)
-        skip = 0;
     if (!setup())
         return 0;
     capturing = 1;
     gmt_ts.in_lib++;
 
-    int want = (int)depth + skip + SLACK;
-    if (want > RAW_MAX)
-        want = RAW_MAX;
-    int got = unw_backtrace(raw.p, want);
-
-    /* Start at our caller's return address whatever libunwind and the compiler put
-     * above it, then drop the `skip` frames our caller asked to drop. */
-    uintptr_t anchor = (uintptr_t)__builtin_return_address(0);
-    int first = -1;
-    for (int i = 0; i < got && i < SLACK; i++) {
-        if ((uintptr_t)raw.p[i] == anchor) {
-            first = i;
-            break;
+    int got = frame ? trace_from_frame(frame, raw.p, (int)depth) : -1;
+    uint32_t n;
+    if (got >= 0) {
+        n = (uint32_t)got;
+    } else {
+        int want = (int)depth + SLACK;
+        if (want > RAW_MAX)
+            want = RAW_MAX;
+        got = unw_backtrace(raw.p, want);
+        /* Start at the return address into the code that called the function whose frame
+         * was given (or ours), whatever libunwind and the compiler put above it. */
+        uintptr_t anchor = frame ? ((const uintptr_t *)frame)[1]
+                                 : (uintptr_t)__builtin_return_address(0);
+        int first = -1;
+        for (int i = 0; i < got && i < SLACK + 4; i++) {
+            if ((uintptr_t)raw.p[i] == anchor) {
+                first = i;
+                break;
+            }
         }
+        if (first < 0)
+            first = 2; /* no anchor: unw_backtrace's own frame and ours */
+        n = got > first ? (uint32_t)(got - first) : 0;
+        if (n > (uint32_t)depth)
+            n = (uint32_t)depth;
+        memmove(raw.u, raw.u + first, (size_t)n * sizeof(uint64_t));
     }
-    if (first < 0)
-        first = 2; /* no anchor: unw_backtrace's own frame and ours */
-    first += skip;
+    n = drop_own(raw.u, n);
 
-    /* Compacted in place: the union lets the same bytes be read as addresses. */
-    uint32_t n = 0;
-    for (int i = first; i < got && n < (uint32_t)depth; i++) {
-        uintptr_t a = (uintptr_t)raw.p[i];
-        if (a == 0 || (a >= own_lo && a < own_hi))
-            continue;
-        raw.u[n++] = a;
-    }
     uint32_t id = 0;
     struct entry *e = last;
     if (e && e->depth == n && memcmp(e->ip, raw.u, (size_t)n * sizeof(uint64_t)) == 0)

@@ -87,22 +87,23 @@ static const uint64_t *ips_of(const struct stacks *s, uint32_t id, uint32_t *dep
  * after each call keeps the compiler from turning it into a tail call. */
 __attribute__((noinline)) uint32_t stack_site_a(void)
 {
-    uint32_t id = gmt_stack_capture(0);
+    uint32_t id = gmt_stack_capture(NULL);
     __asm__ volatile("" ::: "memory");
     return id;
 }
 
 __attribute__((noinline)) uint32_t stack_site_b(void)
 {
-    uint32_t id = gmt_stack_capture(0);
+    uint32_t id = gmt_stack_capture(NULL);
     __asm__ volatile("" ::: "memory");
     return id;
 }
 
-/* Stands for a library frame between the API and the capture: skip = 1 drops it. */
+/* Stands for a hook between the application and the capture: given its own frame, the
+ * stack starts in its caller. */
 __attribute__((noinline)) uint32_t stack_library_layer(void)
 {
-    uint32_t id = gmt_stack_capture(1);
+    uint32_t id = gmt_stack_capture(GMT_HOOK_FRAME());
     __asm__ volatile("" ::: "memory");
     return id;
 }
@@ -116,7 +117,7 @@ __attribute__((noinline)) uint32_t stack_site_c(void)
 
 __attribute__((noinline)) uint32_t stack_recurse(int n)
 {
-    uint32_t id = n > 0 ? stack_recurse(n - 1) : gmt_stack_capture(0);
+    uint32_t id = n > 0 ? stack_recurse(n - 1) : gmt_stack_capture(NULL);
     __asm__ volatile("" ::: "memory");
     return id;
 }
@@ -190,7 +191,7 @@ Test(stack, ip0_is_the_return_address_into_the_caller)
     /* return address: just past a call, inside the function, not at its entry */
     cr_expect_gt(ip[0], (uintptr_t)&stack_site_a);
     ip = ips_of(&s, c, &depth);
-    cr_expect_str_eq(function_of(ip[0]), "stack_site_c", "skip=1 dropped the layer");
+    cr_expect_str_eq(function_of(ip[0]), "stack_site_c", "the layer's frame: its caller first");
 }
 
 Test(stack, depth_limit_honoured)
@@ -219,6 +220,47 @@ Test(stack, depth_zero_disables)
     struct stacks s;
     finish_and_read(&s);
     cr_expect_eq(s.n, 0);
+}
+
+/* The two ways to the same stack: from a hook's frame (libunwind's tracer started in the
+ * caller) and unwinding from the capture itself. They must agree frame for frame below
+ * the first, whose call sites differ; and at any depth of recursion. */
+__attribute__((noinline)) uint32_t stack_two_ways(int n, uint32_t *slow)
+{
+    uint32_t id;
+    if (n > 0) {
+        id = stack_two_ways(n - 1, slow);
+    } else {
+        *slow = gmt_stack_capture(NULL);
+        __asm__ volatile("" ::: "memory");
+        id = stack_library_layer();
+    }
+    __asm__ volatile("" ::: "memory");
+    return id;
+}
+
+Test(stack, from_hook_frame_equals_full_unwind)
+{
+    start_trace(256);
+    uint32_t fast[3], slow[3];
+    int levels[3] = { 0, 7, 40 };
+    for (int i = 0; i < 3; i++)
+        fast[i] = stack_two_ways(levels[i], &slow[i]);
+    struct stacks s;
+    finish_and_read(&s);
+    for (int i = 0; i < 3; i++) {
+        uint32_t df, ds;
+        const uint64_t *f = ips_of(&s, fast[i], &df), *w = ips_of(&s, slow[i], &ds);
+        cr_expect_eq(df, ds, "recursion %d: %u frames from the frame, %u unwound", levels[i],
+                     df, ds);
+        cr_expect_gt(df, (uint32_t)levels[i] + 2);
+        cr_expect_str_eq(function_of(f[0]), "stack_two_ways");
+        cr_expect_str_eq(function_of(w[0]), "stack_two_ways");
+        cr_expect_neq(f[0], w[0], "two call sites");
+        for (uint32_t k = 1; k < df && k < ds; k++)
+            cr_expect_eq(f[k], w[k], "recursion %d frame %u: %#lx vs %#lx", levels[i], k,
+                         (unsigned long)f[k], (unsigned long)w[k]);
+    }
 }
 
 #define THREADS 8

@@ -52,7 +52,7 @@ __attribute__((noinline)) static double at_depth(int depth, enum method m)
     uint64_t t0 = now_ns();
     for (int i = 0; i < iters; i++) {
         switch (m) {
-        case CAPTURE: sink += gmt_stack_capture(0); break;
+        case CAPTURE: sink += gmt_stack_capture(NULL); break;
         case BACKTRACE: sink += (uint32_t)unw_backtrace(frames, 256); break;
         case STEP: sink += (uint32_t)step_backtrace(frames, 256); break;
         }
