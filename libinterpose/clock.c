@@ -1,15 +1,221 @@
-/* clock.c: the one clock of the trace (CLOCK_MONOTONIC, ns), with a skew tests can set. */
+/* clock.c: the one clock of the trace (CLOCK_MONOTONIC, ns), read through the TSC where the kernel trusts it, with a skew tests can set. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #include "gmt.h"
+
+/*
+ * Every record carries a CLOCK_MONOTONIC time. clock_gettime costs 30-35 ns through the
+ * vDSO on the machines measured (docs/performance.md), two readings per allocation pair
+ * and per NCCL call: a tenth of the tracer's cost. Where the kernel's own clocksource is
+ * the TSC (invariant, synchronised across CPUs: the kernel checked it), the clock is read
+ * as the TSC (~13 ns) and mapped to CLOCK_MONOTONIC by a line
+ *
+ *     ns = base_ns + (tsc - base_tsc) * mult / 2^32
+ *
+ * that the flusher thread steers at each of its ticks (gmt_clock_tick), as NTP steers
+ * the kernel's clock: the line stays continuous and increasing (each new line starts
+ * where the old one is at that moment) and its slope is the TSC's rate measured since
+ * the start, corrected so that the remaining offset from CLOCK_MONOTONIC vanishes over
+ * the next second. It agrees with CLOCK_MONOTONIC within a few microseconds; an offset
+ * over a millisecond (suspend, a VM moved, the kernel leaving the TSC) is a step to the
+ * kernel's value. Until the first tick, and where the TSC is not the kernel's clock,
+ * clock_gettime is read every time. GPUMEMTRACE_TSC=0 keeps it that way.
+ *
+ * The line is published with a sequence count (odd while the flusher writes it; signals
+ * are blocked in the flusher, and readers give up after a few tries and ask the kernel).
+ */
+
+#define SHIFT 32
+#define STEP_NS 1000000          /* an offset larger than this is stepped, not steered */
+#define HORIZON_NS 1000000000    /* an offset is steered away over this long */
+#define MAX_CORRECTION_PPM 500   /* steering changes the rate by at most this */
+#define MIN_CALIBRATION_NS 20000000
 
 /* Lets tests make a thread's clock jump (a gap longer than dt can hold) without
  * sleeping for seconds; always 0 in a traced process. */
 int64_t gmt_clock_skew_ns;
 
-uint64_t gmt_now_ns(void)
+static _Atomic int use_tsc;            /* the line below is valid */
+static _Atomic uint32_t seq;           /* even: stable; odd: being rewritten */
+static _Atomic uint64_t line_tsc, line_ns, line_mult;
+/* Calibration, the flusher's alone: the first (tsc, ns) pair and the TSC's rate. */
+static int tsc_usable;                 /* decided at init */
+static uint64_t origin_tsc, origin_ns;
+
+static uint64_t kernel_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + (uint64_t)gmt_clock_skew_ns;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+static inline uint64_t tsc_read(void)
+{
+    return __rdtsc();
+}
+
+static uint64_t line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
+{
+    /* Signed: a reading on a CPU whose TSC is a few cycles behind the flusher's is
+     * before the line's base. 128-bit product: no overflow however long since the base. */
+    int64_t d = (int64_t)(tsc - base_tsc);
+    if (d >= 0)
+        return base_ns + (uint64_t)(((unsigned __int128)(uint64_t)d * mult) >> SHIFT);
+    return base_ns - (uint64_t)(((unsigned __int128)(uint64_t)-d * mult) >> SHIFT);
+}
+
+static bool read_line(uint64_t *now)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        uint32_t s = atomic_load_explicit(&seq, memory_order_acquire);
+        if (s & 1)
+            continue;
+        uint64_t bt = atomic_load_explicit(&line_tsc, memory_order_relaxed);
+        uint64_t bn = atomic_load_explicit(&line_ns, memory_order_relaxed);
+        uint64_t m = atomic_load_explicit(&line_mult, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&seq, memory_order_relaxed) != s)
+            continue;
+        *now = line_at(tsc_read(), bt, bn, m);
+        return true;
+    }
+    return false;
+}
+
+static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
+{
+    uint32_t s = atomic_load_explicit(&seq, memory_order_relaxed);
+    atomic_store_explicit(&seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&line_tsc, base_tsc, memory_order_relaxed);
+    atomic_store_explicit(&line_ns, base_ns, memory_order_relaxed);
+    atomic_store_explicit(&line_mult, mult, memory_order_relaxed);
+    atomic_store_explicit(&seq, s + 2, memory_order_release);
+}
+
+/* A (tsc, CLOCK_MONOTONIC) pair read as close together as this CPU allows: the best of
+ * three by the TSC time the kernel read took. */
+static void pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        _mm_lfence();
+        uint64_t a = __rdtsc();
+        uint64_t n = kernel_ns();
+        _mm_lfence();
+        uint64_t b = __rdtsc();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *ns = n;
+        }
+    }
+}
+
+/* The kernel keeps time with the TSC and the CPU says it is invariant. */
+static bool tsc_trusted(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return false;
+    __cpuid(0x80000007u, a, b, c, d);
+    if (!(d & (1u << 8))) /* invariant TSC */
+        return false;
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[16] = { 0 };
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n >= 3 && !strcmp(buf, "tsc\n");
+}
+#endif
+
+uint64_t gmt_now_ns(void)
+{
+    uint64_t now;
+#if defined(__x86_64__)
+    if (!(GMT_LIKELY(atomic_load_explicit(&use_tsc, memory_order_relaxed)) && read_line(&now)))
+#endif
+        now = kernel_ns();
+    return now + (uint64_t)gmt_clock_skew_ns;
+}
+
+bool gmt_clock_uses_tsc(void)
+{
+    return atomic_load_explicit(&use_tsc, memory_order_relaxed) != 0;
+}
+
+/* A fork child whose parent was inside publish() (another thread) would see the count
+ * odd for good: it asks the kernel until its own flusher publishes a fresh line. */
+static void fork_child(void)
+{
+    uint32_t s = atomic_load_explicit(&seq, memory_order_relaxed);
+    if (s & 1) {
+        atomic_store_explicit(&use_tsc, 0, memory_order_relaxed);
+        atomic_store_explicit(&seq, s + 1, memory_order_relaxed);
+    }
+}
+
+void gmt_clock_init(void)
+{
+    static _Atomic int registered;
+    if (!atomic_exchange(&registered, 1))
+        pthread_atfork(NULL, NULL, fork_child);
+    atomic_store_explicit(&use_tsc, 0, memory_order_relaxed);
+    tsc_usable = 0;
+#if defined(__x86_64__)
+    if (!gmt_opt.tsc || !tsc_trusted())
+        return;
+    pair(&origin_tsc, &origin_ns);
+    tsc_usable = 1;
+#endif
+}
+
+void gmt_clock_tick(void)
+{
+#if defined(__x86_64__)
+    if (!tsc_usable)
+        return;
+    uint64_t tsc, ns;
+    pair(&tsc, &ns);
+    if (ns - origin_ns < MIN_CALIBRATION_NS || tsc <= origin_tsc)
+        return;
+    /* ns per TSC tick × 2^32, measured over everything since the start. */
+    uint64_t rate = (uint64_t)(((unsigned __int128)(ns - origin_ns) << SHIFT) / (tsc - origin_tsc));
+    if (!rate)
+        return;
+    if (!atomic_load_explicit(&use_tsc, memory_order_relaxed)) {
+        publish(tsc, ns, rate);
+        atomic_store_explicit(&use_tsc, 1, memory_order_release);
+        return;
+    }
+    uint64_t at = line_at(tsc, atomic_load_explicit(&line_tsc, memory_order_relaxed),
+                          atomic_load_explicit(&line_ns, memory_order_relaxed),
+                          atomic_load_explicit(&line_mult, memory_order_relaxed));
+    int64_t off = (int64_t)(ns - at); /* > 0: the line is behind the kernel */
+    if (off > STEP_NS || off < -STEP_NS) {
+        publish(tsc, ns, rate);
+        return;
+    }
+    /* Steer: a rate that closes the offset over HORIZON_NS, within MAX_CORRECTION_PPM. */
+    __int128 corr = (__int128)rate * off / HORIZON_NS;
+    __int128 lim = (__int128)rate * MAX_CORRECTION_PPM / 1000000;
+    if (corr > lim)
+        corr = lim;
+    if (corr < -lim)
+        corr = -lim;
+    publish(tsc, at, (uint64_t)((__int128)rate + corr));
+#endif
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdatomic.h>
 
 #include "trace_format.h"
 
@@ -27,6 +28,8 @@
       "records older than this reach the file, ms, 1..60000")                               \
     X(MEMINFO, str_, meminfo, 0, "GPUMEMTRACE_MEMINFO",                                      \
       "device memory sampling around NCCL calls: never | always | first:N[,every:K]")       \
+    X(TSC, bool_, tsc, 1, "GPUMEMTRACE_TSC",                                                 \
+      "1: read the clock as the TSC where the kernel's clocksource is tsc; 0: clock_gettime") \
     X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")
 
 struct gmt_options {
@@ -45,7 +48,10 @@ GMT_HIDDEN void gmt_options_load(void);
 GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- clock.c ---- */
-GMT_HIDDEN uint64_t gmt_now_ns(void); /* CLOCK_MONOTONIC */
+GMT_HIDDEN uint64_t gmt_now_ns(void); /* CLOCK_MONOTONIC (through the TSC: see clock.c) */
+GMT_HIDDEN void gmt_clock_init(void);  /* at init, after the options */
+GMT_HIDDEN void gmt_clock_tick(void);  /* the flusher, each tick: calibrates and steers */
+GMT_HIDDEN bool gmt_clock_uses_tsc(void);
 GMT_HIDDEN extern int64_t gmt_clock_skew_ns; /* tests only: added to every reading, ns */
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
@@ -132,7 +138,13 @@ GMT_HIDDEN const char *gmt_nccl_name(const char *name);
 /* ---- versions.c ---- */
 /* Writes a VERSION record for the component the first time it can be asked (a query of
  * a constant through the real library); later calls cost one relaxed load. */
-GMT_HIDDEN void gmt_version_note(enum gmt_component c);
+GMT_HIDDEN void gmt_version_note_slow(enum gmt_component c);
+GMT_HIDDEN extern _Atomic int gmt_versions_noted[4];
+static inline void gmt_version_note(enum gmt_component c)
+{
+    if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_versions_noted[c & 3], memory_order_relaxed)))
+        gmt_version_note_slow(c);
+}
 
 /* ---- guard (inline): re-entrancy, per thread ---- */
 struct gmt_thread_state {

@@ -101,6 +101,7 @@ void gmt_init(void)
     int saved = errno;
     gmt_options_load();
     if (!gmt_opt.off) {
+        gmt_clock_init();
         install_handlers();
         int zero = 0;
         if (atomic_compare_exchange_strong(&atfork_done, &zero, 1))

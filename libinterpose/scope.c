@@ -133,9 +133,25 @@ static int nccl_query(enum query q, uint64_t comm)
     return out;
 }
 
+/*
+ * Each thread remembers the communicator of its last call: its device as the COMM cache
+ * had it, and which ops on it had their first call (stack captured) already. A loop of
+ * calls on one communicator then skips both hash lookups. The memo holds while the
+ * generation is unchanged: any change to the cache (a communicator made, an address
+ * reused) and a fork bump it.
+ */
+static _Atomic unsigned long comm_gen = 1;
+static GMT_TLS struct {
+    uint64_t comm;
+    unsigned long gen;
+    int device;                 /* from the COMM cache; -1 not known there */
+    uint64_t ops_seen;          /* bit op: first_of(comm, op) was asked already */
+} t_comm;
+
 static void comm_cache_put(uint64_t comm, int device)
 {
     long i = slot_of(comm_keys, COMM_SLOTS, mix(comm));
+    atomic_fetch_add_explicit(&comm_gen, 1, memory_order_release);
     if (i >= 0)
         atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
 }
@@ -152,6 +168,9 @@ static int comm_device(uint64_t comm)
 {
     if (!comm)
         return -1;
+    if (t_comm.device >= 0 && t_comm.comm == comm &&
+        t_comm.gen == atomic_load_explicit(&comm_gen, memory_order_acquire))
+        return t_comm.device;
     long i = slot_of(comm_keys, COMM_SLOTS, mix(comm));
     if (i >= 0) {
         int d = atomic_load_explicit(&comm_devs[i], memory_order_acquire);
@@ -588,7 +607,7 @@ static void concern_device(int depth, int device, uint64_t comm, unsigned op, ui
 
 static _Atomic uint8_t captured[SEEN_SLOTS];
 
-static bool first_of(uint64_t comm, unsigned op)
+static bool first_of_lookup(uint64_t comm, unsigned op)
 {
     long i = slot_of(seen_keys, SEEN_SLOTS, mix(mix(comm) ^ op));
     if (i < 0)
@@ -599,6 +618,26 @@ static bool first_of(uint64_t comm, unsigned op)
     if (atomic_load_explicit(&captured[i], memory_order_relaxed))
         return false;
     return atomic_exchange_explicit(&captured[i], 1, memory_order_relaxed) == 0;
+}
+
+/* True for the one call (process-wide) that captures the stack of (comm, op). Also
+ * renews the thread's memo of comm (see comm_cache_put). */
+static bool first_of(uint64_t comm, unsigned op)
+{
+    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    if (t_comm.comm != comm || t_comm.gen != gen) {
+        t_comm.comm = comm;
+        t_comm.gen = gen;
+        t_comm.ops_seen = 0;
+        long i = comm ? slot_of(comm_keys, COMM_SLOTS, mix(comm)) : -1;
+        int d = i >= 0 ? atomic_load_explicit(&comm_devs[i], memory_order_acquire) : 0;
+        t_comm.device = d > 0 ? d - 1 : -1;
+    }
+    uint64_t bit = op < 64 ? 1ull << op : 0;
+    if (t_comm.ops_seen & bit)
+        return false; /* asked before: the answer is only ever true once */
+    t_comm.ops_seen |= bit;
+    return first_of_lookup(comm, op);
 }
 
 /* A fork child writes a file of its own, and has one thread: the scopes the parent's
@@ -613,6 +652,7 @@ static void fork_child(void)
     atomic_store_explicit(&open_hw, 0, memory_order_relaxed);
     nclaims = 0;
     gmt_ts.scope_depth = 0;
+    atomic_fetch_add_explicit(&comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
         atomic_store_explicit(&captured[i], 0, memory_order_relaxed);

@@ -42,6 +42,7 @@ struct buf {
     _Atomic int busy;             /* BUF_*: taken by CAS before writing to the file */
     _Atomic uint32_t tid;         /* owner's kernel thread id, for CHUNK */
     _Atomic uint64_t head;        /* bytes appended */
+    uint64_t at;                  /* head % cap: the owner's write offset (no division per record) */
     _Atomic uint64_t tail;        /* bytes flushed */
     _Atomic uint64_t oldest_ns;   /* time of the oldest unflushed record (an upper bound on its age) */
     uint64_t cap;                 /* bytes of data[], a multiple of GMT_ALIGN */
@@ -225,6 +226,7 @@ static void *flusher_main(void *arg)
         int st = atomic_load(&g_state);
         if (st == ST_FAILED || st == ST_FINISHED)
             break;
+        gmt_clock_tick();
         if (st != ST_OPEN)
             continue;
         uint64_t now = gmt_now_ns();
@@ -319,6 +321,27 @@ static struct buf *new_buf(void)
     return b;
 }
 
+/* A record of at most 128 bytes (every event record), in 8-byte words: inline, where a
+ * memcpy of a size unknown at compile time is a call into libc's dispatch. */
+static inline __attribute__((always_inline)) void copy_small(unsigned char *d, const void *src,
+                                                            uint32_t size)
+{
+    const unsigned char *s = src;
+    uint32_t i = 0;
+    for (; i + 16 <= size; i += 16) {
+        uint64_t x, y;
+        __builtin_memcpy(&x, s + i, 8);
+        __builtin_memcpy(&y, s + i + 8, 8);
+        __builtin_memcpy(d + i, &x, 8);
+        __builtin_memcpy(d + i + 8, &y, 8);
+    }
+    if (i < size) {
+        uint64_t x;
+        __builtin_memcpy(&x, s + i, 8);
+        __builtin_memcpy(d + i, &x, 8);
+    }
+}
+
 /* Copies one record in; the caller has made room. */
 static inline __attribute__((always_inline)) void put(struct buf *b, const void *rec, uint32_t size,
                                                      uint64_t now)
@@ -326,11 +349,18 @@ static inline __attribute__((always_inline)) void put(struct buf *b, const void 
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     if (head == atomic_load_explicit(&b->tail, memory_order_acquire))
         atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
-    uint64_t at = head % b->cap;
-    uint64_t first = size < b->cap - at ? size : b->cap - at;
-    memcpy(b->data + at, rec, first);
-    if (first < size)
-        memcpy(b->data, (const char *)rec + first, size - first);
+    uint64_t at = b->at;
+    uint64_t room = b->cap - at;
+    if (GMT_LIKELY(size < room && size <= 128)) {
+        copy_small(b->data + at, rec, size);
+        b->at = at + size;
+    } else {
+        uint64_t first = size < room ? size : room;
+        memcpy(b->data + at, rec, first);
+        if (first < size)
+            memcpy(b->data, (const char *)rec + first, size - first);
+        b->at = (at + size) % b->cap;
+    }
     atomic_store_explicit(&b->head, head + size, memory_order_release);
 }
 
@@ -770,9 +800,9 @@ static void emit_direct(struct gmt_rec *h)
         fail("cannot write trace file", -rc);
 }
 
-void gmt_emit(void *rec, size_t dt_offset)
+/* Everything gmt_emit does, for the records the fast path below leaves to it. */
+static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_offset)
 {
-    struct gmt_rec *h = rec;
     if (t_in_emit) {
         /* A signal handler interrupted this thread inside gmt_emit: the buffer is
          * mid-append, so this record cannot go in. */
@@ -795,6 +825,7 @@ void gmt_emit(void *rec, size_t dt_offset)
         return;
     }
     t_in_emit = 1;
+    atomic_signal_fence(memory_order_seq_cst);
     if (GMT_UNLIKELY(t_opening)) {
         int saved = errno;
         emit_direct(h);
@@ -802,7 +833,57 @@ void gmt_emit(void *rec, size_t dt_offset)
     } else {
         emit_locked(h, dt_offset);
     }
+    atomic_signal_fence(memory_order_seq_cst);
     t_in_emit = 0;
+}
+
+/*
+ * The common case in a few dozen instructions: an event record (it has a dt) of at most
+ * 128 bytes, from a thread that has its buffer, with the file open, room in the ring
+ * before its end, and a gap since the thread's last record that fits dt. Anything else
+ * (the first record of a thread, a full buffer, a TIME record due, the preamble, a
+ * signal handler inside gmt_emit, a record of odd size) takes emit_slow, which does
+ * all of it as before.
+ */
+void gmt_emit(void *rec, size_t dt_offset)
+{
+    struct gmt_rec *h = rec;
+    struct buf *b = t_buf;
+    uint32_t size = h->size;
+    if (GMT_UNLIKELY(!b || !dt_offset || t_in_emit | t_opening ||
+                     atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN ||
+                     size - 8u > 120u || size % GMT_ALIGN || dt_offset + 4 > size))
+        goto slow;
+    /* Marked before the buffer is looked at: a signal handler that emits from here on
+     * drops its record instead of appending under our feet. */
+    t_in_emit = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+    uint64_t now = gmt_now_ns();
+    uint64_t clock = t_clock;
+    if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
+                     (now - clock > UINT32_MAX && now > clock))) {
+        atomic_signal_fence(memory_order_seq_cst);
+        t_in_emit = 0;
+        goto slow;
+    }
+    /* dt goes straight into the ring's copy: the copy's loads then don't wait for the
+     * clock (the TSC read has tens of cycles of latency) through a store into *h. */
+    uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
+    unsigned char *dst = b->data + b->at;
+    copy_small(dst, h, size);
+    memcpy(dst + dt_offset, &dt, sizeof dt);
+    t_clock = clock + dt;
+    if (head == tail)
+        atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
+    b->at += size;
+    atomic_store_explicit(&b->head, head + size, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    t_in_emit = 0;
+    return;
+slow:
+    emit_slow(h, dt_offset);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */

@@ -1,0 +1,157 @@
+/* test_clock.c: the trace clock read through the TSC: it switches on only where the kernel keeps time with the TSC, agrees with CLOCK_MONOTONIC, and never goes back on a thread while the flusher re-steers it. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gmt.h"
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+    while (nanosleep(&ts, &ts))
+        ;
+}
+
+/* What the library should decide here, found independently of it. */
+static bool kernel_uses_tsc(void)
+{
+#if defined(__x86_64__)
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f)
+        return false;
+    char src[32] = { 0 };
+    bool tsc = fgets(src, sizeof src, f) && !strcmp(src, "tsc\n");
+    fclose(f);
+    if (!tsc)
+        return false;
+    f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return false;
+    char line[4096];
+    bool invariant = false;
+    while (!invariant && fgets(line, sizeof line, f))
+        invariant = !strncmp(line, "flags", 5) && strstr(line, " nonstop_tsc");
+    fclose(f);
+    return invariant;
+#else
+    return false;
+#endif
+}
+
+/* The flusher's part: a tick every `ms` until told to stop. */
+static _Atomic int ticking;
+static long tick_ms;
+static void *ticker(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&ticking)) {
+        gmt_clock_tick();
+        sleep_ms(tick_ms);
+    }
+    return NULL;
+}
+
+static pthread_t start_ticker(long ms)
+{
+    tick_ms = ms;
+    atomic_store(&ticking, 1);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, ticker, NULL), 0);
+    return t;
+}
+
+static void stop_ticker(pthread_t t)
+{
+    atomic_store(&ticking, 0);
+    pthread_join(t, NULL);
+}
+
+Test(clock, tsc_only_where_the_kernel_trusts_it_and_close_to_clock_monotonic)
+{
+    gmt_opt.tsc = 1;
+    gmt_clock_init();
+    cr_expect(!gmt_clock_uses_tsc(), "no TSC line before the first calibration");
+    pthread_t t = start_ticker(5);
+    sleep_ms(80);
+    bool want = kernel_uses_tsc();
+    cr_expect_eq(gmt_clock_uses_tsc(), want, "TSC clock: %d, kernel's clocksource tsc: %d",
+                 gmt_clock_uses_tsc(), want);
+    /* Sampled against the kernel for half a second while the line is re-steered every
+     * 5 ms: each reading lies between two kernel readings taken around it, give or take
+     * the steering's error. */
+    int64_t worst = 0;
+    for (int i = 0; i < 500; i++) {
+        uint64_t a = mono_ns();
+        uint64_t x = gmt_now_ns();
+        uint64_t b = mono_ns();
+        int64_t off = x < a ? (int64_t)(a - x) : x > b ? (int64_t)(x - b) : 0;
+        if (off > worst)
+            worst = off;
+        sleep_ms(1);
+    }
+    stop_ticker(t);
+    cr_expect_lt(worst, 20000, "worst distance from CLOCK_MONOTONIC: %ld ns", (long)worst);
+}
+
+/* A reader thread that checks its clock never goes back, however the line moves. */
+static _Atomic int reading;
+static _Atomic long backwards, reads;
+static void *reader(void *arg)
+{
+    (void)arg;
+    uint64_t last = gmt_now_ns();
+    long n = 0, back = 0;
+    while (atomic_load(&reading)) {
+        uint64_t now = gmt_now_ns();
+        back += now < last;
+        last = now;
+        n++;
+    }
+    atomic_fetch_add(&backwards, back);
+    atomic_fetch_add(&reads, n);
+    return NULL;
+}
+
+Test(clock, never_backwards_on_a_thread_while_steered)
+{
+    gmt_opt.tsc = 1;
+    gmt_clock_init();
+    /* ticks every millisecond: the line is replaced hundreds of times under the readers */
+    pthread_t t = start_ticker(1);
+    atomic_store(&reading, 1);
+    pthread_t r[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&r[i], NULL, reader, NULL), 0);
+    sleep_ms(400);
+    atomic_store(&reading, 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(r[i], NULL);
+    stop_ticker(t);
+    cr_expect_gt(atomic_load(&reads), 1000);
+    cr_expect_eq(atomic_load(&backwards), 0, "%ld of %ld readings went back",
+                 atomic_load(&backwards), atomic_load(&reads));
+}
+
+Test(clock, off_reads_the_kernel_each_time)
+{
+    gmt_opt.tsc = 0;
+    gmt_clock_init();
+    pthread_t t = start_ticker(5);
+    sleep_ms(60);
+    cr_expect(!gmt_clock_uses_tsc(), "GPUMEMTRACE_TSC=0 keeps clock_gettime");
+    uint64_t a = mono_ns(), x = gmt_now_ns(), b = mono_ns();
+    stop_ticker(t);
+    cr_expect(x >= a && x <= b, "%lu not within [%lu, %lu]", (unsigned long)x,
+              (unsigned long)a, (unsigned long)b);
+    gmt_opt.tsc = 1;
+}
