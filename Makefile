@@ -52,14 +52,14 @@ deps:
 lib: $(LIB_SO)
 cli: $(CLI)
 
-$(UNWIND_A):
+$(UNWIND_A): scripts/build-libunwind.sh
 	./scripts/build-libunwind.sh $(BUILD)
 
 $(BUILD)/obj/libinterpose/%.o: libinterpose/%.c | $(UNWIND_A)
 	@mkdir -p $(@D)
 	$(CC) $(ALLCFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
-$(LIB_SO): $(LIB_OBJ) libinterpose/exports.map
+$(LIB_SO): $(LIB_OBJ) libinterpose/exports.map $(UNWIND_A)
 	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libinterpose/exports.map \
 	  -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(UNWIND_A) -ldl -lpthread
 	@./scripts/check-lib-deps.sh $@

@@ -119,6 +119,9 @@ static bool begin(void)
     return true;
 }
 
+_Static_assert(GMT_API_MAX <= 0x80 && GMT_KIND_MAX <= 0x20,
+              "ALLOC_SMALL packs api in 7 bits and kind in 5");
+
 static int16_t clamp_device(int device)
 {
     return device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
@@ -137,22 +140,36 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
 {
     if (!begin())
         return;
-    struct gmt_rec_alloc_ext rec;
-    memset(&rec, 0, sizeof rec);
-    bool ext = stream || related || offset;
-    rec.a.h.type = GMT_REC_ALLOC;
-    rec.a.h.aux = (uint16_t)api;
-    rec.a.h.size = ext ? sizeof(struct gmt_rec_alloc_ext) : sizeof(struct gmt_rec_alloc);
-    rec.a.address = address;
-    rec.a.bytes = bytes;
-    rec.a.stack_id = stack_id(frame);
-    rec.a.scope_id = event_scope(device);
-    rec.a.kind = (uint8_t)kind;
-    rec.a.device = clamp_device(device);
-    rec.stream = stream;
-    rec.related = related;
-    rec.offset = offset;
-    gmt_emit(&rec, offsetof(struct gmt_rec_alloc, dt));
+    uint32_t stack = stack_id(frame);
+    uint32_t scope = event_scope(device);
+    int16_t dev = clamp_device(device);
+    if (!stream && !related && !offset && !scope && dev == -1) {
+        /* the common case (a cudaMalloc outside NCCL) in 32 bytes */
+        struct gmt_rec_alloc_small rec = {
+            .h = {GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(api, kind, 0), sizeof rec},
+            .address = address,
+            .bytes = bytes,
+            .stack_id = stack,
+        };
+        gmt_emit(&rec, offsetof(struct gmt_rec_alloc_small, dt));
+    } else {
+        struct gmt_rec_alloc_ext rec;
+        memset(&rec, 0, sizeof rec);
+        bool ext = stream || related || offset;
+        rec.a.h.type = GMT_REC_ALLOC;
+        rec.a.h.aux = (uint16_t)api;
+        rec.a.h.size = ext ? sizeof(struct gmt_rec_alloc_ext) : sizeof(struct gmt_rec_alloc);
+        rec.a.address = address;
+        rec.a.bytes = bytes;
+        rec.a.stack_id = stack;
+        rec.a.scope_id = scope;
+        rec.a.kind = (uint8_t)kind;
+        rec.a.device = dev;
+        rec.stream = stream;
+        rec.related = related;
+        rec.offset = offset;
+        gmt_emit(&rec, offsetof(struct gmt_rec_alloc, dt));
+    }
     if (api < GMT_API_cuMemAlloc) /* a runtime hook, after the runtime returned */
         gmt_version_note(GMT_COMP_RUNTIME);
 }

@@ -150,6 +150,8 @@ static inline void gmt_version_note(enum gmt_component c)
 struct gmt_thread_state {
     int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */
     int in_lib;      /* >0 while the library itself runs (dlsym inside hooks, etc.) */
+    int in_wrapper;  /* >0 while a wrapper of ours runs the real function (NCCL calls):
+                      * its frame is then on the stack of what that function allocates */
     uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
     int scope_depth;
 };

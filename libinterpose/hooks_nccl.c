@@ -362,8 +362,10 @@ static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *
         shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \
         int outer = in_real_op;                                                      \
         in_real_op = GMT_OP_##op;                                                    \
+        gmt_ts.in_wrapper++;                                                         \
         ncclResult_t r = fn args;                                                    \
         int err = errno;                                                             \
+        gmt_ts.in_wrapper--;                                                         \
         in_real_op = outer;                                                          \
         shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                         \
         errno = err;                                                                 \

@@ -320,8 +320,11 @@ static int trace_from_frame(const void *frame, void **out, int max)
     if (!_ULx86_64_tdep_trace)
         return -1;
     const uintptr_t *fp = frame;
+    /* Only the three registers are set: unw_init_local notes where each register lives
+     * and reads rip and rsp, the tracer reads rbp too; nothing else is read unless the
+     * tracer gives up, and then this cursor is dropped. (Zeroing the ~1 KiB context cost
+     * more than a frame's unwinding.) */
     unw_context_t uc;
-    memset(&uc.uc_mcontext.gregs, 0, sizeof uc.uc_mcontext.gregs);
     uc.uc_mcontext.gregs[REG_RBP] = (greg_t)fp[0];
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)fp[1];
     uc.uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)(fp + 2);
@@ -378,6 +381,10 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     uint32_t n;
     if (got >= 0) {
         n = (uint32_t)got;
+        /* From the hook's frame, frames of ours are on the stack only inside a wrapper
+         * that runs the real function (an NCCL call allocating): only then look. */
+        if (gmt_ts.in_wrapper > 0)
+            n = drop_own(raw.u, n);
     } else {
         int want = (int)depth + SLACK;
         if (want > RAW_MAX)
@@ -400,8 +407,8 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
         if (n > (uint32_t)depth)
             n = (uint32_t)depth;
         memmove(raw.u, raw.u + first, (size_t)n * sizeof(uint64_t));
+        n = drop_own(raw.u, n);
     }
-    n = drop_own(raw.u, n);
 
     uint32_t id = 0;
     struct entry *e = last;

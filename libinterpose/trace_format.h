@@ -15,7 +15,8 @@
 
 #define GMT_MAGIC "GMTRACE\n"        /* 8 bytes, no NUL */
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
-#define GMT_VERSION_MAJOR 1           /* incompatible layout changes */
+#define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
+#define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
 #define GMT_VERSION_MINOR 0           /* compatible additions: new types, appended fields */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
@@ -57,7 +58,8 @@ struct gmt_rec {
     X(SCOPE_BEGIN,  15, gmt_rec_scope_begin)                        \
     X(SCOPE_END,    16, gmt_rec_scope_end)                          \
     X(MEMINFO,      17, gmt_rec_meminfo)                            \
-    X(END,          18, gmt_rec_end)
+    X(END,          18, gmt_rec_end)                                \
+    X(ALLOC_SMALL,  19, gmt_rec_alloc_small)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -75,9 +77,10 @@ enum gmt_rec_type {
  * of the same thread (CLOCK_MONOTONIC). A thread's first record is THREAD, which sets
  * its clock absolutely; TIME resets it when a gap would not fit in 32 bits. Records
  * with an absolute time_ns (THREAD, TIME, MODULE_*, END) also set the thread's clock.
- * Only the 1.0 types named here move a clock: a type added later must carry no dt and
- * move no clock, so readers that skip it keep later times right. A record may refer
- * to a STACK that a later chunk (another thread's) defines.
+ * Only the types named here move a clock (1.0's, and ALLOC_SMALL, which is why it made
+ * the format 2.0): a type added later must carry no dt and move no clock, so readers
+ * that skip it keep later times right. A record may refer to a STACK that a later
+ * chunk (another thread's) defines.
  */
 
 /* PROCESS: one per file, right after the header. Followed by host (NUL-terminated)
@@ -261,6 +264,22 @@ struct gmt_rec_alloc_ext {
     uint64_t offset;           /* MAPPING: offset into the handle, bytes */
 };
 #define GMT_ALLOC_PITCHED 1u   /* bytes = pitch × height */
+
+/* ALLOC_SMALL (2.0): the common ALLOC in 32 bytes instead of 40, written when scope_id
+ * is 0, device is -1 (the thread's CUCTX) and there is no extension; it means exactly
+ * the ALLOC with these fields, scope_id 0 and device -1. api, kind and flags share aux. */
+struct gmt_rec_alloc_small {
+    struct gmt_rec h;          /* aux: GMT_SMALL_AUX(api, kind, flags) */
+    uint64_t address;
+    uint64_t bytes;
+    uint32_t dt;               /* ns since the thread's previous timed record */
+    uint32_t stack_id;         /* 0 = not captured */
+};
+#define GMT_SMALL_AUX(api, kind, flags) \
+    ((uint16_t)(((unsigned)(api) & 0x7f) | ((unsigned)(kind) & 0x1f) << 7 | ((unsigned)(flags) & 0xf) << 12))
+#define GMT_SMALL_API(aux) ((unsigned)(aux) & 0x7f)
+#define GMT_SMALL_KIND(aux) (((unsigned)(aux) >> 7) & 0x1f)
+#define GMT_SMALL_FLAGS(aux) (((unsigned)(aux) >> 12) & 0xf)
 
 /* FREE: the matching release (cudaFree, cuMemRelease, cuMemUnmap, cuMemAddressFree…),
  * written before the real function runs so the address can't be reused in between. */

@@ -7,7 +7,15 @@
 set -eu
 out=$(cd "${1:-build}" 2>/dev/null && pwd || { mkdir -p "${1:-build}" && cd "${1:-build}" && pwd; })
 dest="$out/libunwind-pic"
-[ -f "$dest/lib/libunwind.a" ] && exit 0
+# -ftls-model=initial-exec: the archive goes into a library that is preloaded (static TLS,
+# like our own variables), and libunwind's per-thread cache is then reached without a
+# __tls_get_addr call per unwind. A change of these flags rebuilds (the stamp file).
+cflags="-O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec"
+if [ -f "$dest/lib/libunwind.a" ] && [ "$(cat "$dest/.cflags" 2>/dev/null)" = "$cflags" ]; then
+  touch "$dest/lib/libunwind.a" # up to date: newer than this script for make
+  exit 0
+fi
+rm -rf "$dest"
 work="$out/libunwind-src"
 rm -rf "$work" && mkdir -p "$work/apt/lists/partial"
 . /etc/os-release
@@ -46,8 +54,9 @@ echo "build-libunwind: building a PIC static libunwind (about a minute)" >&2
 (cd "$src" && ./configure -q --prefix="$dest" --with-pic --enable-static --disable-shared \
    --disable-minidebuginfo --disable-zlibdebuginfo --disable-tests --disable-documentation \
    --disable-coredump --disable-ptrace --disable-setjmp --disable-cxx-exceptions \
-   CFLAGS="-O2 -g -fPIC -fvisibility=hidden" >/dev/null \
+   CFLAGS="$cflags" >/dev/null \
  && make -s -j"$(nproc)" >/dev/null 2>&1 && make -s install >/dev/null)
 rm -rf "$work"
 test -f "$dest/lib/libunwind.a"
+echo "$cflags" > "$dest/.cflags"
 echo "build-libunwind: $dest/lib/libunwind.a" >&2

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alloc_rec.h"
 #include "reader.h"
 
 #define HOOK_OUT_MAX 16384
@@ -82,8 +83,9 @@ static inline void hook_read(const char *path, struct hook_counts *c, hook_visit
     while ((k = gmt_reader_next(rd, &ev, err, sizeof err)) == 1) {
         const struct gmt_rec *h = ev.rec;
         unsigned api = h->aux < GMT_API_MAX ? h->aux : 0;
-        if (h->type == GMT_REC_ALLOC)
-            c->alloc[api]++;
+        struct gmt_rec_alloc_ext x;
+        if (as_alloc(h, &x))
+            c->alloc[x.a.h.aux < GMT_API_MAX ? x.a.h.aux : 0]++;
         else if (h->type == GMT_REC_FREE)
             c->free_[api]++;
         else if (h->type == GMT_REC_ALLOC_FAIL)

@@ -156,8 +156,10 @@ Test(cli, prints_version)
 {
     RUN(&res, "--version");
     cr_assert_eq(res.status, 0);
-    cr_expect(strncmp(res.out, "gpumemtrace " GMT_CLI_VERSION " (trace format 1.", 27) == 0,
-              "%s", res.out);
+    char want[64];
+    snprintf(want, sizeof want, "gpumemtrace %s (trace format %u.%u)\n", GMT_CLI_VERSION,
+             GMT_VERSION_MAJOR, GMT_VERSION_MINOR);
+    cr_expect_str_eq(res.out, want);
 }
 
 Test(cli, rejects_bad_usage_with_one_line_and_status_2)
@@ -262,13 +264,13 @@ Test(cli, dump_rejects_newer_and_foreign_files)
 {
     struct tb b = { 0 };
     char path[PATH_MAX];
-    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 2, 0, 32);
+    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 3, 0, 32);
     trace_file(path, &b, b.len);
     RUN(&res, "dump", path);
     unlink(path);
     cr_expect_eq(res.status, 2);
-    cr_expect(strstr(res.err, ": trace format 2.0 is newer than this gpumemtrace (reads 1.x)\n"),
-              "%s", res.err);
+    cr_expect(strstr(res.err, ": trace format 3.0 is newer than this gpumemtrace "
+                              "(reads 1.x and 2.x)\n"), "%s", res.err);
     tb_free(&b);
     tb_header_ex(&b, 0x04030201u, 1, 0, 32);
     trace_file(path, &b, b.len);
@@ -280,6 +282,63 @@ Test(cli, dump_rejects_newer_and_foreign_files)
     RUN(&res, "dump", "/nonexistent/x.gmt");
     cr_expect_eq(res.status, 2);
     cr_expect_str_eq(res.err, "/nonexistent/x.gmt: No such file or directory\n");
+}
+
+Test(cli, dump_prints_alloc_small_with_the_fields_of_alloc)
+{
+    struct tb b = { 0 };
+    tb_allocs(&b, 1);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", path);
+    unlink(path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_str_eq(res.err, "");
+    cr_expect_eq(lines(res.out), (int)b.nrec + 1);
+    cr_expect(strstr(res.out, "  100     0.000001750 ALLOC_SMALL   api=cudaMallocPitch "
+                              "kind=DEVICE address=0x7e0010000000 bytes=3145728 dt=250 "
+                              "stack=2 scope=0 flags=0x1 device=-1\n") != NULL, "%s", res.out);
+    tb_free(&b);
+}
+
+/* The same trace written with ALLOC or with ALLOC_SMALL records reads the same. */
+Test(cli, summary_is_the_same_with_alloc_small)
+{
+    static const char *const forms[][2] = { { "summary", NULL }, { "summary", "--json" },
+                                            { "summary", "--csv" },
+                                            { "summary", "--no-symbols" } };
+    struct tb big = { 0 }, small = { 0 };
+    tb_allocs(&big, 0);
+    tb_allocs(&small, 1);
+    char path[PATH_MAX];
+    trace_file(path, &big, big.len);
+    static struct result a;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        /* one path for both, since the outputs name it */
+        FILE *f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(big.p, 1, big.len, f), big.len);
+        fclose(f);
+        if (forms[i][1])
+            RUN(&a, forms[i][0], forms[i][1], path);
+        else
+            RUN(&a, forms[i][0], path);
+        f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(small.p, 1, small.len, f), small.len);
+        fclose(f);
+        if (forms[i][1])
+            RUN(&res, forms[i][0], forms[i][1], path);
+        else
+            RUN(&res, forms[i][0], path);
+        cr_expect_eq(res.status, a.status, "%s %s", forms[i][0], forms[i][1] ? forms[i][1] : "");
+        cr_expect_str_eq(res.out, a.out, "%s %s", forms[i][0], forms[i][1] ? forms[i][1] : "");
+        cr_expect_str_eq(res.err, a.err);
+    }
+    cr_expect(strstr(a.out, "  1         259 MiB") != NULL, "%s", a.out);
+    unlink(path);
+    tb_free(&big);
+    tb_free(&small);
 }
 
 Test(cli, dump_goes_on_after_a_bad_file_and_exits_2)

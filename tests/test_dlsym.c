@@ -53,14 +53,16 @@ struct seen {
 static void visit(const struct gmt_rec *h, void *arg)
 {
     struct seen *s = arg;
-    if (h->type != GMT_REC_ALLOC)
+    struct gmt_rec_alloc_ext x;
+    if (!as_alloc(h, &x))
         return;
-    const struct gmt_rec_alloc *a = (const void *)h;
-    if (h->aux == GMT_API_cudaMalloc && a->bytes == (5u << 20))
+    const struct gmt_rec_alloc *a = &x.a;
+    unsigned api = a->h.aux;
+    if (api == GMT_API_cudaMalloc && a->bytes == (5u << 20))
         s->cuda_malloc_5++;
-    if (h->aux == GMT_API_cudaMalloc && a->bytes == (6u << 20))
+    if (api == GMT_API_cudaMalloc && a->bytes == (6u << 20))
         s->cuda_malloc_6++;
-    if (h->aux == GMT_API_cuMemAlloc && a->bytes == (11u << 20))
+    if (api == GMT_API_cuMemAlloc && a->bytes == (11u << 20))
         s->cu_alloc_11++;
 }
 

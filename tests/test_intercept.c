@@ -218,18 +218,20 @@ struct vmm {
 static void visit_vmm(const struct gmt_rec *h, void *arg)
 {
     struct vmm *v = arg;
-    if (h->type != GMT_REC_ALLOC)
+    struct gmt_rec_alloc_ext x;
+    if (!as_alloc(h, &x))
         return;
-    const struct gmt_rec_alloc *a = (const void *)h;
-    if (h->aux == GMT_API_cuMemCreate && a->kind == GMT_KIND_PHYSICAL) {
+    const struct gmt_rec_alloc *a = &x.a;
+    unsigned api = a->h.aux;
+    if (api == GMT_API_cuMemCreate && a->kind == GMT_KIND_PHYSICAL) {
         v->handle = a->address;
         v->device = a->device;
         v->device_kind = a->kind;
-    } else if (h->aux == GMT_API_cuMemCreate) {
+    } else if (api == GMT_API_cuMemCreate) {
         v->host_kind = a->kind;
-    } else if (h->aux == GMT_API_cuMemMap && h->size >= sizeof(struct gmt_rec_alloc_ext)) {
-        v->mapped_handle = ((const struct gmt_rec_alloc_ext *)a)->related;
-    } else if (h->aux == GMT_API_cuMemAllocPitch) {
+    } else if (api == GMT_API_cuMemMap && h->size >= sizeof(struct gmt_rec_alloc_ext)) {
+        v->mapped_handle = x.related;
+    } else if (api == GMT_API_cuMemAllocPitch) {
         v->pitched_bytes = a->bytes;
     }
 }
@@ -251,6 +253,42 @@ Test(intercept, vmm_and_pitch_accounting)
     cr_expect_eq(v.pitched_bytes, 1024u * 100, "pitched bytes %llu",
                  (unsigned long long)v.pitched_bytes);
     cr_expect_gt(c.cuctx, 0u, "no CUCTX record");
+    hook_cleanup(&traced);
+}
+
+/* The writer uses ALLOC_SMALL exactly when the short form says it all: no scope, no
+ * device of the call's own, no extension. */
+struct forms {
+    unsigned small, full, full_but_could_be_small;
+};
+
+static void visit_forms(const struct gmt_rec *h, void *arg)
+{
+    struct forms *f = arg;
+    struct gmt_rec_alloc_ext x;
+    if (!as_alloc(h, &x))
+        return;
+    if (h->type == GMT_REC_ALLOC_SMALL) {
+        f->small++;
+        return;
+    }
+    f->full++;
+    bool ext = h->size >= sizeof x && (x.stream || x.related || x.offset);
+    if (!ext && x.a.scope_id == 0 && x.a.device == -1)
+        f->full_but_could_be_small++;
+}
+
+Test(intercept, short_alloc_record_when_nothing_is_lost)
+{
+    static struct hook_run traced;
+    struct hook_counts c;
+    run_both("getproc2", "0", &c, &traced);
+    struct forms f = { 0 };
+    hook_read(traced.trace, &c, visit_forms, &f);
+    cr_expect_gt(f.small, 0u, "cuMemAlloc & co. outside NCCL: ALLOC_SMALL");
+    cr_expect_gt(f.full, 0u, "cuMemCreate on a device, cuMemMap: the full ALLOC");
+    cr_expect_eq(f.full_but_could_be_small, 0u, "%u full ALLOC records could have been short",
+                 f.full_but_could_be_small);
     hook_cleanup(&traced);
 }
 

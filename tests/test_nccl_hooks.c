@@ -10,6 +10,7 @@
 
 #include "gmt.h"
 #include "nccl_abi.h"
+#include "alloc_rec.h"
 #include "reader.h"
 
 #ifndef NCCL_PROG
@@ -95,7 +96,15 @@ struct scope {
 struct alloc {
     unsigned api, kind;
     uint64_t address, bytes, t;
-    uint32_t scope, tid;
+    uint32_t scope, tid, stack;
+};
+struct stack {
+    uint32_t id, depth;
+    uint64_t ip[64];
+};
+struct module {
+    uint64_t start, end;
+    char path[128];
 };
 struct comm {
     uint64_t comm, parent, hash;
@@ -116,6 +125,10 @@ struct trace {
     struct meminfo mem[MAXR];
     int nmem;
     int nfrees_ncclmem;
+    struct stack stacks[256];
+    int nstacks;
+    struct module modules[128];
+    int nmodules;
 };
 
 static struct trace T;
@@ -153,11 +166,27 @@ static void load(const char *path)
             s->result = e->result;
             s->ended++;
             s->t_end = ev.time_ns;
-        } else if (h->type == GMT_REC_ALLOC && T.nallocs < MAXR) {
-            const struct gmt_rec_alloc *a = (const void *)h;
+        } else if ((h->type == GMT_REC_ALLOC || h->type == GMT_REC_ALLOC_SMALL) &&
+                   T.nallocs < MAXR) {
+            struct gmt_rec_alloc_ext x;
+            as_alloc(h, &x);
+            const struct gmt_rec_alloc *a = &x.a;
             T.allocs[T.nallocs++] = (struct alloc){
-                .api = h->aux, .kind = a->kind, .address = a->address, .bytes = a->bytes,
-                .t = ev.time_ns, .scope = a->scope_id, .tid = ev.tid};
+                .api = a->h.aux, .kind = a->kind, .address = a->address, .bytes = a->bytes,
+                .t = ev.time_ns, .scope = a->scope_id, .tid = ev.tid, .stack = a->stack_id};
+        } else if (h->type == GMT_REC_STACK && T.nstacks < 256) {
+            const struct gmt_rec_stack *st = (const void *)h;
+            struct stack *k = &T.stacks[T.nstacks++];
+            k->id = st->stack_id;
+            k->depth = st->depth < 64 ? st->depth : 64;
+            memcpy(k->ip, st->ip, k->depth * sizeof k->ip[0]);
+        } else if (h->type == GMT_REC_MODULE_LOAD && T.nmodules < 128) {
+            const struct gmt_rec_module_load *m = (const void *)h;
+            struct module *k = &T.modules[T.nmodules++];
+            k->start = m->start;
+            k->end = m->end;
+            const char *mpath = (const char *)(m + 1) + m->build_id_len;
+            snprintf(k->path, sizeof k->path, "%.*s", (int)m->path_len, mpath);
         } else if (h->type == GMT_REC_FREE) {
             if (h->aux == GMT_API_ncclMemFree)
                 T.nfrees_ncclmem++;
@@ -337,6 +366,48 @@ Test(nccl_hooks, first_collective_allocates_later_ones_do_not)
         cr_expect(s->op == GMT_OP_AllReduce || s->op == GMT_OP_CommInitRank,
                   "foreign-thread allocation stamped with a %s scope", gmt_op_name(s->op));
     }
+}
+
+static const char *module_of(uint64_t ip)
+{
+    for (int i = 0; i < T.nmodules; i++)
+        if (ip >= T.modules[i].start && ip < T.modules[i].end)
+            return T.modules[i].path;
+    return "?";
+}
+
+/* An allocation NCCL makes inside the application's call (ncclCommInitRank's, on the
+ * calling thread) is unwound from the driver hook's frame through the real NCCL and our
+ * NCCL wrapper to the application: the wrapper's frame is dropped, NCCL's are kept. */
+Test(nccl_hooks, allocation_inside_a_call_has_nccls_frames_not_ours)
+{
+    const char *args[] = {"bare", "1", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    int checked = 0;
+    for (int k = 0; k < T.nallocs; k++) {
+        struct alloc *a = &T.allocs[k];
+        struct scope *s = scope_by_id(a->scope);
+        if (!s || s->tid != a->tid)
+            continue; /* the calling thread inside a call (ncclCommInitRank's buffers) */
+        struct stack *st = NULL;
+        for (int i = 0; i < T.nstacks; i++)
+            if (T.stacks[i].id == a->stack)
+                st = &T.stacks[i];
+        cr_assert_not_null(st, "allocation %d: no STACK %u", k, a->stack);
+        bool in_nccl = false;
+        for (uint32_t f = 0; f < st->depth; f++) {
+            const char *m = module_of(st->ip[f]);
+            cr_expect(!strstr(m, "libgpumemtrace"), "frame %u is in %s", f, m);
+            in_nccl |= strstr(m, "libnccl") != NULL;
+        }
+        cr_expect(strstr(module_of(st->ip[0]), "libnccl"), "frame 0 is in %s, not NCCL",
+                  module_of(st->ip[0]));
+        cr_expect(in_nccl);
+        checked++;
+    }
+    cr_expect_gt(checked, 0, "no allocation on the calling thread inside an NCCL call");
 }
 
 /* Stamping proper: the proxy thread's allocations carry the first collective's scope id

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "reader.h"
+#include "trace.h"
 #include "golden/tracebuild.h"
 #include "fuzz/fuzz_reader.c"
 
@@ -81,7 +82,8 @@ Test(reader, round_trips_every_record_type)
     }
     cr_expect_eq(rc, 0, "%s", err);
     cr_expect_eq(i, b.nrec);
-    for (unsigned t = 1; t < GMT_REC_TYPE_MAX; t++)
+    /* the sample is a 1.0 trace: every type of 1.0 (2.0's ALLOC_SMALL: tb_allocs) */
+    for (unsigned t = 1; t < GMT_REC_ALLOC_SMALL; t++)
         cr_expect(seen[t] > 0, "sample lacks %s", gmt_rec_type_name(t));
     cr_expect(gmt_reader_complete(r));
     uint64_t off;
@@ -414,12 +416,164 @@ Test(reader, rejects_big_endian)
 Test(reader, rejects_newer_and_older_major)
 {
     struct tb b = { 0 };
-    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 2, 0, 32);
-    expect_error(&b, "t.gmt: trace format 2.0 is newer than this gpumemtrace (reads 1.x)", NULL);
+    tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 3, 0, 32);
+    expect_error(&b, "t.gmt: trace format 3.0 is newer than this gpumemtrace (reads 1.x and 2.x)",
+                 NULL);
     tb_free(&b);
     tb_header_ex(&b, GMT_BYTE_ORDER_MARK, 0, 3, 32);
-    expect_error(&b, "offset 12: trace format 0.3 is not supported", NULL);
+    expect_error(&b, "offset 12: trace format 0.3 is not supported (reads 1.x and 2.x)", NULL);
     tb_free(&b);
+}
+
+Test(reader, accepts_major_1_and_2)
+{
+    for (uint16_t major = GMT_VERSION_MAJOR_MIN; major <= GMT_VERSION_MAJOR; major++) {
+        struct tb b = { 0 };
+        tb_header_ex(&b, GMT_BYTE_ORDER_MARK, major, 4, 32);
+        chunk(&b, 1);
+        thread_at(&b, 1, 100);
+        alloc_dt(&b, 5);
+        uint64_t t[3];
+        cr_expect_eq(times_of(&b, t, 3), 3, "version %u", major);
+        cr_expect_eq(t[2], 105, "version %u", major);
+        tb_free(&b);
+    }
+}
+
+/* An ALLOC_SMALL whose size field says `size`, written by hand (tb_rec always writes a
+ * valid size): at most its 32 bytes, then zeros up to `size`. */
+static void alloc_small(struct tb *b, uint32_t dt, uint32_t size)
+{
+    struct gmt_rec_alloc_small r = {
+        .h = { GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0), size },
+        .address = 0x7e00, .bytes = 4096, .dt = dt, .stack_id = 3 };
+    if (b->nrec < TB_MAX_RECS)
+        b->off[b->nrec++] = b->len;
+    tb_put(b, &r, size < sizeof r ? size : sizeof r);
+    if (size > sizeof r)
+        tb_put(b, NULL, size - sizeof r);
+}
+
+Test(reader, reads_alloc_small_as_a_timed_record)
+{
+    struct tb b = { 0 };
+    tb_header_current(&b);
+    chunk(&b, 1);
+    thread_at(&b, 1, 100);
+    alloc_dt(&b, 5);
+    alloc_small(&b, 7, 32);
+    alloc_small(&b, 11, 48); /* longer: a newer minor's fields, skipped */
+    alloc_dt(&b, 2);
+    uint64_t t[6];
+    cr_assert_eq(times_of(&b, t, 6), 6);
+    cr_expect_eq(t[2], 105);
+    cr_expect_eq(t[3], 112, "ALLOC_SMALL moves the clock by its dt: %llu", (unsigned long long)t[3]);
+    cr_expect_eq(t[4], 123);
+    cr_expect_eq(t[5], 125, "later records go on from it: %llu", (unsigned long long)t[5]);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(gmt_reader_next(r, &ev, err, sizeof err), 1, "%s", err);
+    cr_expect_eq(ev.rec->type, GMT_REC_ALLOC_SMALL);
+    cr_expect_str_eq(gmt_rec_type_name(ev.rec->type), "ALLOC_SMALL");
+    cr_expect_eq(gmt_rec_fixed_size(GMT_REC_ALLOC_SMALL), 32);
+    const struct gmt_rec_alloc_small *a = (const void *)ev.rec;
+    cr_expect_eq(GMT_SMALL_API(a->h.aux), GMT_API_cudaMalloc);
+    cr_expect_eq(GMT_SMALL_KIND(a->h.aux), GMT_KIND_DEVICE);
+    cr_expect_eq(a->bytes, 4096);
+    cr_expect_eq(a->stack_id, 3);
+    uint64_t clock;
+    cr_expect(gmt_reader_thread_clock(r, &clock));
+    cr_expect_eq(clock, 112);
+    gmt_reader_close(r);
+    fclose(f);
+    tb_free(&b);
+}
+
+Test(reader, rejects_a_bad_alloc_small_size)
+{
+    static const struct { size_t size; const char *want; } bad[] = {
+        { 24, "ALLOC_SMALL record of 24 bytes is shorter than its fixed part (32 bytes)" },
+        { 8, "ALLOC_SMALL record of 8 bytes is shorter than its fixed part (32 bytes)" },
+        { 36, "record size 36 is not a multiple of 8" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct tb b = { 0 };
+        tb_header_current(&b);
+        chunk(&b, 1);
+        thread_at(&b, 1, 100);
+        size_t at = b.len;
+        alloc_small(&b, 7, bad[i].size);
+        alloc_dt(&b, 1);
+        char want[160];
+        snprintf(want, sizeof want, "t.gmt: offset %zu: %s", at, bad[i].want);
+        expect_error(&b, want, NULL);
+        tb_free(&b);
+    }
+}
+
+/* The events a trace yields through gmt_trace_iter, into ev (at most n). */
+static size_t trace_events(const struct tb *b, struct gmt_ev *ev, size_t n, uint64_t *records)
+{
+    char path[] = "/tmp/gmt-test-reader-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, b->p, b->len), (ssize_t)b->len);
+    close(fd);
+    struct gmt_trace t;
+    char err[512];
+    int rc = gmt_trace_load(&t, path, err, sizeof err);
+    unlink(path);
+    cr_assert_eq(rc, 0, "%s", err);
+    struct gmt_ev_iter *it = gmt_trace_iter_new(&t);
+    cr_assert_not_null(it);
+    size_t k = 0, got;
+    while (k < n && (got = gmt_trace_iter_next(it, ev + k, n - k)) > 0)
+        k += got;
+    *records = t.records;
+    gmt_trace_iter_free(it);
+    gmt_trace_free(&t);
+    return k;
+}
+
+Test(trace, decodes_alloc_small_as_the_same_event_as_alloc)
+{
+    struct tb big = { 0 }, small = { 0 };
+    tb_allocs(&big, 0);
+    tb_allocs(&small, 1);
+    cr_assert_eq(big.nrec, small.nrec);
+    cr_assert_lt(small.len, big.len, "ALLOC_SMALL is shorter");
+    struct gmt_ev a[32], s[32];
+    memset(a, 0, sizeof a);
+    memset(s, 0, sizeof s);
+    uint64_t ra, rs;
+    size_t na = trace_events(&big, a, 32, &ra), ns = trace_events(&small, s, 32, &rs);
+    cr_expect_eq(ra, big.nrec);
+    cr_expect_eq(rs, small.nrec);
+    cr_assert_eq(na, 10);
+    cr_assert_eq(ns, na);
+    for (size_t i = 0; i < na; i++) {
+        cr_expect_eq(s[i].type, a[i].type, "event %zu", i);
+        cr_expect_eq(s[i].time, a[i].time, "event %zu", i);
+        cr_expect_eq(s[i].addr, a[i].addr, "event %zu", i);
+        cr_expect_eq(s[i].bytes, a[i].bytes, "event %zu", i);
+        cr_expect_eq(s[i].tid, a[i].tid, "event %zu", i);
+        cr_expect_eq(s[i].stack, a[i].stack, "event %zu", i);
+        cr_expect_eq(s[i].scope, a[i].scope, "event %zu", i);
+        cr_expect_eq(s[i].device, a[i].device, "event %zu", i);
+        cr_expect_eq(s[i].api, a[i].api, "event %zu", i);
+        cr_expect_eq(s[i].kind, a[i].kind, "event %zu", i);
+    }
+    /* the thread's context gives the device, as ALLOC's device -1 does */
+    cr_expect_eq(s[0].device, 1);
+    cr_expect_eq(s[0].api, GMT_API_cudaMalloc);
+    cr_expect_eq(s[1].api, GMT_API_cudaMallocPitch);
+    cr_expect_eq(s[0].time, TB_T0 + 1500);
+    tb_free(&big);
+    tb_free(&small);
 }
 
 Test(reader, rejects_bad_header_size)

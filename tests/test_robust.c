@@ -221,11 +221,12 @@ static void visit_refs(const struct gmt_rec *h, void *arg)
         f->scopes[f->nscopes++] = ((const struct gmt_rec_scope_begin *)h)->scope_id;
     if (h->type == GMT_REC_CUCTX)
         f->cuctx++;
-    if (h->type == GMT_REC_ALLOC) {
+    struct gmt_rec_alloc_ext x;
+    if (as_alloc(h, &x)) {
         f->alloc++;
         if (!f->cuctx)
             f->alloc_before_cuctx++;
-        uint32_t s = ((const struct gmt_rec_alloc *)h)->scope_id;
+        uint32_t s = x.a.scope_id;
         bool known = s == 0;
         for (int i = 0; i < f->nscopes && !known; i++)
             known = f->scopes[i] == s;

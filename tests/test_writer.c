@@ -163,6 +163,11 @@ Test(writer, round_trips_every_record_type)
                                     0x5555, 0x6666, 4096 };
     gmt_emit(&ax, offsetof(struct gmt_rec_alloc, dt));
 
+    struct gmt_rec_alloc_small as = {
+        { GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(GMT_API_cudaMallocManaged, GMT_KIND_MANAGED, 1),
+          sizeof as }, 0x9000, 3 << 20, 0, 7 };
+    gmt_emit(&as, offsetof(struct gmt_rec_alloc_small, dt));
+
     struct gmt_rec_free_ext fx = { { { GMT_REC_FREE, GMT_API_cuMemUnmap, sizeof fx }, 0x7000, 0, 3 },
                                    0x5555, 5, -2 };
     gmt_emit(&fx, offsetof(struct gmt_rec_free, dt));
@@ -295,6 +300,14 @@ Test(writer, round_trips_every_record_type)
             cr_expect(a->a.stack_id == 5 && a->a.scope_id == 3 && a->a.kind == GMT_KIND_MAPPING);
             cr_expect(a->a.flags == GMT_ALLOC_PITCHED && a->a.device == 1);
             cr_expect(a->stream == 0x5555 && a->related == 0x6666 && a->offset == 4096);
+            break;
+        }
+        case GMT_REC_ALLOC_SMALL: {
+            const struct gmt_rec_alloc_small *a = (const void *)h;
+            cr_expect_eq(GMT_SMALL_API(h->aux), GMT_API_cudaMallocManaged);
+            cr_expect_eq(GMT_SMALL_KIND(h->aux), GMT_KIND_MANAGED);
+            cr_expect_eq(GMT_SMALL_FLAGS(h->aux), 1);
+            cr_expect(a->address == 0x9000 && a->bytes == 3 << 20 && a->stack_id == 7);
             break;
         }
         case GMT_REC_FREE: {

@@ -174,6 +174,21 @@ static uint32_t fields(FILE *o, const struct gmt_rec *h)
         u64(o, "offset", x->offset);
         return sizeof *x;
     }
+    case GMT_REC_ALLOC_SMALL: {
+        /* the fields of the ALLOC it stands for, in the same order */
+        const struct gmt_rec_alloc_small *r = p;
+        unsigned api = GMT_SMALL_API(h->aux), kind = GMT_SMALL_KIND(h->aux);
+        named(o, "api", gmt_api_name(api), api);
+        named(o, "kind", gmt_kind_name(kind), kind);
+        hex(o, "address", r->address);
+        u64(o, "bytes", r->bytes);
+        u64(o, "dt", r->dt);
+        u64(o, "stack", r->stack_id);
+        u64(o, "scope", 0);
+        hex(o, "flags", GMT_SMALL_FLAGS(h->aux));
+        i64(o, "device", -1);
+        return sizeof *r;
+    }
     case GMT_REC_FREE: {
         const struct gmt_rec_free *r = p;
         const struct gmt_rec_free_ext *x = gmt_free_ext(r);

@@ -256,12 +256,19 @@ static int check_header(struct gmt_reader *r, char *err, size_t errlen)
     if (h.byte_order != GMT_BYTE_ORDER_MARK)
         return fail(err, errlen, "%s: offset 8: bad byte order mark 0x%08x (expected 0x%08x)",
                     path, h.byte_order, GMT_BYTE_ORDER_MARK);
+    /* 2.0 only added ALLOC_SMALL: every 1.x file reads as it is */
+    char reads[32];
+    if (GMT_VERSION_MAJOR_MIN == GMT_VERSION_MAJOR)
+        snprintf(reads, sizeof reads, "%u.x", GMT_VERSION_MAJOR);
+    else
+        snprintf(reads, sizeof reads, "%u.x %s %u.x", GMT_VERSION_MAJOR_MIN,
+                 GMT_VERSION_MAJOR - GMT_VERSION_MAJOR_MIN == 1 ? "and" : "to", GMT_VERSION_MAJOR);
     if (h.version_major > GMT_VERSION_MAJOR)
         return fail(err, errlen, "%s: trace format %u.%u is newer than this gpumemtrace "
-                    "(reads %u.x)", path, h.version_major, h.version_minor, GMT_VERSION_MAJOR);
-    if (h.version_major < GMT_VERSION_MAJOR)
+                    "(reads %s)", path, h.version_major, h.version_minor, reads);
+    if (h.version_major < GMT_VERSION_MAJOR_MIN)
         return fail(err, errlen, "%s: offset 12: trace format %u.%u is not supported "
-                    "(reads %u.x)", path, h.version_major, h.version_minor, GMT_VERSION_MAJOR);
+                    "(reads %s)", path, h.version_major, h.version_minor, reads);
     if (h.header_size < sizeof h || h.header_size % GMT_ALIGN || h.header_size > GMT_REC_MAX)
         return fail(err, errlen, "%s: offset 16: bad header_size %u (a multiple of %u "
                     "from %zu to %u)", path, h.header_size, GMT_ALIGN, sizeof h, GMT_REC_MAX);
@@ -454,8 +461,8 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
 }
 
 /* The time a record stands for, and its effect on the thread's clock. Only the types
- * of version 1.0 move a clock: later types must not (docs/trace-format.md), so a
- * reader that skips them keeps every later time right. */
+ * of versions 1.0 and 2.0 move a clock: later types must not (docs/trace-format.md),
+ * so a reader that skips them keeps every later time right. */
 static int decode_time(struct gmt_reader *r, const uint8_t *rec, uint64_t *time_ns)
 {
     const struct gmt_rec *h = (const void *)rec;
@@ -494,6 +501,10 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, uint64_t *time_
         break;
     case GMT_REC_FREE:
         dt = ((const struct gmt_rec_free *)(const void *)rec)->dt;
+        kind = 2;
+        break;
+    case GMT_REC_ALLOC_SMALL:
+        dt = ((const struct gmt_rec_alloc_small *)(const void *)rec)->dt;
         kind = 2;
         break;
     case GMT_REC_ALLOC_FAIL:

@@ -374,6 +374,8 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     /* events are decoded again when iterated (cursor_next); here they only mark runs */
     case GMT_REC_ALLOC:
         return note_event(L, e, ((const struct gmt_rec_alloc *)(const void *)r)->dt);
+    case GMT_REC_ALLOC_SMALL:
+        return note_event(L, e, ((const struct gmt_rec_alloc_small *)(const void *)r)->dt);
     case GMT_REC_FREE:
         return note_event(L, e, ((const struct gmt_rec_free *)(const void *)r)->dt);
     case GMT_REC_ALLOC_FAIL:
@@ -776,6 +778,21 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
             e->scope = a->scope_id;
             e->error = 0;
             e->device = a->device >= 0 ? a->device : c->device;
+            break;
+        }
+        case GMT_REC_ALLOC_SMALL: {
+            /* exactly the ALLOC with scope 0 and device -1 (the thread's context) */
+            const struct gmt_rec_alloc_small *a = (const void *)h;
+            e->time = tick(c, a->dt);
+            e->type = GMT_EV_ALLOC;
+            e->addr = a->address;
+            e->bytes = a->bytes;
+            e->api = (uint16_t)GMT_SMALL_API(h->aux);
+            e->kind = (uint8_t)GMT_SMALL_KIND(h->aux);
+            e->stack = a->stack_id;
+            e->scope = 0;
+            e->error = 0;
+            e->device = c->device;
             break;
         }
         case GMT_REC_FREE: {

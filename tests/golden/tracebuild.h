@@ -59,7 +59,15 @@ static inline void tb_header_ex(struct tb *b, uint32_t byte_order, uint16_t majo
         tb_put(b, NULL, header_size - sizeof h);
 }
 
+/* A 1.0 header: the sample holds no type of 2.0, so the stored traces and seeds made
+ * from it stay what a 1.0 writer wrote (readers of 2.x read them as they are). */
 static inline void tb_header(struct tb *b)
+{
+    tb_header_ex(b, GMT_BYTE_ORDER_MARK, 1, 0, sizeof(struct gmt_file_header));
+}
+
+/* A header of the current version, for traces that use its types (ALLOC_SMALL). */
+static inline void tb_header_current(struct tb *b)
 {
     tb_header_ex(b, GMT_BYTE_ORDER_MARK, GMT_VERSION_MAJOR, GMT_VERSION_MINOR,
                  sizeof(struct gmt_file_header));
@@ -213,6 +221,93 @@ static inline void tb_sample(struct tb *b)
         struct gmt_rec_end end = { .time_ns = TB_T0 + 8000000500ull, .records_dropped = 0 };
         tb_rec(b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
     }
+}
+
+/* One allocation as a 1.0 writer writes it (ALLOC, scope 0, device -1: the thread's
+ * context), or as the equivalent 2.0 ALLOC_SMALL when `small`. */
+static inline void tb_alloc_or_small(struct tb *b, int small, uint16_t api, uint8_t kind,
+                                     uint8_t flags, uint64_t address, uint64_t bytes,
+                                     uint32_t dt, uint32_t stack_id)
+{
+    if (small) {
+        struct gmt_rec_alloc_small r = { .address = address, .bytes = bytes, .dt = dt,
+            .stack_id = stack_id };
+        tb_rec(b, GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(api, kind, flags), &r, sizeof r, NULL, 0);
+    } else {
+        struct gmt_rec_alloc r = { .address = address, .bytes = bytes, .dt = dt,
+            .stack_id = stack_id, .scope_id = 0, .kind = kind, .flags = flags, .device = -1 };
+        tb_rec(b, GMT_REC_ALLOC, api, &r, sizeof r, NULL, 0);
+    }
+}
+
+/* A 2.0 trace of two threads on two devices allocating and freeing device, pinned host
+ * and virtual memory, with ALLOC records, or with the equivalent ALLOC_SMALLs when
+ * `small`; an ALLOC with a device of its own stays an ALLOC in both. Whatever a reader
+ * derives from the two must be the same. */
+static inline void tb_allocs(struct tb *b, int small)
+{
+    tb_header_current(b);
+    {
+        static const char host[] = "node-02";
+        static const char cmd[] = "python3\0small.py";
+        char var[sizeof host + sizeof cmd];
+        memcpy(var, host, sizeof host);
+        memcpy(var + sizeof host, cmd, sizeof cmd);
+        struct gmt_rec_process r = { .pid = 77, .ppid = 1, .rank = -1, .local_rank = -1,
+            .world_size = -1, .local_world_size = -1, .realtime_ns = 1767225600000000000ull,
+            .monotonic_ns = TB_T0, .host_len = sizeof host, .cmdline_len = sizeof cmd };
+        tb_rec(b, GMT_REC_PROCESS, 0, &r, sizeof r, var, sizeof var);
+    }
+    {
+        static const char path[] = "/opt/app/libtrain.so";
+        struct gmt_rec_module_load r = { .time_ns = TB_T0 + 10, .module_id = 1,
+            .load_bias = 0x7f0000000000ull, .start = 0x7f0000000000ull,
+            .end = 0x7f0000100000ull, .path_len = sizeof path };
+        tb_rec(b, GMT_REC_MODULE_LOAD, 0, &r, sizeof r, path, sizeof path);
+    }
+    for (uint32_t id = 1; id <= 2; id++) {
+        uint64_t ip[2] = { 0x7f0000001000ull + id * 0x100, 0x7f0000002000ull };
+        struct gmt_rec_stack r = { .stack_id = id, .depth = 2 };
+        tb_rec(b, GMT_REC_STACK, 0, &r, sizeof r, ip, sizeof ip);
+    }
+    struct gmt_rec_chunk c1 = { .tid = 100 };
+    tb_rec(b, GMT_REC_CHUNK, 0, &c1, sizeof c1, NULL, 0);
+    struct gmt_rec_thread t1 = { .time_ns = TB_T0 + 1000, .tid = 100, .name = "main" };
+    tb_rec(b, GMT_REC_THREAD, 0, &t1, sizeof t1, NULL, 0);
+    struct gmt_rec_cuctx x1 = { .context = 0xc1, .device = 1 };
+    tb_rec(b, GMT_REC_CUCTX, 0, &x1, sizeof x1, NULL, 0);
+    tb_alloc_or_small(b, small, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7e0000000000ull,
+                      256ull << 20, 500, 1);
+    tb_alloc_or_small(b, small, GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, GMT_ALLOC_PITCHED,
+                      0x7e0010000000ull, 3ull << 20, 250, 2);
+    tb_alloc_or_small(b, small, GMT_API_cudaHostAlloc, GMT_KIND_HOST_PINNED, 0,
+                      0x600000000000ull, 1ull << 20, 100, 1);
+    tb_alloc_or_small(b, small, GMT_API_cuMemAddressReserve, GMT_KIND_VIRTUAL, 0,
+                      0x7d0000000000ull, 1ull << 30, 60, 0);
+    {   /* a device of its own: no ALLOC_SMALL can say that */
+        struct gmt_rec_alloc r = { .address = 0x7e0020000000ull, .bytes = 8ull << 20,
+            .dt = 40, .stack_id = 2, .kind = GMT_KIND_DEVICE, .device = 0 };
+        tb_rec(b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &r, sizeof r, NULL, 0);
+    }
+    struct gmt_rec_chunk c2 = { .tid = 101 };
+    tb_rec(b, GMT_REC_CHUNK, 0, &c2, sizeof c2, NULL, 0);
+    struct gmt_rec_thread t2 = { .time_ns = TB_T0 + 5000, .tid = 101, .name = "worker" };
+    tb_rec(b, GMT_REC_THREAD, 0, &t2, sizeof t2, NULL, 0);
+    struct gmt_rec_cuctx x2 = { .context = 0xc0, .device = 0 };
+    tb_rec(b, GMT_REC_CUCTX, 0, &x2, sizeof x2, NULL, 0);
+    tb_alloc_or_small(b, small, GMT_API_cuMemAlloc, GMT_KIND_DEVICE, 0, 0x7e0030000000ull,
+                      512ull << 20, 30, 2);
+    tb_alloc_or_small(b, small, GMT_API_cuMemAllocManaged, GMT_KIND_MANAGED, 0,
+                      0x7e0050000000ull, 5ull << 20, 2000, 1);
+    struct gmt_rec_free f1 = { .address = 0x7e0030000000ull, .dt = 700 };
+    tb_rec(b, GMT_REC_FREE, GMT_API_cuMemFree, &f1, sizeof f1, NULL, 0);
+    tb_rec(b, GMT_REC_CHUNK, 0, &c1, sizeof c1, NULL, 0);
+    struct gmt_rec_free f2 = { .address = 0x7e0000000000ull, .dt = 900 };
+    tb_rec(b, GMT_REC_FREE, GMT_API_cudaFree, &f2, sizeof f2, NULL, 0);
+    tb_alloc_or_small(b, small, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7e0000000000ull,
+                      128ull << 20, 10, 1);
+    struct gmt_rec_end end = { .time_ns = TB_T0 + 9000 };
+    tb_rec(b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
 }
 
 #endif

@@ -64,7 +64,7 @@ class Trace:
         if rtype == "PROCESS":
             self.pid = int(fields.get("pid", "0"))
             self.rank = int(fields.get("rank", "-1"))
-        elif rtype == "ALLOC":
+        elif rtype in ("ALLOC", "ALLOC_SMALL"):
             addr = int(fields["address"], 16)
             self.allocs.setdefault(addr, []).append((fields.get("kind", "?"), int(fields["bytes"])))
             self.nallocs += 1
