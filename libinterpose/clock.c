@@ -44,9 +44,14 @@
  * sleeping for seconds; always 0 in a traced process. */
 int64_t gmt_clock_skew_ns;
 
-static _Atomic int use_tsc;            /* the line below is valid */
-static _Atomic uint32_t seq;           /* even: stable; odd: being rewritten */
-static _Atomic uint64_t line_tsc, line_ns, line_mult;
+/* The line (gmt.h reads it inline, gmt_now_ns): use_tsc says it is valid; seq is even
+ * while it is stable, odd while the flusher rewrites it. */
+#define use_tsc gmt_clock_line.use_tsc
+#define seq gmt_clock_line.seq
+#define line_tsc gmt_clock_line.base_tsc
+#define line_ns gmt_clock_line.base_ns
+#define line_mult gmt_clock_line.mult
+struct gmt_clock_line gmt_clock_line;
 /* Calibration, the flusher's alone: the first (tsc, ns) pair and the TSC's rate. */
 static int tsc_usable;                 /* decided at init */
 static uint64_t origin_tsc, origin_ns;
@@ -59,38 +64,7 @@ static uint64_t kernel_ns(void)
 }
 
 #if defined(__x86_64__)
-static inline uint64_t tsc_read(void)
-{
-    return __rdtsc();
-}
-
-static uint64_t line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
-{
-    /* Signed: a reading on a CPU whose TSC is a few cycles behind the flusher's is
-     * before the line's base. 128-bit product: no overflow however long since the base. */
-    int64_t d = (int64_t)(tsc - base_tsc);
-    if (d >= 0)
-        return base_ns + (uint64_t)(((unsigned __int128)(uint64_t)d * mult) >> SHIFT);
-    return base_ns - (uint64_t)(((unsigned __int128)(uint64_t)-d * mult) >> SHIFT);
-}
-
-static bool read_line(uint64_t *now)
-{
-    for (int tries = 0; tries < 4; tries++) {
-        uint32_t s = atomic_load_explicit(&seq, memory_order_acquire);
-        if (s & 1)
-            continue;
-        uint64_t bt = atomic_load_explicit(&line_tsc, memory_order_relaxed);
-        uint64_t bn = atomic_load_explicit(&line_ns, memory_order_relaxed);
-        uint64_t m = atomic_load_explicit(&line_mult, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&seq, memory_order_relaxed) != s)
-            continue;
-        *now = line_at(tsc_read(), bt, bn, m);
-        return true;
-    }
-    return false;
-}
+#define line_at gmt_clock_line_at
 
 static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 {
@@ -142,14 +116,9 @@ static bool tsc_trusted(void)
 }
 #endif
 
-uint64_t gmt_now_ns(void)
+uint64_t gmt_clock_kernel_ns(void)
 {
-    uint64_t now;
-#if defined(__x86_64__)
-    if (!(GMT_LIKELY(atomic_load_explicit(&use_tsc, memory_order_relaxed)) && read_line(&now)))
-#endif
-        now = kernel_ns();
-    return now + (uint64_t)gmt_clock_skew_ns;
+    return kernel_ns() + (uint64_t)gmt_clock_skew_ns;
 }
 
 bool gmt_clock_uses_tsc(void)

@@ -48,11 +48,49 @@ GMT_HIDDEN void gmt_options_load(void);
 GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- clock.c ---- */
-GMT_HIDDEN uint64_t gmt_now_ns(void); /* CLOCK_MONOTONIC (through the TSC: see clock.c) */
+GMT_HIDDEN extern int64_t gmt_clock_skew_ns; /* tests only: added to every reading, ns */
+/* CLOCK_MONOTONIC in ns, read through the TSC where clock.c could calibrate it (inline:
+ * it is read for every record), else clock_gettime. */
+struct gmt_clock_line {
+    _Atomic int use_tsc;           /* the line is valid */
+    _Atomic uint32_t seq;          /* even: stable; odd: being rewritten */
+    _Atomic uint64_t base_tsc, base_ns, mult; /* ns = base_ns + (tsc - base_tsc) * mult / 2^32 */
+};
+GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
+GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
+static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns,
+                                         uint64_t mult)
+{
+    /* Signed: a reading on a CPU whose TSC is a few cycles behind the flusher's is
+     * before the line's base. 128-bit product: no overflow however long since the base. */
+    int64_t d = (int64_t)(tsc - base_tsc);
+    if (GMT_LIKELY(d >= 0))
+        return base_ns + (uint64_t)(((unsigned __int128)(uint64_t)d * mult) >> 32);
+    return base_ns - (uint64_t)(((unsigned __int128)(uint64_t)-d * mult) >> 32);
+}
+static inline uint64_t gmt_now_ns(void)
+{
+#if defined(__x86_64__)
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed))) {
+        for (int tries = 0; tries < 4; tries++) {
+            uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_acquire);
+            uint64_t bt = atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed);
+            uint64_t bn = atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed);
+            uint64_t m = atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if ((s & 1) || atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed) != s)
+                continue;
+            return gmt_clock_line_at(__builtin_ia32_rdtsc(), bt, bn, m) +
+                   (uint64_t)gmt_clock_skew_ns;
+        }
+    }
+#endif
+    return gmt_clock_kernel_ns();
+}
 GMT_HIDDEN void gmt_clock_init(void);  /* at init, after the options */
 GMT_HIDDEN void gmt_clock_tick(void);  /* the flusher, each tick: calibrates and steers */
 GMT_HIDDEN bool gmt_clock_uses_tsc(void);
-GMT_HIDDEN extern int64_t gmt_clock_skew_ns; /* tests only: added to every reading, ns */
+
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
