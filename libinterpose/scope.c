@@ -146,6 +146,7 @@ static GMT_TLS struct {
     unsigned long gen;
     int device;                 /* from the COMM cache; -1 not known there */
     uint64_t ops_seen;          /* bit op: first_of(comm, op) was asked already */
+    uint64_t done_key;          /* a sampling key past its first N calls (first:N), or 0 */
 } t_comm;
 
 static void comm_cache_put(uint64_t comm, int device)
@@ -274,13 +275,21 @@ static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes)
         return false;
     if (k == POLICY_ALWAYS)
         return true;
-    long i = slot_of(count_keys, COUNT_SLOTS, mix(meminfo_key(comm, op, bytes)));
+    uint64_t key = mix(meminfo_key(comm, op, bytes));
+    /* This thread found the key done last time: a loop of one call skips the table. */
+    if (!policy_every && key == t_comm.done_key && t_comm.comm == comm &&
+        t_comm.gen == atomic_load_explicit(&comm_gen, memory_order_relaxed))
+        return false;
+    long i = slot_of(count_keys, COUNT_SLOTS, key);
     if (i < 0)
         return false;
     /* Past the first N with no every:K the answer is no for good: a plain load, no
      * locked increment (the count stays at N, where every later call finds it). */
-    if (!policy_every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= policy_first)
+    if (!policy_every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= policy_first) {
+        if (t_comm.comm == comm)
+            t_comm.done_key = key;
         return false;
+    }
     uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
     if (n < policy_first)
         return true;
@@ -629,6 +638,7 @@ static bool first_of(uint64_t comm, unsigned op)
         t_comm.comm = comm;
         t_comm.gen = gen;
         t_comm.ops_seen = 0;
+        t_comm.done_key = 0;
         long i = comm ? slot_of(comm_keys, COMM_SLOTS, mix(comm)) : -1;
         int d = i >= 0 ? atomic_load_explicit(&comm_devs[i], memory_order_acquire) : 0;
         t_comm.device = d > 0 ? d - 1 : -1;

@@ -69,6 +69,7 @@ Test(options, defaults)
     cr_expect_eq(gmt_opt.flush_bytes, 65536);
     cr_expect_eq(gmt_opt.flush_ms, 100);
     cr_expect_null(gmt_opt.meminfo);
+    cr_expect_eq(gmt_opt.tsc, 1);
     cr_expect_eq(gmt_opt.quiet, 0);
 }
 
@@ -81,7 +82,9 @@ Test(options, good_values_are_taken)
     setenv("GPUMEMTRACE_FLUSH_MS", "1", 1);
     setenv("GPUMEMTRACE_MEMINFO", "first:3,every:10", 1);
     setenv("GPUMEMTRACE_QUIET", "yes", 1);
+    setenv("GPUMEMTRACE_TSC", "0", 1);
     gmt_options_load();
+    cr_expect_eq(gmt_opt.tsc, 0);
     cr_expect_eq(gmt_opt.off, 1);
     cr_expect_str_eq(gmt_opt.output, "/tmp/x.%p.gmt");
     cr_expect_eq(gmt_opt.stack_depth, 0);
