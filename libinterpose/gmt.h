@@ -122,6 +122,8 @@ GMT_HIDDEN void gmt_init_once(void);
  * `frame` (GMT_HOOK_FRAME() in that function: the hook the application called), or, with
  * NULL, in the caller of gmt_stack_capture; frames of the library itself are dropped. */
 GMT_HIDDEN uint32_t gmt_stack_capture(const void *frame);
+/* Captures given a frame that took the slow way (libunwind's tracer gave up): tests. */
+GMT_HIDDEN extern _Atomic unsigned long gmt_stack_slow_captures;
 /* The frame of the function this is written in, for gmt_stack_capture and the event
  * functions: use it in the hook itself or code always inlined into it, never in a helper
  * that is a function of its own (its frame would be gone or be the wrong one). */

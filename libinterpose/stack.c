@@ -74,6 +74,8 @@ static _Atomic uint32_t next_id = 1;
 static _Atomic uint32_t entries;
 static _Atomic int warned_full;
 static uintptr_t own_lo, own_hi; /* our shared object's code, when we are one */
+/* Captures given a frame that the fast tracer could not finish (then unw_backtrace did). */
+_Atomic unsigned long gmt_stack_slow_captures;
 
 /* Frames as libunwind returns them; thread-local because a capture can be 2 KiB and
  * hooks run on stacks we don't own. */
@@ -386,6 +388,8 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
         if (gmt_ts.in_wrapper > 0)
             n = drop_own(raw.u, n);
     } else {
+        if (frame)
+            atomic_fetch_add_explicit(&gmt_stack_slow_captures, 1, memory_order_relaxed);
         int want = (int)depth + SLACK;
         if (want > RAW_MAX)
             want = RAW_MAX;

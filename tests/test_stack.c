@@ -239,27 +239,54 @@ __attribute__((noinline)) uint32_t stack_two_ways(int n, uint32_t *slow)
     return id;
 }
 
+struct two_ways {
+    uint32_t fast[3], slow[3];
+};
+static const int levels[3] = { 0, 7, 40 };
+
+static void *two_ways_all(void *arg)
+{
+    struct two_ways *w = arg;
+    for (int i = 0; i < 3; i++)
+        w->fast[i] = stack_two_ways(levels[i], &w->slow[i]);
+    return NULL;
+}
+
+static void expect_two_ways_agree(const struct stacks *s, const struct two_ways *w);
+
 Test(stack, from_hook_frame_equals_full_unwind)
 {
     start_trace(256);
-    uint32_t fast[3], slow[3];
-    int levels[3] = { 0, 7, 40 };
-    for (int i = 0; i < 3; i++)
-        fast[i] = stack_two_ways(levels[i], &slow[i]);
+    unsigned long slow_before = atomic_load(&gmt_stack_slow_captures);
+    struct two_ways w, t;
+    two_ways_all(&w);
+    /* and on a thread of its own: its outermost frames are clone's, not main's */
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, two_ways_all, &t), 0);
+    pthread_join(th, NULL);
+    cr_expect_eq(atomic_load(&gmt_stack_slow_captures), slow_before,
+                 "libunwind's fast tracer gave up: the slow unwinder ran");
     struct stacks s;
     finish_and_read(&s);
+    expect_two_ways_agree(&s, &w);
+    expect_two_ways_agree(&s, &t);
+}
+
+static void expect_two_ways_agree(const struct stacks *s, const struct two_ways *w)
+{
+    const uint32_t *fast = w->fast, *slow = w->slow;
     for (int i = 0; i < 3; i++) {
         uint32_t df, ds;
-        const uint64_t *f = ips_of(&s, fast[i], &df), *w = ips_of(&s, slow[i], &ds);
+        const uint64_t *f = ips_of(s, fast[i], &df), *u = ips_of(s, slow[i], &ds);
         cr_expect_eq(df, ds, "recursion %d: %u frames from the frame, %u unwound", levels[i],
                      df, ds);
         cr_expect_gt(df, (uint32_t)levels[i] + 2);
         cr_expect_str_eq(function_of(f[0]), "stack_two_ways");
-        cr_expect_str_eq(function_of(w[0]), "stack_two_ways");
-        cr_expect_neq(f[0], w[0], "two call sites");
+        cr_expect_str_eq(function_of(u[0]), "stack_two_ways");
+        cr_expect_neq(f[0], u[0], "two call sites");
         for (uint32_t k = 1; k < df && k < ds; k++)
-            cr_expect_eq(f[k], w[k], "recursion %d frame %u: %#lx vs %#lx", levels[i], k,
-                         (unsigned long)f[k], (unsigned long)w[k]);
+            cr_expect_eq(f[k], u[k], "recursion %d frame %u: %#lx vs %#lx", levels[i], k,
+                         (unsigned long)f[k], (unsigned long)u[k]);
     }
 }
 
