@@ -515,6 +515,75 @@ Test(reader, rejects_a_bad_alloc_small_size)
     }
 }
 
+/* Reads b's first len bytes record by record and in batches of `per`, from an image in
+ * memory: both must give the same records, times and threads, and end the same way. */
+static void expect_batches_match(const struct tb *b, size_t len, size_t per)
+{
+    void *img = aligned_alloc(8, (len + 15) / 8 * 8);
+    cr_assert_not_null(img);
+    memcpy(img, b->p, len);
+    struct gmt_reader *one, *many;
+    char err1[512] = "", err2[512] = "";
+    int rc1 = gmt_reader_open_mem(&one, img, len, "t.gmt", err1, sizeof err1);
+    int rc2 = gmt_reader_open_mem(&many, img, len, "t.gmt", err2, sizeof err2);
+    cr_assert_eq(rc1, rc2);
+    if (rc1 == 0) {
+        struct gmt_event e1, e2[7];
+        size_t got = 0, used = 0;
+        int more = 1;
+        for (;;) {
+            rc1 = gmt_reader_next(one, &e1, err1, sizeof err1);
+            if (used == got && more > 0) {
+                got = gmt_reader_next_batch(many, e2, per, &more, err2, sizeof err2);
+                used = 0;
+            }
+            if (rc1 <= 0) {
+                cr_expect_eq(used, got, "the batches end where the records do");
+                cr_expect_eq(more, rc1, "len %zu: %d vs %d (%s)", len, more, rc1, err1);
+                cr_expect_str_eq(err2, err1);
+                break;
+            }
+            cr_assert_lt(used, got, "len %zu: record %llu missing from the batches", len,
+                         (unsigned long long)e1.index);
+            cr_expect_eq(e2[used].rec, e1.rec);
+            cr_expect_eq(e2[used].offset, e1.offset);
+            cr_expect_eq(e2[used].index, e1.index);
+            cr_expect_eq(e2[used].time_ns, e1.time_ns, "record %llu",
+                         (unsigned long long)e1.index);
+            cr_expect_eq(e2[used].tid, e1.tid);
+            used++;
+        }
+        uint64_t c1 = 0, c2 = 0;
+        cr_expect_eq(gmt_reader_cut(one, &c1), gmt_reader_cut(many, &c2));
+        cr_expect_eq(c1, c2);
+        cr_expect_eq(gmt_reader_records(one), gmt_reader_records(many));
+        cr_expect_eq(gmt_reader_complete(one), gmt_reader_complete(many));
+        gmt_reader_close(one);
+        gmt_reader_close(many);
+    }
+    free(img);
+}
+
+Test(reader, reads_the_same_in_batches)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    for (size_t len = 0; len <= b.len; len += 4)
+        expect_batches_match(&b, len, 1 + len % 7);
+    for (size_t i = 0; i < b.nrec; i++) { /* each record's size broken in turn */
+        struct tb x = { 0 };
+        tb_sample(&x);
+        uint32_t bad = 12;
+        memcpy(x.p + x.off[i] + 4, &bad, 4);
+        expect_batches_match(&x, x.len, 5);
+        tb_free(&x);
+    }
+    tb_free(&b);
+    tb_allocs(&b, 1);
+    expect_batches_match(&b, b.len, 7);
+    tb_free(&b);
+}
+
 /* The events a trace yields through gmt_trace_iter, into ev (at most n). */
 static size_t trace_events(const struct tb *b, struct gmt_ev *ev, size_t n, uint64_t *records)
 {

@@ -84,6 +84,14 @@ int gmt_reader_open_mem(struct gmt_reader **out, const void *data, size_t len,
 /* The trace's bytes when the reader has them all in memory (a mapped file, or
  * gmt_reader_open_mem), else NULL. Valid until gmt_reader_close. */
 const uint8_t *gmt_reader_image(const struct gmt_reader *r, size_t *len);
+/* Up to max records at once, in ev[]: what calling gmt_reader_next() max times would
+ * give, at a fraction of the cost per record. Returns how many; *rc is then 1 when more
+ * may follow, else what gmt_reader_next() returned after the last (0 at the end, -1 on a
+ * malformed record with its message in err). The records stay valid together only when
+ * the reader has the whole image (gmt_reader_image() is not NULL); a stream reader
+ * returns one record per call. */
+size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t max, int *rc,
+                             char *err, size_t errlen);
 /* The clock of the thread of the record last returned, after that record; false when
  * no THREAD/TIME/absolute record has set it yet. */
 bool gmt_reader_thread_clock(const struct gmt_reader *r, uint64_t *ns);

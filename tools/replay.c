@@ -2,6 +2,7 @@
 #include "replay.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,8 +167,12 @@ struct state {
     struct live_map live_by_key;
     uint32_t *site_by_stack;   /* per stack id below t->n_stacks: site index + 1, 0 none */
     struct gmt_u64map site_by_big_stack; /* the ids beyond (stacks never defined) */
-    struct site_dev (*sdl)[GMT_MAX_DEVS]; /* per site, per device slot */
-    size_t cap_sites, cap_sdl, cap_fails;
+    /* per device slot, made at the slot's first allocation: a cell per site
+     * (cap_sites of them). By device, not by site: most traces use one or two devices,
+     * whose cells then fit in the first-level cache. */
+    struct site_dev *sdl[GMT_MAX_DEVS];
+    size_t cap_sites, cap_fails;
+    int last_device, last_dslot;          /* the latest dslot() answer; INT_MIN none */
     int32_t *open; size_t n_open, cap_open;  /* open scope indices */
     int16_t dev_of_slot[GMT_MAX_DEVS];
     uint64_t tracked[GMT_MAX_DEVS];
@@ -195,7 +200,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Device slot for a device ordinal; the last slot collects everything beyond. */
-static int dslot(struct state *S, int device)
+static int dslot_find(struct state *S, int device)
 {
     struct gmt_report *rep = S->rep;
     for (size_t i = 0; i < rep->n_dev; i++)
@@ -207,6 +212,16 @@ static int dslot(struct state *S, int device)
     S->dev_of_slot[i] = (int16_t)device;
     rep->dev[i].device = device;
     return i;
+}
+
+/* Events come in long stretches on one device: the latest answer first. */
+static inline int dslot(struct state *S, int device)
+{
+    if (device != S->last_device) {
+        S->last_dslot = dslot_find(S, device);
+        S->last_device = device;
+    }
+    return S->last_dslot;
 }
 
 static int site_of(struct state *S, uint32_t stack)
@@ -221,12 +236,19 @@ static int site_of(struct state *S, uint32_t stack)
             return (int)*v;
     }
     struct gmt_report *rep = S->rep;
-    size_t n = rep->n_sites;
-    if (grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites) ||
-        grow((void **)&S->sdl, &S->cap_sdl, n + 1, sizeof *S->sdl))
+    size_t n = rep->n_sites, cap = S->cap_sites;
+    if (grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites))
         return -ENOMEM;
+    for (size_t d = 0; d < GMT_MAX_DEVS && S->cap_sites > cap; d++) {
+        if (!S->sdl[d])
+            continue;
+        struct site_dev *p = realloc(S->sdl[d], S->cap_sites * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + cap, 0, (S->cap_sites - cap) * sizeof *p);
+        S->sdl[d] = p;
+    }
     memset(&rep->sites[n], 0, sizeof rep->sites[n]);
-    memset(S->sdl[n], 0, sizeof S->sdl[n]);
     rep->sites[n].stack = stack;
     rep->sites[n].cat = S->o->stack_cat && stack < t->n_stacks ? S->o->stack_cat[stack] : 0;
     if (rep->sites[n].cat >= GMT_MAX_CATS)
@@ -247,7 +269,7 @@ static bool is_attributable(uint16_t op)
 /* The scope an event belongs to: its own thread's (recorded), or for an allocation made
  * on a thread with none (NCCL's proxy thread), the most recently begun scope still open
  * on another thread of the same device. */
-static int32_t attribute(struct state *S, const struct gmt_ev *e)
+static int32_t attribute_slow(struct state *S, const struct gmt_ev *e)
 {
     const struct gmt_trace *t = S->t;
     if (e->scope) {
@@ -266,6 +288,12 @@ static int32_t attribute(struct state *S, const struct gmt_ev *e)
             best = S->open[i];
     }
     return best < 0 ? best : S->top[best];
+}
+
+/* attribute() without a call for the common event: no scope of its own, none open. */
+static inline int32_t attribute(struct state *S, const struct gmt_ev *e)
+{
+    return !e->scope && !S->n_open ? -1 : attribute_slow(S, e);
 }
 
 /* An NCCL call that NCCL itself makes inside another (ncclBcast calling ncclBroadcast
@@ -307,7 +335,7 @@ static uint32_t innermost_open_id(const struct state *S)
 
 static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
 {
-    struct site_dev *c = &S->sdl[site][ds];
+    struct site_dev *c = &S->sdl[ds][site];
     if (c->epoch != S->peak_epoch[ds]) {
         c->at_peak = c->live;
         c->epoch = S->peak_epoch[ds];
@@ -341,6 +369,8 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
     int site = site_of(S, e->stack);
     if (site < 0)
         return site;
+    if (!S->sdl[ds] && !(S->sdl[ds] = calloc(S->cap_sites, sizeof *S->sdl[ds])))
+        return -ENOMEM;
     /* an address reused without a free we saw: the old entry is gone */
     struct live *l = lm_get(&S->live_by_key, key);
     if (l) {
@@ -497,6 +527,20 @@ static void close_scope(struct state *S, uint32_t scope)
         }
 }
 
+/*
+ * The live-set slot an event will look up, fetched a few events ahead: the table spans
+ * hundreds of kilobytes, its slots are hit at random, and the trace streams through the
+ * same caches, so each lookup used to wait for memory. The key is guessed as a pointer
+ * (NS_PTR), which most are; for a handle or a non-allocation event it is a wasted fetch,
+ * never a wrong answer. Branch-free: which events are allocations follows no pattern.
+ */
+#define PREFETCH_AHEAD 8
+
+static inline const struct live *live_home(const struct live_map *m, const struct gmt_ev *e)
+{
+    return &m->s[lm_home(m, key_of(NS_PTR, e->addr))];
+}
+
 /* One pass over the events in time order. Past --to only the scopes and the device
  * allocations' attribution go on (the collective rows count all of a call's allocations). */
 static int run_pass(struct state *S)
@@ -507,11 +551,16 @@ static int run_pass(struct state *S)
     struct gmt_ev buf[256];
     size_t n;
     bool stopped = false;
+    const uint64_t t_to = S->o->t_to;
     int r = 0;
     while (!r && (n = gmt_trace_iter_next(it, buf, sizeof buf / sizeof buf[0])) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
             const struct gmt_ev *e = &buf[i];
-            if (!stopped && S->o->t_to && e->time > S->o->t_to)
+            /* here, not in a helper: GCC 12 takes a void function that only prefetches
+             * for a pure one and drops the call */
+            if (i + PREFETCH_AHEAD < n && S->live_by_key.cap)
+                __builtin_prefetch(live_home(&S->live_by_key, &buf[i + PREFETCH_AHEAD]));
+            if (!stopped && t_to && e->time > t_to)
                 stopped = true;
             switch (e->type) {
             case GMT_EV_ALLOC:
@@ -545,7 +594,9 @@ static int run_pass(struct state *S)
         if (!S->rep->dev[d].peak || (S->o->device >= 0 && S->dev_of_slot[d] != S->o->device))
             continue;
         for (size_t s = 0; s < S->rep->n_sites; s++) {
-            const struct site_dev *c = &S->sdl[s][d];
+            if (!S->sdl[d])
+                break;
+            const struct site_dev *c = &S->sdl[d][s];
             S->rep->sites[s].live_at_peak += c->epoch == S->peak_epoch[d] ? c->at_peak : c->live;
         }
     }
@@ -614,14 +665,15 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
         const struct gmt_scope *s = &t->scopes[i];
         if (top[i] != (int32_t)i)
             continue;
-        char label[64];
+        /* the op's name itself, not a copy: there are as many scopes as calls */
+        char group_label[64];
+        const char *label = gmt_op_name(s->op);
         uint64_t bytes = scope_bytes(s), comm = s->comm;
         if (s->op == GMT_OP_Group) {
-            snprintf(label, sizeof label, "Group(%s)", labels[i][0] ? labels[i] : "");
+            snprintf(group_label, sizeof group_label, "Group(%s)", labels[i][0] ? labels[i] : "");
+            label = group_label;
             bytes = gbytes[i];
             comm = gcomm[i];
-        } else {
-            snprintf(label, sizeof label, "%s", gmt_op_name(s->op));
         }
         struct gmt_coll_row *row = NULL;
         for (size_t r = 0; r < rep->n_colls; r++)
@@ -715,7 +767,7 @@ static int cmp_site(const void *a, const void *b)
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep)
 {
     memset(rep, 0, sizeof *rep);
-    struct state S = {.t = t, .o = o, .rep = rep};
+    struct state S = {.t = t, .o = o, .rep = rep, .last_device = INT_MIN, .last_dslot = 0};
     gmt_u64map_init(&S.site_by_big_stack);
     int r = -ENOMEM;
     size_t ns = t->n_scopes ? t->n_scopes : 1;
@@ -748,7 +800,8 @@ out:
     free(S.scope_n);
     free(S.scope_bytes);
     free(S.scope_other);
-    free(S.sdl);
+    for (size_t d = 0; d < GMT_MAX_DEVS; d++)
+        free(S.sdl[d]);
     free(S.open);
     free(S.live_by_key.s);
     free(S.site_by_stack);

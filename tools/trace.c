@@ -122,8 +122,23 @@ static long stream_for(struct loader *L, uint32_t tid, uint64_t start)
     return (long)i;
 }
 
+/* The dt of an event record (those note_event sees). */
+static uint32_t event_dt(const struct gmt_rec *r)
+{
+    switch (r->type) {
+    case GMT_REC_ALLOC: return ((const struct gmt_rec_alloc *)(const void *)r)->dt;
+    case GMT_REC_ALLOC_SMALL: return ((const struct gmt_rec_alloc_small *)(const void *)r)->dt;
+    case GMT_REC_FREE: return ((const struct gmt_rec_free *)(const void *)r)->dt;
+    case GMT_REC_ALLOC_FAIL: return ((const struct gmt_rec_alloc_fail *)(const void *)r)->dt;
+    case GMT_REC_SCOPE_BEGIN: return ((const struct gmt_rec_scope_begin *)(const void *)r)->dt;
+    case GMT_REC_SCOPE_END: return ((const struct gmt_rec_scope_end *)(const void *)r)->dt;
+    case GMT_REC_MEMINFO: return ((const struct gmt_rec_meminfo *)(const void *)r)->dt;
+    }
+    return 0;
+}
+
 /* An event record of the current thread: a thread whose time goes back starts a run. */
-static int note_event(struct loader *L, const struct gmt_event *e, uint32_t dt)
+static inline int note_event(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
     struct gmt_tstream *st = &t->streams[L->cur];
@@ -139,9 +154,11 @@ static int note_event(struct loader *L, const struct gmt_event *e, uint32_t dt)
         run->start = e->offset;
         run->end = UINT64_MAX;
         run->device = (int16_t)thread_device(L, e->tid);
-        uint64_t c;
-        run->clock_set = gmt_reader_thread_clock(L->r, &c);
-        run->clock = run->clock_set ? c - dt : 0; /* the clock before this record */
+        /* The clock before this record. Its time went back, so the thread's clock was
+         * set (an unset clock gives 0, and once set a clock stays set): its time is the
+         * clock after it. */
+        run->clock_set = true;
+        run->clock = e->time_ns - event_dt(e->rec);
     }
     st->last_time = e->time_ns;
     st->has_ev = true;
@@ -304,7 +321,7 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     int placed = dense_put(t, b->scope_id, idx);
     if (placed < 0 || (!placed && gmt_u64map_put(&t->scope_by_id, b->scope_id, idx)))
         return -ENOMEM;
-    return note_event(L, e, b->dt);
+    return note_event(L, e);
 }
 
 static int on_scope_end(struct loader *L, const struct gmt_event *e)
@@ -318,8 +335,11 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
     s->t_end = e->time_ns;
     s->ended = true;
     s->result = x->result;
-    return note_event(L, e, x->dt);
+    return note_event(L, e);
 }
+
+#define PLAIN_EVENTS ((1u << GMT_REC_ALLOC) | (1u << GMT_REC_ALLOC_SMALL) | \
+                      (1u << GMT_REC_FREE) | (1u << GMT_REC_ALLOC_FAIL))
 
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
@@ -332,6 +352,11 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         if (e->time_ns > t->t_last)
             t->t_last = e->time_ns;
     }
+    /* Allocations and frees, most of the records, are decoded again when iterated
+     * (cursor_fill): here they only count and mark runs. Told apart with one bit test,
+     * not the switch: they come in no order a branch predictor could learn. */
+    if (r->type < 32 && (PLAIN_EVENTS >> r->type & 1))
+        return note_event(L, e);
     switch (r->type) {
     case GMT_REC_PROCESS:
         return on_process(L, r);
@@ -371,15 +396,6 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         const struct gmt_rec_cuctx *c = (const void *)r;
         return gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)((int64_t)c->device + 1));
     }
-    /* events are decoded again when iterated (cursor_next); here they only mark runs */
-    case GMT_REC_ALLOC:
-        return note_event(L, e, ((const struct gmt_rec_alloc *)(const void *)r)->dt);
-    case GMT_REC_ALLOC_SMALL:
-        return note_event(L, e, ((const struct gmt_rec_alloc_small *)(const void *)r)->dt);
-    case GMT_REC_FREE:
-        return note_event(L, e, ((const struct gmt_rec_free *)(const void *)r)->dt);
-    case GMT_REC_ALLOC_FAIL:
-        return note_event(L, e, ((const struct gmt_rec_alloc_fail *)(const void *)r)->dt);
     case GMT_REC_CHUNK: {
         const struct gmt_rec_chunk *c = (const void *)r;
         t->streams[L->cur].segs[t->streams[L->cur].n_segs - 1].end = e->offset;
@@ -435,7 +451,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         n->total_bytes = m->total_bytes;
         n->scope = m->scope_id;
         n->phase = (uint8_t)r->aux;
-        return note_event(L, e, m->dt);
+        return note_event(L, e);
     }
     case GMT_REC_END: {
         const struct gmt_rec_end *x = (const void *)r;
@@ -591,14 +607,18 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
     uint64_t first = gmt_reader_offset(r);
     if (stream_for(&L, 0, first) < 0) /* records before the first CHUNK: no thread */
         goto nomem;
-    struct gmt_event e;
-    int n;
-    while ((n = gmt_reader_next(r, &e, err, errlen)) > 0) {
-        int x = on_record(&L, &e, err, errlen);
-        if (x == -ENOMEM)
-            goto nomem;
-        if (x)
-            goto out;
+    /* in batches: one call into the reader per 256 records, not per record */
+    struct gmt_event ev[256];
+    int n = 1;
+    while (n > 0) {
+        size_t got = gmt_reader_next_batch(r, ev, sizeof ev / sizeof ev[0], &n, err, errlen);
+        for (size_t i = 0; i < got; i++) {
+            int x = on_record(&L, &ev[i], err, errlen);
+            if (x == -ENOMEM)
+                goto nomem;
+            if (x)
+                goto out;
+        }
     }
     if (n < 0)
         goto out;
@@ -723,15 +743,6 @@ struct gmt_ev_iter {
     size_t n;
 };
 
-static uint64_t tick(struct cursor *c, uint32_t dt)
-{
-    if (!c->clock_set)
-        return 0;
-    /* wraps rather than traps on a corrupt clock, as the reader does */
-    c->clock += dt;
-    return c->clock;
-}
-
 /* The scope index a SCOPE_* record at `off` stands for, as the loader saw it then:
  * -1 for an end whose begin was lost or comes later in the file. */
 static long scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
@@ -744,31 +755,52 @@ static long scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
     return i >= 0 && t->scopes[i].offset <= off ? i : -1;
 }
 
-/* Decodes the cursor's next event into its head; false when the run is used up. The
- * records were validated when loading; the size checks only keep a file changed
- * since then from taking the walk outside the run. */
-static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
+/* The position, clock and device of a cursor while it decodes, kept in locals: the
+ * stores of each decoded event could otherwise alias them and force reloads. */
+struct walk {
+    uint64_t pos, lim, clock;
+    bool clock_set;
+    int16_t device;
+};
+
+static uint64_t tick(struct walk *w, uint32_t dt)
+{
+    if (!w->clock_set)
+        return 0;
+    /* wraps rather than traps on a corrupt clock, as the reader does */
+    w->clock += dt;
+    return w->clock;
+}
+
+/* Decodes the cursor's next events into out[0..max): its head, or straight into the
+ * caller's batch. Returns how many; fewer than max when the run is used up. The records
+ * were validated when loading; the size checks only keep a file changed since then from
+ * taking the walk outside the run. */
+static size_t cursor_fill(const struct gmt_trace *t, struct cursor *c, struct gmt_ev *out,
+                          size_t max)
 {
     const uint8_t *img = t->image;
-    struct gmt_ev *e = &c->head;
-    for (;;) {
-        if (c->pos >= c->lim) {
-            if (c->pos >= c->run_end || c->seg == c->seg_last)
-                return false;
+    struct walk w = { c->pos, c->lim, c->clock, c->clock_set, c->device };
+    size_t k = 0;
+    while (k < max) {
+        if (w.pos >= w.lim) {
+            if (w.pos >= c->run_end || c->seg == c->seg_last)
+                break;
             c->seg++;
-            c->pos = c->seg->start;
-            c->lim = c->seg->end < c->run_end ? c->seg->end : c->run_end;
+            w.pos = c->seg->start;
+            w.lim = c->seg->end < c->run_end ? c->seg->end : c->run_end;
             continue;
         }
-        const struct gmt_rec *h = (const void *)(img + c->pos);
-        uint64_t off = c->pos;
-        if (h->size < sizeof *h || h->size > c->lim - off)
-            return false;
-        c->pos += h->size;
+        const struct gmt_rec *h = (const void *)(img + w.pos);
+        uint64_t off = w.pos;
+        if (h->size < sizeof *h || h->size > w.lim - off)
+            break;
+        w.pos += h->size;
+        struct gmt_ev *e = &out[k];
         switch (h->type) {
         case GMT_REC_ALLOC: {
             const struct gmt_rec_alloc *a = (const void *)h;
-            e->time = tick(c, a->dt);
+            e->time = tick(&w, a->dt);
             e->type = GMT_EV_ALLOC;
             e->addr = a->address;
             e->bytes = a->bytes;
@@ -777,13 +809,13 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
             e->stack = a->stack_id;
             e->scope = a->scope_id;
             e->error = 0;
-            e->device = a->device >= 0 ? a->device : c->device;
+            e->device = a->device >= 0 ? a->device : w.device;
             break;
         }
         case GMT_REC_ALLOC_SMALL: {
             /* exactly the ALLOC with scope 0 and device -1 (the thread's context) */
             const struct gmt_rec_alloc_small *a = (const void *)h;
-            e->time = tick(c, a->dt);
+            e->time = tick(&w, a->dt);
             e->type = GMT_EV_ALLOC;
             e->addr = a->address;
             e->bytes = a->bytes;
@@ -792,12 +824,12 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
             e->stack = a->stack_id;
             e->scope = 0;
             e->error = 0;
-            e->device = c->device;
+            e->device = w.device;
             break;
         }
         case GMT_REC_FREE: {
             const struct gmt_rec_free *f = (const void *)h;
-            e->time = tick(c, f->dt);
+            e->time = tick(&w, f->dt);
             e->type = GMT_EV_FREE;
             e->addr = f->address;
             e->bytes = 0;
@@ -807,12 +839,12 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
                            ? ((const struct gmt_rec_free_ext *)(const void *)h)->stack_id : 0;
             e->scope = f->scope_id;
             e->error = 0;
-            e->device = c->device;
+            e->device = w.device;
             break;
         }
         case GMT_REC_ALLOC_FAIL: {
             const struct gmt_rec_alloc_fail *f = (const void *)h;
-            e->time = tick(c, f->dt);
+            e->time = tick(&w, f->dt);
             e->type = GMT_EV_FAIL;
             e->addr = 0;
             e->bytes = f->bytes;
@@ -821,12 +853,12 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
             e->stack = f->stack_id;
             e->scope = f->scope_id;
             e->error = f->error;
-            e->device = f->device >= 0 ? f->device : c->device;
+            e->device = f->device >= 0 ? f->device : w.device;
             break;
         }
         case GMT_REC_MEMINFO: {
             const struct gmt_rec_meminfo *m = (const void *)h;
-            e->time = tick(c, m->dt);
+            e->time = tick(&w, m->dt);
             e->type = GMT_EV_MEMINFO;
             e->addr = m->free_bytes;
             e->bytes = m->total_bytes;
@@ -841,15 +873,15 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
         case GMT_REC_SCOPE_BEGIN: {
             const struct gmt_rec_scope_begin *b = (const void *)h;
             memset(e, 0, sizeof *e);
-            e->time = tick(c, b->dt);
+            e->time = tick(&w, b->dt);
             e->type = GMT_EV_SCOPE_BEGIN;
             e->scope = (uint32_t)scope_at(t, b->scope_id, off);
-            e->device = c->device;
+            e->device = w.device;
             break;
         }
         case GMT_REC_SCOPE_END: {
             const struct gmt_rec_scope_end *x = (const void *)h;
-            uint64_t time = tick(c, x->dt);
+            uint64_t time = tick(&w, x->dt);
             long i = scope_at(t, x->scope_id, off);
             if (i < 0)
                 continue; /* nothing to close, as when loading */
@@ -857,45 +889,57 @@ static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
             e->time = time;
             e->type = GMT_EV_SCOPE_END;
             e->scope = (uint32_t)i;
-            e->device = c->device;
+            e->device = w.device;
             break;
         }
         case GMT_REC_COMM:
-            tick(c, ((const struct gmt_rec_comm *)(const void *)h)->dt);
+            tick(&w, ((const struct gmt_rec_comm *)(const void *)h)->dt);
             continue;
         case GMT_REC_CUCTX: {
             /* as the loader's tid -> device + 1 map gave it back */
             int64_t d = ((const struct gmt_rec_cuctx *)(const void *)h)->device;
-            c->device = (int16_t)((int)(uint64_t)(d + 1) - 1);
+            w.device = (int16_t)((int)(uint64_t)(d + 1) - 1);
             continue;
         }
         case GMT_REC_MODULE_LOAD:
-            c->clock = ((const struct gmt_rec_module_load *)(const void *)h)->time_ns;
-            c->clock_set = true;
+            w.clock = ((const struct gmt_rec_module_load *)(const void *)h)->time_ns;
+            w.clock_set = true;
             continue;
         case GMT_REC_MODULE_UNLOAD:
-            c->clock = ((const struct gmt_rec_module_unload *)(const void *)h)->time_ns;
-            c->clock_set = true;
+            w.clock = ((const struct gmt_rec_module_unload *)(const void *)h)->time_ns;
+            w.clock_set = true;
             continue;
         case GMT_REC_THREAD:
-            c->clock = ((const struct gmt_rec_thread *)(const void *)h)->time_ns;
-            c->clock_set = true;
+            w.clock = ((const struct gmt_rec_thread *)(const void *)h)->time_ns;
+            w.clock_set = true;
             continue;
         case GMT_REC_TIME:
-            c->clock = ((const struct gmt_rec_time *)(const void *)h)->time_ns;
-            c->clock_set = true;
+            w.clock = ((const struct gmt_rec_time *)(const void *)h)->time_ns;
+            w.clock_set = true;
             continue;
         case GMT_REC_END:
-            c->clock = ((const struct gmt_rec_end *)(const void *)h)->time_ns;
-            c->clock_set = true;
+            w.clock = ((const struct gmt_rec_end *)(const void *)h)->time_ns;
+            w.clock_set = true;
             continue;
         default:
             continue;
         }
         e->tid = c->tid;
         c->head_off = off;
-        return true;
+        k++;
     }
+    c->pos = w.pos;
+    c->lim = w.lim;
+    c->clock = w.clock;
+    c->clock_set = w.clock_set;
+    c->device = w.device;
+    return k;
+}
+
+/* The cursor's next event into its head; false when the run is used up. */
+static bool cursor_next(const struct gmt_trace *t, struct cursor *c)
+{
+    return cursor_fill(t, c, &c->head, 1) == 1;
 }
 
 static bool head_before(const struct cursor *a, const struct cursor *b)
@@ -956,12 +1000,23 @@ struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t)
 size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max)
 {
     size_t k = 0;
-    while (k < max && it->n) {
+    while (k < max && it->n > 1) {
         struct cursor *c = it->heap[0];
         out[k++] = c->head;
         if (!cursor_next(it->t, c))
             it->heap[0] = it->heap[--it->n];
+        /* a cursor still ahead of the others stays on top: one compare per child */
         heap_down(it->heap, it->n, 0);
+    }
+    if (k < max && it->n == 1) {
+        /* The last run (the whole of a single-threaded trace): nothing to merge, so its
+         * events are decoded straight into the batch, and its head is refilled only
+         * when the batch is full before the run ends. */
+        struct cursor *c = it->heap[0];
+        out[k++] = c->head;
+        k += cursor_fill(it->t, c, out + k, max - k);
+        if (k < max || !cursor_next(it->t, c))
+            it->n = 0;
     }
     return k;
 }
