@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # bench.sh: the tracer's overhead on 2 real GPUs, runs with and without libgpumemtrace.so interleaved in pairs, one table last.
 #
-# Usage: bash tests/gpu/bench.sh [--dry-run] [--pairs N] [--ddp-pairs N]
+# Usage: bash tests/gpu/bench.sh [--dry-run] [--pairs N] [--ddp-pairs N] [--pin CPUS | --no-pin]
 # Measures (library at default settings): 8-byte all_reduce latency and 128 MiB all_reduce
 # bus bandwidth (tests/gpu/bench_allreduce.c, one process, ncclCommInitAll over 2 GPUs),
 # and the PyTorch DDP training-step time (tests/gpu/bench_ddp.py, 2 ranks). Each pair runs
 # both variants back to back, alternating which goes first; ratios are per pair, and
 # the table gives their median. Builds only bench_allreduce (cc against NCCL from
 # PyTorch's wheel); the library comes from build/ (GPUMEMTRACE_BUILD=DIR for another).
+# The all_reduce process runs on the CPUs local to GPU 0 (its PCI device's local_cpulist;
+# --no-pin: wherever the scheduler puts it): unpinned, its 8-byte latency is bimodal
+# from one process to the next (13-19 us), which a few pairs can't average out.
 # --dry-run: no GPU needed; checks the files and prints the table from made-up numbers.
 # Exit status: 0 measured (targets met or not: read the table), 2 could not measure.
 set -u
@@ -17,12 +20,14 @@ repo=$(cd "$here/../.." && pwd)
 build=${GPUMEMTRACE_BUILD:-$repo/build}
 [ -d "$build" ] && build=$(cd "$build" && pwd)
 lib=$build/libgpumemtrace.so
-dry=0 pairs=5 ddp_pairs=3
+dry=0 pairs=5 ddp_pairs=3 pin=1 pin_list=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --pairs) shift; pairs=${1:?} ;;
     --ddp-pairs) shift; ddp_pairs=${1:?} ;;
+    --no-pin) pin=0 ;;
+    --pin) shift; pin_list=${1:?} ;;
     -h|--help) sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -66,6 +71,21 @@ PYEOF
   fi
 fi
 
+# The CPUs next to GPU 0, for the all_reduce runs.
+cpus=""
+if [ $dry = 0 ] && [ $pin = 1 ]; then
+  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | tr 'A-F' 'a-f')
+  bus=${bus#0000} # nvidia-smi writes an 8-digit PCI domain, sysfs a 4-digit one
+  cpus=${pin_list:-$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null || true)}
+  if [ -n "$cpus" ] && command -v taskset >/dev/null; then
+    echo "   all_reduce runs pinned to GPU 0's CPUs: $cpus"
+  else
+    echo "   GPU 0's CPUs not found ($bus): all_reduce runs unpinned"; cpus=""
+  fi
+fi
+# pinned CMD...: CMD (an exported function too) on those CPUs.
+pinned() { if [ -n "$cpus" ]; then taskset -c "$cpus" bash -c '"$@"' pinned "$@"; else "$@"; fi; }
+
 # variant VARIANT CMD...: CMD as is (plain) or with the library preloaded (traced).
 variant() {
   local v=$1; shift
@@ -85,7 +105,7 @@ fake_ddp() { awk -v s="$RANDOM" -v t="$1" 'BEGIN { srand(s); f = (t == "traced")
 run_ar() { # PAIR VARIANT
   local out="$work/ar.$1.$2.out"
   if [ $dry = 1 ]; then fake_ar "$2" >"$out"
-  else timeout --kill-after=10 150 bash -c '"$@"' x variant "$2" "$bin" >"$out" 2>&1 || {
+  else timeout --kill-after=10 150 bash -c '"$@"' x pinned variant "$2" "$bin" >"$out" 2>&1 || {
          echo "   all_reduce run $1 ($2) failed:"; tail -n 5 "$out" | sed 's/^/   | /'; }
   fi
   awk -v p="$1" -v v="$2" '/^allreduce_8B_us /{print "lat", p, v, $2}
@@ -102,8 +122,8 @@ run_ddp() { # PAIR VARIANT
   awk -v p="$1" -v v="$2" '/^ddp_step_ms /{print "ddp", p, v, $2}' "$out" >>"$data"
   rm -f "$work"/trace.*.gmt
 }
-export -f variant
-export lib work
+export -f variant pinned
+export lib work cpus
 
 # Alternate which variant goes first, so drift over the run (clocks, thermals, other
 # tenants) falls on both alike.
