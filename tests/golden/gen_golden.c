@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         tb_header_ex(&t, 0x04030201u, 1, 0, 32);
         rc |= put(c, "byte-order.gmt", &t, t.len);
         tb_free(&t);
-        tb_header_ex(&t, GMT_BYTE_ORDER_MARK, 2, 0, 32);
+        tb_header_ex(&t, GMT_BYTE_ORDER_MARK, GMT_VERSION_MAJOR + 1, 0, 32);
         rc |= put(c, "newer-major.gmt", &t, t.len);
         tb_free(&t);
         /* A newer minor: a longer header, an unknown type, a longer record. */
