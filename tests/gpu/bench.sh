@@ -20,7 +20,7 @@ repo=$(cd "$here/../.." && pwd)
 build=${GPUMEMTRACE_BUILD:-$repo/build}
 [ -d "$build" ] && build=$(cd "$build" && pwd)
 lib=$build/libgpumemtrace.so
-dry=0 pairs=5 ddp_pairs=3 pin=1 pin_list=""
+dry=0 pairs=20 ddp_pairs=8 pin=1 pin_list=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
@@ -167,5 +167,10 @@ END {
     lim = substr(target[kd], 4) + 0
     met = (substr(target[kd], 1, 2) == "<=") ? (mr <= lim) : (mr >= lim)
     printf "%-34s %6d %10.3f %10.3f %8.4f %9s %s\n", name[kd], n, mp, mt, mr, target[kd], met ? "yes" : "NO"
+    if (kd == "lat") { # bimodal per process: pairs rarely match like with like
+      sp = 0; st = 0; for (i = 1; i <= n; i++) { sp += P[i]; st += T[i] }
+      lat_line = sprintf("   latency, all runs: ratio of medians %.4f, of means %.4f (%.3f / %.3f us)", mt / mp, st / sp, st / n, sp / n)
+    }
   }
+  if (lat_line != "") print lat_line
 }' "$data"
