@@ -36,7 +36,7 @@
 
 #define SHIFT 32
 #define STEP_NS 1000000          /* an offset larger than this is stepped, not steered */
-#define HORIZON_NS 1000000000    /* an offset is steered away over this long */
+#define HORIZON_NS 1000000000    /* an offset is steered away over this long, or over 4 ticks */
 #define MAX_CORRECTION_PPM 500   /* steering changes the rate by at most this */
 #define MIN_CALIBRATION_NS 20000000
 
@@ -55,6 +55,7 @@ struct gmt_clock_line gmt_clock_line;
 /* Calibration, the flusher's alone: the first (tsc, ns) pair and the TSC's rate. */
 static int tsc_usable;                 /* decided at init */
 static uint64_t origin_tsc, origin_ns;
+static uint64_t last_tick_ns;          /* the kernel's time at the previous tick */
 
 static uint64_t kernel_ns(void)
 {
@@ -148,7 +149,21 @@ void gmt_clock_init(void)
     if (!gmt_opt.tsc || !tsc_trusted())
         return;
     pair(&origin_tsc, &origin_ns);
+    last_tick_ns = origin_ns;
     tsc_usable = 1;
+#endif
+}
+
+/* Tests only: moves the current line by `ns` (as a clock error would). */
+void gmt_clock_test_offset(int64_t ns)
+{
+#if defined(__x86_64__)
+    if (atomic_load_explicit(&use_tsc, memory_order_relaxed))
+        publish(atomic_load_explicit(&line_tsc, memory_order_relaxed),
+                atomic_load_explicit(&line_ns, memory_order_relaxed) + (uint64_t)ns,
+                atomic_load_explicit(&line_mult, memory_order_relaxed));
+#else
+    (void)ns;
 #endif
 }
 
@@ -159,6 +174,8 @@ void gmt_clock_tick(void)
         return;
     uint64_t tsc, ns;
     pair(&tsc, &ns);
+    uint64_t since = ns - last_tick_ns;
+    last_tick_ns = ns;
     if (ns - origin_ns < MIN_CALIBRATION_NS || tsc <= origin_tsc)
         return;
     /* ns per TSC tick × 2^32, measured over everything since the start. */
@@ -178,8 +195,11 @@ void gmt_clock_tick(void)
         publish(tsc, ns, rate);
         return;
     }
-    /* Steer: a rate that closes the offset over HORIZON_NS, within MAX_CORRECTION_PPM. */
-    __int128 corr = (__int128)rate * off / HORIZON_NS;
+    /* Steer: a rate that closes the offset over HORIZON_NS, or over four of the ticks
+     * seen lately when they come slower (GPUMEMTRACE_FLUSH_MS up to a minute): a rate
+     * held for a whole tick must not overshoot. At most MAX_CORRECTION_PPM. */
+    uint64_t horizon = since > HORIZON_NS / 4 ? 4 * since : HORIZON_NS;
+    __int128 corr = (__int128)rate * off / (__int128)horizon;
     __int128 lim = (__int128)rate * MAX_CORRECTION_PPM / 1000000;
     if (corr > lim)
         corr = lim;

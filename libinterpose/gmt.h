@@ -90,6 +90,7 @@ static inline uint64_t gmt_now_ns(void)
 GMT_HIDDEN void gmt_clock_init(void);  /* at init, after the options */
 GMT_HIDDEN void gmt_clock_tick(void);  /* the flusher, each tick: calibrates and steers */
 GMT_HIDDEN bool gmt_clock_uses_tsc(void);
+GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by ns */
 
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */

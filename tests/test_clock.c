@@ -103,6 +103,42 @@ Test(clock, tsc_only_where_the_kernel_trusts_it_and_close_to_clock_monotonic)
     cr_expect_lt(worst, 20000, "worst distance from CLOCK_MONOTONIC: %ld ns", (long)worst);
 }
 
+/* An error of the line (here put in by hand: 400 µs ahead) is steered away, without
+ * a step and without overshooting, also when ticks come slower than the 1 s horizon
+ * would assume (the flusher ticks every flush_ms/2, up to 30 s; 300 ms here). */
+static int64_t offset_now(void)
+{
+    uint64_t a = mono_ns(), x = gmt_now_ns(), b = mono_ns();
+    return x < a ? -(int64_t)(a - x) : x > b ? (int64_t)(x - b) : 0;
+}
+
+Test(clock, an_offset_is_steered_away_without_overshoot)
+{
+    gmt_opt.tsc = 1;
+    gmt_clock_init();
+    if (!kernel_uses_tsc())
+        cr_skip_test("the kernel's clocksource is not an invariant TSC here");
+    sleep_ms(30);
+    gmt_clock_tick();
+    cr_assert(gmt_clock_uses_tsc());
+    gmt_clock_test_offset(400000);
+    int64_t first = offset_now(), last = first, lowest = first;
+    cr_assert_gt(first, 350000, "the line was moved: %ld ns", (long)first);
+    for (int i = 0; i < 8; i++) {
+        gmt_clock_tick();
+        sleep_ms(300);
+        last = offset_now();
+        if (last < lowest)
+            lowest = last;
+        /* steered, not stepped: a part of it goes at each tick (a quarter here) */
+        if (i == 0)
+            cr_expect(last > first / 10 && last < first * 95 / 100,
+                      "after one tick %ld ns, from %ld", (long)last, (long)first);
+    }
+    cr_expect_lt(last, first / 2, "offset %ld ns after 2.4 s, from %ld", (long)last, (long)first);
+    cr_expect_gt(lowest, -20000, "overshot to %ld ns", (long)lowest);
+}
+
 /* A reader thread that checks its clock never goes back, however the line moves. */
 static _Atomic int reading;
 static _Atomic long backwards, reads;
