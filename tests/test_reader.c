@@ -584,6 +584,100 @@ Test(reader, reads_the_same_in_batches)
     tb_free(&b);
 }
 
+/* Reads b's first len bytes record by record, and by skimming (allocations and frees
+ * only counted, the rest handed out in batches of `per`, and one record by
+ * gmt_reader_next_batch wherever the skim stops; min_time 0, or past every time at each
+ * third call): the records handed out must be the others, the counts and times of the
+ * skimmed ones those of the allocations and frees between, and both end the same way. */
+static void expect_skim_matches(const struct tb *b, size_t len, size_t per)
+{
+    const uint32_t mask = (1u << GMT_REC_ALLOC) | (1u << GMT_REC_ALLOC_SMALL) |
+                          (1u << GMT_REC_FREE);
+    void *img = aligned_alloc(8, (len + 15) / 8 * 8);
+    cr_assert_not_null(img);
+    memcpy(img, b->p, len);
+    struct gmt_reader *one, *many;
+    char err1[512] = "", err2[512] = "";
+    int rc1 = gmt_reader_open_mem(&one, img, len, "t.gmt", err1, sizeof err1);
+    int rc2 = gmt_reader_open_mem(&many, img, len, "t.gmt", err2, sizeof err2);
+    cr_assert_eq(rc1, rc2);
+    if (rc1 == 0) {
+        struct gmt_event e1, e2[7];
+        int more = 1;
+        for (unsigned call = 0;; call++) {
+            struct gmt_skim sk;
+            size_t got = gmt_reader_skim(many, mask, call % 3 == 2 ? UINT64_MAX : 0, e2, per,
+                                         &sk);
+            uint64_t n = 0, first = 0, last = 0;
+            for (size_t used = 0; used < got || n < sk.n;) {
+                rc1 = gmt_reader_next(one, &e1, err1, sizeof err1);
+                cr_assert_eq(rc1, 1, "len %zu: the skim read past the records (%s)", len, err1);
+                if (mask >> e1.rec->type & 1) {
+                    first = n++ ? first : e1.time_ns;
+                    last = e1.time_ns;
+                    continue;
+                }
+                cr_assert_lt(used, got, "len %zu: record %llu neither skimmed nor handed out",
+                             len, (unsigned long long)e1.index);
+                cr_expect_eq(e2[used].rec, e1.rec);
+                cr_expect_eq(e2[used].offset, e1.offset);
+                cr_expect_eq(e2[used].index, e1.index);
+                cr_expect_eq(e2[used].time_ns, e1.time_ns);
+                cr_expect_eq(e2[used].tid, e1.tid);
+                used++;
+            }
+            cr_expect_eq(n, sk.n);
+            cr_expect_eq(first, sk.first, "len %zu", len);
+            cr_expect_eq(last, sk.last, "len %zu", len);
+            if (got == per)
+                continue;
+            /* it stopped: the record there, the general way */
+            size_t x = gmt_reader_next_batch(many, e2, 1, &more, err2, sizeof err2);
+            rc1 = gmt_reader_next(one, &e1, err1, sizeof err1);
+            if (!x) {
+                cr_expect_eq(more, rc1, "len %zu: %d vs %d (%s)", len, more, rc1, err1);
+                cr_expect_str_eq(err2, err1);
+                break;
+            }
+            cr_assert_eq(rc1, 1);
+            cr_expect_eq(e2[0].rec, e1.rec);
+            cr_expect_eq(e2[0].time_ns, e1.time_ns);
+            if (more <= 0) {
+                cr_expect_eq(gmt_reader_next(one, &e1, err1, sizeof err1), more);
+                break;
+            }
+        }
+        uint64_t c1 = 0, c2 = 0;
+        cr_expect_eq(gmt_reader_cut(one, &c1), gmt_reader_cut(many, &c2));
+        cr_expect_eq(c1, c2);
+        cr_expect_eq(gmt_reader_records(one), gmt_reader_records(many));
+        cr_expect_eq(gmt_reader_complete(one), gmt_reader_complete(many));
+        gmt_reader_close(one);
+        gmt_reader_close(many);
+    }
+    free(img);
+}
+
+Test(reader, skims_what_it_reads_record_by_record)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    for (size_t len = 0; len <= b.len; len += 4)
+        expect_skim_matches(&b, len, 1 + len % 7);
+    for (size_t i = 0; i < b.nrec; i++) { /* each record's size broken in turn */
+        struct tb x = { 0 };
+        tb_sample(&x);
+        uint32_t bad = 12;
+        memcpy(x.p + x.off[i] + 4, &bad, 4);
+        expect_skim_matches(&x, x.len, 5);
+        tb_free(&x);
+    }
+    tb_free(&b);
+    tb_allocs(&b, 1);
+    expect_skim_matches(&b, b.len, 7);
+    tb_free(&b);
+}
+
 /* The events a trace yields through gmt_trace_iter, into ev (at most n). */
 static size_t trace_events(const struct tb *b, struct gmt_ev *ev, size_t n, uint64_t *records)
 {

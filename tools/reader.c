@@ -717,6 +717,110 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
     return n;
 }
 
+/* The records of types in mask (flag-free CLOCK_DT types) from *off on, while their
+ * times keep at or above *min: a loop with nothing else live, so it stays in registers.
+ * Moves *off, *clock and *min past them; returns how many. */
+static size_t skim_run(const uint8_t *map, uint64_t len, uint32_t mask, bool set,
+                       uint64_t *off_p, uint64_t *clock_p, uint64_t *min_p)
+{
+    uint64_t off = *off_p, clock = *clock_p, min = *min_p;
+    size_t k = 0;
+    while (len - off >= sizeof(struct gmt_rec)) {
+        const struct gmt_rec *h = (const void *)(map + off);
+        unsigned type = h->type;
+        uint32_t size = h->size;
+        if (type >= 32 || !(mask >> type & 1) || size < fixed_size[type] ||
+            size % GMT_ALIGN || size > GMT_REC_MAX || size > len - off)
+            break;
+        uint32_t dt;
+        memcpy(&dt, map + off + type_rule[type].time_at, sizeof dt);
+        uint64_t t = set ? clock + dt : 0; /* wraps on a corrupt clock, as decode_time does */
+        if (t < min)
+            break;
+        clock = set ? t : clock;
+        min = t;
+        off += size;
+        k++;
+    }
+    *off_p = off;
+    *clock_p = clock;
+    *min_p = min;
+    return k;
+}
+
+size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
+                       struct gmt_event *ev, size_t max, struct gmt_skim *sk)
+{
+    *sk = (struct gmt_skim){0, 0, 0};
+    struct clock_slot *c = r->cur_clk;
+    if (!r->map || r->failed || r->done || !c)
+        return 0;
+    /* only types the rules let skim: a dt, nothing else to check or do */
+    for (unsigned type = 0; type < 32 && type < GMT_REC_TYPE_MAX; type++)
+        if (type_rule[type].clock != CLOCK_DT || type_rule[type].flags)
+            mask &= ~(1u << type);
+    /* as next_plain, with the clock tried before it moves: a record whose time would
+     * go below min_time is left where it is */
+    const uint8_t *map = r->map;
+    const uint64_t len = r->map_len, tid = r->tid;
+    uint64_t off = r->off, nrec = r->nrec, clock = c->ns;
+    bool set = c->set;
+    size_t n = 0;
+    for (;;) {
+        uint64_t off0 = off, clock0 = clock;
+        size_t k = skim_run(map, len, mask, set, &off, &clock, &min_time);
+        if (k) {
+            if (!sk->n) { /* the first one's time, read again */
+                const struct gmt_rec *h = (const void *)(map + off0);
+                uint32_t dt;
+                memcpy(&dt, map + off0 + type_rule[h->type].time_at, sizeof dt);
+                sk->first = set ? clock0 + dt : 0;
+            }
+            sk->n += k;
+            sk->last = min_time;
+            nrec += k;
+        }
+        if (n == max || len - off < sizeof(struct gmt_rec))
+            break;
+        const struct gmt_rec *h = (const void *)(map + off);
+        if (h->type >= GMT_REC_TYPE_MAX)
+            break;
+        struct type_rule rule = type_rule[h->type];
+        uint32_t size = h->size;
+        if (rule.flags || size < fixed_size[h->type] || size % GMT_ALIGN || size > GMT_REC_MAX ||
+            size > len - off)
+            break;
+        uint64_t t = 0;
+        if (rule.clock == CLOCK_DT) {
+            uint32_t dt;
+            memcpy(&dt, map + off + rule.time_at, sizeof dt);
+            t = set ? clock + dt : 0;
+            if (t < min_time)
+                break;
+            clock = set ? t : clock;
+            min_time = t;
+        } else if (rule.clock == CLOCK_ABS) {
+            memcpy(&t, map + off + rule.time_at, sizeof t);
+            if (t < min_time)
+                break;
+            clock = min_time = t;
+            set = true;
+        }
+        ev[n].rec = h;
+        ev[n].offset = off;
+        ev[n].index = nrec++;
+        ev[n].time_ns = t;
+        ev[n].tid = (uint32_t)tid;
+        n++;
+        off += size;
+    }
+    r->off = off;
+    r->nrec = nrec;
+    c->ns = clock;
+    c->set = set;
+    return n;
+}
+
 size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t max, int *rc,
                              char *err, size_t errlen)
 {

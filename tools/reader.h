@@ -92,6 +92,21 @@ const uint8_t *gmt_reader_image(const struct gmt_reader *r, size_t *len);
  * returns one record per call. */
 size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t max, int *rc,
                              char *err, size_t errlen);
+/* What gmt_reader_skim() read past without handing out: how many records, the times of
+ * the first and the last (ns; 0 when the thread's clock is not set). */
+struct gmt_skim {
+    uint64_t n, first, last;
+};
+/* For a reader that only counts the common records: like gmt_reader_next_batch() on a
+ * mapped image, but the records whose types are in `mask` (bit per type; types with a dt
+ * and no variable parts) are only counted in *sk, and the records' times never go below
+ * min_time or back. It stops, returning fewer than max, before anything it leaves to
+ * gmt_reader_next_batch(): a record that breaks that rule, is not whole, has variable
+ * parts or changes the reader's state (CHUNK, PROCESS, END), or the end. The records
+ * handed out are in ev, in file order; the skimmed ones lie among them, all in the
+ * current CHUNK's thread, with times between those of their neighbours. */
+size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
+                       struct gmt_event *ev, size_t max, struct gmt_skim *sk);
 /* The clock of the thread of the record last returned, after that record; false when
  * no THREAD/TIME/absolute record has set it yet. */
 bool gmt_reader_thread_clock(const struct gmt_reader *r, uint64_t *ns);

@@ -33,33 +33,34 @@ unsigned gmt_nccl_type_size(int dt)
     return dt >= 0 && dt < (int)(sizeof size / sizeof size[0]) ? size[dt] : 0;
 }
 
-/* Address namespaces: a handle, a pointer, a reservation and a mapping may share a value. */
-enum ns { NS_PTR = 1, NS_HANDLE, NS_VIRTUAL, NS_MAPPING, NS_IPC, NS_POOL };
+/* Address namespaces: a handle, a pointer, a reservation and a mapping may share a value.
+ * Pointers, most keys, are 0: their key is the address itself. */
+enum ns { NS_PTR, NS_HANDLE, NS_VIRTUAL, NS_MAPPING, NS_IPC, NS_POOL };
 
-static int ns_of_kind(unsigned kind)
+/* By table, not a switch: one load per allocation or free (kinds are a byte, APIs below
+ * 256; anything else is a pointer). */
+static const uint8_t ns_by_kind[256] = {
+    [GMT_KIND_PHYSICAL] = NS_HANDLE, [GMT_KIND_PHYSICAL_HOST] = NS_HANDLE,
+    [GMT_KIND_IMPORTED] = NS_HANDLE, [GMT_KIND_MULTICAST] = NS_HANDLE,
+    [GMT_KIND_RETAINED] = NS_HANDLE, [GMT_KIND_VIRTUAL] = NS_VIRTUAL,
+    [GMT_KIND_MAPPING] = NS_MAPPING, [GMT_KIND_IPC_MAPPING] = NS_IPC,
+    [GMT_KIND_POOL] = NS_POOL,
+};
+
+static const uint8_t ns_by_free_api[256] = {
+    [GMT_API_cuMemRelease] = NS_HANDLE, [GMT_API_cuMemAddressFree] = NS_VIRTUAL,
+    [GMT_API_cuMemUnmap] = NS_MAPPING, [GMT_API_cuIpcCloseMemHandle] = NS_IPC,
+    [GMT_API_cudaMemPoolDestroy] = NS_POOL, [GMT_API_cuMemPoolDestroy] = NS_POOL,
+};
+
+static inline int ns_of_kind(uint8_t kind)
 {
-    switch (kind) {
-    case GMT_KIND_PHYSICAL: case GMT_KIND_PHYSICAL_HOST: case GMT_KIND_IMPORTED:
-    case GMT_KIND_MULTICAST: case GMT_KIND_RETAINED:
-        return NS_HANDLE;
-    case GMT_KIND_VIRTUAL: return NS_VIRTUAL;
-    case GMT_KIND_MAPPING: return NS_MAPPING;
-    case GMT_KIND_IPC_MAPPING: return NS_IPC;
-    case GMT_KIND_POOL: return NS_POOL;
-    default: return NS_PTR;
-    }
+    return ns_by_kind[kind];
 }
 
-static int ns_of_free_api(unsigned api)
+static inline int ns_of_free_api(unsigned api)
 {
-    switch (api) {
-    case GMT_API_cuMemRelease: return NS_HANDLE;
-    case GMT_API_cuMemAddressFree: return NS_VIRTUAL;
-    case GMT_API_cuMemUnmap: return NS_MAPPING;
-    case GMT_API_cuIpcCloseMemHandle: return NS_IPC;
-    case GMT_API_cudaMemPoolDestroy: case GMT_API_cuMemPoolDestroy: return NS_POOL;
-    default: return NS_PTR;
-    }
+    return api < 256 ? ns_by_free_api[api] : NS_PTR;
 }
 
 static uint64_t key_of(int ns, uint64_t addr)
@@ -83,7 +84,8 @@ struct live {
 
 struct live_map {
     struct live *s;
-    size_t cap, n;             /* cap a power of two, at most half full */
+    size_t cap, n;             /* cap a power of two, at most a quarter full: short clusters,
+                                * so short probes and few moves per deletion */
     unsigned shift;            /* 64 - log2(cap) */
 };
 
@@ -105,32 +107,39 @@ static struct live *lm_get(const struct live_map *m, uint64_t key)
     }
 }
 
-/* A new entry for a key known to be absent, all but its key zero; NULL out of memory. */
-static struct live *lm_put_new(struct live_map *m, uint64_t key)
+/* Doubles the table (makes it, when empty); -ENOMEM. */
+static int lm_grow(struct live_map *m)
 {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 1024;
-        struct live_map n = {calloc(ncap, sizeof *n.s), ncap, m->n,
-                             (unsigned)(64 - __builtin_ctzll(ncap))};
-        if (!n.s)
-            return NULL;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->s[i].refs)
-                continue;
-            size_t j = lm_home(&n, m->s[i].key);
-            while (n.s[j].refs)
-                j = (j + 1) & (ncap - 1);
-            n.s[j] = m->s[i];
-        }
-        free(m->s);
-        *m = n;
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    struct live_map n = {calloc(ncap, sizeof *n.s), ncap, m->n,
+                         (unsigned)(64 - __builtin_ctzll(ncap))};
+    if (!n.s)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->s[i].refs)
+            continue;
+        size_t j = lm_home(&n, m->s[i].key);
+        while (n.s[j].refs)
+            j = (j + 1) & (ncap - 1);
+        n.s[j] = m->s[i];
     }
-    size_t j = lm_home(m, key);
-    while (m->s[j].refs)
-        j = (j + 1) & (m->cap - 1);
-    m->n++;
-    m->s[j] = (struct live){.key = key};
-    return &m->s[j];
+    free(m->s);
+    *m = n;
+    return 0;
+}
+
+/* The entry of `key`, or the empty slot where it would go (refs 0), found with one
+ * probe: an allocation looks for a stale entry at its address and inserts in the same
+ * walk. The table grows first, so the slot stays valid; NULL out of memory. */
+static struct live *lm_find_or_slot(struct live_map *m, uint64_t key)
+{
+    if ((m->n + 1) * 4 > m->cap && lm_grow(m))
+        return NULL;
+    for (size_t j = lm_home(m, key);; j = (j + 1) & (m->cap - 1)) {
+        struct live *x = &m->s[j];
+        if (!x->refs || x->key == key)
+            return x;
+    }
 }
 
 static void lm_del_at(struct live_map *m, struct live *x)
@@ -159,9 +168,17 @@ struct site_dev {
     uint32_t epoch;            /* at_peak holds the value at this epoch's peak */
 };
 
+/* A scope's device allocations attributed, their bytes, how many were made on another
+ * thread than the scope's (for the collective rows): together, one cache line per
+ * allocation rather than three. */
+struct scope_count {
+    uint64_t n, bytes, other;
+};
+
 struct state {
     const struct gmt_trace *t;
     const int32_t *top;        /* per scope index: the scope its events count for */
+    const int32_t *top_by_dense; /* the same by t->scope_dense value: [0] is -1, none */
     const struct gmt_replay_opts *o;
     struct gmt_report *rep;
     struct live_map live_by_key;
@@ -179,9 +196,7 @@ struct state {
     uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
     uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS];
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
-    /* per scope index: device allocations attributed, their bytes, how many were made
-     * on another thread than the scope's (for the collective rows) */
-    uint64_t *scope_n, *scope_bytes, *scope_other;
+    struct scope_count *sc;    /* per scope index */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -290,10 +305,18 @@ static int32_t attribute_slow(struct state *S, const struct gmt_ev *e)
     return best < 0 ? best : S->top[best];
 }
 
-/* attribute() without a call for the common event: no scope of its own, none open. */
+/* attribute() without a call for the common events: a scope of its own that the trace's
+ * dense array holds, or none and none open. Whether an event has a scope follows no
+ * pattern, so both read the same table (id 0 is never in the dense array: it reads 0,
+ * whose entry is -1), and only the rare rest branches off. */
 static inline int32_t attribute(struct state *S, const struct gmt_ev *e)
 {
-    return !e->scope && !S->n_open ? -1 : attribute_slow(S, e);
+    const struct gmt_trace *t = S->t;
+    uint32_t id = e->scope;
+    int32_t sc = S->top_by_dense[id < t->n_scope_dense ? t->scope_dense[id] : 0];
+    if (sc < 0 && (id || S->n_open))
+        return attribute_slow(S, e);
+    return sc;
 }
 
 /* An NCCL call that NCCL itself makes inside another (ncclBcast calling ncclBroadcast
@@ -301,9 +324,12 @@ static inline int32_t attribute(struct state *S, const struct gmt_ev *e)
  * outermost call below any group. */
 static int32_t *top_scopes(const struct gmt_trace *t)
 {
-    int32_t *top = malloc((t->n_scopes ? t->n_scopes : 1) * sizeof *top);
-    if (!top)
+    /* one more in front, for the top_by_dense view */
+    int32_t *raw = malloc((t->n_scopes + 1) * sizeof *raw);
+    if (!raw)
         return NULL;
+    raw[0] = -1;
+    int32_t *top = raw + 1;
     for (size_t i = 0; i < t->n_scopes; i++) {
         size_t j = i;
         for (int hops = 0; hops < 64; hops++) {
@@ -348,10 +374,11 @@ static void count_scope_alloc(struct state *S, int32_t sc, const struct gmt_ev *
 {
     if (sc < 0)
         return;
-    S->scope_n[sc]++;
-    S->scope_bytes[sc] += e->bytes;
+    struct scope_count *c = &S->sc[sc];
+    c->n++;
+    c->bytes += e->bytes;
     if (e->tid != S->t->scopes[sc].tid)
-        S->scope_other[sc]++;
+        c->other++;
 }
 
 static int on_alloc(struct state *S, const struct gmt_ev *e)
@@ -371,9 +398,12 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
         return site;
     if (!S->sdl[ds] && !(S->sdl[ds] = calloc(S->cap_sites, sizeof *S->sdl[ds])))
         return -ENOMEM;
-    /* an address reused without a free we saw: the old entry is gone */
-    struct live *l = lm_get(&S->live_by_key, key);
-    if (l) {
+    struct live *l = lm_find_or_slot(&S->live_by_key, key);
+    if (!l)
+        return -ENOMEM;
+    if (l->refs) {
+        /* an address reused without a free we saw: the old entry is gone, its slot
+         * (same key) takes the new one */
         if (gmt_kind_is_device(l->kind)) {
             S->tracked[l->dslot] -= l->bytes;
             S->by_cat[l->dslot][l->cat] -= l->bytes;
@@ -381,10 +411,10 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
             rep->sites[l->site].live_at_end -= l->bytes;
             rep->sites[l->site].count_at_end--;
         }
-        lm_del_at(&S->live_by_key, l);
+    } else {
+        S->live_by_key.n++;
     }
-    if (!(l = lm_put_new(&S->live_by_key, key))) /* absent: looked up above */
-        return -ENOMEM;
+    *l = (struct live){.key = key};
     struct gmt_site_row *sr = &rep->sites[site];
     l->bytes = e->bytes;
     l->site = (uint32_t)site;
@@ -545,21 +575,26 @@ static inline const struct live *live_home(const struct live_map *m, const struc
  * allocations' attribution go on (the collective rows count all of a call's allocations). */
 static int run_pass(struct state *S)
 {
+    /* the table made up front and the batch padded: the prefetch below needs no test
+     * (a stale event past the batch's end only fetches a line in vain) */
+    if (!S->live_by_key.cap && lm_grow(&S->live_by_key))
+        return -ENOMEM;
     struct gmt_ev_iter *it = gmt_trace_iter_new(S->t);
     if (!it)
         return -ENOMEM;
-    struct gmt_ev buf[256];
+    struct gmt_ev buf[256 + PREFETCH_AHEAD];
+    memset(buf, 0, sizeof buf);
+    const size_t max = 256;
     size_t n;
     bool stopped = false;
     const uint64_t t_to = S->o->t_to;
     int r = 0;
-    while (!r && (n = gmt_trace_iter_next(it, buf, sizeof buf / sizeof buf[0])) > 0) {
+    while (!r && (n = gmt_trace_iter_next(it, buf, max)) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
             const struct gmt_ev *e = &buf[i];
             /* here, not in a helper: GCC 12 takes a void function that only prefetches
              * for a pure one and drops the call */
-            if (i + PREFETCH_AHEAD < n && S->live_by_key.cap)
-                __builtin_prefetch(live_home(&S->live_by_key, &buf[i + PREFETCH_AHEAD]));
+            __builtin_prefetch(live_home(&S->live_by_key, &buf[i + PREFETCH_AHEAD]));
             if (!stopped && t_to && e->time > t_to)
                 stopped = true;
             switch (e->type) {
@@ -681,8 +716,9 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
                 rep->colls[r].bytes_per_call == bytes && !strcmp(rep->colls[r].label, label))
                 row = &rep->colls[r];
         int64_t tracked = rep->scope_tracked[i];
-        bool has_dev = s->has_mem_before && s->has_mem_after;
-        int64_t dev = has_dev ? (int64_t)s->used_after - (int64_t)s->used_before : 0;
+        const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
+        bool has_dev = m && m->has_mem_before && m->has_mem_after;
+        int64_t dev = has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
         uint64_t host = s->ended && s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
         if (!row) {
             if (grow((void **)&rep->colls, &cap, rep->n_colls + 1, sizeof *rep->colls)) {
@@ -733,7 +769,7 @@ static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
                               const struct state *S)
 {
     for (size_t i = 0; i < t->n_scopes; i++) {
-        if (!S->scope_n[i])
+        if (!S->sc[i].n)
             continue;
         const struct gmt_scope *s = &t->scopes[i];
         for (size_t r = 0; r < rep->n_colls; r++) {
@@ -745,8 +781,8 @@ static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
                 continue;
             if (s->op != GMT_OP_Group && row->bytes_per_call != scope_bytes(s))
                 continue;
-            row->alloc_bytes += S->scope_bytes[i];
-            row->allocs_other_thread += S->scope_other[i];
+            row->alloc_bytes += S->sc[i].bytes;
+            row->allocs_other_thread += S->sc[i].other;
             break;
         }
     }
@@ -773,14 +809,12 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     size_t ns = t->n_scopes ? t->n_scopes : 1;
     rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
     rep->scope_allocs = calloc(ns, sizeof *rep->scope_allocs);
-    S.scope_n = calloc(ns, sizeof *S.scope_n);
-    S.scope_bytes = calloc(ns, sizeof *S.scope_bytes);
-    S.scope_other = calloc(ns, sizeof *S.scope_other);
+    S.sc = calloc(ns, sizeof *S.sc);
     S.site_by_stack = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *S.site_by_stack);
     int32_t *top = top_scopes(t);
     S.top = top;
-    if (!rep->scope_tracked || !rep->scope_allocs || !top || !S.scope_n || !S.scope_bytes ||
-        !S.scope_other || !S.site_by_stack)
+    S.top_by_dense = top ? top - 1 : NULL;
+    if (!rep->scope_tracked || !rep->scope_allocs || !top || !S.sc || !S.site_by_stack)
         goto out;
     if ((r = run_pass(&S)))
         goto out;
@@ -796,10 +830,8 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
-    free((void *)S.top);
-    free(S.scope_n);
-    free(S.scope_bytes);
-    free(S.scope_other);
+    free((void *)S.top_by_dense);
+    free(S.sc);
     for (size_t d = 0; d < GMT_MAX_DEVS; d++)
         free(S.sdl[d]);
     free(S.open);

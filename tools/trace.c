@@ -271,6 +271,8 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
  * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
 static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
 {
+    if (!id) /* no scope: the replay reads entry 0 for events outside any, so it stays 0 */
+        return 0;
     if (idx >= UINT32_MAX) {
         if (id < t->n_scope_dense)
             t->scope_dense[id] = 0; /* the map's newer index must win */
@@ -307,7 +309,6 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     s->op = b->h.aux;
     s->comm = b->comm;
     s->count = b->count;
-    s->stream = b->stream;
     s->datatype = b->datatype;
     s->peer = b->peer;
     s->t_begin = e->time_ns;
@@ -341,21 +342,21 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
 #define PLAIN_EVENTS ((1u << GMT_REC_ALLOC) | (1u << GMT_REC_ALLOC_SMALL) | \
                       (1u << GMT_REC_FREE) | (1u << GMT_REC_ALLOC_FAIL))
 
+/* Told apart with one bit test, not a switch: they come in no order a branch predictor
+ * could learn. */
+static inline bool is_plain_event(unsigned type)
+{
+    return type < 32 && (PLAIN_EVENTS >> type & 1);
+}
+
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec *r = e->rec;
 
-    if (e->time_ns) {
-        if (!t->t_first || e->time_ns < t->t_first)
-            t->t_first = e->time_ns;
-        if (e->time_ns > t->t_last)
-            t->t_last = e->time_ns;
-    }
     /* Allocations and frees, most of the records, are decoded again when iterated
-     * (cursor_fill): here they only count and mark runs. Told apart with one bit test,
-     * not the switch: they come in no order a branch predictor could learn. */
-    if (r->type < 32 && (PLAIN_EVENTS >> r->type & 1))
+     * (cursor_fill): here they only count and mark runs (see also load_records). */
+    if (is_plain_event(r->type))
         return note_event(L, e);
     switch (r->type) {
     case GMT_REC_PROCESS:
@@ -464,6 +465,87 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     }
 }
 
+/* One record handed out by the reader: the common one, an allocation or free at or
+ * after its thread's latest event, only counted, with the trace's time span and event
+ * count in locals (the stores of a call to on_record could alias them); everything else
+ * goes to on_record. */
+struct span {
+    uint64_t first, last, n_events;
+};
+
+static inline int load_one(struct loader *L, struct span *sp, const struct gmt_event *e,
+                           char *err, size_t errlen)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_tstream *st = &t->streams[L->cur];
+    uint64_t time = e->time_ns;
+    if (time) {
+        if (!sp->first || time < sp->first)
+            sp->first = time;
+        if (time > sp->last)
+            sp->last = time;
+    }
+    /* a thread's clock only moves forward: times go back only in a corrupt file, where
+     * note_event starts a run */
+    if (is_plain_event(e->rec->type) && time >= st->last_time) {
+        st->last_time = time;
+        st->has_ev = true;
+        sp->n_events++;
+        return 0;
+    }
+    t->n_events += sp->n_events;
+    sp->n_events = 0;
+    return on_record(L, e, err, errlen);
+}
+
+/*
+ * The records in file order. Most are allocations and frees whose times only move
+ * forward: the reader skims those (gmt_reader_skim), handing out only the others, and
+ * what it cannot take alone (a CHUNK, a record with variable parts, a broken one, a time
+ * going back) is read one record at a time. Returns 0 at the end, -ENOMEM, or -1 with a
+ * message in err.
+ */
+static int load_records(struct loader *L, char *err, size_t errlen)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_event ev[256];
+    const size_t max = sizeof ev / sizeof ev[0];
+    struct span sp = {0, 0, 0};
+    int n = 1, x = 0;
+    while (n > 0 && !x) {
+        struct gmt_skim sk;
+        size_t got = gmt_reader_skim(L->r, PLAIN_EVENTS, t->streams[L->cur].last_time, ev,
+                                     max, &sk);
+        for (size_t i = 0; i < got && !x; i++)
+            x = load_one(L, &sp, &ev[i], err, errlen);
+        if (x)
+            break;
+        if (sk.n) {
+            /* skimmed events lie among those handed out, in time order: the thread's
+             * latest is the later of the last of each (no record above moves streams) */
+            struct gmt_tstream *st = &t->streams[L->cur];
+            if (sk.last >= st->last_time)
+                st->last_time = sk.last;
+            st->has_ev = true;
+            sp.n_events += sk.n;
+            if (sk.first && (!sp.first || sk.first < sp.first))
+                sp.first = sk.first;
+            if (sk.last > sp.last)
+                sp.last = sk.last;
+        }
+        if (got < max && gmt_reader_next_batch(L->r, ev, 1, &n, err, errlen))
+            x = load_one(L, &sp, &ev[0], err, errlen);
+    }
+    t->n_events += sp.n_events;
+    if (sp.first && (!t->t_first || sp.first < t->t_first))
+        t->t_first = sp.first;
+    if (sp.last > t->t_last)
+        t->t_last = sp.last;
+    if (x)
+        return x;
+    return n < 0 ? -1 : 0;
+}
+
 static int cmp_meminfo(const void *a, const void *b)
 {
     const struct meminfo_note *x = a, *y = b;
@@ -501,9 +583,10 @@ static int map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
 }
 
 /* Scope devices: the communicator's device when known; MEMINFO samples around a scope
- * give its before/after device memory. */
-static void finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_mi)
+ * give its before/after device memory (t->scope_mem). Returns 0 or -ENOMEM. */
+static int finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_mi)
 {
+    size_t cap = 0;
     for (size_t i = 0; i < t->n_scopes; i++) {
         const struct gmt_comm *c = gmt_trace_comm(t, t->scopes[i].comm);
         if (c && c->device >= 0)
@@ -519,15 +602,24 @@ static void finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n
         struct gmt_scope *s = (struct gmt_scope *)gmt_trace_scope_by_id(t, e->scope);
         if (!s || e->total_bytes < e->free_bytes)
             continue;
-        if (e->phase == GMT_MEMINFO_BEGIN) {
-            s->has_mem_before = true;
-            s->used_before = e->total_bytes - e->free_bytes;
-        } else if (e->phase == GMT_MEMINFO_END) {
-            s->has_mem_after = true;
-            s->used_after = e->total_bytes - e->free_bytes;
+        if (!s->mem) {
+            struct gmt_scope_mem *m = push((void **)&t->scope_mem, &t->n_scope_mem, &cap,
+                                           sizeof *m);
+            if (!m)
+                return -ENOMEM;
+            s->mem = (uint32_t)t->n_scope_mem;
         }
-        s->total = e->total_bytes;
+        struct gmt_scope_mem *m = &t->scope_mem[s->mem - 1];
+        if (e->phase == GMT_MEMINFO_BEGIN) {
+            m->has_mem_before = true;
+            m->used_before = e->total_bytes - e->free_bytes;
+        } else if (e->phase == GMT_MEMINFO_END) {
+            m->has_mem_after = true;
+            m->used_after = e->total_bytes - e->free_bytes;
+        }
+        m->total = e->total_bytes;
     }
+    return 0;
 }
 
 /* The whole stream of a pipe or device in memory, for the same in-place reading. */
@@ -607,19 +699,9 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
     uint64_t first = gmt_reader_offset(r);
     if (stream_for(&L, 0, first) < 0) /* records before the first CHUNK: no thread */
         goto nomem;
-    /* in batches: one call into the reader per 256 records, not per record */
-    struct gmt_event ev[256];
-    int n = 1;
-    while (n > 0) {
-        size_t got = gmt_reader_next_batch(r, ev, sizeof ev / sizeof ev[0], &n, err, errlen);
-        for (size_t i = 0; i < got; i++) {
-            int x = on_record(&L, &ev[i], err, errlen);
-            if (x == -ENOMEM)
-                goto nomem;
-            if (x)
-                goto out;
-        }
-    }
+    int n = load_records(&L, err, errlen);
+    if (n == -ENOMEM)
+        goto nomem;
     if (n < 0)
         goto out;
     uint64_t last = gmt_reader_offset(r);
@@ -628,7 +710,8 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
     t->cut = gmt_reader_cut(r, &t->cut_offset);
     if (t->scope_dups && map_scope_records(t, first, last))
         goto nomem;
-    finish_scopes(t, L.mi, L.n_mi);
+    if (finish_scopes(t, L.mi, L.n_mi))
+        goto nomem;
     rc = 0;
     goto out;
 nomem:
@@ -661,6 +744,7 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->threads);
     free(t->comms);
     free(t->scopes);
+    free(t->scope_mem);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);
@@ -694,6 +778,12 @@ const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_
 {
     long i = gmt_trace_scope_index(t, id);
     return i >= 0 ? &t->scopes[i] : NULL;
+}
+
+const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
+                                                const struct gmt_scope *s)
+{
+    return s->mem && s->mem <= t->n_scope_mem ? &t->scope_mem[s->mem - 1] : NULL;
 }
 
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid)

@@ -33,19 +33,25 @@ struct gmt_comm {
     int32_t rank, nranks, device;
 };
 
-/* One NCCL call or group, from SCOPE_BEGIN to SCOPE_END. */
+/* Device memory sampled around a scope (MEMINFO), valid when has_mem_*. */
+struct gmt_scope_mem {
+    bool has_mem_before, has_mem_after;
+    uint64_t used_before, used_after, total; /* bytes */
+};
+
+/* One NCCL call or group, from SCOPE_BEGIN to SCOPE_END. There are as many as collective
+ * calls (about a million in a long run), and several passes stream through them: what
+ * few have (MEMINFO samples) lies aside, and the record's stream is not kept. */
 struct gmt_scope {
     uint32_t id, parent_id, stack_id, tid;
     uint64_t offset;           /* of its SCOPE_BEGIN record in the file */
+    uint64_t comm, count;
+    uint64_t t_begin, t_end;   /* ns; t_end 0 when it never ended (cut trace) */
+    int32_t datatype, peer, result;
+    uint32_t mem;              /* index + 1 in gmt_trace.scope_mem; 0 none sampled */
     uint16_t op;
     int16_t device;            /* from its communicator, or the thread's context; -1 unknown */
-    int32_t datatype, peer, result;
-    uint64_t comm, count, stream;
-    uint64_t t_begin, t_end;   /* ns; t_end 0 when it never ended (cut trace) */
     bool ended;
-    /* device memory sampled around it (MEMINFO), valid when has_mem_* */
-    bool has_mem_before, has_mem_after;
-    uint64_t used_before, used_after, total;
 };
 
 enum gmt_ev_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO,
@@ -89,6 +95,7 @@ struct gmt_trace {
     struct gmt_thread *threads; size_t n_threads;
     struct gmt_comm *comms; size_t n_comms;
     struct gmt_scope *scopes; size_t n_scopes;
+    struct gmt_scope_mem *scope_mem; size_t n_scope_mem; /* by gmt_scope.mem - 1 */
     /* The file's bytes stay in memory (mapped) after loading: events are decoded from
      * them in time order by merging the threads' runs (gmt_trace_iter_*). */
     struct gmt_reader *reader;
@@ -115,6 +122,9 @@ void gmt_trace_free(struct gmt_trace *t);
 
 const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm);
 const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id);
+/* The device memory sampled around scope s, or NULL when none was. */
+const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
+                                                const struct gmt_scope *s);
 /* Index in t->scopes of scope `id`, or -1. */
 long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id);
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid);
