@@ -143,7 +143,15 @@ static void alloc_event(uint32_t tid, uint32_t scope)
     a.stack_id = use_stack(tid, 1 + (uint32_t)(next_rand() % NSTACKS));
     next_addr += (bytes + 0xfff) & ~0xfffull;
     live_addr[live_n++] = a.address;
-    rec(tid, &a);
+    if (scope) {
+        rec(tid, &a);
+    } else { /* as the library writes an allocation outside NCCL calls */
+        struct gmt_rec_alloc_small s = {
+            .h = {GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(GMT_API_cuMemAlloc, GMT_KIND_DEVICE, 0),
+                  sizeof s},
+            .address = a.address, .bytes = a.bytes, .dt = a.dt, .stack_id = a.stack_id};
+        rec(tid, &s);
+    }
     events++;
 }
 
