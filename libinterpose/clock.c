@@ -25,7 +25,7 @@
  * the kernel's clock: the line stays continuous and increasing (each new line starts
  * where the old one is at that moment) and its slope is the TSC's rate measured since
  * the start, corrected so that the remaining offset from CLOCK_MONOTONIC vanishes over
- * the next second. It agrees with CLOCK_MONOTONIC within a few microseconds; an offset
+ * the next second (or four ticks, when they come slower). It agrees with CLOCK_MONOTONIC within a few microseconds; an offset
  * over a millisecond (suspend, a VM moved, the kernel leaving the TSC) is a step to the
  * kernel's value. Until the first tick, and where the TSC is not the kernel's clock,
  * clock_gettime is read every time. GPUMEMTRACE_TSC=0 keeps it that way.
@@ -46,11 +46,6 @@ int64_t gmt_clock_skew_ns;
 
 /* The line (gmt.h reads it inline, gmt_now_ns): use_tsc says it is valid; seq is even
  * while it is stable, odd while the flusher rewrites it. */
-#define use_tsc gmt_clock_line.use_tsc
-#define seq gmt_clock_line.seq
-#define line_tsc gmt_clock_line.base_tsc
-#define line_ns gmt_clock_line.base_ns
-#define line_mult gmt_clock_line.mult
 struct gmt_clock_line gmt_clock_line;
 /* Calibration, the flusher's alone: the first (tsc, ns) pair and the TSC's rate. */
 static int tsc_usable;                 /* decided at init */
@@ -69,13 +64,13 @@ static uint64_t kernel_ns(void)
 
 static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 {
-    uint32_t s = atomic_load_explicit(&seq, memory_order_relaxed);
-    atomic_store_explicit(&seq, s + 1, memory_order_relaxed);
+    uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.seq, s + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&line_tsc, base_tsc, memory_order_relaxed);
-    atomic_store_explicit(&line_ns, base_ns, memory_order_relaxed);
-    atomic_store_explicit(&line_mult, mult, memory_order_relaxed);
-    atomic_store_explicit(&seq, s + 2, memory_order_release);
+    atomic_store_explicit(&gmt_clock_line.base_tsc, base_tsc, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.base_ns, base_ns, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.mult, mult, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.seq, s + 2, memory_order_release);
 }
 
 /* A (tsc, CLOCK_MONOTONIC) pair read as close together as this CPU allows: the best of
@@ -124,17 +119,17 @@ uint64_t gmt_clock_kernel_ns(void)
 
 bool gmt_clock_uses_tsc(void)
 {
-    return atomic_load_explicit(&use_tsc, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed) != 0;
 }
 
 /* A fork child whose parent was inside publish() (another thread) would see the count
  * odd for good: it asks the kernel until its own flusher publishes a fresh line. */
 static void fork_child(void)
 {
-    uint32_t s = atomic_load_explicit(&seq, memory_order_relaxed);
+    uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed);
     if (s & 1) {
-        atomic_store_explicit(&use_tsc, 0, memory_order_relaxed);
-        atomic_store_explicit(&seq, s + 1, memory_order_relaxed);
+        atomic_store_explicit(&gmt_clock_line.use_tsc, 0, memory_order_relaxed);
+        atomic_store_explicit(&gmt_clock_line.seq, s + 1, memory_order_relaxed);
     }
 }
 
@@ -143,7 +138,7 @@ void gmt_clock_init(void)
     static _Atomic int registered;
     if (!atomic_exchange(&registered, 1))
         pthread_atfork(NULL, NULL, fork_child);
-    atomic_store_explicit(&use_tsc, 0, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.use_tsc, 0, memory_order_relaxed);
     tsc_usable = 0;
 #if defined(__x86_64__)
     if (!gmt_opt.tsc || !tsc_trusted())
@@ -158,10 +153,11 @@ void gmt_clock_init(void)
 void gmt_clock_test_offset(int64_t ns)
 {
 #if defined(__x86_64__)
-    if (atomic_load_explicit(&use_tsc, memory_order_relaxed))
-        publish(atomic_load_explicit(&line_tsc, memory_order_relaxed),
-                atomic_load_explicit(&line_ns, memory_order_relaxed) + (uint64_t)ns,
-                atomic_load_explicit(&line_mult, memory_order_relaxed));
+    if (atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed))
+        publish(atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
+                atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed) +
+                    (uint64_t)ns,
+                atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed));
 #else
     (void)ns;
 #endif
@@ -182,14 +178,15 @@ void gmt_clock_tick(void)
     uint64_t rate = (uint64_t)(((unsigned __int128)(ns - origin_ns) << SHIFT) / (tsc - origin_tsc));
     if (!rate)
         return;
-    if (!atomic_load_explicit(&use_tsc, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed)) {
         publish(tsc, ns, rate);
-        atomic_store_explicit(&use_tsc, 1, memory_order_release);
+        atomic_store_explicit(&gmt_clock_line.use_tsc, 1, memory_order_release);
         return;
     }
-    uint64_t at = line_at(tsc, atomic_load_explicit(&line_tsc, memory_order_relaxed),
-                          atomic_load_explicit(&line_ns, memory_order_relaxed),
-                          atomic_load_explicit(&line_mult, memory_order_relaxed));
+    uint64_t at = line_at(tsc,
+                          atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
+                          atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed),
+                          atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed));
     int64_t off = (int64_t)(ns - at); /* > 0: the line is behind the kernel */
     if (off > STEP_NS || off < -STEP_NS) {
         publish(tsc, ns, rate);
