@@ -25,10 +25,11 @@
  * the kernel's clock: the line stays continuous and increasing (each new line starts
  * where the old one is at that moment) and its slope is the TSC's rate measured since
  * the start, corrected so that the remaining offset from CLOCK_MONOTONIC vanishes over
- * the next second (or four ticks, when they come slower). It agrees with CLOCK_MONOTONIC within a few microseconds; an offset
- * over a millisecond (suspend, a VM moved, the kernel leaving the TSC) is a step to the
- * kernel's value. Until the first tick, and where the TSC is not the kernel's clock,
- * clock_gettime is read every time. GPUMEMTRACE_TSC=0 keeps it that way.
+ * the next second (or four ticks, when they come slower). It agrees with
+ * CLOCK_MONOTONIC within a few microseconds; an offset over a millisecond (suspend, a
+ * VM moved, the kernel leaving the TSC) is a step to the kernel's value. Until the
+ * first tick, and where the TSC is not the kernel's clock, clock_gettime is read every
+ * time. GPUMEMTRACE_TSC=0 keeps it that way.
  *
  * The line is published with a sequence count (odd while the flusher writes it; signals
  * are blocked in the flusher, and readers give up after a few tries and ask the kernel).
