@@ -9,6 +9,7 @@
 
 #include "reader.h"
 #include "u64map.h"
+#include "util.h"
 
 #define MAX_STACK_ID (1u << 24) /* ids are dense from 1; a larger one is a corrupt file */
 
@@ -299,9 +300,15 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec_scope_begin *b = (const void *)e->rec;
-    struct gmt_scope *s = push((void **)&t->scopes, &t->n_scopes, &L->cap_scope, sizeof *s);
-    if (!s)
+    struct gmt_scope *s;
+    if (t->scopes_reserved) {
+        /* the bound reserve_scopes() took cannot be passed: each scope has its record */
+        if (t->n_scopes == L->cap_scope)
+            return -ENOMEM;
+        s = &t->scopes[t->n_scopes++]; /* zero: fresh pages, never reused */
+    } else if (!(s = push((void **)&t->scopes, &t->n_scopes, &L->cap_scope, sizeof *s))) {
         return -ENOMEM;
+    }
     s->id = b->scope_id;
     s->parent_id = b->parent_id;
     s->stack_id = b->stack_id;
@@ -622,6 +629,24 @@ static int finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_
     return 0;
 }
 
+/* Scopes are as many as collective calls, tens of megabytes in a long run: grown by
+ * doubling, the array was copied again and again, and each copy faulted its pages in.
+ * Instead the space for as many as the file has room for (one SCOPE_BEGIN record each)
+ * is reserved up front and filled in place; only what is used takes memory. When that
+ * space cannot be had, the array grows as before. */
+static void reserve_scopes(struct loader *L)
+{
+    struct gmt_trace *t = L->t;
+    size_t bound = t->image_len / sizeof(struct gmt_rec_scope_begin) + 1;
+    if (bound > SIZE_MAX / sizeof *t->scopes)
+        return;
+    size_t bytes = bound * sizeof *t->scopes;
+    if ((t->scopes = gmt_reserve(bytes))) {
+        t->scopes_reserved = bytes;
+        L->cap_scope = bound;
+    }
+}
+
 /* The whole stream of a pipe or device in memory, for the same in-place reading. */
 static int slurp(FILE *f, uint8_t **out, size_t *len)
 {
@@ -696,6 +721,7 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
         snprintf(err, errlen, "%s: cannot map the file", path);
         goto out;
     }
+    reserve_scopes(&L);
     uint64_t first = gmt_reader_offset(r);
     if (stream_for(&L, 0, first) < 0) /* records before the first CHUNK: no thread */
         goto nomem;
@@ -743,7 +769,10 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->stacks);
     free(t->threads);
     free(t->comms);
-    free(t->scopes);
+    if (t->scopes_reserved)
+        gmt_unreserve(t->scopes, t->scopes_reserved);
+    else
+        free(t->scopes);
     free(t->scope_mem);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);

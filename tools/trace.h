@@ -95,6 +95,8 @@ struct gmt_trace {
     struct gmt_thread *threads; size_t n_threads;
     struct gmt_comm *comms; size_t n_comms;
     struct gmt_scope *scopes; size_t n_scopes;
+    size_t scopes_reserved;    /* bytes of address space reserved for scopes (gmt_reserve);
+                                * 0 when they are malloc'd */
     struct gmt_scope_mem *scope_mem; size_t n_scope_mem; /* by gmt_scope.mem - 1 */
     /* The file's bytes stay in memory (mapped) after loading: events are decoded from
      * them in time order by merging the threads' runs (gmt_trace_iter_*). */

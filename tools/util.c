@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cli.h"
 #include "util.h"
@@ -136,6 +137,39 @@ void gmt_vec_free(struct gmt_vec *v)
     free(v->data);
     v->data = NULL;
     v->len = v->cap = 0;
+}
+
+void gmt_hint_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (p && b > a)
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE); /* only a hint: errors don't matter */
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+void *gmt_reserve(size_t n)
+{
+    if (!n)
+        return NULL;
+    /* MAP_NORESERVE: only the pages touched count against the commit limit, so a bound
+     * of several times what a trace will use costs nothing */
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    gmt_hint_huge(p, n);
+    return p;
+}
+
+void gmt_unreserve(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
 }
 
 int gmt_cli_usage_error(const char *cmd, const char *fmt, ...)
