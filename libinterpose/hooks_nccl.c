@@ -356,7 +356,7 @@ static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *
                                         __builtin_return_address(0));                \
         if (GMT_UNLIKELY(!fn))                                                       \
             return unresolved(#pfx #name);                                           \
-        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib)                              \
+        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib || GMT_UNLIKELY(gmt_opt.off))  \
             return fn args;                                                          \
         struct call c;                                                               \
         shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \

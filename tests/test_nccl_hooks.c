@@ -298,6 +298,57 @@ Test(nccl_hooks, results_and_data_pass_through_unchanged)
     free(y);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lines of s (a malloc'd string) sorted, as a new malloc'd string; s is freed. */
+static char *sorted_lines(char *s)
+{
+    size_t n = 0, len = strlen(s);
+    char **line = malloc((len + 1) * sizeof *line);
+    cr_assert_not_null(line);
+    char *save;
+    for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        line[n++] = l;
+    qsort(line, n, sizeof *line, cmp_str);
+    char *out = malloc(len + 2), *p = out;
+    cr_assert_not_null(out);
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%s\n", line[i]);
+    *p = 0;
+    free(line);
+    free(s);
+    return out;
+}
+
+/* Loaded but off (GPUMEMTRACE_OFF=1): every call passes straight through, and there
+ * is no trace. */
+Test(nccl_hooks, off_passes_every_call_through_and_writes_nothing)
+{
+    const char *args[] = {"bare", "3", NULL};
+    char pre[256], out[160];
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", LIB_SO);
+    struct run a, b;
+    run_prog(&a, false, args, NULL);
+    snprintf(out, sizeof out, "GPUMEMTRACE_OUTPUT=%s/t.%%p.gmt", a.dir);
+    const char *env[] = {pre, "GPUMEMTRACE_OFF=1", out, NULL};
+    run_prog(&b, false, args, env);
+    /* the ranks are threads: their lines interleave differently from run to run */
+    char *x = sorted_lines(slurp(a.out)), *y = sorted_lines(slurp(b.out));
+    cr_expect_str_eq(y, x);
+    cr_expect(strstr(x, "sum"), "the program printed its sums");
+    DIR *d = opendir(a.dir);
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        cr_expect(!strstr(e->d_name, ".gmt"), "a trace was written: %s", e->d_name);
+    closedir(d);
+    free(x);
+    free(y);
+}
+
 /* ---------------------------------------------------------------- scopes */
 
 Test(nccl_hooks, bare_collective_is_one_scope_without_parent)
