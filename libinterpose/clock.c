@@ -22,8 +22,8 @@
  *     ns = base_ns + (tsc - base_tsc) * mult / 2^32
  *
  * that the flusher thread steers at each of its ticks (gmt_clock_tick), as NTP steers
- * the kernel's clock: the line stays continuous and increasing (each new line starts
- * where the old one is at that moment) and its slope is the TSC's rate measured since
+ * the kernel's clock: the line stays continuous and increasing while it is steered
+ * (each new line starts where the old one is at the tick's reading) and its slope is the TSC's rate measured since
  * the start, corrected so that the remaining offset from CLOCK_MONOTONIC vanishes over
  * the next second (or four ticks, when they come slower). It agrees with
  * CLOCK_MONOTONIC within a few microseconds; an offset over a millisecond (suspend, a
@@ -40,6 +40,8 @@
 #define HORIZON_NS 1000000000    /* an offset is steered away over this long, or over 4 ticks */
 #define MAX_CORRECTION_PPM 500   /* steering changes the rate by at most this */
 #define MIN_CALIBRATION_NS 20000000
+#define BACK_NS 1000000          /* a line holds this long before its base */
+#define RECHECK_TICKS 100        /* the kernel's clocksource is read again this often */
 
 /* Lets tests make a thread's clock jump (a gap longer than dt can hold) without
  * sleeping for seconds; always 0 in a traced process. */
@@ -51,7 +53,9 @@ struct gmt_clock_line gmt_clock_line;
 /* Calibration, the flusher's alone: the first (tsc, ns) pair and the TSC's rate. */
 static int tsc_usable;                 /* decided at init */
 static uint64_t origin_tsc, origin_ns;
-static uint64_t last_tick_ns;          /* the kernel's time at the previous tick */
+static uint64_t last_tick_tsc;         /* the TSC at the previous tick */
+static uint64_t horizon_ns = HORIZON_NS; /* offsets are steered away over this long */
+static unsigned ticks;
 
 static uint64_t kernel_ns(void)
 {
@@ -63,14 +67,28 @@ static uint64_t kernel_ns(void)
 #if defined(__x86_64__)
 #define line_at gmt_clock_line_at
 
+/* The TSC's ticks in `ns` nanoseconds at this line's rate. */
+static uint64_t ticks_in(uint64_t ns, uint64_t mult)
+{
+    return (uint64_t)(((unsigned __int128)ns << SHIFT) / mult);
+}
+
+/* A new line. It holds from 1 ms of TSC before its base (another CPU's reading a hair
+ * behind) to `horizon` after: a reading outside (the flusher late by more than its
+ * steering horizon, a suspend that stopped CLOCK_MONOTONIC but not the TSC, a TSC that
+ * went back) asks the kernel until the next tick publishes a line that fits. */
 static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 {
+    uint64_t back = ticks_in(BACK_NS, mult);
     uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.seq, s + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&gmt_clock_line.base_tsc, base_tsc, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.base_ns, base_ns, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.mult, mult, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.lo_tsc, base_tsc - back, memory_order_relaxed);
+    atomic_store_explicit(&gmt_clock_line.width, back + ticks_in(horizon_ns, mult),
+                          memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.seq, s + 2, memory_order_release);
 }
 
@@ -145,7 +163,10 @@ void gmt_clock_init(void)
     if (!gmt_opt.tsc || !tsc_trusted())
         return;
     pair(&origin_tsc, &origin_ns);
-    last_tick_ns = origin_ns;
+    last_tick_tsc = origin_tsc;
+    /* the flusher ticks every flush_ms / 2: steer over four ticks when that is longer */
+    uint64_t four_ticks = (uint64_t)(gmt_opt.flush_ms > 0 ? gmt_opt.flush_ms : 1) * 2000000u;
+    horizon_ns = four_ticks > HORIZON_NS ? four_ticks : HORIZON_NS;
     tsc_usable = 1;
 #endif
 }
@@ -169,17 +190,33 @@ void gmt_clock_tick(void)
 #if defined(__x86_64__)
     if (!tsc_usable)
         return;
+    if (++ticks % RECHECK_TICKS == 0 && !tsc_trusted()) {
+        /* the kernel left the TSC (its watchdog found it unstable): so do we */
+        atomic_store_explicit(&gmt_clock_line.use_tsc, 0, memory_order_relaxed);
+        tsc_usable = 0;
+        return;
+    }
     uint64_t tsc, ns;
     pair(&tsc, &ns);
-    uint64_t since = ns - last_tick_ns;
-    last_tick_ns = ns;
+    bool went_back = tsc < last_tick_tsc;
+    last_tick_tsc = tsc;
+    bool on = atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed);
+    uint64_t cur = atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed);
+    if (went_back) {
+        /* a restored checkpoint, another host's TSC: calibrate from here on */
+        origin_tsc = tsc;
+        origin_ns = ns;
+        if (on)
+            publish(tsc, ns, cur);
+        return;
+    }
     if (ns - origin_ns < MIN_CALIBRATION_NS || tsc <= origin_tsc)
         return;
-    /* ns per TSC tick × 2^32, measured over everything since the start. */
+    /* ns per TSC tick × 2^32, measured over everything since the origin. */
     uint64_t rate = (uint64_t)(((unsigned __int128)(ns - origin_ns) << SHIFT) / (tsc - origin_tsc));
     if (!rate)
         return;
-    if (!atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed)) {
+    if (!on) {
         publish(tsc, ns, rate);
         atomic_store_explicit(&gmt_clock_line.use_tsc, 1, memory_order_release);
         return;
@@ -187,17 +224,20 @@ void gmt_clock_tick(void)
     uint64_t at = line_at(tsc,
                           atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
                           atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed),
-                          atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed));
+                          cur);
     int64_t off = (int64_t)(ns - at); /* > 0: the line is behind the kernel */
     if (off > STEP_NS || off < -STEP_NS) {
-        publish(tsc, ns, rate);
+        /* A step (suspend, a VM moved): the rate since the origin spans the jump, so
+         * calibrate again from here, at the line's rate meanwhile. */
+        origin_tsc = tsc;
+        origin_ns = ns;
+        publish(tsc, ns, cur);
         return;
     }
-    /* Steer: a rate that closes the offset over HORIZON_NS, or over four of the ticks
-     * seen lately when they come slower (GPUMEMTRACE_FLUSH_MS up to a minute): a rate
-     * held for a whole tick must not overshoot. At most MAX_CORRECTION_PPM. */
-    uint64_t horizon = since > HORIZON_NS / 4 ? 4 * since : HORIZON_NS;
-    __int128 corr = (__int128)rate * off / (__int128)horizon;
+    /* Steer: a rate that closes the offset over the horizon (1 s, or four ticks when they
+     * come slower), at most MAX_CORRECTION_PPM. A late tick can't make it overshoot: the
+     * line ends at the horizon, and readers then ask the kernel. */
+    __int128 corr = (__int128)rate * off / (__int128)horizon_ns;
     __int128 lim = (__int128)rate * MAX_CORRECTION_PPM / 1000000;
     if (corr > lim)
         corr = lim;

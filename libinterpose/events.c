@@ -133,10 +133,9 @@ static uint32_t stack_id(const void *frame)
     return gmt_stack_capture ? gmt_stack_capture(frame) : 0;
 }
 
-__attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind,
-                                               uint64_t address, uint64_t bytes, int device,
-                                               uint64_t stream, uint64_t related,
-                                               uint64_t offset, const void *frame)
+static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
+                        uint64_t bytes, int device, uint64_t stream, uint64_t related,
+                        uint64_t offset, const void *frame)
 {
     if (!begin())
         return;
@@ -191,9 +190,8 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
     gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
 }
 
-__attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind kind,
-                                              uint64_t bytes, int device, int error,
-                                              const void *frame)
+static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int device,
+                       int error, const void *frame)
 {
     if (!begin())
         return;
@@ -209,4 +207,26 @@ __attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind ki
     rec.kind = (uint8_t)kind;
     rec.device = clamp_device(device);
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));
+}
+
+/* The two that capture stacks count themselves in gmt_ts.in_event: a signal handler that
+ * allocates while this thread records an event has frames of ours in its stack, and
+ * stack.c then knows to drop them. */
+__attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind,
+                                               uint64_t address, uint64_t bytes, int device,
+                                               uint64_t stream, uint64_t related,
+                                               uint64_t offset, const void *frame)
+{
+    gmt_ts.in_event++;
+    event_alloc(api, kind, address, bytes, device, stream, related, offset, frame);
+    gmt_ts.in_event--;
+}
+
+__attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind kind,
+                                              uint64_t bytes, int device, int error,
+                                              const void *frame)
+{
+    gmt_ts.in_event++;
+    event_fail(api, kind, bytes, device, error, frame);
+    gmt_ts.in_event--;
 }

@@ -55,6 +55,7 @@ struct gmt_clock_line {
     _Atomic int use_tsc;           /* the line is valid */
     _Atomic uint32_t seq;          /* even: stable; odd: being rewritten */
     _Atomic uint64_t base_tsc, base_ns, mult; /* ns = base_ns + (tsc - base_tsc) * mult / 2^32 */
+    _Atomic uint64_t lo_tsc, width;           /* it holds for tsc - lo_tsc <= width */
 };
 GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
 GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
@@ -71,17 +72,21 @@ static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64
 static inline uint64_t gmt_now_ns(void)
 {
 #if defined(__x86_64__)
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed))) {
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_acquire))) {
         for (int tries = 0; tries < 4; tries++) {
             uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_acquire);
             uint64_t bt = atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed);
             uint64_t bn = atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed);
             uint64_t m = atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed);
+            uint64_t lo = atomic_load_explicit(&gmt_clock_line.lo_tsc, memory_order_relaxed);
+            uint64_t w = atomic_load_explicit(&gmt_clock_line.width, memory_order_relaxed);
             atomic_thread_fence(memory_order_acquire);
             if ((s & 1) || atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed) != s)
                 continue;
-            return gmt_clock_line_at(__builtin_ia32_rdtsc(), bt, bn, m) +
-                   (uint64_t)gmt_clock_skew_ns;
+            uint64_t tsc = __builtin_ia32_rdtsc();
+            if (GMT_UNLIKELY(tsc - lo > w))
+                break; /* outside the line: the flusher is late, or the TSC jumped */
+            return gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_skew_ns;
         }
     }
 #endif
@@ -193,6 +198,8 @@ struct gmt_thread_state {
     int in_lib;      /* >0 while the library itself runs (dlsym inside hooks, etc.) */
     int in_wrapper;  /* >0 while a wrapper of ours runs the real function (NCCL calls):
                       * its frame is then on the stack of what that function allocates */
+    int in_event;    /* events.c recording an allocation (2 when a signal handler's
+                      * allocation is recorded inside another: our frames in its stack) */
     uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
     int scope_depth;
 };

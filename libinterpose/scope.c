@@ -152,9 +152,10 @@ static GMT_TLS struct {
 static void comm_cache_put(uint64_t comm, int device)
 {
     long i = slot_of(comm_keys, COMM_SLOTS, mix(comm));
-    atomic_fetch_add_explicit(&comm_gen, 1, memory_order_release);
     if (i >= 0)
         atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
+    /* after the store: a thread that sees the new generation then reads the new device */
+    atomic_fetch_add_explicit(&comm_gen, 1, memory_order_acq_rel);
 }
 
 static int current_device(void);
@@ -635,13 +636,18 @@ static bool first_of(uint64_t comm, unsigned op)
 {
     unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
     if (t_comm.comm != comm || t_comm.gen != gen) {
+        /* generation last, behind a signal fence: a signal handler's NCCL call in
+         * between finds the memo invalid instead of half written */
+        t_comm.gen = 0;
+        atomic_signal_fence(memory_order_seq_cst);
         t_comm.comm = comm;
-        t_comm.gen = gen;
         t_comm.ops_seen = 0;
         t_comm.done_key = 0;
         long i = comm ? slot_of(comm_keys, COMM_SLOTS, mix(comm)) : -1;
         int d = i >= 0 ? atomic_load_explicit(&comm_devs[i], memory_order_acquire) : 0;
         t_comm.device = d > 0 ? d - 1 : -1;
+        atomic_signal_fence(memory_order_seq_cst);
+        t_comm.gen = gen;
     }
     uint64_t bit = op < 64 ? 1ull << op : 0;
     if (t_comm.ops_seen & bit)

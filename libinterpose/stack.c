@@ -384,8 +384,11 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     if (got >= 0) {
         n = (uint32_t)got;
         /* From the hook's frame, frames of ours are on the stack only inside a wrapper
-         * that runs the real function (an NCCL call allocating): only then look. */
-        if (gmt_ts.in_wrapper > 0)
+         * that runs the real function (an NCCL call allocating), or when a signal handler
+         * allocates while this thread records another event: only then look. (A handler
+         * that interrupts a hook in the few instructions between its real call and the
+         * event code keeps that hook's frame: rare, and it names the right caller.) */
+        if (gmt_ts.in_wrapper > 0 || gmt_ts.in_event > 1)
             n = drop_own(raw.u, n);
     } else {
         if (frame)

@@ -42,7 +42,9 @@ struct buf {
     _Atomic int busy;             /* BUF_*: taken by CAS before writing to the file */
     _Atomic uint32_t tid;         /* owner's kernel thread id, for CHUNK */
     _Atomic uint64_t head;        /* bytes appended */
-    uint64_t at;                  /* head % cap: the owner's write offset (no division per record) */
+    uint64_t at;                  /* head % cap: the owner's write offset (no division per
+                                   * record); the owner stores it just before head, and a
+                                   * fork child sets it from head again */
     _Atomic uint64_t tail;        /* bytes flushed */
     _Atomic uint64_t oldest_ns;   /* time of the oldest unflushed record (an upper bound on its age) */
     uint64_t cap;                 /* bytes of data[], a multiple of GMT_ALIGN */
@@ -951,7 +953,10 @@ void gmt_writer_fork_child(void)
     if (fd >= 0)
         close(fd);
     for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
-        atomic_store(&b->tail, atomic_load(&b->head));
+        uint64_t head = atomic_load(&b->head);
+        atomic_store(&b->tail, head);
+        /* fork may have caught a thread between its stores of `at` and `head` */
+        b->at = head % b->cap;
         atomic_store(&b->busy, BUF_IDLE);
         atomic_store(&b->in_use, 0);
     }

@@ -139,6 +139,28 @@ Test(clock, an_offset_is_steered_away_without_overshoot)
     cr_expect_gt(lowest, -20000, "overshot to %ld ns", (long)lowest);
 }
 
+/* A line holds only to its horizon (1 s here): when the flusher is late by more (or a
+ * suspend stopped CLOCK_MONOTONIC but not the TSC), readers ask the kernel instead of
+ * running on with an old line. */
+Test(clock, an_old_line_gives_way_to_the_kernel)
+{
+    gmt_opt.tsc = 1;
+    gmt_opt.flush_ms = 100;
+    gmt_clock_init();
+    if (!kernel_uses_tsc())
+        cr_skip_test("the kernel's clocksource is not an invariant TSC here");
+    sleep_ms(30);
+    gmt_clock_tick();
+    cr_assert(gmt_clock_uses_tsc());
+    gmt_clock_test_offset(500000);
+    int64_t fresh = offset_now();
+    cr_expect_gt(fresh, 450000, "the moved line is read while it holds: %ld ns", (long)fresh);
+    sleep_ms(1100); /* no tick: past the line's horizon */
+    int64_t old = offset_now();
+    cr_expect(old > -20000 && old < 20000, "past its horizon: %ld ns from the kernel",
+              (long)old);
+}
+
 /* A reader thread that checks its clock never goes back, however the line moves. */
 static _Atomic int reading;
 static _Atomic long backwards, reads;
