@@ -183,9 +183,10 @@ struct site_dev {
     uint32_t epoch;            /* at_peak holds the value at this epoch's peak */
 };
 
-/* A scope's device allocations attributed, their bytes, how many were made on another
- * thread than the scope's (for the collective rows): together, one cache line per
- * allocation rather than three. */
+/* A scope's device allocations attributed (n: only those up to --to, the collective
+ * rows' allocation count), their bytes, how many were made on another thread than the
+ * scope's (bytes and other: all of them, for the rows' byte and thread columns):
+ * together, one cache line per allocation rather than three. */
 struct scope_count {
     uint64_t n, bytes, other;
 };
@@ -384,16 +385,15 @@ static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
     c->live += delta;
 }
 
-/* Device allocations per scope, for the collective rows (count_coll_allocs). */
-static void count_scope_alloc(struct state *S, int32_t sc, const struct gmt_ev *e)
+/* A device allocation's bytes and thread for its scope's collective row
+ * (count_coll_allocs); sc >= 0. The caller counts it in n when it is inside --to. */
+static inline struct scope_count *count_scope_alloc(struct state *S, int32_t sc,
+                                                    const struct gmt_ev *e)
 {
-    if (sc < 0)
-        return;
     struct scope_count *c = &S->sc[sc];
-    c->n++;
     c->bytes += e->bytes;
-    if (e->tid != S->t->scopes[sc].tid)
-        c->other++;
+    c->other += e->tid != S->t->scopes[sc].tid;
+    return c;
 }
 
 static int on_alloc(struct state *S, const struct gmt_ev *e)
@@ -423,8 +423,6 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
             S->tracked[l->dslot] -= l->bytes;
             S->by_cat[l->dslot][l->cat] -= l->bytes;
             sdl_add(S, l->site, l->dslot, -l->bytes);
-            rep->sites[l->site].live_at_end -= l->bytes;
-            rep->sites[l->site].count_at_end--;
         }
     } else {
         S->live_by_key.n++;
@@ -441,20 +439,16 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
 
     rep->dev[ds].allocs++;
     if (is_device(e->kind)) {
-        count_scope_alloc(S, l->scope, e);
         if (l->scope >= 0) {
+            count_scope_alloc(S, l->scope, e)->n++;
             rep->scope_tracked[l->scope] += (int64_t)e->bytes;
-            rep->scope_allocs[l->scope]++;
         }
         S->tracked[ds] += e->bytes;
         S->by_cat[ds][l->cat] += e->bytes;
         sdl_add(S, (uint32_t)site, ds, e->bytes);
         sr->allocs++;
         sr->bytes_total += e->bytes;
-        sr->live_at_end += e->bytes;
-        sr->count_at_end++;
-        if (sr->live_at_end > sr->live_max)
-            sr->live_max = sr->live_at_end;
+        sr->ever_live |= e->bytes != 0;
         struct gmt_dev_report *d = &rep->dev[ds];
         if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
             d->cat_peak[l->cat] = S->by_cat[ds][l->cat];
@@ -493,15 +487,13 @@ static int on_free(struct state *S, const struct gmt_ev *e)
     }
     int ds = l->dslot;
     rep->dev[ds].frees++;
-    int32_t sc = attribute(S, e);
-    if (sc >= 0 && is_device(l->kind))
-        rep->scope_tracked[sc] -= (int64_t)l->bytes;
     if (is_device(l->kind)) {
+        int32_t sc = attribute(S, e);
+        if (sc >= 0)
+            rep->scope_tracked[sc] -= (int64_t)l->bytes;
         S->tracked[ds] -= l->bytes;
         S->by_cat[ds][l->cat] -= l->bytes;
         sdl_add(S, l->site, ds, -l->bytes);
-        rep->sites[l->site].live_at_end -= l->bytes;
-        rep->sites[l->site].count_at_end--;
     } else if (is_host(l->kind)) {
         S->host[ds] -= l->bytes;
     } else if (l->kind == GMT_KIND_VIRTUAL) {
@@ -602,7 +594,8 @@ static int run_pass(struct state *S)
     const size_t max = 256;
     size_t n;
     bool stopped = false;
-    const uint64_t t_to = S->o->t_to;
+    /* the first event past --to stops the replay; without --to, none */
+    const uint64_t stop_after = S->o->t_to ? S->o->t_to : UINT64_MAX;
     int r = 0;
     while (!r && (n = gmt_trace_iter_next(it, buf, max)) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
@@ -614,15 +607,17 @@ static int run_pass(struct state *S)
             /* and the slot after, which a free's deletion reads: in the next cache line
              * for every other slot (a prefetch past the table's end is harmless) */
             __builtin_prefetch(h + 1);
-            if (!stopped && t_to && e->time > t_to)
-                stopped = true;
+            stopped |= e->time > stop_after;
             /* the two common types first, each with a conditional branch: as a jump
              * table their mix (no pattern) was an indirect mispredict per event */
             if (e->type == GMT_EV_ALLOC) {
                 if (!stopped)
                     r = on_alloc(S, e);
-                else if (is_device(e->kind))
-                    count_scope_alloc(S, attribute(S, e), e);
+                else if (is_device(e->kind)) {
+                    int32_t sc = attribute(S, e);
+                    if (sc >= 0)
+                        count_scope_alloc(S, sc, e);
+                }
                 continue;
             }
             if (e->type == GMT_EV_FREE) {
@@ -647,6 +642,16 @@ static int run_pass(struct state *S)
     gmt_trace_iter_free(it);
     if (r)
         return r;
+    /* what each site still holds on the device, bytes and allocations: the live set at
+     * the end (or at --to) knows, where counters would move at every allocation and free
+     * (a sum mod 2^64 either way, so the same on a corrupt trace too) */
+    for (size_t j = 0; j < S->live_by_key.cap; j++) {
+        const struct live *l = &S->live_by_key.s[j];
+        if (l->refs && is_device(l->kind)) {
+            S->rep->sites[l->site].live_at_end += l->bytes;
+            S->rep->sites[l->site].count_at_end++;
+        }
+    }
     /* each site's bytes at the peaks of the devices reported */
     for (size_t d = 0; d < S->rep->n_dev; d++) {
         if (!S->rep->dev[d].peak || (S->o->device >= 0 && S->dev_of_slot[d] != S->o->device))
@@ -679,7 +684,8 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
     return n;
 }
 
-static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top)
+static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
+                       const struct scope_count *sc)
 {
     size_t n = t->n_scopes;
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
@@ -777,7 +783,7 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
         row->calls++;
         if (s->ended && s->result != 0)
             row->failed++;
-        row->allocs += rep->scope_allocs[i];
+        row->allocs += sc[i].n;
         row->host_ns_total += host;
     }
     free(order);
@@ -792,8 +798,9 @@ static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
                               const struct state *S)
 {
     for (size_t i = 0; i < t->n_scopes; i++) {
-        if (!S->sc[i].n)
-            continue;
+        const struct scope_count *c = &S->sc[i];
+        if (!(c->bytes | c->other))
+            continue; /* nothing to add (n alone is counted in build_colls) */
         const struct gmt_scope *s = &t->scopes[i];
         for (size_t r = 0; r < rep->n_colls; r++) {
             struct gmt_coll_row *row = &rep->colls[r];
@@ -804,8 +811,8 @@ static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
                 continue;
             if (s->op != GMT_OP_Group && row->bytes_per_call != scope_bytes(s))
                 continue;
-            row->alloc_bytes += S->sc[i].bytes;
-            row->allocs_other_thread += S->sc[i].other;
+            row->alloc_bytes += c->bytes;
+            row->allocs_other_thread += c->other;
             break;
         }
     }
@@ -831,16 +838,14 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     int r = -ENOMEM;
     size_t ns = t->n_scopes ? t->n_scopes : 1;
     rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
-    rep->scope_allocs = calloc(ns, sizeof *rep->scope_allocs);
     S.sc = calloc(ns, sizeof *S.sc);
     S.site_by_stack = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *S.site_by_stack);
     int32_t *top = top_scopes(t);
     S.top = top;
     S.top_by_dense = top ? top - 1 : NULL;
-    if (!rep->scope_tracked || !rep->scope_allocs || !top || !S.sc || !S.site_by_stack)
+    if (!rep->scope_tracked || !top || !S.sc || !S.site_by_stack)
         goto out;
     gmt_hint_huge(rep->scope_tracked, ns * sizeof *rep->scope_tracked);
-    gmt_hint_huge(rep->scope_allocs, ns * sizeof *rep->scope_allocs);
     gmt_hint_huge(S.sc, ns * sizeof *S.sc);
     gmt_hint_huge(top, ns * sizeof *top);
     if ((r = run_pass(&S)))
@@ -850,7 +855,7 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         memcpy(rep->dev[d].end_by_cat, S.by_cat[d], sizeof rep->dev[d].end_by_cat);
         rep->dev[d].host_end = S.host[d];
     }
-    if ((r = build_colls(t, rep, S.top)))
+    if ((r = build_colls(t, rep, S.top, S.sc)))
         goto out;
     count_coll_allocs(t, rep, &S);
     if (rep->n_sites > 1)
@@ -876,6 +881,5 @@ void gmt_report_free(struct gmt_report *rep)
     free(rep->sites);
     free(rep->fails);
     free(rep->scope_tracked);
-    free(rep->scope_allocs);
     memset(rep, 0, sizeof *rep);
 }

@@ -66,10 +66,10 @@ struct gmt_coll_row {
 struct gmt_site_row {
     uint32_t stack;
     uint8_t cat;
+    bool ever_live;                    /* had device bytes live: an allocation of nonzero bytes */
     uint64_t allocs, bytes_total;
     uint64_t live_at_peak;             /* on the device(s) reported, at each device's peak */
     uint64_t live_at_end, count_at_end;
-    uint64_t live_max;                 /* the site's own maximum */
 };
 
 struct gmt_fail_row {
@@ -91,7 +91,6 @@ struct gmt_report {
     struct gmt_site_row *sites; size_t n_sites;  /* sorted by live_at_peak, then live_at_end */
     struct gmt_fail_row *fails; size_t n_fails;
     int64_t *scope_tracked;            /* per scope index: tracked device bytes it added */
-    uint64_t *scope_allocs;            /* per scope index: allocations attributed */
     uint64_t unmatched_frees;          /* frees of addresses never seen allocated */
 };
 

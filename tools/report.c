@@ -514,7 +514,7 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
     long shown = 0;
     for (size_t i = 0; i < rep->n_sites && shown < o->top; i++) {
         const struct gmt_site_row *s = &rep->sites[i];
-        if (leaks ? !s->live_at_end : !(s->live_at_peak || s->live_max))
+        if (leaks ? !s->live_at_end : !(s->live_at_peak || s->ever_live))
             continue;
         char b1[32], b2[32], b3[32], line[1024];
         gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
