@@ -301,6 +301,20 @@ Test(cli, dump_prints_alloc_small_with_the_fields_of_alloc)
     tb_free(&b);
 }
 
+/* Writes t to path, then runs `form[0] [form[1]] path` into *r. */
+static void run_on_file(struct result *r, const char *const form[2], const char *path,
+                        const struct tb *t)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(t->p, 1, t->len, f), t->len);
+    fclose(f);
+    if (form[1])
+        RUN(r, form[0], form[1], path);
+    else
+        RUN(r, form[0], path);
+}
+
 /* The same trace written with ALLOC or with ALLOC_SMALL records reads the same. */
 Test(cli, summary_is_the_same_with_alloc_small)
 {
@@ -315,22 +329,8 @@ Test(cli, summary_is_the_same_with_alloc_small)
     static struct result a;
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         /* one path for both, since the outputs name it */
-        FILE *f = fopen(path, "wb");
-        cr_assert_not_null(f);
-        cr_assert_eq(fwrite(big.p, 1, big.len, f), big.len);
-        fclose(f);
-        if (forms[i][1])
-            RUN(&a, forms[i][0], forms[i][1], path);
-        else
-            RUN(&a, forms[i][0], path);
-        f = fopen(path, "wb");
-        cr_assert_not_null(f);
-        cr_assert_eq(fwrite(small.p, 1, small.len, f), small.len);
-        fclose(f);
-        if (forms[i][1])
-            RUN(&res, forms[i][0], forms[i][1], path);
-        else
-            RUN(&res, forms[i][0], path);
+        run_on_file(&a, forms[i], path, &big);
+        run_on_file(&res, forms[i], path, &small);
         cr_expect_eq(res.status, a.status, "%s %s", forms[i][0], forms[i][1] ? forms[i][1] : "");
         cr_expect_str_eq(res.out, a.out, "%s %s", forms[i][0], forms[i][1] ? forms[i][1] : "");
         cr_expect_str_eq(res.err, a.err);

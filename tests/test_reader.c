@@ -515,6 +515,19 @@ Test(reader, rejects_a_bad_alloc_small_size)
     }
 }
 
+/* Two readers of one image, at their ends: cut at the same place after as many
+ * records, complete alike; both closed. */
+static void expect_same_end_and_close(struct gmt_reader *one, struct gmt_reader *many)
+{
+    uint64_t c1 = 0, c2 = 0;
+    cr_expect_eq(gmt_reader_cut(one, &c1), gmt_reader_cut(many, &c2));
+    cr_expect_eq(c1, c2);
+    cr_expect_eq(gmt_reader_records(one), gmt_reader_records(many));
+    cr_expect_eq(gmt_reader_complete(one), gmt_reader_complete(many));
+    gmt_reader_close(one);
+    gmt_reader_close(many);
+}
+
 /* Reads b's first len bytes record by record and in batches of `per`, from an image in
  * memory: both must give the same records, times and threads, and end the same way. */
 static void expect_batches_match(const struct tb *b, size_t len, size_t per)
@@ -553,35 +566,36 @@ static void expect_batches_match(const struct tb *b, size_t len, size_t per)
             cr_expect_eq(e2[used].tid, e1.tid);
             used++;
         }
-        uint64_t c1 = 0, c2 = 0;
-        cr_expect_eq(gmt_reader_cut(one, &c1), gmt_reader_cut(many, &c2));
-        cr_expect_eq(c1, c2);
-        cr_expect_eq(gmt_reader_records(one), gmt_reader_records(many));
-        cr_expect_eq(gmt_reader_complete(one), gmt_reader_complete(many));
-        gmt_reader_close(one);
-        gmt_reader_close(many);
+        expect_same_end_and_close(one, many);
     }
     free(img);
 }
 
-Test(reader, reads_the_same_in_batches)
+/* check(trace, length, per) on the sample cut at every 4 bytes, with each record's size
+ * broken in turn, and on a trace of ALLOC_SMALL records. */
+static void on_cuts_and_broken_sizes(void (*check)(const struct tb *, size_t, size_t))
 {
     struct tb b = { 0 };
     tb_sample(&b);
     for (size_t len = 0; len <= b.len; len += 4)
-        expect_batches_match(&b, len, 1 + len % 7);
-    for (size_t i = 0; i < b.nrec; i++) { /* each record's size broken in turn */
+        check(&b, len, 1 + len % 7);
+    for (size_t i = 0; i < b.nrec; i++) {
         struct tb x = { 0 };
         tb_sample(&x);
         uint32_t bad = 12;
         memcpy(x.p + x.off[i] + 4, &bad, 4);
-        expect_batches_match(&x, x.len, 5);
+        check(&x, x.len, 5);
         tb_free(&x);
     }
     tb_free(&b);
     tb_allocs(&b, 1);
-    expect_batches_match(&b, b.len, 7);
+    check(&b, b.len, 7);
     tb_free(&b);
+}
+
+Test(reader, reads_the_same_in_batches)
+{
+    on_cuts_and_broken_sizes(expect_batches_match);
 }
 
 /* Reads b's first len bytes record by record, and by skimming (allocations and frees
@@ -647,35 +661,14 @@ static void expect_skim_matches(const struct tb *b, size_t len, size_t per)
                 break;
             }
         }
-        uint64_t c1 = 0, c2 = 0;
-        cr_expect_eq(gmt_reader_cut(one, &c1), gmt_reader_cut(many, &c2));
-        cr_expect_eq(c1, c2);
-        cr_expect_eq(gmt_reader_records(one), gmt_reader_records(many));
-        cr_expect_eq(gmt_reader_complete(one), gmt_reader_complete(many));
-        gmt_reader_close(one);
-        gmt_reader_close(many);
+        expect_same_end_and_close(one, many);
     }
     free(img);
 }
 
 Test(reader, skims_what_it_reads_record_by_record)
 {
-    struct tb b = { 0 };
-    tb_sample(&b);
-    for (size_t len = 0; len <= b.len; len += 4)
-        expect_skim_matches(&b, len, 1 + len % 7);
-    for (size_t i = 0; i < b.nrec; i++) { /* each record's size broken in turn */
-        struct tb x = { 0 };
-        tb_sample(&x);
-        uint32_t bad = 12;
-        memcpy(x.p + x.off[i] + 4, &bad, 4);
-        expect_skim_matches(&x, x.len, 5);
-        tb_free(&x);
-    }
-    tb_free(&b);
-    tb_allocs(&b, 1);
-    expect_skim_matches(&b, b.len, 7);
-    tb_free(&b);
+    on_cuts_and_broken_sizes(expect_skim_matches);
 }
 
 /* The events a trace yields through gmt_trace_iter, into ev (at most n). */
