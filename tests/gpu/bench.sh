@@ -2,6 +2,7 @@
 # bench.sh: the tracer's overhead on 2 real GPUs, runs with and without libgpumemtrace.so interleaved in pairs, one table last.
 #
 # Usage: bash tests/gpu/bench.sh [--dry-run] [--pairs N] [--ddp-pairs N] [--pin CPUS | --no-pin]
+#                                [--no-aslr]
 # Measures (library at default settings): 8-byte all_reduce latency and 128 MiB all_reduce
 # bus bandwidth (tests/gpu/bench_allreduce.c, one process, ncclCommInitAll over 2 GPUs),
 # and the PyTorch DDP training-step time (tests/gpu/bench_ddp.py, 2 ranks). Each pair runs
@@ -11,6 +12,8 @@
 # The all_reduce process runs on the CPUs local to GPU 0 (its PCI device's local_cpulist;
 # --no-pin: wherever the scheduler puts it): unpinned, its 8-byte latency is bimodal
 # from one process to the next (13-19 us), which a few pairs can't average out.
+# --no-aslr: every run with address-space randomization off (setarch -R), to see whether
+# the latency's per-process modes come from the process's layout.
 # --dry-run: no GPU needed; checks the files and prints the table from made-up numbers.
 # Exit status: 0 measured (targets met or not: read the table), 2 could not measure.
 set -u
@@ -20,7 +23,7 @@ repo=$(cd "$here/../.." && pwd)
 build=${GPUMEMTRACE_BUILD:-$repo/build}
 [ -d "$build" ] && build=$(cd "$build" && pwd)
 lib=$build/libgpumemtrace.so
-dry=0 pairs=20 ddp_pairs=8 pin=1 pin_list=""
+dry=0 pairs=20 ddp_pairs=8 pin=1 pin_list="" aslr=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --ddp-pairs) shift; ddp_pairs=${1:?} ;;
     --no-pin) pin=0 ;;
     --pin) shift; pin_list=${1:?} ;;
+    --no-aslr) aslr=0 ;;
     -h|--help) sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -89,6 +93,7 @@ pinned() { if [ -n "$cpus" ]; then taskset -c "$cpus" bash -c '"$@"' pinned "$@"
 # variant VARIANT CMD...: CMD as is (plain) or with the library preloaded (traced).
 variant() {
   local v=$1; shift
+  if [ "$aslr" = 0 ]; then set -- setarch "$(uname -m)" -R "$@"; fi
   if [ "$v" = traced ]; then
     env LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" GPUMEMTRACE_OUTPUT="$work/trace.%p.gmt" "$@"
   else
@@ -123,7 +128,7 @@ run_ddp() { # PAIR VARIANT
   rm -f "$work"/trace.*.gmt
 }
 export -f variant pinned
-export lib work cpus
+export lib work cpus aslr
 
 # Alternate which variant goes first, so drift over the run (clocks, thermals, other
 # tenants) falls on both alike.
