@@ -2,6 +2,7 @@
 #ifndef GMT_HOOKS_H
 #define GMT_HOOKS_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -297,6 +298,56 @@ static inline void gmt_hook_leave(void)
 {
     gmt_ts.in_hook--;
 }
+
+/* ---- recording, shared by the runtime's and the driver's hooks ----
+ * Always inlined into the hook, so GMT_HOOK_FRAME() is the hook's frame and the stack
+ * starts in the application; errno stays as the real call left it. */
+static inline __attribute__((always_inline)) void
+gmt_record_alloc(bool ok, int error, enum gmt_api api, enum gmt_kind kind, uint64_t address,
+                 uint64_t bytes, int device, uint64_t stream, uint64_t related, uint64_t offset)
+{
+    int e = errno;
+    if (ok)
+        gmt_event_alloc(api, kind, address, bytes, device, stream, related, offset,
+                        GMT_HOOK_FRAME());
+    else
+        gmt_event_fail(api, kind, bytes, device, error, GMT_HOOK_FRAME());
+    errno = e;
+}
+
+static inline __attribute__((always_inline)) void gmt_record_free(enum gmt_api api,
+                                                                  uint64_t address,
+                                                                  uint64_t stream)
+{
+    int e = errno;
+    gmt_event_free(api, address, stream);
+    errno = e;
+}
+
+/* Allocation: the real call (of result type `type`, `ok` on success) with nested hooks
+ * silenced, then recorded once. */
+#define GMT_ALLOC_BODY(type, ok, call, api, kind, address, bytes, device, stream, related,    \
+                       offset)                                                                \
+    do {                                                                                      \
+        if (!gmt_hook_enter())                                                                \
+            return call;                                                                      \
+        type r_ = call;                                                                       \
+        gmt_hook_leave();                                                                     \
+        gmt_record_alloc(r_ == (ok), (int)r_, api, kind, r_ == (ok) ? (address) : 0, bytes,   \
+                         device, stream, related, offset);                                    \
+        return r_;                                                                            \
+    } while (0)
+
+/* Release: recorded before the real call, so the address can't be reused in between. */
+#define GMT_FREE_BODY(type, call, api, address, stream)                                       \
+    do {                                                                                      \
+        if (!gmt_hook_enter())                                                                \
+            return call;                                                                      \
+        gmt_record_free(api, address, stream);                                                \
+        type r_ = call;                                                                       \
+        gmt_hook_leave();                                                                     \
+        return r_;                                                                            \
+    } while (0)
 
 /* ---- resolve.c, beyond gmt_resolve ---- */
 /* The real dl functions (the next definitions after ours, normally libc's). */

@@ -6,50 +6,10 @@
 #define U64(x) ((uint64_t)(uintptr_t)(x))
 #define ALWAYS static inline __attribute__((always_inline))
 
-/* Recording keeps errno as the real call left it. Always inlined into the hook, so
- * GMT_HOOK_FRAME() is the hook's frame: the stack starts in the application. */
-ALWAYS void rec_result(enum gmt_api api, enum gmt_kind kind, CUresult r, uint64_t address,
-                       uint64_t bytes, int device, uint64_t stream, uint64_t related,
-                       uint64_t offset)
-{
-    int e = errno;
-    if (r == CUDA_SUCCESS)
-        gmt_event_alloc(api, kind, address, bytes, device, stream, related, offset,
-                        GMT_HOOK_FRAME());
-    else
-        gmt_event_fail(api, kind, bytes, device, (int)r, GMT_HOOK_FRAME());
-    errno = e;
-}
-
-ALWAYS void rec_free(enum gmt_api api, uint64_t address, uint64_t stream)
-{
-    int e = errno;
-    gmt_event_free(api, address, stream);
-    errno = e;
-}
-
-/* Allocation: run the real call with nested hooks silenced, then record once. */
 #define ALLOC_BODY(api, kind, call, address, bytes, device, stream, related, offset)         \
-    do {                                                                                 \
-        if (!gmt_hook_enter())                                                           \
-            return call;                                                                 \
-        CUresult r = call;                                                               \
-        gmt_hook_leave();                                                                \
-        rec_result(api, kind, r, r == CUDA_SUCCESS ? (address) : 0, bytes, device, stream, \
-                   related, offset);                                                     \
-        return r;                                                                        \
-    } while (0)
-
-/* Release: recorded before the real call, so the address can't be reused in between. */
-#define FREE_BODY(api, call, address, stream)                                            \
-    do {                                                                                 \
-        if (!gmt_hook_enter())                                                           \
-            return call;                                                                 \
-        rec_free(api, address, stream);                                                  \
-        CUresult r = call;                                                               \
-        gmt_hook_leave();                                                                \
-        return r;                                                                        \
-    } while (0)
+    GMT_ALLOC_BODY(CUresult, CUDA_SUCCESS, call, api, kind, address, bytes, device, stream, \
+                   related, offset)
+#define FREE_BODY(api, call, address, stream) GMT_FREE_BODY(CUresult, call, api, address, stream)
 
 ALWAYS CUresult gmt_body_cuMemAlloc(gmt_fn_cuMemAlloc_v2 *real, CUdeviceptr *dptr, size_t bytes)
 {
@@ -68,13 +28,9 @@ ALWAYS CUresult gmt_body_cuMemAllocPitch(gmt_fn_cuMemAllocPitch_v2 *real, CUdevi
         return real(dptr, pitch, w, h, elem);
     CUresult r = real(dptr, pitch, w, h, elem);
     gmt_hook_leave();
-    int e = errno;
-    if (r == CUDA_SUCCESS)
-        gmt_event_alloc(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, *dptr, (uint64_t)*pitch * h,
-                        -1, 0, 0, 0, GMT_HOOK_FRAME());
-    else
-        gmt_event_fail(GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r, GMT_HOOK_FRAME());
-    errno = e;
+    bool ok = r == CUDA_SUCCESS;
+    gmt_record_alloc(ok, (int)r, GMT_API_cuMemAllocPitch, GMT_KIND_DEVICE, ok ? *dptr : 0,
+                     ok ? (uint64_t)*pitch * h : (uint64_t)w * h, -1, 0, 0, 0);
     return r;
 }
 

@@ -13,43 +13,11 @@
  * allocation is recorded once, as the API the application called, with its stack.
  */
 
-ALWAYS void rec_result(enum gmt_api api, enum gmt_kind kind, cudaError_t r, uint64_t address,
-                       uint64_t bytes, uint64_t stream, uint64_t related)
-{
-    int e = errno;
-    if (r == cudaSuccess)
-        gmt_event_alloc(api, kind, address, bytes, -1, stream, related, 0, GMT_HOOK_FRAME());
-    else
-        gmt_event_fail(api, kind, bytes, -1, (int)r, GMT_HOOK_FRAME());
-    errno = e;
-}
-
-ALWAYS void rec_free(enum gmt_api api, uint64_t address, uint64_t stream)
-{
-    int e = errno;
-    gmt_event_free(api, address, stream);
-    errno = e;
-}
-
 #define ALLOC_BODY(api, kind, call, address, bytes, stream, related)                      \
-    do {                                                                                 \
-        if (!gmt_hook_enter())                                                           \
-            return call;                                                                 \
-        cudaError_t r = call;                                                            \
-        gmt_hook_leave();                                                                \
-        rec_result(api, kind, r, r == cudaSuccess ? (address) : 0, bytes, stream, related); \
-        return r;                                                                        \
-    } while (0)
-
+    GMT_ALLOC_BODY(cudaError_t, cudaSuccess, call, api, kind, address, bytes, -1, stream,    \
+                   related, 0)
 #define FREE_BODY(api, call, address, stream)                                            \
-    do {                                                                                 \
-        if (!gmt_hook_enter())                                                           \
-            return call;                                                                 \
-        rec_free(api, address, stream);                                                  \
-        cudaError_t r = call;                                                            \
-        gmt_hook_leave();                                                                \
-        return r;                                                                        \
-    } while (0)
+    GMT_FREE_BODY(cudaError_t, call, api, address, stream)
 
 ALWAYS cudaError_t gmt_body_cudaMalloc(gmt_fn_cudaMalloc *real, void **p, size_t size)
 {
@@ -95,13 +63,9 @@ ALWAYS cudaError_t gmt_body_cudaMallocPitch(gmt_fn_cudaMallocPitch *real, void *
         return real(p, pitch, w, h);
     cudaError_t r = real(p, pitch, w, h);
     gmt_hook_leave();
-    int e = errno;
-    if (r == cudaSuccess)
-        gmt_event_alloc(GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, U64(*p), (uint64_t)*pitch * h,
-                        -1, 0, 0, 0, GMT_HOOK_FRAME());
-    else
-        gmt_event_fail(GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, (uint64_t)w * h, -1, (int)r, GMT_HOOK_FRAME());
-    errno = e;
+    bool ok = r == cudaSuccess;
+    gmt_record_alloc(ok, (int)r, GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, ok ? U64(*p) : 0,
+                     ok ? (uint64_t)*pitch * h : (uint64_t)w * h, -1, 0, 0, 0);
     return r;
 }
 
@@ -112,14 +76,10 @@ ALWAYS cudaError_t gmt_body_cudaMalloc3D(gmt_fn_cudaMalloc3D *real, struct cudaP
         return real(pp, ext);
     cudaError_t r = real(pp, ext);
     gmt_hook_leave();
-    int e = errno;
-    if (r == cudaSuccess)
-        gmt_event_alloc(GMT_API_cudaMalloc3D, GMT_KIND_DEVICE, U64(pp->ptr),
-                        (uint64_t)pp->pitch * ext.height * ext.depth, -1, 0, 0, 0, GMT_HOOK_FRAME());
-    else
-        gmt_event_fail(GMT_API_cudaMalloc3D, GMT_KIND_DEVICE,
-                       (uint64_t)ext.width * ext.height * ext.depth, -1, (int)r, GMT_HOOK_FRAME());
-    errno = e;
+    bool ok = r == cudaSuccess;
+    gmt_record_alloc(ok, (int)r, GMT_API_cudaMalloc3D, GMT_KIND_DEVICE, ok ? U64(pp->ptr) : 0,
+                     (uint64_t)(ok ? pp->pitch : ext.width) * ext.height * ext.depth, -1, 0, 0,
+                     0);
     return r;
 }
 
@@ -161,12 +121,9 @@ ALWAYS cudaError_t gmt_body_cudaMemPoolCreate(gmt_fn_cudaMemPoolCreate *real, cu
     gmt_hook_leave();
     int device = props && props->location.type == cudaMemLocationTypeDevice ? props->location.id
                                                                              : -1;
-    int e = errno;
-    if (r == cudaSuccess)
-        gmt_event_alloc(GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, U64(*pool), 0, device, 0, 0, 0, GMT_HOOK_FRAME());
-    else
-        gmt_event_fail(GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, 0, device, (int)r, GMT_HOOK_FRAME());
-    errno = e;
+    bool ok = r == cudaSuccess;
+    gmt_record_alloc(ok, (int)r, GMT_API_cudaMemPoolCreate, GMT_KIND_POOL, ok ? U64(*pool) : 0,
+                     0, device, 0, 0, 0);
     return r;
 }
 

@@ -515,6 +515,21 @@ Test(reader, rejects_a_bad_alloc_small_size)
     }
 }
 
+/* b's first len bytes as an image in memory (the caller frees it), opened by two
+ * readers, *one and *many, which must agree on whether it opens (*rc: 0 when it does). */
+static void *open_twice(const struct tb *b, size_t len, struct gmt_reader **one,
+                        struct gmt_reader **many, int *rc)
+{
+    void *img = aligned_alloc(8, (len + 15) / 8 * 8);
+    cr_assert_not_null(img);
+    memcpy(img, b->p, len);
+    char err[512] = "";
+    *rc = gmt_reader_open_mem(one, img, len, "t.gmt", err, sizeof err);
+    int rc2 = gmt_reader_open_mem(many, img, len, "t.gmt", err, sizeof err);
+    cr_assert_eq(*rc, rc2);
+    return img;
+}
+
 /* Two readers of one image, at their ends: cut at the same place after as many
  * records, complete alike; both closed. */
 static void expect_same_end_and_close(struct gmt_reader *one, struct gmt_reader *many)
@@ -532,14 +547,10 @@ static void expect_same_end_and_close(struct gmt_reader *one, struct gmt_reader 
  * memory: both must give the same records, times and threads, and end the same way. */
 static void expect_batches_match(const struct tb *b, size_t len, size_t per)
 {
-    void *img = aligned_alloc(8, (len + 15) / 8 * 8);
-    cr_assert_not_null(img);
-    memcpy(img, b->p, len);
     struct gmt_reader *one, *many;
     char err1[512] = "", err2[512] = "";
-    int rc1 = gmt_reader_open_mem(&one, img, len, "t.gmt", err1, sizeof err1);
-    int rc2 = gmt_reader_open_mem(&many, img, len, "t.gmt", err2, sizeof err2);
-    cr_assert_eq(rc1, rc2);
+    int rc1;
+    void *img = open_twice(b, len, &one, &many, &rc1);
     if (rc1 == 0) {
         struct gmt_event e1, e2[7];
         size_t got = 0, used = 0;
@@ -607,14 +618,10 @@ static void expect_skim_matches(const struct tb *b, size_t len, size_t per)
 {
     const uint32_t mask = (1u << GMT_REC_ALLOC) | (1u << GMT_REC_ALLOC_SMALL) |
                           (1u << GMT_REC_FREE);
-    void *img = aligned_alloc(8, (len + 15) / 8 * 8);
-    cr_assert_not_null(img);
-    memcpy(img, b->p, len);
     struct gmt_reader *one, *many;
     char err1[512] = "", err2[512] = "";
-    int rc1 = gmt_reader_open_mem(&one, img, len, "t.gmt", err1, sizeof err1);
-    int rc2 = gmt_reader_open_mem(&many, img, len, "t.gmt", err2, sizeof err2);
-    cr_assert_eq(rc1, rc2);
+    int rc1;
+    void *img = open_twice(b, len, &one, &many, &rc1);
     if (rc1 == 0) {
         struct gmt_event e1, e2[7];
         int more = 1;
