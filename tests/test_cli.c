@@ -170,6 +170,9 @@ Test(cli, rejects_bad_usage_with_one_line_and_status_2)
         { "help", "frobnicate", "unknown command 'frobnicate'" },
         { "dump", "--frobnicate", "gpumemtrace dump: unknown option '--frobnicate'" },
         { "dump", NULL, "gpumemtrace dump: no trace file given" },
+        { "summary", "--top=", "--top wants a count, not ''" },
+        { "summary", "--width=39", "--width wants 40..1000, not '39'" },
+        { "diff", "--frames=0", "--frames wants 1..64, not '0'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i][1])

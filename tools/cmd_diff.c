@@ -412,19 +412,18 @@ int gmt_cmd_diff(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        char *end;
+        long v;
         switch (c) {
         case 'j': o.json = true; break;
         case 'a': o.all = true; break;
         case 't':
-            o.top = strtol(optarg, &end, 10);
-            if (*end || o.top < 0 || o.top > 1000000)
+            if (gmt_cli_long(optarg, 0, 1000000, &o.top))
                 return gmt_cli_usage_error("diff", "--top wants a count, not '%s'", optarg);
             break;
         case 'f':
-            o.frames = (int)strtol(optarg, &end, 10);
-            if (*end || o.frames < 1 || o.frames > 64)
+            if (gmt_cli_long(optarg, 1, 64, &v))
                 return gmt_cli_usage_error("diff", "--frames wants 1..64, not '%s'", optarg);
+            o.frames = (int)v;
             break;
         case 'D':
             if (gmt_report_opts_add_debug_path(&ro, optarg))

@@ -75,19 +75,18 @@ int gmt_cmd_summary(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        char *end;
+        long v;
         switch (c) {
         case 'j': fmt = FMT_JSON; break;
         case 'c': fmt = FMT_CSV; break;
         case 't':
-            ro.top = strtol(optarg, &end, 10);
-            if (*end || ro.top < 0 || ro.top > 100000)
+            if (gmt_cli_long(optarg, 0, 100000, &ro.top))
                 return gmt_cli_usage_error("summary", "--top wants a count, not '%s'", optarg);
             break;
         case 'd':
-            ro.device = (int)strtol(optarg, &end, 10);
-            if (*end || ro.device < 0 || ro.device > 4096)
+            if (gmt_cli_long(optarg, 0, 4096, &v))
                 return gmt_cli_usage_error("summary", "--device wants a device ordinal, not '%s'", optarg);
+            ro.device = (int)v;
             break;
         case 'f':
             if (parse_seconds(optarg, &ro.from_ns))
@@ -109,9 +108,9 @@ int gmt_cmd_summary(int argc, char **argv)
                 return gmt_cli_usage_error("summary", "--category wants NAME=GLOB, not '%s'", optarg);
             break;
         case 'w':
-            ro.width = (int)strtol(optarg, &end, 10);
-            if (*end || ro.width < 40 || ro.width > 1000)
+            if (gmt_cli_long(optarg, 40, 1000, &v))
                 return gmt_cli_usage_error("summary", "--width wants 40..1000, not '%s'", optarg);
+            ro.width = (int)v;
             break;
         case 'n':
             ro.no_symbols = true;

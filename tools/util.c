@@ -172,6 +172,17 @@ void gmt_unreserve(void *p, size_t n)
         munmap(p, n);
 }
 
+int gmt_cli_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int gmt_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

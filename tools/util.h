@@ -61,5 +61,8 @@ void gmt_unreserve(void *p, size_t n);
 /* Prints "gpumemtrace CMD: MESSAGE (see 'gpumemtrace help CMD')" on stderr and returns
  * GMT_EXIT_ERROR, for a command's usage errors. */
 int gmt_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An option's integer value: all of s a decimal integer in lo..hi. 0 and *out set, or -1
+ * (empty, trailing text, out of range). */
+int gmt_cli_long(const char *s, long lo, long hi, long *out);
 
 #endif
