@@ -18,6 +18,7 @@ extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
 struct frame {
     uint32_t id;
     uint8_t op;
+    int8_t group;       /* depth of the nearest enclosing Group frame, or -1 */
     uint64_t devmask;   /* devices this scope is registered on (foreign-thread table) */
     uint64_t memmask;   /* devices sampled at begin: sampled again at end */
 };
@@ -134,20 +135,25 @@ static int nccl_query(enum query q, uint64_t comm)
 }
 
 /*
- * Each thread remembers the communicator of its last call: its device as the COMM cache
- * had it, and which ops on it had their first call (stack captured) already. A loop of
- * calls on one communicator then skips both hash lookups. The memo holds while the
- * generation is unchanged: any change to the cache (a communicator made, an address
- * reused) and a fork bump it.
+ * Each thread remembers the last few communicators it called on (one process driving
+ * several GPUs alternates between one per device): each one's device as the COMM cache
+ * had it, which ops on it had their first call (stack captured) already, and the last
+ * (op, bytes) found past its sampling quota. A loop of calls then skips every hash
+ * lookup. An entry holds while the generation is unchanged: any change to the cache (a
+ * communicator made, an address reused) and a fork bump it.
  */
 static _Atomic unsigned long comm_gen = 1;
-static GMT_TLS struct {
+#define MEMOS 4
+struct comm_memo {
     uint64_t comm;
-    unsigned long gen;
+    unsigned long gen;          /* 0: being rewritten (a signal handler finds it invalid) */
     int device;                 /* from the COMM cache; -1 not known there */
+    unsigned done_op;           /* done_op/done_bytes: past their first N calls (first:N); */
+    uint64_t done_bytes;        /* done_op 0 (never a collective's op): none */
     uint64_t ops_seen;          /* bit op: first_of(comm, op) was asked already */
-    uint64_t done_key;          /* a sampling key past its first N calls (first:N), or 0 */
-} t_comm;
+};
+static GMT_TLS struct comm_memo t_memo[MEMOS];
+static GMT_TLS unsigned t_memo_next; /* the entry a miss overwrites next */
 
 static void comm_cache_put(uint64_t comm, int device)
 {
@@ -166,23 +172,55 @@ static int current_device(void);
  * initializing answers with an error and a WARN in the program's log (hooks_nccl.c writes
  * its COMM record once it is ready). The key is mix(comm), so two communicators could
  * share an entry only by a 64-bit collision. */
-static int comm_device(uint64_t comm)
+static int comm_device_lookup(uint64_t comm)
 {
-    if (!comm)
-        return -1;
-    if (t_comm.device >= 0 && t_comm.comm == comm &&
-        t_comm.gen == atomic_load_explicit(&comm_gen, memory_order_acquire))
-        return t_comm.device;
     long i = slot_of(comm_keys, COMM_SLOTS, mix(comm));
     if (i >= 0) {
         int d = atomic_load_explicit(&comm_devs[i], memory_order_acquire);
         if (d > 0)
             return d - 1;
     }
+    return -1;
+}
+
+static int comm_device(uint64_t comm, const struct comm_memo *m)
+{
+    if (!comm)
+        return -1;
+    if (m && m->device >= 0)
+        return m->device;
+    int dev = comm_device_lookup(comm);
+    if (dev >= 0)
+        return dev;
+    int saved_errno = errno;
     gmt_ts.in_lib++;
-    int dev = current_device();
+    dev = current_device();
     gmt_ts.in_lib--;
+    errno = saved_errno;
     return dev;
+}
+
+/* This thread's memo of `comm`, made afresh (from the COMM cache) when it has none that
+ * is current. */
+static struct comm_memo *memo_of(uint64_t comm)
+{
+    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    for (int i = 0; i < MEMOS; i++)
+        if (t_memo[i].comm == comm && t_memo[i].gen == gen)
+            return &t_memo[i];
+    struct comm_memo *m = &t_memo[t_memo_next++ % MEMOS];
+    /* generation last, behind a signal fence: a signal handler's NCCL call in between
+     * finds the entry invalid instead of half written */
+    m->gen = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    m->comm = comm;
+    m->ops_seen = 0;
+    m->done_op = 0;
+    m->done_bytes = 0;
+    m->device = comm ? comm_device_lookup(comm) : -1;
+    atomic_signal_fence(memory_order_seq_cst);
+    m->gen = gen;
+    return m;
 }
 
 /* ---- device-memory sampling policy (GPUMEMTRACE_MEMINFO) ---- */
@@ -268,27 +306,28 @@ static int policy(void)
  * are not sampled: sampling is a cost, never a correctness matter. */
 static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes);
 
-/* The key (three mixes) is made only when the policy counts calls. */
-static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes)
+/* The key (three mixes) is made only when the policy counts calls, and not for the
+ * (op, bytes) the thread's memo of comm found done last time. */
+static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes, struct comm_memo *m)
 {
     int k = policy();
     if (k == POLICY_NEVER)
         return false;
     if (k == POLICY_ALWAYS)
         return true;
-    uint64_t key = mix(meminfo_key(comm, op, bytes));
-    /* This thread found the key done last time: a loop of one call skips the table. */
-    if (!policy_every && key == t_comm.done_key && t_comm.comm == comm &&
-        t_comm.gen == atomic_load_explicit(&comm_gen, memory_order_relaxed))
+    if (!policy_every && m && op == m->done_op && bytes == m->done_bytes)
         return false;
+    uint64_t key = mix(meminfo_key(comm, op, bytes));
     long i = slot_of(count_keys, COUNT_SLOTS, key);
     if (i < 0)
         return false;
     /* Past the first N with no every:K the answer is no for good: a plain load, no
      * locked increment (the count stays at N, where every later call finds it). */
     if (!policy_every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= policy_first) {
-        if (t_comm.comm == comm)
-            t_comm.done_key = key;
+        if (m) {
+            m->done_op = op;
+            m->done_bytes = bytes;
+        }
         return false;
     }
     uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
@@ -370,9 +409,11 @@ static int query_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
 static void sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
 {
     uint64_t f, t;
+    int saved_errno = errno; /* the driver's calls may set it */
     gmt_ts.in_lib++;
     int rc = query_meminfo(device, &f, &t);
     gmt_ts.in_lib--;
+    errno = saved_errno;
     if (rc)
         return;
     struct gmt_rec_meminfo r = {
@@ -584,30 +625,22 @@ uint32_t gmt_scope_for_foreign_thread(int device)
 
 /* ---- scopes ---- */
 
-/* The nearest enclosing Group frame below `depth`, or -1. */
-static int enclosing_group(int depth)
-{
-    for (int k = depth - 1; k >= 0; k--)
-        if (frames[k].op == GMT_OP_Group)
-            return k;
-    return -1;
-}
-
-/* Registers frame `depth` (and its enclosing group) on `device` and samples memory at
- * begin when the policy wants this key. Inside a group the members only enqueue; the
- * work (and the allocations) happen in ncclGroupEnd, so the sample is taken once per
+/* Registers scope `depth` on `device` and samples memory at begin when the policy wants
+ * this key. Inside a group the members only enqueue: the work and the allocations (of
+ * inits in the group too) happen in ncclGroupEnd, when the members have returned. So a
+ * member registers its group on the device instead of itself (a foreign thread's
+ * allocation during ncclGroupEnd then finds the group), and the sample is taken once per
  * device for the group and closed when the group ends. */
-static void concern_device(int depth, int device, uint64_t comm, unsigned op, uint64_t bytes)
+static void concern_device(int depth, int device, uint64_t comm, unsigned op, uint64_t bytes,
+                           struct comm_memo *m)
 {
     if (device < 0 || device >= MAX_DEV || depth >= FRAMES)
         return;
-    int g = enclosing_group(depth);
-    if (g >= 0)
-        frame_register(g, device);
-    frame_register(depth, device);
-    if (!want_sample(comm, op, bytes))
-        return;
+    int g = frames[depth].group;
     int target = g >= 0 ? g : depth;
+    frame_register(target, device);
+    if (!want_sample(comm, op, bytes, m))
+        return;
     uint64_t bit = 1ull << device;
     if (frames[target].memmask & bit)
         return;
@@ -630,29 +663,13 @@ static bool first_of_lookup(uint64_t comm, unsigned op)
     return atomic_exchange_explicit(&captured[i], 1, memory_order_relaxed) == 0;
 }
 
-/* True for the one call (process-wide) that captures the stack of (comm, op). Also
- * renews the thread's memo of comm (see comm_cache_put). */
-static bool first_of(uint64_t comm, unsigned op)
+/* True for the one call (process-wide) that captures the stack of (comm, op). */
+static bool first_of(struct comm_memo *m, uint64_t comm, unsigned op)
 {
-    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
-    if (t_comm.comm != comm || t_comm.gen != gen) {
-        /* generation last, behind a signal fence: a signal handler's NCCL call in
-         * between finds the memo invalid instead of half written */
-        t_comm.gen = 0;
-        atomic_signal_fence(memory_order_seq_cst);
-        t_comm.comm = comm;
-        t_comm.ops_seen = 0;
-        t_comm.done_key = 0;
-        long i = comm ? slot_of(comm_keys, COMM_SLOTS, mix(comm)) : -1;
-        int d = i >= 0 ? atomic_load_explicit(&comm_devs[i], memory_order_acquire) : 0;
-        t_comm.device = d > 0 ? d - 1 : -1;
-        atomic_signal_fence(memory_order_seq_cst);
-        t_comm.gen = gen;
-    }
     uint64_t bit = op < 64 ? 1ull << op : 0;
-    if (t_comm.ops_seen & bit)
+    if (m->ops_seen & bit)
         return false; /* asked before: the answer is only ever true once */
-    t_comm.ops_seen |= bit;
+    m->ops_seen |= bit;
     return first_of_lookup(comm, op);
 }
 
@@ -682,16 +699,22 @@ __attribute__((constructor)) static void register_fork_child(void)
     pthread_atfork(NULL, NULL, fork_child);
 }
 
+/* errno: the common path below makes no call that can set it (gmt_emit, the memo, the
+ * tables); what can (a stack capture, a sample, asking the driver for the current
+ * device, noting a version) saves and restores it where it is called. */
 uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
                          uint64_t stream)
 {
     if (!gmt_writer_ready())
         return 0;
-    int saved_errno = errno;
     uint32_t id = new_scope_id();
+    struct comm_memo *m = memo_of(comm);
     uint32_t stack_id = 0;
-    if (gmt_stack_capture && first_of(comm, op))
+    if (gmt_stack_capture && GMT_UNLIKELY(first_of(m, comm, op))) {
+        int saved_errno = errno;
         stack_id = gmt_stack_capture(NULL);
+        errno = saved_errno;
+    }
 
     struct gmt_rec_scope_begin r = {
         .h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op, .size = gmt_rec_padded(sizeof r)},
@@ -710,15 +733,17 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     int depth = gmt_ts.scope_depth++;
     if (depth < FRAMES) {
         gmt_ts.scope_stack[depth] = id;
-        frames[depth] = (struct frame){.id = id, .op = (uint8_t)op};
+        int g = -1;
+        if (depth > 0)
+            g = frames[depth - 1].op == GMT_OP_Group ? depth - 1 : frames[depth - 1].group;
+        frames[depth] = (struct frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
         if (comm) {
             size_t esz = gmt_nccl_type_size(datatype);
-            concern_device(depth, comm_device(comm), comm, op, count * esz);
+            concern_device(depth, comm_device(comm, m), comm, op, count * esz, m);
         }
     } else {
         atomic_fetch_add_explicit(&scopes_too_deep, 1, memory_order_relaxed);
     }
-    errno = saved_errno;
     return id;
 }
 
@@ -729,21 +754,20 @@ void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)
     int depth = gmt_ts.scope_depth - 1;
     if (depth < 0 || depth >= FRAMES || frames[depth].id != scope_id)
         return;
-    int saved_errno = errno;
     if (device < 0) {
+        int saved_errno = errno;
         gmt_ts.in_lib++;
         device = current_device();
         gmt_ts.in_lib--;
+        errno = saved_errno;
     }
-    concern_device(depth, device, key, frames[depth].op, 0);
-    errno = saved_errno;
+    concern_device(depth, device, key, frames[depth].op, 0, NULL);
 }
 
 void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
     if (!scope_id)
         return;
-    int saved_errno = errno;
     int depth = gmt_ts.scope_depth;
     if (depth > FRAMES) {
         gmt_ts.scope_depth--;
@@ -771,7 +795,6 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
         .result = result,
     };
     gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
-    errno = saved_errno;
 }
 
 /* Called only once the communicator is ready (hooks_nccl.c defers non-blocking ones). */

@@ -1,4 +1,5 @@
 /* versions.c: records the CUDA driver, runtime and NCCL versions once each, as the libraries report them. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -34,9 +35,12 @@ void gmt_version_note_slow(enum gmt_component c)
     };
     if (!fn[c].name)
         return;
+    int saved_errno = errno; /* callers' fast paths leave errno alone; the lookup may not */
     gmt_fn_get_version *get = (gmt_fn_get_version *)gmt_resolve(fn[c].lib, fn[c].name);
     int v = 0;
-    if (!get || get(&v) != 0 || v <= 0) {
+    int rc = get ? get(&v) : -1;
+    errno = saved_errno;
+    if (rc != 0 || v <= 0) {
         /* not loaded yet: try again at an event after the next dlopen/dlclose */
         atomic_store_explicit(&failed_gen[c], gen + 1, memory_order_relaxed);
         atomic_store_explicit(&gmt_versions_noted[c], 0, memory_order_relaxed);

@@ -92,6 +92,7 @@ struct scope {
     unsigned op;
     uint64_t comm, count, t_begin, t_end;
     int datatype, result, ended, index;
+    uint32_t stack;
 };
 struct alloc {
     unsigned api, kind;
@@ -157,7 +158,7 @@ static void load(const char *path)
             T.scopes[T.nscopes++] = (struct scope){
                 .id = b->scope_id, .parent = b->parent_id, .tid = ev.tid, .op = h->aux,
                 .comm = b->comm, .count = b->count, .t_begin = ev.time_ns,
-                .datatype = b->datatype, .index = index};
+                .datatype = b->datatype, .index = index, .stack = b->stack_id};
         } else if (h->type == GMT_REC_SCOPE_END) {
             const struct gmt_rec_scope_end *e = (const void *)h;
             struct scope *s = scope_by_id(e->scope_id);
@@ -648,6 +649,40 @@ Test(nccl_hooks, meminfo_first_n_then_every_k)
     cr_expect_eq(sampled_allreduces("first:1,every:2", "5"), 6);
 }
 
+/* One thread calling on six communicators in turn, in groups of two (more than the
+ * per-thread memo holds, two devices): each communicator's first two calls are sampled,
+ * on its own device, by the group they are in; its first call alone captures a stack. */
+Test(nccl_hooks, meminfo_and_stacks_per_communicator_when_one_thread_rotates_over_many)
+{
+    const char *args[] = {"rotate", "4", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    cr_assert_eq(T.ncomms, 6);
+    cr_assert_eq(count_op(GMT_OP_AllReduce), 24);
+    for (int c = 0; c < T.ncomms; c++) {
+        int calls = 0, stacks = 0;
+        for (int i = 0; i < T.nscopes; i++) {
+            struct scope *s = &T.scopes[i];
+            if (s->op != GMT_OP_AllReduce || s->comm != T.comms[c].comm)
+                continue;
+            cr_expect_eq(meminfo_of(s->id, GMT_MEMINFO_BEGIN), 0, "members are sampled by their group");
+            struct scope *g = scope_by_id(s->parent);
+            cr_assert_not_null(g);
+            cr_expect_eq(g->op, GMT_OP_Group);
+            int on_dev = 0;
+            for (int m = 0; m < T.nmem; m++)
+                on_dev += T.mem[m].scope == g->id && T.mem[m].device == T.comms[c].device;
+            cr_expect_eq(on_dev, calls < 2 ? 2 : 0, "comm %d call %d: %d samples on device %d",
+                         c, calls, on_dev, T.comms[c].device);
+            stacks += s->stack != 0;
+            calls++;
+        }
+        cr_expect_eq(calls, 4);
+        cr_expect_eq(stacks, 1, "comm %d: %d stacks", c, stacks);
+    }
+}
+
 Test(nccl_hooks, meminfo_bad_value_warns_and_uses_the_default)
 {
     cr_expect_eq(sampled_allreduces("sometimes", "3"), 4);
@@ -722,7 +757,11 @@ Test(scope, group_is_published_for_its_members_devices_until_it_ends)
     cr_expect_eq(gmt_current_scope(), g);
     uint32_t c0 = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
     gmt_scope_add_device(c0, 0, 1);
-    cr_expect_eq(gmt_scope_for_foreign_thread(0), c0, "the innermost scope while it is open");
+    /* Inside a user group NCCL does a member's work in ncclGroupEnd (FACTS.md): while
+     * the member's own call runs, the group is what is published on its device. */
+    cr_expect_eq(gmt_current_scope(), c0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), g, "the group, not its enqueuing member");
+    cr_expect_eq(gmt_scope_for_foreign_thread(1), 0, "no member on device 1 yet");
     gmt_scope_end(c0, GMT_OP_AllReduce, 0);
     uint32_t c1 = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
     gmt_scope_add_device(c1, 1, 1);

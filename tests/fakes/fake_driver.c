@@ -46,7 +46,7 @@
 #define DRIVER_FNS(X)                                                                         \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)     \
     X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)           \
-    X(cuDevicePrimaryCtxRelease_v2)                                                           \
+    X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxGetState)                              \
     X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxGetCurrent)                \
     X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxSynchronize)        \
     X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) \
@@ -399,6 +399,21 @@ EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     count(FN_cuDevicePrimaryCtxRelease, 0);
     return primary_release(dev);
+}
+
+/* Whether the device's primary context is alive (retained by someone), without
+ * creating it: the tracer's MEMINFO sampling asks before it samples another device. */
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    count(FN_cuDevicePrimaryCtxGetState, 0);
+    NEED_INIT();
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    *flags = 0;
+    *active = devices[dev].primary.active;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)

@@ -253,6 +253,35 @@ static int group(void)
     return 0;
 }
 
+/* One thread, three ncclCommInitAll cliques over 2 devices: six communicators, more than
+ * the tracer remembers per thread. `bare_iters` rounds; in each, every clique does one
+ * grouped all_reduce (ncclGroupStart, one call per device, ncclGroupEnd), as
+ * tests/gpu/bench_allreduce.c does. */
+static int rotate(void)
+{
+    ncclComm_t c[6];
+    buffers();
+    for (int k = 0; k < 3; k++)
+        if (ncclCommInitAll(&c[2 * k], 2, NULL) != ncclSuccess)
+            return 1;
+    for (int i = 0; i < bare_iters; i++)
+        for (int k = 0; k < 3; k++) {
+            ncclGroupStart();
+            for (int d = 0; d < 2; d++)
+                ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, c[2 * k + d],
+                              streams[d]);
+            ncclResult_t r = ncclGroupEnd();
+            if (r != ncclSuccess)
+                printf("clique %d round %d r=%d\n", k, i, (int)r);
+        }
+    for (int d = 0; d < 2; d++)
+        cudaStreamSynchronize(streams[d]);
+    print_sums("rotate");
+    for (int k = 0; k < 6; k++)
+        ncclCommDestroy(c[k]);
+    return 0;
+}
+
 /* Communicators created inside a group: they exist once ncclGroupEnd returns. */
 static int init_in_group(void)
 {
@@ -293,6 +322,8 @@ int main(int argc, char **argv)
         return group();
     if (strcmp(what, "init_in_group") == 0)
         return init_in_group();
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group\n", argv[0]);
+    if (strcmp(what, "rotate") == 0)
+        return rotate();
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS]\n", argv[0]);
     return 2;
 }
