@@ -1,6 +1,7 @@
-/* nccl_bench.c: CPU ns per ncclAllReduce call against the stub NCCL (stub_nccl.c), for runs with and without the tracer preloaded. */
+/* nccl_bench.c: CPU ns per ncclAllReduce call against the stub NCCL (stub_nccl.c), for runs with and without the tracer preloaded; or per iteration of the GPU benchmark's loop. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "fake_cuda.h"
@@ -13,36 +14,58 @@ static double cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int loop(long n, ncclComm_t comm)
+static ncclComm_t comms[2];
+
+/* "single": one ncclAllReduce per iteration on one communicator. "group2": what one
+ * iteration of tests/gpu/bench_allreduce.c's 8-byte loop calls: ncclGroupStart, an
+ * ncclAllReduce on each of two communicators (two devices), ncclGroupEnd. */
+static int loop(long n, int group2)
 {
     static float buf[2];
-    for (long i = 0; i < n; i++)
-        if (ncclAllReduce(buf, buf, 2, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess)
+    for (long i = 0; i < n; i++) {
+        if (!group2) {
+            if (ncclAllReduce(buf, buf, 2, ncclFloat32, ncclSum, comms[0], NULL) != ncclSuccess)
+                return 1;
+            continue;
+        }
+        if (ncclGroupStart() != ncclSuccess)
             return 1;
+        for (int d = 0; d < 2; d++)
+            if (ncclAllReduce(buf, buf, 2, ncclFloat32, ncclSum, comms[d], NULL) != ncclSuccess)
+                return 1;
+        if (ncclGroupEnd() != ncclSuccess)
+            return 1;
+    }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: nccl_bench CALLS\n");
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "single") != 0 &&
+                                 strcmp(argv[2], "group2") != 0)) {
+        fprintf(stderr, "usage: nccl_bench CALLS [single|group2]\n");
         return 2;
     }
     long calls = atol(argv[1]);
+    int group2 = argc == 3 && strcmp(argv[2], "group2") == 0;
     CUcontext ctx;
     if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
         cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
         return 1;
     /* Made through NCCL, as every real communicator is: the tracer then knows its device
      * from the COMM record instead of asking the driver at each call. */
-    ncclUniqueId id;
-    ncclComm_t comm;
-    if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess)
-        return 1;
-    if (loop(calls / 10 + 1000, comm))
+    if (group2) {
+        if (ncclCommInitAll(comms, 2, NULL) != ncclSuccess)
+            return 1;
+    } else {
+        ncclUniqueId id;
+        if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comms[0], 1, id, 0) != ncclSuccess)
+            return 1;
+    }
+    if (loop(calls / 10 + 1000, group2))
         return 1;
     double t0 = cpu_ns();
-    if (loop(calls, comm))
+    if (loop(calls, group2))
         return 1;
     printf("%.1f\n", (cpu_ns() - t0) / (double)calls);
     return 0;

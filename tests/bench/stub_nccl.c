@@ -7,7 +7,8 @@
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT ncclResult_t ncclGetVersion(int *v) { *v = 22809; return ncclSuccess; }
-EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t c, int *d) { (void)c; *d = 0; return ncclSuccess; }
+/* Communicators are 0x5000 + 0x1000 * device: stable non-null values the stub never reads. */
+EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t c, int *d) { *d = (int)(((uintptr_t)c - 0x5000) / 0x1000); return ncclSuccess; }
 EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t c, int *r) { (void)c; *r = 0; return ncclSuccess; }
 EXPORT ncclResult_t ncclCommCount(const ncclComm_t c, int *n) { (void)c; *n = 2; return ncclSuccess; }
 EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
@@ -16,13 +17,21 @@ EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
         id->internal[i] = (char)i;
     return ncclSuccess;
 }
-/* Every communicator is the same stable non-null value: the stub never looks at it. */
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
     (void)nranks; (void)id; (void)rank;
     *comm = (ncclComm_t)(uintptr_t)0x5000;
     return ncclSuccess;
 }
+/* One process, ndev devices, as tests/gpu/bench_allreduce.c makes them. */
+EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+    for (int i = 0; i < ndev; i++)
+        comms[i] = (ncclComm_t)(uintptr_t)(0x5000 + 0x1000 * (devlist ? devlist[i] : i));
+    return ncclSuccess;
+}
+EXPORT ncclResult_t ncclGroupStart(void) { return ncclSuccess; }
+EXPORT ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
 EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t,
                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
