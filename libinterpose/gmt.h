@@ -101,7 +101,16 @@ GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by n
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
  * header, PROCESS, ENV and module records. Returns false when tracing is off or failed. */
-GMT_HIDDEN bool gmt_writer_ready(void);
+GMT_HIDDEN bool gmt_writer_ready_slow(void);
+GMT_HIDDEN extern _Atomic int gmt_writer_state;
+#define GMT_WRITER_OPEN 2
+static inline bool gmt_writer_ready(void)
+{
+    /* The file is open: one load, and errno is untouched. */
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) == GMT_WRITER_OPEN))
+        return true;
+    return gmt_writer_ready_slow();
+}
 /* Appends one record (h.size bytes, already padded) to the calling thread's buffer.
  * For records with a `dt` field pass the offset of that field (or 0 if none): the
  * writer fills it from the thread's clock. Async-signal-safe against itself: a

@@ -274,15 +274,21 @@ GMT_HIDDEN void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, cons
  * loaded side by side (a plugin linked to cudart 12 next to PyTorch's cudart 13, both
  * RTLD_LOCAL; two NCCLs): each caller must reach the copy its own dependencies name, as
  * the PLT would have bound it without us. The common case, one copy, costs three loads. */
-static inline void *gmt_hook_plt_for(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
-                                     const void *caller)
+/* The cached pointer while one copy is loaded, else NULL (then gmt_hook_plt_slow). */
+static inline void *gmt_hook_plt_cached(_Atomic(void *) *slot, enum gmt_lib lib)
 {
     void *p = atomic_load_explicit(slot, memory_order_acquire);
     if (GMT_LIKELY(p != NULL) &&
         GMT_LIKELY(atomic_load_explicit(&gmt_single_copy_gen[lib], memory_order_relaxed) ==
                    atomic_load_explicit(&gmt_dl_generation, memory_order_relaxed)))
         return p;
-    return gmt_hook_plt_slow(slot, lib, abi, caller);
+    return NULL;
+}
+static inline void *gmt_hook_plt_for(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
+                                     const void *caller)
+{
+    void *p = gmt_hook_plt_cached(slot, lib);
+    return GMT_LIKELY(p != NULL) ? p : gmt_hook_plt_slow(slot, lib, abi, caller);
 }
 
 /* Re-entrancy: true when this call should be recorded (the thread is not already inside

@@ -56,8 +56,11 @@ static uint64_t fnv1a(const void *p, size_t n)
  * the PLT would have bound it without us; with one, a cached pointer (hooks.h). */
 static inline void *nccl_real(_Atomic(void *) *cache, const char *name, const void *caller)
 {
+    void *p = gmt_hook_plt_cached(cache, GMT_LIB_NCCL);
+    if (GMT_LIKELY(p != NULL))
+        return p;
     gmt_ts.in_lib++;
-    void *p = gmt_hook_plt_for(cache, GMT_LIB_NCCL, name, caller);
+    p = gmt_hook_plt_slow(cache, GMT_LIB_NCCL, name, caller);
     gmt_ts.in_lib--;
     return p;
 }

@@ -52,7 +52,9 @@ struct buf {
     unsigned char data[] __attribute__((aligned(8)));
 };
 
-static _Atomic int g_state = ST_CLOSED;
+/* gmt.h reads it inline (gmt_writer_ready): GMT_WRITER_OPEN is ST_OPEN. */
+_Atomic int gmt_writer_state = ST_CLOSED;
+_Static_assert(ST_OPEN == GMT_WRITER_OPEN, "gmt.h's open state");
 static int g_fd = -1;
 static int g_forked;                    /* this process is a fork child of a traced one */
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
@@ -86,9 +88,9 @@ static void pause_briefly(void)
 
 static void fail(const char *what, int err)
 {
-    int st = atomic_load(&g_state);
+    int st = atomic_load(&gmt_writer_state);
     while (st == ST_OPEN || st == ST_OPENING || st == ST_CLOSED || st == ST_FINISHING) {
-        if (atomic_compare_exchange_weak(&g_state, &st, ST_FAILED)) {
+        if (atomic_compare_exchange_weak(&gmt_writer_state, &st, ST_FAILED)) {
             const char *reason = strerrordesc_np(err);
             gmt_warn("%s %s: %s; tracing stops, the program continues", what,
                      g_path[0] ? g_path : "(no path)", reason ? reason : "unknown error");
@@ -134,7 +136,7 @@ static void flush_locked(struct buf *b, const void *extra, size_t extra_len)
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
     if (head == tail && !extra_len)
         return;
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    int st = atomic_load_explicit(&gmt_writer_state, memory_order_acquire);
     if (st == ST_OPEN || st == ST_FINISHING) {
         struct gmt_rec_chunk chunk = { { GMT_REC_CHUNK, 0, sizeof chunk },
                                        atomic_load_explicit(&b->tid, memory_order_relaxed), 0 };
@@ -196,7 +198,7 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long m
 void gmt_writer_flush_all(void)
 {
     int saved = errno;
-    if (atomic_load(&g_state) == ST_OPEN) {
+    if (atomic_load(&gmt_writer_state) == ST_OPEN) {
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             /* A crash inside our own flush of b: its state is half-written, leave it. */
             if (b == t_flushing)
@@ -225,7 +227,7 @@ static void *flusher_main(void *arg)
         struct timespec ts = { (time_t)(half_ns / 1000000000u), (long)(half_ns % 1000000000u) };
         while (nanosleep(&ts, &ts) && errno == EINTR) {
         }
-        int st = atomic_load(&g_state);
+        int st = atomic_load(&gmt_writer_state);
         if (st == ST_FAILED || st == ST_FINISHED)
             break;
         gmt_clock_tick();
@@ -380,7 +382,7 @@ static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec
             return flush_wait(b, rec, size, -1) == 0;
         if (flush_wait(b, NULL, 0, -1) < 0)
             return false;
-        if (atomic_load(&g_state) != ST_OPEN)
+        if (atomic_load(&gmt_writer_state) != ST_OPEN)
             return false;
     }
 }
@@ -716,14 +718,14 @@ static void open_file(void)
     }
     start_flusher();
     int opening = ST_OPENING;
-    atomic_compare_exchange_strong(&g_state, &opening, ST_OPEN);
+    atomic_compare_exchange_strong(&gmt_writer_state, &opening, ST_OPEN);
 }
 
 /* Opens the file once; other threads wait for the one that opens it. */
 static bool ensure_open(void)
 {
     for (;;) {
-        int st = atomic_load_explicit(&g_state, memory_order_acquire);
+        int st = atomic_load_explicit(&gmt_writer_state, memory_order_acquire);
         if (st == ST_OPEN)
             return true;
         if (st != ST_CLOSED && st != ST_OPENING)
@@ -737,15 +739,14 @@ static bool ensure_open(void)
         gmt_init_once();
         if (gmt_opt.off)
             return false;
-        if (atomic_compare_exchange_strong(&g_state, &st, ST_OPENING))
+        if (atomic_compare_exchange_strong(&gmt_writer_state, &st, ST_OPENING))
             open_file();
     }
 }
 
-bool gmt_writer_ready(void)
+bool gmt_writer_ready_slow(void)
 {
-    /* The file is open: nothing below would run, and errno is untouched. */
-    if (GMT_LIKELY(atomic_load_explicit(&g_state, memory_order_acquire) == ST_OPEN))
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) == ST_OPEN))
         return true;
     int saved = errno;
     bool ok = ensure_open();
@@ -814,7 +815,7 @@ static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_off
     /* errno is saved only around what can change it (ensure_open, emit_direct, and
      * attach_thread and flushes inside emit_locked): the common path makes no call
      * that sets it. */
-    if (GMT_UNLIKELY(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN)) {
+    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN)) {
         int saved = errno;
         bool ok = ensure_open();
         errno = saved;
@@ -853,7 +854,7 @@ void gmt_emit(void *rec, size_t dt_offset)
     struct buf *b = t_buf;
     uint32_t size = h->size;
     if (GMT_UNLIKELY(!b || !dt_offset || t_in_emit | t_opening ||
-                     atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN ||
+                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
                      size - 8u > 120u || size % GMT_ALIGN || dt_offset + 4 > size))
         goto slow;
     /* Marked before the buffer is looked at: a signal handler that emits from here on
@@ -906,13 +907,13 @@ static bool seal(struct buf *b)
 void gmt_writer_finish(void)
 {
     int saved = errno;
-    for (int i = 0; i < 100000 && atomic_load(&g_state) == ST_OPENING && !t_opening; i++)
+    for (int i = 0; i < 100000 && atomic_load(&gmt_writer_state) == ST_OPENING && !t_opening; i++)
         pause_briefly();
     int st = ST_OPEN;
-    if (!atomic_compare_exchange_strong(&g_state, &st, ST_FINISHING)) {
+    if (!atomic_compare_exchange_strong(&gmt_writer_state, &st, ST_FINISHING)) {
         /* Never opened, failed or finished: later events are dropped silently. */
         if (st != ST_OPENING && st != ST_FINISHING)
-            atomic_store(&g_state, ST_FINISHED);
+            atomic_store(&gmt_writer_state, ST_FINISHED);
         errno = saved;
         return;
     }
@@ -936,7 +937,7 @@ void gmt_writer_finish(void)
                                    atomic_load(&g_dropped) };
         flush_locked(mine, &end, sizeof end);
     }
-    atomic_store(&g_state, ST_FINISHED);
+    atomic_store(&gmt_writer_state, ST_FINISHED);
     /* Every buffer is sealed, so no other thread can be writing to the fd. */
     if (g_fd >= 0)
         close(g_fd);
@@ -971,10 +972,10 @@ void gmt_writer_fork_child(void)
      * here, and waiting for it would spin forever; make it again (a key may leak) */
     if (atomic_load(&g_key_state) == 1)
         atomic_store(&g_key_state, 0);
-    int st = atomic_load(&g_state);
+    int st = atomic_load(&gmt_writer_state);
     if (st == ST_OPEN || st == ST_OPENING) {
         g_forked = 1;
-        atomic_store(&g_state, ST_CLOSED);
+        atomic_store(&gmt_writer_state, ST_CLOSED);
     } else if (st == ST_CLOSED) {
         g_forked = 1;
     }

@@ -61,6 +61,9 @@ for r in $(seq 1 "$reps"); do
   done
 done
 
+echo "== the GPU benchmark's iteration (ncclGroupStart, ncclAllReduce on 2 communicators, ncclGroupEnd)"
+ab group2 "$b/nccl_bench" "$((nccl_calls / 2))" group2
+
 echo "== trace size: two traced runs of different length; bytes per event of the difference"
 size_of() { # PAIRS -> "bytes events"
   rm -f "$tmp"/t.*.gmt
@@ -104,6 +107,8 @@ for v in never default always; do
   row "ncclAllReduce, MEMINFO=$v (ns/call)" "$np" "$(med nccl.$v)" \
     "$(awk -v x="$(med nccl.$v)" -v p="$np" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" "$t"
 done
+row "group of 2 ncclAllReduce, default (ns/iter)" "$(med group2.plain)" "$(med group2.traced)" \
+  "$(awk -v x="$(med group2.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" ""
 row "trace bytes per alloc/free event (steady)" "" "" "$bpe B" "<= 32 B"
 row "trace bytes per event, whole file" "" "" "$bpe_all B" ""
 wall=$(med cli.wall); cpu=$(med cli.cpu)
