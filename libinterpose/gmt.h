@@ -116,6 +116,10 @@ static inline bool gmt_writer_ready(void)
  * writer fills it from the thread's clock. Async-signal-safe against itself: a
  * record made while the thread is already inside gmt_emit is counted as dropped. */
 GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
+/* Appends records whose dt fields are 0 (they take the thread's previous time), `size`
+ * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
+ * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
+GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -172,6 +176,12 @@ GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t by
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
+/* A member of an open user group, after its (comm, op)'s first call and with no sample
+ * wanted: true when it can be recorded the short way, by gmt_scope_member_post at its
+ * return (no frame, no clock read); false: use gmt_scope_begin/gmt_scope_end. */
+GMT_HIDDEN bool gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes);
+GMT_HIDDEN void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count,
+                                      int datatype, int peer, uint64_t stream, int result);
 /* The open scope `scope_id` also concerns `device` (-1: the thread's current one), e.g.
  * an init: register it for foreign-thread attribution, sample memory keyed by `key`. */
 GMT_HIDDEN void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key);

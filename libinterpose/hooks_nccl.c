@@ -38,6 +38,7 @@ static GMT_TLS int npending;
 
 struct call {
     uint32_t scope;
+    bool member; /* recorded the short way at return (gmt_scope_member_pre) */
 };
 
 static uint64_t fnv1a(const void *p, size_t n)
@@ -172,18 +173,29 @@ static void flush_pending(ncclResult_t r)
 
 /* ---- shapes: what is done before and after each kind of call ---- */
 
-static void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t count,
-                     ncclDataType_t datatype, int peer, cudaStream_t stream)
+/* Inlined: the calls of the GPU's hot loops. */
+#define GMT_ALWAYS_INLINE static inline __attribute__((always_inline))
+GMT_ALWAYS_INLINE void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t count,
+                                ncclDataType_t datatype, int peer, cudaStream_t stream)
 {
-    c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
-                               (uint64_t)(uintptr_t)stream);
+    c->member = group_depth > 0 &&
+                gmt_scope_member_pre(op, (uint64_t)(uintptr_t)comm,
+                                     (uint64_t)count * gmt_nccl_type_size((int)datatype));
+    if (!c->member)
+        c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
+                                   (uint64_t)(uintptr_t)stream);
 }
-static void coll_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
-                      size_t count, ncclDataType_t datatype, int peer, cudaStream_t stream)
+GMT_ALWAYS_INLINE void coll_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+                                 size_t count, ncclDataType_t datatype, int peer,
+                                 cudaStream_t stream)
 {
     if (r == ncclSuccess)
         settle_comm(comm, true);
-    gmt_scope_end(c->scope, op, (int)r);
+    if (c->member)
+        gmt_scope_member_post(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
+                              (uint64_t)(uintptr_t)stream, (int)r);
+    else
+        gmt_scope_end(c->scope, op, (int)r);
 }
 
 /* The Group scope opens at ncclGroupStart and stays open on the thread until the

@@ -135,7 +135,7 @@ static int nccl_query(enum query q, uint64_t comm)
 }
 
 /*
- * Each thread remembers the last few communicators it called on (one process driving
+ * Each thread remembers the last 8 communicators it called on (one process driving
  * several GPUs alternates between one per device): each one's device as the COMM cache
  * had it, which ops on it had their first call (stack captured) already, and the last
  * (op, bytes) found past its sampling quota. A loop of calls then skips every hash
@@ -143,7 +143,7 @@ static int nccl_query(enum query q, uint64_t comm)
  * communicator made, an address reused) and a fork bump it.
  */
 static _Atomic unsigned long comm_gen = 1;
-#define MEMOS 4
+#define MEMOS 8 /* one process driving 8 GPUs: one communicator per device */
 struct comm_memo {
     uint64_t comm;
     unsigned long gen;          /* 0: being rewritten (a signal handler finds it invalid) */
@@ -795,6 +795,72 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
         .result = result,
     };
     gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+}
+
+/* ---- group members, the short way ----
+ *
+ * Inside a user group a member call only enqueues: NCCL does its work, and allocates for
+ * it, in ncclGroupEnd (FACTS.md). Once a member's (comm, op) had its first call (its stack
+ * captured), its communicator's device is known and no sample is wanted, the member needs
+ * no frame of its own while it runs: it registers its group on its device, and at its
+ * return writes its SCOPE_BEGIN and SCOPE_END together, both at the thread's previous
+ * time (no clock read): a scope of length 0 inside its group, which carries the time.
+ * Everything else takes gmt_scope_begin/gmt_scope_end.
+ */
+bool gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
+{
+    int depth = gmt_ts.scope_depth;
+    if (depth <= 0 || depth > FRAMES || frames[depth - 1].op != GMT_OP_Group || !comm ||
+        (unsigned)op >= 64 ||
+        atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != GMT_WRITER_OPEN)
+        return false;
+    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    struct comm_memo *m = NULL;
+    for (int i = 0; i < MEMOS; i++)
+        if (t_memo[i].comm == comm && t_memo[i].gen == gen) {
+            m = &t_memo[i];
+            break;
+        }
+    if (!m || m->device < 0 || m->device >= MAX_DEV || !(m->ops_seen & (1ull << op)))
+        return false;
+    int k = atomic_load_explicit(&policy_kind, memory_order_acquire);
+    if (k != POLICY_NEVER &&
+        (k != POLICY_FIRST || policy_every || op != m->done_op || bytes != m->done_bytes))
+        return false;
+    if (!(frames[depth - 1].devmask & (1ull << m->device)))
+        frame_register(depth - 1, m->device);
+    return true;
+}
+
+void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int datatype,
+                           int peer, uint64_t stream, int result)
+{
+    uint32_t id = new_scope_id();
+    struct {
+        struct gmt_rec_scope_begin b;
+        struct gmt_rec_scope_end e;
+    } r = {
+        .b = {.h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op,
+                    .size = gmt_rec_padded(sizeof r.b)},
+              .scope_id = id,
+              .parent_id = gmt_current_scope(),
+              .comm = comm,
+              .count = count,
+              .stream = stream,
+              .datatype = datatype,
+              .peer = peer},
+        .e = {.h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op,
+                    .size = gmt_rec_padded(sizeof r.e)},
+              .scope_id = id,
+              .result = result},
+    };
+    _Static_assert(sizeof r.b % GMT_ALIGN == 0 && sizeof r.e % GMT_ALIGN == 0 &&
+                       sizeof r == sizeof r.b + sizeof r.e,
+                   "the two records back to back, each padded");
+    if (GMT_LIKELY(gmt_emit_untimed(&r, sizeof r)))
+        return;
+    gmt_emit(&r.b, offsetof(struct gmt_rec_scope_begin, dt));
+    gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
 }
 
 /* Called only once the communicator is ready (hooks_nccl.c defers non-blocking ones). */

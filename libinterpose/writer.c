@@ -889,6 +889,37 @@ slow:
     emit_slow(h, dt_offset);
 }
 
+/*
+ * Records that take the thread's previous time (their dt fields hold 0 already), appended
+ * as one piece without reading the clock: the fast path of gmt_emit less the clock. False
+ * when that path can't take them (the caller then emits them one by one with gmt_emit).
+ */
+bool gmt_emit_untimed(const void *recs, uint32_t size)
+{
+    struct buf *b = t_buf;
+    if (GMT_UNLIKELY(!b || t_in_emit | t_opening ||
+                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
+                     size - 8u > 120u || size % GMT_ALIGN))
+        return false;
+    t_in_emit = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+    if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at)) {
+        atomic_signal_fence(memory_order_seq_cst);
+        t_in_emit = 0;
+        return false;
+    }
+    copy_small(b->data + b->at, recs, size);
+    if (head == tail)
+        atomic_store_explicit(&b->oldest_ns, t_clock, memory_order_relaxed);
+    b->at += size;
+    atomic_store_explicit(&b->head, head + size, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    t_in_emit = 0;
+    return true;
+}
+
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
 static bool seal(struct buf *b)
 {

@@ -91,7 +91,7 @@ struct scope {
     uint32_t id, parent, tid;
     unsigned op;
     uint64_t comm, count, t_begin, t_end;
-    int datatype, result, ended, index;
+    int datatype, result, ended, index, end_index;
     uint32_t stack;
 };
 struct alloc {
@@ -167,6 +167,7 @@ static void load(const char *path)
             s->result = e->result;
             s->ended++;
             s->t_end = ev.time_ns;
+            s->end_index = index;
         } else if ((h->type == GMT_REC_ALLOC || h->type == GMT_REC_ALLOC_SMALL) &&
                    T.nallocs < MAXR) {
             struct gmt_rec_alloc_ext x;
@@ -649,17 +650,17 @@ Test(nccl_hooks, meminfo_first_n_then_every_k)
     cr_expect_eq(sampled_allreduces("first:1,every:2", "5"), 6);
 }
 
-/* One thread calling on six communicators in turn, in groups of two (more than the
+/* One thread calling on ten communicators in turn, in groups of two (more than the
  * per-thread memo holds, two devices): each communicator's first two calls are sampled,
  * on its own device, by the group they are in; its first call alone captures a stack. */
 Test(nccl_hooks, meminfo_and_stacks_per_communicator_when_one_thread_rotates_over_many)
 {
-    const char *args[] = {"rotate", "4", NULL};
+    const char *args[] = {"rotate", "4", "5", NULL};
     struct run r;
     run_prog(&r, true, args, NULL);
     load(r.trace);
-    cr_assert_eq(T.ncomms, 6);
-    cr_assert_eq(count_op(GMT_OP_AllReduce), 24);
+    cr_assert_eq(T.ncomms, 10);
+    cr_assert_eq(count_op(GMT_OP_AllReduce), 40);
     for (int c = 0; c < T.ncomms; c++) {
         int calls = 0, stacks = 0;
         for (int i = 0; i < T.nscopes; i++) {
@@ -680,6 +681,45 @@ Test(nccl_hooks, meminfo_and_stacks_per_communicator_when_one_thread_rotates_ove
         }
         cr_expect_eq(calls, 4);
         cr_expect_eq(stacks, 1, "comm %d: %d stacks", c, stacks);
+    }
+}
+
+/* Group members after their (comm, op)'s first call, with nothing to sample, are written
+ * the short way at their return: BEGIN and END back to back, at the thread's previous
+ * time, inside their group, with every field of a full scope. */
+Test(nccl_hooks, later_group_members_are_zero_length_scopes_in_their_group)
+{
+    const char *args[] = {"rotate", "3", "2", NULL};
+    const char *envs[] = {"GPUMEMTRACE_MEMINFO=never", NULL};
+    struct run r;
+    run_prog(&r, true, args, envs);
+    load(r.trace);
+    cr_assert_eq(T.ncomms, 4);
+    for (int c = 0; c < T.ncomms; c++) {
+        int calls = 0;
+        for (int i = 0; i < T.nscopes; i++) {
+            struct scope *s = &T.scopes[i];
+            if (s->op != GMT_OP_AllReduce || s->comm != T.comms[c].comm)
+                continue;
+            struct scope *g = scope_by_id(s->parent);
+            cr_assert_not_null(g);
+            cr_expect_eq(g->op, GMT_OP_Group);
+            cr_expect_eq(s->tid, g->tid);
+            cr_expect(g->t_begin <= s->t_begin && s->t_end <= g->t_end, "inside the group's time");
+            cr_expect(g->index < s->index && s->end_index < g->end_index, "inside the group's records");
+            cr_expect_eq(s->count, 1024);
+            cr_expect_eq(s->datatype, ncclFloat32);
+            cr_expect_eq(s->result, 0);
+            if (calls == 0) {
+                cr_expect_neq(s->stack, 0, "the first call is a full scope with its stack");
+            } else {
+                cr_expect_eq(s->stack, 0);
+                cr_expect_eq(s->t_end, s->t_begin, "comm %d call %d: zero length", c, calls);
+                cr_expect_eq(s->end_index, s->index + 1, "BEGIN and END back to back");
+            }
+            calls++;
+        }
+        cr_expect_eq(calls, 3);
     }
 }
 

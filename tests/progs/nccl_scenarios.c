@@ -253,19 +253,23 @@ static int group(void)
     return 0;
 }
 
-/* One thread, three ncclCommInitAll cliques over 2 devices: six communicators, more than
- * the tracer remembers per thread. `bare_iters` rounds; in each, every clique does one
- * grouped all_reduce (ncclGroupStart, one call per device, ncclGroupEnd), as
- * tests/gpu/bench_allreduce.c does. */
+/* One thread, `rotate_cliques` ncclCommInitAll cliques over 2 devices (two communicators
+ * each: more than the tracer remembers per thread with 5). `bare_iters` rounds; in each,
+ * every clique does one grouped all_reduce (ncclGroupStart, one call per device,
+ * ncclGroupEnd), as tests/gpu/bench_allreduce.c does. */
+static int rotate_cliques = 3;
 static int rotate(void)
 {
-    ncclComm_t c[6];
+    enum { MAXC = 8 };
+    ncclComm_t c[2 * MAXC];
+    if (rotate_cliques < 1 || rotate_cliques > MAXC)
+        return 2;
     buffers();
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < rotate_cliques; k++)
         if (ncclCommInitAll(&c[2 * k], 2, NULL) != ncclSuccess)
             return 1;
     for (int i = 0; i < bare_iters; i++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < rotate_cliques; k++) {
             ncclGroupStart();
             for (int d = 0; d < 2; d++)
                 ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, c[2 * k + d],
@@ -277,7 +281,7 @@ static int rotate(void)
     for (int d = 0; d < 2; d++)
         cudaStreamSynchronize(streams[d]);
     print_sums("rotate");
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < 2 * rotate_cliques; k++)
         ncclCommDestroy(c[k]);
     return 0;
 }
@@ -314,6 +318,8 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     if (argc > 2)
         bare_iters = atoi(argv[2]);
+    if (argc > 3)
+        rotate_cliques = atoi(argv[3]);
     if (strcmp(what, "calls") == 0)
         return calls();
     if (strcmp(what, "bare") == 0)
@@ -324,6 +330,6 @@ int main(int argc, char **argv)
         return init_in_group();
     if (strcmp(what, "rotate") == 0)
         return rotate();
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS]\n", argv[0]);
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]\n", argv[0]);
     return 2;
 }
