@@ -60,6 +60,9 @@ static int g_forked;                    /* this process is a fork child of a tra
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
 static _Atomic uint64_t g_dropped;
 static _Atomic int g_flusher;           /* 0 none, 1 starting/running */
+/* Times a thread found its buffer full and flushed it itself: the flusher then wakes at
+ * its shortest period (flusher_main). */
+static _Atomic unsigned long g_owner_flushes;
 static char g_path[PATH_MAX];
 
 static _Atomic int g_key_state;         /* 0 none, 1 being made, 2 made, 3 failed */
@@ -215,33 +218,57 @@ void gmt_writer_flush_all(void)
 
 /* ---- the background flusher: bounds what a SIGKILL can lose ---- */
 
+/*
+ * Every flush_ms/2 the flusher writes out what is at least that old. A thread that makes
+ * records faster than its buffer holds them for that long (a tight NCCL loop writes
+ * ~16 MB/s) would otherwise fill it and flush it itself, in the middle of the program's
+ * call, tens of microseconds of write(2) at a time: so the flusher also takes any buffer
+ * an eighth full, wakes at once every 250 us after a thread had to flush its own, wakes
+ * twice as often while it finds a buffer a quarter full at a tick and half as often
+ * while all stay under an eighth (up to flush_ms/2). The clock is still steered once
+ * per flush_ms/2 (clock.c counts on that period).
+ */
+#define FLUSHER_MIN_PERIOD_NS 250000u
+
 static void *flusher_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "gpumemtrace", 0, 0, 0);
+    uint64_t period_ns = 0, last_clock_tick = 0;
+    unsigned long owner_flushes = 0;
     for (;;) {
         long ms = gmt_opt.flush_ms > 1 ? gmt_opt.flush_ms : 2;
         /* Wake every flush_ms/2 and flush what is at least flush_ms/2 old: a record then
          * waits at most flush_ms (plus scheduling) before it is in the file. */
         uint64_t half_ns = (uint64_t)ms * 500000u;
-        struct timespec ts = { (time_t)(half_ns / 1000000000u), (long)(half_ns % 1000000000u) };
+        if (period_ns == 0 || period_ns > half_ns)
+            period_ns = half_ns;
+        struct timespec ts = { (time_t)(period_ns / 1000000000u), (long)(period_ns % 1000000000u) };
         while (nanosleep(&ts, &ts) && errno == EINTR) {
         }
         int st = atomic_load(&gmt_writer_state);
         if (st == ST_FAILED || st == ST_FINISHED)
             break;
-        gmt_clock_tick();
+        uint64_t now = gmt_now_ns();
+        if (now - last_clock_tick + 1000000 >= half_ns) {
+            gmt_clock_tick();
+            last_clock_tick = now = gmt_now_ns();
+        }
         if (st != ST_OPEN)
             continue;
-        uint64_t now = gmt_now_ns();
+        uint64_t fullest = 0; /* in 1/16ths of a buffer, at this tick */
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
-            if (head == atomic_load_explicit(&b->tail, memory_order_acquire))
+            uint64_t used = head - atomic_load_explicit(&b->tail, memory_order_acquire);
+            if (used == 0)
                 continue;
+            uint64_t sixteenths = used * 16 / b->cap;
+            if (sixteenths > fullest)
+                fullest = sixteenths;
             uint64_t oldest = atomic_load_explicit(&b->oldest_ns, memory_order_relaxed);
             uint64_t age = now > oldest ? now - oldest : 0;
             /* 1 ms early rather than a whole period late when the tick jitters. */
-            if (age + 1000000 < half_ns)
+            if (age + 1000000 < half_ns && sixteenths < 2)
                 continue;
             /* The owner is flushing it already: its records are on their way. */
             if (try_lock(b)) {
@@ -249,6 +276,14 @@ static void *flusher_main(void *arg)
                 unlock(b);
             }
         }
+        unsigned long of = atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
+        if (of != owner_flushes) {
+            owner_flushes = of;
+            period_ns = FLUSHER_MIN_PERIOD_NS;
+        } else if (fullest >= 4)
+            period_ns = period_ns / 2 > FLUSHER_MIN_PERIOD_NS ? period_ns / 2 : FLUSHER_MIN_PERIOD_NS;
+        else if (fullest < 2)
+            period_ns = period_ns * 2 < half_ns ? period_ns * 2 : half_ns;
     }
     atomic_store(&g_flusher, 0);
     return NULL;
@@ -371,6 +406,7 @@ static inline __attribute__((always_inline)) void put(struct buf *b, const void 
 /* append() when the record does not fit: flushes (syscalls) first. */
 static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec, uint32_t size, uint64_t now)
 {
+    atomic_fetch_add_explicit(&g_owner_flushes, 1, memory_order_relaxed);
     for (;;) {
         uint64_t used = atomic_load_explicit(&b->head, memory_order_relaxed) -
                         atomic_load_explicit(&b->tail, memory_order_acquire);

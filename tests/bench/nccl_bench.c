@@ -7,22 +7,38 @@
 #include "fake_cuda.h"
 #include "fake_nccl.h"
 
-static double cpu_ns(void)
+static double cpu_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 static ncclComm_t comms[2];
+static long spin_ns; /* host work per iteration besides the calls, like NCCL's own */
+
+static void spin(void)
+{
+    if (spin_ns <= 0)
+        return;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < spin_ns);
+}
 
 /* "single": one ncclAllReduce per iteration on one communicator. "group2": what one
  * iteration of tests/gpu/bench_allreduce.c's 8-byte loop calls: ncclGroupStart, an
- * ncclAllReduce on each of two communicators (two devices), ncclGroupEnd. */
+ * ncclAllReduce on each of two communicators (two devices), ncclGroupEnd. SPIN_NS: host
+ * work per iteration besides the calls (NCCL's own takes 12-19 us on the GPU host): the
+ * trace then grows at the GPU loop's rate, and the calling thread's CPU shows what that
+ * loop pays. */
 static int loop(long n, int group2)
 {
     static float buf[2];
     for (long i = 0; i < n; i++) {
+        spin();
         if (!group2) {
             if (ncclAllReduce(buf, buf, 2, ncclFloat32, ncclSum, comms[0], NULL) != ncclSuccess)
                 return 1;
@@ -41,11 +57,13 @@ static int loop(long n, int group2)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "single") != 0 &&
+    if (argc < 2 || argc > 4 || (argc >= 3 && strcmp(argv[2], "single") != 0 &&
                                  strcmp(argv[2], "group2") != 0)) {
-        fprintf(stderr, "usage: nccl_bench CALLS [single|group2]\n");
+        fprintf(stderr, "usage: nccl_bench CALLS [single|group2 [SPIN_NS]]\n");
         return 2;
     }
+    if (argc == 4)
+        spin_ns = atol(argv[3]);
     long calls = atol(argv[1]);
     int group2 = argc == 3 && strcmp(argv[2], "group2") == 0;
     CUcontext ctx;
@@ -64,9 +82,12 @@ int main(int argc, char **argv)
     }
     if (loop(calls / 10 + 1000, group2))
         return 1;
-    double t0 = cpu_ns();
+    /* The process's CPU (every thread: the tracer's flushes wherever they run), then the
+     * calling thread's alone: what a GPU loop bound by that thread pays. */
+    double p0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
     if (loop(calls, group2))
         return 1;
-    printf("%.1f\n", (cpu_ns() - t0) / (double)calls);
+    double t1 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), p1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    printf("%.1f %.1f\n", (p1 - p0) / (double)calls, (t1 - t0) / (double)calls);
     return 0;
 }
