@@ -464,6 +464,10 @@ struct claim {
 static GMT_TLS struct claim claims[CLAIMS];
 static GMT_TLS int nclaims;
 static GMT_TLS uint32_t token;
+/* A hint: claims index + 1 of each device's slot, 0 unknown; checked against claims[]
+ * at every use, so a stale hint (a relabelled claim, a fork child's reset) only costs the
+ * search it saves. */
+static GMT_TLS int8_t claim_hint[MAX_DEV];
 
 static pthread_once_t claims_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t claims_key;
@@ -521,8 +525,29 @@ static int claim_slot(uint64_t w)
     return -1;
 }
 
+/* This thread's claim on `device`, or -1. */
+static inline int claim_of(int device)
+{
+    int c = claim_hint[device] - 1;
+    if (GMT_LIKELY(c >= 0 && c < nclaims && claims[c].device == device))
+        return c;
+    for (c = 0; c < nclaims; c++)
+        if (claims[c].device == device) {
+            claim_hint[device] = (int8_t)(c + 1);
+            return c;
+        }
+    return -1;
+}
+
 static void publish(int device, uint32_t scope_id)
 {
+    int known = claim_of(device);
+    if (GMT_LIKELY(known >= 0)) {
+        atomic_store_explicit(&open_slots[claims[known].slot], slot_word(device, scope_id),
+                              memory_order_release);
+        claims[known].open = 1;
+        return;
+    }
     int idle = -1;
     for (int c = 0; c < nclaims; c++) {
         if (claims[c].device == device) {
@@ -554,14 +579,13 @@ static void publish(int device, uint32_t scope_id)
 
 static void unpublish(int device)
 {
-    for (int c = 0; c < nclaims; c++)
-        if (claims[c].device == device) {
-            /* still ours, naming no scope */
-            atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, 0),
-                                  memory_order_release);
-            claims[c].open = 0;
-            return;
-        }
+    int c = claim_of(device);
+    if (c < 0)
+        return;
+    /* still ours, naming no scope */
+    atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, 0),
+                          memory_order_release);
+    claims[c].open = 0;
 }
 
 static void frame_register(int depth, int device)
