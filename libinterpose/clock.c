@@ -45,7 +45,6 @@
 
 /* Lets tests make a thread's clock jump (a gap longer than dt can hold) without
  * sleeping for seconds; always 0 in a traced process. */
-int64_t gmt_clock_skew_ns;
 
 /* The line (gmt.h reads it inline, gmt_now_ns): use_tsc says it is valid; seq is even
  * while it is stable, odd while the flusher rewrites it. */

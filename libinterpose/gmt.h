@@ -48,7 +48,6 @@ GMT_HIDDEN void gmt_options_load(void);
 GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- clock.c ---- */
-GMT_HIDDEN extern int64_t gmt_clock_skew_ns; /* tests only: added to every reading, ns */
 /* CLOCK_MONOTONIC in ns, read through the TSC where clock.c could calibrate it (inline:
  * it is read for every record), else clock_gettime. */
 struct gmt_clock_line {
@@ -56,8 +55,10 @@ struct gmt_clock_line {
     _Atomic uint32_t seq;          /* even: stable; odd: being rewritten */
     _Atomic uint64_t base_tsc, base_ns, mult; /* ns = base_ns + (tsc - base_tsc) * mult / 2^32 */
     _Atomic uint64_t lo_tsc, width;           /* it holds for tsc - lo_tsc <= width */
-};
+    int64_t skew_ns;               /* tests only: added to every reading, ns */
+} __attribute__((aligned(64)));    /* what a reading reads: one cache line */
 GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
+#define gmt_clock_skew_ns gmt_clock_line.skew_ns
 GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
 static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns,
                                          uint64_t mult)
@@ -98,11 +99,32 @@ GMT_HIDDEN bool gmt_clock_uses_tsc(void);
 GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by ns */
 
 
+/* ---- the process-wide words every hooked call reads, in one cache line ----
+ * Between an application's NCCL calls its own work evicts ours from the CPU's caches: a
+ * call that reads a dozen globals scattered over as many lines pays a dozen misses.
+ * These live together (init.c defines them); each file keeps its old name for its own
+ * through the macros below. */
+struct gmt_hot {
+    _Atomic int writer_state;                /* writer.c: enum state */
+    _Atomic int versions_noted[4];           /* versions.c */
+    _Atomic int policy_kind;                 /* scope.c: MEMINFO policy, once parsed */
+    uint32_t policy_first, policy_every;     /* scope.c: written before policy_kind */
+    _Atomic int ndeferred;                   /* hooks_nccl.c: communicators not ready */
+    _Atomic unsigned long comm_gen;          /* scope.c: communicator cache generation */
+    _Atomic unsigned long dl_generation;     /* resolve.c: dlopen/dlclose generation */
+    _Atomic unsigned long single_copy_gen[3];/* resolve.c: per library, see hooks.h */
+    int off;                                 /* options.c: a copy of gmt_opt.off */
+} __attribute__((aligned(64)));
+GMT_HIDDEN extern struct gmt_hot gmt_hot;
+#define gmt_writer_state gmt_hot.writer_state
+#define gmt_versions_noted gmt_hot.versions_noted
+#define gmt_dl_generation gmt_hot.dl_generation
+#define gmt_single_copy_gen gmt_hot.single_copy_gen
+
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
  * header, PROCESS, ENV and module records. Returns false when tracing is off or failed. */
 GMT_HIDDEN bool gmt_writer_ready_slow(void);
-GMT_HIDDEN extern _Atomic int gmt_writer_state;
 #define GMT_WRITER_OPEN 2
 static inline bool gmt_writer_ready(void)
 {
@@ -204,24 +226,35 @@ GMT_HIDDEN const char *gmt_nccl_name(const char *name);
 /* Writes a VERSION record for the component the first time it can be asked (a query of
  * a constant through the real library); later calls cost one relaxed load. */
 GMT_HIDDEN void gmt_version_note_slow(enum gmt_component c);
-GMT_HIDDEN extern _Atomic int gmt_versions_noted[4];
 static inline void gmt_version_note(enum gmt_component c)
 {
     if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_versions_noted[c & 3], memory_order_relaxed)))
         gmt_version_note_slow(c);
 }
 
-/* ---- guard (inline): re-entrancy, per thread ---- */
+/* ---- per thread: re-entrancy guards, and what every hooked call reads ----
+ * The fields up to scope_stack fill one cache line, as gmt_hot does process-wide; the
+ * files that own them use their old names through macros. */
+struct buf; /* writer.c's */
 struct gmt_thread_state {
+    struct buf *w_buf;               /* writer.c: t_buf */
+    uint64_t w_clock;                /* writer.c: t_clock */
     int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */
     int in_lib;      /* >0 while the library itself runs (dlsym inside hooks, etc.) */
     int in_wrapper;  /* >0 while a wrapper of ours runs the real function (NCCL calls):
                       * its frame is then on the stack of what that function allocates */
     int in_event;    /* events.c recording an allocation (2 when a signal handler's
                       * allocation is recorded inside another: our frames in its stack) */
-    uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
     int scope_depth;
+    int nccl_op;                     /* hooks_nccl.c: in_real_op */
+    int group_depth, group_overflow; /* hooks_nccl.c */
+    uint32_t id_next, id_end;        /* scope.c: this thread's block of scope ids */
+    int w_in_emit;                   /* writer.c: t_in_emit */
+    uint8_t w_opening;               /* writer.c: t_opening */
+    uint8_t memo_next;               /* scope.c: t_memo_next (MEMOS divides 256) */
+    uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
 };
+_Static_assert(offsetof(struct gmt_thread_state, scope_stack) <= 64, "the hot part in a line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
 static inline uint32_t gmt_current_scope(void)

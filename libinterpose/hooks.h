@@ -260,10 +260,9 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
 /* The real function behind an export, process-wide: gmt_resolve's answer, cached in `slot`. */
 GMT_HIDDEN void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi);
 
-GMT_HIDDEN extern _Atomic unsigned long gmt_dl_generation; /* resolve.c; described below */
-/* Generation of loaded objects (gmt_dl_generation) at which exactly one copy of each
- * library was seen; anything else: not known to be one. */
-GMT_HIDDEN extern _Atomic unsigned long gmt_single_copy_gen[3];
+/* gmt_single_copy_gen[lib] (gmt.h's hot line; resolve.c): the generation of loaded
+ * objects (gmt_dl_generation) at which exactly one copy of each library was seen;
+ * anything else: not known to be one. */
 /* The real function for a call of an export from `caller` (a return address) when two or
  * more copies of `lib` may be loaded: looked up in the caller's own dependency scope
  * first, cached per (caller, export). */
@@ -364,8 +363,8 @@ GMT_HIDDEN void *gmt_real_dl(enum gmt_real_dl which);
  * Every pointer gmt_resolve returns is pinned; so is every real function a wrapper of
  * ours is bound to. Not for the hot path: it asks the loader. */
 GMT_HIDDEN void gmt_pin(const void *fn);
-/* Bumped by every dlopen and dlclose, before the real call: what was loaded may differ. */
-GMT_HIDDEN extern _Atomic unsigned long gmt_dl_generation;
+/* gmt_dl_generation (gmt.h's hot line): bumped by every dlopen and dlclose, before the
+ * real call: what was loaded may differ. */
 
 /* ---- events.c, beyond gmt.h ---- */
 /* Rescans the module map when a dlopen or dlclose happened since the last look. */

@@ -13,14 +13,14 @@
 /* The op of the wrapper currently inside its real call on this thread. A profiler's
  * ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that nested call
  * of the same op passes straight through, so one user call makes one scope. */
-static GMT_TLS int in_real_op;
+#define in_real_op gmt_ts.nccl_op
 
 /* Open user groups on this thread, innermost last (NCCL lets groups nest). Group scopes
  * beyond GROUPS are not opened; group_overflow counts them so ends still pair up. */
 #define GROUPS 32
 static GMT_TLS uint32_t group_ids[GROUPS];
-static GMT_TLS int group_depth;
-static GMT_TLS int group_overflow;
+#define group_depth gmt_ts.group_depth
+#define group_overflow gmt_ts.group_overflow
 
 /* Communicators created inside a group are usable only once the outermost ncclGroupEnd
  * has run: their COMM records (which query NCCL) wait here until then. The handle itself
@@ -85,7 +85,7 @@ static ncclResult_t unresolved(const char *name)
 #define DEFERRED 64
 static _Atomic uint64_t deferred_key[DEFERRED];
 static _Atomic uint64_t deferred_parent[DEFERRED], deferred_hash[DEFERRED];
-static _Atomic int ndeferred; /* the common case (none waiting) costs one load */
+#define ndeferred gmt_hot.ndeferred /* the common case (none waiting) costs one load */
 
 static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
 {
@@ -371,7 +371,7 @@ static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *
                                         __builtin_return_address(0));                \
         if (GMT_UNLIKELY(!fn))                                                       \
             return unresolved(#pfx #name);                                           \
-        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib || GMT_UNLIKELY(gmt_opt.off))  \
+        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib || GMT_UNLIKELY(gmt_hot.off))  \
             return fn args;                                                          \
         struct call c;                                                               \
         shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \

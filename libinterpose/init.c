@@ -15,6 +15,13 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGILL, 
 
 /* What the program had installed before us, per signal: we hand every signal on to it. */
 static struct sigaction prev_action[NSIG];
+/* gmt.h's hot line: every field's first value (writer closed, policy unparsed, no
+ * library known to be loaded once). */
+struct gmt_hot gmt_hot = {
+    .comm_gen = 1,
+    .single_copy_gen = {~0ul, ~0ul, ~0ul},
+};
+
 static _Atomic int atfork_done;
 
 static bool synchronous_fault(int sig, const siginfo_t *si)

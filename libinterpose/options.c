@@ -158,5 +158,6 @@ void gmt_options_load(void)
         if (!known(*e, len))
             gmt_warn("unknown option %.*s; ignored", (int)len, *e);
     }
+    gmt_hot.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
     errno = saved;
 }

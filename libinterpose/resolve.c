@@ -34,7 +34,7 @@ static const char *const prefixes[] = {
 };
 #define NLIBS 3
 
-_Atomic unsigned long gmt_dl_generation;
+/* gmt_dl_generation: in gmt.h's hot line */
 
 static _Atomic(void *) real_dlsym_p, real_dlvsym_p, real_dlopen_p, real_dlclose_p;
 static _Atomic int dl_state; /* 0 not yet, 1 found, -1 failed */
@@ -395,7 +395,9 @@ static void cache_put(enum gmt_lib lib, const char *name, void *fn, unsigned lon
 
 /* ---- two copies of a library: per-caller resolution for the exports ---- */
 
-_Atomic unsigned long gmt_single_copy_gen[NLIBS] = { ~0ul, ~0ul, ~0ul };
+/* gmt_single_copy_gen[NLIBS]: in gmt.h's hot line, ~0 at start (init.c) */
+_Static_assert(NLIBS == sizeof gmt_hot.single_copy_gen / sizeof gmt_hot.single_copy_gen[0],
+               "one per library");
 
 /* How many copies of `lib` are loaded (the handles kept of it); at most one is then
  * remembered for this generation, so the exports' fast path needs no more. */

@@ -30,7 +30,9 @@ static GMT_TLS struct frame frames[FRAMES];
  * thread), which the CLI's id index takes (tools/trace.c). */
 #define ID_BLOCK 256
 static _Atomic uint32_t next_scope_id;
-static GMT_TLS uint32_t id_next, id_end; /* this thread's block: ids id_next+1 .. id_end */
+/* this thread's block: ids id_next+1 .. id_end */
+#define id_next gmt_ts.id_next
+#define id_end gmt_ts.id_end
 
 static uint32_t new_scope_id(void)
 {
@@ -142,7 +144,7 @@ static int nccl_query(enum query q, uint64_t comm)
  * lookup. An entry holds while the generation is unchanged: any change to the cache (a
  * communicator made, an address reused) and a fork bump it.
  */
-static _Atomic unsigned long comm_gen = 1;
+#define comm_gen gmt_hot.comm_gen /* 1 at start (init.c) */
 #define MEMOS 8 /* one process driving 8 GPUs: one communicator per device */
 struct comm_memo {
     uint64_t comm;
@@ -153,7 +155,8 @@ struct comm_memo {
     uint64_t ops_seen;          /* bit op: first_of(comm, op) was asked already */
 };
 static GMT_TLS struct comm_memo t_memo[MEMOS];
-static GMT_TLS unsigned t_memo_next; /* the entry a miss overwrites next */
+#define t_memo_next gmt_ts.memo_next /* the entry a miss overwrites next */
+_Static_assert(256 % MEMOS == 0, "memo_next wraps onto entry 0");
 
 static void comm_cache_put(uint64_t comm, int device)
 {
@@ -225,8 +228,11 @@ static struct comm_memo *memo_of(uint64_t comm)
 
 /* ---- device-memory sampling policy (GPUMEMTRACE_MEMINFO) ---- */
 enum { POLICY_UNPARSED, POLICY_NEVER, POLICY_ALWAYS, POLICY_FIRST };
-static _Atomic int policy_kind;
-static uint32_t policy_first = 2, policy_every; /* written before policy_kind is published */
+/* In gmt.h's hot line; policy_first and policy_every are written before policy_kind is
+ * published (init.c starts them at 0: POLICY_UNPARSED, and parse_policy sets both). */
+#define policy_kind gmt_hot.policy_kind
+#define policy_first gmt_hot.policy_first
+#define policy_every gmt_hot.policy_every
 
 static int parse_uint(const char **s, uint32_t *out)
 {

@@ -8,7 +8,7 @@
 
 typedef int gmt_fn_get_version(int *);
 
-_Atomic int gmt_versions_noted[4]; /* gmt.h reads it inline: one load per event */
+/* gmt_versions_noted (gmt.h's hot line): gmt.h reads it inline, one load per event */
 /* Generation + 1 of loaded objects in which the query could not be made: the next try
  * waits for a dlopen or dlclose, instead of a lookup (and a CAS) at every event. */
 static _Atomic unsigned long failed_gen[4];

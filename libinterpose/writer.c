@@ -19,7 +19,7 @@
 
 extern char **environ;
 
-GMT_TLS struct gmt_thread_state gmt_ts;
+GMT_TLS struct gmt_thread_state gmt_ts __attribute__((aligned(64)));
 
 /* Modules are another part's business; linking without it (unit tests) must still work. */
 extern void gmt_modules_write_all(void) __attribute__((weak));
@@ -52,9 +52,9 @@ struct buf {
     unsigned char data[] __attribute__((aligned(8)));
 };
 
-/* gmt.h reads it inline (gmt_writer_ready): GMT_WRITER_OPEN is ST_OPEN. */
-_Atomic int gmt_writer_state = ST_CLOSED;
-_Static_assert(ST_OPEN == GMT_WRITER_OPEN, "gmt.h's open state");
+/* gmt_writer_state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
+ * (gmt_writer_ready), GMT_WRITER_OPEN being ST_OPEN. */
+_Static_assert(ST_OPEN == GMT_WRITER_OPEN && ST_CLOSED == 0, "gmt.h's states");
 static int g_fd = -1;
 static int g_forked;                    /* this process is a fork child of a traced one */
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
@@ -68,11 +68,11 @@ static char g_path[PATH_MAX];
 static _Atomic int g_key_state;         /* 0 none, 1 being made, 2 made, 3 failed */
 static pthread_key_t g_key;
 
-static GMT_TLS struct buf *t_buf;
-static GMT_TLS uint64_t t_clock;        /* the thread's clock as the reader will decode it */
+#define t_buf gmt_ts.w_buf
+#define t_clock gmt_ts.w_clock          /* the thread's clock as the reader will decode it */
 static GMT_TLS uint32_t t_tid;
-static GMT_TLS int t_in_emit;
-static GMT_TLS int t_opening;           /* this thread is writing the file's preamble */
+#define t_in_emit gmt_ts.w_in_emit
+#define t_opening gmt_ts.w_opening      /* this thread is writing the file's preamble */
 static GMT_TLS struct buf *t_flushing;  /* the buffer whose busy flag this thread holds */
 
 static uint32_t my_tid(void)

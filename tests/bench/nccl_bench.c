@@ -16,9 +16,13 @@ static double cpu_ns(clockid_t clock)
 
 static ncclComm_t comms[2];
 static long spin_ns; /* host work per iteration besides the calls, like NCCL's own */
+static unsigned char *thrash_buf; /* and memory it walks through, evicting the caches */
+static size_t thrash_bytes;
 
 static void spin(void)
 {
+    for (size_t i = 0; i < thrash_bytes; i += 64)
+        thrash_buf[i]++;
     if (spin_ns <= 0)
         return;
     struct timespec a, b;
@@ -33,7 +37,8 @@ static void spin(void)
  * ncclAllReduce on each of two communicators (two devices), ncclGroupEnd. SPIN_NS: host
  * work per iteration besides the calls (NCCL's own takes 12-19 us on the GPU host): the
  * trace then grows at the GPU loop's rate, and the calling thread's CPU shows what that
- * loop pays. */
+ * loop pays. THRASH_KIB: memory written per iteration, one byte per line, so the tracer's
+ * data is as cold as between NCCL's calls. */
 static int loop(long n, int group2)
 {
     static float buf[2];
@@ -57,15 +62,20 @@ static int loop(long n, int group2)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 4 || (argc >= 3 && strcmp(argv[2], "single") != 0 &&
+    if (argc < 2 || argc > 5 || (argc >= 3 && strcmp(argv[2], "single") != 0 &&
                                  strcmp(argv[2], "group2") != 0)) {
-        fprintf(stderr, "usage: nccl_bench CALLS [single|group2 [SPIN_NS]]\n");
+        fprintf(stderr, "usage: nccl_bench CALLS [single|group2 [SPIN_NS [THRASH_KIB]]]\n");
         return 2;
     }
-    if (argc == 4)
+    if (argc >= 4)
         spin_ns = atol(argv[3]);
+    if (argc == 5) {
+        thrash_bytes = (size_t)atol(argv[4]) << 10;
+        if (thrash_bytes && !(thrash_buf = calloc(1, thrash_bytes)))
+            return 1;
+    }
     long calls = atol(argv[1]);
-    int group2 = argc == 3 && strcmp(argv[2], "group2") == 0;
+    int group2 = argc >= 3 && strcmp(argv[2], "group2") == 0;
     CUcontext ctx;
     if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
         cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
