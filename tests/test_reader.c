@@ -739,6 +739,154 @@ Test(trace, decodes_alloc_small_as_the_same_event_as_alloc)
     tb_free(&small);
 }
 
+/* The events of t as a reader that decodes the common records itself takes them (the
+ * replay's run_walk): merged while more than one run is left, then the last run walked,
+ * allocations, frees and scopes decoded with the inline helpers, the rest with
+ * gmt_walk_decode, a record not whole in its segment ending the walk. */
+static size_t walked_events(const struct gmt_trace *t, struct gmt_ev *ev, size_t n)
+{
+    struct gmt_ev_iter *it = gmt_trace_iter_new(t);
+    cr_assert_not_null(it);
+    size_t k = 0, got;
+    while (k < n && (got = gmt_trace_iter_merge(it, ev + k, n - k)) > 0)
+        k += got;
+    struct gmt_walk w;
+    if (k < n && gmt_trace_iter_walk(it, &ev[k], &w)) {
+        k++;
+        cr_expect_not(gmt_trace_iter_walk(it, &ev[k], &w), "one walk, then the end");
+        do {
+            while (k < n && w.pos < w.lim) {
+                const struct gmt_rec *h = (const void *)(w.img + w.pos);
+                uint64_t off = w.pos;
+                if (h->size < sizeof *h || h->size % GMT_ALIGN || h->size > w.lim - w.pos) {
+                    cr_expect_eq(gmt_walk_decode(t, &w, &ev[k]), -1);
+                    cr_expect_eq(w.pos, off, "a broken record leaves the walk where it is");
+                    goto end;
+                }
+                switch (h->type) {
+                case GMT_REC_ALLOC:
+                    w.pos += h->size;
+                    gmt_walk_alloc(&w, (const void *)h, &ev[k++]);
+                    break;
+                case GMT_REC_ALLOC_SMALL:
+                    w.pos += h->size;
+                    gmt_walk_alloc_small(&w, (const void *)h, &ev[k++]);
+                    break;
+                case GMT_REC_FREE:
+                    w.pos += h->size;
+                    gmt_walk_free(&w, (const void *)h, &ev[k++]);
+                    break;
+                case GMT_REC_SCOPE_BEGIN:
+                    w.pos += h->size;
+                    gmt_walk_scope_begin(t, &w, (const void *)h, off, &ev[k++]);
+                    break;
+                case GMT_REC_SCOPE_END:
+                    w.pos += h->size;
+                    k += gmt_walk_scope_end(t, &w, (const void *)h, off, &ev[k]);
+                    break;
+                default: {
+                    int x = gmt_walk_decode(t, &w, &ev[k]);
+                    cr_assert_geq(x, 0);
+                    cr_expect_gt(w.pos, off);
+                    k += (size_t)x;
+                }
+                }
+            }
+        } while (k < n && gmt_walk_next_seg(&w));
+    }
+end:
+    gmt_trace_iter_free(it);
+    return k;
+}
+
+static void expect_same_events(const struct gmt_ev *a, size_t na, const struct gmt_ev *b,
+                               size_t nb, const char *what)
+{
+    cr_expect_eq(na, nb, "%s: %zu events vs %zu", what, na, nb);
+    for (size_t i = 0; i < na && i < nb; i++) {
+        cr_expect_eq(a[i].type, b[i].type, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].time, b[i].time, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].addr, b[i].addr, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].bytes, b[i].bytes, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].tid, b[i].tid, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].stack, b[i].stack, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].scope, b[i].scope, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].error, b[i].error, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].device, b[i].device, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].api, b[i].api, "%s: event %zu", what, i);
+        cr_expect_eq(a[i].kind, b[i].kind, "%s: event %zu", what, i);
+    }
+}
+
+/* b's first len bytes loaded from a file, then record `patch` (if below b->nrec) given
+ * size `size` in the file, as a file changed after loading: the iteration and the walk
+ * must give the same events. Traces that don't load are skipped. */
+static void expect_walk_matches(const struct tb *b, size_t len, size_t patch, uint32_t size)
+{
+    char path[] = "/tmp/gmt-test-walk-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, b->p, len), (ssize_t)len);
+    struct gmt_trace t;
+    char err[512];
+    int rc = gmt_trace_load(&t, path, err, sizeof err);
+    if (rc == 0 && patch < b->nrec && b->off[patch] + 8 <= len)
+        cr_assert_eq(pwrite(fd, &size, 4, (off_t)b->off[patch] + 4), 4);
+    close(fd);
+    unlink(path);
+    if (rc)
+        return;
+    struct gmt_ev a[64], w[64];
+    memset(a, 0, sizeof a);
+    memset(w, 0, sizeof w);
+    struct gmt_ev_iter *it = gmt_trace_iter_new(&t);
+    cr_assert_not_null(it);
+    size_t na = 0, got;
+    while (na < 64 && (got = gmt_trace_iter_next(it, a + na, 64 - na)) > 0)
+        na += got;
+    gmt_trace_iter_free(it);
+    size_t nw = walked_events(&t, w, 64);
+    char what[64];
+    snprintf(what, sizeof what, "len %zu, record %zu of size %u", len, patch, size);
+    expect_same_events(a, na, w, nw, what);
+    gmt_trace_free(&t);
+}
+
+Test(trace, walks_the_last_run_as_it_iterates)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    /* cut anywhere */
+    for (size_t len = 0; len <= b.len; len += 8)
+        expect_walk_matches(&b, len, SIZE_MAX, 0);
+    /* a record broken, or another size, after loading (a file changed since) */
+    static const uint32_t sizes[] = { 0, 8, 16, 24, 4096, 0xfffffff8u };
+    for (size_t i = 0; i < b.nrec; i++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            expect_walk_matches(&b, b.len, i, sizes[s]);
+    /* the main thread's time going back (more runs than threads): its TIME record (the
+     * third chunk's first record after the CHUNK) set before and between the others */
+    static const uint64_t times[] = { 0, TB_T0 + 1, TB_T0 + 2600, TB_T0 + 9000, TB_T0 + 10030 };
+    size_t time_rec = 0;
+    for (size_t i = 0; i < b.nrec; i++)
+        if (((const struct gmt_rec *)(const void *)(b.p + b.off[i]))->type == GMT_REC_TIME)
+            time_rec = i;
+    cr_assert_gt(time_rec, 0);
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        struct tb x = { 0 };
+        tb_sample(&x);
+        memcpy(x.p + x.off[time_rec] + 8, &times[i], 8);
+        expect_walk_matches(&x, x.len, SIZE_MAX, 0);
+        tb_free(&x);
+    }
+    tb_free(&b);
+    for (int small = 0; small < 2; small++) {
+        tb_allocs(&b, small);
+        expect_walk_matches(&b, b.len, SIZE_MAX, 0);
+        tb_free(&b);
+    }
+}
+
 Test(reader, rejects_bad_header_size)
 {
     static const uint32_t bad[] = { 0, 16, 36, GMT_REC_MAX + 8 };

@@ -717,11 +717,20 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
     return n;
 }
 
-/* The records of types in mask (flag-free CLOCK_DT types) from *off on, while their
- * times keep at or above *min: a loop with nothing else live, so it stays in registers.
- * Moves *off, *clock and *min past them; returns how many. */
-static size_t skim_run(const uint8_t *map, uint64_t len, uint32_t mask, bool set,
-                       uint64_t *off_p, uint64_t *clock_p, uint64_t *min_p)
+/* What the skim needs of the types below 32, by type: the least size a record may have
+ * to be skimmed (its fixed part; above any size for a type not skimmed), and where its
+ * dt lies. */
+struct skim_rule {
+    uint32_t min_size, dt_at;
+};
+
+/* The records that skim_rule lets skim from *off on, while their times keep at or above
+ * *min: a loop with nothing else live, so it stays in registers. Moves *off, *clock and
+ * *min past them; returns how many. Inlined by force into two loops, one for a set clock
+ * and one for an unset one. */
+static inline __attribute__((always_inline)) size_t
+skim_run(const uint8_t *map, uint64_t len, const struct skim_rule *sr, bool set,
+         uint64_t *off_p, uint64_t *clock_p, uint64_t *min_p)
 {
     uint64_t off = *off_p, clock = *clock_p, min = *min_p;
     size_t k = 0;
@@ -729,11 +738,16 @@ static size_t skim_run(const uint8_t *map, uint64_t len, uint32_t mask, bool set
         const struct gmt_rec *h = (const void *)(map + off);
         unsigned type = h->type;
         uint32_t size = h->size;
-        if (type >= 32 || !(mask >> type & 1) || size < fixed_size[type] ||
-            size % GMT_ALIGN || size > GMT_REC_MAX || size > len - off)
+        /* the rules of 4.1 in four tests: a size not a multiple of 8 or above the limit
+         * is a large number once rotated right by 3 bits */
+        if (type >= 32 || size < sr[type].min_size ||
+            (size >> 3 | size << 29) > GMT_REC_MAX / GMT_ALIGN || size > len - off)
             break;
+        /* the file a page on: this is the first pass over it, from memory, and a load
+         * that waits stops the loop (a fetch past the image's end is harmless) */
+        __builtin_prefetch(map + off + 4096);
         uint32_t dt;
-        memcpy(&dt, map + off + type_rule[type].time_at, sizeof dt);
+        memcpy(&dt, map + off + sr[type].dt_at, sizeof dt);
         uint64_t t = set ? clock + dt : 0; /* wraps on a corrupt clock, as decode_time does */
         if (t < min)
             break;
@@ -756,9 +770,13 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
     if (!r->map || r->failed || r->done || !c)
         return 0;
     /* only types the rules let skim: a dt, nothing else to check or do */
-    for (unsigned type = 0; type < 32 && type < GMT_REC_TYPE_MAX; type++)
-        if (type_rule[type].clock != CLOCK_DT || type_rule[type].flags)
-            mask &= ~(1u << type);
+    struct skim_rule sr[32];
+    for (unsigned type = 0; type < 32; type++) {
+        bool ok = type < GMT_REC_TYPE_MAX && (mask >> type & 1) &&
+                  type_rule[type].clock == CLOCK_DT && !type_rule[type].flags;
+        sr[type].min_size = ok ? fixed_size[type] : UINT32_MAX;
+        sr[type].dt_at = ok ? type_rule[type].time_at : 0;
+    }
     /* as next_plain, with the clock tried before it moves: a record whose time would
      * go below min_time is left where it is */
     const uint8_t *map = r->map;
@@ -768,7 +786,8 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
     size_t n = 0;
     for (;;) {
         uint64_t off0 = off, clock0 = clock;
-        size_t k = skim_run(map, len, mask, set, &off, &clock, &min_time);
+        size_t k = set ? skim_run(map, len, sr, true, &off, &clock, &min_time)
+                       : skim_run(map, len, sr, false, &off, &clock, &min_time);
         if (k) {
             if (!sk->n) { /* the first one's time, read again */
                 const struct gmt_rec *h = (const void *)(map + off0);

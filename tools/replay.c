@@ -104,12 +104,21 @@ struct live_map {
     unsigned shift;            /* 64 - log2(cap) */
 };
 
-static size_t lm_home(const struct live_map *m, uint64_t key)
+/* Fibonacci hashing: the key's slot in a table of 2^(64 - shift) */
+static inline size_t fib_slot(uint64_t key, unsigned shift)
 {
-    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> m->shift);
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> shift);
 }
 
-static struct live *lm_get(const struct live_map *m, uint64_t key)
+static size_t lm_home(const struct live_map *m, uint64_t key)
+{
+    return fib_slot(key, m->shift);
+}
+
+/* The helpers below are inlined by force: the replay has three copies of its handlers
+ * (the merge's loop, run_walk, replay_record), and GCC 12 would call them from each. */
+static inline __attribute__((always_inline)) struct live *lm_get(const struct live_map *m,
+                                                                 uint64_t key)
 {
     if (!m->cap)
         return NULL;
@@ -146,7 +155,8 @@ static int lm_grow(struct live_map *m)
 /* The entry of `key`, or the empty slot where it would go (refs 0), found with one
  * probe: an allocation looks for a stale entry at its address and inserts in the same
  * walk. The table grows first, so the slot stays valid; NULL out of memory. */
-static struct live *lm_find_or_slot(struct live_map *m, uint64_t key)
+static inline __attribute__((always_inline)) struct live *lm_find_or_slot(struct live_map *m,
+                                                                          uint64_t key)
 {
     if ((m->n + 1) * 4 > m->cap && lm_grow(m))
         return NULL;
@@ -157,7 +167,7 @@ static struct live *lm_find_or_slot(struct live_map *m, uint64_t key)
     }
 }
 
-static void lm_del_at(struct live_map *m, struct live *x)
+static inline __attribute__((always_inline)) void lm_del_at(struct live_map *m, struct live *x)
 {
     size_t mask = m->cap - 1, hole = (size_t)(x - m->s);
     for (size_t k = (hole + 1) & mask; m->s[k].refs; k = (k + 1) & mask) {
@@ -255,13 +265,11 @@ static inline int dslot(struct state *S, int device)
     return S->last_dslot;
 }
 
-static int site_of(struct state *S, uint32_t stack)
+/* The site of a stack not in site_by_stack: in the map, or new. */
+static __attribute__((noinline)) int site_of_slow(struct state *S, uint32_t stack)
 {
     const struct gmt_trace *t = S->t;
-    if (stack < t->n_stacks) {
-        if (S->site_by_stack[stack])
-            return (int)S->site_by_stack[stack] - 1;
-    } else {
+    if (stack >= t->n_stacks) {
         uint64_t *v = gmt_u64map_get(&S->site_by_big_stack, stack);
         if (v)
             return (int)*v;
@@ -292,6 +300,14 @@ static int site_of(struct state *S, uint32_t stack)
     return (int)n;
 }
 
+/* The site index of a stack id (made at its first allocation), or -ENOMEM. */
+static inline int site_of(struct state *S, uint32_t stack)
+{
+    if (stack < S->t->n_stacks && S->site_by_stack[stack])
+        return (int)S->site_by_stack[stack] - 1;
+    return site_of_slow(S, stack);
+}
+
 static bool is_attributable(uint16_t op)
 {
     return op != GMT_OP_MemAlloc && op != GMT_OP_MemFree;
@@ -299,21 +315,23 @@ static bool is_attributable(uint16_t op)
 
 /* The scope an event belongs to: its own thread's (recorded), or for an allocation made
  * on a thread with none (NCCL's proxy thread), the most recently begun scope still open
- * on another thread of the same device. */
-static int32_t attribute_slow(struct state *S, const struct gmt_ev *e)
+ * on another thread of the same device. The event's fields one by one, not the event:
+ * its address taken here would keep the replay's walk (run_walk) from holding the
+ * event it decodes in registers. */
+static int32_t attribute_slow(struct state *S, uint32_t scope, uint32_t tid, int device)
 {
     const struct gmt_trace *t = S->t;
-    if (e->scope) {
-        long idx = gmt_trace_scope_index(t, e->scope);
+    if (scope) {
+        long idx = gmt_trace_scope_index(t, scope);
         if (idx >= 0)
             return S->top[idx];
     }
     int32_t best = -1;
     for (size_t i = 0; i < S->n_open; i++) {
         const struct gmt_scope *s = &t->scopes[S->open[i]];
-        if (s->tid == e->tid || !is_attributable(s->op))
+        if (s->tid == tid || !is_attributable(s->op))
             continue;
-        if (s->device >= 0 && e->device >= 0 && s->device != e->device)
+        if (s->device >= 0 && device >= 0 && s->device != device)
             continue;
         if (best < 0 || s->t_begin >= t->scopes[best].t_begin)
             best = S->open[i];
@@ -331,7 +349,7 @@ static inline int32_t attribute(struct state *S, const struct gmt_ev *e)
     uint32_t id = e->scope;
     int32_t sc = S->top_by_dense[id < t->n_scope_dense ? t->scope_dense[id] : 0];
     if (sc < 0 && (id || S->n_open))
-        return attribute_slow(S, e);
+        return attribute_slow(S, id, e->tid, e->device);
     return sc;
 }
 
@@ -396,7 +414,8 @@ static inline struct scope_count *count_scope_alloc(struct state *S, int32_t sc,
     return c;
 }
 
-static int on_alloc(struct state *S, const struct gmt_ev *e)
+/* Inlined by force, as on_free: the walk's copies then read the event from registers. */
+static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_ev *e)
 {
     struct gmt_report *rep = S->rep;
     int ns = ns_of_kind(e->kind);
@@ -471,7 +490,7 @@ static int on_alloc(struct state *S, const struct gmt_ev *e)
     return 0;
 }
 
-static int on_free(struct state *S, const struct gmt_ev *e)
+static inline __attribute__((always_inline)) int on_free(struct state *S, const struct gmt_ev *e)
 {
     struct gmt_report *rep = S->rep;
     uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
@@ -570,16 +589,211 @@ static void close_scope(struct state *S, uint32_t scope)
  * same caches, so each lookup used to wait for memory. The key is guessed as a pointer
  * (NS_PTR), which most are; for a handle or a non-allocation event it is a wasted fetch,
  * never a wrong answer. Branch-free: which events are allocations follows no pattern.
+ * (run_walk fetches as far ahead in records, and SCOPES_AHEAD calls ahead the scopes'
+ * entries.)
  */
 #define PREFETCH_AHEAD 8
+#define SCOPES_AHEAD 4
 
-static inline const struct live *live_home(const struct live_map *m, const struct gmt_ev *e)
+static inline const struct live *live_home(const struct live_map *m, uint64_t addr)
 {
-    return &m->s[lm_home(m, key_of(NS_PTR, e->addr))];
+    return &m->s[lm_home(m, key_of(NS_PTR, addr))];
 }
 
-/* One pass over the events in time order. Past --to only the scopes and the device
- * allocations' attribution go on (the collective rows count all of a call's allocations). */
+/* An allocation or a free in time order, `stopped` once past --to: then only the scopes
+ * and the device allocations' attribution go on (the collective rows count all of a
+ * call's allocations). */
+static inline __attribute__((always_inline)) int replay_alloc(struct state *S,
+                                                              const struct gmt_ev *e,
+                                                              bool stopped)
+{
+    if (!stopped)
+        return on_alloc(S, e);
+    if (is_device(e->kind)) {
+        int32_t sc = attribute(S, e);
+        if (sc >= 0)
+            count_scope_alloc(S, sc, e);
+    }
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int replay_free(struct state *S,
+                                                             const struct gmt_ev *e,
+                                                             bool stopped)
+{
+    return stopped ? 0 : on_free(S, e);
+}
+
+/* An event of any type, as replay_alloc. */
+static inline __attribute__((always_inline)) int replay_event(struct state *S,
+                                                              const struct gmt_ev *e,
+                                                              bool stopped)
+{
+    /* the two common types first, each with a conditional branch: as a jump table their
+     * mix (no pattern) was an indirect mispredict per event */
+    if (e->type == GMT_EV_ALLOC)
+        return replay_alloc(S, e, stopped);
+    if (e->type == GMT_EV_FREE)
+        return replay_free(S, e, stopped);
+    switch (e->type) {
+    case GMT_EV_FAIL:
+        return stopped ? 0 : on_fail(S, e);
+    case GMT_EV_MEMINFO:
+        if (!stopped)
+            on_meminfo(S, e);
+        return 0;
+    case GMT_EV_SCOPE_BEGIN:
+        return open_scope(S, e->scope);
+    case GMT_EV_SCOPE_END:
+        close_scope(S, e->scope);
+        return 0;
+    }
+    return 0;
+}
+
+/* A record of the walk that run_walk leaves to the iteration's decoding (the rare types):
+ * 1 when it ends the run, else what replaying its event returned (0, or -ENOMEM). Out of
+ * line: the walk's address is taken here, not in run_walk's loop. */
+static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_walk *w,
+                                                   uint64_t stop_after, bool *stopped)
+{
+    struct gmt_ev e;
+    int x = gmt_walk_decode(S->t, w, &e);
+    if (x <= 0)
+        return x < 0;
+    *stopped |= e.time > stop_after;
+    return replay_event(S, &e, *stopped);
+}
+
+/* Up to n whole records from `at` in [at, lim): their offsets into pos[0..k) and where
+ * the next one starts into pos[k], with the live-set slot that the address at each one's
+ * offset 8 would take fetched (where ALLOC, ALLOC_SMALL and FREE keep it). Returns k,
+ * fewer than n at lim or at a record not whole there. A loop of its own, as the
+ * decoding into a batch was: the walk from record to record is a chain of loads, which
+ * a short loop runs ahead. Inlined by force: GCC 12 takes a function that only
+ * prefetches for a pure one, and drops the calls whose results go unused. */
+static inline __attribute__((always_inline)) size_t
+prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint64_t lim,
+                 size_t n, uint64_t *pos)
+{
+    const struct live *slots = m->s; /* in locals: the stores to pos[] could alias them */
+    const unsigned shift = m->shift;
+    size_t k = 0;
+    /* at and lim are record boundaries, multiples of 8: a header lies whole before lim */
+    for (; k < n && at < lim; k++) {
+        const struct gmt_rec *h = (const void *)(img + at);
+        uint32_t size = h->size;
+        if (size < sizeof *h || size % GMT_ALIGN || size > lim - at)
+            break; /* (the file changed since loading: as the iteration, see trace.h) */
+        pos[k] = at;
+        /* and the image a few lines on: the records stream from memory, and a load that
+         * waits for one stops the walk */
+        __builtin_prefetch(img + at + 512);
+        if (size >= 16) { /* else too short for an address: an unknown type */
+            uint64_t addr;
+            memcpy(&addr, img + at + 8, sizeof addr);
+            const struct live *x = &slots[fib_slot(key_of(NS_PTR, addr), shift)];
+            __builtin_prefetch(x);
+            /* and the slot after, which a free's deletion reads: in the next cache line
+             * for every other slot (a prefetch past the table's end is harmless) */
+            __builtin_prefetch(x + 1);
+        }
+        at += size;
+    }
+    pos[k] = at;
+    return k;
+}
+
+/*
+ * The last run's records (all of a single-threaded trace), read in place in file order,
+ * which is its time order: allocations, frees and scopes are decoded here, by the
+ * iteration's own helpers, into an event that stays in registers, and replayed with one
+ * test of the record's type, where decoding into a batch and replaying it took two
+ * dispatches and a store and load of every field. Everything else goes through
+ * replay_record. The records come PREFETCH_AHEAD at a time, found (and their live-set
+ * slots fetched) while the batch before them is replayed. The walk is held in a local
+ * for the same reason as the event, written back around replay_record. Returns what
+ * replaying returned, 0 at the run's end.
+ */
+static __attribute__((noinline)) int run_walk(struct state *S, struct gmt_walk *wp,
+                                              uint64_t stop_after, bool *stopped_p)
+{
+    const struct live_map *m = &S->live_by_key;
+    struct gmt_walk w = *wp;
+    bool stopped = *stopped_p;
+    int r = 0;
+    uint64_t pos[2][PREFETCH_AHEAD + 1];
+    for (;;) {
+        unsigned cur = 0;
+        size_t n = prefetch_records(m, w.img, w.pos, w.lim, PREFETCH_AHEAD, pos[0]);
+        while (n) {
+            const uint64_t *p = pos[cur];
+            size_t n_next = prefetch_records(m, w.img, p[n], w.lim, PREFETCH_AHEAD,
+                                             pos[cur ^ 1]);
+            for (size_t i = 0; i < n; i++) {
+                const struct gmt_rec *h = (const void *)(w.img + p[i]);
+                unsigned type = h->type;
+                struct gmt_ev e;
+                w.pos = p[i + 1];
+                /* one call of each handler, so that each is inlined once */
+                if (type == GMT_REC_FREE) {
+                    gmt_walk_free(&w, (const void *)h, &e);
+                    stopped |= e.time > stop_after;
+                    r = replay_free(S, &e, stopped);
+                } else if (type == GMT_REC_ALLOC_SMALL || type == GMT_REC_ALLOC) {
+                    if (type == GMT_REC_ALLOC_SMALL)
+                        gmt_walk_alloc_small(&w, (const void *)h, &e);
+                    else
+                        gmt_walk_alloc(&w, (const void *)h, &e);
+                    stopped |= e.time > stop_after;
+                    r = replay_alloc(S, &e, stopped);
+                } else if (type == GMT_REC_SCOPE_BEGIN) {
+                    gmt_walk_scope_begin(S->t, &w, (const void *)h, p[i], &e);
+                    stopped |= e.time > stop_after;
+                    r = open_scope(S, e.scope);
+                    /* the entries of the scope a few calls on, which calls begin in turn
+                     * (on one thread): each is first read far from the one before */
+                    size_t next = (size_t)e.scope + SCOPES_AHEAD;
+                    if (next < S->t->n_scopes) {
+                        __builtin_prefetch(&S->t->scopes[next]);
+                        __builtin_prefetch(&S->sc[next]);
+                        __builtin_prefetch(&S->rep->scope_tracked[next]);
+                    }
+                } else if (type == GMT_REC_SCOPE_END) {
+                    if (gmt_walk_scope_end(S->t, &w, (const void *)h, p[i], &e)) {
+                        stopped |= e.time > stop_after;
+                        close_scope(S, e.scope);
+                    }
+                } else {
+                    w.pos = p[i];
+                    *wp = w;
+                    r = replay_record(S, wp, stop_after, &stopped);
+                    w = *wp;
+                }
+                if (r)
+                    goto out;
+            }
+            cur ^= 1;
+            n = n_next;
+        }
+        /* where the records stopped: the segment's end, or a record not whole in it,
+         * which ends the run as it ends the iteration */
+        w.pos = pos[cur][0];
+        if (w.pos < w.lim)
+            break;
+        *wp = w;
+        if (!gmt_walk_next_seg(wp))
+            break;
+        w = *wp;
+    }
+out:
+    *wp = w;
+    *stopped_p = stopped;
+    return r > 0 ? 0 : r; /* a record that ends the run ends the replay: no error */
+}
+
+/* One pass over the events in time order: merged from the threads' runs while more than
+ * one is left, then the last run walked in place. */
 static int run_pass(struct state *S)
 {
     /* the table made up front and the batch padded: the prefetch below needs no test
@@ -597,47 +811,24 @@ static int run_pass(struct state *S)
     /* the first event past --to stops the replay; without --to, none */
     const uint64_t stop_after = S->o->t_to ? S->o->t_to : UINT64_MAX;
     int r = 0;
-    while (!r && (n = gmt_trace_iter_next(it, buf, max)) > 0) {
+    while (!r && (n = gmt_trace_iter_merge(it, buf, max)) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
             const struct gmt_ev *e = &buf[i];
             /* here, not in a helper: GCC 12 takes a void function that only prefetches
              * for a pure one and drops the call */
-            const struct live *h = live_home(&S->live_by_key, &buf[i + PREFETCH_AHEAD]);
+            const struct live *h = live_home(&S->live_by_key, buf[i + PREFETCH_AHEAD].addr);
             __builtin_prefetch(h);
-            /* and the slot after, which a free's deletion reads: in the next cache line
-             * for every other slot (a prefetch past the table's end is harmless) */
             __builtin_prefetch(h + 1);
             stopped |= e->time > stop_after;
-            /* the two common types first, each with a conditional branch: as a jump
-             * table their mix (no pattern) was an indirect mispredict per event */
-            if (e->type == GMT_EV_ALLOC) {
-                if (!stopped)
-                    r = on_alloc(S, e);
-                else if (is_device(e->kind)) {
-                    int32_t sc = attribute(S, e);
-                    if (sc >= 0)
-                        count_scope_alloc(S, sc, e);
-                }
-                continue;
-            }
-            if (e->type == GMT_EV_FREE) {
-                if (!stopped)
-                    r = on_free(S, e);
-                continue;
-            }
-            switch (e->type) {
-            case GMT_EV_FAIL:
-                if (!stopped)
-                    r = on_fail(S, e);
-                break;
-            case GMT_EV_MEMINFO:
-                if (!stopped)
-                    on_meminfo(S, e);
-                break;
-            case GMT_EV_SCOPE_BEGIN: r = open_scope(S, e->scope); break;
-            case GMT_EV_SCOPE_END: close_scope(S, e->scope); break;
-            }
+            r = replay_event(S, e, stopped);
         }
+    }
+    struct gmt_ev head;
+    struct gmt_walk w;
+    if (!r && gmt_trace_iter_walk(it, &head, &w)) {
+        stopped |= head.time > stop_after;
+        if (!(r = replay_event(S, &head, stopped)))
+            r = run_walk(S, &w, stop_after, &stopped);
     }
     gmt_trace_iter_free(it);
     if (r)
@@ -688,27 +879,30 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
                        const struct scope_count *sc)
 {
     size_t n = t->n_scopes;
-    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    /* scopes are in file order, which is mostly begin order already: sorted only if not,
+     * and only then through an array of indices (as large as the scopes' count, fresh
+     * memory written for nothing when they are in order) */
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
+    uint32_t *order = sorted ? NULL : malloc(n * sizeof *order);
+    /* calloc'd: fresh pages, touched only for the groups */
     char (*labels)[64] = calloc(n ? n : 1, sizeof *labels);
     uint64_t *gbytes = calloc(n ? n : 1, sizeof *gbytes);
     uint64_t *gcomm = calloc(n ? n : 1, sizeof *gcomm);
     size_t cap = 0;
-    if (!order || !labels || !gbytes || !gcomm) {
+    if ((!sorted && !order) || !labels || !gbytes || !gcomm) {
         free(order); free(labels); free(gbytes); free(gcomm);
         return -ENOMEM;
     }
-    /* scopes are in file order, which is mostly begin order already: sort only if not */
-    bool sorted = true;
-    for (size_t i = 0; i < n; i++) {
-        order[i] = (uint32_t)i;
-        if (i && t->scopes[i].t_begin < t->scopes[i - 1].t_begin)
-            sorted = false;
-    }
-    if (!sorted)
+    if (!sorted) {
+        for (size_t i = 0; i < n; i++)
+            order[i] = (uint32_t)i;
         qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    }
     /* group labels from their children, in begin order */
     for (size_t k = 0; k < n; k++) {
-        const struct gmt_scope *s = &t->scopes[order[k]];
+        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
         if (!s->parent_id)
             continue;
         long pi = gmt_trace_scope_index(t, s->parent_id);
@@ -725,7 +919,7 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             gcomm[pi] = s->comm;
     }
     for (size_t k = 0; k < n; k++) {
-        size_t i = order[k];
+        size_t i = order ? order[k] : k;
         const struct gmt_scope *s = &t->scopes[i];
         if (top[i] != (int32_t)i)
             continue;
@@ -740,15 +934,19 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             comm = gcomm[i];
         }
         struct gmt_coll_row *row = NULL;
+        /* the label of a row of another op than Group is that op's name: only a group's
+         * needs comparing */
         for (size_t r = 0; r < rep->n_colls; r++)
             if (rep->colls[r].comm == comm && rep->colls[r].op == s->op &&
-                rep->colls[r].bytes_per_call == bytes && !strcmp(rep->colls[r].label, label))
+                rep->colls[r].bytes_per_call == bytes &&
+                (s->op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
                 row = &rep->colls[r];
         int64_t tracked = rep->scope_tracked[i];
         const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
         bool has_dev = m && m->has_mem_before && m->has_mem_after;
         int64_t dev = has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
-        uint64_t host = s->ended && s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
+        /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
+        uint64_t host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
         if (!row) {
             if (grow((void **)&rep->colls, &cap, rep->n_colls + 1, sizeof *rep->colls)) {
                 free(order); free(labels); free(gbytes); free(gcomm);
@@ -769,7 +967,7 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             row->first_dev = dev;
             row->host_ns_first = host;
             row->first_time = s->t_begin;
-            row->first_stack = s->stack_id;
+            row->first_stack = gmt_scope_stack(t, s);
         } else {
             if (tracked > row->later_tracked_max)
                 row->later_tracked_max = tracked;
@@ -781,7 +979,7 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             }
         }
         row->calls++;
-        if (s->ended && s->result != 0)
+        if (s->result != 0) /* (0 until it ended) */
             row->failed++;
         row->allocs += sc[i].n;
         row->host_ns_total += host;

@@ -38,13 +38,13 @@ static void *push(void **arr, size_t *n, size_t *cap, size_t elem)
  * (gmt_trace_iter_*): no event array (56 bytes per event, most of the page faults) and
  * no sort. A corrupt file whose times go back just has more runs.
  */
-struct seg {
+struct gmt_seg {
     uint64_t start, end;       /* file offsets of a chunk's records */
 };
 
 struct gmt_tstream {
     uint32_t tid;
-    struct seg *segs; size_t n_segs, cap_segs;
+    struct gmt_seg *segs; size_t n_segs, cap_segs;
     size_t run;                /* its latest run */
     uint64_t last_time;        /* of its latest event */
     bool has_ev;
@@ -72,6 +72,8 @@ struct loader {
     struct gmt_u64map tid_device;   /* tid -> device of its current CUDA context + 1 */
     struct gmt_u64map stream_of;    /* tid -> index in t->streams */
     size_t cur;                     /* stream of the latest CHUNK */
+    int cur_device;                 /* thread_device() of its thread: a map lookup per
+                                     * CHUNK and CUCTX, not per scope */
     struct meminfo_note *mi; size_t n_mi, cap_mi;
 };
 
@@ -116,7 +118,7 @@ static long stream_for(struct loader *L, uint32_t tid, uint64_t start)
             return -1;
     }
     struct gmt_tstream *st = &t->streams[i];
-    struct seg *sg = push((void **)&st->segs, &st->n_segs, &st->cap_segs, sizeof *sg);
+    struct gmt_seg *sg = push((void **)&st->segs, &st->n_segs, &st->cap_segs, sizeof *sg);
     if (!sg)
         return -1;
     sg->start = sg->end = start;
@@ -154,7 +156,7 @@ static inline int note_event(struct loader *L, const struct gmt_event *e)
         run->seg = st->n_segs - 1;
         run->start = e->offset;
         run->end = UINT64_MAX;
-        run->device = (int16_t)thread_device(L, e->tid);
+        run->device = (int16_t)L->cur_device;
         /* The clock before this record. Its time went back, so the thread's clock was
          * set (an unset clock gives 0, and once set a clock stays set): its time is the
          * clock after it. */
@@ -285,11 +287,17 @@ static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
         size_t n = t->n_scope_dense ? t->n_scope_dense : 1024;
         while (n <= id)
             n *= 2;
-        uint32_t *p = realloc(t->scope_dense, n * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        memset(p + t->n_scope_dense, 0, (n - t->n_scope_dense) * sizeof *p);
-        t->scope_dense = p;
+        if (t->scope_dense_reserved) {
+            /* in place: the pages past the old end are fresh, zero (reserve_scopes) */
+            if (n * sizeof *t->scope_dense > t->scope_dense_reserved)
+                return -ENOMEM; /* cannot be: the bound covers every id placed here */
+        } else {
+            uint32_t *p = realloc(t->scope_dense, n * sizeof *p);
+            if (!p)
+                return -ENOMEM;
+            memset(p + t->n_scope_dense, 0, (n - t->n_scope_dense) * sizeof *p);
+            t->scope_dense = p;
+        }
         t->n_scope_dense = n;
     }
     t->scope_dense[id] = (uint32_t)idx + 1;
@@ -311,16 +319,14 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     }
     s->id = b->scope_id;
     s->parent_id = b->parent_id;
-    s->stack_id = b->stack_id;
     s->tid = e->tid;
     s->op = b->h.aux;
     s->comm = b->comm;
     s->count = b->count;
     s->datatype = b->datatype;
-    s->peer = b->peer;
     s->t_begin = e->time_ns;
     s->offset = e->offset;
-    s->device = (int16_t)thread_device(L, e->tid);
+    s->device = (int16_t)L->cur_device;
     size_t idx = t->n_scopes - 1;
     if (gmt_trace_scope_index(t, b->scope_id) >= 0)
         t->scope_dups = true;
@@ -341,7 +347,6 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
         return 0; /* its begin was lost (cut, or before a fork): nothing to close */
     struct gmt_scope *s = &t->scopes[i];
     s->t_end = e->time_ns;
-    s->ended = true;
     s->result = x->result;
     return note_event(L, e);
 }
@@ -402,7 +407,11 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         return on_stack(L, r, err, errlen, e->offset);
     case GMT_REC_CUCTX: {
         const struct gmt_rec_cuctx *c = (const void *)r;
-        return gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)((int64_t)c->device + 1));
+        int x = gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)((int64_t)c->device + 1));
+        if (x)
+            return x;
+        L->cur_device = thread_device(L, e->tid); /* as the map gives it back */
+        return 0;
     }
     case GMT_REC_CHUNK: {
         const struct gmt_rec_chunk *c = (const void *)r;
@@ -411,6 +420,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         if (i < 0)
             return -ENOMEM;
         L->cur = (size_t)i;
+        L->cur_device = thread_device(L, c->tid);
         return 0;
     }
     case GMT_REC_COMM: {
@@ -502,6 +512,11 @@ static inline int load_one(struct loader *L, struct span *sp, const struct gmt_e
     }
     t->n_events += sp->n_events;
     sp->n_events = 0;
+    /* the next most common records, one per NCCL call each, without on_record's switch */
+    if (e->rec->type == GMT_REC_SCOPE_BEGIN)
+        return on_scope_begin(L, e);
+    if (e->rec->type == GMT_REC_SCOPE_END)
+        return on_scope_end(L, e);
     return on_record(L, e, err, errlen);
 }
 
@@ -609,14 +624,20 @@ static int finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_
         struct gmt_scope *s = (struct gmt_scope *)gmt_trace_scope_by_id(t, e->scope);
         if (!s || e->total_bytes < e->free_bytes)
             continue;
-        if (!s->mem) {
-            struct gmt_scope_mem *m = push((void **)&t->scope_mem, &t->n_scope_mem, &cap,
-                                           sizeof *m);
-            if (!m)
+        /* its samples, made at its first (scope index -> index in scope_mem + 1) */
+        size_t si = (size_t)(s - t->scopes);
+        const uint64_t *at = gmt_u64map_get(&t->scope_mem_of, si);
+        size_t idx = at ? (size_t)*at - 1 : t->n_scope_mem;
+        if (!at) {
+            if (!push((void **)&t->scope_mem, &t->n_scope_mem, &cap, sizeof *t->scope_mem) ||
+                gmt_u64map_put_new(&t->scope_mem_of, si, t->n_scope_mem))
                 return -ENOMEM;
-            s->mem = (uint32_t)t->n_scope_mem;
+            if (t->n_scope_mem == 1 || si < t->scope_mem_lo)
+                t->scope_mem_lo = si;
+            if (t->n_scope_mem == 1 || si >= t->scope_mem_hi)
+                t->scope_mem_hi = si + 1;
         }
-        struct gmt_scope_mem *m = &t->scope_mem[s->mem - 1];
+        struct gmt_scope_mem *m = &t->scope_mem[idx];
         if (e->phase == GMT_MEMINFO_BEGIN) {
             m->has_mem_before = true;
             m->used_before = e->total_bytes - e->free_bytes;
@@ -641,10 +662,18 @@ static void reserve_scopes(struct loader *L)
     if (bound > SIZE_MAX / sizeof *t->scopes)
         return;
     size_t bytes = bound * sizeof *t->scopes;
-    if ((t->scopes = gmt_reserve(bytes))) {
-        t->scopes_reserved = bytes;
-        L->cap_scope = bound;
-    }
+    if (!(t->scopes = gmt_reserve(bytes)))
+        return;
+    t->scopes_reserved = bytes;
+    L->cap_scope = bound;
+    /* The dense array of scope ids likewise: it takes ids up to 4 x scopes + 65536 and
+     * doubles from 1024 past each, so it never needs more than twice that; reserved, it
+     * grows in place, where regrown it was copied and zeroed at each doubling. */
+    if (bound > (SIZE_MAX / sizeof *t->scope_dense - 1024 - 2 * 65536) / 8)
+        return;
+    size_t dense = (2 * (4 * bound + 65536) + 1024) * sizeof *t->scope_dense;
+    if ((t->scope_dense = gmt_reserve(dense)))
+        t->scope_dense_reserved = dense;
 }
 
 /* The whole stream of a pipe or device in memory, for the same in-place reading. */
@@ -683,11 +712,12 @@ static int slurp(FILE *f, uint8_t **out, size_t *len)
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    struct loader L = {.t = t};
+    struct loader L = {.t = t, .cur_device = -1};
     gmt_u64map_init(&L.tid_device);
     gmt_u64map_init(&L.stream_of);
     gmt_u64map_init(&t->scope_by_id);
     gmt_u64map_init(&t->scope_at);
+    gmt_u64map_init(&t->scope_mem_of);
     int rc = -1;
 
     if (!(t->path = strdup(path)))
@@ -774,6 +804,7 @@ void gmt_trace_free(struct gmt_trace *t)
     else
         free(t->scopes);
     free(t->scope_mem);
+    gmt_u64map_free(&t->scope_mem_of);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);
@@ -783,7 +814,10 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->image_buf);
     gmt_u64map_free(&t->scope_by_id);
     gmt_u64map_free(&t->scope_at);
-    free(t->scope_dense);
+    if (t->scope_dense_reserved)
+        gmt_unreserve(t->scope_dense, t->scope_dense_reserved);
+    else
+        free(t->scope_dense);
     memset(t, 0, sizeof *t);
 }
 
@@ -812,7 +846,28 @@ const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_
 const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
                                                 const struct gmt_scope *s)
 {
-    return s->mem && s->mem <= t->n_scope_mem ? &t->scope_mem[s->mem - 1] : NULL;
+    size_t i = (size_t)(s - t->scopes);
+    if (i < t->scope_mem_lo || i >= t->scope_mem_hi) /* most: none sampled, no lookup */
+        return NULL;
+    const uint64_t *at = gmt_u64map_get(&t->scope_mem_of, i);
+    return at && *at <= t->n_scope_mem ? &t->scope_mem[*at - 1] : NULL;
+}
+
+/* The SCOPE_BEGIN a scope was made from: whole in the image, which the trace keeps. */
+static const struct gmt_rec_scope_begin *scope_rec(const struct gmt_trace *t,
+                                                   const struct gmt_scope *s)
+{
+    return (const void *)(t->image + s->offset);
+}
+
+uint32_t gmt_scope_stack(const struct gmt_trace *t, const struct gmt_scope *s)
+{
+    return scope_rec(t, s)->stack_id;
+}
+
+int32_t gmt_scope_peer(const struct gmt_trace *t, const struct gmt_scope *s)
+{
+    return scope_rec(t, s)->peer;
 }
 
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid)
@@ -842,15 +897,10 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name)
 
 /* ---- events in time order ---- */
 
-/* A run being read: its position, the thread's clock and device there, and the next
- * event it yields (head), decoded. */
+/* A run being read: its position, the thread's clock and device there (a walk), and the
+ * next event it yields (head), decoded. */
 struct cursor {
-    const struct seg *seg, *seg_last;
-    uint64_t pos, lim, run_end;  /* lim: where this segment's part of the run ends */
-    uint64_t clock;
-    bool clock_set;
-    int16_t device;
-    uint32_t tid;
+    struct gmt_walk w;
     uint64_t head_off;
     struct gmt_ev head;
 };
@@ -862,9 +912,7 @@ struct gmt_ev_iter {
     size_t n;
 };
 
-/* The scope index a SCOPE_* record at `off` stands for, as the loader saw it then:
- * -1 for an end whose begin was lost or comes later in the file. */
-static long scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
+long gmt_trace_scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
 {
     if (t->scope_dups) {
         const uint64_t *v = gmt_u64map_get(&t->scope_at, off);
@@ -874,184 +922,144 @@ static long scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
     return i >= 0 && t->scopes[i].offset <= off ? i : -1;
 }
 
-/* The position, clock and device of a cursor while it decodes, kept in locals: the
- * stores of each decoded event could otherwise alias them and force reloads. */
-struct walk {
-    uint64_t pos, lim, clock;
-    bool clock_set;
-    int16_t device;
-};
-
-static uint64_t tick(struct walk *w, uint32_t dt)
+static inline bool walk_next_seg(struct gmt_walk *w)
 {
-    if (!w->clock_set)
+    if (w->pos >= w->run_end || w->seg == w->seg_last)
+        return false;
+    w->seg++;
+    w->pos = w->seg->start;
+    w->lim = w->seg->end < w->run_end ? w->seg->end : w->run_end;
+    return true;
+}
+
+bool gmt_walk_next_seg(struct gmt_walk *w)
+{
+    return walk_next_seg(w);
+}
+
+/* The record at w->pos (pos < lim), of any type: see gmt_walk_decode. The records were
+ * validated when loading; the size check only keeps a file changed since then from
+ * taking the walk outside the segment or off the 8-byte grid the record structs need.
+ * Inlined by force into cursor_fill, whose walk then stays in registers (GCC 12 would
+ * call it: it has two callers). */
+static inline __attribute__((always_inline)) int walk_decode(const struct gmt_trace *t,
+                                                             struct gmt_walk *w,
+                                                             struct gmt_ev *e)
+{
+    const struct gmt_rec *h = (const void *)(w->img + w->pos);
+    uint64_t off = w->pos;
+    if (h->size < sizeof *h || h->size % GMT_ALIGN || h->size > w->lim - off)
+        return -1;
+    w->pos += h->size;
+    switch (h->type) {
+    case GMT_REC_ALLOC:
+        gmt_walk_alloc(w, (const void *)h, e);
+        return 1;
+    case GMT_REC_ALLOC_SMALL:
+        gmt_walk_alloc_small(w, (const void *)h, e);
+        return 1;
+    case GMT_REC_FREE:
+        gmt_walk_free(w, (const void *)h, e);
+        return 1;
+    case GMT_REC_ALLOC_FAIL: {
+        const struct gmt_rec_alloc_fail *f = (const void *)h;
+        e->time = gmt_walk_tick(w, f->dt);
+        e->type = GMT_EV_FAIL;
+        e->addr = 0;
+        e->bytes = f->bytes;
+        e->api = h->aux;
+        e->kind = f->kind;
+        e->stack = f->stack_id;
+        e->scope = f->scope_id;
+        e->error = f->error;
+        e->device = f->device >= 0 ? f->device : w->device;
+        break;
+    }
+    case GMT_REC_MEMINFO: {
+        const struct gmt_rec_meminfo *m = (const void *)h;
+        e->time = gmt_walk_tick(w, m->dt);
+        e->type = GMT_EV_MEMINFO;
+        e->addr = m->free_bytes;
+        e->bytes = m->total_bytes;
+        e->api = 0;
+        e->kind = (uint8_t)h->aux;
+        e->stack = 0;
+        e->scope = m->scope_id;
+        e->error = 0;
+        e->device = (int16_t)m->device;
+        break;
+    }
+    case GMT_REC_SCOPE_BEGIN:
+        gmt_walk_scope_begin(t, w, (const void *)h, off, e);
+        return 1;
+    case GMT_REC_SCOPE_END:
+        return gmt_walk_scope_end(t, w, (const void *)h, off, e);
+    case GMT_REC_COMM:
+        gmt_walk_tick(w, ((const struct gmt_rec_comm *)(const void *)h)->dt);
         return 0;
-    /* wraps rather than traps on a corrupt clock, as the reader does */
-    w->clock += dt;
-    return w->clock;
+    case GMT_REC_CUCTX: {
+        /* as the loader's tid -> device + 1 map gave it back */
+        int64_t d = ((const struct gmt_rec_cuctx *)(const void *)h)->device;
+        w->device = (int16_t)((int)(uint64_t)(d + 1) - 1);
+        return 0;
+    }
+    case GMT_REC_MODULE_LOAD:
+        w->clock = ((const struct gmt_rec_module_load *)(const void *)h)->time_ns;
+        w->clock_set = true;
+        return 0;
+    case GMT_REC_MODULE_UNLOAD:
+        w->clock = ((const struct gmt_rec_module_unload *)(const void *)h)->time_ns;
+        w->clock_set = true;
+        return 0;
+    case GMT_REC_THREAD:
+        w->clock = ((const struct gmt_rec_thread *)(const void *)h)->time_ns;
+        w->clock_set = true;
+        return 0;
+    case GMT_REC_TIME:
+        w->clock = ((const struct gmt_rec_time *)(const void *)h)->time_ns;
+        w->clock_set = true;
+        return 0;
+    case GMT_REC_END:
+        w->clock = ((const struct gmt_rec_end *)(const void *)h)->time_ns;
+        w->clock_set = true;
+        return 0;
+    default:
+        return 0;
+    }
+    e->tid = w->tid;
+    return 1;
+}
+
+int gmt_walk_decode(const struct gmt_trace *t, struct gmt_walk *w, struct gmt_ev *e)
+{
+    return walk_decode(t, w, e);
 }
 
 /* Decodes the cursor's next events into out[0..max): its head, or straight into the
- * caller's batch. Returns how many; fewer than max when the run is used up. The records
- * were validated when loading; the size checks only keep a file changed since then from
- * taking the walk outside the run. */
+ * caller's batch. Returns how many; fewer than max when the run is used up. */
 static size_t cursor_fill(const struct gmt_trace *t, struct cursor *c, struct gmt_ev *out,
                           size_t max)
 {
-    const uint8_t *img = t->image;
-    struct walk w = { c->pos, c->lim, c->clock, c->clock_set, c->device };
+    /* the walk in a local: the stores of each decoded event could otherwise alias it and
+     * force reloads */
+    struct gmt_walk w = c->w;
     size_t k = 0;
     while (k < max) {
         if (w.pos >= w.lim) {
-            if (w.pos >= c->run_end || c->seg == c->seg_last)
+            if (!walk_next_seg(&w))
                 break;
-            c->seg++;
-            w.pos = c->seg->start;
-            w.lim = c->seg->end < c->run_end ? c->seg->end : c->run_end;
             continue;
         }
-        const struct gmt_rec *h = (const void *)(img + w.pos);
         uint64_t off = w.pos;
-        if (h->size < sizeof *h || h->size > w.lim - off)
+        int x = walk_decode(t, &w, &out[k]);
+        if (x < 0)
             break;
-        w.pos += h->size;
-        struct gmt_ev *e = &out[k];
-        switch (h->type) {
-        case GMT_REC_ALLOC: {
-            const struct gmt_rec_alloc *a = (const void *)h;
-            e->time = tick(&w, a->dt);
-            e->type = GMT_EV_ALLOC;
-            e->addr = a->address;
-            e->bytes = a->bytes;
-            e->api = h->aux;
-            e->kind = a->kind;
-            e->stack = a->stack_id;
-            e->scope = a->scope_id;
-            e->error = 0;
-            e->device = a->device >= 0 ? a->device : w.device;
-            break;
+        if (x) {
+            c->head_off = off;
+            k++;
         }
-        case GMT_REC_ALLOC_SMALL: {
-            /* exactly the ALLOC with scope 0 and device -1 (the thread's context) */
-            const struct gmt_rec_alloc_small *a = (const void *)h;
-            e->time = tick(&w, a->dt);
-            e->type = GMT_EV_ALLOC;
-            e->addr = a->address;
-            e->bytes = a->bytes;
-            e->api = (uint16_t)GMT_SMALL_API(h->aux);
-            e->kind = (uint8_t)GMT_SMALL_KIND(h->aux);
-            e->stack = a->stack_id;
-            e->scope = 0;
-            e->error = 0;
-            e->device = w.device;
-            break;
-        }
-        case GMT_REC_FREE: {
-            const struct gmt_rec_free *f = (const void *)h;
-            e->time = tick(&w, f->dt);
-            e->type = GMT_EV_FREE;
-            e->addr = f->address;
-            e->bytes = 0;
-            e->api = h->aux;
-            e->kind = 0;
-            e->stack = h->size >= sizeof(struct gmt_rec_free_ext)
-                           ? ((const struct gmt_rec_free_ext *)(const void *)h)->stack_id : 0;
-            e->scope = f->scope_id;
-            e->error = 0;
-            e->device = w.device;
-            break;
-        }
-        case GMT_REC_ALLOC_FAIL: {
-            const struct gmt_rec_alloc_fail *f = (const void *)h;
-            e->time = tick(&w, f->dt);
-            e->type = GMT_EV_FAIL;
-            e->addr = 0;
-            e->bytes = f->bytes;
-            e->api = h->aux;
-            e->kind = f->kind;
-            e->stack = f->stack_id;
-            e->scope = f->scope_id;
-            e->error = f->error;
-            e->device = f->device >= 0 ? f->device : w.device;
-            break;
-        }
-        case GMT_REC_MEMINFO: {
-            const struct gmt_rec_meminfo *m = (const void *)h;
-            e->time = tick(&w, m->dt);
-            e->type = GMT_EV_MEMINFO;
-            e->addr = m->free_bytes;
-            e->bytes = m->total_bytes;
-            e->api = 0;
-            e->kind = (uint8_t)h->aux;
-            e->stack = 0;
-            e->scope = m->scope_id;
-            e->error = 0;
-            e->device = (int16_t)m->device;
-            break;
-        }
-        case GMT_REC_SCOPE_BEGIN: {
-            const struct gmt_rec_scope_begin *b = (const void *)h;
-            memset(e, 0, sizeof *e);
-            e->time = tick(&w, b->dt);
-            e->type = GMT_EV_SCOPE_BEGIN;
-            e->scope = (uint32_t)scope_at(t, b->scope_id, off);
-            e->device = w.device;
-            break;
-        }
-        case GMT_REC_SCOPE_END: {
-            const struct gmt_rec_scope_end *x = (const void *)h;
-            uint64_t time = tick(&w, x->dt);
-            long i = scope_at(t, x->scope_id, off);
-            if (i < 0)
-                continue; /* nothing to close, as when loading */
-            memset(e, 0, sizeof *e);
-            e->time = time;
-            e->type = GMT_EV_SCOPE_END;
-            e->scope = (uint32_t)i;
-            e->device = w.device;
-            break;
-        }
-        case GMT_REC_COMM:
-            tick(&w, ((const struct gmt_rec_comm *)(const void *)h)->dt);
-            continue;
-        case GMT_REC_CUCTX: {
-            /* as the loader's tid -> device + 1 map gave it back */
-            int64_t d = ((const struct gmt_rec_cuctx *)(const void *)h)->device;
-            w.device = (int16_t)((int)(uint64_t)(d + 1) - 1);
-            continue;
-        }
-        case GMT_REC_MODULE_LOAD:
-            w.clock = ((const struct gmt_rec_module_load *)(const void *)h)->time_ns;
-            w.clock_set = true;
-            continue;
-        case GMT_REC_MODULE_UNLOAD:
-            w.clock = ((const struct gmt_rec_module_unload *)(const void *)h)->time_ns;
-            w.clock_set = true;
-            continue;
-        case GMT_REC_THREAD:
-            w.clock = ((const struct gmt_rec_thread *)(const void *)h)->time_ns;
-            w.clock_set = true;
-            continue;
-        case GMT_REC_TIME:
-            w.clock = ((const struct gmt_rec_time *)(const void *)h)->time_ns;
-            w.clock_set = true;
-            continue;
-        case GMT_REC_END:
-            w.clock = ((const struct gmt_rec_end *)(const void *)h)->time_ns;
-            w.clock_set = true;
-            continue;
-        default:
-            continue;
-        }
-        e->tid = c->tid;
-        c->head_off = off;
-        k++;
     }
-    c->pos = w.pos;
-    c->lim = w.lim;
-    c->clock = w.clock;
-    c->clock_set = w.clock_set;
-    c->device = w.device;
+    c->w = w;
     return k;
 }
 
@@ -1098,16 +1106,18 @@ struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t)
     for (size_t i = 0; i < t->n_runs; i++) {
         const struct gmt_run *run = &t->runs[i];
         const struct gmt_tstream *st = &t->streams[run->stream];
+        struct gmt_walk *w = &it->cur[i].w;
+        w->img = t->image;
+        w->seg = &st->segs[run->seg];
+        w->seg_last = &st->segs[st->n_segs - 1];
+        w->pos = run->start;
+        w->run_end = run->end;
+        w->lim = w->seg->end < run->end ? w->seg->end : run->end;
+        w->clock = run->clock;
+        w->clock_set = run->clock_set;
+        w->device = run->device;
+        w->tid = st->tid;
         struct cursor *c = &it->cur[i];
-        c->seg = &st->segs[run->seg];
-        c->seg_last = &st->segs[st->n_segs - 1];
-        c->pos = run->start;
-        c->run_end = run->end;
-        c->lim = c->seg->end < run->end ? c->seg->end : run->end;
-        c->clock = run->clock;
-        c->clock_set = run->clock_set;
-        c->device = run->device;
-        c->tid = st->tid;
         if (cursor_next(t, c))
             it->heap[it->n++] = c;
     }
@@ -1116,7 +1126,7 @@ struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t)
     return it;
 }
 
-size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max)
+size_t gmt_trace_iter_merge(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max)
 {
     size_t k = 0;
     while (k < max && it->n > 1) {
@@ -1127,6 +1137,22 @@ size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t ma
         /* a cursor still ahead of the others stays on top: one compare per child */
         heap_down(it->heap, it->n, 0);
     }
+    return k;
+}
+
+bool gmt_trace_iter_walk(struct gmt_ev_iter *it, struct gmt_ev *head, struct gmt_walk *w)
+{
+    if (it->n != 1)
+        return false;
+    *head = it->heap[0]->head;
+    *w = it->heap[0]->w;
+    it->n = 0;
+    return true;
+}
+
+size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max)
+{
+    size_t k = gmt_trace_iter_merge(it, out, max);
     if (k < max && it->n == 1) {
         /* The last run (the whole of a single-threaded trace): nothing to merge, so its
          * events are decoded straight into the batch, and its head is refilled only

@@ -40,18 +40,20 @@ struct gmt_scope_mem {
 };
 
 /* One NCCL call or group, from SCOPE_BEGIN to SCOPE_END. There are as many as collective
- * calls (about a million in a long run), and several passes stream through them: what
- * few have (MEMINFO samples) lies aside, and the record's stream is not kept. */
+ * calls (about a million in a long run), and several passes stream through them, and
+ * each is fresh memory the kernel zeroes: 64 bytes. What few have (MEMINFO samples) lies
+ * aside (gmt_trace_scope_mem), what only the first call of a collective or an init
+ * shows stays in its record (gmt_scope_stack, gmt_scope_peer), the record's stream is
+ * not kept, and whether it ended is t_end and result (0 until then). */
 struct gmt_scope {
-    uint32_t id, parent_id, stack_id, tid;
+    uint32_t id, parent_id, tid;
+    int32_t result;            /* its SCOPE_END's; 0 while it has none */
     uint64_t offset;           /* of its SCOPE_BEGIN record in the file */
     uint64_t comm, count;
     uint64_t t_begin, t_end;   /* ns; t_end 0 when it never ended (cut trace) */
-    int32_t datatype, peer, result;
-    uint32_t mem;              /* index + 1 in gmt_trace.scope_mem; 0 none sampled */
+    int32_t datatype;
     uint16_t op;
     int16_t device;            /* from its communicator, or the thread's context; -1 unknown */
-    bool ended;
 };
 
 enum gmt_ev_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO,
@@ -97,7 +99,9 @@ struct gmt_trace {
     struct gmt_scope *scopes; size_t n_scopes;
     size_t scopes_reserved;    /* bytes of address space reserved for scopes (gmt_reserve);
                                 * 0 when they are malloc'd */
-    struct gmt_scope_mem *scope_mem; size_t n_scope_mem; /* by gmt_scope.mem - 1 */
+    struct gmt_scope_mem *scope_mem; size_t n_scope_mem;
+    struct gmt_u64map scope_mem_of; /* scope index -> index in scope_mem + 1 */
+    size_t scope_mem_lo, scope_mem_hi; /* the scope indices in it lie in [lo, hi) */
     /* The file's bytes stay in memory (mapped) after loading: events are decoded from
      * them in time order by merging the threads' runs (gmt_trace_iter_*). */
     struct gmt_reader *reader;
@@ -116,6 +120,7 @@ struct gmt_trace {
     uint64_t records_dropped;
     struct gmt_u64map scope_by_id; /* scope id -> index in scopes */
     uint32_t *scope_dense; size_t n_scope_dense; /* the same for small ids: index + 1, 0 none */
+    size_t scope_dense_reserved; /* bytes of address space reserved for it; 0: malloc'd */
 };
 
 /* Loads a trace. Returns 0, or -1 with a one-line message in err. */
@@ -124,9 +129,12 @@ void gmt_trace_free(struct gmt_trace *t);
 
 const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm);
 const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id);
-/* The device memory sampled around scope s, or NULL when none was. */
+/* The device memory sampled around scope s (one of t->scopes), or NULL when none was. */
 const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
                                                 const struct gmt_scope *s);
+/* Fields of scope s's SCOPE_BEGIN that only a few rows show, read from the record. */
+uint32_t gmt_scope_stack(const struct gmt_trace *t, const struct gmt_scope *s);
+int32_t gmt_scope_peer(const struct gmt_trace *t, const struct gmt_scope *s);
 /* Index in t->scopes of scope `id`, or -1. */
 long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id);
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid);
@@ -141,5 +149,156 @@ struct gmt_ev_iter;
 struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t);
 size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max);
 void gmt_trace_iter_free(struct gmt_ev_iter *it);
+
+/*
+ * The same events for a reader that decodes the common records itself. While more than
+ * one run is left, gmt_trace_iter_merge() hands them out as gmt_trace_iter_next() does;
+ * it returns 0 once one run (or none) is left. That last run (all of a single-threaded
+ * trace) needs no merge: its records are in time order in the file, and
+ * gmt_trace_iter_walk() hands out its next event, already decoded, in *head and the
+ * records after it as a walk, leaving the iterator at its end (false when nothing is
+ * left). The reader then takes the records at [pos, lim) of the image one by one: the
+ * common ones with gmt_walk_alloc/_alloc_small/_free/_scope_* below, any other with
+ * gmt_walk_decode(), and moves on with gmt_walk_next_seg() when pos reaches lim. Records
+ * are only read where the loader found them whole: a record whose size would take the
+ * walk outside the segment or is not a multiple of 8 (the file changed since) ends the
+ * run, as it ends the iteration, and so must end the reader's walk.
+ */
+struct gmt_seg;                /* a chunk's records (trace.c) */
+struct gmt_walk {
+    const uint8_t *img;
+    uint64_t pos, lim;         /* the run's records left in the current segment */
+    uint64_t clock;            /* the thread's clock before pos, when clock_set */
+    bool clock_set;
+    int16_t device;            /* its current context's device before pos, -1 unknown */
+    uint32_t tid;
+    const struct gmt_seg *seg, *seg_last; /* the segment being read, the thread's last */
+    uint64_t run_end;          /* file offset where the run ends */
+};
+
+size_t gmt_trace_iter_merge(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max);
+bool gmt_trace_iter_walk(struct gmt_ev_iter *it, struct gmt_ev *head, struct gmt_walk *w);
+/* Moves to the run's next segment when pos has reached lim; false at the run's end. */
+bool gmt_walk_next_seg(struct gmt_walk *w);
+/* The whole record at pos, of any type, as the iteration decodes it; pos moves past it.
+ * Returns 1 with *e filled for an event, 0 for a record that is none (it may still move
+ * the clock or the device), -1 when the record is not whole in the segment (pos stays:
+ * the run ends there). */
+int gmt_walk_decode(const struct gmt_trace *t, struct gmt_walk *w, struct gmt_ev *e);
+
+/* The time of a record with a dt: the thread's clock moved by it, 0 while the clock is
+ * unset (it wraps rather than traps on a corrupt clock, as the reader does). */
+static inline uint64_t gmt_walk_tick(struct gmt_walk *w, uint32_t dt)
+{
+    if (!w->clock_set)
+        return 0;
+    w->clock += dt;
+    return w->clock;
+}
+
+/* The scope index a SCOPE_* record at `off` stands for, as the loader saw it then: -1 for
+ * an end whose begin was lost or comes later in the file. gmt_walk_scope() answers the
+ * common case (the dense array, no duplicate ids) inline. */
+long gmt_trace_scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off);
+
+static inline long gmt_walk_scope(const struct gmt_trace *t, uint32_t id, uint64_t off)
+{
+    if (!t->scope_dups && id < t->n_scope_dense && t->scope_dense[id]) {
+        long i = (long)t->scope_dense[id] - 1;
+        return t->scopes[i].offset <= off ? i : -1;
+    }
+    return gmt_trace_scope_at(t, id, off);
+}
+
+/* The common events, decoded from a whole record of their type at `h` (pos already past
+ * it): the iteration decodes them with these too. */
+static inline void gmt_walk_alloc(struct gmt_walk *w, const struct gmt_rec_alloc *a,
+                                  struct gmt_ev *e)
+{
+    e->time = gmt_walk_tick(w, a->dt);
+    e->type = GMT_EV_ALLOC;
+    e->addr = a->address;
+    e->bytes = a->bytes;
+    e->api = a->h.aux;
+    e->kind = a->kind;
+    e->stack = a->stack_id;
+    e->scope = a->scope_id;
+    e->error = 0;
+    e->device = a->device >= 0 ? a->device : w->device;
+    e->tid = w->tid;
+}
+
+/* exactly the ALLOC with scope 0 and device -1 (the thread's context) */
+static inline void gmt_walk_alloc_small(struct gmt_walk *w, const struct gmt_rec_alloc_small *a,
+                                        struct gmt_ev *e)
+{
+    e->time = gmt_walk_tick(w, a->dt);
+    e->type = GMT_EV_ALLOC;
+    e->addr = a->address;
+    e->bytes = a->bytes;
+    e->api = (uint16_t)GMT_SMALL_API(a->h.aux);
+    e->kind = (uint8_t)GMT_SMALL_KIND(a->h.aux);
+    e->stack = a->stack_id;
+    e->scope = 0;
+    e->error = 0;
+    e->device = w->device;
+    e->tid = w->tid;
+}
+
+static inline void gmt_walk_free(struct gmt_walk *w, const struct gmt_rec_free *f,
+                                 struct gmt_ev *e)
+{
+    e->time = gmt_walk_tick(w, f->dt);
+    e->type = GMT_EV_FREE;
+    e->addr = f->address;
+    e->bytes = 0;
+    e->api = f->h.aux;
+    e->kind = 0;
+    e->stack = f->h.size >= sizeof(struct gmt_rec_free_ext)
+                   ? ((const struct gmt_rec_free_ext *)(const void *)f)->stack_id : 0;
+    e->scope = f->scope_id;
+    e->error = 0;
+    e->device = w->device;
+    e->tid = w->tid;
+}
+
+/* A SCOPE_BEGIN at `off`: its event's scope is the index, not the id. (Fields one by one,
+ * not a memset: a reader's event held in registers stays there.) */
+static inline void gmt_walk_scope_begin(const struct gmt_trace *t, struct gmt_walk *w,
+                                        const struct gmt_rec_scope_begin *b, uint64_t off,
+                                        struct gmt_ev *e)
+{
+    e->time = gmt_walk_tick(w, b->dt);
+    e->type = GMT_EV_SCOPE_BEGIN;
+    e->addr = e->bytes = 0;
+    e->api = e->kind = 0;
+    e->stack = 0;
+    e->scope = (uint32_t)gmt_walk_scope(t, b->scope_id, off);
+    e->error = 0;
+    e->device = w->device;
+    e->tid = 0;
+}
+
+/* A SCOPE_END at `off`: false when it is no event (nothing to close, as when loading);
+ * the clock moves either way. */
+static inline bool gmt_walk_scope_end(const struct gmt_trace *t, struct gmt_walk *w,
+                                      const struct gmt_rec_scope_end *x, uint64_t off,
+                                      struct gmt_ev *e)
+{
+    uint64_t time = gmt_walk_tick(w, x->dt);
+    long i = gmt_walk_scope(t, x->scope_id, off);
+    if (i < 0)
+        return false;
+    e->time = time;
+    e->type = GMT_EV_SCOPE_END;
+    e->addr = e->bytes = 0;
+    e->api = e->kind = 0;
+    e->stack = 0;
+    e->scope = (uint32_t)i;
+    e->error = 0;
+    e->device = w->device;
+    e->tid = 0;
+    return true;
+}
 
 #endif
