@@ -106,15 +106,18 @@ GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by n
  * through the macros below. */
 struct gmt_hot {
     _Atomic int writer_state;                /* writer.c: enum state */
-    _Atomic int versions_noted[4];           /* versions.c */
+    int off;                                 /* options.c: a copy of gmt_opt.off */
     _Atomic int policy_kind;                 /* scope.c: MEMINFO policy, once parsed */
     uint32_t policy_first, policy_every;     /* scope.c: written before policy_kind */
     _Atomic int ndeferred;                   /* hooks_nccl.c: communicators not ready */
+    _Atomic unsigned char versions_noted[4]; /* versions.c */
+    /* Generations are compared for equality only: 32 bits wrap after 4 billion
+     * dlopen/dlclose calls, harmlessly. */
+    _Atomic unsigned dl_generation;          /* resolve.c: dlopen/dlclose generation */
+    _Atomic unsigned single_copy_gen[3];     /* resolve.c: per library, see hooks.h */
     _Atomic unsigned long comm_gen;          /* scope.c: communicator cache generation */
-    _Atomic unsigned long dl_generation;     /* resolve.c: dlopen/dlclose generation */
-    _Atomic unsigned long single_copy_gen[3];/* resolve.c: per library, see hooks.h */
-    int off;                                 /* options.c: a copy of gmt_opt.off */
 } __attribute__((aligned(64)));
+_Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
 #define gmt_writer_state gmt_hot.writer_state
 #define gmt_versions_noted gmt_hot.versions_noted

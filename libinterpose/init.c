@@ -19,7 +19,7 @@ static struct sigaction prev_action[NSIG];
  * library known to be loaded once). */
 struct gmt_hot gmt_hot = {
     .comm_gen = 1,
-    .single_copy_gen = {~0ul, ~0ul, ~0ul},
+    .single_copy_gen = {~0u, ~0u, ~0u},
 };
 
 static _Atomic int atfork_done;

@@ -18,7 +18,7 @@ extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
 struct frame {
     uint32_t id;
     uint8_t op;
-    int8_t group;       /* depth of the nearest enclosing Group frame, or -1 */
+    int8_t group;       /* depth of the outermost enclosing Group frame, or -1 */
     uint64_t devmask;   /* devices this scope is registered on (foreign-thread table) */
     uint64_t memmask;   /* devices sampled at begin: sampled again at end */
 };
@@ -660,7 +660,8 @@ uint32_t gmt_scope_for_foreign_thread(int device)
  * inits in the group too) happen in ncclGroupEnd, when the members have returned. So a
  * member registers its group on the device instead of itself (a foreign thread's
  * allocation during ncclGroupEnd then finds the group), and the sample is taken once per
- * device for the group and closed when the group ends. */
+ * device for the group and closed when the group ends. With nested groups, all of that
+ * is the outermost group's: NCCL does the work at the outermost ncclGroupEnd. */
 static void concern_device(int depth, int device, uint64_t comm, unsigned op, uint64_t bytes,
                            struct comm_memo *m)
 {
@@ -691,6 +692,28 @@ static bool first_of_lookup(uint64_t comm, unsigned op)
     if (atomic_load_explicit(&captured[i], memory_order_relaxed))
         return false;
     return atomic_exchange_explicit(&captured[i], 1, memory_order_relaxed) == 0;
+}
+
+/* first_of's memo for calls without a communicator (groups, inits before they return):
+ * kept out of the communicator memo, which a thread driving 8 GPUs fills with its 8
+ * communicators. Valid while comm_gen is unchanged (a fork child's is not). */
+static GMT_TLS struct {
+    unsigned long gen;
+    uint64_t ops_seen;
+} t_nocomm;
+
+static bool first_of_nocomm(unsigned op)
+{
+    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    if (t_nocomm.gen != gen) {
+        t_nocomm.ops_seen = 0;
+        t_nocomm.gen = gen;
+    }
+    uint64_t bit = op < 64 ? 1ull << op : 0;
+    if (t_nocomm.ops_seen & bit)
+        return false;
+    t_nocomm.ops_seen |= bit;
+    return first_of_lookup(0, op);
 }
 
 /* True for the one call (process-wide) that captures the stack of (comm, op). */
@@ -738,9 +761,10 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     if (!gmt_writer_ready())
         return 0;
     uint32_t id = new_scope_id();
-    struct comm_memo *m = memo_of(comm);
+    struct comm_memo *m = comm ? memo_of(comm) : NULL;
     uint32_t stack_id = 0;
-    if (gmt_stack_capture && GMT_UNLIKELY(first_of(m, comm, op))) {
+    if (gmt_stack_capture &&
+        GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op))) {
         int saved_errno = errno;
         stack_id = gmt_stack_capture(NULL);
         errno = saved_errno;
@@ -763,11 +787,21 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     int depth = gmt_ts.scope_depth++;
     if (depth < FRAMES) {
         gmt_ts.scope_stack[depth] = id;
+        /* the outermost open group: NCCL does the work of nested groups at the
+         * outermost ncclGroupEnd */
         int g = -1;
-        if (depth > 0)
-            g = frames[depth - 1].op == GMT_OP_Group ? depth - 1 : frames[depth - 1].group;
+        if (depth > 0) {
+            g = frames[depth - 1].group;
+            if (g < 0 && frames[depth - 1].op == GMT_OP_Group)
+                g = depth - 1;
+        }
         frames[depth] = (struct frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
         if (comm) {
+            /* A signal handler's NCCL call during gmt_emit may have given m's entry to
+             * another communicator. */
+            if (GMT_UNLIKELY(m->comm != comm ||
+                             m->gen != atomic_load_explicit(&comm_gen, memory_order_acquire)))
+                m = memo_of(comm);
             size_t esz = gmt_nccl_type_size(datatype);
             concern_device(depth, comm_device(comm, m), comm, op, count * esz, m);
         }
@@ -832,7 +866,7 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
  * Inside a user group a member call only enqueues: NCCL does its work, and allocates for
  * it, in ncclGroupEnd (FACTS.md). Once a member's (comm, op) had its first call (its stack
  * captured), its communicator's device is known and no sample is wanted, the member needs
- * no frame of its own while it runs: it registers its group on its device, and at its
+ * no frame of its own while it runs: it registers its (outermost) group on its device, and at its
  * return writes its SCOPE_BEGIN and SCOPE_END together, both at the thread's previous
  * time (no clock read): a scope of length 0 inside its group, which carries the time.
  * Everything else takes gmt_scope_begin/gmt_scope_end.
@@ -857,8 +891,9 @@ bool gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
     if (k != POLICY_NEVER &&
         (k != POLICY_FIRST || policy_every || op != m->done_op || bytes != m->done_bytes))
         return false;
-    if (!(frames[depth - 1].devmask & (1ull << m->device)))
-        frame_register(depth - 1, m->device);
+    int g = frames[depth - 1].group >= 0 ? frames[depth - 1].group : depth - 1;
+    if (!(frames[g].devmask & (1ull << m->device)))
+        frame_register(g, m->device);
     return true;
 }
 

@@ -20,7 +20,7 @@ void gmt_version_note_slow(enum gmt_component c)
     unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
     if (atomic_load_explicit(&failed_gen[c], memory_order_relaxed) == gen + 1)
         return;
-    int expected = 0;
+    unsigned char expected = 0;
     if (!atomic_compare_exchange_strong(&gmt_versions_noted[c], &expected, 1))
         return;
     /* each is a plain query of a constant: cuDriverGetVersion needs no cuInit,

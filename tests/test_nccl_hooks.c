@@ -12,6 +12,8 @@
 #include "nccl_abi.h"
 #include "alloc_rec.h"
 #include "reader.h"
+#include "replay.h"
+#include "trace.h"
 
 #ifndef NCCL_PROG
 #define NCCL_PROG "" /* no fake NCCL yet: tests that run it are skipped */
@@ -479,6 +481,32 @@ Test(nccl_hooks, proxy_thread_allocations_carry_the_collective_scope)
     cr_expect_gt(stamped, 0, "no allocation of another thread carries an all_reduce scope");
 }
 
+/* Nested groups: NCCL's proxy thread allocates in the outermost ncclGroupEnd, after the
+ * inner group has ended: its allocations carry the outer group's scope. */
+Test(nccl_hooks, proxy_allocations_in_nested_groups_carry_the_outermost_group)
+{
+    const char *args[] = {"nested", NULL};
+    struct run r;
+    run_prog(&r, true, args, NULL);
+    load(r.trace);
+    cr_assert_eq(count_op(GMT_OP_Group), 2);
+    struct scope *outer = NULL;
+    for (int i = 0; i < T.nscopes; i++)
+        if (T.scopes[i].op == GMT_OP_Group && T.scopes[i].parent == 0)
+            outer = &T.scopes[i];
+    cr_assert_not_null(outer);
+    int foreign = 0;
+    for (int k = 0; k < T.nallocs; k++) {
+        if (T.allocs[k].tid == outer->tid || T.allocs[k].t < outer->t_begin ||
+            T.allocs[k].t > outer->t_end)
+            continue;
+        foreign++;
+        cr_expect_eq(T.allocs[k].scope, outer->id, "allocation %d of thread %u: scope %u", k,
+                     T.allocs[k].tid, T.allocs[k].scope);
+    }
+    cr_expect_gt(foreign, 0, "the proxy thread allocated inside the groups");
+}
+
 Test(nccl_hooks, group_scope_holds_its_collectives_and_initall_writes_a_comm_per_device)
 {
     const char *args[] = {"group", NULL};
@@ -689,12 +717,13 @@ Test(nccl_hooks, meminfo_and_stacks_per_communicator_when_one_thread_rotates_ove
  * time, inside their group, with every field of a full scope. */
 Test(nccl_hooks, later_group_members_are_zero_length_scopes_in_their_group)
 {
-    const char *args[] = {"rotate", "3", "2", NULL};
+    /* four cliques: eight communicators on one thread, the memo's size */
+    const char *args[] = {"rotate", "3", "4", NULL};
     const char *envs[] = {"GPUMEMTRACE_MEMINFO=never", NULL};
     struct run r;
     run_prog(&r, true, args, envs);
     load(r.trace);
-    cr_assert_eq(T.ncomms, 4);
+    cr_assert_eq(T.ncomms, 8);
     for (int c = 0; c < T.ncomms; c++) {
         int calls = 0;
         for (int i = 0; i < T.nscopes; i++) {
@@ -721,6 +750,36 @@ Test(nccl_hooks, later_group_members_are_zero_length_scopes_in_their_group)
         }
         cr_expect_eq(calls, 3);
     }
+}
+
+/* The CLI's host time per call leaves out the members it has no time for: each
+ * communicator's all_reduce row has its 3 calls, of which only the first was timed. */
+Test(nccl_hooks, host_time_counts_only_the_timed_calls)
+{
+    const char *args[] = {"rotate", "3", "2", NULL};
+    const char *envs[] = {"GPUMEMTRACE_MEMINFO=never", NULL};
+    struct run r;
+    run_prog(&r, true, args, envs);
+    struct gmt_trace t;
+    char err[256];
+    cr_assert_eq(gmt_trace_load(&t, r.trace, err, sizeof err), 0, "%s", err);
+    struct gmt_replay_opts o = {.device = -1};
+    struct gmt_report rep;
+    cr_assert_eq(gmt_replay(&t, &o, &rep), 0);
+    int rows = 0;
+    for (size_t i = 0; i < rep.n_colls; i++) {
+        const struct gmt_coll_row *c = &rep.colls[i];
+        if (c->op != GMT_OP_AllReduce)
+            continue;
+        rows++;
+        cr_expect_eq(c->calls, 3);
+        cr_expect_eq(c->host_calls, 1, "row %zu: %llu timed calls", i,
+                     (unsigned long long)c->host_calls);
+        cr_expect_eq(c->host_ns_total, c->host_ns_first, "only the first call has a time");
+    }
+    cr_expect_eq(rows, 4, "one row per communicator");
+    gmt_report_free(&rep);
+    gmt_trace_free(&t);
 }
 
 Test(nccl_hooks, meminfo_bad_value_warns_and_uses_the_default)

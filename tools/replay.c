@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nccl_abi.h" /* gmt_nccl_type_size: the library's table */
 #include "reader.h"
 #include "util.h"
 
@@ -38,14 +39,6 @@ bool gmt_kind_is_device(unsigned kind)
 bool gmt_kind_is_host(unsigned kind)
 {
     return kind < 256 && is_host((uint8_t)kind);
-}
-
-unsigned gmt_nccl_type_size(int dt)
-{
-    /* ncclInt8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32, Float64, Bfloat16,
-     * Float8e4m3, Float8e5m2 */
-    static const unsigned size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-    return dt >= 0 && dt < (int)(sizeof size / sizeof size[0]) ? size[dt] : 0;
 }
 
 /* Address namespaces: a handle, a pointer, a reservation and a mapping may share a value.
@@ -983,6 +976,8 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             row->failed++;
         row->allocs += sc[i].n;
         row->host_ns_total += host;
+        /* a member of a group that begins and ends at one instant was not timed */
+        row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
     }
     free(order);
     free(labels);

@@ -15,8 +15,6 @@
  * are pinned host memory; the rest is address space or a peer's memory. */
 bool gmt_kind_is_device(unsigned kind);
 bool gmt_kind_is_host(unsigned kind);
-/* Bytes one element of an ncclDataType_t takes; 0 unknown. */
-unsigned gmt_nccl_type_size(int datatype);
 
 struct gmt_replay_opts {
     const uint8_t *stack_cat;  /* category index per stack id (t->n_stacks entries), or NULL */
@@ -59,6 +57,9 @@ struct gmt_coll_row {
     uint64_t allocs, alloc_bytes;      /* allocations attributed (all calls) */
     uint64_t allocs_other_thread;      /* of them, made on another thread (NCCL's proxy) */
     uint64_t host_ns_first, host_ns_total;
+    uint64_t host_calls;               /* calls whose host time was measured: all but group
+                                        * members written the short way (zero length at
+                                        * their group's time, docs/trace-format.md) */
     uint64_t first_time;
     uint32_t first_stack;              /* the first call's stack on the caller's side, 0 none */
 };

@@ -488,7 +488,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         else
             snprintf(ld, sizeof ld, c->calls > 1 ? "?" : "-");
         snprintf(al, sizeof al, "%" PRIu64 "(%" PRIu64 ")", c->allocs, c->allocs_other_thread);
-        gmt_fmt_duration(ht, sizeof ht, c->calls ? c->host_ns_total / c->calls : 0);
+        gmt_fmt_duration(ht, sizeof ht, c->host_calls ? c->host_ns_total / c->host_calls : 0);
         fprintf(out, "  %-28.28s %-9s %6" PRIu64 " %10s %10s %10s %10s %10s %13s %9s\n", c->label,
                 rank, c->calls, bpc, ft, fd, lm, ld, al, ht);
         if (c->failed)
@@ -677,8 +677,10 @@ void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_r
             fprintf(out, "null");
         fprintf(out, ", \"allocs\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64
                      ", \"allocs_other_thread\": %" PRIu64 ", \"host_ns_first\": %" PRIu64
-                     ", \"host_ns_total\": %" PRIu64 ", \"first_call_stack\": ",
-                c->allocs, c->alloc_bytes, c->allocs_other_thread, c->host_ns_first, c->host_ns_total);
+                     ", \"host_ns_total\": %" PRIu64 ", \"host_calls\": %" PRIu64
+                     ", \"first_call_stack\": ",
+                c->allocs, c->alloc_bytes, c->allocs_other_thread, c->host_ns_first, c->host_ns_total,
+                c->host_calls);
         char line[8192];
         gmt_fput_json_string(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
         fprintf(out, "}");
@@ -748,7 +750,7 @@ void gmt_report_csv(FILE *out, const struct gmt_analysis *a, const struct gmt_re
             fprintf(out, ",%d,%" PRIu64 ",%" PRIu64 ",,\n", r->device, r->peak, r->end);
     }
     fprintf(out, "section,file,op,rank,nranks,calls,bytes_per_call,first_tracked_bytes,first_device_bytes,"
-                 "later_tracked_max_bytes,allocs,allocs_other_thread,host_ns_total\n");
+                 "later_tracked_max_bytes,allocs,allocs_other_thread,host_ns_total,host_calls\n");
     for (size_t i = 0; i < rep->n_colls; i++) {
         const struct gmt_coll_row *c = &rep->colls[i];
         if (!coll_selected(o, c))
@@ -761,8 +763,9 @@ void gmt_report_csv(FILE *out, const struct gmt_analysis *a, const struct gmt_re
                 c->bytes_per_call, c->first_tracked);
         if (c->first_has_dev)
             fprintf(out, "%" PRId64, c->first_dev);
-        fprintf(out, ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c->later_tracked_max,
-                c->allocs, c->allocs_other_thread, c->host_ns_total);
+        fprintf(out, ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                c->later_tracked_max, c->allocs, c->allocs_other_thread, c->host_ns_total,
+                c->host_calls);
     }
     fprintf(out, "section,file,category,live_at_peak_bytes,live_at_end_bytes,allocs,bytes_total,stack\n");
     long shown = 0;

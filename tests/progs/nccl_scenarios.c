@@ -286,6 +286,26 @@ static int rotate(void)
     return 0;
 }
 
+/* Nested user groups around the first all_reduce of a clique: NCCL sets up its
+ * connections (its proxy thread allocates) in the outermost ncclGroupEnd. */
+static int nested(void)
+{
+    ncclComm_t c[2];
+    buffers();
+    if (ncclCommInitAll(c, 2, NULL) != ncclSuccess)
+        return 1;
+    ncclGroupStart();
+    ncclGroupStart();
+    for (int d = 0; d < 2; d++)
+        ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, c[d], streams[d]);
+    printf("inner group end r=%d\n", (int)ncclGroupEnd());
+    printf("outer group end r=%d\n", (int)ncclGroupEnd());
+    print_sums("nested");
+    for (int d = 0; d < 2; d++)
+        ncclCommDestroy(c[d]);
+    return 0;
+}
+
 /* Communicators created inside a group: they exist once ncclGroupEnd returns. */
 static int init_in_group(void)
 {
@@ -330,6 +350,8 @@ int main(int argc, char **argv)
         return init_in_group();
     if (strcmp(what, "rotate") == 0)
         return rotate();
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]\n", argv[0]);
+    if (strcmp(what, "nested") == 0)
+        return nested();
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested\n", argv[0]);
     return 2;
 }
