@@ -500,8 +500,9 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
             fprintf(out, "    called from %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
         }
     }
-    fprintf(out, "  host time = mean per call. (proxy) = allocations made on another thread than\n"
-                 "  the caller's (NCCL's proxy service thread) while the call was in flight.\n");
+    fprintf(out, "  host time = mean per timed call (grouped calls after their first are written\n"
+                 "  untimed). (proxy) = allocations made on another thread than the caller's\n"
+                 "  (NCCL's proxy service thread) while the call was in flight.\n");
 }
 
 static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
