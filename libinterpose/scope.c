@@ -752,6 +752,34 @@ __attribute__((constructor)) static void register_fork_child(void)
     pthread_atfork(NULL, NULL, fork_child);
 }
 
+/* The two records of a scope, as gmt_scope_begin/_end and the short way write them. */
+static inline struct gmt_rec_scope_begin begin_rec(enum gmt_op op, uint32_t id, uint32_t stack_id,
+                                                   uint64_t comm, uint64_t count, int datatype,
+                                                   int peer, uint64_t stream)
+{
+    return (struct gmt_rec_scope_begin){
+        .h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op,
+              .size = gmt_rec_padded(sizeof(struct gmt_rec_scope_begin))},
+        .scope_id = id,
+        .parent_id = gmt_current_scope(),
+        .stack_id = stack_id,
+        .comm = comm,
+        .count = count,
+        .stream = stream,
+        .datatype = datatype,
+        .peer = peer,
+    };
+}
+static inline struct gmt_rec_scope_end end_rec(enum gmt_op op, uint32_t id, int result)
+{
+    return (struct gmt_rec_scope_end){
+        .h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op,
+              .size = gmt_rec_padded(sizeof(struct gmt_rec_scope_end))},
+        .scope_id = id,
+        .result = result,
+    };
+}
+
 /* errno: the common path below makes no call that can set it (gmt_emit, the memo, the
  * tables); what can (a stack capture, a sample, asking the driver for the current
  * device, noting a version) saves and restores it where it is called. */
@@ -770,17 +798,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
         errno = saved_errno;
     }
 
-    struct gmt_rec_scope_begin r = {
-        .h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op, .size = gmt_rec_padded(sizeof r)},
-        .scope_id = id,
-        .parent_id = gmt_current_scope(),
-        .stack_id = stack_id,
-        .comm = comm,
-        .count = count,
-        .stream = stream,
-        .datatype = datatype,
-        .peer = peer,
-    };
+    struct gmt_rec_scope_begin r = begin_rec(op, id, stack_id, comm, count, datatype, peer, stream);
     gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_version_note(GMT_COMP_NCCL);
 
@@ -853,11 +871,7 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
             gmt_ts.scope_depth = k;
         }
     }
-    struct gmt_rec_scope_end r = {
-        .h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op, .size = gmt_rec_padded(sizeof r)},
-        .scope_id = scope_id,
-        .result = result,
-    };
+    struct gmt_rec_scope_end r = end_rec(op, scope_id, result);
     gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
 }
 
@@ -904,21 +918,7 @@ void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int da
     struct {
         struct gmt_rec_scope_begin b;
         struct gmt_rec_scope_end e;
-    } r = {
-        .b = {.h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op,
-                    .size = gmt_rec_padded(sizeof r.b)},
-              .scope_id = id,
-              .parent_id = gmt_current_scope(),
-              .comm = comm,
-              .count = count,
-              .stream = stream,
-              .datatype = datatype,
-              .peer = peer},
-        .e = {.h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op,
-                    .size = gmt_rec_padded(sizeof r.e)},
-              .scope_id = id,
-              .result = result},
-    };
+    } r = {begin_rec(op, id, 0, comm, count, datatype, peer, stream), end_rec(op, id, result)};
     _Static_assert(sizeof r.b % GMT_ALIGN == 0 && sizeof r.e % GMT_ALIGN == 0 &&
                        sizeof r == sizeof r.b + sizeof r.e,
                    "the two records back to back, each padded");

@@ -879,6 +879,52 @@ static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_off
     t_in_emit = 0;
 }
 
+/* The fast path of both emits: `size` bytes of records (at most 128) from a thread that
+ * has its buffer, with the file open and room before the ring's end. timed (a constant
+ * at each call): the first record's dt at dt_offset is filled from the clock, which must
+ * fit it; else the records keep their dt fields (0: the thread's previous time) and the
+ * clock is not read. False: nothing was written, the caller takes the slow way. */
+static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
+                                                           size_t dt_offset, bool timed)
+{
+    struct buf *b = t_buf;
+    if (GMT_UNLIKELY(!b || t_in_emit | t_opening ||
+                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
+                     size - 8u > 120u || size % GMT_ALIGN ||
+                     (timed && (!dt_offset || dt_offset + 4 > size))))
+        return false;
+    /* Marked before the buffer is looked at: a signal handler that emits from here on
+     * drops its record instead of appending under our feet. */
+    t_in_emit = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+    uint64_t clock = t_clock;
+    uint64_t now = timed ? gmt_now_ns() : clock;
+    if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
+                     (timed && now - clock > UINT32_MAX && now > clock))) {
+        atomic_signal_fence(memory_order_seq_cst);
+        t_in_emit = 0;
+        return false;
+    }
+    unsigned char *dst = b->data + b->at;
+    copy_small(dst, rec, size);
+    if (timed) {
+        /* dt goes straight into the ring's copy: the copy's loads then don't wait for the
+         * clock (the TSC read has tens of cycles of latency) through a store into *rec. */
+        uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
+        memcpy(dst + dt_offset, &dt, sizeof dt);
+        t_clock = clock + dt;
+    }
+    if (head == tail)
+        atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
+    b->at += size;
+    atomic_store_explicit(&b->head, head + size, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    t_in_emit = 0;
+    return true;
+}
+
 /*
  * The common case in a few dozen instructions: an event record (it has a dt) of at most
  * 128 bytes, from a thread that has its buffer, with the file open, room in the ring
@@ -890,42 +936,8 @@ static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_off
 void gmt_emit(void *rec, size_t dt_offset)
 {
     struct gmt_rec *h = rec;
-    struct buf *b = t_buf;
-    uint32_t size = h->size;
-    if (GMT_UNLIKELY(!b || !dt_offset || t_in_emit | t_opening ||
-                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
-                     size - 8u > 120u || size % GMT_ALIGN || dt_offset + 4 > size))
-        goto slow;
-    /* Marked before the buffer is looked at: a signal handler that emits from here on
-     * drops its record instead of appending under our feet. */
-    t_in_emit = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-    uint64_t now = gmt_now_ns();
-    uint64_t clock = t_clock;
-    if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
-                     (now - clock > UINT32_MAX && now > clock))) {
-        atomic_signal_fence(memory_order_seq_cst);
-        t_in_emit = 0;
-        goto slow;
-    }
-    /* dt goes straight into the ring's copy: the copy's loads then don't wait for the
-     * clock (the TSC read has tens of cycles of latency) through a store into *h. */
-    uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
-    unsigned char *dst = b->data + b->at;
-    copy_small(dst, h, size);
-    memcpy(dst + dt_offset, &dt, sizeof dt);
-    t_clock = clock + dt;
-    if (head == tail)
-        atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
-    b->at += size;
-    atomic_store_explicit(&b->head, head + size, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    t_in_emit = 0;
-    return;
-slow:
-    emit_slow(h, dt_offset);
+    if (GMT_UNLIKELY(!emit_fast(h, h->size, dt_offset, true)))
+        emit_slow(h, dt_offset);
 }
 
 /*
@@ -935,28 +947,7 @@ slow:
  */
 bool gmt_emit_untimed(const void *recs, uint32_t size)
 {
-    struct buf *b = t_buf;
-    if (GMT_UNLIKELY(!b || t_in_emit | t_opening ||
-                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
-                     size - 8u > 120u || size % GMT_ALIGN))
-        return false;
-    t_in_emit = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-    if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at)) {
-        atomic_signal_fence(memory_order_seq_cst);
-        t_in_emit = 0;
-        return false;
-    }
-    copy_small(b->data + b->at, recs, size);
-    if (head == tail)
-        atomic_store_explicit(&b->oldest_ns, t_clock, memory_order_relaxed);
-    b->at += size;
-    atomic_store_explicit(&b->head, head + size, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    t_in_emit = 0;
-    return true;
+    return emit_fast(recs, size, 0, false);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */

@@ -663,6 +663,31 @@ read_error:
                 (unsigned long long)off, strerror(errno));
 }
 
+/* Whether the record h (room bytes left in the image from it) is one the batch loops
+ * below take as it is: a type without state or variable parts, whole, its size as 4.1
+ * says (one test for all the rules; gmt_reader_next says which one is broken). */
+static inline __attribute__((always_inline)) bool plain_record(const struct gmt_rec *h,
+                                                               uint64_t room)
+{
+    if (h->type >= GMT_REC_TYPE_MAX)
+        return false;
+    uint32_t size = h->size;
+    return !type_rule[h->type].flags && size >= fixed_size[h->type] && !(size % GMT_ALIGN) &&
+           size <= GMT_REC_MAX && size <= room;
+}
+
+static inline __attribute__((always_inline)) void put_event(struct gmt_event *e,
+                                                            const struct gmt_rec *h,
+                                                            uint64_t off, uint64_t index,
+                                                            uint64_t t, uint64_t tid)
+{
+    e->rec = h;
+    e->offset = off;
+    e->index = index;
+    e->time_ns = t;
+    e->tid = (uint32_t)tid;
+}
+
 /*
  * The records of a mapped image that need nothing but their size checked and their
  * clock moved (all but the first few and the CHUNKs), read in a loop that keeps the
@@ -683,14 +708,9 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
     size_t n = 0;
     while (n < max && len - off >= sizeof(struct gmt_rec)) {
         const struct gmt_rec *h = (const void *)(map + off);
-        if (h->type >= GMT_REC_TYPE_MAX)
+        if (!plain_record(h, len - off))
             break;
         struct type_rule rule = type_rule[h->type];
-        uint32_t size = h->size;
-        /* one test for the rules of 4.1; gmt_reader_next says which one is broken */
-        if (rule.flags || size < fixed_size[h->type] || size % GMT_ALIGN || size > GMT_REC_MAX ||
-            size > len - off)
-            break;
         uint64_t t = 0;
         if (rule.clock == CLOCK_DT) {
             uint32_t dt;
@@ -702,13 +722,8 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
             clock = t;
             set = true;
         }
-        ev[n].rec = h;
-        ev[n].offset = off;
-        ev[n].index = nrec++;
-        ev[n].time_ns = t;
-        ev[n].tid = (uint32_t)tid;
-        n++;
-        off += size;
+        put_event(&ev[n++], h, off, nrec++, t, tid);
+        off += h->size;
     }
     r->off = off;
     r->nrec = nrec;
@@ -802,13 +817,9 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
         if (n == max || len - off < sizeof(struct gmt_rec))
             break;
         const struct gmt_rec *h = (const void *)(map + off);
-        if (h->type >= GMT_REC_TYPE_MAX)
+        if (!plain_record(h, len - off))
             break;
         struct type_rule rule = type_rule[h->type];
-        uint32_t size = h->size;
-        if (rule.flags || size < fixed_size[h->type] || size % GMT_ALIGN || size > GMT_REC_MAX ||
-            size > len - off)
-            break;
         uint64_t t = 0;
         if (rule.clock == CLOCK_DT) {
             uint32_t dt;
@@ -825,13 +836,8 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
             clock = min_time = t;
             set = true;
         }
-        ev[n].rec = h;
-        ev[n].offset = off;
-        ev[n].index = nrec++;
-        ev[n].time_ns = t;
-        ev[n].tid = (uint32_t)tid;
-        n++;
-        off += size;
+        put_event(&ev[n++], h, off, nrec++, t, tid);
+        off += h->size;
     }
     r->off = off;
     r->nrec = nrec;
