@@ -30,7 +30,10 @@
       "device memory sampling around NCCL calls: never | always | first:N[,every:K]")       \
     X(TSC, bool_, tsc, 1, "GPUMEMTRACE_TSC",                                                 \
       "1: read the clock as the TSC where the kernel's clocksource is tsc; 0: clock_gettime") \
-    X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")
+    X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")              \
+    X(GROUP_REPEAT, bool_, group_repeat, 1, "GPUMEMTRACE_GROUP_REPEAT",                      \
+      "1: a user group with the same members as the thread's last one is written as one "   \
+      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")
 
 struct gmt_options {
 #define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;
@@ -115,6 +118,7 @@ struct gmt_hot {
      * dlopen/dlclose calls, harmlessly. */
     _Atomic unsigned dl_generation;          /* resolve.c: dlopen/dlclose generation */
     _Atomic unsigned single_copy_gen[3];     /* resolve.c: per library, see hooks.h */
+    int no_repeat;                           /* options.c: !gmt_opt.group_repeat */
     _Atomic unsigned long comm_gen;          /* scope.c: communicator cache generation */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
@@ -145,6 +149,9 @@ GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
  * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
  * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
+/* Records as one piece, at most 128 bytes, the one dt at dt_offset filled from the clock.
+ * False when it can't: then emit them one by one with gmt_emit. */
+GMT_HIDDEN bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -202,11 +209,13 @@ GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t coun
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
 /* A member of an open user group, after its (comm, op)'s first call and with no sample
- * wanted: true when it can be recorded the short way, by gmt_scope_member_post at its
- * return (no frame, no clock read); false: use gmt_scope_begin/gmt_scope_end. */
-GMT_HIDDEN bool gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes);
+ * wanted: its communicator's device (>= 0) when it can be recorded the short way, by
+ * gmt_scope_member_post at its return (no frame, no clock read); -1: use
+ * gmt_scope_begin/gmt_scope_end. */
+GMT_HIDDEN int gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes);
 GMT_HIDDEN void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count,
-                                      int datatype, int peer, uint64_t stream, int result);
+                                      int datatype, int peer, uint64_t stream, int result,
+                                      int device);
 /* The open scope `scope_id` also concerns `device` (-1: the thread's current one), e.g.
  * an init: register it for foreign-thread attribution, sample memory keyed by `key`. */
 GMT_HIDDEN void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key);
@@ -255,6 +264,7 @@ struct gmt_thread_state {
     int w_in_emit;                   /* writer.c: t_in_emit */
     uint8_t w_opening;               /* writer.c: t_opening */
     uint8_t memo_next;               /* scope.c: t_memo_next (MEMOS divides 256) */
+    uint8_t rep_state;               /* scope.c: repeated groups, GMT_REP_* */
     uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
 };
 _Static_assert(offsetof(struct gmt_thread_state, scope_stack) <= 64, "the hot part in a line");
@@ -264,6 +274,72 @@ static inline uint32_t gmt_current_scope(void)
 {
     int d = gmt_ts.scope_depth;
     return d > 0 ? gmt_ts.scope_stack[(d > 32 ? 32 : d) - 1] : 0;
+}
+
+/* ---- scope.c: repeated groups ---- */
+/* Repeated groups (scope.c "repeated groups"): a user group whose members are those of
+ * the thread's previous group again is written as GROUP_REPEAT. While the members of an
+ * open group still match (GMT_REP_MATCH), those that returned are not written yet: any
+ * other record of the thread must write them first (gmt_emit's slow way calls
+ * gmt_scope_repeat_spill). gmt_scope_repeat_pre: a member that matches the next one of the
+ * template: its index, and it registers the group on the member's device; else -1 (the
+ * matched ones are written, the member goes the usual way). _post at its return.
+ * gmt_scope_repeat_forget: a record of the thread was lost (or a THREAD record starts a
+ * new stretch of it): no template until the next group; returns the members that were
+ * waiting and are lost with it. */
+enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
+#define GMT_REP_MAX 8
+struct gmt_rep_member {
+    uint64_t comm, count, stream;
+    int32_t datatype, peer, result;
+    uint8_t op;
+    int8_t device;
+};
+struct gmt_rep {
+    uint8_t n;          /* template: members of the previous group, 0 none */
+    uint8_t cur;        /* members of the open group begun (matched or recorded) */
+    uint8_t done;       /* MATCH: members matched that returned with the template's result */
+    uint8_t spilled;    /* members the last spill wrote */
+    uint32_t group;     /* the open group's scope id */
+    uint32_t like;      /* the group whose members the template holds */
+    unsigned long gen;  /* comm_gen the template's devices hold under */
+    uint64_t devmask;   /* the template's devices */
+    struct gmt_rep_member m[GMT_REP_MAX];
+};
+GMT_HIDDEN extern GMT_TLS struct gmt_rep gmt_rep;
+GMT_HIDDEN void gmt_scope_repeat_spill(void);
+GMT_HIDDEN unsigned gmt_scope_repeat_forget(void);
+GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
+                                           uint64_t count, int datatype, int peer,
+                                           uint64_t stream, int result);
+static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t count,
+                                       int datatype, int peer, uint64_t stream)
+{
+    unsigned i = gmt_rep.cur;
+    if (GMT_LIKELY(i == gmt_rep.done && i < gmt_rep.n && gmt_ts.scope_depth == 1)) {
+        const struct gmt_rep_member *x = &gmt_rep.m[i];
+        if (GMT_LIKELY(x->comm == comm && x->count == count && x->stream == stream &&
+                       x->op == (unsigned)op && x->datatype == datatype && x->peer == peer)) {
+            gmt_rep.cur = (uint8_t)(i + 1);
+            return (int)i;
+        }
+    }
+    /* Not the next member: the matched ones are written, and recording goes on from here
+     * (this member may still join the template, the short way). */
+    gmt_scope_repeat_spill();
+    return -1;
+}
+static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t comm,
+                                         uint64_t count, int datatype, int peer,
+                                         uint64_t stream, int result)
+{
+    if (GMT_LIKELY(result == gmt_rep.m[index].result)) {
+        gmt_rep.done = (uint8_t)(index + 1);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (GMT_LIKELY(gmt_ts.rep_state == GMT_REP_MATCH))
+            return; /* written (as GROUP_REPEAT) at the group's end */
+    }
+    gmt_scope_repeat_post_slow(index, op, comm, count, datatype, peer, stream, result);
 }
 
 #endif

@@ -38,7 +38,8 @@ static GMT_TLS int npending;
 
 struct call {
     uint32_t scope;
-    bool member; /* recorded the short way at return (gmt_scope_member_pre) */
+    int member; /* >= 0: recorded the short way at return, on this device (gmt_scope_member_pre) */
+    int repeat; /* >= 0: this member of a repeated group (gmt_scope_repeat_pre) */
 };
 
 static uint64_t fnv1a(const void *p, size_t n)
@@ -178,10 +179,17 @@ static void flush_pending(ncclResult_t r)
 GMT_ALWAYS_INLINE void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t count,
                                 ncclDataType_t datatype, int peer, cudaStream_t stream)
 {
-    c->member = group_depth > 0 &&
-                gmt_scope_member_pre(op, (uint64_t)(uintptr_t)comm,
-                                     (uint64_t)count * gmt_nccl_type_size((int)datatype));
-    if (!c->member)
+    c->repeat = c->member = -1;
+    c->scope = 0;
+    if (group_depth > 0) {
+        if (gmt_ts.rep_state == GMT_REP_MATCH &&
+            (c->repeat = gmt_scope_repeat_pre(op, (uint64_t)(uintptr_t)comm, count, (int)datatype,
+                                              peer, (uint64_t)(uintptr_t)stream)) >= 0)
+            return;
+        c->member = gmt_scope_member_pre(op, (uint64_t)(uintptr_t)comm,
+                                         (uint64_t)count * gmt_nccl_type_size((int)datatype));
+    }
+    if (c->member < 0)
         c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
                                    (uint64_t)(uintptr_t)stream);
 }
@@ -191,9 +199,12 @@ GMT_ALWAYS_INLINE void coll_post(struct call *c, enum gmt_op op, ncclResult_t r,
 {
     if (r == ncclSuccess)
         settle_comm(comm, true);
-    if (c->member)
+    if (c->repeat >= 0)
+        gmt_scope_repeat_post(c->repeat, op, (uint64_t)(uintptr_t)comm, count, (int)datatype,
+                              peer, (uint64_t)(uintptr_t)stream, (int)r);
+    else if (c->member >= 0)
         gmt_scope_member_post(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
-                              (uint64_t)(uintptr_t)stream, (int)r);
+                              (uint64_t)(uintptr_t)stream, (int)r, c->member);
     else
         gmt_scope_end(c->scope, op, (int)r);
 }

@@ -159,5 +159,6 @@ void gmt_options_load(void)
             gmt_warn("unknown option %.*s; ignored", (int)len, *e);
     }
     gmt_hot.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
+    gmt_hot.no_repeat = !gmt_opt.group_repeat;
     errno = saved;
 }

@@ -139,21 +139,38 @@ static int nccl_query(enum query q, uint64_t comm)
 /*
  * Each thread remembers the last 8 communicators it called on (one process driving
  * several GPUs alternates between one per device): each one's device as the COMM cache
- * had it, which ops on it had their first call (stack captured) already, and the last
- * (op, bytes) found past its sampling quota. A loop of calls then skips every hash
- * lookup. An entry holds while the generation is unchanged: any change to the cache (a
+ * had it, which ops on it had their first call (stack captured) already, and the last 4
+ * (op, bytes) found past their sampling quota (a loop's calls on one communicator come
+ * in a few sizes: buckets, two ops). A loop of calls then skips every hash lookup. An entry holds while the generation is unchanged: any change to the cache (a
  * communicator made, an address reused) and a fork bump it.
  */
 #define comm_gen gmt_hot.comm_gen /* 1 at start (init.c) */
 #define MEMOS 8 /* one process driving 8 GPUs: one communicator per device */
+#define DONE 4
 struct comm_memo {
     uint64_t comm;
     unsigned long gen;          /* 0: being rewritten (a signal handler finds it invalid) */
     int device;                 /* from the COMM cache; -1 not known there */
-    unsigned done_op;           /* done_op/done_bytes: past their first N calls (first:N); */
-    uint64_t done_bytes;        /* done_op 0 (never a collective's op): none */
+    uint8_t done_next;          /* the entry of done[] the next one takes */
     uint64_t ops_seen;          /* bit op: first_of(comm, op) was asked already */
-};
+    uint64_t done[DONE];        /* done_key(op, bytes) past their first N calls (first:N);
+                                 * 0 none */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct comm_memo) == 64, "one cache line");
+
+/* (op, bytes) as one word, never 0 (ops start at 1); 0 when bytes don't fit beside op. */
+static inline uint64_t done_key(unsigned op, uint64_t bytes)
+{
+    return bytes >> 55 ? 0 : bytes << 8 | (op & 0xff);
+}
+
+static inline bool memo_done(const struct comm_memo *m, uint64_t key)
+{
+    for (int i = 0; i < DONE; i++)
+        if (m->done[i] == key)
+            return key != 0;
+    return false;
+}
 static GMT_TLS struct comm_memo t_memo[MEMOS];
 #define t_memo_next gmt_ts.memo_next /* the entry a miss overwrites next */
 _Static_assert(256 % MEMOS == 0, "memo_next wraps onto entry 0");
@@ -218,8 +235,8 @@ static struct comm_memo *memo_of(uint64_t comm)
     atomic_signal_fence(memory_order_seq_cst);
     m->comm = comm;
     m->ops_seen = 0;
-    m->done_op = 0;
-    m->done_bytes = 0;
+    m->done_next = 0;
+    memset(m->done, 0, sizeof m->done);
     m->device = comm ? comm_device_lookup(comm) : -1;
     atomic_signal_fence(memory_order_seq_cst);
     m->gen = gen;
@@ -313,7 +330,7 @@ static int policy(void)
 static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes);
 
 /* The key (three mixes) is made only when the policy counts calls, and not for the
- * (op, bytes) the thread's memo of comm found done last time. */
+ * (op, bytes) the thread's memo of comm found done lately. */
 static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes, struct comm_memo *m)
 {
     int k = policy();
@@ -321,7 +338,8 @@ static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes, struct comm_
         return false;
     if (k == POLICY_ALWAYS)
         return true;
-    if (!policy_every && m && op == m->done_op && bytes == m->done_bytes)
+    uint64_t dk = done_key(op, bytes);
+    if (!policy_every && m && memo_done(m, dk))
         return false;
     uint64_t key = mix(meminfo_key(comm, op, bytes));
     long i = slot_of(count_keys, COUNT_SLOTS, key);
@@ -331,8 +349,7 @@ static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes, struct comm_
      * locked increment (the count stays at N, where every later call finds it). */
     if (!policy_every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= policy_first) {
         if (m) {
-            m->done_op = op;
-            m->done_bytes = bytes;
+            m->done[m->done_next++ % DONE] = dk;
         }
         return false;
     }
@@ -738,6 +755,7 @@ static void fork_child(void)
     atomic_store_explicit(&open_hw, 0, memory_order_relaxed);
     nclaims = 0;
     gmt_ts.scope_depth = 0;
+    gmt_scope_repeat_forget(); /* the parent's groups are not in the child's file */
     atomic_fetch_add_explicit(&comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
@@ -751,6 +769,20 @@ __attribute__((constructor)) static void register_fork_child(void)
 {
     pthread_atfork(NULL, NULL, fork_child);
 }
+
+/* Repeated groups' state (the section "repeated groups" below). */
+GMT_TLS struct gmt_rep gmt_rep;
+#define t_rep gmt_rep
+#define rep_state gmt_ts.rep_state
+
+static uint8_t rep_swap(uint8_t to)
+{
+    return __atomic_exchange_n(&rep_state, to, __ATOMIC_RELAXED);
+}
+
+static void rep_stop(void);
+static void rep_open(uint32_t id);
+static unsigned rep_close(void);
 
 /* The two records of a scope, as gmt_scope_begin/_end and the short way write them. */
 static inline struct gmt_rec_scope_begin begin_rec(enum gmt_op op, uint32_t id, uint32_t stack_id,
@@ -788,6 +820,8 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
 {
     if (!gmt_writer_ready())
         return 0;
+    if (GMT_UNLIKELY(rep_state != GMT_REP_OFF))
+        rep_stop(); /* a scope inside a group: not a plain member */
     uint32_t id = new_scope_id();
     struct comm_memo *m = comm ? memo_of(comm) : NULL;
     uint32_t stack_id = 0;
@@ -814,6 +848,8 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
                 g = depth - 1;
         }
         frames[depth] = (struct frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
+        if (op == GMT_OP_Group && depth == 0 && !gmt_hot.no_repeat)
+            rep_open(id);
         if (comm) {
             /* A signal handler's NCCL call during gmt_emit may have given m's entry to
              * another communicator. */
@@ -850,6 +886,9 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
     if (!scope_id)
         return;
+    unsigned repeated = 0;
+    if (rep_state != GMT_REP_OFF && scope_id == t_rep.group)
+        repeated = rep_close(); /* (a group gone OFF has no template left: rep_stop) */
     int depth = gmt_ts.scope_depth;
     if (depth > FRAMES) {
         gmt_ts.scope_depth--;
@@ -871,6 +910,20 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
             gmt_ts.scope_depth = k;
         }
     }
+    if (repeated) {
+        struct {
+            struct gmt_rec_group_repeat g;
+            struct gmt_rec_scope_end e;
+        } r = {{{GMT_REC_GROUP_REPEAT, 0, sizeof r.g}, scope_id, repeated, t_rep.like, 0},
+               end_rec(op, scope_id, result)};
+        _Static_assert(sizeof r == sizeof r.g + sizeof r.e, "back to back");
+        t_rep.like = scope_id; /* the latest group with these members */
+        if (GMT_LIKELY(gmt_emit_timed(&r, sizeof r, offsetof(__typeof__(r), e.dt))))
+            return;
+        gmt_emit(&r.g, 0);
+        gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+        return;
+    }
     struct gmt_rec_scope_end r = end_rec(op, scope_id, result);
     gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
 }
@@ -885,13 +938,13 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
  * time (no clock read): a scope of length 0 inside its group, which carries the time.
  * Everything else takes gmt_scope_begin/gmt_scope_end.
  */
-bool gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
+int gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
 {
     int depth = gmt_ts.scope_depth;
     if (depth <= 0 || depth > FRAMES || frames[depth - 1].op != GMT_OP_Group || !comm ||
         (unsigned)op >= 64 ||
         atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != GMT_WRITER_OPEN)
-        return false;
+        return -1;
     unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
     struct comm_memo *m = NULL;
     for (int i = 0; i < MEMOS; i++)
@@ -900,19 +953,20 @@ bool gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
             break;
         }
     if (!m || m->device < 0 || m->device >= MAX_DEV || !(m->ops_seen & (1ull << op)))
-        return false;
+        return -1;
     int k = atomic_load_explicit(&policy_kind, memory_order_acquire);
     if (k != POLICY_NEVER &&
-        (k != POLICY_FIRST || policy_every || op != m->done_op || bytes != m->done_bytes))
-        return false;
+        (k != POLICY_FIRST || policy_every || !memo_done(m, done_key(op, bytes))))
+        return -1;
     int g = frames[depth - 1].group >= 0 ? frames[depth - 1].group : depth - 1;
     if (!(frames[g].devmask & (1ull << m->device)))
         frame_register(g, m->device);
-    return true;
+    return m->device;
 }
 
-void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int datatype,
-                           int peer, uint64_t stream, int result)
+/* A member's two records, the short way's: at the thread's previous time. */
+static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
+                           uint64_t stream, int result)
 {
     uint32_t id = new_scope_id();
     struct {
@@ -926,6 +980,159 @@ void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int da
         return;
     gmt_emit(&r.b, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+}
+
+/* ---- repeated groups ----
+ *
+ * A training loop makes the same user group at every step: the same members, in the same
+ * order, on the same communicators and buffers' sizes. Each thread keeps the members of
+ * its previous group (its template, when they all went the short way), and while the
+ * members of an open group match it one by one, writes nothing for them: at the group's
+ * end one GROUP_REPEAT record stands for them all (docs/trace-format.md), which the CLI
+ * expands into the very records the short way writes. So those members cost a compare,
+ * and their group's registration on their devices, and no scope ids, records or clock.
+ *
+ * Only a group with no scope around it (frame 0) and nothing but members inside it
+ * qualifies; the ids its members would take (scope id + 1 ..) must be free in the
+ * thread's block. Whenever the exact sequence of records the short way would write is in
+ * doubt, the members matched so far are written at once (a spill) and the group goes
+ * on being recorded: another record of the thread (gmt_emit's slow way spills first, so
+ * records stay in order), a member that differs, a result that differs, a scope begun
+ * inside the group. A lost record or a new THREAD record forgets the template.
+ *
+ * Signals: a handler's record spills, from inside any step below. The state byte is
+ * swapped in one instruction where a decision hangs on it, `done` is stored before the
+ * state is looked at again, and `spilled` says which members a spill wrote.
+ */
+/* MATCH -> RECORD: the members matched that returned are written now. */
+void gmt_scope_repeat_spill(void)
+{
+    if (rep_swap(GMT_REP_RECORD) != GMT_REP_MATCH) {
+        /* nothing waited; a spill (or stop) in between decided already */
+        return;
+    }
+    unsigned k = t_rep.done;
+    t_rep.spilled = (uint8_t)k;
+    t_rep.cur = (uint8_t)k;
+    atomic_signal_fence(memory_order_seq_cst);
+    for (unsigned i = 0; i < k; i++) {
+        const struct gmt_rep_member *x = &t_rep.m[i];
+        member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
+                       x->result);
+    }
+}
+
+/* Whatever the state, no template from this group: a scope begun inside it. */
+static void rep_stop(void)
+{
+    gmt_scope_repeat_spill();
+    rep_swap(GMT_REP_OFF);
+    /* not a template, and an older one could fall out of the readers' window of the
+     * thread's last groups (docs/trace-format.md) */
+    t_rep.n = 0;
+}
+
+unsigned gmt_scope_repeat_forget(void)
+{
+    uint8_t st = rep_swap(GMT_REP_OFF);
+    t_rep.n = 0;
+    return st == GMT_REP_MATCH ? t_rep.done : 0;
+}
+
+/* A member's fields into the template being recorded, at `index`. */
+static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t count,
+                       int datatype, int peer, uint64_t stream, int result, int device)
+{
+    if (rep_state != GMT_REP_RECORD)
+        return;
+    if (index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255) {
+        rep_swap(GMT_REP_OFF);
+        t_rep.n = 0; /* as rep_stop */
+        return;
+    }
+    t_rep.m[index] = (struct gmt_rep_member){comm, count, stream, datatype, peer, result,
+                                             (uint8_t)op, (int8_t)device};
+    t_rep.cur = (uint8_t)(index + 1);
+}
+
+/* At a group's begin, after its frame 0 is pushed: match the template, or record one. */
+static void rep_open(uint32_t id)
+{
+    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    t_rep.group = id;
+    t_rep.cur = t_rep.done = t_rep.spilled = 0;
+    bool match = t_rep.n > 0 && t_rep.gen == gen;
+    t_rep.gen = gen;
+    if (match) {
+        /* registered on its members' devices now: they only enqueue, the work (and a
+         * foreign thread's allocations for it) is in the group's end */
+        for (uint64_t mask = t_rep.devmask; mask; mask &= mask - 1)
+            frame_register(0, __builtin_ctzll(mask));
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    rep_state = match ? GMT_REP_MATCH : GMT_REP_RECORD;
+}
+
+/* At the group's end: the members it stands for when GROUP_REPEAT can be written (their
+ * ids are taken then), else 0 (whatever matched is written, and the template is what
+ * this group had). */
+static unsigned rep_close(void)
+{
+    uint8_t st = rep_swap(GMT_REP_OFF);
+    uint32_t g = t_rep.group;
+    t_rep.group = 0;
+    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    if (st == GMT_REP_MATCH) {
+        unsigned k = t_rep.done;
+        if (k == t_rep.n && k == t_rep.cur && id_next == g && (uint64_t)g + k <= id_end) {
+            id_next = g + k; /* the ids the expansion gives them */
+            return k;        /* (t_rep.like moves to g once the record is written) */
+        }
+        t_rep.spilled = (uint8_t)k;
+        atomic_signal_fence(memory_order_seq_cst);
+        for (unsigned i = 0; i < k; i++) {
+            const struct gmt_rep_member *x = &t_rep.m[i];
+            member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer,
+                           x->stream, x->result);
+        }
+        t_rep.n = k == t_rep.cur ? (uint8_t)k : 0;
+    } else if (st == GMT_REP_RECORD) {
+        t_rep.n = t_rep.gen == gen ? t_rep.cur : 0;
+    } else {
+        t_rep.n = 0; /* as rep_stop */
+    }
+    t_rep.like = g;
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < t_rep.n; i++)
+        mask |= 1ull << t_rep.m[i].device;
+    t_rep.devmask = mask;
+    return 0;
+}
+
+/* gmt_scope_repeat_post's other cases: a result other than the template's, or a spill
+ * while the member ran. */
+void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm, uint64_t count,
+                                int datatype, int peer, uint64_t stream, int result)
+{
+    unsigned i = (unsigned)index;
+    const struct gmt_rep_member *x = &t_rep.m[i];
+    if (result == x->result) {
+        if (rep_state == GMT_REP_MATCH || t_rep.spilled > i)
+            return; /* waits for the group's end, or a spill wrote it */
+    } else {
+        gmt_scope_repeat_spill(); /* those before it; this one with its own result */
+    }
+    int device = x->device;
+    member_records(op, comm, count, datatype, peer, stream, result);
+    rep_record(i, op, comm, count, datatype, peer, stream, result, device);
+}
+
+void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int datatype,
+                           int peer, uint64_t stream, int result, int device)
+{
+    member_records(op, comm, count, datatype, peer, stream, result);
+    if (rep_state == GMT_REP_RECORD && gmt_ts.scope_depth == 1)
+        rep_record(t_rep.cur, op, comm, count, datatype, peer, stream, result, device);
 }
 
 /* Called only once the communicator is ready (hooks_nccl.c defers non-blocking ones). */

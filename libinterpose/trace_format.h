@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 0           /* compatible additions: new types, appended fields */
+#define GMT_VERSION_MINOR 1           /* compatible additions: new types, appended fields */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -59,7 +59,8 @@ struct gmt_rec {
     X(SCOPE_END,    16, gmt_rec_scope_end)                          \
     X(MEMINFO,      17, gmt_rec_meminfo)                            \
     X(END,          18, gmt_rec_end)                                \
-    X(ALLOC_SMALL,  19, gmt_rec_alloc_small)
+    X(ALLOC_SMALL,  19, gmt_rec_alloc_small)                        \
+    X(GROUP_REPEAT, 20, gmt_rec_group_repeat)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -365,6 +366,24 @@ struct gmt_rec_scope_end {
     uint32_t dt;               /* ns since the thread's previous timed record */
     uint32_t scope_id;
     int32_t result;            /* ncclResult_t */
+    uint32_t reserved;
+};
+
+/* GROUP_REPEAT (2.1): the user group `scope_id`, open on this thread with no scope around
+ * it, has exactly the members of the thread's earlier group `like`, in the same order and
+ * with the same results. It stands for `count` pairs of SCOPE_BEGIN/SCOPE_END, those of
+ * `like`'s members with dt 0 and stack_id 0, here with scope ids scope_id+1 ..
+ * scope_id+count and parent scope_id: members written where this record is, scopes of
+ * length 0 at the thread's time. It comes right before the group's SCOPE_END, and only
+ * when no other record of the thread lies between the group's SCOPE_BEGIN and it.
+ * `like` is one of the thread's last 8 groups with no scope around them that ended since
+ * its latest THREAD record (repeated or not), and had `count` members. Carries no dt. */
+#define GMT_REPEAT_LIKE_WINDOW 8
+struct gmt_rec_group_repeat {
+    struct gmt_rec h;          /* aux: 0 */
+    uint32_t scope_id;         /* the group */
+    uint32_t count;            /* member scopes it stands for, >= 1 */
+    uint32_t like;             /* the earlier group whose members it repeats */
     uint32_t reserved;
 };
 

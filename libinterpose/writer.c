@@ -452,6 +452,9 @@ static bool attach_thread(uint64_t now)
     if (atomic_load(&g_key_state) == 2)
         pthread_setspecific(g_key, b);
     atomic_store_explicit(&b->tid, my_tid(), memory_order_relaxed);
+    /* THREAD starts the thread's records afresh for readers: no repeated group refers
+     * back past it */
+    gmt_scope_repeat_forget();
     struct gmt_rec_thread th = { { GMT_REC_THREAD, 0, sizeof th }, now, my_tid(), 0, { 0 } };
     char name[GMT_THREAD_NAME_LEN + 1] = { 0 };
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
@@ -467,6 +470,9 @@ static void thread_exit(void *arg)
     int saved = errno;
     struct buf *b = t_buf;
     if (b) {
+        /* members of a group the thread left open, still matching its last one */
+        if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit)
+            gmt_scope_repeat_spill();
         t_buf = NULL;
         flush_wait(b, NULL, 0, -1);
         /* Sealed (writer finished) or failed: the leftovers are dropped with the buffer. */
@@ -799,6 +805,14 @@ static bool abs_time_type(unsigned type)
            type == GMT_REC_MODULE_UNLOAD || type == GMT_REC_END;
 }
 
+/* A record of this thread was lost: so is its repeated-group template (the CLI could
+ * not rebuild the members from it), and any members still waiting to be written. */
+static void dropped(void)
+{
+    atomic_fetch_add_explicit(&g_dropped, 1 + 2 * (uint64_t)gmt_scope_repeat_forget(),
+                              memory_order_relaxed);
+}
+
 /* The part of gmt_emit after the file is known open; t_in_emit is held. */
 static void emit_locked(struct gmt_rec *h, size_t dt_offset)
 {
@@ -808,7 +822,7 @@ static void emit_locked(struct gmt_rec *h, size_t dt_offset)
         bool ok = attach_thread(now);
         errno = saved;
         if (!ok) {
-            atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+            dropped();
             return;
         }
     }
@@ -817,7 +831,7 @@ static void emit_locked(struct gmt_rec *h, size_t dt_offset)
         if (gap > UINT32_MAX) {
             struct gmt_rec_time t = { { GMT_REC_TIME, 0, sizeof t }, now };
             if (!append(t_buf, &t, sizeof t, now)) {
-                atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+                dropped();
                 return;
             }
             t_clock = now;
@@ -830,7 +844,7 @@ static void emit_locked(struct gmt_rec *h, size_t dt_offset)
         memcpy(&t_clock, (char *)h + 8, sizeof t_clock);
     }
     if (!append(t_buf, h, h->size, now))
-        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+        dropped();
 }
 
 /* Preamble records (the module map at open) go straight to the file. */
@@ -848,9 +862,12 @@ static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_off
     if (t_in_emit) {
         /* A signal handler interrupted this thread inside gmt_emit: the buffer is
          * mid-append, so this record cannot go in. */
-        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+        dropped();
         return;
     }
+    /* Group members that wait for their group's end go first: records stay in order. */
+    if (GMT_UNLIKELY(gmt_ts.rep_state == GMT_REP_MATCH) && !t_opening)
+        gmt_scope_repeat_spill();
     /* errno is saved only around what can change it (ensure_open, emit_direct, and
      * attach_thread and flushes inside emit_locked): the common path makes no call
      * that sets it. */
@@ -863,7 +880,7 @@ static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_off
     }
     if (h->size < sizeof *h || h->size % GMT_ALIGN || h->size > GMT_REC_MAX ||
         (dt_offset && dt_offset + 4 > h->size)) {
-        atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+        dropped();
         return;
     }
     t_in_emit = 1;
@@ -888,7 +905,7 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
                                                            size_t dt_offset, bool timed)
 {
     struct buf *b = t_buf;
-    if (GMT_UNLIKELY(!b || t_in_emit | t_opening ||
+    if (GMT_UNLIKELY(!b || t_in_emit | t_opening | (gmt_ts.rep_state & GMT_REP_MATCH) ||
                      atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
                      size - 8u > 120u || size % GMT_ALIGN ||
                      (timed && (!dt_offset || dt_offset + 4 > size))))
@@ -950,6 +967,13 @@ bool gmt_emit_untimed(const void *recs, uint32_t size)
     return emit_fast(recs, size, 0, false);
 }
 
+/* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit for
+ * several records. False when that path can't take them. */
+bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset)
+{
+    return emit_fast(recs, size, dt_offset, true);
+}
+
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
 static bool seal(struct buf *b)
 {
@@ -968,6 +992,8 @@ static bool seal(struct buf *b)
 void gmt_writer_finish(void)
 {
     int saved = errno;
+    if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit)
+        gmt_scope_repeat_spill(); /* while the file still takes records */
     for (int i = 0; i < 100000 && atomic_load(&gmt_writer_state) == ST_OPENING && !t_opening; i++)
         pause_briefly();
     int st = ST_OPEN;

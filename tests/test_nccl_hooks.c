@@ -144,12 +144,45 @@ static struct scope *scope_by_id(uint32_t id)
     return NULL;
 }
 
+/* Opens a trace as the CLI reads it: GROUP_REPEAT records expanded (*buf holds it). */
+static void open_expanded(struct gmt_reader **rd, const char *path, uint8_t **buf)
+{
+    struct gmt_reader *f;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&f, path, err, sizeof err), 0, "%s", err);
+    size_t len, out_len;
+    const uint8_t *img = gmt_reader_image(f, &len);
+    cr_assert_not_null(img);
+    uint64_t records, cut, lost;
+    cr_assert_eq(gmt_trace_expand(img, len, path, buf, &out_len, &records, &cut, &lost, err,
+                                  sizeof err), 0, "%s", err);
+    cr_expect_eq(lost, 0, "%llu records of repeated groups not restored", (unsigned long long)lost);
+    gmt_reader_close(f);
+    cr_assert_eq(gmt_reader_open_mem(rd, *buf, out_len, path, err, sizeof err), 0, "%s", err);
+}
+
+/* Records of one type in the file as written. */
+static int count_records(const char *path, unsigned type)
+{
+    struct gmt_reader *rd;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int n = 0, rc;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0)
+        n += ev.rec->type == type;
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    return n;
+}
+
 static void load(const char *path)
 {
     memset(&T, 0, sizeof T);
     struct gmt_reader *rd;
+    uint8_t *buf = NULL;
     char err[256];
-    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
+    open_expanded(&rd, path, &buf);
     struct gmt_event ev;
     int rc, index = 0;
     while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
@@ -205,6 +238,7 @@ static void load(const char *path)
     }
     cr_assert_geq(rc, 0, "%s", err);
     gmt_reader_close(rd);
+    free(buf);
     for (int i = 0; i < T.nscopes; i++)
         cr_expect_eq(T.scopes[i].ended, 1, "scope %u (op %s) ended %d times", T.scopes[i].id,
                      gmt_op_name(T.scopes[i].op), T.scopes[i].ended);
@@ -750,6 +784,106 @@ Test(nccl_hooks, later_group_members_are_zero_length_scopes_in_their_group)
         }
         cr_expect_eq(calls, 3);
     }
+}
+
+/* The records of a trace as the CLI reads them, one line each, for comparing two runs:
+ * scopes and allocations with every field but times, pointers (communicators by the
+ * order of their COMM records) and stacks' ids of ours. */
+static char *record_lines(const char *path)
+{
+    struct gmt_reader *rd;
+    uint8_t *buf = NULL;
+    char err[256];
+    open_expanded(&rd, path, &buf);
+    size_t cap = 1 << 20, n = 0;
+    char *out = malloc(cap);
+    cr_assert_not_null(out);
+    uint64_t comms[16];
+    int ncomms = 0;
+    struct gmt_event ev;
+    int rc;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        const struct gmt_rec *h = ev.rec;
+        char line[256] = "";
+        if (h->type == GMT_REC_COMM && ncomms < 16) {
+            comms[ncomms++] = ((const struct gmt_rec_comm *)(const void *)h)->comm;
+        } else if (h->type == GMT_REC_SCOPE_BEGIN) {
+            const struct gmt_rec_scope_begin *b = (const void *)h;
+            int c = -1;
+            for (int i = 0; i < ncomms; i++)
+                if (comms[i] == b->comm)
+                    c = i;
+            snprintf(line, sizeof line, "begin %s id %u parent %u stack %u comm %d count %llu "
+                     "type %d peer %d\n", gmt_op_name(h->aux), b->scope_id, b->parent_id,
+                     b->stack_id, c, (unsigned long long)b->count, b->datatype, b->peer);
+        } else if (h->type == GMT_REC_SCOPE_END) {
+            const struct gmt_rec_scope_end *e = (const void *)h;
+            snprintf(line, sizeof line, "end %s id %u result %d\n", gmt_op_name(h->aux),
+                     e->scope_id, e->result);
+        } else if (h->type == GMT_REC_ALLOC || h->type == GMT_REC_ALLOC_SMALL) {
+            struct gmt_rec_alloc_ext x;
+            as_alloc(h, &x);
+            snprintf(line, sizeof line, "alloc %s %llu scope %u\n", gmt_api_name(x.a.h.aux),
+                     (unsigned long long)x.a.bytes, x.a.scope_id);
+        } else if (h->type == GMT_REC_FREE) {
+            const struct gmt_rec_free *f = (const void *)h;
+            snprintf(line, sizeof line, "free %s scope %u\n", gmt_api_name(h->aux), f->scope_id);
+        }
+        size_t l = strlen(line);
+        if (n + l + 1 > cap) {
+            cap *= 2;
+            out = realloc(out, cap);
+            cr_assert_not_null(out);
+        }
+        memcpy(out + n, line, l);
+        n += l;
+    }
+    out[n] = 0;
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    free(buf);
+    return out;
+}
+
+/* A group with the members of the thread's previous one is written as GROUP_REPEAT, and
+ * reads back as exactly the records its members make one by one, whatever a step does
+ * differently (more members, another size, an allocation between members, a rejected
+ * member, a nested group, an empty group, a call between groups). */
+static void expect_repeats_read_back(const char *policy)
+{
+    const char *args[] = {"repeat", "100", NULL};
+    const char *each[] = {"GPUMEMTRACE_GROUP_REPEAT=0", policy, NULL};
+    const char *repeated[] = {policy, NULL};
+    struct run one, rep;
+    run_prog(&one, true, args, each);
+    run_prog(&rep, true, args, repeated);
+    char *o1 = slurp(one.out), *o2 = slurp(rep.out);
+    cr_expect_str_eq(o2, o1, "the program's output");
+    cr_expect_eq(count_records(one.trace, GMT_REC_GROUP_REPEAT), 0);
+    int repeats = count_records(rep.trace, GMT_REC_GROUP_REPEAT);
+    cr_expect_geq(repeats, 20, "%d of 100 groups written as GROUP_REPEAT", repeats);
+    char *a = record_lines(one.trace), *b = record_lines(rep.trace);
+    cr_expect_gt(strlen(a), 10000);
+    if (strcmp(a, b)) { /* the first line that differs */
+        size_t line = 1, start = 0;
+        for (size_t i = 0; a[i] && a[i] == b[i]; i++)
+            if (a[i] == '\n') {
+                line++;
+                start = i + 1;
+            }
+        cr_expect_fail("record line %zu differs:\n  one by one: %.100s\n  repeated:   %.100s",
+                       line, a + start, b + start);
+    }
+    free(a);
+    free(b);
+    free(o1);
+    free(o2);
+}
+Test(nccl_hooks, repeated_groups_read_back_as_the_records_written_one_by_one)
+{
+    expect_repeats_read_back("GPUMEMTRACE_MEMINFO=first:2");
+    /* no sampling: members NCCL rejects go the short way too, and repeat */
+    expect_repeats_read_back("GPUMEMTRACE_MEMINFO=never");
 }
 
 /* The CLI's host time per call leaves out the members it has no time for: each

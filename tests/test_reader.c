@@ -887,6 +887,77 @@ Test(trace, walks_the_last_run_as_it_iterates)
     }
 }
 
+/* ---- GROUP_REPEAT: expanded when loading ---- */
+
+static int load_tb(const struct tb *b, size_t len, struct gmt_trace *t, char *err, size_t errlen)
+{
+    char path[] = "/tmp/gmt-test-repeat-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, b->p, len), (ssize_t)len);
+    close(fd);
+    int rc = gmt_trace_load(t, path, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+Test(trace, expands_group_repeat_into_the_members_it_stands_for)
+{
+    struct tb b = { 0 };
+    tb_repeats(&b);
+    struct gmt_trace t;
+    char err[512];
+    cr_assert_eq(load_tb(&b, b.len, &t, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(t.records, b.nrec, "the file's records, not the expanded ones");
+    /* 2 + 2 members written as GROUP_REPEAT: 19's (unknown like), 22's (3 members asked
+     * of a group of 2), 25's (its like is before a THREAD record), 28's (no group) */
+    cr_expect_eq(t.records_dropped, 5 + 4 + 6 + 4 + 4);
+    static const struct { uint32_t id, parent; uint64_t comm, count; int result; } want[] = {
+        { 14, 13, 0xa, 256, 0 }, { 15, 13, 0xb, 128, 3 },
+        { 17, 16, 0xa, 256, 0 }, { 18, 16, 0xb, 128, 3 },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const struct gmt_scope *m = gmt_trace_scope_by_id(&t, want[i].id);
+        cr_assert_not_null(m, "member %u", want[i].id);
+        const struct gmt_scope *g = gmt_trace_scope_by_id(&t, want[i].parent);
+        cr_assert_not_null(g);
+        cr_expect_eq(m->parent_id, want[i].parent);
+        cr_expect_eq(m->op, GMT_OP_AllReduce);
+        cr_expect_eq(m->comm, want[i].comm);
+        cr_expect_eq(m->count, want[i].count);
+        cr_expect_eq(m->datatype, 7);
+        cr_expect_eq(m->result, want[i].result);
+        cr_expect_eq(m->tid, 7u);
+        cr_expect_eq(gmt_scope_stack(&t, m), 0u);
+        cr_expect_eq(m->t_begin, g->t_begin, "member %u at its group's begin", want[i].id);
+        cr_expect_eq(m->t_end, g->t_begin);
+        cr_expect_gt(g->t_end, g->t_begin);
+    }
+    /* nothing made up for the ones that cannot stand */
+    for (uint32_t id = 20; id < 31; id++)
+        if (id != 22 && id != 25 && id != 28)
+            cr_expect_null(gmt_trace_scope_by_id(&t, id), "scope %u", id);
+    cr_expect_eq(t.n_scopes, 7 + 2 + 4, "7 groups, 2 members, 4 repeated members");
+    gmt_trace_free(&t);
+
+    /* cut inside the last GROUP_REPEAT's group: the file's offset */
+    size_t cut_at = b.off[b.nrec - 3] + 4;
+    cr_assert_eq(load_tb(&b, cut_at, &t, err, sizeof err), 0, "%s", err);
+    cr_expect(t.cut);
+    cr_expect_eq(t.cut_offset, b.off[b.nrec - 3]);
+    cr_expect_eq(t.records, b.nrec - 3);
+    gmt_trace_free(&t);
+    /* cut anywhere: loads, or fails with one line */
+    for (size_t len = 0; len <= b.len; len += 8) {
+        int rc = load_tb(&b, len, &t, err, sizeof err);
+        if (rc == 0)
+            gmt_trace_free(&t);
+        else
+            cr_expect(strchr(err, '\n') == NULL);
+    }
+    tb_free(&b);
+}
+
 Test(reader, rejects_bad_header_size)
 {
     static const uint32_t bad[] = { 0, 16, 36, GMT_REC_MAX + 8 };

@@ -190,6 +190,9 @@ Test(writer, round_trips_every_record_type)
     struct gmt_rec_scope_end se = { { GMT_REC_SCOPE_END, GMT_OP_AllReduce, sizeof se }, 0, 9, 0, 0 };
     gmt_emit(&se, offsetof(struct gmt_rec_scope_end, dt));
 
+    struct gmt_rec_group_repeat gr = { { GMT_REC_GROUP_REPEAT, 0, sizeof gr }, 12, 2, 8, 0 };
+    gmt_emit(&gr, 0);
+
     struct gmt_rec_module_unload mu = { { GMT_REC_MODULE_UNLOAD, 0, sizeof mu }, gmt_now_ns(), 7, 0 };
     gmt_emit(&mu, 0);
 
@@ -339,6 +342,11 @@ Test(writer, round_trips_every_record_type)
         case GMT_REC_SCOPE_END: {
             const struct gmt_rec_scope_end *s = (const void *)h;
             cr_expect(s->scope_id == 9 && s->result == 0 && h->aux == GMT_OP_AllReduce);
+            break;
+        }
+        case GMT_REC_GROUP_REPEAT: {
+            const struct gmt_rec_group_repeat *g = (const void *)h;
+            cr_expect(g->scope_id == 12 && g->count == 2 && g->like == 8 && !ev.time_ns);
             break;
         }
         case GMT_REC_MEMINFO: {

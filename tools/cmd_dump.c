@@ -1,14 +1,17 @@
 /* cmd_dump.c: `gpumemtrace dump`: every record of a trace, one line each, every field by name. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "reader.h"
+#include "trace.h"
 #include "util.h"
 
 const char gmt_help_dump[] =
-    "usage: gpumemtrace dump [--help] FILE...\n"
+    "usage: gpumemtrace dump [--help] [--expand] FILE...\n"
     "\n"
     "Prints every record of each trace, one line each, in file order:\n"
     "  OFFSET  the record's byte offset in the file\n"
@@ -17,6 +20,9 @@ const char gmt_help_dump[] =
     "          record carries no time\n"
     "  TYPE    the record type, then every field as name=value: addresses in hex,\n"
     "          sizes in bytes, API/kind/operation names, strings quoted and escaped\n"
+    "--expand: each GROUP_REPEAT replaced by the group members' records it stands\n"
+    "for, as the other commands read the trace (OFFSET is then in that expanded\n"
+    "image; FILE must be a file).\n"
     "FILE '-' reads standard input. A trace cut short (crash, kill) is printed up to\n"
     "its last whole record, with a note on stderr saying where it stops; exit 0.\n"
     "A malformed trace: a one-line error naming the file and offset, exit 2.\n";
@@ -248,6 +254,13 @@ static uint32_t fields(FILE *o, const struct gmt_rec *h)
         i64(o, "result", r->result);
         return sizeof *r;
     }
+    case GMT_REC_GROUP_REPEAT: {
+        const struct gmt_rec_group_repeat *r = p;
+        u64(o, "scope", r->scope_id);
+        u64(o, "count", r->count);
+        u64(o, "like", r->like);
+        return sizeof *r;
+    }
     case GMT_REC_MEMINFO: {
         const struct gmt_rec_meminfo *r = p;
         named(o, "phase", gmt_meminfo_phase_name(h->aux), h->aux);
@@ -293,15 +306,46 @@ void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader 
     putc('\n', o);
 }
 
-static int dump_one(const char *path)
+/* The file's records with GROUP_REPEAT expanded (trace.c), opened as an in-memory trace
+ * whose image *buf holds; the cut note keeps the file's own offset. */
+static int open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf, char *err,
+                         size_t errlen)
+{
+    struct gmt_reader *f;
+    if (gmt_reader_open(&f, path, err, errlen) < 0)
+        return -1;
+    size_t len = 0, out_len = 0;
+    const uint8_t *img = gmt_reader_image(f, &len);
+    uint64_t records, cut, lost;
+    int rc = img ? gmt_trace_expand(img, len, path, buf, &out_len, &records, &cut, &lost, err,
+                                    errlen)
+                 : -1;
+    if (!img)
+        snprintf(err, errlen, "%s: cannot map the file", path);
+    else if (rc == -ENOMEM)
+        snprintf(err, errlen, "%s: out of memory", path);
+    gmt_reader_close(f);
+    if (rc)
+        return -1;
+    if (lost)
+        fprintf(stderr, "%s: %" PRIu64 " records of repeated groups could not be restored\n",
+                path, lost);
+    return gmt_reader_open_mem(r, *buf, out_len, path, err, errlen);
+}
+
+static int dump_one(const char *path, bool expand)
 {
     struct gmt_reader *r;
     char err[512];
-    int rc = path[0] == '-' && path[1] == 0
-                 ? gmt_reader_fopen(&r, stdin, "(stdin)", err, sizeof err)
-                 : gmt_reader_open(&r, path, err, sizeof err);
+    uint8_t *buf = NULL;
+    bool in = path[0] == '-' && path[1] == 0;
+    int rc = in && expand ? (snprintf(err, sizeof err, "dump: --expand needs a file, not '-'"), -1)
+             : in         ? gmt_reader_fopen(&r, stdin, "(stdin)", err, sizeof err)
+             : expand     ? open_expanded(&r, path, &buf, err, sizeof err)
+                          : gmt_reader_open(&r, path, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "%s\n", err);
+        free(buf);
         return GMT_EXIT_ERROR;
     }
     printf("%10s %7s %15s %s\n", "OFFSET", "TID", "TIME", "TYPE / FIELDS");
@@ -329,6 +373,7 @@ static int dump_one(const char *path)
         rc = GMT_EXIT_OK;
     }
     gmt_reader_close(r);
+    free(buf);
     return rc;
 }
 
@@ -345,6 +390,7 @@ static int is_file_arg(const char *a, int *opts)
 int gmt_cmd_dump(int argc, char **argv)
 {
     int nfiles = 0, opts = 1;
+    bool expand = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (is_file_arg(a, &opts)) {
@@ -357,6 +403,10 @@ int gmt_cmd_dump(int argc, char **argv)
             fputs(gmt_help_dump, stdout);
             return GMT_EXIT_OK;
         }
+        if (strcmp(a, "--expand") == 0) {
+            expand = true;
+            continue;
+        }
         return gmt_cli_usage_error("dump", "unknown option '%s'", a);
     }
     if (nfiles == 0)
@@ -368,7 +418,7 @@ int gmt_cmd_dump(int argc, char **argv)
             continue;
         if (nfiles > 1)
             printf("%s==> %s <==\n", shown++ ? "\n" : "", argv[i]);
-        int rc = dump_one(argv[i]);
+        int rc = dump_one(argv[i], expand);
         if (rc > status)
             status = rc;
     }

@@ -123,6 +123,16 @@ struct gmt_trace {
     size_t scope_dense_reserved; /* bytes of address space reserved for it; 0: malloc'd */
 };
 
+/* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by
+ * the member records it stands for, into *out (malloc'd, 8-byte aligned): 0, -ENOMEM, or
+ * -1 with the reader's one-line message in err. What follows the last whole record (a
+ * cut one) is copied as it is. *records and *cut_offset (UINT64_MAX: not cut) are the
+ * file's own; *lost counts the records that could not be restored (their groups are not
+ * in the file). gmt_trace_load does this itself for a trace that needs it. */
+int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t **out,
+                     size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
+                     char *err, size_t errlen);
+
 /* Loads a trace. Returns 0, or -1 with a one-line message in err. */
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen);
 void gmt_trace_free(struct gmt_trace *t);

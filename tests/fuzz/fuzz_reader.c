@@ -1,4 +1,4 @@
-/* fuzz_reader.c: libFuzzer target: the reader and dump's printer must survive any bytes (no crash, no OOB read). */
+/* fuzz_reader.c: libFuzzer target: the reader, dump's printer and the GROUP_REPEAT expansion must survive any bytes (no crash, no OOB read). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "reader.h"
+#include "trace.h"
 
 /* One input, start to end, as `gpumemtrace dump` would read it. Returns the number of
  * records read, or -1 when the reader rejected the input (both are fine outcomes). */
@@ -45,6 +46,32 @@ int gmt_fuzz_reader_one(const uint8_t *data, size_t size)
         gmt_reader_close(r);
     }
     fclose(f);
+    /* GROUP_REPEAT's expansion (what loading a trace does first): any input; what it
+     * makes reads as the input did, with no GROUP_REPEAT left. */
+    uint64_t *img = malloc(size / 8 * 8 + 8);
+    if (img) {
+        if (size)
+            memcpy(img, data, size);
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        uint64_t records, cut, lost;
+        if (gmt_trace_expand((const uint8_t *)img, size, "fuzz", &out, &out_len, &records, &cut,
+                             &lost, err, sizeof err) == 0) {
+            struct gmt_reader *x;
+            if (gmt_reader_open_mem(&x, out, out_len, "fuzz", err, sizeof err) != 0)
+                abort();
+            struct gmt_event ev;
+            int rc;
+            while ((rc = gmt_reader_next(x, &ev, err, sizeof err)) > 0)
+                if (ev.rec->type == GMT_REC_GROUP_REPEAT)
+                    abort();
+            if (rc < 0)
+                abort();
+            gmt_reader_close(x);
+            free(out);
+        }
+        free(img);
+    }
     return n;
 }
 

@@ -51,6 +51,12 @@ int main(int argc, char **argv)
     rc |= put(c, "header-only.gmt", &b, sizeof(struct gmt_file_header));
     {
         struct tb t = { 0 };
+        tb_repeats(&t);
+        rc |= put(c, "group-repeat.gmt", &t, t.len);
+        tb_free(&t);
+    }
+    {
+        struct tb t = { 0 };
         tb_header_ex(&t, 0x04030201u, 1, 0, 32);
         rc |= put(c, "byte-order.gmt", &t, t.len);
         tb_free(&t);

@@ -310,4 +310,82 @@ static inline void tb_allocs(struct tb *b, int small)
     tb_rec(b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
 }
 
+/* ---- repeated groups (2.1) ---- */
+static inline void tb_chunk(struct tb *b, uint32_t tid)
+{
+    struct gmt_rec_chunk c = { .tid = tid };
+    tb_rec(b, GMT_REC_CHUNK, 0, &c, sizeof c, NULL, 0);
+}
+
+static inline void tb_thread_at(struct tb *b, uint32_t tid, uint64_t t)
+{
+    struct gmt_rec_thread th = { .time_ns = t, .tid = tid };
+    tb_rec(b, GMT_REC_THREAD, 0, &th, sizeof th, NULL, 0);
+}
+
+static inline void tb_scope_begin(struct tb *b, unsigned op, uint32_t id, uint32_t parent,
+                                  uint64_t comm, uint64_t count, uint32_t dt)
+{
+    struct gmt_rec_scope_begin r = { .dt = dt, .scope_id = id, .parent_id = parent,
+                                     .stack_id = parent ? 0 : 3, .comm = comm, .count = count,
+                                     .stream = 0x77, .datatype = 7, .peer = -1 };
+    tb_rec(b, GMT_REC_SCOPE_BEGIN, (uint16_t)op, &r, sizeof r, NULL, 0);
+}
+
+static inline void tb_scope_end(struct tb *b, unsigned op, uint32_t id, int result,
+                                uint32_t dt)
+{
+    struct gmt_rec_scope_end r = { .dt = dt, .scope_id = id, .result = result };
+    tb_rec(b, GMT_REC_SCOPE_END, (uint16_t)op, &r, sizeof r, NULL, 0);
+}
+
+static inline void tb_group_repeat(struct tb *b, uint32_t id, uint32_t count, uint32_t like)
+{
+    struct gmt_rec_group_repeat r = { .scope_id = id, .count = count, .like = like };
+    tb_rec(b, GMT_REC_GROUP_REPEAT, 0, &r, sizeof r, NULL, 0);
+}
+
+/* One thread: group 10 with members 11 (comm 0xa) and 12 (comm 0xb, result 3), groups 13
+ * and 16 repeating it (16 by way of 13), then GROUP_REPEATs that cannot stand: `like`
+ * unknown (19), a count that differs (22), after a THREAD record (25, naming 16), and
+ * outside a group. */
+static inline void tb_repeats(struct tb *b)
+{
+    tb_header_current(b);
+    struct gmt_rec_process p = { .pid = 1, .ppid = 1, .rank = -1, .monotonic_ns = TB_T0 };
+    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(b, 7);
+    tb_thread_at(b, 7, TB_T0 + 100);
+    tb_scope_begin(b, GMT_OP_Group, 10, 0, 0, 0, 10);
+    tb_scope_begin(b, GMT_OP_AllReduce, 11, 10, 0xa, 256, 5);
+    tb_scope_end(b, GMT_OP_AllReduce, 11, 0, 5);
+    tb_scope_begin(b, GMT_OP_AllReduce, 12, 10, 0xb, 128, 0);
+    tb_scope_end(b, GMT_OP_AllReduce, 12, 3, 0);
+    tb_scope_end(b, GMT_OP_Group, 10, 0, 100);
+    tb_scope_begin(b, GMT_OP_Group, 13, 0, 0, 0, 1000);
+    tb_group_repeat(b, 13, 2, 10);
+    tb_scope_end(b, GMT_OP_Group, 13, 0, 100);
+    tb_chunk(b, 8); /* another thread in between: its records change nothing of thread 7's */
+    tb_thread_at(b, 8, TB_T0 + 1500);
+    tb_scope_begin(b, GMT_OP_Group, 50, 0, 0, 0, 10);
+    tb_scope_end(b, GMT_OP_Group, 50, 0, 10);
+    tb_chunk(b, 7);
+    tb_scope_begin(b, GMT_OP_Group, 16, 0, 0, 0, 1000);
+    tb_group_repeat(b, 16, 2, 13);
+    tb_scope_end(b, GMT_OP_Group, 16, 0, 100);
+    tb_scope_begin(b, GMT_OP_Group, 19, 0, 0, 0, 1000);
+    tb_group_repeat(b, 19, 2, 99);
+    tb_scope_end(b, GMT_OP_Group, 19, 0, 100);
+    tb_scope_begin(b, GMT_OP_Group, 22, 0, 0, 0, 1000);
+    tb_group_repeat(b, 22, 3, 16);
+    tb_scope_end(b, GMT_OP_Group, 22, 0, 100);
+    tb_thread_at(b, 7, TB_T0 + 9000);
+    tb_scope_begin(b, GMT_OP_Group, 25, 0, 0, 0, 10);
+    tb_group_repeat(b, 25, 2, 16);
+    tb_scope_end(b, GMT_OP_Group, 25, 0, 100);
+    tb_group_repeat(b, 28, 2, 16);
+    struct gmt_rec_end e = { .time_ns = TB_T0 + 10000, .records_dropped = 5 };
+    tb_rec(b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+}
+
 #endif

@@ -58,37 +58,18 @@ done
 if [ $dry = 0 ]; then
   [ -f "$lib" ] || { echo "no $lib: copy build/ from the development machine" >&2; exit 2; }
   [ -n "$py" ] || { echo "no python3" >&2; exit 2; }
-  nccl_home=$("$py" - <<'PYEOF' 2>/dev/null
-import os, sys
-for p in sys.path:
-    d = os.path.join(p, "nvidia", "nccl")
-    if os.path.isfile(os.path.join(d, "include", "nccl.h")) and os.path.isfile(os.path.join(d, "lib", "libnccl.so.2")):
-        print(d); break
-PYEOF
-)
-  nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
-  cuda_home=${CUDA_HOME:-$( [ -n "$nvcc" ] && cd "$(dirname "$nvcc")/.." && pwd )}
-  cuda_home=${cuda_home:-/usr/local/cuda}
-  [ -n "$nccl_home" ] || { echo "no nvidia/nccl in python3's site-packages" >&2; exit 2; }
-  echo "   NCCL: $nccl_home   CUDA: $cuda_home"
   bin="$work/bench_allreduce"
-  if ! ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -I"$nccl_home/include" -I"$cuda_home/include" -o "$bin" \
-       "$here/bench_allreduce.c" -L"$nccl_home/lib" -l:libnccl.so.2 -Wl,-rpath,"$nccl_home/lib" \
-       -L"$cuda_home/lib64" -lcudart_static -ldl -lpthread -lrt >"$work/build.log" 2>&1; then
-    echo "bench_allreduce did not build:" >&2; tail -n 20 "$work/build.log" >&2; exit 2
-  fi
+  bash "$here/build_bench.sh" "$bin" || exit 2
 fi
 
 # The CPUs next to GPU 0, for the all_reduce runs.
 cpus=""
 if [ $dry = 0 ] && [ $pin = 1 ]; then
-  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null | tr 'A-F' 'a-f')
-  bus=${bus#0000} # nvidia-smi writes an 8-digit PCI domain, sysfs a 4-digit one
-  cpus=${pin_list:-$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null || true)}
+  cpus=${pin_list:-$(bash "$here/build_bench.sh" --cpus)}
   if [ -n "$cpus" ] && command -v taskset >/dev/null; then
     echo "   all_reduce runs pinned to GPU 0's CPUs: $cpus"
   else
-    echo "   GPU 0's CPUs not found ($bus): all_reduce runs unpinned"; cpus=""
+    echo "   GPU 0's CPUs not found: all_reduce runs unpinned"; cpus=""
   fi
 fi
 # pinned CMD...: CMD (an exported function too) on those CPUs.

@@ -306,6 +306,56 @@ static int nested(void)
     return 0;
 }
 
+/* A training loop's group, the same at most steps, with every way a step can differ:
+ * `bare_iters` steps of {all_reduce on each device} in a group, and at some steps two
+ * more members, another size, an allocation between the members, a member NCCL rejects,
+ * a nested group, an empty group, a call outside the group. Both ranks do the same. */
+static int repeat(void)
+{
+    ncclComm_t c[2];
+    buffers();
+    if (ncclCommInitAll(c, 2, NULL) != ncclSuccess)
+        return 1;
+    for (int i = 0; i < bare_iters; i++) {
+        if (i % 23 == 15) { /* an empty group */
+            ncclGroupStart();
+            ncclGroupEnd();
+            continue;
+        }
+        size_t count = i % 7 == 4 ? COUNT / 2 : COUNT;
+        ncclGroupStart();
+        ncclAllReduce(sendb[0], recvb[0], count, ncclFloat32, ncclSum, c[0], streams[0]);
+        if (i % 11 == 6) { /* the program allocates between two members */
+            void *p = NULL;
+            cudaMalloc(&p, 4096);
+            cudaFree(p);
+        }
+        if (i % 17 == 10)
+            ncclGroupStart();
+        ncclAllReduce(sendb[1], recvb[1], count, ncclFloat32, ncclSum, c[1], streams[1]);
+        if (i % 17 == 10)
+            ncclGroupEnd();
+        if (i % 5 == 3)
+            for (int d = 0; d < 2; d++)
+                ncclAllGather(sendb[d], recvb[d], COUNT / 2, ncclFloat32, c[d], streams[d]);
+        if (i % 13 == 8 || i % 13 == 9) /* twice: the second repeats the first */
+            printf("step %d invalid datatype r=%d\n", i,
+                   (int)ncclAllReduce(sendb[0], recvb[0], COUNT, (ncclDataType_t)99, ncclSum, c[0],
+                                      streams[0]));
+        ncclResult_t r = ncclGroupEnd();
+        if (r != ncclSuccess)
+            printf("step %d group end r=%d\n", i, (int)r);
+        if (i % 3 == 1) {
+            int n = 0;
+            ncclCommCount(c[0], &n);
+        }
+    }
+    print_sums("repeat");
+    for (int d = 0; d < 2; d++)
+        ncclCommDestroy(c[d]);
+    return 0;
+}
+
 /* Communicators created inside a group: they exist once ncclGroupEnd returns. */
 static int init_in_group(void)
 {
@@ -352,6 +402,8 @@ int main(int argc, char **argv)
         return rotate();
     if (strcmp(what, "nested") == 0)
         return nested();
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested\n", argv[0]);
+    if (strcmp(what, "repeat") == 0)
+        return repeat();
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]\n", argv[0]);
     return 2;
 }
