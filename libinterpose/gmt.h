@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "trace_format.h"
 
@@ -245,9 +246,68 @@ static inline void gmt_version_note(enum gmt_component c)
 }
 
 /* ---- per thread: re-entrancy guards, and what every hooked call reads ----
- * The fields up to scope_stack fill one cache line, as gmt_hot does process-wide; the
- * files that own them use their old names through macros. */
+ * All the library's per-thread state that an NCCL call touches, in one variable: one GOT
+ * entry for its TLS offset instead of one per variable, and the parts a call reads laid
+ * out in as few cache lines as can be. The first line is what every hooked call reads;
+ * the files that own the fields use their old names through macros. */
 struct buf; /* writer.c's */
+
+/* scope.c: an open NCCL scope of the thread (frames[depth]) */
+struct gmt_frame {
+    uint32_t id;
+    uint8_t op;
+    int8_t group;       /* depth of the outermost enclosing Group frame, or -1 */
+    uint64_t devmask;   /* devices this scope is registered on (foreign-thread table) */
+    uint64_t memmask;   /* devices sampled at begin: sampled again at end */
+};
+
+/* scope.c: the thread's slots in the foreign-thread table, in one line */
+struct gmt_claim {
+    int16_t device;
+    int16_t slot;
+    uint8_t open;       /* the slot names a scope of ours now */
+};
+struct gmt_claims {
+    struct gmt_claim c[8];
+    uint32_t token;
+    uint8_t n;
+    uint8_t hint[8];    /* by device % 8: the index of its claim, checked at every use */
+};
+
+/* scope.c: repeated groups (below) */
+enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
+#define GMT_REP_MAX 8
+struct gmt_rep_member {            /* what the short way writes of a member, 32 bytes */
+    uint64_t comm, count, stream;
+    int32_t peer;
+    int16_t datatype;
+    int8_t result;
+    uint8_t op;
+};
+struct gmt_rep {
+    /* the line every group reads */
+    uint8_t n;          /* template: members of the previous group, 0 none */
+    uint8_t cur;        /* members of the open group begun (matched or recorded) */
+    uint8_t done;       /* MATCH: members matched that returned with the template's result */
+    uint8_t spilled;    /* members the last spill wrote */
+    uint32_t group;     /* the open group's scope id */
+    uint32_t like;      /* the group whose members the template holds */
+    uint32_t gen;       /* comm_gen the template's devices hold under (equality only) */
+    uint64_t devmask;   /* the template's devices */
+    int8_t dev[GMT_REP_MAX]; /* each member's device */
+    uint32_t nocomm_gen;     /* scope.c's first-call memo of calls without a communicator */
+    uint64_t nocomm_ops;
+    /* the template's members, from the next line */
+    struct gmt_rep_member m[GMT_REP_MAX] __attribute__((aligned(64)));
+};
+_Static_assert(sizeof(struct gmt_rep_member) == 32, "two members a line");
+_Static_assert(offsetof(struct gmt_rep_member, peer) == 24 &&
+                   offsetof(struct gmt_rep_member, datatype) == 28 &&
+                   offsetof(struct gmt_rep_member, result) == 30 &&
+                   offsetof(struct gmt_rep_member, op) == 31,
+               "gmt_scope_repeat_pre reads peer, datatype, result and op as one word");
+_Static_assert(offsetof(struct gmt_rep, m) == 64, "the header in one line");
+
 struct gmt_thread_state {
     struct buf *w_buf;               /* writer.c: t_buf */
     uint64_t w_clock;                /* writer.c: t_clock */
@@ -261,19 +321,25 @@ struct gmt_thread_state {
     int nccl_op;                     /* hooks_nccl.c: in_real_op */
     int group_depth, group_overflow; /* hooks_nccl.c */
     uint32_t id_next, id_end;        /* scope.c: this thread's block of scope ids */
-    int w_in_emit;                   /* writer.c: t_in_emit */
+    uint8_t w_in_emit;               /* writer.c: t_in_emit */
     uint8_t w_opening;               /* writer.c: t_opening */
     uint8_t memo_next;               /* scope.c: t_memo_next (MEMOS divides 256) */
     uint8_t rep_state;               /* scope.c: repeated groups, GMT_REP_* */
-    uint32_t scope_stack[32]; /* open NCCL scopes, innermost last */
+    uint8_t npending;                /* hooks_nccl.c: communicators made inside a group */
+    /* the open scopes, innermost last: frames[0] (a user group's) in the second line */
+    struct gmt_frame frames[32] __attribute__((aligned(64)));
+    struct gmt_rep rep __attribute__((aligned(64)));
+    struct gmt_claims claim_line __attribute__((aligned(64))); /* scope.c */
+    uint32_t group_ids[32];          /* hooks_nccl.c: open user groups' scopes */
 };
-_Static_assert(offsetof(struct gmt_thread_state, scope_stack) <= 64, "the hot part in a line");
+_Static_assert(offsetof(struct gmt_thread_state, frames) == 64, "the hot part in a line");
+_Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
 static inline uint32_t gmt_current_scope(void)
 {
     int d = gmt_ts.scope_depth;
-    return d > 0 ? gmt_ts.scope_stack[(d > 32 ? 32 : d) - 1] : 0;
+    return d > 0 ? gmt_ts.frames[(d > 32 ? 32 : d) - 1].id : 0;
 }
 
 /* ---- scope.c: repeated groups ---- */
@@ -287,26 +353,7 @@ static inline uint32_t gmt_current_scope(void)
  * gmt_scope_repeat_forget: a record of the thread was lost (or a THREAD record starts a
  * new stretch of it): no template until the next group; returns the members that were
  * waiting and are lost with it. */
-enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
-#define GMT_REP_MAX 8
-struct gmt_rep_member {
-    uint64_t comm, count, stream;
-    int32_t datatype, peer, result;
-    uint8_t op;
-    int8_t device;
-};
-struct gmt_rep {
-    uint8_t n;          /* template: members of the previous group, 0 none */
-    uint8_t cur;        /* members of the open group begun (matched or recorded) */
-    uint8_t done;       /* MATCH: members matched that returned with the template's result */
-    uint8_t spilled;    /* members the last spill wrote */
-    uint32_t group;     /* the open group's scope id */
-    uint32_t like;      /* the group whose members the template holds */
-    unsigned long gen;  /* comm_gen the template's devices hold under */
-    uint64_t devmask;   /* the template's devices */
-    struct gmt_rep_member m[GMT_REP_MAX];
-};
-GMT_HIDDEN extern GMT_TLS struct gmt_rep gmt_rep;
+#define gmt_rep gmt_ts.rep
 GMT_HIDDEN void gmt_scope_repeat_spill(void);
 GMT_HIDDEN unsigned gmt_scope_repeat_forget(void);
 GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
@@ -318,8 +365,13 @@ static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t c
     unsigned i = gmt_rep.cur;
     if (GMT_LIKELY(i == gmt_rep.done && i < gmt_rep.n && gmt_ts.scope_depth == 1)) {
         const struct gmt_rep_member *x = &gmt_rep.m[i];
-        if (GMT_LIKELY(x->comm == comm && x->count == count && x->stream == stream &&
-                       x->op == (unsigned)op && x->datatype == datatype && x->peer == peer)) {
+        /* one branch: peer, datatype and op are the member's last word but its result */
+        uint64_t tail, want = (uint32_t)peer | (uint64_t)(uint16_t)datatype << 32 |
+                              (uint64_t)(op & 0xff) << 56;
+        memcpy(&tail, &x->peer, sizeof tail);
+        if (GMT_LIKELY(((x->comm ^ comm) | (x->count ^ count) | (x->stream ^ stream) |
+                        ((tail ^ want) & ~(0xffull << 48))) == 0 &&
+                       datatype == (int16_t)datatype)) {
             gmt_rep.cur = (uint8_t)(i + 1);
             return (int)i;
         }

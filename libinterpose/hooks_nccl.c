@@ -18,7 +18,7 @@
 /* Open user groups on this thread, innermost last (NCCL lets groups nest). Group scopes
  * beyond GROUPS are not opened; group_overflow counts them so ends still pair up. */
 #define GROUPS 32
-static GMT_TLS uint32_t group_ids[GROUPS];
+#define group_ids gmt_ts.group_ids /* GROUPS of them */
 #define group_depth gmt_ts.group_depth
 #define group_overflow gmt_ts.group_overflow
 
@@ -34,7 +34,7 @@ struct pending_comm {
     bool nonblocking;
 };
 static GMT_TLS struct pending_comm pending[PENDING];
-static GMT_TLS int npending;
+#define npending gmt_ts.npending /* at most PENDING */
 
 struct call {
     uint32_t scope;
@@ -373,12 +373,23 @@ static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *
 /* ---- the wrappers, expanded from the one list in nccl_abi.h ---- */
 #define GMT_UNPAREN(...) __VA_ARGS__
 
+/* The real functions, once looked up: the ncclX ones together, in the order of
+ * GMT_NCCL_ENTRIES, the group calls and the first collectives in the first line. */
+enum {
+#define GMT_NCCL_INDEX(name, op, shape, params, args, sargs) GMT_NCCL_INDEX_##name,
+    GMT_NCCL_ENTRIES(GMT_NCCL_INDEX)
+#undef GMT_NCCL_INDEX
+    GMT_NCCL_COUNT
+};
+static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)));
+#define GMT_NCCL_REAL_nccl(name) (&real_fns[GMT_NCCL_INDEX_##name])
+#define GMT_NCCL_REAL_pnccl(name) (&real_fns[GMT_NCCL_COUNT + GMT_NCCL_INDEX_##name])
+
 #define GMT_NCCL_WRAP(pfx, name, op, shape, params, args, sargs)                     \
-    static _Atomic(void *) real_##pfx##name;                                         \
     GMT_EXPORT ncclResult_t pfx##name params                                         \
     {                                                                                \
         typedef ncclResult_t(*real_fn) params;                                       \
-        real_fn fn = (real_fn)nccl_real(&real_##pfx##name, #pfx #name,                \
+        real_fn fn = (real_fn)nccl_real(GMT_NCCL_REAL_##pfx(name), #pfx #name,        \
                                         __builtin_return_address(0));                \
         if (GMT_UNLIKELY(!fn))                                                       \
             return unresolved(#pfx #name);                                           \

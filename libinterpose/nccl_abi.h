@@ -105,9 +105,13 @@ typedef struct {
  * profilers override one and call the other). One row per function:
  *   X(NAME, OP, SHAPE, (parameters), (arguments), (what the SHAPE's handlers get))
  * OP is the gmt_op its scope carries (trace_format.h). SHAPE names the pair of
- * handlers in hooks_nccl.c (SHAPE_pre before the real call, SHAPE_post after).
+ * handlers in hooks_nccl.c (SHAPE_pre before the real call, SHAPE_post after). The
+ * calls of a training loop's hot path come first (hooks_nccl.c caches the real functions
+ * in this order: theirs share a cache line).
  */
 #define GMT_NCCL_ENTRIES(X)                                                                    \
+    X(GroupStart, Group, group_start, (void), (), (0))                                         \
+    X(GroupEnd, Group, group_end, (void), (), (0))                                             \
     X(AllReduce, AllReduce, coll,                                                              \
       (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,            \
        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                  \
@@ -163,8 +167,6 @@ typedef struct {
        cudaStream_t stream),                                                                   \
       (recvbuff, count, datatype, peer, comm, stream),                                         \
       (comm, count, datatype, peer, stream))                                                   \
-    X(GroupStart, Group, group_start, (void), (), (0))                                         \
-    X(GroupEnd, Group, group_end, (void), (), (0))                                             \
     X(GroupSimulateEnd, GroupSimulateEnd, group_sim, (ncclSimInfo_t *siminfo), (siminfo), (0)) \
     X(CommInitRank, CommInitRank, init_rank,                                                   \
       (ncclComm_t *newcomm, int nranks, ncclUniqueId commId, int rank),                        \

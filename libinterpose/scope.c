@@ -11,18 +11,11 @@
 /* stack.c is another part's; a build without it still links and captures nothing. */
 extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
 
-#define FRAMES 32     /* == the length of gmt_ts.scope_stack */
+#define FRAMES 32     /* == the length of gmt_ts.frames */
 #define MAX_DEV 64    /* devices tracked per scope in one 64-bit mask */
 
-/* ---- per-thread frames, parallel to gmt_ts.scope_stack ---- */
-struct frame {
-    uint32_t id;
-    uint8_t op;
-    int8_t group;       /* depth of the outermost enclosing Group frame, or -1 */
-    uint64_t devmask;   /* devices this scope is registered on (foreign-thread table) */
-    uint64_t memmask;   /* devices sampled at begin: sampled again at end */
-};
-static GMT_TLS struct frame frames[FRAMES];
+/* ---- per-thread frames: gmt_ts.frames (gmt.h), frames[d] the scope open at depth d ---- */
+#define frames gmt_ts.frames
 
 /* Scope ids: each thread takes a block of ID_BLOCK from this counter and hands them out
  * one by one, so the common call makes no locked operation. Ids stay unique and nonzero,
@@ -478,19 +471,11 @@ static _Atomic uint64_t open_slots[OPEN_SLOTS];
 static _Atomic uint32_t open_hw; /* slots [0, open_hw) may be in use */
 static _Atomic uint32_t next_token;
 
-struct claim {
-    int16_t device;
-    int16_t slot;
-    int open; /* the slot names a scope of ours now */
-};
-#define CLAIMS 8
-static GMT_TLS struct claim claims[CLAIMS];
-static GMT_TLS int nclaims;
-static GMT_TLS uint32_t token;
-/* A hint: claims index + 1 of each device's slot, 0 unknown; checked against claims[]
- * at every use, so a stale hint (a relabelled claim, a fork child's reset) only costs the
- * search it saves. */
-static GMT_TLS int8_t claim_hint[MAX_DEV];
+#define CLAIMS 8 /* == the length of gmt_ts.claim_line.c */
+#define claims gmt_ts.claim_line.c
+#define nclaims gmt_ts.claim_line.n
+#define token gmt_ts.claim_line.token
+#define claim_hint gmt_ts.claim_line.hint
 
 static pthread_once_t claims_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t claims_key;
@@ -551,12 +536,12 @@ static int claim_slot(uint64_t w)
 /* This thread's claim on `device`, or -1. */
 static inline int claim_of(int device)
 {
-    int c = claim_hint[device] - 1;
-    if (GMT_LIKELY(c >= 0 && c < nclaims && claims[c].device == device))
+    int c = claim_hint[device & 7];
+    if (GMT_LIKELY(c < nclaims && claims[c].device == device))
         return c;
     for (c = 0; c < nclaims; c++)
         if (claims[c].device == device) {
-            claim_hint[device] = (int8_t)(c + 1);
+            claim_hint[device & 7] = (uint8_t)c;
             return c;
         }
     return -1;
@@ -615,7 +600,7 @@ static void frame_register(int depth, int device)
 {
     if (device < 0 || device >= MAX_DEV || depth < 0 || depth >= FRAMES)
         return;
-    struct frame *f = &frames[depth];
+    struct gmt_frame *f = &frames[depth];
     uint64_t bit = 1ull << device;
     if (f->devmask & bit)
         return;
@@ -714,22 +699,18 @@ static bool first_of_lookup(uint64_t comm, unsigned op)
 /* first_of's memo for calls without a communicator (groups, inits before they return):
  * kept out of the communicator memo, which a thread driving 8 GPUs fills with its 8
  * communicators. Valid while comm_gen is unchanged (a fork child's is not). */
-static GMT_TLS struct {
-    unsigned long gen;
-    uint64_t ops_seen;
-} t_nocomm;
-
 static bool first_of_nocomm(unsigned op)
 {
-    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
-    if (t_nocomm.gen != gen) {
-        t_nocomm.ops_seen = 0;
-        t_nocomm.gen = gen;
+    /* in the line of the repeated groups' state, which a group reads anyway */
+    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
+    if (gmt_rep.nocomm_gen != gen) {
+        gmt_rep.nocomm_ops = 0;
+        gmt_rep.nocomm_gen = gen;
     }
     uint64_t bit = op < 64 ? 1ull << op : 0;
-    if (t_nocomm.ops_seen & bit)
+    if (gmt_rep.nocomm_ops & bit)
         return false;
-    t_nocomm.ops_seen |= bit;
+    gmt_rep.nocomm_ops |= bit;
     return first_of_lookup(0, op);
 }
 
@@ -771,7 +752,6 @@ __attribute__((constructor)) static void register_fork_child(void)
 }
 
 /* Repeated groups' state (the section "repeated groups" below). */
-GMT_TLS struct gmt_rep gmt_rep;
 #define t_rep gmt_rep
 #define rep_state gmt_ts.rep_state
 
@@ -825,8 +805,8 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     uint32_t id = new_scope_id();
     struct comm_memo *m = comm ? memo_of(comm) : NULL;
     uint32_t stack_id = 0;
-    if (gmt_stack_capture &&
-        GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op))) {
+    /* the weak symbol's address last: it costs a GOT line, first_of is true once */
+    if (GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op)) && gmt_stack_capture) {
         int saved_errno = errno;
         stack_id = gmt_stack_capture(NULL);
         errno = saved_errno;
@@ -838,7 +818,6 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
 
     int depth = gmt_ts.scope_depth++;
     if (depth < FRAMES) {
-        gmt_ts.scope_stack[depth] = id;
         /* the outermost open group: NCCL does the work of nested groups at the
          * outermost ncclGroupEnd */
         int g = -1;
@@ -847,7 +826,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
             if (g < 0 && frames[depth - 1].op == GMT_OP_Group)
                 g = depth - 1;
         }
-        frames[depth] = (struct frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
+        frames[depth] = (struct gmt_frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
         if (op == GMT_OP_Group && depth == 0 && !gmt_hot.no_repeat)
             rep_open(id);
         if (comm) {
@@ -1045,20 +1024,22 @@ static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t c
 {
     if (rep_state != GMT_REP_RECORD)
         return;
-    if (index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255) {
+    if (index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255 ||
+        datatype != (int16_t)datatype || result != (int8_t)result) {
         rep_swap(GMT_REP_OFF);
         t_rep.n = 0; /* as rep_stop */
         return;
     }
-    t_rep.m[index] = (struct gmt_rep_member){comm, count, stream, datatype, peer, result,
-                                             (uint8_t)op, (int8_t)device};
+    t_rep.m[index] = (struct gmt_rep_member){comm, count, stream, peer, (int16_t)datatype,
+                                             (int8_t)result, (uint8_t)op};
+    t_rep.dev[index] = (int8_t)device;
     t_rep.cur = (uint8_t)(index + 1);
 }
 
 /* At a group's begin, after its frame 0 is pushed: match the template, or record one. */
 static void rep_open(uint32_t id)
 {
-    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
     t_rep.group = id;
     t_rep.cur = t_rep.done = t_rep.spilled = 0;
     bool match = t_rep.n > 0 && t_rep.gen == gen;
@@ -1078,10 +1059,19 @@ static void rep_open(uint32_t id)
  * this group had). */
 static unsigned rep_close(void)
 {
-    uint8_t st = rep_swap(GMT_REP_OFF);
+    /* No locked exchange here, at every group's end: a signal handler's spill between the
+     * load and the store shows in `spilled` (it wrote those members), and after the
+     * store none happens. */
+    t_rep.spilled = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint8_t st = rep_state;
+    rep_state = GMT_REP_OFF;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (st == GMT_REP_MATCH && t_rep.spilled)
+        st = GMT_REP_RECORD; /* spilled by a handler: what follows is as after a spill */
     uint32_t g = t_rep.group;
     t_rep.group = 0;
-    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
     if (st == GMT_REP_MATCH) {
         unsigned k = t_rep.done;
         if (k == t_rep.n && k == t_rep.cur && id_next == g && (uint64_t)g + k <= id_end) {
@@ -1104,7 +1094,7 @@ static unsigned rep_close(void)
     t_rep.like = g;
     uint64_t mask = 0;
     for (unsigned i = 0; i < t_rep.n; i++)
-        mask |= 1ull << t_rep.m[i].device;
+        mask |= 1ull << t_rep.dev[i];
     t_rep.devmask = mask;
     return 0;
 }
@@ -1122,7 +1112,7 @@ void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm, uint64
     } else {
         gmt_scope_repeat_spill(); /* those before it; this one with its own result */
     }
-    int device = x->device;
+    int device = t_rep.dev[i];
     member_records(op, comm, count, datatype, peer, stream, result);
     rep_record(i, op, comm, count, datatype, peer, stream, result, device);
 }
