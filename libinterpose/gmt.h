@@ -209,6 +209,10 @@ GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t by
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
+/* A user group's begin and end: gmt_scope_begin/_end for op Group, with a short way for
+ * the outermost group of a training loop (scope.c "repeated groups"). */
+GMT_HIDDEN uint32_t gmt_scope_group_begin(void);
+GMT_HIDDEN void gmt_scope_group_end(uint32_t scope_id, int result);
 /* A member of an open user group, after its (comm, op)'s first call and with no sample
  * wanted: its communicator's device (>= 0) when it can be recorded the short way, by
  * gmt_scope_member_post at its return (no frame, no clock read); -1: use

@@ -182,9 +182,11 @@ GMT_ALWAYS_INLINE void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm,
     c->repeat = c->member = -1;
     c->scope = 0;
     if (group_depth > 0) {
-        if (gmt_ts.rep_state == GMT_REP_MATCH &&
-            (c->repeat = gmt_scope_repeat_pre(op, (uint64_t)(uintptr_t)comm, count, (int)datatype,
-                                              peer, (uint64_t)(uintptr_t)stream)) >= 0)
+        /* a training loop's group: laid out as the straight path through the wrapper */
+        if (GMT_LIKELY(gmt_ts.rep_state == GMT_REP_MATCH) &&
+            GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, (uint64_t)(uintptr_t)comm, count,
+                                                         (int)datatype, peer,
+                                                         (uint64_t)(uintptr_t)stream)) >= 0))
             return;
         c->member = gmt_scope_member_pre(op, (uint64_t)(uintptr_t)comm,
                                          (uint64_t)count * gmt_nccl_type_size((int)datatype));
@@ -197,9 +199,9 @@ GMT_ALWAYS_INLINE void coll_post(struct call *c, enum gmt_op op, ncclResult_t r,
                                  size_t count, ncclDataType_t datatype, int peer,
                                  cudaStream_t stream)
 {
-    if (r == ncclSuccess)
+    if (GMT_LIKELY(r == ncclSuccess))
         settle_comm(comm, true);
-    if (c->repeat >= 0)
+    if (GMT_LIKELY(c->repeat >= 0))
         gmt_scope_repeat_post(c->repeat, op, (uint64_t)(uintptr_t)comm, count, (int)datatype,
                               peer, (uint64_t)(uintptr_t)stream, (int)r);
     else if (c->member >= 0)
@@ -211,13 +213,15 @@ GMT_ALWAYS_INLINE void coll_post(struct call *c, enum gmt_op op, ncclResult_t r,
 
 /* The Group scope opens at ncclGroupStart and stays open on the thread until the
  * matching ncclGroupEnd: what is enqueued in between is its children. */
-static void group_start_pre(struct call *c, enum gmt_op op, int unused)
+static __attribute__((hot)) void group_start_pre(struct call *c, enum gmt_op op, int unused)
 {
     c->scope = 0;
-    if (group_depth < GROUPS)
+    if (group_depth == 0)
+        c->scope = gmt_scope_group_begin();
+    else if (group_depth < GROUPS)
         c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
 }
-static void group_start_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+static __attribute__((hot)) void group_start_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
 {
     if (r != ncclSuccess) {
         gmt_scope_end(c->scope, op, (int)r);
@@ -231,7 +235,7 @@ static void group_start_post(struct call *c, enum gmt_op op, ncclResult_t r, int
 
 /* Takes the innermost open group; an end without a start (a misuse NCCL reports) gets
  * a Group scope of its own so the error is still in the trace. */
-static void group_end_pre(struct call *c, enum gmt_op op, int unused)
+static __attribute__((hot)) void group_end_pre(struct call *c, enum gmt_op op, int unused)
 {
     if (group_overflow > 0) {
         group_overflow--;
@@ -242,11 +246,11 @@ static void group_end_pre(struct call *c, enum gmt_op op, int unused)
         c->scope = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     }
 }
-static void group_end_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+static __attribute__((hot)) void group_end_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
 {
     if (group_depth + group_overflow == 0)
         flush_pending(r);
-    gmt_scope_end(c->scope, GMT_OP_Group, (int)r);
+    gmt_scope_group_end(c->scope, (int)r);
 }
 
 /* ncclGroupSimulateEnd ends the group like ncclGroupEnd but launches nothing: a scope of
@@ -385,8 +389,32 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 #define GMT_NCCL_REAL_nccl(name) (&real_fns[GMT_NCCL_INDEX_##name])
 #define GMT_NCCL_REAL_pnccl(name) (&real_fns[GMT_NCCL_COUNT + GMT_NCCL_INDEX_##name])
 
+/* Where each wrapper's code goes: the ncclX calls of a training loop's hot path (the
+ * collectives, the group calls) together in .text.hot, with scope.c's and writer.c's
+ * functions for them, so that a loop's calls run through few lines of code. */
+#define GMT_WRAP_SECTION_nccl_coll __attribute__((hot))
+#define GMT_WRAP_SECTION_nccl_group_start __attribute__((hot))
+#define GMT_WRAP_SECTION_nccl_group_end __attribute__((hot))
+#define GMT_WRAP_SECTION_nccl_group_sim
+#define GMT_WRAP_SECTION_nccl_init_rank
+#define GMT_WRAP_SECTION_nccl_init_all
+#define GMT_WRAP_SECTION_nccl_split
+#define GMT_WRAP_SECTION_nccl_comm
+#define GMT_WRAP_SECTION_nccl_mem_alloc
+#define GMT_WRAP_SECTION_nccl_mem_free
+#define GMT_WRAP_SECTION_pnccl_coll
+#define GMT_WRAP_SECTION_pnccl_group_start
+#define GMT_WRAP_SECTION_pnccl_group_end
+#define GMT_WRAP_SECTION_pnccl_group_sim
+#define GMT_WRAP_SECTION_pnccl_init_rank
+#define GMT_WRAP_SECTION_pnccl_init_all
+#define GMT_WRAP_SECTION_pnccl_split
+#define GMT_WRAP_SECTION_pnccl_comm
+#define GMT_WRAP_SECTION_pnccl_mem_alloc
+#define GMT_WRAP_SECTION_pnccl_mem_free
+
 #define GMT_NCCL_WRAP(pfx, name, op, shape, params, args, sargs)                     \
-    GMT_EXPORT ncclResult_t pfx##name params                                         \
+    GMT_EXPORT GMT_WRAP_SECTION_##pfx##_##shape ncclResult_t pfx##name params         \
     {                                                                                \
         typedef ncclResult_t(*real_fn) params;                                       \
         real_fn fn = (real_fn)nccl_real(GMT_NCCL_REAL_##pfx(name), #pfx #name,        \

@@ -27,7 +27,7 @@ static _Atomic uint32_t next_scope_id;
 #define id_next gmt_ts.id_next
 #define id_end gmt_ts.id_end
 
-static uint32_t new_scope_id(void)
+static __attribute__((hot)) uint32_t new_scope_id(void)
 {
     for (;;) {
         if (GMT_UNLIKELY(id_next == id_end)) {
@@ -547,7 +547,10 @@ static inline int claim_of(int device)
     return -1;
 }
 
-static void publish(int device, uint32_t scope_id)
+static void publish_new(int device, uint32_t scope_id);
+
+/* The common case inline-sized: the thread has its slot for the device already. */
+static __attribute__((hot)) void publish(int device, uint32_t scope_id)
 {
     int known = claim_of(device);
     if (GMT_LIKELY(known >= 0)) {
@@ -556,6 +559,12 @@ static void publish(int device, uint32_t scope_id)
         claims[known].open = 1;
         return;
     }
+    publish_new(device, scope_id);
+}
+
+/* A device the thread has no slot for yet: an idle one re-labelled, or a new claim. */
+static __attribute__((cold, noinline)) void publish_new(int device, uint32_t scope_id)
+{
     int idle = -1;
     for (int c = 0; c < nclaims; c++) {
         if (claims[c].device == device) {
@@ -585,7 +594,7 @@ static void publish(int device, uint32_t scope_id)
     nclaims++;
 }
 
-static void unpublish(int device)
+static __attribute__((hot)) void unpublish(int device)
 {
     int c = claim_of(device);
     if (c < 0)
@@ -764,6 +773,22 @@ static void rep_stop(void);
 static void rep_open(uint32_t id);
 static unsigned rep_close(void);
 
+/* A group's end when its `count` members are the template's: GROUP_REPEAT, SCOPE_END. */
+static __attribute__((hot)) void repeat_end(uint32_t scope_id, int result, unsigned count)
+{
+    struct {
+        struct gmt_rec_group_repeat g;
+        struct gmt_rec_scope_end e;
+    } r = {{{GMT_REC_GROUP_REPEAT, 0, sizeof r.g}, scope_id, count, t_rep.like, 0},
+           {{GMT_REC_SCOPE_END, GMT_OP_Group, sizeof r.e}, 0, scope_id, result, 0}};
+    _Static_assert(sizeof r == sizeof r.g + sizeof r.e, "back to back");
+    t_rep.like = scope_id; /* the latest group with these members */
+    if (GMT_LIKELY(gmt_emit_timed(&r, sizeof r, offsetof(__typeof__(r), e.dt))))
+        return;
+    gmt_emit(&r.g, 0);
+    gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+}
+
 /* The two records of a scope, as gmt_scope_begin/_end and the short way write them. */
 static inline struct gmt_rec_scope_begin begin_rec(enum gmt_op op, uint32_t id, uint32_t stack_id,
                                                    uint64_t comm, uint64_t count, int datatype,
@@ -890,21 +915,53 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
         }
     }
     if (repeated) {
-        struct {
-            struct gmt_rec_group_repeat g;
-            struct gmt_rec_scope_end e;
-        } r = {{{GMT_REC_GROUP_REPEAT, 0, sizeof r.g}, scope_id, repeated, t_rep.like, 0},
-               end_rec(op, scope_id, result)};
-        _Static_assert(sizeof r == sizeof r.g + sizeof r.e, "back to back");
-        t_rep.like = scope_id; /* the latest group with these members */
-        if (GMT_LIKELY(gmt_emit_timed(&r, sizeof r, offsetof(__typeof__(r), e.dt))))
-            return;
-        gmt_emit(&r.g, 0);
-        gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+        repeat_end(scope_id, result, repeated);
         return;
     }
     struct gmt_rec_scope_end r = end_rec(op, scope_id, result);
     gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+}
+
+/* A training loop's group calls, the common case in few lines of code (between them the
+ * program's and NCCL's own code evict ours from the instruction cache): the outermost
+ * group, opened to match the thread's template, and ended with all its members matched
+ * (GROUP_REPEAT). Everything else goes to gmt_scope_begin and gmt_scope_end, which do
+ * the same and more. */
+__attribute__((hot)) uint32_t gmt_scope_group_begin(void)
+{
+    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
+    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) !=
+                         GMT_WRITER_OPEN ||
+                     gmt_ts.scope_depth != 0 || rep_state != GMT_REP_OFF || gmt_hot.no_repeat ||
+                     t_rep.nocomm_gen != gen || !(t_rep.nocomm_ops & (1ull << GMT_OP_Group)) ||
+                     id_next == id_end || id_next == UINT32_MAX))
+        return gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
+    uint32_t id = ++id_next;
+    struct gmt_rec_scope_begin r = begin_rec(GMT_OP_Group, id, 0, 0, 0, -1, -1, 0);
+    gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+    gmt_version_note(GMT_COMP_NCCL);
+    frames[0] = (struct gmt_frame){.id = id, .op = GMT_OP_Group, .group = -1};
+    gmt_ts.scope_depth = 1;
+    rep_open(id);
+    return id;
+}
+
+__attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
+{
+    if (GMT_LIKELY(rep_state == GMT_REP_MATCH && scope_id == t_rep.group &&
+                   gmt_ts.scope_depth == 1 && frames[0].id == scope_id && !frames[0].memmask)) {
+        unsigned k = rep_close();
+        if (GMT_LIKELY(k)) {
+            /* frame 0: no frame around it to fall back to (frame_unregister's case) */
+            for (uint64_t mask = frames[0].devmask; mask; mask &= mask - 1)
+                unpublish(__builtin_ctzll(mask));
+            gmt_ts.scope_depth = 0;
+            repeat_end(scope_id, result, k);
+            return;
+        }
+        /* rep_close wrote what matched: the usual end follows */
+    }
+    gmt_scope_end(scope_id, GMT_OP_Group, result);
 }
 
 /* ---- group members, the short way ----
@@ -984,7 +1041,7 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
  * state is looked at again, and `spilled` says which members a spill wrote.
  */
 /* MATCH -> RECORD: the members matched that returned are written now. */
-void gmt_scope_repeat_spill(void)
+__attribute__((cold)) void gmt_scope_repeat_spill(void)
 {
     if (rep_swap(GMT_REP_RECORD) != GMT_REP_MATCH) {
         /* nothing waited; a spill (or stop) in between decided already */
@@ -1002,7 +1059,7 @@ void gmt_scope_repeat_spill(void)
 }
 
 /* Whatever the state, no template from this group: a scope begun inside it. */
-static void rep_stop(void)
+static __attribute__((cold)) void rep_stop(void)
 {
     gmt_scope_repeat_spill();
     rep_swap(GMT_REP_OFF);
@@ -1037,7 +1094,7 @@ static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t c
 }
 
 /* At a group's begin, after its frame 0 is pushed: match the template, or record one. */
-static void rep_open(uint32_t id)
+static __attribute__((hot)) void rep_open(uint32_t id)
 {
     uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
     t_rep.group = id;
@@ -1046,9 +1103,12 @@ static void rep_open(uint32_t id)
     t_rep.gen = gen;
     if (match) {
         /* registered on its members' devices now: they only enqueue, the work (and a
-         * foreign thread's allocations for it) is in the group's end */
-        for (uint64_t mask = t_rep.devmask; mask; mask &= mask - 1)
-            frame_register(0, __builtin_ctzll(mask));
+         * foreign thread's allocations for it) is in the group's end. Frame 0: no frame
+         * inside it to defer to (frame_register's case). */
+        uint64_t mask = t_rep.devmask;
+        frames[0].devmask = mask;
+        for (; mask; mask &= mask - 1)
+            publish(__builtin_ctzll(mask), id);
     }
     atomic_signal_fence(memory_order_seq_cst);
     rep_state = match ? GMT_REP_MATCH : GMT_REP_RECORD;
@@ -1057,7 +1117,9 @@ static void rep_open(uint32_t id)
 /* At the group's end: the members it stands for when GROUP_REPEAT can be written (their
  * ids are taken then), else 0 (whatever matched is written, and the template is what
  * this group had). */
-static unsigned rep_close(void)
+static void rep_close_other(uint8_t st, uint32_t g);
+
+static __attribute__((hot)) unsigned rep_close(void)
 {
     /* No locked exchange here, at every group's end: a signal handler's spill between the
      * load and the store shows in `spilled` (it wrote those members), and after the
@@ -1067,17 +1129,27 @@ static unsigned rep_close(void)
     uint8_t st = rep_state;
     rep_state = GMT_REP_OFF;
     atomic_signal_fence(memory_order_seq_cst);
-    if (st == GMT_REP_MATCH && t_rep.spilled)
-        st = GMT_REP_RECORD; /* spilled by a handler: what follows is as after a spill */
     uint32_t g = t_rep.group;
     t_rep.group = 0;
+    unsigned k = t_rep.done;
+    if (GMT_LIKELY(st == GMT_REP_MATCH && !t_rep.spilled && k == t_rep.n && k == t_rep.cur &&
+                   id_next == g && (uint64_t)g + k <= id_end)) {
+        id_next = g + k; /* the ids the expansion gives them */
+        return k;        /* (t_rep.like moves to g once the record is written) */
+    }
+    rep_close_other(st, g);
+    return 0;
+}
+
+/* rep_close's other cases: what matched is written, and the template is what the group
+ * had, or none. */
+static __attribute__((cold, noinline)) void rep_close_other(uint8_t st, uint32_t g)
+{
+    if (st == GMT_REP_MATCH && t_rep.spilled)
+        st = GMT_REP_RECORD; /* spilled by a handler: what follows is as after a spill */
     uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
     if (st == GMT_REP_MATCH) {
         unsigned k = t_rep.done;
-        if (k == t_rep.n && k == t_rep.cur && id_next == g && (uint64_t)g + k <= id_end) {
-            id_next = g + k; /* the ids the expansion gives them */
-            return k;        /* (t_rep.like moves to g once the record is written) */
-        }
         t_rep.spilled = (uint8_t)k;
         atomic_signal_fence(memory_order_seq_cst);
         for (unsigned i = 0; i < k; i++) {
@@ -1096,12 +1168,12 @@ static unsigned rep_close(void)
     for (unsigned i = 0; i < t_rep.n; i++)
         mask |= 1ull << t_rep.dev[i];
     t_rep.devmask = mask;
-    return 0;
 }
 
 /* gmt_scope_repeat_post's other cases: a result other than the template's, or a spill
  * while the member ran. */
-void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm, uint64_t count,
+__attribute__((cold)) void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
+                                                     uint64_t count,
                                 int datatype, int peer, uint64_t stream, int result)
 {
     unsigned i = (unsigned)index;

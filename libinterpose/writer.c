@@ -857,7 +857,7 @@ static void emit_direct(struct gmt_rec *h)
 }
 
 /* Everything gmt_emit does, for the records the fast path below leaves to it. */
-static __attribute__((noinline)) void emit_slow(struct gmt_rec *h, size_t dt_offset)
+static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t dt_offset)
 {
     if (t_in_emit) {
         /* A signal handler interrupted this thread inside gmt_emit: the buffer is
@@ -950,10 +950,10 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
  * signal handler inside gmt_emit, a record of odd size) takes emit_slow, which does
  * all of it as before.
  */
-void gmt_emit(void *rec, size_t dt_offset)
+__attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
 {
     struct gmt_rec *h = rec;
-    if (GMT_UNLIKELY(!emit_fast(h, h->size, dt_offset, true)))
+    if (GMT_UNLIKELY(!gmt_emit_timed(h, h->size, dt_offset)))
         emit_slow(h, dt_offset);
 }
 
@@ -967,9 +967,10 @@ bool gmt_emit_untimed(const void *recs, uint32_t size)
     return emit_fast(recs, size, 0, false);
 }
 
-/* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit for
- * several records. False when that path can't take them. */
-bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset)
+/* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit
+ * (one copy of it: a training loop's calls run through few lines of code). False when
+ * that path can't take them. */
+__attribute__((noinline, hot)) bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset)
 {
     return emit_fast(recs, size, dt_offset, true);
 }

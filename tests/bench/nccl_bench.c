@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "fake_cuda.h"
@@ -18,11 +19,32 @@ static ncclComm_t comms[2];
 static long spin_ns; /* host work per iteration besides the calls, like NCCL's own */
 static unsigned char *thrash_buf; /* and memory it walks through, evicting the caches */
 static size_t thrash_bytes;
+static void (*code_chain)(void); /* and code it runs through, evicting the code caches */
+
+/* CODE_KIB of code that executes one jump in each 64-byte line, then returns: what a
+ * large host code path (NCCL's) does to the instruction caches between the calls. */
+static int make_code_chain(size_t bytes)
+{
+    bytes = (bytes + 63) & ~(size_t)63;
+    unsigned char *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE | PROT_EXEC,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED)
+        return -1;
+    for (size_t i = 0; i + 64 < bytes; i += 64) {
+        c[i] = 0xeb; /* jmp rel8: to the next line */
+        c[i + 1] = 62;
+    }
+    c[bytes - 64] = 0xc3; /* ret */
+    code_chain = (void (*)(void))(void *)c;
+    return 0;
+}
 
 static void spin(void)
 {
     for (size_t i = 0; i < thrash_bytes; i += 64)
         thrash_buf[i]++;
+    if (code_chain)
+        code_chain();
     if (spin_ns <= 0)
         return;
     struct timespec a, b;
@@ -38,7 +60,8 @@ static void spin(void)
  * work per iteration besides the calls (NCCL's own takes 12-19 us on the GPU host): the
  * trace then grows at the GPU loop's rate, and the calling thread's CPU shows what that
  * loop pays. THRASH_KIB: memory written per iteration, one byte per line, so the tracer's
- * data is as cold as between NCCL's calls. */
+ * data is as cold as between NCCL's calls. CODE_KIB: code run through per iteration, one
+ * jump per line, so is the tracer's code. */
 static int loop(long n, int group2)
 {
     static float buf[2];
@@ -62,18 +85,20 @@ static int loop(long n, int group2)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 5 || (argc >= 3 && strcmp(argv[2], "single") != 0 &&
+    if (argc < 2 || argc > 6 || (argc >= 3 && strcmp(argv[2], "single") != 0 &&
                                  strcmp(argv[2], "group2") != 0)) {
-        fprintf(stderr, "usage: nccl_bench CALLS [single|group2 [SPIN_NS [THRASH_KIB]]]\n");
+        fprintf(stderr, "usage: nccl_bench CALLS [single|group2 [SPIN_NS [THRASH_KIB [CODE_KIB]]]]\n");
         return 2;
     }
     if (argc >= 4)
         spin_ns = atol(argv[3]);
-    if (argc == 5) {
+    if (argc >= 5) {
         thrash_bytes = (size_t)atol(argv[4]) << 10;
         if (thrash_bytes && !(thrash_buf = calloc(1, thrash_bytes)))
             return 1;
     }
+    if (argc == 6 && atol(argv[5]) > 0 && make_code_chain((size_t)atol(argv[5]) << 10))
+        return 1;
     long calls = atol(argv[1]);
     int group2 = argc >= 3 && strcmp(argv[2], "group2") == 0;
     CUcontext ctx;
