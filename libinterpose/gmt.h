@@ -153,6 +153,13 @@ GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
 /* Records as one piece, at most 128 bytes, the one dt at dt_offset filled from the clock.
  * False when it can't: then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset);
+/* gmt_emit_timed for a group's SCOPE_BEGIN, and for GROUP_REPEAT + SCOPE_END. */
+struct gmt_group_repeat_end {
+    struct gmt_rec_group_repeat g;
+    struct gmt_rec_scope_end e;
+};
+GMT_HIDDEN bool gmt_emit_group_begin(struct gmt_rec_scope_begin *r);
+GMT_HIDDEN bool gmt_emit_group_repeat_end(struct gmt_group_repeat_end *r);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */

@@ -413,6 +413,20 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 #define GMT_WRAP_SECTION_pnccl_mem_alloc
 #define GMT_WRAP_SECTION_pnccl_mem_free
 
+/* Whether a shape's post leaves errno as the real call set it, so the wrapper need not
+ * save it around the post: a member of a repeated group (its slow way saves errno
+ * itself, as do settle_comm's COMM record and everything else below a group's end). */
+#define GMT_POST_KEEPS_ERRNO_coll(c) ((c)->repeat >= 0)
+#define GMT_POST_KEEPS_ERRNO_group_start(c) 1
+#define GMT_POST_KEEPS_ERRNO_group_end(c) 1
+#define GMT_POST_KEEPS_ERRNO_group_sim(c) 0
+#define GMT_POST_KEEPS_ERRNO_init_rank(c) 0
+#define GMT_POST_KEEPS_ERRNO_init_all(c) 0
+#define GMT_POST_KEEPS_ERRNO_split(c) 0
+#define GMT_POST_KEEPS_ERRNO_comm(c) 0
+#define GMT_POST_KEEPS_ERRNO_mem_alloc(c) 0
+#define GMT_POST_KEEPS_ERRNO_mem_free(c) 0
+
 #define GMT_NCCL_WRAP(pfx, name, op, shape, params, args, sargs)                     \
     GMT_EXPORT GMT_WRAP_SECTION_##pfx##_##shape ncclResult_t pfx##name params         \
     {                                                                                \
@@ -429,9 +443,13 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
         in_real_op = GMT_OP_##op;                                                    \
         gmt_ts.in_wrapper++;                                                         \
         ncclResult_t r = fn args;                                                    \
-        int err = errno;                                                             \
         gmt_ts.in_wrapper--;                                                         \
         in_real_op = outer;                                                          \
+        if (GMT_POST_KEEPS_ERRNO_##shape(&c)) {                                      \
+            shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                     \
+            return r;                                                                \
+        }                                                                            \
+        int err = errno;                                                             \
         shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                         \
         errno = err;                                                                 \
         return r;                                                                    \

@@ -776,14 +776,12 @@ static unsigned rep_close(void);
 /* A group's end when its `count` members are the template's: GROUP_REPEAT, SCOPE_END. */
 static __attribute__((hot)) void repeat_end(uint32_t scope_id, int result, unsigned count)
 {
-    struct {
-        struct gmt_rec_group_repeat g;
-        struct gmt_rec_scope_end e;
-    } r = {{{GMT_REC_GROUP_REPEAT, 0, sizeof r.g}, scope_id, count, t_rep.like, 0},
-           {{GMT_REC_SCOPE_END, GMT_OP_Group, sizeof r.e}, 0, scope_id, result, 0}};
+    struct gmt_group_repeat_end r = {
+        {{GMT_REC_GROUP_REPEAT, 0, sizeof r.g}, scope_id, count, t_rep.like, 0},
+        {{GMT_REC_SCOPE_END, GMT_OP_Group, sizeof r.e}, 0, scope_id, result, 0}};
     _Static_assert(sizeof r == sizeof r.g + sizeof r.e, "back to back");
     t_rep.like = scope_id; /* the latest group with these members */
-    if (GMT_LIKELY(gmt_emit_timed(&r, sizeof r, offsetof(__typeof__(r), e.dt))))
+    if (GMT_LIKELY(gmt_emit_group_repeat_end(&r)))
         return;
     gmt_emit(&r.g, 0);
     gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
@@ -938,7 +936,8 @@ __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
         return gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     uint32_t id = ++id_next;
     struct gmt_rec_scope_begin r = begin_rec(GMT_OP_Group, id, 0, 0, 0, -1, -1, 0);
-    gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+    if (GMT_UNLIKELY(!gmt_emit_group_begin(&r)))
+        gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_version_note(GMT_COMP_NCCL);
     frames[0] = (struct gmt_frame){.id = id, .op = GMT_OP_Group, .group = -1};
     gmt_ts.scope_depth = 1;
@@ -1181,12 +1180,14 @@ __attribute__((cold)) void gmt_scope_repeat_post_slow(int index, enum gmt_op op,
     if (result == x->result) {
         if (rep_state == GMT_REP_MATCH || t_rep.spilled > i)
             return; /* waits for the group's end, or a spill wrote it */
-    } else {
-        gmt_scope_repeat_spill(); /* those before it; this one with its own result */
     }
+    int saved_errno = errno; /* the wrapper does not save it for a repeated member */
+    if (result != x->result)
+        gmt_scope_repeat_spill(); /* those before it; this one with its own result */
     int device = t_rep.dev[i];
     member_records(op, comm, count, datatype, peer, stream, result);
     rep_record(i, op, comm, count, datatype, peer, stream, result, device);
+    errno = saved_errno;
 }
 
 void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int datatype,

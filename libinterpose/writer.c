@@ -975,6 +975,17 @@ __attribute__((noinline, hot)) bool gmt_emit_timed(void *recs, uint32_t size, si
     return emit_fast(recs, size, dt_offset, true);
 }
 
+/* The two records of a training loop's group, each size known here: the fast path
+ * without its size checks and with a copy of fixed length (scope.c's group fast path). */
+__attribute__((hot)) bool gmt_emit_group_begin(struct gmt_rec_scope_begin *r)
+{
+    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_begin, dt), true);
+}
+__attribute__((hot)) bool gmt_emit_group_repeat_end(struct gmt_group_repeat_end *r)
+{
+    return emit_fast(r, sizeof *r, offsetof(struct gmt_group_repeat_end, e.dt), true);
+}
+
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
 static bool seal(struct buf *b)
 {
