@@ -788,16 +788,27 @@ Test(nccl_hooks, later_group_members_are_zero_length_scopes_in_their_group)
 
 /* The records of a trace as the CLI reads them, one line each, for comparing two runs:
  * scopes and allocations with every field but times, pointers (communicators by the
- * order of their COMM records) and stacks' ids of ours. */
+ * order of their COMM records) and stacks' ids of ours. Each thread's lines together,
+ * the threads' blocks sorted: the order of chunks in the file is the flushes'. */
+struct block {
+    uint32_t tid;
+    char *text;
+    size_t n, cap;
+};
+
+static int cmp_block(const void *a, const void *b)
+{
+    return strcmp(((const struct block *)a)->text, ((const struct block *)b)->text);
+}
+
 static char *record_lines(const char *path)
 {
     struct gmt_reader *rd;
     uint8_t *buf = NULL;
     char err[256];
     open_expanded(&rd, path, &buf);
-    size_t cap = 1 << 20, n = 0;
-    char *out = malloc(cap);
-    cr_assert_not_null(out);
+    struct block blocks[16];
+    int nblocks = 0;
     uint64_t comms[16];
     int ncomms = 0;
     struct gmt_event ev;
@@ -830,18 +841,41 @@ static char *record_lines(const char *path)
             snprintf(line, sizeof line, "free %s scope %u\n", gmt_api_name(h->aux), f->scope_id);
         }
         size_t l = strlen(line);
-        if (n + l + 1 > cap) {
-            cap *= 2;
-            out = realloc(out, cap);
-            cr_assert_not_null(out);
+        if (!l)
+            continue;
+        struct block *bl = NULL;
+        for (int i = 0; i < nblocks; i++)
+            if (blocks[i].tid == ev.tid)
+                bl = &blocks[i];
+        if (!bl) {
+            cr_assert_lt(nblocks, 16);
+            bl = &blocks[nblocks++];
+            *bl = (struct block){.tid = ev.tid, .cap = 1 << 16};
+            cr_assert_not_null(bl->text = malloc(bl->cap));
         }
-        memcpy(out + n, line, l);
-        n += l;
+        if (bl->n + l + 1 > bl->cap) {
+            bl->cap *= 2;
+            cr_assert_not_null(bl->text = realloc(bl->text, bl->cap));
+        }
+        memcpy(bl->text + bl->n, line, l);
+        bl->n += l;
+        bl->text[bl->n] = 0;
     }
-    out[n] = 0;
     cr_assert_eq(rc, 0, "%s", err);
     gmt_reader_close(rd);
     free(buf);
+    qsort(blocks, (size_t)nblocks, sizeof blocks[0], cmp_block);
+    size_t total = 1;
+    for (int i = 0; i < nblocks; i++)
+        total += blocks[i].n + 16;
+    char *out = malloc(total);
+    cr_assert_not_null(out);
+    out[0] = 0;
+    for (int i = 0; i < nblocks; i++) {
+        strcat(out, "-- thread\n");
+        strcat(out, blocks[i].text);
+        free(blocks[i].text);
+    }
     return out;
 }
 
