@@ -3,7 +3,8 @@
 #
 # Usage: bash tests/gpu/build_bench.sh OUT_BINARY     build it (log next to it, OUT_BINARY.log)
 #        bash tests/gpu/build_bench.sh --cpus         print GPU 0's local CPU list ("" if unknown)
-# Shared by bench.sh and ipr.sh. Exit status: 0 done, 2 it could not be done.
+#        bash tests/gpu/build_bench.sh --nccl-home    print the wheel's nvidia/nccl directory
+# Shared by bench.sh, ipr.sh and run.sh. Exit status: 0 done, 2 it could not be done.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -13,7 +14,6 @@ if [ "${1:-}" = --cpus ]; then
   cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null || true
   exit 0
 fi
-bin=${1:?usage: build_bench.sh OUT_BINARY | --cpus}
 py=$(command -v python3 || true)
 [ -n "$py" ] || { echo "no python3" >&2; exit 2; }
 nccl_home=$("$py" - <<'PYEOF' 2>/dev/null
@@ -24,6 +24,11 @@ for p in sys.path:
         print(d); break
 PYEOF
 )
+if [ "${1:-}" = --nccl-home ]; then
+  echo "$nccl_home"
+  exit 0
+fi
+bin=${1:?usage: build_bench.sh OUT_BINARY | --cpus | --nccl-home}
 nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
 cuda_home=${CUDA_HOME:-$( [ -n "$nvcc" ] && cd "$(dirname "$nvcc")/.." && pwd )}
 cuda_home=${cuda_home:-/usr/local/cuda}

@@ -122,14 +122,7 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.c
 sys.exit(0 if torch.cuda.is_available() and torch.cuda.device_count() >= 2 else 1)
 EOF
   sed 's/^/   /' "$work/torch.txt" | tail -n 3
-  nccl_home=$("$py" - <<'EOF' 2>/dev/null
-import os, sys
-for p in sys.path:
-    d = os.path.join(p, "nvidia", "nccl")
-    if os.path.isfile(os.path.join(d, "include", "nccl.h")) and os.path.isfile(os.path.join(d, "lib", "libnccl.so.2")):
-        print(d); break
-EOF
-)
+  nccl_home=$(bash "$here/build_bench.sh" --nccl-home 2>/dev/null)
   [ -n "$nccl_home" ] && echo "   NCCL from PyTorch's wheel: $nccl_home" || echo "   no nvidia/nccl/{include,lib} in python3's site-packages"
 fi
 
