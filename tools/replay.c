@@ -186,11 +186,13 @@ struct site_dev {
     uint32_t epoch;            /* at_peak holds the value at this epoch's peak */
 };
 
-/* A scope's device allocations attributed (n: only those up to --to, the collective
- * rows' allocation count), their bytes, how many were made on another thread than the
- * scope's (bytes and other: all of them, for the rows' byte and thread columns):
- * together, one cache line per allocation rather than three. */
-struct scope_count {
+/* A collective row's device allocations attributed (n: only those up to --to, its
+ * allocation count), their bytes, how many were made on another thread than their
+ * call's (bytes and other: all of them, for the byte and thread columns). Counted by
+ * row, not by scope: the rows are made before the replay (build_colls) and a scope only
+ * keeps its row's index. A trace has a handful of rows and up to a million scopes, each
+ * of whose counters would be 24 bytes of fresh memory for the kernel to zero. */
+struct row_count {
     uint64_t n, bytes, other;
 };
 
@@ -215,7 +217,9 @@ struct state {
     uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
     uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS];
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
-    struct scope_count *sc;    /* per scope index */
+    const int32_t *row_of;     /* per scope index of a top scope: its row in rep->colls */
+    struct row_count *rc;      /* per row */
+    struct row_count no_row;   /* what belongs to no row, counted and dropped */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -396,12 +400,15 @@ static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
     c->live += delta;
 }
 
-/* A device allocation's bytes and thread for its scope's collective row
- * (count_coll_allocs); sc >= 0. The caller counts it in n when it is inside --to. */
-static inline struct scope_count *count_scope_alloc(struct state *S, int32_t sc,
-                                                    const struct gmt_ev *e)
+/* A device allocation's bytes and thread for its scope's collective row; sc >= 0 (a top
+ * scope: each has its row). The caller counts it in n when it is inside --to. */
+static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
+                                                  const struct gmt_ev *e)
 {
-    struct scope_count *c = &S->sc[sc];
+    int32_t row = S->row_of[sc];
+    /* -1: a scope top_scopes left inside a parent chain it gave up on (a corrupt file's
+     * cycle): its allocations go to no row */
+    struct row_count *c = __builtin_expect(row >= 0, 1) ? &S->rc[row] : &S->no_row;
     c->bytes += e->bytes;
     c->other += e->tid != S->t->scopes[sc].tid;
     return c;
@@ -749,7 +756,7 @@ static __attribute__((noinline)) int run_walk(struct state *S, struct gmt_walk *
                     size_t next = (size_t)e.scope + SCOPES_AHEAD;
                     if (next < S->t->n_scopes) {
                         __builtin_prefetch(&S->t->scopes[next]);
-                        __builtin_prefetch(&S->sc[next]);
+                        __builtin_prefetch(&S->row_of[next]);
                         __builtin_prefetch(&S->rep->scope_tracked[next]);
                     }
                 } else if (type == GMT_REC_SCOPE_END) {
@@ -868,10 +875,18 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
     return n;
 }
 
+/*
+ * The collective rows, in two halves around the replay. Before it, build_colls makes
+ * the rows from the scopes alone (the top scopes in begin order; their order in *order_p,
+ * NULL when that is the scopes' own) and gives each top scope its row in row_of, where
+ * the replay counts allocations (struct row_count). After it, finish_colls adds what the
+ * replay found: the bytes each call tracked, and the allocation counts.
+ */
 static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                       const struct scope_count *sc)
+                       int32_t *row_of, uint32_t **order_p)
 {
     size_t n = t->n_scopes;
+    *order_p = NULL;
     /* scopes are in file order, which is mostly begin order already: sorted only if not,
      * and only then through an array of indices (as large as the scopes' count, fresh
      * memory written for nothing when they are in order) */
@@ -934,7 +949,6 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
                 rep->colls[r].bytes_per_call == bytes &&
                 (s->op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
                 row = &rep->colls[r];
-        int64_t tracked = rep->scope_tracked[i];
         const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
         bool has_dev = m && m->has_mem_before && m->has_mem_after;
         int64_t dev = has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
@@ -955,60 +969,69 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             row->rank = c ? c->rank : -1;
             row->nranks = c ? c->nranks : -1;
             row->device = c ? c->device : s->device;
-            row->first_tracked = tracked;
             row->first_has_dev = has_dev;
             row->first_dev = dev;
             row->host_ns_first = host;
             row->first_time = s->t_begin;
             row->first_stack = gmt_scope_stack(t, s);
-        } else {
-            if (tracked > row->later_tracked_max)
-                row->later_tracked_max = tracked;
-            row->later_tracked_total += tracked;
-            if (has_dev) {
-                if (!row->later_has_dev || dev > row->later_dev_max)
-                    row->later_dev_max = dev;
-                row->later_has_dev = true;
-            }
+        } else if (has_dev) {
+            if (!row->later_has_dev || dev > row->later_dev_max)
+                row->later_dev_max = dev;
+            row->later_has_dev = true;
         }
+        row_of[i] = (int32_t)(row - rep->colls);
         row->calls++;
         if (s->result != 0) /* (0 until it ended) */
             row->failed++;
-        row->allocs += sc[i].n;
         row->host_ns_total += host;
         /* a member of a group that begins and ends at one instant was not timed */
         row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
     }
-    free(order);
     free(labels);
     free(gbytes);
     free(gcomm);
+    *order_p = order;
     return 0;
 }
 
-/* allocation bytes and threads per row, from the per-scope counts the replay kept */
-static void count_coll_allocs(const struct gmt_trace *t, struct gmt_report *rep,
-                              const struct state *S)
+/* The replay's share of the rows: each call's tracked bytes (the first call's, and the
+ * later ones' largest and total), in the order build_colls made the rows, and the
+ * allocations counted per row. A group's bytes and threads all go to the first Group
+ * row, as they always have (rows of other ops are told apart by communicator and size
+ * too). Returns 0 or -ENOMEM. */
+static int finish_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
+                        const int32_t *row_of, const uint32_t *order, const struct row_count *rc)
 {
-    for (size_t i = 0; i < t->n_scopes; i++) {
-        const struct scope_count *c = &S->sc[i];
-        if (!(c->bytes | c->other))
-            continue; /* nothing to add (n alone is counted in build_colls) */
-        const struct gmt_scope *s = &t->scopes[i];
-        for (size_t r = 0; r < rep->n_colls; r++) {
-            struct gmt_coll_row *row = &rep->colls[r];
-            if (row->op != s->op)
-                continue;
-            uint64_t comm = s->comm;
-            if (s->op != GMT_OP_Group && row->comm != comm)
-                continue;
-            if (s->op != GMT_OP_Group && row->bytes_per_call != scope_bytes(s))
-                continue;
-            row->alloc_bytes += c->bytes;
-            row->allocs_other_thread += c->other;
-            break;
+    bool *seen = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *seen);
+    if (!seen)
+        return -ENOMEM;
+    for (size_t k = 0; k < t->n_scopes; k++) {
+        size_t i = order ? order[k] : k;
+        if (top[i] != (int32_t)i)
+            continue;
+        struct gmt_coll_row *row = &rep->colls[row_of[i]];
+        int64_t tracked = rep->scope_tracked[i];
+        if (!seen[row_of[i]]) {
+            seen[row_of[i]] = true;
+            row->first_tracked = tracked;
+        } else {
+            if (tracked > row->later_tracked_max)
+                row->later_tracked_max = tracked;
+            row->later_tracked_total += tracked;
         }
     }
+    free(seen);
+    struct gmt_coll_row *first_group = NULL;
+    for (size_t r = 0; r < rep->n_colls; r++) {
+        struct gmt_coll_row *row = &rep->colls[r];
+        row->allocs += rc[r].n;
+        if (row->op == GMT_OP_Group && !first_group)
+            first_group = row;
+        struct gmt_coll_row *to = row->op == GMT_OP_Group ? first_group : row;
+        to->alloc_bytes += rc[r].bytes;
+        to->allocs_other_thread += rc[r].other;
+    }
+    return 0;
 }
 
 static int cmp_site(const void *a, const void *b)
@@ -1030,17 +1053,28 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     gmt_u64map_init(&S.site_by_big_stack);
     int r = -ENOMEM;
     size_t ns = t->n_scopes ? t->n_scopes : 1;
+    uint32_t *order = NULL;
     rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
-    S.sc = calloc(ns, sizeof *S.sc);
+    /* build_colls writes the top scopes' rows; -1 elsewhere (attribute returns only top
+     * scopes, but a corrupt file's parent cycle can make top_scopes stop at another) */
+    int32_t *row_of = malloc(ns * sizeof *row_of);
+    if (row_of)
+        memset(row_of, 0xff, ns * sizeof *row_of);
+    S.row_of = row_of;
     S.site_by_stack = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *S.site_by_stack);
     int32_t *top = top_scopes(t);
     S.top = top;
     S.top_by_dense = top ? top - 1 : NULL;
-    if (!rep->scope_tracked || !top || !S.sc || !S.site_by_stack)
+    if (!rep->scope_tracked || !top || !row_of || !S.site_by_stack)
         goto out;
     gmt_hint_huge(rep->scope_tracked, ns * sizeof *rep->scope_tracked);
-    gmt_hint_huge(S.sc, ns * sizeof *S.sc);
+    gmt_hint_huge(row_of, ns * sizeof *row_of);
     gmt_hint_huge(top, ns * sizeof *top);
+    if ((r = build_colls(t, rep, S.top, row_of, &order)))
+        goto out;
+    r = -ENOMEM;
+    if (!(S.rc = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *S.rc)))
+        goto out;
     if ((r = run_pass(&S)))
         goto out;
     for (size_t d = 0; d < rep->n_dev; d++) {
@@ -1048,15 +1082,16 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         memcpy(rep->dev[d].end_by_cat, S.by_cat[d], sizeof rep->dev[d].end_by_cat);
         rep->dev[d].host_end = S.host[d];
     }
-    if ((r = build_colls(t, rep, S.top, S.sc)))
+    if ((r = finish_colls(t, rep, S.top, row_of, order, S.rc)))
         goto out;
-    count_coll_allocs(t, rep, &S);
     if (rep->n_sites > 1)
         qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
     free((void *)S.top_by_dense);
-    free(S.sc);
+    free(row_of);
+    free(S.rc);
+    free(order);
     for (size_t d = 0; d < GMT_MAX_DEVS; d++)
         free(S.sdl[d]);
     free(S.open);
