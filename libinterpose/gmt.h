@@ -153,13 +153,11 @@ GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
 /* Records as one piece, at most 128 bytes, the one dt at dt_offset filled from the clock.
  * False when it can't: then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset);
-/* gmt_emit_timed for a group's SCOPE_BEGIN, and for GROUP_REPEAT + SCOPE_END. */
-struct gmt_group_repeat_end {
-    struct gmt_rec_group_repeat g;
-    struct gmt_rec_scope_end e;
-};
+/* gmt_emit_timed for a group's SCOPE_BEGIN and SCOPE_END, gmt_emit_untimed for its
+ * GROUP_REPEAT: each of its size. */
 GMT_HIDDEN bool gmt_emit_group_begin(struct gmt_rec_scope_begin *r);
-GMT_HIDDEN bool gmt_emit_group_repeat_end(struct gmt_group_repeat_end *r);
+GMT_HIDDEN bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r);
+GMT_HIDDEN bool gmt_emit_group_end(struct gmt_rec_scope_end *r);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -220,6 +218,9 @@ GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
  * the outermost group of a training loop (scope.c "repeated groups"). */
 GMT_HIDDEN uint32_t gmt_scope_group_begin(void);
 GMT_HIDDEN void gmt_scope_group_end(uint32_t scope_id, int result);
+/* The outermost group's members are all in (ncclGroupEnd is about to run): when they are
+ * its template's, GROUP_REPEAT is written now, before NCCL does the group's work. */
+GMT_HIDDEN void gmt_scope_group_members_done(uint32_t scope_id);
 /* A member of an open user group, after its (comm, op)'s first call and with no sample
  * wanted: its communicator's device (>= 0) when it can be recorded the short way, by
  * gmt_scope_member_post at its return (no frame, no clock read); -1: use
@@ -306,6 +307,7 @@ struct gmt_rep {
     uint32_t gen;       /* comm_gen the template's devices hold under (equality only) */
     uint64_t devmask;   /* the template's devices */
     int8_t dev[GMT_REP_MAX]; /* each member's device */
+    uint32_t repeated;       /* the group whose GROUP_REPEAT is written, until its end */
     uint32_t nocomm_gen;     /* scope.c's first-call memo of calls without a communicator */
     uint64_t nocomm_ops;
     /* the template's members, from the next line */

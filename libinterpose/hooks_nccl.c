@@ -242,6 +242,8 @@ static __attribute__((hot)) void group_end_pre(struct call *c, enum gmt_op op, i
         c->scope = 0;
     } else if (group_depth > 0) {
         c->scope = group_ids[--group_depth];
+        if (group_depth + group_overflow == 0)
+            gmt_scope_group_members_done(c->scope);
     } else {
         c->scope = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     }

@@ -773,18 +773,28 @@ static void rep_stop(void);
 static void rep_open(uint32_t id);
 static unsigned rep_close(void);
 
-/* A group's end when its `count` members are the template's: GROUP_REPEAT, SCOPE_END. */
-static __attribute__((hot)) void repeat_end(uint32_t scope_id, int result, unsigned count)
+static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
+                           uint64_t stream, int result);
+
+/* The group `scope_id`'s `count` members are the template's: GROUP_REPEAT, whose member
+ * ids rep_close took. When the fast path can't take it, the members are written one by
+ * one instead, with those very ids (what the records stand for; a record lost is then
+ * counted as the records it is). */
+static void repeat_write(uint32_t scope_id, unsigned count)
 {
-    struct gmt_group_repeat_end r = {
-        {{GMT_REC_GROUP_REPEAT, 0, sizeof r.g}, scope_id, count, t_rep.like, 0},
-        {{GMT_REC_SCOPE_END, GMT_OP_Group, sizeof r.e}, 0, scope_id, result, 0}};
-    _Static_assert(sizeof r == sizeof r.g + sizeof r.e, "back to back");
-    t_rep.like = scope_id; /* the latest group with these members */
-    if (GMT_LIKELY(gmt_emit_group_repeat_end(&r)))
+    struct gmt_rec_group_repeat r = {{GMT_REC_GROUP_REPEAT, 0, sizeof r}, scope_id, count,
+                                     t_rep.like, 0};
+    if (GMT_LIKELY(gmt_emit_group_repeat(&r))) {
+        t_rep.like = scope_id; /* the latest group with these members */
         return;
-    gmt_emit(&r.g, 0);
-    gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+    }
+    id_next = scope_id; /* member_records takes them again, in order */
+    for (unsigned i = 0; i < count; i++) {
+        const struct gmt_rep_member *x = &t_rep.m[i];
+        member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
+                       x->result);
+    }
+    t_rep.like = scope_id;
 }
 
 /* The two records of a scope, as gmt_scope_begin/_end and the short way write them. */
@@ -888,9 +898,14 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
     if (!scope_id)
         return;
-    unsigned repeated = 0;
-    if (rep_state != GMT_REP_OFF && scope_id == t_rep.group)
-        repeated = rep_close(); /* (a group gone OFF has no template left: rep_stop) */
+    if (rep_state != GMT_REP_OFF && scope_id == t_rep.group) {
+        /* a group that ends without gmt_scope_group_members_done (its start failed, say) */
+        unsigned k = rep_close();
+        if (k)
+            repeat_write(scope_id, k);
+    }
+    if (scope_id == t_rep.repeated)
+        t_rep.repeated = 0;
     int depth = gmt_ts.scope_depth;
     if (depth > FRAMES) {
         gmt_ts.scope_depth--;
@@ -911,10 +926,6 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
                 frame_unregister(j);
             gmt_ts.scope_depth = k;
         }
-    }
-    if (repeated) {
-        repeat_end(scope_id, result, repeated);
-        return;
     }
     struct gmt_rec_scope_end r = end_rec(op, scope_id, result);
     gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
@@ -945,20 +956,32 @@ __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
     return id;
 }
 
-__attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
+__attribute__((hot)) void gmt_scope_group_members_done(uint32_t scope_id)
 {
     if (GMT_LIKELY(rep_state == GMT_REP_MATCH && scope_id == t_rep.group &&
-                   gmt_ts.scope_depth == 1 && frames[0].id == scope_id && !frames[0].memmask)) {
+                   gmt_ts.scope_depth == 1 && frames[0].id == scope_id)) {
         unsigned k = rep_close();
         if (GMT_LIKELY(k)) {
-            /* frame 0: no frame around it to fall back to (frame_unregister's case) */
-            for (uint64_t mask = frames[0].devmask; mask; mask &= mask - 1)
-                unpublish(__builtin_ctzll(mask));
-            gmt_ts.scope_depth = 0;
-            repeat_end(scope_id, result, k);
-            return;
+            t_rep.repeated = scope_id;
+            repeat_write(scope_id, k);
         }
-        /* rep_close wrote what matched: the usual end follows */
+        /* else rep_close wrote what matched */
+    }
+}
+
+__attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
+{
+    if (GMT_LIKELY(scope_id == t_rep.repeated && gmt_ts.scope_depth == 1 &&
+                   frames[0].id == scope_id && !frames[0].memmask)) {
+        t_rep.repeated = 0;
+        /* frame 0: no frame around it to fall back to (frame_unregister's case) */
+        for (uint64_t mask = frames[0].devmask; mask; mask &= mask - 1)
+            unpublish(__builtin_ctzll(mask));
+        gmt_ts.scope_depth = 0;
+        struct gmt_rec_scope_end r = end_rec(GMT_OP_Group, scope_id, result);
+        if (GMT_UNLIKELY(!gmt_emit_group_end(&r)))
+            gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+        return;
     }
     gmt_scope_end(scope_id, GMT_OP_Group, result);
 }
@@ -1042,11 +1065,13 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
 /* MATCH -> RECORD: the members matched that returned are written now. */
 __attribute__((cold)) void gmt_scope_repeat_spill(void)
 {
-    if (rep_swap(GMT_REP_RECORD) != GMT_REP_MATCH) {
-        /* nothing waited; a spill (or stop) in between decided already */
-        return;
-    }
-    unsigned k = t_rep.done;
+    /* MATCH -> RECORD only (one instruction: a signal handler's spill can't come between);
+     * any other state stays as it is (OFF must not become RECORD again) */
+    uint8_t match = GMT_REP_MATCH;
+    if (!__atomic_compare_exchange_n(&rep_state, &match, GMT_REP_RECORD, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return; /* nothing waited; a spill (or stop) in between decided already */
+    unsigned k = t_rep.done, called = t_rep.cur; /* called > k: member k is in its call */
     t_rep.spilled = (uint8_t)k;
     t_rep.cur = (uint8_t)k;
     atomic_signal_fence(memory_order_seq_cst);
@@ -1054,6 +1079,19 @@ __attribute__((cold)) void gmt_scope_repeat_spill(void)
         const struct gmt_rep_member *x = &t_rep.m[i];
         member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
                        x->result);
+    }
+    /* The group was published on all of the template's devices at its start; from here on
+     * it is as written one by one: on the devices of the members called so far (the later
+     * ones register theirs as they come) */
+    if (gmt_ts.scope_depth == 1 && frames[0].id == t_rep.group) {
+        uint64_t keep = 0;
+        for (unsigned i = 0; i < called && i < GMT_REP_MAX; i++)
+            keep |= 1ull << t_rep.dev[i];
+        for (uint64_t extra = frames[0].devmask & ~keep; extra; extra &= extra - 1) {
+            int d = __builtin_ctzll(extra);
+            frames[0].devmask &= ~(1ull << d);
+            unpublish(d);
+        }
     }
 }
 
@@ -1080,7 +1118,9 @@ static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t c
 {
     if (rep_state != GMT_REP_RECORD)
         return;
-    if (index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255 ||
+    /* index != cur: another member was recorded in between (a signal handler's): the
+     * template would not be the group's children as written */
+    if (index != t_rep.cur || index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255 ||
         datatype != (int16_t)datatype || result != (int8_t)result) {
         rep_swap(GMT_REP_OFF);
         t_rep.n = 0; /* as rep_stop */

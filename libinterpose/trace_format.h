@@ -374,8 +374,9 @@ struct gmt_rec_scope_end {
  * with the same results. It stands for `count` pairs of SCOPE_BEGIN/SCOPE_END, those of
  * `like`'s members with dt 0 and stack_id 0, here with scope ids scope_id+1 ..
  * scope_id+count and parent scope_id: members written where this record is, scopes of
- * length 0 at the thread's time. It comes right before the group's SCOPE_END, and only
- * when no other record of the thread lies between the group's SCOPE_BEGIN and it.
+ * length 0 at the thread's time. It comes before the group's SCOPE_END (it is written
+ * when ncclGroupEnd is called), with no scope record of the thread between the group's
+ * SCOPE_BEGIN and it.
  * `like` is one of the thread's last 8 groups with no scope around them that ended since
  * its latest THREAD record (repeated or not), and had `count` members. Carries no dt. */
 #define GMT_REPEAT_LIKE_WINDOW 8

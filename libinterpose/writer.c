@@ -201,6 +201,11 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long m
 void gmt_writer_flush_all(void)
 {
     int saved = errno;
+    /* a crash or exit on a thread whose group still matches its last one: its members
+     * are not in its buffer yet */
+    if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit && !t_opening &&
+        atomic_load(&gmt_writer_state) == ST_OPEN)
+        gmt_scope_repeat_spill();
     if (atomic_load(&gmt_writer_state) == ST_OPEN) {
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             /* A crash inside our own flush of b: its state is half-written, leave it. */
@@ -981,9 +986,13 @@ __attribute__((hot)) bool gmt_emit_group_begin(struct gmt_rec_scope_begin *r)
 {
     return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_begin, dt), true);
 }
-__attribute__((hot)) bool gmt_emit_group_repeat_end(struct gmt_group_repeat_end *r)
+__attribute__((hot)) bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r)
 {
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_group_repeat_end, e.dt), true);
+    return emit_fast(r, sizeof *r, 0, false);
+}
+__attribute__((hot)) bool gmt_emit_group_end(struct gmt_rec_scope_end *r)
+{
+    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_end, dt), true);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */

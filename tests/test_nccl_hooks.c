@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct run {
     char out[128];
     char trace[64 + 2 + 256];
     int status;
+    int dies_of; /* set before run_prog: the signal the program is to die of, 0 none */
 };
 
 /* Runs NCCL_PROG with `args` (NULL-terminated), traced when `traced`, extra environment
@@ -61,8 +63,12 @@ static void run_prog(struct run *r, bool traced, const char *const *args, const 
         _exit(127);
     }
     cr_assert_eq(waitpid(pid, &r->status, 0), pid);
-    cr_assert(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0,
-              "%s %s exited with status 0x%x", NCCL_PROG, args[0], r->status);
+    if (r->dies_of)
+        cr_assert(WIFSIGNALED(r->status) && WTERMSIG(r->status) == r->dies_of,
+                  "%s %s: status 0x%x, not signal %d", NCCL_PROG, args[0], r->status, r->dies_of);
+    else
+        cr_assert(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0,
+                  "%s %s exited with status 0x%x", NCCL_PROG, args[0], r->status);
     if (traced) {
         DIR *d = opendir(r->dir);
         cr_assert_not_null(d);
@@ -307,7 +313,7 @@ Test(nccl_hooks, wrapper_lookup_knows_every_name_and_nothing_else)
 Test(nccl_hooks, results_and_data_pass_through_unchanged)
 {
     const char *args[] = {"calls", NULL};
-    struct run a, b;
+    struct run a = {0}, b = {0};
     run_prog(&a, false, args, NULL);
     run_prog(&b, true, args, NULL);
     char *x = slurp(a.out), *y = slurp(b.out);
@@ -368,7 +374,7 @@ Test(nccl_hooks, off_passes_every_call_through_and_writes_nothing)
     const char *args[] = {"bare", "3", NULL};
     char pre[256], out[160];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", LIB_SO);
-    struct run a, b;
+    struct run a = {0}, b = {0};
     run_prog(&a, false, args, NULL);
     snprintf(out, sizeof out, "GPUMEMTRACE_OUTPUT=%s/t.%%p.gmt", a.dir);
     const char *env[] = {pre, "GPUMEMTRACE_OFF=1", out, NULL};
@@ -392,7 +398,7 @@ Test(nccl_hooks, off_passes_every_call_through_and_writes_nothing)
 Test(nccl_hooks, bare_collective_is_one_scope_without_parent)
 {
     const char *args[] = {"bare", "3", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     cr_assert_eq(count_op(GMT_OP_AllReduce), 6);
@@ -423,7 +429,7 @@ Test(nccl_hooks, bare_collective_is_one_scope_without_parent)
 Test(nccl_hooks, first_collective_allocates_later_ones_do_not)
 {
     const char *args[] = {"bare", "3", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     int in_first = 0;
@@ -471,7 +477,7 @@ static const char *module_of(uint64_t ip)
 Test(nccl_hooks, allocation_inside_a_call_has_nccls_frames_not_ours)
 {
     const char *args[] = {"bare", "1", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     int checked = 0;
@@ -504,7 +510,7 @@ Test(nccl_hooks, allocation_inside_a_call_has_nccls_frames_not_ours)
 Test(nccl_hooks, proxy_thread_allocations_carry_the_collective_scope)
 {
     const char *args[] = {"bare", "2", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     int stamped = 0;
@@ -520,7 +526,7 @@ Test(nccl_hooks, proxy_thread_allocations_carry_the_collective_scope)
 Test(nccl_hooks, proxy_allocations_in_nested_groups_carry_the_outermost_group)
 {
     const char *args[] = {"nested", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     cr_assert_eq(count_op(GMT_OP_Group), 2);
@@ -544,7 +550,7 @@ Test(nccl_hooks, proxy_allocations_in_nested_groups_carry_the_outermost_group)
 Test(nccl_hooks, group_scope_holds_its_collectives_and_initall_writes_a_comm_per_device)
 {
     const char *args[] = {"group", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     cr_assert_eq(count_op(GMT_OP_CommInitAll), 2);
@@ -591,7 +597,7 @@ Test(nccl_hooks, group_scope_holds_its_collectives_and_initall_writes_a_comm_per
 Test(nccl_hooks, failed_collective_records_its_error)
 {
     const char *args[] = {"group", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     char *out = slurp(r.out);
     const char *p = strstr(out, "invalid datatype r=");
@@ -613,7 +619,7 @@ Test(nccl_hooks, failed_collective_records_its_error)
 Test(nccl_hooks, communicator_created_inside_a_group)
 {
     const char *args[] = {"init_in_group", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     cr_assert_eq(count_op(GMT_OP_CommInitRank), 2);
@@ -640,7 +646,7 @@ Test(nccl_hooks, communicator_created_inside_a_group)
 Test(nccl_hooks, ncclmemalloc_is_one_allocation_of_its_own_kind)
 {
     const char *args[] = {"init_in_group", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     cr_assert_eq(count_op(GMT_OP_MemAlloc), 1);
@@ -674,7 +680,7 @@ static int sampled_allreduces(const char *policy, const char *iters)
     char env[64];
     snprintf(env, sizeof env, "GPUMEMTRACE_MEMINFO=%s", policy);
     const char *envs[] = {env, NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, policy ? envs : NULL);
     load(r.trace);
     int n = 0;
@@ -718,7 +724,7 @@ Test(nccl_hooks, meminfo_first_n_then_every_k)
 Test(nccl_hooks, meminfo_and_stacks_per_communicator_when_one_thread_rotates_over_many)
 {
     const char *args[] = {"rotate", "4", "5", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, NULL);
     load(r.trace);
     cr_assert_eq(T.ncomms, 10);
@@ -754,7 +760,7 @@ Test(nccl_hooks, later_group_members_are_zero_length_scopes_in_their_group)
     /* four cliques: eight communicators on one thread, the memo's size */
     const char *args[] = {"rotate", "3", "4", NULL};
     const char *envs[] = {"GPUMEMTRACE_MEMINFO=never", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, envs);
     load(r.trace);
     cr_assert_eq(T.ncomms, 8);
@@ -888,7 +894,7 @@ static void expect_repeats_read_back(const char *policy)
     const char *args[] = {"repeat", "100", NULL};
     const char *each[] = {"GPUMEMTRACE_GROUP_REPEAT=0", policy, NULL};
     const char *repeated[] = {policy, NULL};
-    struct run one, rep;
+    struct run one = {0}, rep = {0};
     run_prog(&one, true, args, each);
     run_prog(&rep, true, args, repeated);
     char *o1 = slurp(one.out), *o2 = slurp(rep.out);
@@ -920,13 +926,46 @@ Test(nccl_hooks, repeated_groups_read_back_as_the_records_written_one_by_one)
     expect_repeats_read_back("GPUMEMTRACE_MEMINFO=never");
 }
 
+/* A program that crashes inside a group repeating its last one: the members it called
+ * are in the trace (the crash handler writes them), as they are when written one by one. */
+Test(nccl_hooks, a_crash_inside_a_repeated_group_keeps_its_members)
+{
+    const char *args[] = {"crash_in_group", NULL};
+    const char *envs[] = {"GPUMEMTRACE_MEMINFO=never", NULL};
+    struct run r = {.dies_of = SIGSEGV};
+    run_prog(&r, true, args, envs);
+    cr_expect_geq(count_records(r.trace, GMT_REC_GROUP_REPEAT), 1, "the loop repeated");
+    struct gmt_reader *rd;
+    uint8_t *buf = NULL;
+    char err[256];
+    open_expanded(&rd, r.trace, &buf);
+    struct gmt_event ev;
+    uint32_t group = 0;
+    int members = 0, rc;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        if (ev.rec->type != GMT_REC_SCOPE_BEGIN)
+            continue;
+        const struct gmt_rec_scope_begin *b = (const void *)ev.rec;
+        if (ev.rec->aux == GMT_OP_Group) {
+            group = b->scope_id; /* the last one is the one the crash left open */
+            members = 0;
+        } else if (b->parent_id == group && ev.rec->aux == GMT_OP_AllReduce) {
+            members++;
+        }
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect_eq(members, 2, "the open group's members: %d", members);
+    gmt_reader_close(rd);
+    free(buf);
+}
+
 /* The CLI's host time per call leaves out the members it has no time for: each
  * communicator's all_reduce row has its 3 calls, of which only the first was timed. */
 Test(nccl_hooks, host_time_counts_only_the_timed_calls)
 {
     const char *args[] = {"rotate", "3", "2", NULL};
     const char *envs[] = {"GPUMEMTRACE_MEMINFO=never", NULL};
-    struct run r;
+    struct run r = {0};
     run_prog(&r, true, args, envs);
     struct gmt_trace t;
     char err[256];

@@ -22,7 +22,7 @@ const char gmt_help_dump[] =
     "          sizes in bytes, API/kind/operation names, strings quoted and escaped\n"
     "--expand: each GROUP_REPEAT replaced by the group members' records it stands\n"
     "for, as the other commands read the trace (OFFSET is then in that expanded\n"
-    "image; FILE must be a file).\n"
+    "image, a note on a cut the file's own; FILE must be a file).\n"
     "FILE '-' reads standard input. A trace cut short (crash, kill) is printed up to\n"
     "its last whole record, with a note on stderr saying where it stops; exit 0.\n"
     "A malformed trace: a one-line error naming the file and offset, exit 2.\n";
@@ -306,10 +306,17 @@ void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader 
     putc('\n', o);
 }
 
+/* What a cut note says of an expanded trace: the file's own offset and records. */
+struct file_end {
+    bool expanded;
+    uint64_t records, cut, end;
+};
+
 /* The file's records with GROUP_REPEAT expanded (trace.c), opened as an in-memory trace
- * whose image *buf holds; the cut note keeps the file's own offset. */
-static int open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf, char *err,
-                         size_t errlen)
+ * whose image *buf holds; *fe the file's own end, for the cut note. */
+
+static int open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf,
+                         struct file_end *fe, char *err, size_t errlen)
 {
     struct gmt_reader *f;
     if (gmt_reader_open(&f, path, err, errlen) < 0)
@@ -320,6 +327,7 @@ static int open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf,
     int rc = img ? gmt_trace_expand(img, len, path, buf, &out_len, &records, &cut, &lost, err,
                                     errlen)
                  : -1;
+    *fe = (struct file_end){true, records, cut, len};
     if (!img)
         snprintf(err, errlen, "%s: cannot map the file", path);
     else if (rc == -ENOMEM)
@@ -338,10 +346,11 @@ static int dump_one(const char *path, bool expand)
     struct gmt_reader *r;
     char err[512];
     uint8_t *buf = NULL;
+    struct file_end fe = {0};
     bool in = path[0] == '-' && path[1] == 0;
     int rc = in && expand ? (snprintf(err, sizeof err, "dump: --expand needs a file, not '-'"), -1)
              : in         ? gmt_reader_fopen(&r, stdin, "(stdin)", err, sizeof err)
-             : expand     ? open_expanded(&r, path, &buf, err, sizeof err)
+             : expand     ? open_expanded(&r, path, &buf, &fe, err, sizeof err)
                           : gmt_reader_open(&r, path, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "%s\n", err);
@@ -362,12 +371,14 @@ static int dump_one(const char *path, bool expand)
         rc = GMT_EXIT_ERROR;
     } else if (gmt_reader_cut(r, &cut)) {
         fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64 " records\n",
-                gmt_reader_path(r), cut, gmt_reader_records(r));
+                gmt_reader_path(r), fe.expanded ? fe.cut : cut,
+                fe.expanded ? fe.records : gmt_reader_records(r));
         rc = GMT_EXIT_OK;
     } else if (!gmt_reader_complete(r) && !ferror(stdout)) {
         fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64
-                " records (no END record)\n", gmt_reader_path(r), gmt_reader_offset(r),
-                gmt_reader_records(r));
+                " records (no END record)\n", gmt_reader_path(r),
+                fe.expanded ? fe.end : gmt_reader_offset(r),
+                fe.expanded ? fe.records : gmt_reader_records(r));
         rc = GMT_EXIT_OK;
     } else {
         rc = GMT_EXIT_OK;

@@ -1,5 +1,6 @@
 /* nccl_scenarios.c: NCCL call patterns for the hook tests (run with and without the tracer preloaded); prints every result, never pointers. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,25 @@ static int repeat(void)
     return 0;
 }
 
+/* A crash inside a group that repeats the last one: four identical groups, then the
+ * fifth's members, then SIGSEGV before its ncclGroupEnd. */
+static int crash_in_group(void)
+{
+    ncclComm_t c[2];
+    buffers();
+    if (ncclCommInitAll(c, 2, NULL) != ncclSuccess)
+        return 1;
+    for (int i = 0; i < 5; i++) {
+        ncclGroupStart();
+        for (int d = 0; d < 2; d++)
+            ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, c[d], streams[d]);
+        if (i == 4)
+            raise(SIGSEGV);
+        ncclGroupEnd();
+    }
+    return 0;
+}
+
 /* Communicators created inside a group: they exist once ncclGroupEnd returns. */
 static int init_in_group(void)
 {
@@ -404,6 +424,8 @@ int main(int argc, char **argv)
         return nested();
     if (strcmp(what, "repeat") == 0)
         return repeat();
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]\n", argv[0]);
+    if (strcmp(what, "crash_in_group") == 0)
+        return crash_in_group();
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]|crash_in_group\n", argv[0]);
     return 2;
 }
