@@ -150,7 +150,8 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
             .bytes = bytes,
             .stack_id = stack,
         };
-        gmt_emit(&rec, offsetof(struct gmt_rec_alloc_small, dt));
+        if (GMT_UNLIKELY(!gmt_emit_alloc_small(&rec)))
+            gmt_emit(&rec, offsetof(struct gmt_rec_alloc_small, dt));
     } else {
         struct gmt_rec_alloc_ext rec;
         memset(&rec, 0, sizeof rec);
@@ -187,6 +188,8 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
     rec.f.address = address;
     rec.f.scope_id = event_scope(-1);
     rec.stream = stream;
+    if (GMT_LIKELY(!stream) && GMT_LIKELY(gmt_emit_free(&rec.f)))
+        return;
     gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
 }
 

@@ -153,11 +153,14 @@ GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
 /* Records as one piece, at most 128 bytes, the one dt at dt_offset filled from the clock.
  * False when it can't: then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset);
-/* gmt_emit_timed for a group's SCOPE_BEGIN and SCOPE_END, gmt_emit_untimed for its
- * GROUP_REPEAT: each of its size. */
-GMT_HIDDEN bool gmt_emit_group_begin(struct gmt_rec_scope_begin *r);
+/* gmt_emit_timed for a SCOPE_BEGIN and a SCOPE_END, gmt_emit_untimed for a GROUP_REPEAT:
+ * each of its size (no size checks, fixed copies), for the calls of NCCL loops. */
+GMT_HIDDEN bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r);
+/* the same for the common allocation records: ALLOC_SMALL, FREE without its extension */
+GMT_HIDDEN bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r);
+GMT_HIDDEN bool gmt_emit_free(struct gmt_rec_free *r);
 GMT_HIDDEN bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r);
-GMT_HIDDEN bool gmt_emit_group_end(struct gmt_rec_scope_end *r);
+GMT_HIDDEN bool gmt_emit_scope_end(struct gmt_rec_scope_end *r);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */

@@ -846,7 +846,8 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     }
 
     struct gmt_rec_scope_begin r = begin_rec(op, id, stack_id, comm, count, datatype, peer, stream);
-    gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+    if (GMT_UNLIKELY(!gmt_emit_scope_begin(&r)))
+        gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_version_note(GMT_COMP_NCCL);
 
     int depth = gmt_ts.scope_depth++;
@@ -928,7 +929,8 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
         }
     }
     struct gmt_rec_scope_end r = end_rec(op, scope_id, result);
-    gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+    if (GMT_UNLIKELY(!gmt_emit_scope_end(&r)))
+        gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
 }
 
 /* A training loop's group calls, the common case in few lines of code (between them the
@@ -947,7 +949,7 @@ __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
         return gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     uint32_t id = ++id_next;
     struct gmt_rec_scope_begin r = begin_rec(GMT_OP_Group, id, 0, 0, 0, -1, -1, 0);
-    if (GMT_UNLIKELY(!gmt_emit_group_begin(&r)))
+    if (GMT_UNLIKELY(!gmt_emit_scope_begin(&r)))
         gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_version_note(GMT_COMP_NCCL);
     frames[0] = (struct gmt_frame){.id = id, .op = GMT_OP_Group, .group = -1};
@@ -979,7 +981,7 @@ __attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
             unpublish(__builtin_ctzll(mask));
         gmt_ts.scope_depth = 0;
         struct gmt_rec_scope_end r = end_rec(GMT_OP_Group, scope_id, result);
-        if (GMT_UNLIKELY(!gmt_emit_group_end(&r)))
+        if (GMT_UNLIKELY(!gmt_emit_scope_end(&r)))
             gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
         return;
     }

@@ -980,17 +980,25 @@ __attribute__((noinline, hot)) bool gmt_emit_timed(void *recs, uint32_t size, si
     return emit_fast(recs, size, dt_offset, true);
 }
 
-/* The two records of a training loop's group, each size known here: the fast path
- * without its size checks and with a copy of fixed length (scope.c's group fast path). */
-__attribute__((hot)) bool gmt_emit_group_begin(struct gmt_rec_scope_begin *r)
+/* The records of an NCCL call, each size known here: the fast path without its size
+ * checks and with a copy of fixed length (scope.c's scopes). */
+__attribute__((hot)) bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r)
 {
     return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_begin, dt), true);
+}
+__attribute__((hot)) bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r)
+{
+    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_alloc_small, dt), true);
+}
+__attribute__((hot)) bool gmt_emit_free(struct gmt_rec_free *r)
+{
+    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_free, dt), true);
 }
 __attribute__((hot)) bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r)
 {
     return emit_fast(r, sizeof *r, 0, false);
 }
-__attribute__((hot)) bool gmt_emit_group_end(struct gmt_rec_scope_end *r)
+__attribute__((hot)) bool gmt_emit_scope_end(struct gmt_rec_scope_end *r)
 {
     return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_end, dt), true);
 }
