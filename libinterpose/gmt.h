@@ -150,10 +150,7 @@ GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
  * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
  * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
-/* Records as one piece, at most 128 bytes, the one dt at dt_offset filled from the clock.
- * False when it can't: then emit them one by one with gmt_emit. */
-GMT_HIDDEN bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset);
-/* gmt_emit_timed for a SCOPE_BEGIN and a SCOPE_END, gmt_emit_untimed for a GROUP_REPEAT:
+/* gmt_emit's fast path for a SCOPE_BEGIN and a SCOPE_END, gmt_emit_untimed's for a GROUP_REPEAT:
  * each of its size (no size checks, fixed copies), for the calls of NCCL loops. */
 GMT_HIDDEN bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r);
 /* the same for the common allocation records: ALLOC_SMALL, FREE without its extension */

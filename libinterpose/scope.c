@@ -776,6 +776,16 @@ static unsigned rep_close(void);
 static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
                            uint64_t stream, int result);
 
+/* The template's first k members, written one by one (the short way's records). */
+static void write_members(unsigned k)
+{
+    for (unsigned i = 0; i < k && i < GMT_REP_MAX; i++) {
+        const struct gmt_rep_member *x = &t_rep.m[i];
+        member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
+                       x->result);
+    }
+}
+
 /* The group `scope_id`'s `count` members are the template's: GROUP_REPEAT, whose member
  * ids rep_close took. When the fast path can't take it, the members are written one by
  * one instead, with those very ids (what the records stand for; a record lost is then
@@ -789,11 +799,7 @@ static void repeat_write(uint32_t scope_id, unsigned count)
         return;
     }
     id_next = scope_id; /* member_records takes them again, in order */
-    for (unsigned i = 0; i < count; i++) {
-        const struct gmt_rep_member *x = &t_rep.m[i];
-        member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
-                       x->result);
-    }
+    write_members(count);
     t_rep.like = scope_id;
 }
 
@@ -1077,11 +1083,7 @@ __attribute__((cold)) void gmt_scope_repeat_spill(void)
     t_rep.spilled = (uint8_t)k;
     t_rep.cur = (uint8_t)k;
     atomic_signal_fence(memory_order_seq_cst);
-    for (unsigned i = 0; i < k; i++) {
-        const struct gmt_rep_member *x = &t_rep.m[i];
-        member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
-                       x->result);
-    }
+    write_members(k);
     /* The group was published on all of the template's devices at its start; from here on
      * it is as written one by one: on the devices of the members called so far (the later
      * ones register theirs as they come) */
@@ -1193,11 +1195,7 @@ static __attribute__((cold, noinline)) void rep_close_other(uint8_t st, uint32_t
         unsigned k = t_rep.done;
         t_rep.spilled = (uint8_t)k;
         atomic_signal_fence(memory_order_seq_cst);
-        for (unsigned i = 0; i < k; i++) {
-            const struct gmt_rep_member *x = &t_rep.m[i];
-            member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer,
-                           x->stream, x->result);
-        }
+        write_members(k);
         t_rep.n = k == t_rep.cur ? (uint8_t)k : 0;
     } else if (st == GMT_REP_RECORD) {
         t_rep.n = t_rep.gen == gen ? t_rep.cur : 0;

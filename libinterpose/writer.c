@@ -947,6 +947,14 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
     return true;
 }
 
+/* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit
+ * (one copy of it: a training loop's calls run through few lines of code). False when
+ * that path can't take them. */
+static __attribute__((noinline, hot)) bool emit_timed(void *recs, uint32_t size, size_t dt_offset)
+{
+    return emit_fast(recs, size, dt_offset, true);
+}
+
 /*
  * The common case in a few dozen instructions: an event record (it has a dt) of at most
  * 128 bytes, from a thread that has its buffer, with the file open, room in the ring
@@ -958,7 +966,7 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
 __attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
 {
     struct gmt_rec *h = rec;
-    if (GMT_UNLIKELY(!gmt_emit_timed(h, h->size, dt_offset)))
+    if (GMT_UNLIKELY(!emit_timed(h, h->size, dt_offset)))
         emit_slow(h, dt_offset);
 }
 
@@ -972,13 +980,6 @@ bool gmt_emit_untimed(const void *recs, uint32_t size)
     return emit_fast(recs, size, 0, false);
 }
 
-/* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit
- * (one copy of it: a training loop's calls run through few lines of code). False when
- * that path can't take them. */
-__attribute__((noinline, hot)) bool gmt_emit_timed(void *recs, uint32_t size, size_t dt_offset)
-{
-    return emit_fast(recs, size, dt_offset, true);
-}
 
 /* The records of an NCCL call, each size known here: the fast path without its size
  * checks and with a copy of fixed length (scope.c's scopes). */

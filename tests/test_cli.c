@@ -245,6 +245,33 @@ Test(cli, dump_of_a_cut_trace_says_where_and_exits_0)
     tb_free(&b);
 }
 
+/* --expand: the members GROUP_REPEAT stands for, lost ones said; a cut note with the
+ * file's own offset and records, not the expanded image's. */
+Test(cli, dump_expand_restores_members_and_notes_the_files_cut)
+{
+    struct tb b = { 0 };
+    tb_repeats(&b);
+    char path[PATH_MAX], want[PATH_MAX + 64];
+    trace_file(path, &b, b.len);
+    RUN(&res, "dump", "--expand", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "GROUP_REPEAT") == NULL, "%s", res.out);
+    cr_expect(strstr(res.out, "op=AllReduce scope=17 parent=16 dt=0 stack=0 comm=0xa") != NULL,
+              "the second repeat's first member");
+    snprintf(want, sizeof want, "%s: 18 records of repeated groups could not be restored\n",
+             path);
+    cr_expect_str_eq(res.err, want);
+    size_t cut = b.off[b.nrec - 3] + 4; /* inside the last group, after the restored ones */
+    trace_file(path, &b, cut);
+    RUN(&res, "dump", "--expand", path);
+    unlink(path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    snprintf(want, sizeof want, "%s: trace cut at offset %zu after %zu records\n",
+             path, b.off[b.nrec - 3], b.nrec - 3);
+    cr_expect(strstr(res.err, want) != NULL, "%s", res.err);
+    tb_free(&b);
+}
+
 Test(cli, dump_of_a_malformed_trace_exits_2)
 {
     struct tb b = { 0 };

@@ -153,18 +153,11 @@ static struct scope *scope_by_id(uint32_t id)
 /* Opens a trace as the CLI reads it: GROUP_REPEAT records expanded (*buf holds it). */
 static void open_expanded(struct gmt_reader **rd, const char *path, uint8_t **buf)
 {
-    struct gmt_reader *f;
+    struct gmt_file_end fe;
     char err[256];
-    cr_assert_eq(gmt_reader_open(&f, path, err, sizeof err), 0, "%s", err);
-    size_t len, out_len;
-    const uint8_t *img = gmt_reader_image(f, &len);
-    cr_assert_not_null(img);
-    uint64_t records, cut, lost;
-    cr_assert_eq(gmt_trace_expand(img, len, path, buf, &out_len, &records, &cut, &lost, err,
-                                  sizeof err), 0, "%s", err);
-    cr_expect_eq(lost, 0, "%llu records of repeated groups not restored", (unsigned long long)lost);
-    gmt_reader_close(f);
-    cr_assert_eq(gmt_reader_open_mem(rd, *buf, out_len, path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(gmt_trace_open_expanded(rd, path, buf, &fe, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(fe.lost, 0, "%llu records of repeated groups not restored",
+                 (unsigned long long)fe.lost);
 }
 
 /* Records of one type in the file as written. */

@@ -307,56 +307,25 @@ void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader 
 }
 
 /* What a cut note says of an expanded trace: the file's own offset and records. */
-struct file_end {
-    bool expanded;
-    uint64_t records, cut, end;
-};
-
-/* The file's records with GROUP_REPEAT expanded (trace.c), opened as an in-memory trace
- * whose image *buf holds; *fe the file's own end, for the cut note. */
-
-static int open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf,
-                         struct file_end *fe, char *err, size_t errlen)
-{
-    struct gmt_reader *f;
-    if (gmt_reader_open(&f, path, err, errlen) < 0)
-        return -1;
-    size_t len = 0, out_len = 0;
-    const uint8_t *img = gmt_reader_image(f, &len);
-    uint64_t records, cut, lost;
-    int rc = img ? gmt_trace_expand(img, len, path, buf, &out_len, &records, &cut, &lost, err,
-                                    errlen)
-                 : -1;
-    *fe = (struct file_end){true, records, cut, len};
-    if (!img)
-        snprintf(err, errlen, "%s: cannot map the file", path);
-    else if (rc == -ENOMEM)
-        snprintf(err, errlen, "%s: out of memory", path);
-    gmt_reader_close(f);
-    if (rc)
-        return -1;
-    if (lost)
-        fprintf(stderr, "%s: %" PRIu64 " records of repeated groups could not be restored\n",
-                path, lost);
-    return gmt_reader_open_mem(r, *buf, out_len, path, err, errlen);
-}
-
 static int dump_one(const char *path, bool expand)
 {
     struct gmt_reader *r;
     char err[512];
     uint8_t *buf = NULL;
-    struct file_end fe = {0};
+    struct gmt_file_end fe = {0};
     bool in = path[0] == '-' && path[1] == 0;
     int rc = in && expand ? (snprintf(err, sizeof err, "dump: --expand needs a file, not '-'"), -1)
              : in         ? gmt_reader_fopen(&r, stdin, "(stdin)", err, sizeof err)
-             : expand     ? open_expanded(&r, path, &buf, &fe, err, sizeof err)
+             : expand     ? gmt_trace_open_expanded(&r, path, &buf, &fe, err, sizeof err)
                           : gmt_reader_open(&r, path, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "%s\n", err);
         free(buf);
         return GMT_EXIT_ERROR;
     }
+    if (fe.lost)
+        fprintf(stderr, "%s: %" PRIu64 " records of repeated groups could not be restored\n",
+                path, fe.lost);
     printf("%10s %7s %15s %s\n", "OFFSET", "TID", "TIME", "TYPE / FIELDS");
     struct gmt_event ev;
     while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0) {
@@ -371,7 +340,7 @@ static int dump_one(const char *path, bool expand)
         rc = GMT_EXIT_ERROR;
     } else if (gmt_reader_cut(r, &cut)) {
         fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64 " records\n",
-                gmt_reader_path(r), fe.expanded ? fe.cut : cut,
+                gmt_reader_path(r), fe.expanded ? fe.cut_offset : cut,
                 fe.expanded ? fe.records : gmt_reader_records(r));
         rc = GMT_EXIT_OK;
     } else if (!gmt_reader_complete(r) && !ferror(stdout)) {

@@ -38,6 +38,13 @@ static void *push(void **arr, size_t *n, size_t *cap, size_t elem)
  * (gmt_trace_iter_*): no event array (56 bytes per event, most of the page faults) and
  * no sort. A corrupt file whose times go back just has more runs.
  */
+_Static_assert(offsetof(struct gmt_rec_module_load, time_ns) == sizeof(struct gmt_rec) &&
+                   offsetof(struct gmt_rec_module_unload, time_ns) == sizeof(struct gmt_rec) &&
+                   offsetof(struct gmt_rec_thread, time_ns) == sizeof(struct gmt_rec) &&
+                   offsetof(struct gmt_rec_time, time_ns) == sizeof(struct gmt_rec) &&
+                   offsetof(struct gmt_rec_end, time_ns) == sizeof(struct gmt_rec),
+               "walk_decode reads an absolute time right after the header");
+
 struct gmt_seg {
     uint64_t start, end;       /* file offsets of a chunk's records */
 };
@@ -912,6 +919,30 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
     return 0;
 }
 
+int gmt_trace_open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf,
+                            struct gmt_file_end *fe, char *err, size_t errlen)
+{
+    *buf = NULL;
+    *fe = (struct gmt_file_end){0};
+    struct gmt_reader *f;
+    if (gmt_reader_open(&f, path, err, errlen) < 0)
+        return -1;
+    size_t len = 0, out_len = 0;
+    const uint8_t *img = gmt_reader_image(f, &len);
+    int rc = -1;
+    if (!img)
+        snprintf(err, errlen, "%s: cannot map the file", path);
+    else if ((rc = gmt_trace_expand(img, len, path, buf, &out_len, &fe->records,
+                                    &fe->cut_offset, &fe->lost, err, errlen)) == -ENOMEM)
+        snprintf(err, errlen, "%s: out of memory", path);
+    fe->expanded = true;
+    fe->end = len;
+    gmt_reader_close(f);
+    if (rc)
+        return -1;
+    return gmt_reader_open_mem(r, *buf, out_len, path, err, errlen);
+}
+
 /* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
  * LOAD_EXPAND (the file has GROUP_REPEAT records), or -1 with a message in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
@@ -1253,23 +1284,12 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
         return 0;
     }
     case GMT_REC_MODULE_LOAD:
-        w->clock = ((const struct gmt_rec_module_load *)(const void *)h)->time_ns;
-        w->clock_set = true;
-        return 0;
     case GMT_REC_MODULE_UNLOAD:
-        w->clock = ((const struct gmt_rec_module_unload *)(const void *)h)->time_ns;
-        w->clock_set = true;
-        return 0;
     case GMT_REC_THREAD:
-        w->clock = ((const struct gmt_rec_thread *)(const void *)h)->time_ns;
-        w->clock_set = true;
-        return 0;
     case GMT_REC_TIME:
-        w->clock = ((const struct gmt_rec_time *)(const void *)h)->time_ns;
-        w->clock_set = true;
-        return 0;
     case GMT_REC_END:
-        w->clock = ((const struct gmt_rec_end *)(const void *)h)->time_ns;
+        /* the records with an absolute time: each has its time_ns right after the header */
+        memcpy(&w->clock, (const uint8_t *)h + sizeof *h, sizeof w->clock);
         w->clock_set = true;
         return 0;
     default:

@@ -133,6 +133,17 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
                      size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
                      char *err, size_t errlen);
 
+/* gmt_reader_open on a file with its GROUP_REPEATs expanded (gmt_trace_expand): the
+ * reader reads *buf, which the caller frees after gmt_reader_close; *fe says what the
+ * file itself holds (its records, where it was cut, its end) and the records lost.
+ * 0, or -1 with a one-line message in err. */
+struct gmt_file_end {
+    bool expanded;
+    uint64_t records, cut_offset, end, lost;
+};
+int gmt_trace_open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf,
+                            struct gmt_file_end *fe, char *err, size_t errlen);
+
 /* Loads a trace. Returns 0, or -1 with a one-line message in err. */
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen);
 void gmt_trace_free(struct gmt_trace *t);
