@@ -24,7 +24,7 @@ LIB_SRC  := $(wildcard libinterpose/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_SO   := $(BUILD)/libgpumemtrace.so
 LIB_A    := $(BUILD)/libinterpose.a
-LIB_CFLAGS = -I$(UNWIND_DIR)/include -fPIC -fvisibility=hidden -fno-omit-frame-pointer -ftls-model=initial-exec
+LIB_CFLAGS = -I$(UNWIND_DIR)/include -fPIC -Iformat -fvisibility=hidden -fno-omit-frame-pointer -ftls-model=initial-exec
 
 # ---- CLI: tools/*.c -> build/gpumemtrace
 TOOL_SRC := $(wildcard tools/*.c)
@@ -70,7 +70,7 @@ $(LIB_A): $(LIB_OBJ)
 
 $(BUILD)/obj$(SAN:%=-san)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) $(SANFLAGS) -Ilibinterpose -c $< -o $@
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -Iformat -c $< -o $@
 
 $(TOOL_A): $(filter-out %/main.o,$(TOOL_OBJ))
 	@rm -f $@
@@ -81,7 +81,7 @@ $(CLI): $(TOOL_OBJ)
 
 $(BUILD)/tests/%: tests/%.c $(LIB_A) $(TOOL_A)
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) $(SANFLAGS) -I$(UNWIND_DIR)/include -Ilibinterpose -Itools -o $@ $< -Wl,--start-group $(TEST_LIBS) -Wl,--end-group
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -I$(UNWIND_DIR)/include -Iformat -Ilibinterpose -Itools -o $@ $< -Wl,--start-group $(TEST_LIBS) -Wl,--end-group
 
 tests: all $(TEST_BIN) test-extras
 

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nccl_types.h"
+
 /* Handles are opaque pointers; only their values matter to us. */
 typedef struct ncclComm *ncclComm_t;
 typedef struct ncclWindow_vidmem *ncclWindow_t;
@@ -29,12 +31,8 @@ typedef enum {
     ncclNumResults = 8
 } ncclResult_t;
 
-/* Element types; aliases (ncclChar = ncclInt8, ncclHalf = ncclFloat16, …) share values. */
-#define GMT_NCCL_TYPES(X)                                                     \
-    X(ncclInt8, 0, 1) X(ncclUint8, 1, 1) X(ncclInt32, 2, 4) X(ncclUint32, 3, 4) \
-    X(ncclInt64, 4, 8) X(ncclUint64, 5, 8) X(ncclFloat16, 6, 2)              \
-    X(ncclFloat32, 7, 4) X(ncclFloat64, 8, 8) X(ncclBfloat16, 9, 2)          \
-    X(ncclFloat8e4m3, 10, 1) X(ncclFloat8e5m2, 11, 1)
+/* Element types (the list is format/nccl_types.h); aliases (ncclChar = ncclInt8, ncclHalf =
+ * ncclFloat16, …) share values. */
 typedef enum {
 #define GMT_X(name, val, size) name = val,
     GMT_NCCL_TYPES(GMT_X)
@@ -46,17 +44,6 @@ typedef enum {
 #define ncclHalf ncclFloat16
 #define ncclFloat ncclFloat32
 #define ncclDouble ncclFloat64
-
-/* Bytes per element; 0 for a value NCCL would reject (the call then fails by itself). */
-static inline size_t gmt_nccl_type_size(int datatype)
-{
-    switch (datatype) {
-#define GMT_X(name, val, size) case val: return size;
-        GMT_NCCL_TYPES(GMT_X)
-#undef GMT_X
-    default: return 0;
-    }
-}
 
 /* Reduction ops: built-ins 0..4; values from ncclNumOps up are made by ncclRedOpCreate*.
  * The enum is int-sized, as in NCCL (its largest value is INT_MAX). */

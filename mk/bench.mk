@@ -38,9 +38,9 @@ $(BENCH_DIR)/nccl_bench: tests/bench/nccl_bench.c $(FAKE_HDRS) $(BENCH_STUB)/lib
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(BENCH_STUB_FLAGS) -lnccl -lcuda
 
-$(BENCH_DIR)/gen_trace: tests/bench/gen_trace.c libinterpose/trace_format.h
+$(BENCH_DIR)/gen_trace: tests/bench/gen_trace.c format/trace_format.h
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) -Ilibinterpose -o $@ $<
+	$(CC) $(CSTD) $(WARN) $(OPT) -Iformat -o $@ $<
 
 .PHONY: bench bench-progs
 bench-progs: $(BENCH_PROGS) $(LIB_SO) $(CLI)

@@ -3,9 +3,9 @@
 # Writes the stored golden traces and the fuzz seed corpus; a golden check makes sure
 # the committed files are what it writes.
 GEN_GOLDEN := $(BUILD)/tests/gen_golden
-$(GEN_GOLDEN): tests/golden/gen_golden.c tests/golden/tracebuild.h libinterpose/trace_format.h
+$(GEN_GOLDEN): tests/golden/gen_golden.c tests/golden/tracebuild.h format/trace_format.h
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) $(SANFLAGS) -Ilibinterpose -o $@ $<
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -Iformat -o $@ $<
 test-extras: $(GEN_GOLDEN)
 
 # `make golden-update`: rewrite the stored inputs and expected outputs after an
@@ -30,10 +30,10 @@ fuzz:
 	  $(MAKE) --no-print-directory $(FUZZ_BIN); \
 	else echo "make fuzz: $(FUZZ_CC) not found; the fuzz target needs clang (libFuzzer)"; fi
 
-$(FUZZ_BIN): $(FUZZ_SRC) tools/reader.h tools/util.h tools/cli.h tools/trace.h libinterpose/trace_format.h
+$(FUZZ_BIN): $(FUZZ_SRC) tools/reader.h tools/util.h tools/cli.h tools/trace.h format/trace_format.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CSTD) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -Ilibinterpose -Itools -o $@ $(FUZZ_SRC)
+	  -fno-sanitize-recover=all -Iformat -Itools -o $@ $(FUZZ_SRC)
 
 fuzz-run: fuzz
 	@mkdir -p $(BUILD)/fuzz/corpus

@@ -4,9 +4,9 @@ NCCL_PROG := $(FAKES_DIR)/progs/nccl_scenarios
 # The program refers to NCCL only weakly: --no-as-needed keeps libnccl.so.2 loaded.
 # Until the fake NCCL exists the suite builds without the program and skips what needs it.
 ifneq ($(wildcard tests/fakes/fake_nccl.c),)
-$(NCCL_PROG): tests/progs/nccl_scenarios.c libinterpose/nccl_abi.h $(FAKE_HDRS) $(FAKE_LIBS)
+$(NCCL_PROG): tests/progs/nccl_scenarios.c libinterpose/nccl_abi.h format/nccl_types.h $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(FAKE_CFLAGS) -Ilibinterpose -o $@ $< $(FAKE_LDFLAGS) -Wl,--no-as-needed -lnccl -lcudart -Wl,--as-needed
+	$(CC) $(FAKE_CFLAGS) -Iformat -Ilibinterpose -o $@ $< $(FAKE_LDFLAGS) -Wl,--no-as-needed -lnccl -lcudart -Wl,--as-needed
 test-extras: $(NCCL_PROG)
 $(BUILD)/tests/test_nccl_hooks: $(NCCL_PROG)
 $(BUILD)/tests/test_nccl_hooks: private ALLCFLAGS += -DNCCL_PROG='"$(abspath $(NCCL_PROG))"'

@@ -22,9 +22,9 @@ ROBUST_PROGS := $(addprefix $(ROBUST_DIR)/,nccl/libnccl.so.2 cuda/libcuda.so.1 l
 
 test-extras: $(ROBUST_PROGS)
 
-$(ROBUST_DIR)/nccl/libnccl.so.2: $(ROBUST_SRC) libinterpose/nccl_abi.h
+$(ROBUST_DIR)/nccl/libnccl.so.2: $(ROBUST_SRC) libinterpose/nccl_abi.h format/nccl_types.h
 	@mkdir -p $(@D)
-	$(CC) $(ROBUST_SO) -DROBUST_NCCL -Ilibinterpose -Wl,-soname,libnccl.so.2 -o $@ $<
+	$(CC) $(ROBUST_SO) -DROBUST_NCCL -Iformat -Ilibinterpose -Wl,-soname,libnccl.so.2 -o $@ $<
 
 $(ROBUST_DIR)/cuda/libcuda.so.1: $(ROBUST_SRC)
 	@mkdir -p $(@D)
@@ -57,8 +57,8 @@ $(ROBUST_DIR)/robust_two: tests/progs/robust_two.c
 	@mkdir -p $(@D)
 	$(CC) $(ROBUST_CFLAGS) -o $@ $< -ldl
 
-$(ROBUST_DIR)/robust_miss $(ROBUST_DIR)/robust_nonblock: $(ROBUST_DIR)/%: tests/progs/%.c $(ROBUST_DIR)/nccl/libnccl.so.2 libinterpose/nccl_abi.h
-	$(CC) $(ROBUST_CFLAGS) -Ilibinterpose -o $@ $< $(ROBUST_NCCL_LD)
+$(ROBUST_DIR)/robust_miss $(ROBUST_DIR)/robust_nonblock: $(ROBUST_DIR)/%: tests/progs/%.c $(ROBUST_DIR)/nccl/libnccl.so.2 libinterpose/nccl_abi.h format/nccl_types.h
+	$(CC) $(ROBUST_CFLAGS) -Iformat -Ilibinterpose -o $@ $< $(ROBUST_NCCL_LD)
 
 $(ROBUST_DIR)/robust_group $(ROBUST_DIR)/robust_fork: $(ROBUST_DIR)/%: tests/progs/%.c $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)

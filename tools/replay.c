@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nccl_abi.h" /* gmt_nccl_type_size: the library's table */
+#include "nccl_types.h"
 #include "reader.h"
 #include "util.h"
 
