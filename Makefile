@@ -32,11 +32,12 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj$(SAN:%=-san)/%.o)
 TOOL_A   := $(BUILD)/libtools$(SAN:%=-san).a
 CLI      := $(BUILD)/gpumemtrace
 # elfutils is linked in statically where its archives exist, so build/gpumemtrace runs on
-# machines without libdw (the GPU machines have none: FACTS.md).
-LIBDW_A  := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libdw.a /usr/lib/aarch64-linux-gnu/libdw.a /usr/lib64/libdw.a /usr/lib/libdw.a))
+# machines without libdw (GPU machines often have none). LIBDW_A is looked up when the link
+# runs, not when make starts: on a fresh machine `deps` installs libdw-dev first.
+LIBDW_A   = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libdw.a /usr/lib/aarch64-linux-gnu/libdw.a /usr/lib64/libdw.a /usr/lib/libdw.a))
 DW_STATIC := -Wl,-Bstatic -ldw -lelf -lz -llzma -lbz2 -Wl,-Bdynamic
 DW_SHARED := -ldw -lelf
-TOOL_LIBS := $(if $(LIBDW_A),$(DW_STATIC),$(DW_SHARED)) -ldl -lpthread -lm
+TOOL_LIBS  = $(if $(LIBDW_A),$(DW_STATIC),$(DW_SHARED)) -ldl -lpthread -lm
 
 # ---- tests: tests/test_*.c -> build/tests/test_* (Criterion), each linked with both archives
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -76,8 +77,9 @@ $(TOOL_A): $(filter-out %/main.o,$(TOOL_OBJ))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(CLI): $(TOOL_OBJ)
+$(CLI): $(TOOL_OBJ) | deps
 	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) $(TOOL_LIBS)
+	@./scripts/check-cli-deps.sh $@
 
 $(BUILD)/tests/%: tests/%.c $(LIB_A) $(TOOL_A)
 	@mkdir -p $(@D)

@@ -5,6 +5,8 @@ missing=""
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 have_pkg libunwind-dev || [ -f /usr/include/libunwind.h ] || missing="$missing libunwind-dev"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
+# libdw.a needs libbz2.a beside it to be linked in statically (libdw-dev does not pull it in)
+have_pkg libbz2-dev || [ -f /usr/include/bzlib.h ] || missing="$missing libbz2-dev"
 [ -f /usr/include/criterion/criterion.h ] || missing="$missing libcriterion-dev"
 command -v patch >/dev/null 2>&1 || missing="$missing patch"
 [ -z "$missing" ] && exit 0
