@@ -3,23 +3,28 @@
 #
 # Usage: bash tests/gpu/bench.sh [--dry-run] [--pairs N] [--ddp-pairs N] [--pin CPUS | --no-pin]
 #                                [--no-aslr]
-# Measures (library at default settings): 8-byte all_reduce latency and 128 MiB all_reduce
-# bus bandwidth (tests/gpu/bench_allreduce.c, one process, ncclCommInitAll over 2 GPUs),
-# and the PyTorch DDP training-step time (tests/gpu/bench_ddp.py, 2 ranks). Each pair runs
-# both variants back to back, alternating which goes first; ratios are per pair, and
-# the table gives their median. Builds only bench_allreduce (cc against NCCL from
-# PyTorch's wheel); the library comes from build/ (GPUMEMTRACE_BUILD=DIR for another).
-# The all_reduce process runs on the CPUs local to GPU 0 (its PCI device's local_cpulist;
-# --no-pin: wherever the scheduler puts it): unpinned, its 8-byte latency is bimodal
-# from one process to the next (13-19 us), which a few pairs can't average out.
-# --no-aslr: every run with address-space randomization off (setarch -R), to see whether
-# the latency's per-process modes come from the process's layout.
-# Each all_reduce process also times its 8-byte loop in alternating blocks through the
-# exported entry points and through libnccl's own (found in its symbol table, past any
-# wrapper): the same process, layout and latency mode both ways, so that ratio in traced
-# processes, against plain ones as the control, is the tracing work's share alone.
-# --dry-run: no GPU needed; checks the files and prints the table from made-up numbers.
+#   --pairs N, --ddp-pairs N  pairs of all_reduce runs (20) and of DDP runs (8)
+#   --pin CPUS   the CPUs for the all_reduce runs (default: GPU 0's local CPUs);
+#   --no-pin     wherever the scheduler puts them
+#   --no-aslr    every run with address-space randomization off (setarch -R)
+#   --dry-run    no GPU needed: checks the files, prints the table from made-up numbers
 # Exit status: 0 measured (targets met or not: read the table), 2 could not measure.
+#
+# Measures, with the library at its default settings, the 8-byte all_reduce latency and
+# the 128 MiB all_reduce bus bandwidth (tests/gpu/bench_allreduce.c, one process,
+# ncclCommInitAll over 2 GPUs) and the PyTorch DDP training-step time
+# (tests/gpu/bench_ddp.py, 2 ranks). Each pair runs both variants back to back,
+# alternating which goes first; ratios are per pair, and the table gives their median.
+# Builds only bench_allreduce (cc against NCCL from PyTorch's wheel); the library comes
+# from build/ (GPUMEMTRACE_BUILD=DIR for another).
+# The all_reduce processes run on the CPUs local to GPU 0 (its PCI device's
+# local_cpulist). Their 8-byte latency is bimodal all the same (11-14 or 16-19 us per
+# iteration, and a process can switch modes during its life), so a pair's ratio is
+# mostly which modes its two processes drew. Each all_reduce process therefore also
+# times its 8-byte loop in alternating blocks through the exported entry points and
+# through libnccl's own (found in its symbol table, past any wrapper): the same process,
+# layout and mode both ways, so that ratio in traced processes, against plain ones as
+# the control, is the tracing work's share alone.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,4 +1,4 @@
-/* bench_allreduce.c: one process drives 2 GPUs (ncclCommInitAll) and prints 8-byte all_reduce latency and 128 MiB all_reduce bus bandwidth, one line each, plus what tells the latency's modes apart. */
+/* bench_allreduce.c: one process drives 2 GPUs (ncclCommInitAll) and prints 8-byte all_reduce latency and 128 MiB all_reduce bus bandwidth, one line each, plus the loop's host time, its latency again and the in-process A/B of the exported against libnccl's own entry points. */
 #include <elf.h>
 #include <link.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-"""bench_ddp.py: times PyTorch DDP training steps over NCCL (2 ranks, one per GPU); rank 0 prints the median step time in ms as `ddp_step_ms X`."""
+"""bench_ddp.py: times PyTorch DDP training steps over NCCL (2 ranks, one per GPU); rank 0 prints the ranks' mean of their median step times in ms as `ddp_step_ms X`."""
 import argparse
 import os
 import statistics

@@ -2,12 +2,11 @@
 # ipr.sh: the 8-byte all_reduce loop's in-process cost of several library builds, side by side on one GPU host.
 #
 # Usage: bash tests/gpu/ipr.sh [--rounds N] LIB.so...
-# Each round runs tests/gpu/bench_allreduce once plain (the control) and once with each
-# LIB preloaded, in an order that rotates from round to round, pinned to GPU 0's CPUs.
-# Every process times its 8-byte loop in alternating blocks through the exported entry
-# points (the preloaded wrappers) and through libnccl's own (bench_allreduce.c), so its
-# ratio is the wrappers' cost in that process alone, whatever latency mode the process
-# drew. Prints, per variant, the median ratio over the rounds and every round's value.
+# Each of N rounds (6) runs tests/gpu/bench_allreduce once plain (the control) and once
+# per LIB preloaded, in an order rotating from round to round, pinned to GPU 0's CPUs.
+# Each process times its 8-byte loop in alternating blocks through the exported entry
+# points (the wrappers) and libnccl's own: its ratio is the wrappers' cost whatever
+# latency mode it drew. Prints each variant's median ratio and every round's value.
 # Exit status: 0 measured, 2 could not measure.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

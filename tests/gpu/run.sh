@@ -5,6 +5,7 @@
 # Builds nothing of ours: build/libgpumemtrace.so and build/gpumemtrace come from the
 # development machine (GPUMEMTRACE_BUILD=DIR to use another). Compiles the examples with
 # nvcc/cc here. Writes its outputs to $OUT/gpu when OUT is set, else to a fresh temp dir.
+# STEP_TIMEOUT=S bounds each step (300 s); STRICT_MEMINFO=1 fails on device deltas.
 # Exit status: 0 all checks passed, 1 a check failed, 2 the machine can't run them.
 set -u
 
