@@ -2,7 +2,7 @@
 # build-libunwind.sh: builds Debian's libunwind source package as a position-independent
 # static archive, because Debian's libunwind.a is compiled without -fPIC and cannot be
 # linked into a shared object (the preload library must carry libunwind inside it: the
-# machines it goes to have no libunwind, FACTS.md). Output: $1/libunwind-pic/lib/libunwind.a.
+# machines it goes to often have no libunwind: the H200 hosts it was validated on have none). Output: $1/libunwind-pic/lib/libunwind.a.
 # Uses apt's deb-src for Debian's own package (no other source), with a private apt state.
 set -eu
 out=$(cd "${1:-build}" 2>/dev/null && pwd || { mkdir -p "${1:-build}" && cd "${1:-build}" && pwd; })
