@@ -41,7 +41,7 @@ __attribute__((constructor)) static void register_fork_child(void)
 
 void gmt_events_note_dl(void)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     unsigned long seen = atomic_load_explicit(&modules_gen, memory_order_relaxed);
     if (GMT_LIKELY(gen == seen))
         return;
@@ -51,7 +51,7 @@ void gmt_events_note_dl(void)
 
 static void lookup_ctx_functions(void)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     if (atomic_load_explicit(&ctx_lookup_gen, memory_order_relaxed) == gen)
         return;
     atomic_store_explicit(&ctx_lookup_gen, gen, memory_order_relaxed);
@@ -212,7 +212,7 @@ static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));
 }
 
-/* The two that capture stacks count themselves in gmt_ts.in_event: a signal handler that
+/* The two that capture stacks count themselves in gmt_ts.guard.in_event: a signal handler that
  * allocates while this thread records an event has frames of ours in its stack, and
  * stack.c then knows to drop them. */
 __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind,
@@ -220,16 +220,16 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
                                                uint64_t stream, uint64_t related,
                                                uint64_t offset, const void *frame)
 {
-    gmt_ts.in_event++;
+    gmt_ts.guard.in_event++;
     event_alloc(api, kind, address, bytes, device, stream, related, offset, frame);
-    gmt_ts.in_event--;
+    gmt_ts.guard.in_event--;
 }
 
 __attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind kind,
                                               uint64_t bytes, int device, int error,
                                               const void *frame)
 {
-    gmt_ts.in_event++;
+    gmt_ts.guard.in_event++;
     event_fail(api, kind, bytes, device, error, frame);
-    gmt_ts.in_event--;
+    gmt_ts.guard.in_event--;
 }

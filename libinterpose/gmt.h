@@ -62,7 +62,6 @@ struct gmt_clock_line {
     int64_t skew_ns;               /* tests only: added to every reading, ns */
 } __attribute__((aligned(64)));    /* what a reading reads: one cache line */
 GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
-#define gmt_clock_skew_ns gmt_clock_line.skew_ns
 GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
 static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns,
                                          uint64_t mult)
@@ -91,7 +90,7 @@ static inline uint64_t gmt_now_ns(void)
             uint64_t tsc = __builtin_ia32_rdtsc();
             if (GMT_UNLIKELY(tsc - lo > w))
                 break; /* outside the line: the flusher is late, or the TSC jumped */
-            return gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_skew_ns;
+            return gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_line.skew_ns;
         }
     }
 #endif
@@ -106,28 +105,38 @@ GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by n
 /* ---- the process-wide words every hooked call reads, in one cache line ----
  * Between an application's NCCL calls its own work evicts ours from the CPU's caches: a
  * call that reads a dozen globals scattered over as many lines pays a dozen misses.
- * These live together (init.c defines them); each file keeps its old name for its own
- * through the macros below. */
+ * These live together (init.c defines them, with their first values), one member per
+ * file that owns its words. */
 struct gmt_hot {
-    _Atomic int writer_state;                /* writer.c: enum state */
-    int off;                                 /* options.c: a copy of gmt_opt.off */
-    _Atomic int policy_kind;                 /* scope.c: MEMINFO policy, once parsed */
-    uint32_t policy_first, policy_every;     /* scope.c: written before policy_kind */
-    _Atomic int ndeferred;                   /* hooks_nccl.c: communicators not ready */
-    _Atomic unsigned char versions_noted[4]; /* versions.c */
-    /* Generations are compared for equality only: 32 bits wrap after 4 billion
-     * dlopen/dlclose calls, harmlessly. */
-    _Atomic unsigned dl_generation;          /* resolve.c: dlopen/dlclose generation */
-    _Atomic unsigned single_copy_gen[3];     /* resolve.c: per library, see hooks.h */
-    int no_repeat;                           /* options.c: !gmt_opt.group_repeat */
-    _Atomic unsigned long comm_gen;          /* scope.c: communicator cache generation */
+    struct {
+        _Atomic int state;                   /* enum state; GMT_WRITER_OPEN: open */
+    } writer;                                /* writer.c */
+    struct {
+        int off;                             /* a copy of gmt_opt.off */
+        int no_repeat;                       /* !gmt_opt.group_repeat */
+    } options;                               /* options.c */
+    struct {
+        _Atomic int kind;                    /* enum gmt_meminfo_kind, once parsed */
+        uint32_t first, every;               /* written before kind */
+    } meminfo;                               /* sampling policy: options.c, read by scope.c */
+    struct {
+        _Atomic int ndeferred;               /* communicators not ready yet */
+    } nccl;                                  /* hooks_nccl.c */
+    struct {
+        _Atomic unsigned char noted[4];      /* by enum gmt_component */
+    } versions;                              /* versions.c */
+    struct {
+        /* Generations are compared for equality only: 32 bits wrap after 4 billion
+         * dlopen/dlclose calls, harmlessly. */
+        _Atomic unsigned dl_generation;      /* dlopen/dlclose generation */
+        _Atomic unsigned single_copy_gen[3]; /* by enum gmt_lib, see hooks.h */
+    } resolve;                               /* resolve.c */
+    struct {
+        _Atomic unsigned long comm_gen;      /* communicator cache generation */
+    } scope;                                 /* scope.c */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
-#define gmt_writer_state gmt_hot.writer_state
-#define gmt_versions_noted gmt_hot.versions_noted
-#define gmt_dl_generation gmt_hot.dl_generation
-#define gmt_single_copy_gen gmt_hot.single_copy_gen
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
@@ -137,7 +146,7 @@ GMT_HIDDEN bool gmt_writer_ready_slow(void);
 static inline bool gmt_writer_ready(void)
 {
     /* The file is open: one load, and errno is untouched. */
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) == GMT_WRITER_OPEN))
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) == GMT_WRITER_OPEN))
         return true;
     return gmt_writer_ready_slow();
 }
@@ -253,15 +262,11 @@ GMT_HIDDEN const char *gmt_nccl_name(const char *name);
 GMT_HIDDEN void gmt_version_note_slow(enum gmt_component c);
 static inline void gmt_version_note(enum gmt_component c)
 {
-    if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_versions_noted[c & 3], memory_order_relaxed)))
+    if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_hot.versions.noted[c & 3], memory_order_relaxed)))
         gmt_version_note_slow(c);
 }
 
-/* ---- per thread: re-entrancy guards, and what every hooked call reads ----
- * All the library's per-thread state that an NCCL call touches, in one variable: one GOT
- * entry for its TLS offset instead of one per variable, and the parts a call reads laid
- * out in as few cache lines as can be. The first line is what every hooked call reads;
- * the files that own the fields use their old names through macros. */
+/* ---- per thread: gmt_ts, one member per owning file ---- */
 struct buf; /* writer.c's */
 
 /* scope.c: an open NCCL scope of the thread (frames[depth]) */
@@ -321,38 +326,75 @@ _Static_assert(offsetof(struct gmt_rep_member, peer) == 24 &&
                "gmt_scope_repeat_pre reads peer, datatype, result and op as one word");
 _Static_assert(offsetof(struct gmt_rep, m) == 64, "the header in one line");
 
-struct gmt_thread_state {
-    struct buf *w_buf;               /* writer.c: t_buf */
-    uint64_t w_clock;                /* writer.c: t_clock */
+/* writer.c's words of the thread (the first line) */
+struct gmt_writer_thread {
+    struct buf *buf;        /* the thread's ring; NULL until its first record */
+    uint64_t clock;         /* the thread's clock as the reader will decode it, ns */
+    uint8_t in_emit;        /* inside gmt_emit: a signal handler's record is dropped */
+    uint8_t opening;        /* this thread writes the file's preamble */
+    uint8_t deferred;       /* the deferred-records byte (writer.c's contract): scope.c's
+                             * repeated-group state, GMT_REP_* */
+};
+
+/* The re-entrancy guards every hook reads (the first line). */
+struct gmt_guard {
     int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */
     int in_lib;      /* >0 while the library itself runs (dlsym inside hooks, etc.) */
     int in_wrapper;  /* >0 while a wrapper of ours runs the real function (NCCL calls):
                       * its frame is then on the stack of what that function allocates */
     int in_event;    /* events.c recording an allocation (2 when a signal handler's
                       * allocation is recorded inside another: our frames in its stack) */
-    int scope_depth;
-    int nccl_op;                     /* hooks_nccl.c: in_real_op */
-    int group_depth, group_overflow; /* hooks_nccl.c */
-    uint32_t id_next, id_end;        /* scope.c: this thread's block of scope ids */
-    uint8_t w_in_emit;               /* writer.c: t_in_emit */
-    uint8_t w_opening;               /* writer.c: t_opening */
-    uint8_t memo_next;               /* scope.c: t_memo_next (MEMOS divides 256) */
-    uint8_t rep_state;               /* scope.c: repeated groups, GMT_REP_* */
-    uint8_t npending;                /* hooks_nccl.c: communicators made inside a group */
-    /* the open scopes, innermost last: frames[0] (a user group's) in the second line */
-    struct gmt_frame frames[32] __attribute__((aligned(64)));
-    struct gmt_rep rep __attribute__((aligned(64)));
-    struct gmt_claims claim_line __attribute__((aligned(64))); /* scope.c */
-    uint32_t group_ids[32];          /* hooks_nccl.c: open user groups' scopes */
 };
-_Static_assert(offsetof(struct gmt_thread_state, frames) == 64, "the hot part in a line");
+
+/* hooks_nccl.c's words of the thread (the first line) */
+struct gmt_nccl_thread {
+    uint8_t in_op;          /* the op of the wrapper inside its real call, 0 none */
+    uint8_t group_depth;    /* open user groups with a scope, at most the length of
+                             * gmt_ts.nccl_groups.ids */
+    uint8_t npending;       /* communicators made inside a group */
+    int group_overflow;     /* open user groups beyond those */
+};
+
+/* scope.c's words of the thread: the depth and ids in the first line, the open scopes
+ * from the second */
+struct gmt_scope_thread {
+    int depth;                   /* open scopes, also those past frames[] */
+    uint32_t id_next, id_end;    /* this thread's block of scope ids: id_next+1 .. id_end */
+    uint8_t memo_next;           /* the communicator memo a miss overwrites next */
+    struct gmt_frame frames[32]; /* the open scopes, innermost last: frames[d] at depth d */
+};
+
+/*
+ * All the library's per-thread state that an NCCL call touches, in one variable: one GOT
+ * entry for its TLS offset instead of one per variable, and the parts a call reads laid
+ * out in as few cache lines as can be. One member per owning file. The first line is
+ * what every hooked call reads (the writer's, the guards, hooks_nccl.c's and the head of
+ * scope.c's); frames[0] (a user group's) opens the second.
+ */
+struct gmt_thread_state {
+    struct gmt_writer_thread writer;         /* writer.c */
+    struct gmt_guard guard;                  /* every hook */
+    struct gmt_nccl_thread nccl;             /* hooks_nccl.c */
+    struct gmt_scope_thread scope;           /* scope.c */
+    struct gmt_rep rep __attribute__((aligned(64)));           /* scope.c: repeated groups */
+    struct gmt_claims claims __attribute__((aligned(64)));     /* scope.c: foreign threads */
+    struct {
+        uint32_t ids[32];                    /* open user groups' scopes, innermost last */
+    } nccl_groups;                           /* hooks_nccl.c */
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct gmt_thread_state, scope.frames) == 64,
+               "the hot part in one line, the frames from the next");
+_Static_assert(offsetof(struct gmt_thread_state, rep) == 64 + sizeof(struct gmt_frame[32]),
+               "the repeated groups' state right after the frames");
 _Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
+#define GMT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
 static inline uint32_t gmt_current_scope(void)
 {
-    int d = gmt_ts.scope_depth;
-    return d > 0 ? gmt_ts.frames[(d > 32 ? 32 : d) - 1].id : 0;
+    int d = gmt_ts.scope.depth, n = (int)GMT_COUNTOF(gmt_ts.scope.frames);
+    return d > 0 ? gmt_ts.scope.frames[(d > n ? n : d) - 1].id : 0;
 }
 
 /* ---- scope.c: repeated groups ---- */
@@ -366,7 +408,6 @@ static inline uint32_t gmt_current_scope(void)
  * gmt_scope_repeat_forget: a record of the thread was lost (or a THREAD record starts a
  * new stretch of it): no template until the next group; returns the members that were
  * waiting and are lost with it. */
-#define gmt_rep gmt_ts.rep
 GMT_HIDDEN void gmt_scope_repeat_spill(void);
 GMT_HIDDEN unsigned gmt_scope_repeat_forget(void);
 GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
@@ -375,9 +416,9 @@ GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t c
 static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t count,
                                        int datatype, int peer, uint64_t stream)
 {
-    unsigned i = gmt_rep.cur;
-    if (GMT_LIKELY(i == gmt_rep.done && i < gmt_rep.n && gmt_ts.scope_depth == 1)) {
-        const struct gmt_rep_member *x = &gmt_rep.m[i];
+    unsigned i = gmt_ts.rep.cur;
+    if (GMT_LIKELY(i == gmt_ts.rep.done && i < gmt_ts.rep.n && gmt_ts.scope.depth == 1)) {
+        const struct gmt_rep_member *x = &gmt_ts.rep.m[i];
         /* one branch: peer, datatype and op are the member's last word but its result */
         uint64_t tail, want = (uint32_t)peer | (uint64_t)(uint16_t)datatype << 32 |
                               (uint64_t)(op & 0xff) << 56;
@@ -385,7 +426,7 @@ static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t c
         if (GMT_LIKELY(((x->comm ^ comm) | (x->count ^ count) | (x->stream ^ stream) |
                         ((tail ^ want) & ~(0xffull << 48))) == 0 &&
                        datatype == (int16_t)datatype)) {
-            gmt_rep.cur = (uint8_t)(i + 1);
+            gmt_ts.rep.cur = (uint8_t)(i + 1);
             return (int)i;
         }
     }
@@ -398,10 +439,10 @@ static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t com
                                          uint64_t count, int datatype, int peer,
                                          uint64_t stream, int result)
 {
-    if (GMT_LIKELY(result == gmt_rep.m[index].result)) {
-        gmt_rep.done = (uint8_t)(index + 1);
+    if (GMT_LIKELY(result == gmt_ts.rep.m[index].result)) {
+        gmt_ts.rep.done = (uint8_t)(index + 1);
         atomic_signal_fence(memory_order_seq_cst);
-        if (GMT_LIKELY(gmt_ts.rep_state == GMT_REP_MATCH))
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH))
             return; /* written (as GROUP_REPEAT) at the group's end */
     }
     gmt_scope_repeat_post_slow(index, op, comm, count, datatype, peer, stream, result);

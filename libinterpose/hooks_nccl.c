@@ -10,31 +10,28 @@
 #include "hooks.h"
 #include "nccl_abi.h"
 
-/* The op of the wrapper currently inside its real call on this thread. A profiler's
- * ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that nested call
- * of the same op passes straight through, so one user call makes one scope. */
-#define in_real_op gmt_ts.nccl_op
+/* gmt_ts.nccl.in_op: the op of the wrapper currently inside its real call on this thread.
+ * A profiler's ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that
+ * nested call of the same op passes straight through, so one user call makes one scope. */
 
 /* Open user groups on this thread, innermost last (NCCL lets groups nest). Group scopes
- * beyond GROUPS are not opened; group_overflow counts them so ends still pair up. */
-#define GROUPS 32
-#define group_ids gmt_ts.group_ids /* GROUPS of them */
-#define group_depth gmt_ts.group_depth
-#define group_overflow gmt_ts.group_overflow
+ * beyond GROUPS are not opened; gmt_ts.nccl.group_overflow counts them so ends still pair up. */
+#define GROUPS GMT_COUNTOF(gmt_ts.nccl_groups.ids)
+_Static_assert(GROUPS <= UINT8_MAX, "gmt_ts.nccl.group_depth counts them");
 
 /* Communicators created inside a group are usable only once the outermost ncclGroupEnd
  * has run: their COMM records (which query NCCL) wait here until then. The handle itself
  * is taken when the init returns (NCCL writes it synchronously, also inside a group):
  * the caller's slot may be a loop variable that is gone by ncclGroupEnd. */
-#define PENDING 64
 struct pending_comm {
     ncclComm_t comm;
     uint64_t parent;
     uint64_t hash;
     bool nonblocking;
 };
-static GMT_TLS struct pending_comm pending[PENDING];
-#define npending gmt_ts.npending /* at most PENDING */
+static GMT_TLS struct pending_comm pending[64];
+#define PENDING GMT_COUNTOF(pending)
+_Static_assert(PENDING <= UINT8_MAX, "gmt_ts.nccl.npending counts them");
 
 struct call {
     uint32_t scope;
@@ -61,9 +58,9 @@ static inline void *nccl_real(_Atomic(void *) *cache, const char *name, const vo
     void *p = gmt_hook_plt_cached(cache, GMT_LIB_NCCL);
     if (GMT_LIKELY(p != NULL))
         return p;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     p = gmt_hook_plt_slow(cache, GMT_LIB_NCCL, name, caller);
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     return p;
 }
 
@@ -86,7 +83,6 @@ static ncclResult_t unresolved(const char *name)
 #define DEFERRED 64
 static _Atomic uint64_t deferred_key[DEFERRED];
 static _Atomic uint64_t deferred_parent[DEFERRED], deferred_hash[DEFERRED];
-#define ndeferred gmt_hot.ndeferred /* the common case (none waiting) costs one load */
 
 static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
 {
@@ -97,7 +93,7 @@ static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
             atomic_store_explicit(&deferred_parent[i], parent, memory_order_relaxed);
             atomic_store_explicit(&deferred_hash[i], hash, memory_order_relaxed);
             atomic_store_explicit(&deferred_key[i], comm, memory_order_release);
-            atomic_fetch_add_explicit(&ndeferred, 1, memory_order_release);
+            atomic_fetch_add_explicit(&gmt_hot.nccl.ndeferred, 1, memory_order_release);
             return;
         }
     }
@@ -107,7 +103,7 @@ static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
 /* Takes `comm` off the waiting list; writes its COMM record when `ready`. */
 static void settle_comm(ncclComm_t comm, bool ready)
 {
-    if (GMT_LIKELY(atomic_load_explicit(&ndeferred, memory_order_acquire) == 0) || !comm)
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.nccl.ndeferred, memory_order_acquire) == 0) || !comm)
         return;
     uint64_t key = (uint64_t)(uintptr_t)comm;
     for (int i = 0; i < DEFERRED; i++) {
@@ -118,7 +114,7 @@ static void settle_comm(ncclComm_t comm, bool ready)
         uint64_t expected = key;
         if (!atomic_compare_exchange_strong(&deferred_key[i], &expected, 0))
             continue; /* another thread settled it */
-        atomic_fetch_sub_explicit(&ndeferred, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&gmt_hot.nccl.ndeferred, 1, memory_order_release);
         if (ready)
             gmt_scope_comm(key, parent, hash);
         return;
@@ -144,9 +140,9 @@ static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash, bool non
 {
     if (!comm)
         return;
-    if (group_depth + group_overflow > 0) {
-        if (npending < PENDING) {
-            pending[npending++] = (struct pending_comm){comm, parent, hash, nonblocking};
+    if (gmt_ts.nccl.group_depth + gmt_ts.nccl.group_overflow > 0) {
+        if (gmt_ts.nccl.npending < PENDING) {
+            pending[gmt_ts.nccl.npending++] = (struct pending_comm){comm, parent, hash, nonblocking};
             return;
         }
         /* No room: the record goes out now (or once ready), with what NCCL can say. */
@@ -159,8 +155,8 @@ static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash, bool non
 
 static void flush_pending(ncclResult_t r)
 {
-    int n = npending;
-    npending = 0;
+    int n = gmt_ts.nccl.npending;
+    gmt_ts.nccl.npending = 0;
     if (r != ncclSuccess && r != ncclInProgress)
         return;
     for (int i = 0; i < n; i++) {
@@ -181,9 +177,9 @@ GMT_ALWAYS_INLINE void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm,
 {
     c->repeat = c->member = -1;
     c->scope = 0;
-    if (group_depth > 0) {
+    if (gmt_ts.nccl.group_depth > 0) {
         /* a training loop's group: laid out as the straight path through the wrapper */
-        if (GMT_LIKELY(gmt_ts.rep_state == GMT_REP_MATCH) &&
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) &&
             GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, (uint64_t)(uintptr_t)comm, count,
                                                          (int)datatype, peer,
                                                          (uint64_t)(uintptr_t)stream)) >= 0))
@@ -216,9 +212,9 @@ GMT_ALWAYS_INLINE void coll_post(struct call *c, enum gmt_op op, ncclResult_t r,
 static __attribute__((hot)) void group_start_pre(struct call *c, enum gmt_op op, int unused)
 {
     c->scope = 0;
-    if (group_depth == 0)
+    if (gmt_ts.nccl.group_depth == 0)
         c->scope = gmt_scope_group_begin();
-    else if (group_depth < GROUPS)
+    else if (gmt_ts.nccl.group_depth < GROUPS)
         c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
 }
 static __attribute__((hot)) void group_start_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
@@ -227,22 +223,22 @@ static __attribute__((hot)) void group_start_post(struct call *c, enum gmt_op op
         gmt_scope_end(c->scope, op, (int)r);
         return;
     }
-    if (group_depth < GROUPS)
-        group_ids[group_depth++] = c->scope;
+    if (gmt_ts.nccl.group_depth < GROUPS)
+        gmt_ts.nccl_groups.ids[gmt_ts.nccl.group_depth++] = c->scope;
     else
-        group_overflow++;
+        gmt_ts.nccl.group_overflow++;
 }
 
 /* Takes the innermost open group; an end without a start (a misuse NCCL reports) gets
  * a Group scope of its own so the error is still in the trace. */
 static __attribute__((hot)) void group_end_pre(struct call *c, enum gmt_op op, int unused)
 {
-    if (group_overflow > 0) {
-        group_overflow--;
+    if (gmt_ts.nccl.group_overflow > 0) {
+        gmt_ts.nccl.group_overflow--;
         c->scope = 0;
-    } else if (group_depth > 0) {
-        c->scope = group_ids[--group_depth];
-        if (group_depth + group_overflow == 0)
+    } else if (gmt_ts.nccl.group_depth > 0) {
+        c->scope = gmt_ts.nccl_groups.ids[--gmt_ts.nccl.group_depth];
+        if (gmt_ts.nccl.group_depth + gmt_ts.nccl.group_overflow == 0)
             gmt_scope_group_members_done(c->scope);
     } else {
         c->scope = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
@@ -250,7 +246,7 @@ static __attribute__((hot)) void group_end_pre(struct call *c, enum gmt_op op, i
 }
 static __attribute__((hot)) void group_end_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
 {
-    if (group_depth + group_overflow == 0)
+    if (gmt_ts.nccl.group_depth + gmt_ts.nccl.group_overflow == 0)
         flush_pending(r);
     gmt_scope_group_end(c->scope, (int)r);
 }
@@ -348,12 +344,12 @@ static void comm_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t
 static void mem_alloc_pre(struct call *c, enum gmt_op op, void **ptr, size_t size)
 {
     c->scope = gmt_scope_begin(op, 0, size, -1, -1, 0);
-    gmt_ts.in_hook++;
+    gmt_ts.guard.in_hook++;
 }
 static void mem_alloc_post(struct call *c, enum gmt_op op, ncclResult_t r, void **ptr,
                            size_t size)
 {
-    gmt_ts.in_hook--;
+    gmt_ts.guard.in_hook--;
     if (r == ncclSuccess && ptr)
         gmt_event_alloc(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, (uint64_t)(uintptr_t)*ptr, size,
                         -1, 0, 0, 0, NULL);
@@ -368,11 +364,11 @@ static void mem_free_pre(struct call *c, enum gmt_op op, void *ptr)
     c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
     if (ptr)
         gmt_event_free(GMT_API_ncclMemFree, (uint64_t)(uintptr_t)ptr, 0);
-    gmt_ts.in_hook++;
+    gmt_ts.guard.in_hook++;
 }
 static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *ptr)
 {
-    gmt_ts.in_hook--;
+    gmt_ts.guard.in_hook--;
     gmt_scope_end(c->scope, op, (int)r);
 }
 
@@ -437,16 +433,16 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
                                         __builtin_return_address(0));                \
         if (GMT_UNLIKELY(!fn))                                                       \
             return unresolved(#pfx #name);                                           \
-        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib || GMT_UNLIKELY(gmt_hot.off))  \
+        if (gmt_ts.nccl.in_op == GMT_OP_##op || gmt_ts.guard.in_lib || GMT_UNLIKELY(gmt_hot.options.off))  \
             return fn args;                                                          \
         struct call c;                                                               \
         shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \
-        int outer = in_real_op;                                                      \
-        in_real_op = GMT_OP_##op;                                                    \
-        gmt_ts.in_wrapper++;                                                         \
+        int outer = gmt_ts.nccl.in_op;                                                      \
+        gmt_ts.nccl.in_op = GMT_OP_##op;                                                    \
+        gmt_ts.guard.in_wrapper++;                                                         \
         ncclResult_t r = fn args;                                                    \
-        gmt_ts.in_wrapper--;                                                         \
-        in_real_op = outer;                                                          \
+        gmt_ts.guard.in_wrapper--;                                                         \
+        gmt_ts.nccl.in_op = outer;                                                          \
         if (GMT_POST_KEEPS_ERRNO_##shape(&c)) {                                      \
             shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                     \
             return r;                                                                \

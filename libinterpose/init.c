@@ -18,8 +18,8 @@ static struct sigaction prev_action[NSIG];
 /* gmt.h's hot line: every field's first value (writer closed, policy unparsed, no
  * library known to be loaded once). */
 struct gmt_hot gmt_hot = {
-    .comm_gen = 1,
-    .single_copy_gen = {~0u, ~0u, ~0u},
+    .scope.comm_gen = 1,
+    .resolve.single_copy_gen = {~0u, ~0u, ~0u},
 };
 
 static _Atomic int atfork_done;

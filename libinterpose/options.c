@@ -158,7 +158,7 @@ void gmt_options_load(void)
         if (!known(*e, len))
             gmt_warn("unknown option %.*s; ignored", (int)len, *e);
     }
-    gmt_hot.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
-    gmt_hot.no_repeat = !gmt_opt.group_repeat;
+    gmt_hot.options.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
+    gmt_hot.options.no_repeat = !gmt_opt.group_repeat;
     errno = saved;
 }

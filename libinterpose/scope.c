@@ -11,11 +11,10 @@
 /* stack.c is another part's; a build without it still links and captures nothing. */
 extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
 
-#define FRAMES 32     /* == the length of gmt_ts.frames */
-#define MAX_DEV 64    /* devices tracked per scope in one 64-bit mask */
-
-/* ---- per-thread frames: gmt_ts.frames (gmt.h), frames[d] the scope open at depth d ---- */
-#define frames gmt_ts.frames
+/* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
+ * a scope tracks: one bit each in a frame's masks. */
+#define FRAMES ((int)GMT_COUNTOF(gmt_ts.scope.frames))
+#define MAX_DEV ((int)(8 * sizeof gmt_ts.scope.frames[0].devmask))
 
 /* Scope ids: each thread takes a block of ID_BLOCK from this counter and hands them out
  * one by one, so the common call makes no locked operation. Ids stay unique and nonzero,
@@ -23,20 +22,18 @@ extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
  * thread), which the CLI's id index takes (tools/trace.c). */
 #define ID_BLOCK 256
 static _Atomic uint32_t next_scope_id;
-/* this thread's block: ids id_next+1 .. id_end */
-#define id_next gmt_ts.id_next
-#define id_end gmt_ts.id_end
+/* this thread's block: ids gmt_ts.scope.id_next+1 .. gmt_ts.scope.id_end */
 
 static __attribute__((hot)) uint32_t new_scope_id(void)
 {
     for (;;) {
-        if (GMT_UNLIKELY(id_next == id_end)) {
+        if (GMT_UNLIKELY(gmt_ts.scope.id_next == gmt_ts.scope.id_end)) {
             uint32_t base =
                 atomic_fetch_add_explicit(&next_scope_id, ID_BLOCK, memory_order_relaxed);
-            id_next = base;
-            id_end = base + ID_BLOCK;
+            gmt_ts.scope.id_next = base;
+            gmt_ts.scope.id_end = base + ID_BLOCK;
         }
-        uint32_t id = ++id_next;
+        uint32_t id = ++gmt_ts.scope.id_next;
         if (GMT_LIKELY(id)) /* 2^32 scopes later: 0 means none */
             return id;
     }
@@ -137,7 +134,6 @@ static int nccl_query(enum query q, uint64_t comm)
  * in a few sizes: buckets, two ops). A loop of calls then skips every hash lookup. An entry holds while the generation is unchanged: any change to the cache (a
  * communicator made, an address reused) and a fork bump it.
  */
-#define comm_gen gmt_hot.comm_gen /* 1 at start (init.c) */
 #define MEMOS 8 /* one process driving 8 GPUs: one communicator per device */
 #define DONE 4
 struct comm_memo {
@@ -165,7 +161,6 @@ static inline bool memo_done(const struct comm_memo *m, uint64_t key)
     return false;
 }
 static GMT_TLS struct comm_memo t_memo[MEMOS];
-#define t_memo_next gmt_ts.memo_next /* the entry a miss overwrites next */
 _Static_assert(256 % MEMOS == 0, "memo_next wraps onto entry 0");
 
 static void comm_cache_put(uint64_t comm, int device)
@@ -174,7 +169,7 @@ static void comm_cache_put(uint64_t comm, int device)
     if (i >= 0)
         atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
     /* after the store: a thread that sees the new generation then reads the new device */
-    atomic_fetch_add_explicit(&comm_gen, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&gmt_hot.scope.comm_gen, 1, memory_order_acq_rel);
 }
 
 static int current_device(void);
@@ -206,9 +201,9 @@ static int comm_device(uint64_t comm, const struct comm_memo *m)
     if (dev >= 0)
         return dev;
     int saved_errno = errno;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     dev = current_device();
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     errno = saved_errno;
     return dev;
 }
@@ -217,11 +212,11 @@ static int comm_device(uint64_t comm, const struct comm_memo *m)
  * is current. */
 static struct comm_memo *memo_of(uint64_t comm)
 {
-    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
     for (int i = 0; i < MEMOS; i++)
         if (t_memo[i].comm == comm && t_memo[i].gen == gen)
             return &t_memo[i];
-    struct comm_memo *m = &t_memo[t_memo_next++ % MEMOS];
+    struct comm_memo *m = &t_memo[gmt_ts.scope.memo_next++ % MEMOS];
     /* generation last, behind a signal fence: a signal handler's NCCL call in between
      * finds the entry invalid instead of half written */
     m->gen = 0;
@@ -238,11 +233,8 @@ static struct comm_memo *memo_of(uint64_t comm)
 
 /* ---- device-memory sampling policy (GPUMEMTRACE_MEMINFO) ---- */
 enum { POLICY_UNPARSED, POLICY_NEVER, POLICY_ALWAYS, POLICY_FIRST };
-/* In gmt.h's hot line; policy_first and policy_every are written before policy_kind is
+/* In gmt.h's hot line; gmt_hot.meminfo.first and gmt_hot.meminfo.every are written before gmt_hot.meminfo.kind is
  * published (init.c starts them at 0: POLICY_UNPARSED, and parse_policy sets both). */
-#define policy_kind gmt_hot.policy_kind
-#define policy_first gmt_hot.policy_first
-#define policy_every gmt_hot.policy_every
 
 static int parse_uint(const char **s, uint32_t *out)
 {
@@ -302,18 +294,18 @@ static _Atomic int parsing; /* 1 while a thread parses the policy (cleared in a 
 
 static int policy(void)
 {
-    int k = atomic_load_explicit(&policy_kind, memory_order_acquire);
+    int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
     if (GMT_LIKELY(k != POLICY_UNPARSED))
         return k;
     /* The first caller parses (so a bad value is warned about once); a racing one waits
      * the few instructions that takes. */
     int zero = 0;
     if (atomic_compare_exchange_strong(&parsing, &zero, 1)) {
-        k = parse_policy(gmt_opt.meminfo, &policy_first, &policy_every);
-        atomic_store_explicit(&policy_kind, k, memory_order_release);
+        k = parse_policy(gmt_opt.meminfo, &gmt_hot.meminfo.first, &gmt_hot.meminfo.every);
+        atomic_store_explicit(&gmt_hot.meminfo.kind, k, memory_order_release);
         return k;
     }
-    while ((k = atomic_load_explicit(&policy_kind, memory_order_acquire)) == POLICY_UNPARSED)
+    while ((k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire)) == POLICY_UNPARSED)
         ;
     return k;
 }
@@ -332,7 +324,7 @@ static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes, struct comm_
     if (k == POLICY_ALWAYS)
         return true;
     uint64_t dk = done_key(op, bytes);
-    if (!policy_every && m && memo_done(m, dk))
+    if (!gmt_hot.meminfo.every && m && memo_done(m, dk))
         return false;
     uint64_t key = mix(meminfo_key(comm, op, bytes));
     long i = slot_of(count_keys, COUNT_SLOTS, key);
@@ -340,16 +332,16 @@ static bool want_sample(uint64_t comm, unsigned op, uint64_t bytes, struct comm_
         return false;
     /* Past the first N with no every:K the answer is no for good: a plain load, no
      * locked increment (the count stays at N, where every later call finds it). */
-    if (!policy_every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= policy_first) {
+    if (!gmt_hot.meminfo.every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= gmt_hot.meminfo.first) {
         if (m) {
             m->done[m->done_next++ % DONE] = dk;
         }
         return false;
     }
     uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
-    if (n < policy_first)
+    if (n < gmt_hot.meminfo.first)
         return true;
-    return policy_every && (n - policy_first + 1) % policy_every == 0;
+    return gmt_hot.meminfo.every && (n - gmt_hot.meminfo.first + 1) % gmt_hot.meminfo.every == 0;
 }
 
 static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes)
@@ -426,9 +418,9 @@ static void sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
 {
     uint64_t f, t;
     int saved_errno = errno; /* the driver's calls may set it */
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     int rc = query_meminfo(device, &f, &t);
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     errno = saved_errno;
     if (rc)
         return;
@@ -471,11 +463,10 @@ static _Atomic uint64_t open_slots[OPEN_SLOTS];
 static _Atomic uint32_t open_hw; /* slots [0, open_hw) may be in use */
 static _Atomic uint32_t next_token;
 
-#define CLAIMS 8 /* == the length of gmt_ts.claim_line.c */
-#define claims gmt_ts.claim_line.c
-#define nclaims gmt_ts.claim_line.n
-#define token gmt_ts.claim_line.token
-#define claim_hint gmt_ts.claim_line.hint
+#define CLAIMS ((int)GMT_COUNTOF(gmt_ts.claims.c))
+#define HINTS GMT_COUNTOF(gmt_ts.claims.hint)
+_Static_assert((HINTS & (HINTS - 1)) == 0, "a hint per device % HINTS");
+_Static_assert(CLAIMS <= 255, "a hint holds a claim's index");
 
 static pthread_once_t claims_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t claims_key;
@@ -485,10 +476,10 @@ static int claims_key_ok;
 static void claims_release(void *unused)
 {
     (void)unused;
-    for (int c = 0; c < nclaims; c++)
-        if (!claims[c].open)
-            atomic_store_explicit(&open_slots[claims[c].slot], 0, memory_order_release);
-    nclaims = 0;
+    for (int c = 0; c < gmt_ts.claims.n; c++)
+        if (!gmt_ts.claims.c[c].open)
+            atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], 0, memory_order_release);
+    gmt_ts.claims.n = 0;
 }
 
 static void claims_key_make(void)
@@ -498,14 +489,14 @@ static void claims_key_make(void)
 
 static uint64_t slot_word(int device, uint32_t scope_id)
 {
-    if (!token) {
+    if (!gmt_ts.claims.token) {
         uint32_t t;
         do
             t = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed) & 0xffff;
         while (t == 0);
-        token = t;
+        gmt_ts.claims.token = t;
     }
-    return ((uint64_t)token << 48) | ((uint64_t)(device + 1) << 32) | scope_id;
+    return ((uint64_t)gmt_ts.claims.token << 48) | ((uint64_t)(device + 1) << 32) | scope_id;
 }
 
 /* A free slot for this thread, holding `w` already; -1 when the table is full. */
@@ -522,7 +513,7 @@ static int claim_slot(uint64_t w)
                                                           memory_order_release,
                                                           memory_order_relaxed))
                 ;
-            if (nclaims == 0) {
+            if (gmt_ts.claims.n == 0) {
                 pthread_once(&claims_key_once, claims_key_make);
                 if (claims_key_ok)
                     pthread_setspecific(claims_key, (void *)1);
@@ -536,12 +527,12 @@ static int claim_slot(uint64_t w)
 /* This thread's claim on `device`, or -1. */
 static inline int claim_of(int device)
 {
-    int c = claim_hint[device & 7];
-    if (GMT_LIKELY(c < nclaims && claims[c].device == device))
+    int c = gmt_ts.claims.hint[device & (HINTS - 1)];
+    if (GMT_LIKELY(c < gmt_ts.claims.n && gmt_ts.claims.c[c].device == device))
         return c;
-    for (c = 0; c < nclaims; c++)
-        if (claims[c].device == device) {
-            claim_hint[device & 7] = (uint8_t)c;
+    for (c = 0; c < gmt_ts.claims.n; c++)
+        if (gmt_ts.claims.c[c].device == device) {
+            gmt_ts.claims.hint[device & (HINTS - 1)] = (uint8_t)c;
             return c;
         }
     return -1;
@@ -554,9 +545,9 @@ static __attribute__((hot)) void publish(int device, uint32_t scope_id)
 {
     int known = claim_of(device);
     if (GMT_LIKELY(known >= 0)) {
-        atomic_store_explicit(&open_slots[claims[known].slot], slot_word(device, scope_id),
+        atomic_store_explicit(&open_slots[gmt_ts.claims.c[known].slot], slot_word(device, scope_id),
                               memory_order_release);
-        claims[known].open = 1;
+        gmt_ts.claims.c[known].open = 1;
         return;
     }
     publish_new(device, scope_id);
@@ -566,32 +557,32 @@ static __attribute__((hot)) void publish(int device, uint32_t scope_id)
 static __attribute__((cold, noinline)) void publish_new(int device, uint32_t scope_id)
 {
     int idle = -1;
-    for (int c = 0; c < nclaims; c++) {
-        if (claims[c].device == device) {
-            atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, scope_id),
+    for (int c = 0; c < gmt_ts.claims.n; c++) {
+        if (gmt_ts.claims.c[c].device == device) {
+            atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], slot_word(device, scope_id),
                                   memory_order_release);
-            claims[c].open = 1;
+            gmt_ts.claims.c[c].open = 1;
             return;
         }
-        if (!claims[c].open && idle < 0)
+        if (!gmt_ts.claims.c[c].open && idle < 0)
             idle = c;
     }
     uint64_t w = slot_word(device, scope_id);
     if (idle >= 0) { /* our own idle slot, re-labelled with this device */
-        claims[idle].device = (int16_t)device;
-        claims[idle].open = 1;
-        atomic_store_explicit(&open_slots[claims[idle].slot], w, memory_order_release);
+        gmt_ts.claims.c[idle].device = (int16_t)device;
+        gmt_ts.claims.c[idle].open = 1;
+        atomic_store_explicit(&open_slots[gmt_ts.claims.c[idle].slot], w, memory_order_release);
         return;
     }
-    if (nclaims == CLAIMS)
+    if (gmt_ts.claims.n == CLAIMS)
         return;
     int i = claim_slot(w);
     if (i < 0)
         return;
-    claims[nclaims].device = (int16_t)device;
-    claims[nclaims].slot = (int16_t)i;
-    claims[nclaims].open = 1;
-    nclaims++;
+    gmt_ts.claims.c[gmt_ts.claims.n].device = (int16_t)device;
+    gmt_ts.claims.c[gmt_ts.claims.n].slot = (int16_t)i;
+    gmt_ts.claims.c[gmt_ts.claims.n].open = 1;
+    gmt_ts.claims.n++;
 }
 
 static __attribute__((hot)) void unpublish(int device)
@@ -600,23 +591,23 @@ static __attribute__((hot)) void unpublish(int device)
     if (c < 0)
         return;
     /* still ours, naming no scope */
-    atomic_store_explicit(&open_slots[claims[c].slot], slot_word(device, 0),
+    atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], slot_word(device, 0),
                           memory_order_release);
-    claims[c].open = 0;
+    gmt_ts.claims.c[c].open = 0;
 }
 
 static void frame_register(int depth, int device)
 {
     if (device < 0 || device >= MAX_DEV || depth < 0 || depth >= FRAMES)
         return;
-    struct gmt_frame *f = &frames[depth];
+    struct gmt_frame *f = &gmt_ts.scope.frames[depth];
     uint64_t bit = 1ull << device;
     if (f->devmask & bit)
         return;
     f->devmask |= bit;
     /* An outer frame registered later must not hide an inner one already published. */
-    for (int k = depth + 1; k < gmt_ts.scope_depth && k < FRAMES; k++)
-        if (frames[k].devmask & bit)
+    for (int k = depth + 1; k < gmt_ts.scope.depth && k < FRAMES; k++)
+        if (gmt_ts.scope.frames[k].devmask & bit)
             return;
     publish(device, f->id);
 }
@@ -625,15 +616,15 @@ static void frame_register(int depth, int device)
  * enclosing frame registered there, or is released. */
 static void frame_unregister(int depth)
 {
-    uint64_t mask = frames[depth].devmask;
+    uint64_t mask = gmt_ts.scope.frames[depth].devmask;
     while (mask) {
         int d = __builtin_ctzll(mask);
         mask &= mask - 1;
         int k = depth - 1;
-        while (k >= 0 && !(frames[k].devmask & (1ull << d)))
+        while (k >= 0 && !(gmt_ts.scope.frames[k].devmask & (1ull << d)))
             k--;
         if (k >= 0)
-            publish(d, frames[k].id);
+            publish(d, gmt_ts.scope.frames[k].id);
         else
             unpublish(d);
     }
@@ -678,16 +669,16 @@ static void concern_device(int depth, int device, uint64_t comm, unsigned op, ui
 {
     if (device < 0 || device >= MAX_DEV || depth >= FRAMES)
         return;
-    int g = frames[depth].group;
+    int g = gmt_ts.scope.frames[depth].group;
     int target = g >= 0 ? g : depth;
     frame_register(target, device);
     if (!want_sample(comm, op, bytes, m))
         return;
     uint64_t bit = 1ull << device;
-    if (frames[target].memmask & bit)
+    if (gmt_ts.scope.frames[target].memmask & bit)
         return;
-    frames[target].memmask |= bit;
-    sample(frames[target].id, device, GMT_MEMINFO_BEGIN);
+    gmt_ts.scope.frames[target].memmask |= bit;
+    sample(gmt_ts.scope.frames[target].id, device, GMT_MEMINFO_BEGIN);
 }
 
 static _Atomic uint8_t captured[SEEN_SLOTS];
@@ -711,15 +702,15 @@ static bool first_of_lookup(uint64_t comm, unsigned op)
 static bool first_of_nocomm(unsigned op)
 {
     /* in the line of the repeated groups' state, which a group reads anyway */
-    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
-    if (gmt_rep.nocomm_gen != gen) {
-        gmt_rep.nocomm_ops = 0;
-        gmt_rep.nocomm_gen = gen;
+    uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
+    if (gmt_ts.rep.nocomm_gen != gen) {
+        gmt_ts.rep.nocomm_ops = 0;
+        gmt_ts.rep.nocomm_gen = gen;
     }
     uint64_t bit = op < 64 ? 1ull << op : 0;
-    if (gmt_rep.nocomm_ops & bit)
+    if (gmt_ts.rep.nocomm_ops & bit)
         return false;
-    gmt_rep.nocomm_ops |= bit;
+    gmt_ts.rep.nocomm_ops |= bit;
     return first_of_lookup(0, op);
 }
 
@@ -743,15 +734,15 @@ static void fork_child(void)
     for (int i = 0; i < OPEN_SLOTS; i++)
         atomic_store_explicit(&open_slots[i], 0, memory_order_relaxed);
     atomic_store_explicit(&open_hw, 0, memory_order_relaxed);
-    nclaims = 0;
-    gmt_ts.scope_depth = 0;
+    gmt_ts.claims.n = 0;
+    gmt_ts.scope.depth = 0;
     gmt_scope_repeat_forget(); /* the parent's groups are not in the child's file */
-    atomic_fetch_add_explicit(&comm_gen, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&gmt_hot.scope.comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
         atomic_store_explicit(&captured[i], 0, memory_order_relaxed);
     }
-    if (atomic_load_explicit(&policy_kind, memory_order_relaxed) == POLICY_UNPARSED)
+    if (atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_relaxed) == POLICY_UNPARSED)
         atomic_store_explicit(&parsing, 0, memory_order_relaxed);
 }
 
@@ -761,12 +752,10 @@ __attribute__((constructor)) static void register_fork_child(void)
 }
 
 /* Repeated groups' state (the section "repeated groups" below). */
-#define t_rep gmt_rep
-#define rep_state gmt_ts.rep_state
 
 static uint8_t rep_swap(uint8_t to)
 {
-    return __atomic_exchange_n(&rep_state, to, __ATOMIC_RELAXED);
+    return __atomic_exchange_n(&gmt_ts.writer.deferred, to, __ATOMIC_RELAXED);
 }
 
 static void rep_stop(void);
@@ -780,7 +769,7 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
 static void write_members(unsigned k)
 {
     for (unsigned i = 0; i < k && i < GMT_REP_MAX; i++) {
-        const struct gmt_rep_member *x = &t_rep.m[i];
+        const struct gmt_rep_member *x = &gmt_ts.rep.m[i];
         member_records((enum gmt_op)x->op, x->comm, x->count, x->datatype, x->peer, x->stream,
                        x->result);
     }
@@ -793,14 +782,14 @@ static void write_members(unsigned k)
 static void repeat_write(uint32_t scope_id, unsigned count)
 {
     struct gmt_rec_group_repeat r = {{GMT_REC_GROUP_REPEAT, 0, sizeof r}, scope_id, count,
-                                     t_rep.like, 0};
+                                     gmt_ts.rep.like, 0};
     if (GMT_LIKELY(gmt_emit_group_repeat(&r))) {
-        t_rep.like = scope_id; /* the latest group with these members */
+        gmt_ts.rep.like = scope_id; /* the latest group with these members */
         return;
     }
-    id_next = scope_id; /* member_records takes them again, in order */
+    gmt_ts.scope.id_next = scope_id; /* member_records takes them again, in order */
     write_members(count);
-    t_rep.like = scope_id;
+    gmt_ts.rep.like = scope_id;
 }
 
 /* The two records of a scope, as gmt_scope_begin/_end and the short way write them. */
@@ -839,7 +828,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
 {
     if (!gmt_writer_ready())
         return 0;
-    if (GMT_UNLIKELY(rep_state != GMT_REP_OFF))
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
         rep_stop(); /* a scope inside a group: not a plain member */
     uint32_t id = new_scope_id();
     struct comm_memo *m = comm ? memo_of(comm) : NULL;
@@ -856,24 +845,24 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
         gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_version_note(GMT_COMP_NCCL);
 
-    int depth = gmt_ts.scope_depth++;
+    int depth = gmt_ts.scope.depth++;
     if (depth < FRAMES) {
         /* the outermost open group: NCCL does the work of nested groups at the
          * outermost ncclGroupEnd */
         int g = -1;
         if (depth > 0) {
-            g = frames[depth - 1].group;
-            if (g < 0 && frames[depth - 1].op == GMT_OP_Group)
+            g = gmt_ts.scope.frames[depth - 1].group;
+            if (g < 0 && gmt_ts.scope.frames[depth - 1].op == GMT_OP_Group)
                 g = depth - 1;
         }
-        frames[depth] = (struct gmt_frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
-        if (op == GMT_OP_Group && depth == 0 && !gmt_hot.no_repeat)
+        gmt_ts.scope.frames[depth] = (struct gmt_frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
+        if (op == GMT_OP_Group && depth == 0 && !gmt_hot.options.no_repeat)
             rep_open(id);
         if (comm) {
             /* A signal handler's NCCL call during gmt_emit may have given m's entry to
              * another communicator. */
             if (GMT_UNLIKELY(m->comm != comm ||
-                             m->gen != atomic_load_explicit(&comm_gen, memory_order_acquire)))
+                             m->gen != atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire)))
                 m = memo_of(comm);
             size_t esz = gmt_nccl_type_size(datatype);
             concern_device(depth, comm_device(comm, m), comm, op, count * esz, m);
@@ -888,42 +877,42 @@ void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)
 {
     if (!scope_id)
         return;
-    int depth = gmt_ts.scope_depth - 1;
-    if (depth < 0 || depth >= FRAMES || frames[depth].id != scope_id)
+    int depth = gmt_ts.scope.depth - 1;
+    if (depth < 0 || depth >= FRAMES || gmt_ts.scope.frames[depth].id != scope_id)
         return;
     if (device < 0) {
         int saved_errno = errno;
-        gmt_ts.in_lib++;
+        gmt_ts.guard.in_lib++;
         device = current_device();
-        gmt_ts.in_lib--;
+        gmt_ts.guard.in_lib--;
         errno = saved_errno;
     }
-    concern_device(depth, device, key, frames[depth].op, 0, NULL);
+    concern_device(depth, device, key, gmt_ts.scope.frames[depth].op, 0, NULL);
 }
 
 void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
     if (!scope_id)
         return;
-    if (rep_state != GMT_REP_OFF && scope_id == t_rep.group) {
+    if (gmt_ts.writer.deferred != GMT_REP_OFF && scope_id == gmt_ts.rep.group) {
         /* a group that ends without gmt_scope_group_members_done (its start failed, say) */
         unsigned k = rep_close();
         if (k)
             repeat_write(scope_id, k);
     }
-    if (scope_id == t_rep.repeated)
-        t_rep.repeated = 0;
-    int depth = gmt_ts.scope_depth;
+    if (scope_id == gmt_ts.rep.repeated)
+        gmt_ts.rep.repeated = 0;
+    int depth = gmt_ts.scope.depth;
     if (depth > FRAMES) {
-        gmt_ts.scope_depth--;
+        gmt_ts.scope.depth--;
     } else if (depth > 0) {
         /* Normally the innermost; a scope left open by a misused API (a group never
          * ended) is closed with the one that encloses it. */
         int k = depth - 1;
-        while (k >= 0 && frames[k].id != scope_id)
+        while (k >= 0 && gmt_ts.scope.frames[k].id != scope_id)
             k--;
         if (k >= 0) {
-            uint64_t mem = frames[k].memmask;
+            uint64_t mem = gmt_ts.scope.frames[k].memmask;
             while (mem) {
                 int d = __builtin_ctzll(mem);
                 mem &= mem - 1;
@@ -931,7 +920,7 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
             }
             for (int j = depth - 1; j >= k; j--)
                 frame_unregister(j);
-            gmt_ts.scope_depth = k;
+            gmt_ts.scope.depth = k;
         }
     }
     struct gmt_rec_scope_end r = end_rec(op, scope_id, result);
@@ -946,31 +935,31 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
  * the same and more. */
 __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
 {
-    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
-    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) !=
+    uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
+    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) !=
                          GMT_WRITER_OPEN ||
-                     gmt_ts.scope_depth != 0 || rep_state != GMT_REP_OFF || gmt_hot.no_repeat ||
-                     t_rep.nocomm_gen != gen || !(t_rep.nocomm_ops & (1ull << GMT_OP_Group)) ||
-                     id_next == id_end || id_next == UINT32_MAX))
+                     gmt_ts.scope.depth != 0 || gmt_ts.writer.deferred != GMT_REP_OFF || gmt_hot.options.no_repeat ||
+                     gmt_ts.rep.nocomm_gen != gen || !(gmt_ts.rep.nocomm_ops & (1ull << GMT_OP_Group)) ||
+                     gmt_ts.scope.id_next == gmt_ts.scope.id_end || gmt_ts.scope.id_next == UINT32_MAX))
         return gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
-    uint32_t id = ++id_next;
+    uint32_t id = ++gmt_ts.scope.id_next;
     struct gmt_rec_scope_begin r = begin_rec(GMT_OP_Group, id, 0, 0, 0, -1, -1, 0);
     if (GMT_UNLIKELY(!gmt_emit_scope_begin(&r)))
         gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
     gmt_version_note(GMT_COMP_NCCL);
-    frames[0] = (struct gmt_frame){.id = id, .op = GMT_OP_Group, .group = -1};
-    gmt_ts.scope_depth = 1;
+    gmt_ts.scope.frames[0] = (struct gmt_frame){.id = id, .op = GMT_OP_Group, .group = -1};
+    gmt_ts.scope.depth = 1;
     rep_open(id);
     return id;
 }
 
 __attribute__((hot)) void gmt_scope_group_members_done(uint32_t scope_id)
 {
-    if (GMT_LIKELY(rep_state == GMT_REP_MATCH && scope_id == t_rep.group &&
-                   gmt_ts.scope_depth == 1 && frames[0].id == scope_id)) {
+    if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH && scope_id == gmt_ts.rep.group &&
+                   gmt_ts.scope.depth == 1 && gmt_ts.scope.frames[0].id == scope_id)) {
         unsigned k = rep_close();
         if (GMT_LIKELY(k)) {
-            t_rep.repeated = scope_id;
+            gmt_ts.rep.repeated = scope_id;
             repeat_write(scope_id, k);
         }
         /* else rep_close wrote what matched */
@@ -979,13 +968,13 @@ __attribute__((hot)) void gmt_scope_group_members_done(uint32_t scope_id)
 
 __attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
 {
-    if (GMT_LIKELY(scope_id == t_rep.repeated && gmt_ts.scope_depth == 1 &&
-                   frames[0].id == scope_id && !frames[0].memmask)) {
-        t_rep.repeated = 0;
+    if (GMT_LIKELY(scope_id == gmt_ts.rep.repeated && gmt_ts.scope.depth == 1 &&
+                   gmt_ts.scope.frames[0].id == scope_id && !gmt_ts.scope.frames[0].memmask)) {
+        gmt_ts.rep.repeated = 0;
         /* frame 0: no frame around it to fall back to (frame_unregister's case) */
-        for (uint64_t mask = frames[0].devmask; mask; mask &= mask - 1)
+        for (uint64_t mask = gmt_ts.scope.frames[0].devmask; mask; mask &= mask - 1)
             unpublish(__builtin_ctzll(mask));
-        gmt_ts.scope_depth = 0;
+        gmt_ts.scope.depth = 0;
         struct gmt_rec_scope_end r = end_rec(GMT_OP_Group, scope_id, result);
         if (GMT_UNLIKELY(!gmt_emit_scope_end(&r)))
             gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
@@ -1006,12 +995,12 @@ __attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
  */
 int gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
 {
-    int depth = gmt_ts.scope_depth;
-    if (depth <= 0 || depth > FRAMES || frames[depth - 1].op != GMT_OP_Group || !comm ||
+    int depth = gmt_ts.scope.depth;
+    if (depth <= 0 || depth > FRAMES || gmt_ts.scope.frames[depth - 1].op != GMT_OP_Group || !comm ||
         (unsigned)op >= 64 ||
-        atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != GMT_WRITER_OPEN)
+        atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != GMT_WRITER_OPEN)
         return -1;
-    unsigned long gen = atomic_load_explicit(&comm_gen, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
     struct comm_memo *m = NULL;
     for (int i = 0; i < MEMOS; i++)
         if (t_memo[i].comm == comm && t_memo[i].gen == gen) {
@@ -1020,12 +1009,12 @@ int gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes)
         }
     if (!m || m->device < 0 || m->device >= MAX_DEV || !(m->ops_seen & (1ull << op)))
         return -1;
-    int k = atomic_load_explicit(&policy_kind, memory_order_acquire);
+    int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
     if (k != POLICY_NEVER &&
-        (k != POLICY_FIRST || policy_every || !memo_done(m, done_key(op, bytes))))
+        (k != POLICY_FIRST || gmt_hot.meminfo.every || !memo_done(m, done_key(op, bytes))))
         return -1;
-    int g = frames[depth - 1].group >= 0 ? frames[depth - 1].group : depth - 1;
-    if (!(frames[g].devmask & (1ull << m->device)))
+    int g = gmt_ts.scope.frames[depth - 1].group >= 0 ? gmt_ts.scope.frames[depth - 1].group : depth - 1;
+    if (!(gmt_ts.scope.frames[g].devmask & (1ull << m->device)))
         frame_register(g, m->device);
     return m->device;
 }
@@ -1076,24 +1065,24 @@ __attribute__((cold)) void gmt_scope_repeat_spill(void)
     /* MATCH -> RECORD only (one instruction: a signal handler's spill can't come between);
      * any other state stays as it is (OFF must not become RECORD again) */
     uint8_t match = GMT_REP_MATCH;
-    if (!__atomic_compare_exchange_n(&rep_state, &match, GMT_REP_RECORD, false, __ATOMIC_RELAXED,
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &match, GMT_REP_RECORD, false, __ATOMIC_RELAXED,
                                      __ATOMIC_RELAXED))
         return; /* nothing waited; a spill (or stop) in between decided already */
-    unsigned k = t_rep.done, called = t_rep.cur; /* called > k: member k is in its call */
-    t_rep.spilled = (uint8_t)k;
-    t_rep.cur = (uint8_t)k;
+    unsigned k = gmt_ts.rep.done, called = gmt_ts.rep.cur; /* called > k: member k is in its call */
+    gmt_ts.rep.spilled = (uint8_t)k;
+    gmt_ts.rep.cur = (uint8_t)k;
     atomic_signal_fence(memory_order_seq_cst);
     write_members(k);
     /* The group was published on all of the template's devices at its start; from here on
      * it is as written one by one: on the devices of the members called so far (the later
      * ones register theirs as they come) */
-    if (gmt_ts.scope_depth == 1 && frames[0].id == t_rep.group) {
+    if (gmt_ts.scope.depth == 1 && gmt_ts.scope.frames[0].id == gmt_ts.rep.group) {
         uint64_t keep = 0;
         for (unsigned i = 0; i < called && i < GMT_REP_MAX; i++)
-            keep |= 1ull << t_rep.dev[i];
-        for (uint64_t extra = frames[0].devmask & ~keep; extra; extra &= extra - 1) {
+            keep |= 1ull << gmt_ts.rep.dev[i];
+        for (uint64_t extra = gmt_ts.scope.frames[0].devmask & ~keep; extra; extra &= extra - 1) {
             int d = __builtin_ctzll(extra);
-            frames[0].devmask &= ~(1ull << d);
+            gmt_ts.scope.frames[0].devmask &= ~(1ull << d);
             unpublish(d);
         }
     }
@@ -1106,55 +1095,55 @@ static __attribute__((cold)) void rep_stop(void)
     rep_swap(GMT_REP_OFF);
     /* not a template, and an older one could fall out of the readers' window of the
      * thread's last groups (docs/trace-format.md) */
-    t_rep.n = 0;
+    gmt_ts.rep.n = 0;
 }
 
 unsigned gmt_scope_repeat_forget(void)
 {
     uint8_t st = rep_swap(GMT_REP_OFF);
-    t_rep.n = 0;
-    return st == GMT_REP_MATCH ? t_rep.done : 0;
+    gmt_ts.rep.n = 0;
+    return st == GMT_REP_MATCH ? gmt_ts.rep.done : 0;
 }
 
 /* A member's fields into the template being recorded, at `index`. */
 static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t count,
                        int datatype, int peer, uint64_t stream, int result, int device)
 {
-    if (rep_state != GMT_REP_RECORD)
+    if (gmt_ts.writer.deferred != GMT_REP_RECORD)
         return;
     /* index != cur: another member was recorded in between (a signal handler's): the
      * template would not be the group's children as written */
-    if (index != t_rep.cur || index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255 ||
+    if (index != gmt_ts.rep.cur || index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255 ||
         datatype != (int16_t)datatype || result != (int8_t)result) {
         rep_swap(GMT_REP_OFF);
-        t_rep.n = 0; /* as rep_stop */
+        gmt_ts.rep.n = 0; /* as rep_stop */
         return;
     }
-    t_rep.m[index] = (struct gmt_rep_member){comm, count, stream, peer, (int16_t)datatype,
+    gmt_ts.rep.m[index] = (struct gmt_rep_member){comm, count, stream, peer, (int16_t)datatype,
                                              (int8_t)result, (uint8_t)op};
-    t_rep.dev[index] = (int8_t)device;
-    t_rep.cur = (uint8_t)(index + 1);
+    gmt_ts.rep.dev[index] = (int8_t)device;
+    gmt_ts.rep.cur = (uint8_t)(index + 1);
 }
 
 /* At a group's begin, after its frame 0 is pushed: match the template, or record one. */
 static __attribute__((hot)) void rep_open(uint32_t id)
 {
-    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
-    t_rep.group = id;
-    t_rep.cur = t_rep.done = t_rep.spilled = 0;
-    bool match = t_rep.n > 0 && t_rep.gen == gen;
-    t_rep.gen = gen;
+    uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
+    gmt_ts.rep.group = id;
+    gmt_ts.rep.cur = gmt_ts.rep.done = gmt_ts.rep.spilled = 0;
+    bool match = gmt_ts.rep.n > 0 && gmt_ts.rep.gen == gen;
+    gmt_ts.rep.gen = gen;
     if (match) {
         /* registered on its members' devices now: they only enqueue, the work (and a
          * foreign thread's allocations for it) is in the group's end. Frame 0: no frame
          * inside it to defer to (frame_register's case). */
-        uint64_t mask = t_rep.devmask;
-        frames[0].devmask = mask;
+        uint64_t mask = gmt_ts.rep.devmask;
+        gmt_ts.scope.frames[0].devmask = mask;
         for (; mask; mask &= mask - 1)
             publish(__builtin_ctzll(mask), id);
     }
     atomic_signal_fence(memory_order_seq_cst);
-    rep_state = match ? GMT_REP_MATCH : GMT_REP_RECORD;
+    gmt_ts.writer.deferred = match ? GMT_REP_MATCH : GMT_REP_RECORD;
 }
 
 /* At the group's end: the members it stands for when GROUP_REPEAT can be written (their
@@ -1167,18 +1156,18 @@ static __attribute__((hot)) unsigned rep_close(void)
     /* No locked exchange here, at every group's end: a signal handler's spill between the
      * load and the store shows in `spilled` (it wrote those members), and after the
      * store none happens. */
-    t_rep.spilled = 0;
+    gmt_ts.rep.spilled = 0;
     atomic_signal_fence(memory_order_seq_cst);
-    uint8_t st = rep_state;
-    rep_state = GMT_REP_OFF;
+    uint8_t st = gmt_ts.writer.deferred;
+    gmt_ts.writer.deferred = GMT_REP_OFF;
     atomic_signal_fence(memory_order_seq_cst);
-    uint32_t g = t_rep.group;
-    t_rep.group = 0;
-    unsigned k = t_rep.done;
-    if (GMT_LIKELY(st == GMT_REP_MATCH && !t_rep.spilled && k == t_rep.n && k == t_rep.cur &&
-                   id_next == g && (uint64_t)g + k <= id_end)) {
-        id_next = g + k; /* the ids the expansion gives them */
-        return k;        /* (t_rep.like moves to g once the record is written) */
+    uint32_t g = gmt_ts.rep.group;
+    gmt_ts.rep.group = 0;
+    unsigned k = gmt_ts.rep.done;
+    if (GMT_LIKELY(st == GMT_REP_MATCH && !gmt_ts.rep.spilled && k == gmt_ts.rep.n && k == gmt_ts.rep.cur &&
+                   gmt_ts.scope.id_next == g && (uint64_t)g + k <= gmt_ts.scope.id_end)) {
+        gmt_ts.scope.id_next = g + k; /* the ids the expansion gives them */
+        return k;        /* (gmt_ts.rep.like moves to g once the record is written) */
     }
     rep_close_other(st, g);
     return 0;
@@ -1188,25 +1177,25 @@ static __attribute__((hot)) unsigned rep_close(void)
  * had, or none. */
 static __attribute__((cold, noinline)) void rep_close_other(uint8_t st, uint32_t g)
 {
-    if (st == GMT_REP_MATCH && t_rep.spilled)
+    if (st == GMT_REP_MATCH && gmt_ts.rep.spilled)
         st = GMT_REP_RECORD; /* spilled by a handler: what follows is as after a spill */
-    uint32_t gen = (uint32_t)atomic_load_explicit(&comm_gen, memory_order_acquire);
+    uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
     if (st == GMT_REP_MATCH) {
-        unsigned k = t_rep.done;
-        t_rep.spilled = (uint8_t)k;
+        unsigned k = gmt_ts.rep.done;
+        gmt_ts.rep.spilled = (uint8_t)k;
         atomic_signal_fence(memory_order_seq_cst);
         write_members(k);
-        t_rep.n = k == t_rep.cur ? (uint8_t)k : 0;
+        gmt_ts.rep.n = k == gmt_ts.rep.cur ? (uint8_t)k : 0;
     } else if (st == GMT_REP_RECORD) {
-        t_rep.n = t_rep.gen == gen ? t_rep.cur : 0;
+        gmt_ts.rep.n = gmt_ts.rep.gen == gen ? gmt_ts.rep.cur : 0;
     } else {
-        t_rep.n = 0; /* as rep_stop */
+        gmt_ts.rep.n = 0; /* as rep_stop */
     }
-    t_rep.like = g;
+    gmt_ts.rep.like = g;
     uint64_t mask = 0;
-    for (unsigned i = 0; i < t_rep.n; i++)
-        mask |= 1ull << t_rep.dev[i];
-    t_rep.devmask = mask;
+    for (unsigned i = 0; i < gmt_ts.rep.n; i++)
+        mask |= 1ull << gmt_ts.rep.dev[i];
+    gmt_ts.rep.devmask = mask;
 }
 
 /* gmt_scope_repeat_post's other cases: a result other than the template's, or a spill
@@ -1216,15 +1205,15 @@ __attribute__((cold)) void gmt_scope_repeat_post_slow(int index, enum gmt_op op,
                                 int datatype, int peer, uint64_t stream, int result)
 {
     unsigned i = (unsigned)index;
-    const struct gmt_rep_member *x = &t_rep.m[i];
+    const struct gmt_rep_member *x = &gmt_ts.rep.m[i];
     if (result == x->result) {
-        if (rep_state == GMT_REP_MATCH || t_rep.spilled > i)
+        if (gmt_ts.writer.deferred == GMT_REP_MATCH || gmt_ts.rep.spilled > i)
             return; /* waits for the group's end, or a spill wrote it */
     }
     int saved_errno = errno; /* the wrapper does not save it for a repeated member */
     if (result != x->result)
         gmt_scope_repeat_spill(); /* those before it; this one with its own result */
-    int device = t_rep.dev[i];
+    int device = gmt_ts.rep.dev[i];
     member_records(op, comm, count, datatype, peer, stream, result);
     rep_record(i, op, comm, count, datatype, peer, stream, result, device);
     errno = saved_errno;
@@ -1234,8 +1223,8 @@ void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int da
                            int peer, uint64_t stream, int result, int device)
 {
     member_records(op, comm, count, datatype, peer, stream, result);
-    if (rep_state == GMT_REP_RECORD && gmt_ts.scope_depth == 1)
-        rep_record(t_rep.cur, op, comm, count, datatype, peer, stream, result, device);
+    if (gmt_ts.writer.deferred == GMT_REP_RECORD && gmt_ts.scope.depth == 1)
+        rep_record(gmt_ts.rep.cur, op, comm, count, datatype, peer, stream, result, device);
 }
 
 /* Called only once the communicator is ready (hooks_nccl.c defers non-blocking ones). */
@@ -1244,11 +1233,11 @@ void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
     if (!comm || !gmt_writer_ready())
         return;
     int saved_errno = errno;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     int rank = nccl_query(Q_RANK, comm);
     int nranks = nccl_query(Q_COUNT, comm);
     int device = nccl_query(Q_DEVICE, comm);
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     /* A new communicator may reuse a destroyed one's address: overwrite what was cached. */
     if (device >= 0)
         comm_cache_put(comm, device);

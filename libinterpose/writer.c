@@ -52,7 +52,7 @@ struct buf {
     unsigned char data[] __attribute__((aligned(8)));
 };
 
-/* gmt_writer_state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
+/* gmt_hot.writer.state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
  * (gmt_writer_ready), GMT_WRITER_OPEN being ST_OPEN. */
 _Static_assert(ST_OPEN == GMT_WRITER_OPEN && ST_CLOSED == 0, "gmt.h's states");
 static int g_fd = -1;
@@ -68,11 +68,7 @@ static char g_path[PATH_MAX];
 static _Atomic int g_key_state;         /* 0 none, 1 being made, 2 made, 3 failed */
 static pthread_key_t g_key;
 
-#define t_buf gmt_ts.w_buf
-#define t_clock gmt_ts.w_clock          /* the thread's clock as the reader will decode it */
 static GMT_TLS uint32_t t_tid;
-#define t_in_emit gmt_ts.w_in_emit
-#define t_opening gmt_ts.w_opening      /* this thread is writing the file's preamble */
 static GMT_TLS struct buf *t_flushing;  /* the buffer whose busy flag this thread holds */
 
 static uint32_t my_tid(void)
@@ -91,9 +87,9 @@ static void pause_briefly(void)
 
 static void fail(const char *what, int err)
 {
-    int st = atomic_load(&gmt_writer_state);
+    int st = atomic_load(&gmt_hot.writer.state);
     while (st == ST_OPEN || st == ST_OPENING || st == ST_CLOSED || st == ST_FINISHING) {
-        if (atomic_compare_exchange_weak(&gmt_writer_state, &st, ST_FAILED)) {
+        if (atomic_compare_exchange_weak(&gmt_hot.writer.state, &st, ST_FAILED)) {
             const char *reason = strerrordesc_np(err);
             gmt_warn("%s %s: %s; tracing stops, the program continues", what,
                      g_path[0] ? g_path : "(no path)", reason ? reason : "unknown error");
@@ -139,7 +135,7 @@ static void flush_locked(struct buf *b, const void *extra, size_t extra_len)
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
     if (head == tail && !extra_len)
         return;
-    int st = atomic_load_explicit(&gmt_writer_state, memory_order_acquire);
+    int st = atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire);
     if (st == ST_OPEN || st == ST_FINISHING) {
         struct gmt_rec_chunk chunk = { { GMT_REC_CHUNK, 0, sizeof chunk },
                                        atomic_load_explicit(&b->tid, memory_order_relaxed), 0 };
@@ -203,10 +199,10 @@ void gmt_writer_flush_all(void)
     int saved = errno;
     /* a crash or exit on a thread whose group still matches its last one: its members
      * are not in its buffer yet */
-    if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit && !t_opening &&
-        atomic_load(&gmt_writer_state) == ST_OPEN)
+    if (gmt_ts.writer.deferred == GMT_REP_MATCH && !gmt_ts.writer.in_emit && !gmt_ts.writer.opening &&
+        atomic_load(&gmt_hot.writer.state) == ST_OPEN)
         gmt_scope_repeat_spill();
-    if (atomic_load(&gmt_writer_state) == ST_OPEN) {
+    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN) {
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             /* A crash inside our own flush of b: its state is half-written, leave it. */
             if (b == t_flushing)
@@ -251,7 +247,7 @@ static void *flusher_main(void *arg)
         struct timespec ts = { (time_t)(period_ns / 1000000000u), (long)(period_ns % 1000000000u) };
         while (nanosleep(&ts, &ts) && errno == EINTR) {
         }
-        int st = atomic_load(&gmt_writer_state);
+        int st = atomic_load(&gmt_hot.writer.state);
         if (st == ST_FAILED || st == ST_FINISHED)
             break;
         uint64_t now = gmt_now_ns();
@@ -426,7 +422,7 @@ static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec
             return flush_wait(b, rec, size, -1) == 0;
         if (flush_wait(b, NULL, 0, -1) < 0)
             return false;
-        if (atomic_load(&gmt_writer_state) != ST_OPEN)
+        if (atomic_load(&gmt_hot.writer.state) != ST_OPEN)
             return false;
     }
 }
@@ -452,7 +448,7 @@ static bool attach_thread(uint64_t now)
     struct buf *b = new_buf();
     if (!b)
         return false;
-    t_buf = b;
+    gmt_ts.writer.buf = b;
     make_key();
     if (atomic_load(&g_key_state) == 2)
         pthread_setspecific(g_key, b);
@@ -465,7 +461,7 @@ static bool attach_thread(uint64_t now)
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
         memcpy(th.name, name, GMT_THREAD_NAME_LEN);
     th.name[GMT_THREAD_NAME_LEN - 1] = 0;
-    t_clock = now;
+    gmt_ts.writer.clock = now;
     return append(b, &th, sizeof th, now);
 }
 
@@ -473,12 +469,12 @@ static void thread_exit(void *arg)
 {
     (void)arg;
     int saved = errno;
-    struct buf *b = t_buf;
+    struct buf *b = gmt_ts.writer.buf;
     if (b) {
         /* members of a group the thread left open, still matching its last one */
-        if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit)
+        if (gmt_ts.writer.deferred == GMT_REP_MATCH && !gmt_ts.writer.in_emit)
             gmt_scope_repeat_spill();
-        t_buf = NULL;
+        gmt_ts.writer.buf = NULL;
         flush_wait(b, NULL, 0, -1);
         /* Sealed (writer finished) or failed: the leftovers are dropped with the buffer. */
         atomic_store_explicit(&b->tail, atomic_load(&b->head), memory_order_release);
@@ -671,7 +667,7 @@ static int write_preamble(const char *host, int rank)
     clock_gettime(CLOCK_MONOTONIC, &mt);
     p->realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     p->monotonic_ns = (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec +
-                      (uint64_t)gmt_clock_skew_ns;
+                      (uint64_t)gmt_clock_line.skew_ns;
     p->flags = g_forked ? GMT_PROC_FORKED : 0;
     size_t at = off + sizeof *p;
     size_t hl = strlen(host) + 1;
@@ -762,26 +758,26 @@ static void open_file(void)
     }
     /* Module records written now are the file's preamble: they belong to no thread. */
     if (gmt_modules_write_all) {
-        t_opening = 1;
+        gmt_ts.writer.opening = 1;
         gmt_modules_write_all();
-        t_opening = 0;
+        gmt_ts.writer.opening = 0;
     }
     start_flusher();
     int opening = ST_OPENING;
-    atomic_compare_exchange_strong(&gmt_writer_state, &opening, ST_OPEN);
+    atomic_compare_exchange_strong(&gmt_hot.writer.state, &opening, ST_OPEN);
 }
 
 /* Opens the file once; other threads wait for the one that opens it. */
 static bool ensure_open(void)
 {
     for (;;) {
-        int st = atomic_load_explicit(&gmt_writer_state, memory_order_acquire);
+        int st = atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire);
         if (st == ST_OPEN)
             return true;
         if (st != ST_CLOSED && st != ST_OPENING)
             return false;
         if (st == ST_OPENING) {
-            if (t_opening)
+            if (gmt_ts.writer.opening)
                 return true;
             pause_briefly();
             continue;
@@ -789,14 +785,14 @@ static bool ensure_open(void)
         gmt_init_once();
         if (gmt_opt.off)
             return false;
-        if (atomic_compare_exchange_strong(&gmt_writer_state, &st, ST_OPENING))
+        if (atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_OPENING))
             open_file();
     }
 }
 
 bool gmt_writer_ready_slow(void)
 {
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) == ST_OPEN))
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) == ST_OPEN))
         return true;
     int saved = errno;
     bool ok = ensure_open();
@@ -818,11 +814,11 @@ static void dropped(void)
                               memory_order_relaxed);
 }
 
-/* The part of gmt_emit after the file is known open; t_in_emit is held. */
+/* The part of gmt_emit after the file is known open; gmt_ts.writer.in_emit is held. */
 static void emit_locked(struct gmt_rec *h, size_t dt_offset)
 {
     uint64_t now = gmt_now_ns();
-    if (GMT_UNLIKELY(!t_buf)) {
+    if (GMT_UNLIKELY(!gmt_ts.writer.buf)) {
         int saved = errno; /* attach_thread makes syscalls */
         bool ok = attach_thread(now);
         errno = saved;
@@ -832,23 +828,23 @@ static void emit_locked(struct gmt_rec *h, size_t dt_offset)
         }
     }
     if (dt_offset) {
-        uint64_t gap = now > t_clock ? now - t_clock : 0;
+        uint64_t gap = now > gmt_ts.writer.clock ? now - gmt_ts.writer.clock : 0;
         if (gap > UINT32_MAX) {
             struct gmt_rec_time t = { { GMT_REC_TIME, 0, sizeof t }, now };
-            if (!append(t_buf, &t, sizeof t, now)) {
+            if (!append(gmt_ts.writer.buf, &t, sizeof t, now)) {
                 dropped();
                 return;
             }
-            t_clock = now;
+            gmt_ts.writer.clock = now;
             gap = 0;
         }
         uint32_t dt = (uint32_t)gap;
         memcpy((char *)h + dt_offset, &dt, sizeof dt);
-        t_clock += gap;
+        gmt_ts.writer.clock += gap;
     } else if (abs_time_type(h->type) && h->size >= 16) {
-        memcpy(&t_clock, (char *)h + 8, sizeof t_clock);
+        memcpy(&gmt_ts.writer.clock, (char *)h + 8, sizeof gmt_ts.writer.clock);
     }
-    if (!append(t_buf, h, h->size, now))
+    if (!append(gmt_ts.writer.buf, h, h->size, now))
         dropped();
 }
 
@@ -864,19 +860,19 @@ static void emit_direct(struct gmt_rec *h)
 /* Everything gmt_emit does, for the records the fast path below leaves to it. */
 static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t dt_offset)
 {
-    if (t_in_emit) {
+    if (gmt_ts.writer.in_emit) {
         /* A signal handler interrupted this thread inside gmt_emit: the buffer is
          * mid-append, so this record cannot go in. */
         dropped();
         return;
     }
     /* Group members that wait for their group's end go first: records stay in order. */
-    if (GMT_UNLIKELY(gmt_ts.rep_state == GMT_REP_MATCH) && !t_opening)
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) && !gmt_ts.writer.opening)
         gmt_scope_repeat_spill();
     /* errno is saved only around what can change it (ensure_open, emit_direct, and
      * attach_thread and flushes inside emit_locked): the common path makes no call
      * that sets it. */
-    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN)) {
+    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN)) {
         int saved = errno;
         bool ok = ensure_open();
         errno = saved;
@@ -888,9 +884,9 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
         dropped();
         return;
     }
-    t_in_emit = 1;
+    gmt_ts.writer.in_emit = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    if (GMT_UNLIKELY(t_opening)) {
+    if (GMT_UNLIKELY(gmt_ts.writer.opening)) {
         int saved = errno;
         emit_direct(h);
         errno = saved;
@@ -898,7 +894,7 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
         emit_locked(h, dt_offset);
     }
     atomic_signal_fence(memory_order_seq_cst);
-    t_in_emit = 0;
+    gmt_ts.writer.in_emit = 0;
 }
 
 /* The fast path of both emits: `size` bytes of records (at most 128) from a thread that
@@ -909,24 +905,24 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
 static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
                                                            size_t dt_offset, bool timed)
 {
-    struct buf *b = t_buf;
-    if (GMT_UNLIKELY(!b || t_in_emit | t_opening | (gmt_ts.rep_state & GMT_REP_MATCH) ||
-                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
+    struct buf *b = gmt_ts.writer.buf;
+    if (GMT_UNLIKELY(!b || gmt_ts.writer.in_emit | gmt_ts.writer.opening | (gmt_ts.writer.deferred & GMT_REP_MATCH) ||
+                     atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN ||
                      size - 8u > 120u || size % GMT_ALIGN ||
                      (timed && (!dt_offset || dt_offset + 4 > size))))
         return false;
     /* Marked before the buffer is looked at: a signal handler that emits from here on
      * drops its record instead of appending under our feet. */
-    t_in_emit = 1;
+    gmt_ts.writer.in_emit = 1;
     atomic_signal_fence(memory_order_seq_cst);
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-    uint64_t clock = t_clock;
+    uint64_t clock = gmt_ts.writer.clock;
     uint64_t now = timed ? gmt_now_ns() : clock;
     if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
                      (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
-        t_in_emit = 0;
+        gmt_ts.writer.in_emit = 0;
         return false;
     }
     unsigned char *dst = b->data + b->at;
@@ -936,14 +932,14 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
          * clock (the TSC read has tens of cycles of latency) through a store into *rec. */
         uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
         memcpy(dst + dt_offset, &dt, sizeof dt);
-        t_clock = clock + dt;
+        gmt_ts.writer.clock = clock + dt;
     }
     if (head == tail)
         atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
     b->at += size;
     atomic_store_explicit(&b->head, head + size, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
-    t_in_emit = 0;
+    gmt_ts.writer.in_emit = 0;
     return true;
 }
 
@@ -1022,29 +1018,29 @@ static bool seal(struct buf *b)
 void gmt_writer_finish(void)
 {
     int saved = errno;
-    if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit)
+    if (gmt_ts.writer.deferred == GMT_REP_MATCH && !gmt_ts.writer.in_emit)
         gmt_scope_repeat_spill(); /* while the file still takes records */
-    for (int i = 0; i < 100000 && atomic_load(&gmt_writer_state) == ST_OPENING && !t_opening; i++)
+    for (int i = 0; i < 100000 && atomic_load(&gmt_hot.writer.state) == ST_OPENING && !gmt_ts.writer.opening; i++)
         pause_briefly();
     int st = ST_OPEN;
-    if (!atomic_compare_exchange_strong(&gmt_writer_state, &st, ST_FINISHING)) {
+    if (!atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_FINISHING)) {
         /* Never opened, failed or finished: later events are dropped silently. */
         if (st != ST_OPENING && st != ST_FINISHING)
-            atomic_store(&gmt_writer_state, ST_FINISHED);
+            atomic_store(&gmt_hot.writer.state, ST_FINISHED);
         errno = saved;
         return;
     }
     /* Every buffer is flushed once more and sealed, the caller's last so that END is
      * the file's last record. */
-    struct buf *mine = t_buf;
+    struct buf *mine = gmt_ts.writer.buf;
     if (!mine) {
         /* The exiting thread never traced: it gets a buffer for END alone, before the
          * free ones are sealed. */
-        int nested = t_in_emit;
-        t_in_emit = 1;
+        int nested = gmt_ts.writer.in_emit;
+        gmt_ts.writer.in_emit = 1;
         if (attach_thread(gmt_now_ns()))
-            mine = t_buf;
-        t_in_emit = nested;
+            mine = gmt_ts.writer.buf;
+        gmt_ts.writer.in_emit = nested;
     }
     for (struct buf *b = atomic_load(&g_bufs); b; b = b->next)
         if (b != mine && seal(b))
@@ -1054,7 +1050,7 @@ void gmt_writer_finish(void)
                                    atomic_load(&g_dropped) };
         flush_locked(mine, &end, sizeof end);
     }
-    atomic_store(&gmt_writer_state, ST_FINISHED);
+    atomic_store(&gmt_hot.writer.state, ST_FINISHED);
     /* Every buffer is sealed, so no other thread can be writing to the fd. */
     if (g_fd >= 0)
         close(g_fd);
@@ -1078,10 +1074,10 @@ void gmt_writer_fork_child(void)
         atomic_store(&b->busy, BUF_IDLE);
         atomic_store(&b->in_use, 0);
     }
-    t_buf = NULL;
+    gmt_ts.writer.buf = NULL;
     t_tid = 0;
-    t_in_emit = 0;
-    t_opening = 0;
+    gmt_ts.writer.in_emit = 0;
+    gmt_ts.writer.opening = 0;
     t_flushing = NULL;
     g_path[0] = 0;
     atomic_store(&g_flusher, 0);
@@ -1089,10 +1085,10 @@ void gmt_writer_fork_child(void)
      * here, and waiting for it would spin forever; make it again (a key may leak) */
     if (atomic_load(&g_key_state) == 1)
         atomic_store(&g_key_state, 0);
-    int st = atomic_load(&gmt_writer_state);
+    int st = atomic_load(&gmt_hot.writer.state);
     if (st == ST_OPEN || st == ST_OPENING) {
         g_forked = 1;
-        atomic_store(&gmt_writer_state, ST_CLOSED);
+        atomic_store(&gmt_hot.writer.state, ST_CLOSED);
     } else if (st == ST_CLOSED) {
         g_forked = 1;
     }

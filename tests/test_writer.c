@@ -503,7 +503,7 @@ Test(writer, time_record_on_gap_over_32_bits)
 {
     emit_alloc(1, 0);
     uint64_t t0 = gmt_now_ns();
-    gmt_clock_skew_ns += 5000000000ll; /* a 5 s pause, without the pause */
+    gmt_clock_line.skew_ns += 5000000000ll; /* a 5 s pause, without the pause */
     uint64_t before = gmt_now_ns();
     emit_alloc(2, 0);
     uint64_t after = gmt_now_ns();
