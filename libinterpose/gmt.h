@@ -136,6 +136,8 @@ struct gmt_hot {
     } scope;                                 /* scope.c */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
+/* gmt_hot.meminfo.kind: GPUMEMTRACE_MEMINFO's policy */
+enum gmt_meminfo_kind { GMT_POLICY_UNPARSED, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS, GMT_POLICY_FIRST };
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
@@ -226,6 +228,23 @@ enum gmt_lib { GMT_LIB_DRIVER, GMT_LIB_RUNTIME, GMT_LIB_NCCL };
  * The object it was found in is pinned (resolve.c: never unloaded from then on), so the
  * answer may be cached for good. */
 GMT_HIDDEN void *gmt_resolve(enum gmt_lib lib, const char *name);
+/* gmt_resolve's answer kept in `cache` once found; NULL (not found yet) is asked again at
+ * the next call. GMT_REAL(lib, type, name): the same with a cache of its own per use. */
+static inline void *gmt_resolve_cached(_Atomic(void *) *cache, enum gmt_lib lib, const char *name)
+{
+    void *p = atomic_load_explicit(cache, memory_order_acquire);
+    if (!p) {
+        p = gmt_resolve(lib, name);
+        if (p)
+            atomic_store_explicit(cache, p, memory_order_release);
+    }
+    return p;
+}
+#define GMT_REAL(lib, type, name)                                                            \
+    ({                                                                                       \
+        static _Atomic(void *) cache_##name;                                                 \
+        (type)gmt_resolve_cached(&cache_##name, lib, #name);                                 \
+    })
 
 /* ---- events.c: build and emit the allocation records (ALLOC, FREE, ALLOC_FAIL) ---- */
 /* Each notes the thread's current CUDA context first (CUCTX record when it changed),
@@ -237,7 +256,7 @@ GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stre
 GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
                                int device, int error, const void *frame);
 
-/* ---- scope.c: NCCL contexts on the calling thread ---- */
+/* ---- scope.c, group.c, claims.c: NCCL contexts on the calling thread ---- */
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
@@ -331,8 +350,10 @@ struct gmt_rep {
     uint64_t devmask;   /* the template's devices */
     int8_t dev[GMT_REP_MAX]; /* each member's device */
     uint32_t repeated;       /* the group whose GROUP_REPEAT is written, until its end */
-    uint32_t nocomm_gen;     /* scope.c's first-call memo of calls without a communicator */
-    uint64_t nocomm_ops;
+    struct {
+        uint32_t gen;        /* gmt_hot.scope.comm_gen (low half) the bits hold under */
+        uint64_t ops;        /* bit op: its first call without a communicator was seen */
+    } nocomm;                /* scope.c's, in this line because every group reads it */
     /* the template's members, from the next line */
     struct gmt_rep_member m[GMT_REP_MAX] __attribute__((aligned(64)));
 };
@@ -415,7 +436,7 @@ static inline uint32_t gmt_current_scope(void)
     return d > 0 ? gmt_ts.scope.frames[(d > n ? n : d) - 1].id : 0;
 }
 
-/* ---- scope.c: repeated groups ---- */
+/* ---- group.c: repeated groups ---- */
 /* Repeated groups (scope.c "repeated groups"): a user group whose members are those of
  * the thread's previous group again is written as GROUP_REPEAT. While the members of an
  * open group still match (GMT_REP_MATCH), those that returned are not written yet: any
