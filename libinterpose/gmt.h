@@ -169,6 +169,26 @@ GMT_HIDDEN bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r);
 GMT_HIDDEN bool gmt_emit_free(struct gmt_rec_free *r);
 GMT_HIDDEN bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r);
 GMT_HIDDEN bool gmt_emit_scope_end(struct gmt_rec_scope_end *r);
+/*
+ * Deferred records. A client of the writer may hold records of the calling thread back, to
+ * write them later or as one record that stands for them (group.c does: the members of a
+ * repeated group). While it holds any, it keeps GMT_WRITER_DEFERRED set in
+ * gmt_ts.writer.deferred; the byte is the client's, the writer only tests that bit. The
+ * writer keeps the thread's records in order by calling the client's two hooks:
+ *   gmt_deferred_write()  write what you hold back now (through gmt_emit and its kin).
+ *       Called before any other record of the thread is appended (the fast path refuses
+ *       while the bit is set; the slow path calls it first), and before the thread's
+ *       buffer is flushed at a crash, at exit and at the thread's exit. Never from inside
+ *       gmt_emit, nor while the preamble is being written.
+ *   gmt_deferred_lost()   a record of this thread was lost, or a THREAD record starts a
+ *       new stretch of it: nothing written later may refer back past it. Returns how many
+ *       records the client held back and loses with it (counted as dropped).
+ * Both may run in a signal handler that interrupted the client: the client makes its
+ * state changes safe against that (group.c: "Signals").
+ */
+#define GMT_WRITER_DEFERRED 1
+GMT_HIDDEN void gmt_deferred_write(void);
+GMT_HIDDEN unsigned gmt_deferred_lost(void);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -330,6 +350,8 @@ struct gmt_claims {
 
 /* scope.c: repeated groups (below) */
 enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
+_Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1), "MATCH alone holds records back "
+               "(GMT_WRITER_DEFERRED, below)");
 #define GMT_REP_MAX 8
 struct gmt_rep_member {            /* what the short way writes of a member, 32 bytes */
     uint64_t comm, count, stream;
@@ -371,8 +393,8 @@ struct gmt_writer_thread {
     uint64_t clock;         /* the thread's clock as the reader will decode it, ns */
     uint8_t in_emit;        /* inside gmt_emit: a signal handler's record is dropped */
     uint8_t opening;        /* this thread writes the file's preamble */
-    uint8_t deferred;       /* the deferred-records byte (writer.c's contract): scope.c's
-                             * repeated-group state, GMT_REP_* */
+    uint8_t deferred;       /* deferred records (the writer's contract, below): the
+                             * client's byte; group.c keeps its GMT_REP_* state in it */
 };
 
 /* The re-entrancy guards every hook reads (the first line). */
@@ -441,13 +463,13 @@ static inline uint32_t gmt_current_scope(void)
  * the thread's previous group again is written as GROUP_REPEAT. While the members of an
  * open group still match (GMT_REP_MATCH), those that returned are not written yet: any
  * other record of the thread must write them first (gmt_emit's slow way calls
- * gmt_scope_repeat_spill). gmt_scope_repeat_pre: a member that matches the next one of the
+ * gmt_deferred_write). gmt_scope_repeat_pre: a member that matches the next one of the
  * template: its index, and it registers the group on the member's device; else -1 (the
  * matched ones are written, the member goes the usual way). _post at its return.
  * gmt_scope_repeat_forget: a record of the thread was lost (or a THREAD record starts a
  * new stretch of it): no template until the next group; returns the members that were
  * waiting and are lost with it. */
-GMT_HIDDEN void gmt_scope_repeat_spill(void);
+GMT_HIDDEN void gmt_deferred_write(void);
 GMT_HIDDEN unsigned gmt_scope_repeat_forget(void);
 GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
                                            uint64_t count, int datatype, int peer,
@@ -471,7 +493,7 @@ static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t c
     }
     /* Not the next member: the matched ones are written, and recording goes on from here
      * (this member may still join the template, the short way). */
-    gmt_scope_repeat_spill();
+    gmt_deferred_write();
     return -1;
 }
 static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t comm,

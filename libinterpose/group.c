@@ -169,7 +169,7 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
  * state is looked at again, and `spilled` says which members a spill wrote.
  */
 /* MATCH -> RECORD: the members matched that returned are written now. */
-__attribute__((cold)) void gmt_scope_repeat_spill(void)
+__attribute__((cold)) void gmt_deferred_write(void)
 {
     /* MATCH -> RECORD only (one instruction: a signal handler's spill can't come between);
      * any other state stays as it is (OFF must not become RECORD again) */
@@ -200,18 +200,19 @@ __attribute__((cold)) void gmt_scope_repeat_spill(void)
 /* Whatever the state, no template from this group: a scope begun inside it. */
 __attribute__((cold)) void gmt_group_stop(void)
 {
-    gmt_scope_repeat_spill();
+    gmt_deferred_write();
     rep_swap(GMT_REP_OFF);
     /* not a template, and an older one could fall out of the readers' window of the
      * thread's last groups (docs/trace-format.md) */
     gmt_ts.rep.n = 0;
 }
 
-unsigned gmt_scope_repeat_forget(void)
+/* The members waiting are lost with the record: two records each. */
+unsigned gmt_deferred_lost(void)
 {
     uint8_t st = rep_swap(GMT_REP_OFF);
     gmt_ts.rep.n = 0;
-    return st == GMT_REP_MATCH ? gmt_ts.rep.done : 0;
+    return st == GMT_REP_MATCH ? 2u * gmt_ts.rep.done : 0;
 }
 
 /* A member's fields into the template being recorded, at `index`. */
@@ -321,7 +322,7 @@ __attribute__((cold)) void gmt_scope_repeat_post_slow(int index, enum gmt_op op,
     }
     int saved_errno = errno; /* the wrapper does not save it for a repeated member */
     if (result != x->result)
-        gmt_scope_repeat_spill(); /* those before it; this one with its own result */
+        gmt_deferred_write(); /* those before it; this one with its own result */
     int device = gmt_ts.rep.dev[i];
     member_records(op, comm, count, datatype, peer, stream, result);
     rep_record(i, op, comm, count, datatype, peer, stream, result, device);

@@ -211,7 +211,7 @@ static void fork_child(void)
 {
     gmt_claims_fork_child();
     gmt_ts.scope.depth = 0;
-    gmt_scope_repeat_forget(); /* the parent's groups are not in the child's file */
+    gmt_deferred_lost(); /* the parent's groups are not in the child's file */
     atomic_fetch_add_explicit(&gmt_hot.scope.comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);

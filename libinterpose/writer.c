@@ -190,14 +190,22 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long m
     return -1;
 }
 
+/* Deferred records (gmt.h): what the thread's client holds back goes in before anything
+ * that follows it. Not from inside gmt_emit (a signal handler's call: the buffer is
+ * mid-append) nor while the preamble is written (its records belong to no thread). */
+static void write_deferred(void)
+{
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) && !gmt_ts.writer.in_emit &&
+        !gmt_ts.writer.opening)
+        gmt_deferred_write();
+}
+
 void gmt_writer_flush_all(void)
 {
     int saved = errno;
-    /* a crash or exit on a thread whose group still matches its last one: its members
-     * are not in its buffer yet */
-    if (gmt_ts.writer.deferred == GMT_REP_MATCH && !gmt_ts.writer.in_emit && !gmt_ts.writer.opening &&
-        atomic_load(&gmt_hot.writer.state) == ST_OPEN)
-        gmt_scope_repeat_spill();
+    /* a crash or exit on a thread that holds records back: they go in first */
+    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN)
+        write_deferred();
     if (atomic_load(&gmt_hot.writer.state) == ST_OPEN) {
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             /* A crash inside our own flush of b: its state is half-written, leave it. */
@@ -449,9 +457,9 @@ static bool attach_thread(uint64_t now)
     if (atomic_load(&g_key_state) == 2)
         pthread_setspecific(g_key, b);
     atomic_store_explicit(&b->tid, my_tid(), memory_order_relaxed);
-    /* THREAD starts the thread's records afresh for readers: no repeated group refers
-     * back past it */
-    gmt_scope_repeat_forget();
+    /* THREAD starts the thread's records afresh for readers: nothing the client held back
+     * may refer back past it */
+    gmt_deferred_lost();
     struct gmt_rec_thread th = { { GMT_REC_THREAD, 0, sizeof th }, now, my_tid(), 0, { 0 } };
     char name[GMT_THREAD_NAME_LEN + 1] = { 0 };
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
@@ -467,9 +475,7 @@ static void thread_exit(void *arg)
     int saved = errno;
     struct buf *b = gmt_ts.writer.buf;
     if (b) {
-        /* members of a group the thread left open, still matching its last one */
-        if (gmt_ts.writer.deferred == GMT_REP_MATCH && !gmt_ts.writer.in_emit)
-            gmt_scope_repeat_spill();
+        write_deferred();
         gmt_ts.writer.buf = NULL;
         flush_wait(b, NULL, 0, -1);
         /* Sealed (writer finished) or failed: the leftovers are dropped with the buffer. */
@@ -561,11 +567,11 @@ static bool abs_time_type(unsigned type)
            type == GMT_REC_MODULE_UNLOAD || type == GMT_REC_END;
 }
 
-/* A record of this thread was lost: so is its repeated-group template (the CLI could
- * not rebuild the members from it), and any members still waiting to be written. */
+/* A record of this thread was lost: so is what the client holds back (readers could not
+ * place it), counted with it. */
 static void dropped(void)
 {
-    atomic_fetch_add_explicit(&g_dropped, 1 + 2 * (uint64_t)gmt_scope_repeat_forget(),
+    atomic_fetch_add_explicit(&g_dropped, 1 + (uint64_t)gmt_deferred_lost(),
                               memory_order_relaxed);
 }
 
@@ -621,9 +627,8 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
         dropped();
         return;
     }
-    /* Group members that wait for their group's end go first: records stay in order. */
-    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) && !gmt_ts.writer.opening)
-        gmt_scope_repeat_spill();
+    /* What the client holds back goes first: records stay in order. */
+    write_deferred();
     /* errno is saved only around what can change it (ensure_open, emit_direct, and
      * attach_thread and flushes inside emit_locked): the common path makes no call
      * that sets it. */
@@ -661,7 +666,7 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
                                                            size_t dt_offset, bool timed)
 {
     struct buf *b = gmt_ts.writer.buf;
-    if (GMT_UNLIKELY(!b || gmt_ts.writer.in_emit | gmt_ts.writer.opening | (gmt_ts.writer.deferred & GMT_REP_MATCH) ||
+    if (GMT_UNLIKELY(!b || gmt_ts.writer.in_emit | gmt_ts.writer.opening | (gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN ||
                      size - 8u > 120u || size % GMT_ALIGN ||
                      (timed && (!dt_offset || dt_offset + 4 > size))))
@@ -773,8 +778,7 @@ static bool seal(struct buf *b)
 void gmt_writer_finish(void)
 {
     int saved = errno;
-    if (gmt_ts.writer.deferred == GMT_REP_MATCH && !gmt_ts.writer.in_emit)
-        gmt_scope_repeat_spill(); /* while the file still takes records */
+    write_deferred(); /* while the file still takes records */
     for (int i = 0; i < 100000 && atomic_load(&gmt_hot.writer.state) == ST_OPENING && !gmt_ts.writer.opening; i++)
         pause_briefly();
     int st = ST_OPEN;
