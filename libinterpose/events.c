@@ -150,8 +150,7 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
             .bytes = bytes,
             .stack_id = stack,
         };
-        if (GMT_UNLIKELY(!gmt_emit_alloc_small(&rec)))
-            gmt_emit(&rec, offsetof(struct gmt_rec_alloc_small, dt));
+        gmt_emit_rec(&rec);
     } else {
         struct gmt_rec_alloc_ext rec;
         memset(&rec, 0, sizeof rec);
@@ -188,9 +187,10 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
     rec.f.address = address;
     rec.f.scope_id = event_scope(-1);
     rec.stream = stream;
-    if (GMT_LIKELY(!stream) && GMT_LIKELY(gmt_emit_free(&rec.f)))
-        return;
-    gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
+    if (GMT_LIKELY(!stream))
+        gmt_emit_rec(&rec.f);
+    else
+        gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
 }
 
 static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int device,

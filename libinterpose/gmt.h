@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "nccl_types.h"
 #include "trace_format.h"
 
 #define GMT_HIDDEN __attribute__((visibility("hidden")))
@@ -161,14 +162,26 @@ GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
  * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
  * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
-/* gmt_emit's fast path for a SCOPE_BEGIN and a SCOPE_END, gmt_emit_untimed's for a GROUP_REPEAT:
- * each of its size (no size checks, fixed copies), for the calls of NCCL loops. */
-GMT_HIDDEN bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r);
-/* the same for the common allocation records: ALLOC_SMALL, FREE without its extension */
-GMT_HIDDEN bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r);
-GMT_HIDDEN bool gmt_emit_free(struct gmt_rec_free *r);
-GMT_HIDDEN bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r);
-GMT_HIDDEN bool gmt_emit_scope_end(struct gmt_rec_scope_end *r);
+/* gmt_emit_rec(&rec): one call for the fixed-size timed records of the hot paths
+ * (SCOPE_BEGIN, SCOPE_END, ALLOC_SMALL, a FREE without its extension). The record's type
+ * picks its size and dt field at compile time: the fast path copies a fixed length with
+ * no size checks, and a record it can't take goes the way of gmt_emit. */
+#define GMT_EMIT_FIXED(X)                                                                    \
+    X(scope_begin, dt)                                                                       \
+    X(scope_end, dt)                                                                         \
+    X(alloc_small, dt)                                                                       \
+    X(free, dt)
+#define GMT_X(name, dt_field) GMT_HIDDEN void gmt_emit_rec_##name(struct gmt_rec_##name *r);
+GMT_EMIT_FIXED(GMT_X)
+#undef GMT_X
+#define gmt_emit_rec(r)                                                                      \
+    _Generic((r), struct gmt_rec_scope_begin *: gmt_emit_rec_scope_begin,                    \
+             struct gmt_rec_scope_end *: gmt_emit_rec_scope_end,                             \
+             struct gmt_rec_alloc_small *: gmt_emit_rec_alloc_small,                         \
+             struct gmt_rec_free *: gmt_emit_rec_free)(r)
+/* The fast path alone for a GROUP_REPEAT (no dt: it takes the thread's previous time):
+ * false when it can't take it, and the caller writes what the record stands for. */
+GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
 /*
  * Deferred records. A client of the writer may hold records of the calling thread back, to
  * write them later or as one record that stands for them (group.c does: the members of a
@@ -507,6 +520,54 @@ static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t com
             return; /* written (as GROUP_REPEAT) at the group's end */
     }
     gmt_scope_repeat_post_slow(index, op, comm, count, datatype, peer, stream, result);
+}
+
+/* ---- scope.c and group.c: one NCCL collective or point-to-point call ----
+ * gmt_call_begin before the real call and gmt_call_end after it, with the call's own
+ * arguments, record it in one of three ways: a member of an open group that matches the
+ * thread's previous group is compared with it and written at the group's end as part of
+ * GROUP_REPEAT; another member of an open group whose (comm, op) had its first call goes
+ * the short way (both records at its return, no clock read); anything else is a full
+ * scope (SCOPE_BEGIN now, SCOPE_END at the return). in_group: a user group is open on the
+ * thread (hooks_nccl.c knows). Always inlined: they are the calls of a training loop. */
+struct gmt_call {
+    uint32_t scope;  /* a full scope's id, 0 none */
+    int member;      /* >= 0: the short way, on this device (gmt_scope_member_pre) */
+    int repeat;      /* >= 0: this member of a repeated group (gmt_scope_repeat_pre) */
+};
+static inline __attribute__((always_inline)) void
+gmt_call_begin(struct gmt_call *c, enum gmt_op op, uint64_t comm, uint64_t count, int datatype,
+               int peer, uint64_t stream, bool in_group)
+{
+    c->repeat = c->member = -1;
+    c->scope = 0;
+    if (in_group) {
+        /* a training loop's group: laid out as the straight path through the wrapper */
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) &&
+            GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, comm, count, datatype, peer,
+                                                         stream)) >= 0))
+            return;
+        c->member = gmt_scope_member_pre(op, comm, count * gmt_nccl_type_size(datatype));
+    }
+    if (c->member < 0)
+        c->scope = gmt_scope_begin(op, comm, count, datatype, peer, stream);
+}
+static inline __attribute__((always_inline)) void
+gmt_call_end(struct gmt_call *c, enum gmt_op op, int result, uint64_t comm, uint64_t count,
+             int datatype, int peer, uint64_t stream)
+{
+    if (GMT_LIKELY(c->repeat >= 0))
+        gmt_scope_repeat_post(c->repeat, op, comm, count, datatype, peer, stream, result);
+    else if (c->member >= 0)
+        gmt_scope_member_post(op, comm, count, datatype, peer, stream, result, c->member);
+    else
+        gmt_scope_end(c->scope, op, result);
+}
+/* Whether gmt_call_end leaves errno as the real call set it, so the wrapper need not save
+ * it: a repeated member's end saves it itself on the one path that can change it. */
+static inline bool gmt_call_end_keeps_errno(const struct gmt_call *c)
+{
+    return c->repeat >= 0;
 }
 
 #endif

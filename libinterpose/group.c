@@ -34,7 +34,7 @@ static void repeat_write(uint32_t scope_id, unsigned count)
 {
     struct gmt_rec_group_repeat r = {{GMT_REC_GROUP_REPEAT, 0, sizeof r}, scope_id, count,
                                      gmt_ts.rep.like, 0};
-    if (GMT_LIKELY(gmt_emit_group_repeat(&r))) {
+    if (GMT_LIKELY(gmt_emit_try_group_repeat(&r))) {
         gmt_ts.rep.like = scope_id; /* the latest group with these members */
         return;
     }
@@ -59,8 +59,7 @@ __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
         return gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     uint32_t id = ++gmt_ts.scope.id_next;
     struct gmt_rec_scope_begin r = gmt_scope_begin_rec(GMT_OP_Group, id, 0, 0, 0, -1, -1, 0);
-    if (GMT_UNLIKELY(!gmt_emit_scope_begin(&r)))
-        gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+    gmt_emit_rec(&r);
     gmt_version_note(GMT_COMP_NCCL);
     gmt_ts.scope.frames[0] = (struct gmt_frame){.id = id, .op = GMT_OP_Group, .group = -1};
     gmt_ts.scope.depth = 1;
@@ -91,8 +90,7 @@ __attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
             gmt_claims_unpublish(__builtin_ctzll(mask));
         gmt_ts.scope.depth = 0;
         struct gmt_rec_scope_end r = gmt_scope_end_rec(GMT_OP_Group, scope_id, result);
-        if (GMT_UNLIKELY(!gmt_emit_scope_end(&r)))
-            gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+        gmt_emit_rec(&r);
         return;
     }
     gmt_scope_end(scope_id, GMT_OP_Group, result);

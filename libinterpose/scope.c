@@ -247,8 +247,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     }
 
     struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, stack_id, comm, count, datatype, peer, stream);
-    if (GMT_UNLIKELY(!gmt_emit_scope_begin(&r)))
-        gmt_emit(&r, offsetof(struct gmt_rec_scope_begin, dt));
+    gmt_emit_rec(&r);
     gmt_version_note(GMT_COMP_NCCL);
 
     int depth = gmt_ts.scope.depth++;
@@ -323,8 +322,7 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
         }
     }
     struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
-    if (GMT_UNLIKELY(!gmt_emit_scope_end(&r)))
-        gmt_emit(&r, offsetof(struct gmt_rec_scope_end, dt));
+    gmt_emit_rec(&r);
 }
 
 

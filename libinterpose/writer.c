@@ -737,27 +737,21 @@ bool gmt_emit_untimed(const void *recs, uint32_t size)
 }
 
 
-/* The records of an NCCL call, each size known here: the fast path without its size
- * checks and with a copy of fixed length (scope.c's scopes). */
-__attribute__((hot)) bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_begin, dt), true);
-}
-__attribute__((hot)) bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_alloc_small, dt), true);
-}
-__attribute__((hot)) bool gmt_emit_free(struct gmt_rec_free *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_free, dt), true);
-}
-__attribute__((hot)) bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r)
+/* gmt_emit_rec's functions: the fast path with the record's size and dt offset known
+ * here (no size checks, a copy of fixed length), else emit_slow. */
+#define GMT_X(name, dt_field)                                                                \
+    __attribute__((hot)) void gmt_emit_rec_##name(struct gmt_rec_##name *r)                  \
+    {                                                                                        \
+        size_t off = offsetof(struct gmt_rec_##name, dt_field);                              \
+        if (GMT_UNLIKELY(!emit_fast(r, sizeof *r, off, true)))                               \
+            emit_slow(&r->h, off);                                                           \
+    }
+GMT_EMIT_FIXED(GMT_X)
+#undef GMT_X
+
+__attribute__((hot)) bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r)
 {
     return emit_fast(r, sizeof *r, 0, false);
-}
-__attribute__((hot)) bool gmt_emit_scope_end(struct gmt_rec_scope_end *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_end, dt), true);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
