@@ -117,9 +117,9 @@ struct gmt_hot {
         int no_repeat;                       /* !gmt_opt.group_repeat */
     } options;                               /* options.c */
     struct {
-        _Atomic int kind;                    /* enum gmt_meminfo_kind, once parsed */
-        uint32_t first, every;               /* written before kind */
-    } meminfo;                               /* sampling policy: options.c, read by scope.c */
+        _Atomic int kind;                    /* enum gmt_meminfo_kind */
+        uint32_t first, every;               /* first:N[,every:K]; written before kind */
+    } meminfo;                               /* options.c's parse, read by sampling.c */
     struct {
         _Atomic int ndeferred;               /* communicators not ready yet */
     } nccl;                                  /* hooks_nccl.c */
@@ -137,8 +137,9 @@ struct gmt_hot {
     } scope;                                 /* scope.c */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
-/* gmt_hot.meminfo.kind: GPUMEMTRACE_MEMINFO's policy */
-enum gmt_meminfo_kind { GMT_POLICY_UNPARSED, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS, GMT_POLICY_FIRST };
+/* gmt_hot.meminfo.kind: GPUMEMTRACE_MEMINFO's policy, parsed by options.c (INVALID is
+ * the parser's answer for a value it refuses, never a policy). */
+enum gmt_meminfo_kind { GMT_POLICY_INVALID, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS, GMT_POLICY_FIRST };
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */

@@ -11,84 +11,6 @@
 static _Atomic uint64_t count_keys[COUNT_SLOTS];
 static _Atomic uint32_t count_vals[COUNT_SLOTS];
 
-/* ---- device-memory sampling policy (GPUMEMTRACE_MEMINFO) ---- */
-/* In gmt.h's hot line; gmt_hot.meminfo.first and gmt_hot.meminfo.every are written before gmt_hot.meminfo.kind is
- * published (init.c starts them at 0: GMT_POLICY_UNPARSED, and parse_policy sets both). */
-
-static int parse_uint(const char **s, uint32_t *out)
-{
-    const char *p = *s;
-    uint64_t v = 0;
-    if (*p < '0' || *p > '9')
-        return -1;
-    while (*p >= '0' && *p <= '9') {
-        v = v * 10 + (uint64_t)(*p++ - '0');
-        if (v > 1000000000u)
-            return -1;
-    }
-    *s = p;
-    *out = (uint32_t)v;
-    return 0;
-}
-
-/* "never" | "always" | "first:N[,every:K]"; anything else is warned about once and the
- * default (first:2, never afterwards) is used. */
-static int parse_policy(const char *s, uint32_t *first, uint32_t *every)
-{
-    *first = 2;
-    *every = 0;
-    if (!s || !*s)
-        return GMT_POLICY_FIRST;
-    if (strcmp(s, "never") == 0)
-        return GMT_POLICY_NEVER;
-    if (strcmp(s, "always") == 0)
-        return GMT_POLICY_ALWAYS;
-    const char *p = s;
-    uint32_t n, k = 0;
-    if (strncmp(p, "first:", 6) != 0)
-        goto bad;
-    p += 6;
-    if (parse_uint(&p, &n))
-        goto bad;
-    if (*p == ',') {
-        p++;
-        if (strncmp(p, "every:", 6) != 0)
-            goto bad;
-        p += 6;
-        if (parse_uint(&p, &k))
-            goto bad;
-    }
-    if (*p)
-        goto bad;
-    *first = n;
-    *every = k;
-    return GMT_POLICY_FIRST;
-bad:
-    gmt_warn("GPUMEMTRACE_MEMINFO=%s not understood (never | always | first:N[,every:K]); "
-             "using first:2", s);
-    return GMT_POLICY_FIRST;
-}
-
-static _Atomic int parsing; /* 1 while a thread parses the policy (cleared in a fork child) */
-
-int gmt_sample_policy_slow(void)
-{
-    int k;
-    /* The first caller parses (so a bad value is warned about once); a racing one waits
-     * the few instructions that takes. */
-    int zero = 0;
-    if (atomic_compare_exchange_strong(&parsing, &zero, 1)) {
-        k = parse_policy(gmt_opt.meminfo, &gmt_hot.meminfo.first, &gmt_hot.meminfo.every);
-        atomic_store_explicit(&gmt_hot.meminfo.kind, k, memory_order_release);
-        return k;
-    }
-    while ((k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire)) == GMT_POLICY_UNPARSED)
-        ;
-    return k;
-}
-
-/* Whether the call numbered by its key's counter gets sampled. Keys the table can't hold
- * are not sampled: sampling is a cost, never a correctness matter. */
 static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes);
 
 bool gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes, struct gmt_comm_memo *m,
@@ -140,8 +62,3 @@ void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
 }
 
 
-void gmt_sample_fork_child(void)
-{
-    if (atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_relaxed) == GMT_POLICY_UNPARSED)
-        atomic_store_explicit(&parsing, 0, memory_order_relaxed);
-}

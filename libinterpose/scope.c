@@ -205,8 +205,7 @@ static bool first_of(struct gmt_comm_memo *m, uint64_t comm, unsigned op)
 /* A fork child writes a file of its own, and has one thread: the scopes the parent's
  * threads had open (published for foreign-thread attribution, or on the forking thread's
  * own stack) are not in that file, and must not be named by the child's records. Stacks
- * start over there too (stack.c), so each (comm, op) gets its stack captured again. A
- * policy parse that another thread had under way is started again. */
+ * start over there too (stack.c), so each (comm, op) gets its stack captured again. */
 static void fork_child(void)
 {
     gmt_claims_fork_child();
@@ -217,7 +216,6 @@ static void fork_child(void)
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
         atomic_store_explicit(&captured[i], 0, memory_order_relaxed);
     }
-    gmt_sample_fork_child();
 }
 
 __attribute__((constructor)) static void register_fork_child(void)

@@ -190,9 +190,6 @@ static inline void gmt_claims_unregister(int depth)
 GMT_HIDDEN void gmt_claims_fork_child(void);
 
 /* ---- sampling.c: device memory around NCCL calls ---- */
-/* The policy, parsed by the first caller (a racing one waits the few instructions that
- * takes), so that a bad value is warned about once. */
-GMT_HIDDEN int gmt_sample_policy_slow(void);
 /* gmt_sample_wanted past the policy and the memo: counts the call of (comm, op, bytes)
  * whose memo key is dk. Keys the table can't hold are not sampled: sampling is a cost,
  * never a correctness matter. */
@@ -205,8 +202,6 @@ static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
                                      struct gmt_comm_memo *m)
 {
     int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
-    if (GMT_UNLIKELY(k == GMT_POLICY_UNPARSED))
-        k = gmt_sample_policy_slow();
     if (k == GMT_POLICY_NEVER)
         return false;
     if (k == GMT_POLICY_ALWAYS)
@@ -218,8 +213,6 @@ static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
 }
 /* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
 GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
-/* In a fork child: a policy parse another thread had under way starts again. */
-GMT_HIDDEN void gmt_sample_fork_child(void);
 
 /* ---- driver.c: the driver functions the library calls itself ---- */
 /* The device of the calling thread's current context, -1 when none or no driver. */
