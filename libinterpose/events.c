@@ -8,9 +8,6 @@
 #include "gmt.h"
 #include "hooks.h"
 
-/* stack.c and modules.c are other parts; a build without them still records. */
-#pragma weak gmt_stack_capture
-#pragma weak gmt_modules_rescan
 
 /*
  * The context is asked of the real driver at each event: cuCtxGetCurrent costs about
@@ -45,7 +42,7 @@ void gmt_events_note_dl(void)
     unsigned long seen = atomic_load_explicit(&modules_gen, memory_order_relaxed);
     if (GMT_LIKELY(gen == seen))
         return;
-    if (atomic_compare_exchange_strong(&modules_gen, &seen, gen) && gmt_modules_rescan)
+    if (atomic_compare_exchange_strong(&modules_gen, &seen, gen))
         gmt_modules_rescan();
 }
 
@@ -130,7 +127,7 @@ static int16_t clamp_device(int device)
 /* `frame`: the hook's, where the application's stack starts (NULL: unwind from here). */
 static uint32_t stack_id(const void *frame)
 {
-    return gmt_stack_capture ? gmt_stack_capture(frame) : 0;
+    return gmt_stack_capture(frame);
 }
 
 static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,

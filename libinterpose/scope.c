@@ -8,8 +8,6 @@
 #include "nccl_abi.h"
 #include "scope.h"
 
-/* stack.c is another part's; a build without it still links and captures nothing. */
-extern uint32_t gmt_stack_capture(const void *frame) __attribute__((weak));
 
 /* Scope ids: each thread takes a block of ID_BLOCK from this counter and hands them out
  * one by one, so the common call makes no locked operation. Ids stay unique and nonzero,
@@ -237,8 +235,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     uint32_t id = gmt_scope_new_id();
     struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
     uint32_t stack_id = 0;
-    /* the weak symbol's address last: it costs a GOT line, first_of is true once */
-    if (GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op)) && gmt_stack_capture) {
+    if (GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op))) {
         int saved_errno = errno;
         stack_id = gmt_stack_capture(NULL);
         errno = saved_errno;

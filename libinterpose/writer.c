@@ -17,8 +17,6 @@
 
 GMT_TLS struct gmt_thread_state gmt_ts __attribute__((aligned(64)));
 
-/* Modules are another part's business; linking without it (unit tests) must still work. */
-extern void gmt_modules_write_all(void) __attribute__((weak));
 
 /* FINISHING: exit is sealing the buffers; events are dropped but flushes still write. */
 enum state { ST_CLOSED, ST_OPENING, ST_OPEN, ST_FINISHING, ST_FAILED, ST_FINISHED };
@@ -518,11 +516,9 @@ static void open_file(void)
         return;
     }
     /* Module records written now are the file's preamble: they belong to no thread. */
-    if (gmt_modules_write_all) {
-        gmt_ts.writer.opening = 1;
-        gmt_modules_write_all();
-        gmt_ts.writer.opening = 0;
-    }
+    gmt_ts.writer.opening = 1;
+    gmt_modules_write_all();
+    gmt_ts.writer.opening = 0;
     start_flusher();
     int opening = ST_OPENING;
     atomic_compare_exchange_strong(&gmt_hot.writer.state, &opening, ST_OPEN);
