@@ -2,6 +2,7 @@
 #ifndef GMT_GMT_H
 #define GMT_GMT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -465,6 +466,24 @@ _Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
 #define GMT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- the guard: the library's own calls into other code ----
+ * Around a call the library makes itself (the driver's queries, NCCL's, the loader's):
+ * errno stays as the program left it, and a hook of ours that the call reaches passes
+ * straight through instead of recording (gmt_ts.guard.in_lib). gmt_lib_enter returns
+ * the errno that gmt_lib_leave gives back. The allocation hooks' own guard is hooks.h's
+ * gmt_hook_enter/gmt_hook_leave. */
+static inline int gmt_lib_enter(void)
+{
+    int e = errno;
+    gmt_ts.guard.in_lib++;
+    return e;
+}
+static inline void gmt_lib_leave(int saved_errno)
+{
+    gmt_ts.guard.in_lib--;
+    errno = saved_errno;
+}
 
 static inline uint32_t gmt_current_scope(void)
 {

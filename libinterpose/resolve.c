@@ -457,11 +457,9 @@ void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi
     void *p = gmt_hook_plt_real(slot, lib, abi);
     if ((unsigned)lib >= NLIBS)
         return p;
-    int e = errno;
-    gmt_ts.guard.in_lib++;
+    int e = gmt_lib_enter();
     int n = copies(lib);
-    gmt_ts.guard.in_lib--;
-    errno = e;
+    gmt_lib_leave(e);
     if (n <= 1)
         return p;
     size_t h = (((uintptr_t)caller >> 2) ^ ((uintptr_t)slot >> 3)) * 0x9E3779B97F4A7C15ull >> 56;

@@ -43,11 +43,9 @@ static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes)
 void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
 {
     uint64_t f, t;
-    int saved_errno = errno; /* the driver's calls may set it */
-    gmt_ts.guard.in_lib++;
+    int e = gmt_lib_enter(); /* the driver's calls may set errno */
     int rc = gmt_driver_meminfo(device, &f, &t);
-    gmt_ts.guard.in_lib--;
-    errno = saved_errno;
+    gmt_lib_leave(e);
     if (rc)
         return;
     struct gmt_rec_meminfo r = {

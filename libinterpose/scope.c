@@ -99,11 +99,9 @@ static int comm_device(uint64_t comm, const struct gmt_comm_memo *m)
     int dev = comm_device_lookup(comm);
     if (dev >= 0)
         return dev;
-    int saved_errno = errno;
-    gmt_ts.guard.in_lib++;
+    int e = gmt_lib_enter();
     dev = gmt_driver_current_device();
-    gmt_ts.guard.in_lib--;
-    errno = saved_errno;
+    gmt_lib_leave(e);
     return dev;
 }
 
@@ -281,11 +279,9 @@ void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)
     if (depth < 0 || depth >= FRAMES || gmt_ts.scope.frames[depth].id != scope_id)
         return;
     if (device < 0) {
-        int saved_errno = errno;
-        gmt_ts.guard.in_lib++;
+        int e = gmt_lib_enter();
         device = gmt_driver_current_device();
-        gmt_ts.guard.in_lib--;
-        errno = saved_errno;
+        gmt_lib_leave(e);
     }
     concern_device(depth, device, key, gmt_ts.scope.frames[depth].op, 0, NULL);
 }
@@ -325,12 +321,11 @@ void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
 {
     if (!comm || !gmt_writer_ready())
         return;
-    int saved_errno = errno;
-    gmt_ts.guard.in_lib++;
+    int e = gmt_lib_enter();
     int rank = nccl_query(Q_RANK, comm);
     int nranks = nccl_query(Q_COUNT, comm);
     int device = nccl_query(Q_DEVICE, comm);
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave(e);
     /* A new communicator may reuse a destroyed one's address: overwrite what was cached. */
     if (device >= 0)
         comm_cache_put(comm, device);
@@ -344,6 +339,5 @@ void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
         .device = device,
     };
     gmt_emit(&r, offsetof(struct gmt_rec_comm, dt));
-    errno = saved_errno;
 }
 
