@@ -296,7 +296,7 @@ GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t coun
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
 /* A user group's begin and end: gmt_scope_begin/_end for op Group, with a short way for
- * the outermost group of a training loop (scope.c "repeated groups"). */
+ * the outermost group of a training loop (group.c, "repeated groups"). */
 GMT_HIDDEN uint32_t gmt_scope_group_begin(void);
 GMT_HIDDEN void gmt_scope_group_end(uint32_t scope_id, int result);
 /* The outermost group's members are all in (ncclGroupEnd is about to run): when they are
@@ -350,7 +350,7 @@ struct gmt_frame {
     uint64_t memmask;   /* devices sampled at begin: sampled again at end */
 };
 
-/* scope.c: the thread's slots in the foreign-thread table, in one line */
+/* claims.c: the thread's slots in the foreign-thread table, in one line */
 struct gmt_claim {
     int16_t device;
     int16_t slot;
@@ -363,7 +363,7 @@ struct gmt_claims {
     uint8_t hint[8];    /* by device % 8: the index of its claim, checked at every use */
 };
 
-/* scope.c: repeated groups (below) */
+/* group.c: repeated groups (below) */
 enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
 _Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1), "MATCH alone holds records back "
                "(GMT_WRITER_DEFERRED, below)");
@@ -452,8 +452,8 @@ struct gmt_thread_state {
     struct gmt_guard guard;                  /* every hook */
     struct gmt_nccl_thread nccl;             /* hooks_nccl.c */
     struct gmt_scope_thread scope;           /* scope.c */
-    struct gmt_rep rep __attribute__((aligned(64)));           /* scope.c: repeated groups */
-    struct gmt_claims claims __attribute__((aligned(64)));     /* scope.c: foreign threads */
+    struct gmt_rep rep __attribute__((aligned(64)));           /* group.c */
+    struct gmt_claims claims __attribute__((aligned(64)));     /* claims.c */
     struct {
         uint32_t ids[32];                    /* open user groups' scopes, innermost last */
     } nccl_groups;                           /* hooks_nccl.c */
@@ -492,18 +492,13 @@ static inline uint32_t gmt_current_scope(void)
 }
 
 /* ---- group.c: repeated groups ---- */
-/* Repeated groups (scope.c "repeated groups"): a user group whose members are those of
- * the thread's previous group again is written as GROUP_REPEAT. While the members of an
- * open group still match (GMT_REP_MATCH), those that returned are not written yet: any
- * other record of the thread must write them first (gmt_emit's slow way calls
- * gmt_deferred_write). gmt_scope_repeat_pre: a member that matches the next one of the
- * template: its index, and it registers the group on the member's device; else -1 (the
- * matched ones are written, the member goes the usual way). _post at its return.
- * gmt_scope_repeat_forget: a record of the thread was lost (or a THREAD record starts a
- * new stretch of it): no template until the next group; returns the members that were
- * waiting and are lost with it. */
-GMT_HIDDEN void gmt_deferred_write(void);
-GMT_HIDDEN unsigned gmt_scope_repeat_forget(void);
+/* A user group whose members are those of the thread's previous group again is written
+ * as GROUP_REPEAT (group.c, "repeated groups"). While the members of an open group still
+ * match (GMT_REP_MATCH), those that returned are held back: group.c is the writer's
+ * deferred-records client (gmt_deferred_write writes them, gmt_deferred_lost forgets the
+ * template). gmt_scope_repeat_pre: a member that matches the next one of the template:
+ * its index; else -1 (the matched ones are written, the member goes the usual way).
+ * gmt_scope_repeat_post at its return. */
 GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
                                            uint64_t count, int datatype, int peer,
                                            uint64_t stream, int result);

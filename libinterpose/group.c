@@ -99,7 +99,7 @@ __attribute__((hot)) void gmt_scope_group_end(uint32_t scope_id, int result)
 /* ---- group members, the short way ----
  *
  * Inside a user group a member call only enqueues: NCCL does its work, and allocates for
- * it, in ncclGroupEnd (FACTS.md). Once a member's (comm, op) had its first call (its stack
+ * it, in ncclGroupEnd (a bare collective runs an internal group inside its own call). Once a member's (comm, op) had its first call (its stack
  * captured), its communicator's device is known and no sample is wanted, the member needs
  * no frame of its own while it runs: it registers its (outermost) group on its device, and at its
  * return writes its SCOPE_BEGIN and SCOPE_END together, both at the thread's previous

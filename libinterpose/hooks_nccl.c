@@ -364,7 +364,7 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 #define GMT_NCCL_REAL_pnccl(name) (&real_fns[GMT_NCCL_COUNT + GMT_NCCL_INDEX_##name])
 
 /* Where each wrapper's code goes: the ncclX calls of a training loop's hot path (the
- * collectives, the group calls) together in .text.hot, with scope.c's and writer.c's
+ * collectives, the group calls) together in .text.hot, with scope.c's, group.c's and writer.c's
  * functions for them, so that a loop's calls run through few lines of code. */
 #define GMT_WRAP_SECTION_nccl_coll __attribute__((hot))
 #define GMT_WRAP_SECTION_nccl_group_start __attribute__((hot))

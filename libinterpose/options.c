@@ -181,7 +181,7 @@ void gmt_options_load(void)
         if (!known(*e, len))
             gmt_warn("unknown option %.*s; ignored", (int)len, *e);
     }
-    /* The sampling policy as scope.c reads it: the default first:2 when unset (or
+    /* The sampling policy as sampling.c reads it: the default first:2 when unset (or
      * refused above). first and every are written before kind is published. */
     uint32_t first = 2, every = 0;
     int kind = gmt_opt.meminfo ? parse_meminfo(gmt_opt.meminfo, &first, &every) : GMT_POLICY_FIRST;

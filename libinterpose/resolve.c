@@ -12,7 +12,8 @@
 /*
  * Why not dlsym(RTLD_NEXT) alone: Python loads PyTorch, NCCL and the runtime with
  * RTLD_LOCAL, and the runtime dlopens libcuda locally, so none of them is in the global
- * scope a preloaded library searches (FACTS.md point 5). A library that is loaded at
+ * scope a preloaded library searches: dlsym(RTLD_NEXT, "ncclAllReduce") is NULL there,
+ * and a call through it crashes the program. A library that is loaded at
  * all is found by its soname with dlopen(RTLD_NOLOAD), or, when it was loaded under
  * another name, through the list of loaded objects. The handles we open this way are
  * kept: the reference pins the library, so a cached pointer can't dangle.
@@ -289,7 +290,7 @@ static void *search_handles(enum gmt_lib lib, dlsym_fn *real_sym, const char *na
  * Every real function we cache (gmt_plt_*, gmt_lkp_*, the cache below, the copies other
  * files keep) is called later without asking the loader again. If its library were
  * unloaded, the call would jump into unmapped (or reused) memory. And since our export
- * answers dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"), glibc no longer records the dependency on
+ * answers dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"), glibc does not record the dependency on
  * libcuda that the program's own lookup would have made. So each object a successful
  * lookup found gets one reference of ours, never released: a dlclose by the program then
  * leaves it loaded (as RTLD_NODELETE would), which costs memory, never correctness. */

@@ -713,7 +713,7 @@ static __attribute__((noinline, hot)) bool emit_timed(void *recs, uint32_t size,
  * before its end, and a gap since the thread's last record that fits dt. Anything else
  * (the first record of a thread, a full buffer, a TIME record due, the preamble, a
  * signal handler inside gmt_emit, a record of odd size) takes emit_slow, which does
- * all of it as before.
+ * all of it.
  */
 __attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
 {

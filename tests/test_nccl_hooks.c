@@ -1056,7 +1056,7 @@ Test(scope, group_is_published_for_its_members_devices_until_it_ends)
     cr_expect_eq(gmt_current_scope(), g);
     uint32_t c0 = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
     gmt_scope_add_device(c0, 0, 1);
-    /* Inside a user group NCCL does a member's work in ncclGroupEnd (FACTS.md): while
+    /* Inside a user group NCCL does a member's work in ncclGroupEnd: while
      * the member's own call runs, the group is what is published on its device. */
     cr_expect_eq(gmt_current_scope(), c0);
     cr_expect_eq(gmt_scope_for_foreign_thread(0), g, "the group, not its enqueuing member");
