@@ -432,7 +432,9 @@ struct gmt_nccl_thread {
 };
 
 /* scope.c's words of the thread: the depth and ids in the first line, the open scopes
- * from the second */
+ * from the second. group.c's short ways for a group (its begin and end, GROUP_REPEAT's
+ * ids) push and pop frame 0 and take ids from the block themselves, under the same
+ * rules as gmt_scope_begin/gmt_scope_end. */
 struct gmt_scope_thread {
     int depth;                   /* open scopes, also those past frames[] */
     uint32_t id_next, id_end;    /* this thread's block of scope ids: id_next+1 .. id_end */
