@@ -64,7 +64,6 @@ static uint64_t kernel_ns(void)
 }
 
 #if defined(__x86_64__)
-#define line_at gmt_clock_line_at
 
 /* The TSC's ticks in `ns` nanoseconds at this line's rate. */
 static uint64_t ticks_in(uint64_t ns, uint64_t mult)
@@ -132,7 +131,7 @@ static bool tsc_trusted(void)
 
 uint64_t gmt_clock_kernel_ns(void)
 {
-    return kernel_ns() + (uint64_t)gmt_clock_skew_ns;
+    return kernel_ns() + (uint64_t)gmt_clock_line.skew_ns;
 }
 
 bool gmt_clock_uses_tsc(void)
@@ -220,7 +219,7 @@ void gmt_clock_tick(void)
         atomic_store_explicit(&gmt_clock_line.use_tsc, 1, memory_order_release);
         return;
     }
-    uint64_t at = line_at(tsc,
+    uint64_t at = gmt_clock_line_at(tsc,
                           atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
                           atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed),
                           cur);

@@ -239,9 +239,17 @@ enum {
  * cuMemAllocAsync_ptsz with per-thread streams), so types keep this header usable next
  * to it, and each hook's definition is checked against its type where it is defined. */
 
-/* Context queries, called (never hooked) to note the thread's context per event. */
+/* Called, never hooked: context queries (events.c notes the thread's context per event)
+ * and what driver.c needs to sample a device's memory. */
 typedef CUresult gmt_fn_cuCtxGetCurrent(CUcontext *pctx);
 typedef CUresult gmt_fn_cuCtxGetDevice(CUdevice *device);
+typedef CUresult gmt_fn_cuMemGetInfo_v2(size_t *free, size_t *total);
+typedef CUresult gmt_fn_cuDeviceGet(CUdevice *device, int ordinal);
+typedef CUresult gmt_fn_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
+typedef CUresult gmt_fn_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
+typedef CUresult gmt_fn_cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+typedef CUresult gmt_fn_cuCtxPushCurrent_v2(CUcontext ctx);
+typedef CUresult gmt_fn_cuCtxPopCurrent_v2(CUcontext *pctx);
 
 typedef CUresult gmt_fn_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 typedef CUresult gmt_fn_cuMemFree_v2(CUdeviceptr dptr);

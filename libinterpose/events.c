@@ -8,9 +8,6 @@
 #include "gmt.h"
 #include "hooks.h"
 
-/* stack.c and modules.c are other parts; a build without them still records. */
-#pragma weak gmt_stack_capture
-#pragma weak gmt_modules_rescan
 
 /*
  * The context is asked of the real driver at each event: cuCtxGetCurrent costs about
@@ -41,17 +38,17 @@ __attribute__((constructor)) static void register_fork_child(void)
 
 void gmt_events_note_dl(void)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     unsigned long seen = atomic_load_explicit(&modules_gen, memory_order_relaxed);
     if (GMT_LIKELY(gen == seen))
         return;
-    if (atomic_compare_exchange_strong(&modules_gen, &seen, gen) && gmt_modules_rescan)
+    if (atomic_compare_exchange_strong(&modules_gen, &seen, gen))
         gmt_modules_rescan();
 }
 
 static void lookup_ctx_functions(void)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     if (atomic_load_explicit(&ctx_lookup_gen, memory_order_relaxed) == gen)
         return;
     atomic_store_explicit(&ctx_lookup_gen, gen, memory_order_relaxed);
@@ -130,7 +127,7 @@ static int16_t clamp_device(int device)
 /* `frame`: the hook's, where the application's stack starts (NULL: unwind from here). */
 static uint32_t stack_id(const void *frame)
 {
-    return gmt_stack_capture ? gmt_stack_capture(frame) : 0;
+    return gmt_stack_capture(frame);
 }
 
 static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
@@ -150,8 +147,7 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
             .bytes = bytes,
             .stack_id = stack,
         };
-        if (GMT_UNLIKELY(!gmt_emit_alloc_small(&rec)))
-            gmt_emit(&rec, offsetof(struct gmt_rec_alloc_small, dt));
+        gmt_emit_rec(&rec);
     } else {
         struct gmt_rec_alloc_ext rec;
         memset(&rec, 0, sizeof rec);
@@ -188,9 +184,10 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
     rec.f.address = address;
     rec.f.scope_id = event_scope(-1);
     rec.stream = stream;
-    if (GMT_LIKELY(!stream) && GMT_LIKELY(gmt_emit_free(&rec.f)))
-        return;
-    gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
+    if (GMT_LIKELY(!stream))
+        gmt_emit_rec(&rec.f);
+    else
+        gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
 }
 
 static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int device,
@@ -212,7 +209,7 @@ static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));
 }
 
-/* The two that capture stacks count themselves in gmt_ts.in_event: a signal handler that
+/* The two that capture stacks count themselves in gmt_ts.guard.in_event: a signal handler that
  * allocates while this thread records an event has frames of ours in its stack, and
  * stack.c then knows to drop them. */
 __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind,
@@ -220,16 +217,16 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
                                                uint64_t stream, uint64_t related,
                                                uint64_t offset, const void *frame)
 {
-    gmt_ts.in_event++;
+    gmt_ts.guard.in_event++;
     event_alloc(api, kind, address, bytes, device, stream, related, offset, frame);
-    gmt_ts.in_event--;
+    gmt_ts.guard.in_event--;
 }
 
 __attribute__((noinline)) void gmt_event_fail(enum gmt_api api, enum gmt_kind kind,
                                               uint64_t bytes, int device, int error,
                                               const void *frame)
 {
-    gmt_ts.in_event++;
+    gmt_ts.guard.in_event++;
     event_fail(api, kind, bytes, device, error, frame);
-    gmt_ts.in_event--;
+    gmt_ts.guard.in_event--;
 }

@@ -2,12 +2,14 @@
 #ifndef GMT_GMT_H
 #define GMT_GMT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <string.h>
 
+#include "nccl_types.h"
 #include "trace_format.h"
 
 #define GMT_HIDDEN __attribute__((visibility("hidden")))
@@ -62,7 +64,6 @@ struct gmt_clock_line {
     int64_t skew_ns;               /* tests only: added to every reading, ns */
 } __attribute__((aligned(64)));    /* what a reading reads: one cache line */
 GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
-#define gmt_clock_skew_ns gmt_clock_line.skew_ns
 GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
 static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns,
                                          uint64_t mult)
@@ -91,7 +92,7 @@ static inline uint64_t gmt_now_ns(void)
             uint64_t tsc = __builtin_ia32_rdtsc();
             if (GMT_UNLIKELY(tsc - lo > w))
                 break; /* outside the line: the flusher is late, or the TSC jumped */
-            return gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_skew_ns;
+            return gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_line.skew_ns;
         }
     }
 #endif
@@ -106,28 +107,41 @@ GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by n
 /* ---- the process-wide words every hooked call reads, in one cache line ----
  * Between an application's NCCL calls its own work evicts ours from the CPU's caches: a
  * call that reads a dozen globals scattered over as many lines pays a dozen misses.
- * These live together (init.c defines them); each file keeps its old name for its own
- * through the macros below. */
+ * These live together (init.c defines them, with their first values), one member per
+ * file that owns its words. */
 struct gmt_hot {
-    _Atomic int writer_state;                /* writer.c: enum state */
-    int off;                                 /* options.c: a copy of gmt_opt.off */
-    _Atomic int policy_kind;                 /* scope.c: MEMINFO policy, once parsed */
-    uint32_t policy_first, policy_every;     /* scope.c: written before policy_kind */
-    _Atomic int ndeferred;                   /* hooks_nccl.c: communicators not ready */
-    _Atomic unsigned char versions_noted[4]; /* versions.c */
-    /* Generations are compared for equality only: 32 bits wrap after 4 billion
-     * dlopen/dlclose calls, harmlessly. */
-    _Atomic unsigned dl_generation;          /* resolve.c: dlopen/dlclose generation */
-    _Atomic unsigned single_copy_gen[3];     /* resolve.c: per library, see hooks.h */
-    int no_repeat;                           /* options.c: !gmt_opt.group_repeat */
-    _Atomic unsigned long comm_gen;          /* scope.c: communicator cache generation */
+    struct {
+        _Atomic int state;                   /* enum state; GMT_WRITER_OPEN: open */
+    } writer;                                /* writer.c */
+    struct {
+        int off;                             /* a copy of gmt_opt.off */
+        int no_repeat;                       /* !gmt_opt.group_repeat */
+    } options;                               /* options.c */
+    struct {
+        _Atomic int kind;                    /* enum gmt_meminfo_kind */
+        uint32_t first, every;               /* first:N[,every:K]; written before kind */
+    } meminfo;                               /* options.c's parse, read by sampling.c */
+    struct {
+        _Atomic int ndeferred;               /* communicators not ready yet */
+    } nccl;                                  /* hooks_nccl.c */
+    struct {
+        _Atomic unsigned char noted[4];      /* by enum gmt_component */
+    } versions;                              /* versions.c */
+    struct {
+        /* Generations are compared for equality only: 32 bits wrap after 4 billion
+         * dlopen/dlclose calls, harmlessly. */
+        _Atomic unsigned dl_generation;      /* dlopen/dlclose generation */
+        _Atomic unsigned single_copy_gen[3]; /* by enum gmt_lib, see hooks.h */
+    } resolve;                               /* resolve.c */
+    struct {
+        _Atomic unsigned long comm_gen;      /* communicator cache generation */
+    } scope;                                 /* scope.c */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
+/* gmt_hot.meminfo.kind: GPUMEMTRACE_MEMINFO's policy, parsed by options.c (INVALID is
+ * the parser's answer for a value it refuses, never a policy). */
+enum gmt_meminfo_kind { GMT_POLICY_INVALID, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS, GMT_POLICY_FIRST };
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
-#define gmt_writer_state gmt_hot.writer_state
-#define gmt_versions_noted gmt_hot.versions_noted
-#define gmt_dl_generation gmt_hot.dl_generation
-#define gmt_single_copy_gen gmt_hot.single_copy_gen
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
@@ -137,7 +151,7 @@ GMT_HIDDEN bool gmt_writer_ready_slow(void);
 static inline bool gmt_writer_ready(void)
 {
     /* The file is open: one load, and errno is untouched. */
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) == GMT_WRITER_OPEN))
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) == GMT_WRITER_OPEN))
         return true;
     return gmt_writer_ready_slow();
 }
@@ -150,14 +164,46 @@ GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
  * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
  * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
-/* gmt_emit's fast path for a SCOPE_BEGIN and a SCOPE_END, gmt_emit_untimed's for a GROUP_REPEAT:
- * each of its size (no size checks, fixed copies), for the calls of NCCL loops. */
-GMT_HIDDEN bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r);
-/* the same for the common allocation records: ALLOC_SMALL, FREE without its extension */
-GMT_HIDDEN bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r);
-GMT_HIDDEN bool gmt_emit_free(struct gmt_rec_free *r);
-GMT_HIDDEN bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r);
-GMT_HIDDEN bool gmt_emit_scope_end(struct gmt_rec_scope_end *r);
+/* gmt_emit_rec(&rec): one call for the fixed-size timed records of the hot paths
+ * (SCOPE_BEGIN, SCOPE_END, ALLOC_SMALL, a FREE without its extension). The record's type
+ * picks its size and dt field at compile time: the fast path copies a fixed length with
+ * no size checks, and a record it can't take goes the way of gmt_emit. */
+#define GMT_EMIT_FIXED(X)                                                                    \
+    X(scope_begin, dt)                                                                       \
+    X(scope_end, dt)                                                                         \
+    X(alloc_small, dt)                                                                       \
+    X(free, dt)
+#define GMT_X(name, dt_field) GMT_HIDDEN void gmt_emit_rec_##name(struct gmt_rec_##name *r);
+GMT_EMIT_FIXED(GMT_X)
+#undef GMT_X
+#define gmt_emit_rec(r)                                                                      \
+    _Generic((r), struct gmt_rec_scope_begin *: gmt_emit_rec_scope_begin,                    \
+             struct gmt_rec_scope_end *: gmt_emit_rec_scope_end,                             \
+             struct gmt_rec_alloc_small *: gmt_emit_rec_alloc_small,                         \
+             struct gmt_rec_free *: gmt_emit_rec_free)(r)
+/* The fast path alone for a GROUP_REPEAT (no dt: it takes the thread's previous time):
+ * false when it can't take it, and the caller writes what the record stands for. */
+GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
+/*
+ * Deferred records. A client of the writer may hold records of the calling thread back, to
+ * write them later or as one record that stands for them (group.c does: the members of a
+ * repeated group). While it holds any, it keeps GMT_WRITER_DEFERRED set in
+ * gmt_ts.writer.deferred; the byte is the client's, the writer only tests that bit. The
+ * writer keeps the thread's records in order by calling the client's two hooks:
+ *   gmt_deferred_write()  write what you hold back now (through gmt_emit and its kin).
+ *       Called before any other record of the thread is appended (the fast path refuses
+ *       while the bit is set; the slow path calls it first), and before the thread's
+ *       buffer is flushed at a crash, at exit and at the thread's exit. Never from inside
+ *       gmt_emit, nor while the preamble is being written.
+ *   gmt_deferred_lost()   a record of this thread was lost, or a THREAD record starts a
+ *       new stretch of it: nothing written later may refer back past it. Returns how many
+ *       records the client held back and loses with it (counted as dropped).
+ * Both may run in a signal handler that interrupted the client: the client makes its
+ * state changes safe against that (group.c: "Signals").
+ */
+#define GMT_WRITER_DEFERRED 1
+GMT_HIDDEN void gmt_deferred_write(void);
+GMT_HIDDEN unsigned gmt_deferred_lost(void);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -165,6 +211,24 @@ GMT_HIDDEN void gmt_writer_finish(void);
 /* In a fork child: drops the parent's buffers and file without writing; the child
  * opens its own file (flagged FORKED) at its first event. Called by init.c's atfork. */
 GMT_HIDDEN void gmt_writer_fork_child(void);
+
+/* ---- outfile.c: the trace file's name and its preamble ---- */
+/* The host name ("unknown" when it has none) and the rank the launcher set in the
+ * environment (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), -1 when none. */
+GMT_HIDDEN void gmt_outfile_host(char *host, size_t len);
+GMT_HIDDEN int gmt_outfile_rank(void);
+/* Creates the trace file GPUMEMTRACE_OUTPUT names (%h host, %p pid, %r rank, %% a '%'; the
+ * rank goes before ".gmt" when the pattern has no %r; ".1", ".2"... when the name exists),
+ * exclusively, append-only: its fd, with its name in path. Else -errno, with *what
+ * saying which step failed (for the warning). */
+GMT_HIDDEN int gmt_outfile_create(char *path, size_t cap, const char *host, int rank,
+                                  const char **what);
+/* The records that open a file: header, PROCESS (pid, rank, host, command line) and ENV
+ * (the variables that change GPU memory use), built in `scratch`, which holds
+ * GMT_PREAMBLE_SCRATCH bytes (the second half is a read area): their length in bytes. */
+#define GMT_PREAMBLE_SCRATCH (2u * GMT_REC_MAX)
+GMT_HIDDEN size_t gmt_outfile_preamble(unsigned char *scratch, const char *host, int rank,
+                                       bool forked);
 
 /* ---- init.c: library load (also the constructor) ---- */
 /* Loads options, installs the crash handlers (chaining to the disposition found at
@@ -199,6 +263,23 @@ enum gmt_lib { GMT_LIB_DRIVER, GMT_LIB_RUNTIME, GMT_LIB_NCCL };
  * The object it was found in is pinned (resolve.c: never unloaded from then on), so the
  * answer may be cached for good. */
 GMT_HIDDEN void *gmt_resolve(enum gmt_lib lib, const char *name);
+/* gmt_resolve's answer kept in `cache` once found; NULL (not found yet) is asked again at
+ * the next call. GMT_REAL(lib, type, name): the same with a cache of its own per use. */
+static inline void *gmt_resolve_cached(_Atomic(void *) *cache, enum gmt_lib lib, const char *name)
+{
+    void *p = atomic_load_explicit(cache, memory_order_acquire);
+    if (!p) {
+        p = gmt_resolve(lib, name);
+        if (p)
+            atomic_store_explicit(cache, p, memory_order_release);
+    }
+    return p;
+}
+#define GMT_REAL(lib, type, name)                                                            \
+    ({                                                                                       \
+        static _Atomic(void *) cache_##name;                                                 \
+        (type)gmt_resolve_cached(&cache_##name, lib, #name);                                 \
+    })
 
 /* ---- events.c: build and emit the allocation records (ALLOC, FREE, ALLOC_FAIL) ---- */
 /* Each notes the thread's current CUDA context first (CUCTX record when it changed),
@@ -210,12 +291,12 @@ GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stre
 GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
                                int device, int error, const void *frame);
 
-/* ---- scope.c: NCCL contexts on the calling thread ---- */
+/* ---- scope.c, group.c, claims.c: NCCL contexts on the calling thread ---- */
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
                                    int datatype, int peer, uint64_t stream);
 GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
 /* A user group's begin and end: gmt_scope_begin/_end for op Group, with a short way for
- * the outermost group of a training loop (scope.c "repeated groups"). */
+ * the outermost group of a training loop (group.c, "repeated groups"). */
 GMT_HIDDEN uint32_t gmt_scope_group_begin(void);
 GMT_HIDDEN void gmt_scope_group_end(uint32_t scope_id, int result);
 /* The outermost group's members are all in (ncclGroupEnd is about to run): when they are
@@ -253,15 +334,11 @@ GMT_HIDDEN const char *gmt_nccl_name(const char *name);
 GMT_HIDDEN void gmt_version_note_slow(enum gmt_component c);
 static inline void gmt_version_note(enum gmt_component c)
 {
-    if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_versions_noted[c & 3], memory_order_relaxed)))
+    if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_hot.versions.noted[c & 3], memory_order_relaxed)))
         gmt_version_note_slow(c);
 }
 
-/* ---- per thread: re-entrancy guards, and what every hooked call reads ----
- * All the library's per-thread state that an NCCL call touches, in one variable: one GOT
- * entry for its TLS offset instead of one per variable, and the parts a call reads laid
- * out in as few cache lines as can be. The first line is what every hooked call reads;
- * the files that own the fields use their old names through macros. */
+/* ---- per thread: gmt_ts, one member per owning file ---- */
 struct buf; /* writer.c's */
 
 /* scope.c: an open NCCL scope of the thread (frames[depth]) */
@@ -273,7 +350,7 @@ struct gmt_frame {
     uint64_t memmask;   /* devices sampled at begin: sampled again at end */
 };
 
-/* scope.c: the thread's slots in the foreign-thread table, in one line */
+/* claims.c: the thread's slots in the foreign-thread table, in one line */
 struct gmt_claim {
     int16_t device;
     int16_t slot;
@@ -286,8 +363,10 @@ struct gmt_claims {
     uint8_t hint[8];    /* by device % 8: the index of its claim, checked at every use */
 };
 
-/* scope.c: repeated groups (below) */
+/* group.c: repeated groups (below) */
 enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
+_Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1), "MATCH alone holds records back "
+               "(GMT_WRITER_DEFERRED, below)");
 #define GMT_REP_MAX 8
 struct gmt_rep_member {            /* what the short way writes of a member, 32 bytes */
     uint64_t comm, count, stream;
@@ -308,8 +387,10 @@ struct gmt_rep {
     uint64_t devmask;   /* the template's devices */
     int8_t dev[GMT_REP_MAX]; /* each member's device */
     uint32_t repeated;       /* the group whose GROUP_REPEAT is written, until its end */
-    uint32_t nocomm_gen;     /* scope.c's first-call memo of calls without a communicator */
-    uint64_t nocomm_ops;
+    struct {
+        uint32_t gen;        /* gmt_hot.scope.comm_gen (low half) the bits hold under */
+        uint64_t ops;        /* bit op: its first call without a communicator was seen */
+    } nocomm;                /* scope.c's, in this line because every group reads it */
     /* the template's members, from the next line */
     struct gmt_rep_member m[GMT_REP_MAX] __attribute__((aligned(64)));
 };
@@ -321,63 +402,114 @@ _Static_assert(offsetof(struct gmt_rep_member, peer) == 24 &&
                "gmt_scope_repeat_pre reads peer, datatype, result and op as one word");
 _Static_assert(offsetof(struct gmt_rep, m) == 64, "the header in one line");
 
-struct gmt_thread_state {
-    struct buf *w_buf;               /* writer.c: t_buf */
-    uint64_t w_clock;                /* writer.c: t_clock */
+/* writer.c's words of the thread (the first line) */
+struct gmt_writer_thread {
+    struct buf *buf;        /* the thread's ring; NULL until its first record */
+    uint64_t clock;         /* the thread's clock as the reader will decode it, ns */
+    uint8_t in_emit;        /* inside gmt_emit: a signal handler's record is dropped */
+    uint8_t opening;        /* this thread writes the file's preamble */
+    uint8_t deferred;       /* deferred records (the writer's contract, below): the
+                             * client's byte; group.c keeps its GMT_REP_* state in it */
+};
+
+/* The re-entrancy guards every hook reads (the first line). */
+struct gmt_guard {
     int in_hook;     /* >0 while inside an allocation hook: nested allocations are not events */
     int in_lib;      /* >0 while the library itself runs (dlsym inside hooks, etc.) */
     int in_wrapper;  /* >0 while a wrapper of ours runs the real function (NCCL calls):
                       * its frame is then on the stack of what that function allocates */
     int in_event;    /* events.c recording an allocation (2 when a signal handler's
                       * allocation is recorded inside another: our frames in its stack) */
-    int scope_depth;
-    int nccl_op;                     /* hooks_nccl.c: in_real_op */
-    int group_depth, group_overflow; /* hooks_nccl.c */
-    uint32_t id_next, id_end;        /* scope.c: this thread's block of scope ids */
-    uint8_t w_in_emit;               /* writer.c: t_in_emit */
-    uint8_t w_opening;               /* writer.c: t_opening */
-    uint8_t memo_next;               /* scope.c: t_memo_next (MEMOS divides 256) */
-    uint8_t rep_state;               /* scope.c: repeated groups, GMT_REP_* */
-    uint8_t npending;                /* hooks_nccl.c: communicators made inside a group */
-    /* the open scopes, innermost last: frames[0] (a user group's) in the second line */
-    struct gmt_frame frames[32] __attribute__((aligned(64)));
-    struct gmt_rep rep __attribute__((aligned(64)));
-    struct gmt_claims claim_line __attribute__((aligned(64))); /* scope.c */
-    uint32_t group_ids[32];          /* hooks_nccl.c: open user groups' scopes */
 };
-_Static_assert(offsetof(struct gmt_thread_state, frames) == 64, "the hot part in a line");
+
+/* hooks_nccl.c's words of the thread (the first line) */
+struct gmt_nccl_thread {
+    uint8_t in_op;          /* the op of the wrapper inside its real call, 0 none */
+    uint8_t group_depth;    /* open user groups with a scope, at most the length of
+                             * gmt_ts.nccl_groups.ids */
+    uint8_t npending;       /* communicators made inside a group */
+    int group_overflow;     /* open user groups beyond those */
+};
+
+/* scope.c's words of the thread: the depth and ids in the first line, the open scopes
+ * from the second. group.c's short ways for a group (its begin and end, GROUP_REPEAT's
+ * ids) push and pop frame 0 and take ids from the block themselves, under the same
+ * rules as gmt_scope_begin/gmt_scope_end. */
+struct gmt_scope_thread {
+    int depth;                   /* open scopes, also those past frames[] */
+    uint32_t id_next, id_end;    /* this thread's block of scope ids: id_next+1 .. id_end */
+    uint8_t memo_next;           /* the communicator memo a miss overwrites next */
+    struct gmt_frame frames[32]; /* the open scopes, innermost last: frames[d] at depth d */
+};
+
+/*
+ * All the library's per-thread state that an NCCL call touches, in one variable: one GOT
+ * entry for its TLS offset instead of one per variable, and the parts a call reads laid
+ * out in as few cache lines as can be. One member per owning file. The first line is
+ * what every hooked call reads (the writer's, the guards, hooks_nccl.c's and the head of
+ * scope.c's); frames[0] (a user group's) opens the second.
+ */
+struct gmt_thread_state {
+    struct gmt_writer_thread writer;         /* writer.c */
+    struct gmt_guard guard;                  /* every hook */
+    struct gmt_nccl_thread nccl;             /* hooks_nccl.c */
+    struct gmt_scope_thread scope;           /* scope.c */
+    struct gmt_rep rep __attribute__((aligned(64)));           /* group.c */
+    struct gmt_claims claims __attribute__((aligned(64)));     /* claims.c */
+    struct {
+        uint32_t ids[32];                    /* open user groups' scopes, innermost last */
+    } nccl_groups;                           /* hooks_nccl.c */
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct gmt_thread_state, scope.frames) == 64,
+               "the hot part in one line, the frames from the next");
+_Static_assert(offsetof(struct gmt_thread_state, rep) == 64 + sizeof(struct gmt_frame[32]),
+               "the repeated groups' state right after the frames");
 _Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
-static inline uint32_t gmt_current_scope(void)
+#define GMT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- the guard: the library's own calls into other code ----
+ * Around a call the library makes itself (the driver's queries, NCCL's, the loader's):
+ * errno stays as the program left it, and a hook of ours that the call reaches passes
+ * straight through instead of recording (gmt_ts.guard.in_lib). gmt_lib_enter returns
+ * the errno that gmt_lib_leave gives back. The allocation hooks' own guard is hooks.h's
+ * gmt_hook_enter/gmt_hook_leave. */
+static inline int gmt_lib_enter(void)
 {
-    int d = gmt_ts.scope_depth;
-    return d > 0 ? gmt_ts.frames[(d > 32 ? 32 : d) - 1].id : 0;
+    int e = errno;
+    gmt_ts.guard.in_lib++;
+    return e;
+}
+static inline void gmt_lib_leave(int saved_errno)
+{
+    gmt_ts.guard.in_lib--;
+    errno = saved_errno;
 }
 
-/* ---- scope.c: repeated groups ---- */
-/* Repeated groups (scope.c "repeated groups"): a user group whose members are those of
- * the thread's previous group again is written as GROUP_REPEAT. While the members of an
- * open group still match (GMT_REP_MATCH), those that returned are not written yet: any
- * other record of the thread must write them first (gmt_emit's slow way calls
- * gmt_scope_repeat_spill). gmt_scope_repeat_pre: a member that matches the next one of the
- * template: its index, and it registers the group on the member's device; else -1 (the
- * matched ones are written, the member goes the usual way). _post at its return.
- * gmt_scope_repeat_forget: a record of the thread was lost (or a THREAD record starts a
- * new stretch of it): no template until the next group; returns the members that were
- * waiting and are lost with it. */
-#define gmt_rep gmt_ts.rep
-GMT_HIDDEN void gmt_scope_repeat_spill(void);
-GMT_HIDDEN unsigned gmt_scope_repeat_forget(void);
+static inline uint32_t gmt_current_scope(void)
+{
+    int d = gmt_ts.scope.depth, n = (int)GMT_COUNTOF(gmt_ts.scope.frames);
+    return d > 0 ? gmt_ts.scope.frames[(d > n ? n : d) - 1].id : 0;
+}
+
+/* ---- group.c: repeated groups ---- */
+/* A user group whose members are those of the thread's previous group again is written
+ * as GROUP_REPEAT (group.c, "repeated groups"). While the members of an open group still
+ * match (GMT_REP_MATCH), those that returned are held back: group.c is the writer's
+ * deferred-records client (gmt_deferred_write writes them, gmt_deferred_lost forgets the
+ * template). gmt_scope_repeat_pre: a member that matches the next one of the template:
+ * its index; else -1 (the matched ones are written, the member goes the usual way).
+ * gmt_scope_repeat_post at its return. */
 GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
                                            uint64_t count, int datatype, int peer,
                                            uint64_t stream, int result);
 static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t count,
                                        int datatype, int peer, uint64_t stream)
 {
-    unsigned i = gmt_rep.cur;
-    if (GMT_LIKELY(i == gmt_rep.done && i < gmt_rep.n && gmt_ts.scope_depth == 1)) {
-        const struct gmt_rep_member *x = &gmt_rep.m[i];
+    unsigned i = gmt_ts.rep.cur;
+    if (GMT_LIKELY(i == gmt_ts.rep.done && i < gmt_ts.rep.n && gmt_ts.scope.depth == 1)) {
+        const struct gmt_rep_member *x = &gmt_ts.rep.m[i];
         /* one branch: peer, datatype and op are the member's last word but its result */
         uint64_t tail, want = (uint32_t)peer | (uint64_t)(uint16_t)datatype << 32 |
                               (uint64_t)(op & 0xff) << 56;
@@ -385,26 +517,74 @@ static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t c
         if (GMT_LIKELY(((x->comm ^ comm) | (x->count ^ count) | (x->stream ^ stream) |
                         ((tail ^ want) & ~(0xffull << 48))) == 0 &&
                        datatype == (int16_t)datatype)) {
-            gmt_rep.cur = (uint8_t)(i + 1);
+            gmt_ts.rep.cur = (uint8_t)(i + 1);
             return (int)i;
         }
     }
     /* Not the next member: the matched ones are written, and recording goes on from here
      * (this member may still join the template, the short way). */
-    gmt_scope_repeat_spill();
+    gmt_deferred_write();
     return -1;
 }
 static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t comm,
                                          uint64_t count, int datatype, int peer,
                                          uint64_t stream, int result)
 {
-    if (GMT_LIKELY(result == gmt_rep.m[index].result)) {
-        gmt_rep.done = (uint8_t)(index + 1);
+    if (GMT_LIKELY(result == gmt_ts.rep.m[index].result)) {
+        gmt_ts.rep.done = (uint8_t)(index + 1);
         atomic_signal_fence(memory_order_seq_cst);
-        if (GMT_LIKELY(gmt_ts.rep_state == GMT_REP_MATCH))
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH))
             return; /* written (as GROUP_REPEAT) at the group's end */
     }
     gmt_scope_repeat_post_slow(index, op, comm, count, datatype, peer, stream, result);
+}
+
+/* ---- scope.c and group.c: one NCCL collective or point-to-point call ----
+ * gmt_call_begin before the real call and gmt_call_end after it, with the call's own
+ * arguments, record it in one of three ways: a member of an open group that matches the
+ * thread's previous group is compared with it and written at the group's end as part of
+ * GROUP_REPEAT; another member of an open group whose (comm, op) had its first call goes
+ * the short way (both records at its return, no clock read); anything else is a full
+ * scope (SCOPE_BEGIN now, SCOPE_END at the return). in_group: a user group is open on the
+ * thread (hooks_nccl.c knows). Always inlined: they are the calls of a training loop. */
+struct gmt_call {
+    uint32_t scope;  /* a full scope's id, 0 none */
+    int member;      /* >= 0: the short way, on this device (gmt_scope_member_pre) */
+    int repeat;      /* >= 0: this member of a repeated group (gmt_scope_repeat_pre) */
+};
+static inline __attribute__((always_inline)) void
+gmt_call_begin(struct gmt_call *c, enum gmt_op op, uint64_t comm, uint64_t count, int datatype,
+               int peer, uint64_t stream, bool in_group)
+{
+    c->repeat = c->member = -1;
+    c->scope = 0;
+    if (in_group) {
+        /* a training loop's group: laid out as the straight path through the wrapper */
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) &&
+            GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, comm, count, datatype, peer,
+                                                         stream)) >= 0))
+            return;
+        c->member = gmt_scope_member_pre(op, comm, count * gmt_nccl_type_size(datatype));
+    }
+    if (c->member < 0)
+        c->scope = gmt_scope_begin(op, comm, count, datatype, peer, stream);
+}
+static inline __attribute__((always_inline)) void
+gmt_call_end(struct gmt_call *c, enum gmt_op op, int result, uint64_t comm, uint64_t count,
+             int datatype, int peer, uint64_t stream)
+{
+    if (GMT_LIKELY(c->repeat >= 0))
+        gmt_scope_repeat_post(c->repeat, op, comm, count, datatype, peer, stream, result);
+    else if (c->member >= 0)
+        gmt_scope_member_post(op, comm, count, datatype, peer, stream, result, c->member);
+    else
+        gmt_scope_end(c->scope, op, result);
+}
+/* Whether gmt_call_end leaves errno as the real call set it, so the wrapper need not save
+ * it: a repeated member's end saves it itself on the one path that can change it. */
+static inline bool gmt_call_end_keeps_errno(const struct gmt_call *c)
+{
+    return c->repeat >= 0;
 }
 
 #endif

@@ -260,8 +260,8 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
 /* The real function behind an export, process-wide: gmt_resolve's answer, cached in `slot`. */
 GMT_HIDDEN void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi);
 
-/* gmt_single_copy_gen[lib] (gmt.h's hot line; resolve.c): the generation of loaded
- * objects (gmt_dl_generation) at which exactly one copy of each library was seen;
+/* gmt_hot.resolve.single_copy_gen[lib] (gmt.h's hot line; resolve.c): the generation of loaded
+ * objects (gmt_hot.resolve.dl_generation) at which exactly one copy of each library was seen;
  * anything else: not known to be one. */
 /* The real function for a call of an export from `caller` (a return address) when two or
  * more copies of `lib` may be loaded: looked up in the caller's own dependency scope
@@ -278,8 +278,8 @@ static inline void *gmt_hook_plt_cached(_Atomic(void *) *slot, enum gmt_lib lib)
 {
     void *p = atomic_load_explicit(slot, memory_order_acquire);
     if (GMT_LIKELY(p != NULL) &&
-        GMT_LIKELY(atomic_load_explicit(&gmt_single_copy_gen[lib], memory_order_relaxed) ==
-                   atomic_load_explicit(&gmt_dl_generation, memory_order_relaxed)))
+        GMT_LIKELY(atomic_load_explicit(&gmt_hot.resolve.single_copy_gen[lib], memory_order_relaxed) ==
+                   atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_relaxed)))
         return p;
     return NULL;
 }
@@ -294,14 +294,14 @@ static inline void *gmt_hook_plt_for(_Atomic(void *) *slot, enum gmt_lib lib, co
  * an allocation hook or the library); then gmt_hook_leave() must follow. */
 static inline bool gmt_hook_enter(void)
 {
-    if (gmt_ts.in_hook > 0 || gmt_ts.in_lib > 0)
+    if (gmt_ts.guard.in_hook > 0 || gmt_ts.guard.in_lib > 0)
         return false;
-    gmt_ts.in_hook++;
+    gmt_ts.guard.in_hook++;
     return true;
 }
 static inline void gmt_hook_leave(void)
 {
-    gmt_ts.in_hook--;
+    gmt_ts.guard.in_hook--;
 }
 
 /* ---- recording, shared by the runtime's and the driver's hooks ----
@@ -363,7 +363,7 @@ GMT_HIDDEN void *gmt_real_dl(enum gmt_real_dl which);
  * Every pointer gmt_resolve returns is pinned; so is every real function a wrapper of
  * ours is bound to. Not for the hot path: it asks the loader. */
 GMT_HIDDEN void gmt_pin(const void *fn);
-/* gmt_dl_generation (gmt.h's hot line): bumped by every dlopen and dlclose, before the
+/* gmt_hot.resolve.dl_generation (gmt.h's hot line): bumped by every dlopen and dlclose, before the
  * real call: what was loaded may differ. */
 
 /* ---- events.c, beyond gmt.h ---- */

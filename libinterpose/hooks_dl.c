@@ -269,10 +269,10 @@ struct gmt_dl_route gmt_dlsym_route(void *handle, const char *name, const char *
                                     void *caller)
 {
     struct gmt_dl_route r = { NULL, gmt_real_dl(version ? GMT_DL_DLVSYM : GMT_DL_DLSYM) };
-    if (!r.jump || !name || handle == RTLD_DEFAULT || gmt_ts.in_lib > 0)
+    if (!r.jump || !name || handle == RTLD_DEFAULT || gmt_ts.guard.in_lib > 0)
         return r;
     int e = errno;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     if (hooked_name(name)) {
         void *real = handle == RTLD_NEXT ? next_after(caller, name, version)
                                          : lookup(handle, name, version);
@@ -282,7 +282,7 @@ struct gmt_dl_route gmt_dlsym_route(void *handle, const char *name, const char *
             r.jump = NULL;
         }
     }
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     errno = e;
     return r;
 }
@@ -295,7 +295,7 @@ static void *dlopen_missing(const char *file, int mode)
 void *gmt_dlopen_route(void)
 {
     /* Bumped before the load: whoever looks next, the library may be there. */
-    atomic_fetch_add_explicit(&gmt_dl_generation, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&gmt_hot.resolve.dl_generation, 1, memory_order_acq_rel);
     void *real = gmt_real_dl(GMT_DL_DLOPEN);
     return real ? real : (void *)&dlopen_missing;
 }
@@ -306,7 +306,7 @@ GMT_EXPORT int dlclose(void *handle)
     if (!real)
         return -1;
     int r = real(handle);
-    atomic_fetch_add_explicit(&gmt_dl_generation, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&gmt_hot.resolve.dl_generation, 1, memory_order_acq_rel);
     return r;
 }
 

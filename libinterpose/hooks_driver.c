@@ -119,7 +119,7 @@ ALWAYS CUresult gmt_body_cuMemPoolTrimTo(gmt_fn_cuMemPoolTrimTo *real, CUmemoryP
 
 static enum gmt_kind create_kind(const CUmemAllocationProp *prop)
 {
-    /* NCCL puts host memory in cuMemCreate with a host-NUMA location (FACTS.md point 3). */
+    /* NCCL puts host memory in cuMemCreate with a host-NUMA location (its location type says so). */
     if (prop && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
                  prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
                  prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT))

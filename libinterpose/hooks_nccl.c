@@ -10,37 +10,29 @@
 #include "hooks.h"
 #include "nccl_abi.h"
 
-/* The op of the wrapper currently inside its real call on this thread. A profiler's
- * ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that nested call
- * of the same op passes straight through, so one user call makes one scope. */
-#define in_real_op gmt_ts.nccl_op
+/* gmt_ts.nccl.in_op: the op of the wrapper currently inside its real call on this thread.
+ * A profiler's ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that
+ * nested call of the same op passes straight through, so one user call makes one scope. */
 
 /* Open user groups on this thread, innermost last (NCCL lets groups nest). Group scopes
- * beyond GROUPS are not opened; group_overflow counts them so ends still pair up. */
-#define GROUPS 32
-#define group_ids gmt_ts.group_ids /* GROUPS of them */
-#define group_depth gmt_ts.group_depth
-#define group_overflow gmt_ts.group_overflow
+ * beyond GROUPS are not opened; gmt_ts.nccl.group_overflow counts them so ends still pair up. */
+#define GROUPS GMT_COUNTOF(gmt_ts.nccl_groups.ids)
+_Static_assert(GROUPS <= UINT8_MAX, "gmt_ts.nccl.group_depth counts them");
 
 /* Communicators created inside a group are usable only once the outermost ncclGroupEnd
  * has run: their COMM records (which query NCCL) wait here until then. The handle itself
  * is taken when the init returns (NCCL writes it synchronously, also inside a group):
  * the caller's slot may be a loop variable that is gone by ncclGroupEnd. */
-#define PENDING 64
 struct pending_comm {
     ncclComm_t comm;
     uint64_t parent;
     uint64_t hash;
     bool nonblocking;
 };
-static GMT_TLS struct pending_comm pending[PENDING];
-#define npending gmt_ts.npending /* at most PENDING */
+static GMT_TLS struct pending_comm pending[64];
+#define PENDING GMT_COUNTOF(pending)
+_Static_assert(PENDING <= UINT8_MAX, "gmt_ts.nccl.npending counts them");
 
-struct call {
-    uint32_t scope;
-    int member; /* >= 0: recorded the short way at return, on this device (gmt_scope_member_pre) */
-    int repeat; /* >= 0: this member of a repeated group (gmt_scope_repeat_pre) */
-};
 
 static uint64_t fnv1a(const void *p, size_t n)
 {
@@ -61,9 +53,9 @@ static inline void *nccl_real(_Atomic(void *) *cache, const char *name, const vo
     void *p = gmt_hook_plt_cached(cache, GMT_LIB_NCCL);
     if (GMT_LIKELY(p != NULL))
         return p;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     p = gmt_hook_plt_slow(cache, GMT_LIB_NCCL, name, caller);
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     return p;
 }
 
@@ -86,7 +78,6 @@ static ncclResult_t unresolved(const char *name)
 #define DEFERRED 64
 static _Atomic uint64_t deferred_key[DEFERRED];
 static _Atomic uint64_t deferred_parent[DEFERRED], deferred_hash[DEFERRED];
-#define ndeferred gmt_hot.ndeferred /* the common case (none waiting) costs one load */
 
 static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
 {
@@ -97,7 +88,7 @@ static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
             atomic_store_explicit(&deferred_parent[i], parent, memory_order_relaxed);
             atomic_store_explicit(&deferred_hash[i], hash, memory_order_relaxed);
             atomic_store_explicit(&deferred_key[i], comm, memory_order_release);
-            atomic_fetch_add_explicit(&ndeferred, 1, memory_order_release);
+            atomic_fetch_add_explicit(&gmt_hot.nccl.ndeferred, 1, memory_order_release);
             return;
         }
     }
@@ -107,7 +98,7 @@ static void defer_comm(uint64_t comm, uint64_t parent, uint64_t hash)
 /* Takes `comm` off the waiting list; writes its COMM record when `ready`. */
 static void settle_comm(ncclComm_t comm, bool ready)
 {
-    if (GMT_LIKELY(atomic_load_explicit(&ndeferred, memory_order_acquire) == 0) || !comm)
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.nccl.ndeferred, memory_order_acquire) == 0) || !comm)
         return;
     uint64_t key = (uint64_t)(uintptr_t)comm;
     for (int i = 0; i < DEFERRED; i++) {
@@ -118,7 +109,7 @@ static void settle_comm(ncclComm_t comm, bool ready)
         uint64_t expected = key;
         if (!atomic_compare_exchange_strong(&deferred_key[i], &expected, 0))
             continue; /* another thread settled it */
-        atomic_fetch_sub_explicit(&ndeferred, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&gmt_hot.nccl.ndeferred, 1, memory_order_release);
         if (ready)
             gmt_scope_comm(key, parent, hash);
         return;
@@ -144,9 +135,9 @@ static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash, bool non
 {
     if (!comm)
         return;
-    if (group_depth + group_overflow > 0) {
-        if (npending < PENDING) {
-            pending[npending++] = (struct pending_comm){comm, parent, hash, nonblocking};
+    if (gmt_ts.nccl.group_depth + gmt_ts.nccl.group_overflow > 0) {
+        if (gmt_ts.nccl.npending < PENDING) {
+            pending[gmt_ts.nccl.npending++] = (struct pending_comm){comm, parent, hash, nonblocking};
             return;
         }
         /* No room: the record goes out now (or once ready), with what NCCL can say. */
@@ -159,8 +150,8 @@ static void comm_known(ncclComm_t comm, uint64_t parent, uint64_t hash, bool non
 
 static void flush_pending(ncclResult_t r)
 {
-    int n = npending;
-    npending = 0;
+    int n = gmt_ts.nccl.npending;
+    gmt_ts.nccl.npending = 0;
     if (r != ncclSuccess && r != ncclInProgress)
         return;
     for (int i = 0; i < n; i++) {
@@ -176,109 +167,90 @@ static void flush_pending(ncclResult_t r)
 
 /* Inlined: the calls of the GPU's hot loops. */
 #define GMT_ALWAYS_INLINE static inline __attribute__((always_inline))
-GMT_ALWAYS_INLINE void coll_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t count,
+GMT_ALWAYS_INLINE void coll_pre(struct gmt_call *c, enum gmt_op op, ncclComm_t comm, size_t count,
                                 ncclDataType_t datatype, int peer, cudaStream_t stream)
 {
-    c->repeat = c->member = -1;
-    c->scope = 0;
-    if (group_depth > 0) {
-        /* a training loop's group: laid out as the straight path through the wrapper */
-        if (GMT_LIKELY(gmt_ts.rep_state == GMT_REP_MATCH) &&
-            GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, (uint64_t)(uintptr_t)comm, count,
-                                                         (int)datatype, peer,
-                                                         (uint64_t)(uintptr_t)stream)) >= 0))
-            return;
-        c->member = gmt_scope_member_pre(op, (uint64_t)(uintptr_t)comm,
-                                         (uint64_t)count * gmt_nccl_type_size((int)datatype));
-    }
-    if (c->member < 0)
-        c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
-                                   (uint64_t)(uintptr_t)stream);
+    gmt_call_begin(c, op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
+                   (uint64_t)(uintptr_t)stream, gmt_ts.nccl.group_depth > 0);
 }
-GMT_ALWAYS_INLINE void coll_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+GMT_ALWAYS_INLINE void coll_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
                                  size_t count, ncclDataType_t datatype, int peer,
                                  cudaStream_t stream)
 {
     if (GMT_LIKELY(r == ncclSuccess))
         settle_comm(comm, true);
-    if (GMT_LIKELY(c->repeat >= 0))
-        gmt_scope_repeat_post(c->repeat, op, (uint64_t)(uintptr_t)comm, count, (int)datatype,
-                              peer, (uint64_t)(uintptr_t)stream, (int)r);
-    else if (c->member >= 0)
-        gmt_scope_member_post(op, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
-                              (uint64_t)(uintptr_t)stream, (int)r, c->member);
-    else
-        gmt_scope_end(c->scope, op, (int)r);
+    gmt_call_end(c, op, (int)r, (uint64_t)(uintptr_t)comm, count, (int)datatype, peer,
+                 (uint64_t)(uintptr_t)stream);
 }
 
 /* The Group scope opens at ncclGroupStart and stays open on the thread until the
  * matching ncclGroupEnd: what is enqueued in between is its children. */
-static __attribute__((hot)) void group_start_pre(struct call *c, enum gmt_op op, int unused)
+static __attribute__((hot)) void group_start_pre(struct gmt_call *c, enum gmt_op op, int unused)
 {
     c->scope = 0;
-    if (group_depth == 0)
+    if (gmt_ts.nccl.group_depth == 0)
         c->scope = gmt_scope_group_begin();
-    else if (group_depth < GROUPS)
+    else if (gmt_ts.nccl.group_depth < GROUPS)
         c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
 }
-static __attribute__((hot)) void group_start_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+static __attribute__((hot)) void group_start_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, int unused)
 {
     if (r != ncclSuccess) {
         gmt_scope_end(c->scope, op, (int)r);
         return;
     }
-    if (group_depth < GROUPS)
-        group_ids[group_depth++] = c->scope;
+    if (gmt_ts.nccl.group_depth < GROUPS)
+        gmt_ts.nccl_groups.ids[gmt_ts.nccl.group_depth++] = c->scope;
     else
-        group_overflow++;
+        gmt_ts.nccl.group_overflow++;
 }
 
 /* Takes the innermost open group; an end without a start (a misuse NCCL reports) gets
  * a Group scope of its own so the error is still in the trace. */
-static __attribute__((hot)) void group_end_pre(struct call *c, enum gmt_op op, int unused)
+static __attribute__((hot)) void group_end_pre(struct gmt_call *c, enum gmt_op op, int unused)
 {
-    if (group_overflow > 0) {
-        group_overflow--;
+    if (gmt_ts.nccl.group_overflow > 0) {
+        gmt_ts.nccl.group_overflow--;
         c->scope = 0;
-    } else if (group_depth > 0) {
-        c->scope = group_ids[--group_depth];
-        if (group_depth + group_overflow == 0)
+    } else if (gmt_ts.nccl.group_depth > 0) {
+        c->scope = gmt_ts.nccl_groups.ids[--gmt_ts.nccl.group_depth];
+        if (gmt_ts.nccl.group_depth + gmt_ts.nccl.group_overflow == 0)
             gmt_scope_group_members_done(c->scope);
     } else {
         c->scope = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     }
 }
-static __attribute__((hot)) void group_end_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+static __attribute__((hot)) void group_end_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, int unused)
 {
-    if (group_depth + group_overflow == 0)
+    if (gmt_ts.nccl.group_depth + gmt_ts.nccl.group_overflow == 0)
         flush_pending(r);
     gmt_scope_group_end(c->scope, (int)r);
 }
 
 /* ncclGroupSimulateEnd ends the group like ncclGroupEnd but launches nothing: a scope of
  * its own inside the group, then the group closes. */
-static void group_sim_pre(struct call *c, enum gmt_op op, int unused)
+static void group_sim_pre(struct gmt_call *c, enum gmt_op op, int unused)
 {
     c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
 }
-static void group_sim_post(struct call *c, enum gmt_op op, ncclResult_t r, int unused)
+static void group_sim_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, int unused)
 {
     gmt_scope_end(c->scope, op, (int)r);
-    struct call g;
+    struct gmt_call g;
     group_end_pre(&g, GMT_OP_Group, 0);
     group_end_post(&g, GMT_OP_Group, r, 0);
 }
 
 /* Inits: count = nranks, peer = this rank. The device is the thread's current one; the
  * sampling key is the unique id, so each new communicator's init is sampled. */
-static void init_rank_pre(struct call *c, enum gmt_op op, ncclComm_t *newcomm, int nranks,
+static void init_rank_pre(struct gmt_call *c, enum gmt_op op, ncclComm_t *newcomm, int nranks,
                           int rank, int nid, const ncclUniqueId *ids, const ncclConfig_t *config)
 {
     c->scope = gmt_scope_begin(op, 0, (uint64_t)(nranks > 0 ? nranks : 0), -1, rank, 0);
     uint64_t hash = nid > 0 && ids ? fnv1a(ids, sizeof *ids) : 0;
     gmt_scope_add_device(c->scope, -1, hash);
 }
-static void init_rank_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *newcomm,
+static void init_rank_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *newcomm,
                            int nranks, int rank, int nid, const ncclUniqueId *ids,
                            const ncclConfig_t *config)
 {
@@ -289,14 +261,14 @@ static void init_rank_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclC
 }
 
 /* One process, ndev devices (devlist, or 0..ndev-1): the scope concerns all of them. */
-static void init_all_pre(struct call *c, enum gmt_op op, ncclComm_t *comms, int ndev,
+static void init_all_pre(struct gmt_call *c, enum gmt_op op, ncclComm_t *comms, int ndev,
                          const int *devlist)
 {
     c->scope = gmt_scope_begin(op, 0, (uint64_t)(ndev > 0 ? ndev : 0), -1, -1, 0);
     for (int i = 0; i < ndev && i < 64; i++)
         gmt_scope_add_device(c->scope, devlist ? devlist[i] : i, 0);
 }
-static void init_all_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *comms,
+static void init_all_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, ncclComm_t *comms,
                           int ndev, const int *devlist)
 {
     if (r == ncclSuccess && comms)
@@ -307,12 +279,12 @@ static void init_all_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclCo
 
 /* Split and shrink: scope on the parent; the child (NULL for NCCL_SPLIT_NOCOLOR) gets
  * a COMM record naming its parent. */
-static void split_pre(struct call *c, enum gmt_op op, ncclComm_t comm, ncclComm_t *newcomm,
+static void split_pre(struct gmt_call *c, enum gmt_op op, ncclComm_t comm, ncclComm_t *newcomm,
                       const ncclConfig_t *config)
 {
     c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, 0, -1, -1, 0);
 }
-static void split_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+static void split_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
                        ncclComm_t *newcomm, const ncclConfig_t *config)
 {
     if (r == ncclSuccess)
@@ -326,14 +298,14 @@ static void split_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_
 }
 
 /* Communicator calls without a buffer shape: count carries the bytes registered, if any. */
-static void comm_pre(struct call *c, enum gmt_op op, ncclComm_t comm, size_t bytes)
+static void comm_pre(struct gmt_call *c, enum gmt_op op, ncclComm_t comm, size_t bytes)
 {
     /* A communicator that goes away before it was ever ready gets no COMM record. */
     if (op == GMT_OP_CommDestroy || op == GMT_OP_CommAbort)
         settle_comm(comm, false);
     c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, bytes, -1, -1, 0);
 }
-static void comm_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
+static void comm_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
                       size_t bytes)
 {
     if (r == ncclSuccess && op != GMT_OP_CommFinalize && op != GMT_OP_CommDestroy &&
@@ -345,15 +317,15 @@ static void comm_post(struct call *c, enum gmt_op op, ncclResult_t r, ncclComm_t
 /* ncclMemAlloc/Free are allocations of their own kind. They use cuMem inside: in_hook
  * keeps those inner driver calls from being counted a second time. Other NCCL calls
  * run with in_hook untouched, since their internal allocations are what we trace. */
-static void mem_alloc_pre(struct call *c, enum gmt_op op, void **ptr, size_t size)
+static void mem_alloc_pre(struct gmt_call *c, enum gmt_op op, void **ptr, size_t size)
 {
     c->scope = gmt_scope_begin(op, 0, size, -1, -1, 0);
-    gmt_ts.in_hook++;
+    gmt_ts.guard.in_hook++;
 }
-static void mem_alloc_post(struct call *c, enum gmt_op op, ncclResult_t r, void **ptr,
+static void mem_alloc_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, void **ptr,
                            size_t size)
 {
-    gmt_ts.in_hook--;
+    gmt_ts.guard.in_hook--;
     if (r == ncclSuccess && ptr)
         gmt_event_alloc(GMT_API_ncclMemAlloc, GMT_KIND_NCCL_MEM, (uint64_t)(uintptr_t)*ptr, size,
                         -1, 0, 0, 0, NULL);
@@ -363,16 +335,16 @@ static void mem_alloc_post(struct call *c, enum gmt_op op, ncclResult_t r, void 
 }
 
 /* The free is recorded before the real call, so the address can't be reused in between. */
-static void mem_free_pre(struct call *c, enum gmt_op op, void *ptr)
+static void mem_free_pre(struct gmt_call *c, enum gmt_op op, void *ptr)
 {
     c->scope = gmt_scope_begin(op, 0, 0, -1, -1, 0);
     if (ptr)
         gmt_event_free(GMT_API_ncclMemFree, (uint64_t)(uintptr_t)ptr, 0);
-    gmt_ts.in_hook++;
+    gmt_ts.guard.in_hook++;
 }
-static void mem_free_post(struct call *c, enum gmt_op op, ncclResult_t r, void *ptr)
+static void mem_free_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, void *ptr)
 {
-    gmt_ts.in_hook--;
+    gmt_ts.guard.in_hook--;
     gmt_scope_end(c->scope, op, (int)r);
 }
 
@@ -392,7 +364,7 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 #define GMT_NCCL_REAL_pnccl(name) (&real_fns[GMT_NCCL_COUNT + GMT_NCCL_INDEX_##name])
 
 /* Where each wrapper's code goes: the ncclX calls of a training loop's hot path (the
- * collectives, the group calls) together in .text.hot, with scope.c's and writer.c's
+ * collectives, the group calls) together in .text.hot, with scope.c's, group.c's and writer.c's
  * functions for them, so that a loop's calls run through few lines of code. */
 #define GMT_WRAP_SECTION_nccl_coll __attribute__((hot))
 #define GMT_WRAP_SECTION_nccl_group_start __attribute__((hot))
@@ -418,7 +390,7 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 /* Whether a shape's post leaves errno as the real call set it, so the wrapper need not
  * save it around the post: a member of a repeated group (its slow way saves errno
  * itself, as do settle_comm's COMM record and everything else below a group's end). */
-#define GMT_POST_KEEPS_ERRNO_coll(c) ((c)->repeat >= 0)
+#define GMT_POST_KEEPS_ERRNO_coll(c) gmt_call_end_keeps_errno(c)
 #define GMT_POST_KEEPS_ERRNO_group_start(c) 1
 #define GMT_POST_KEEPS_ERRNO_group_end(c) 1
 #define GMT_POST_KEEPS_ERRNO_group_sim(c) 0
@@ -437,16 +409,16 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
                                         __builtin_return_address(0));                \
         if (GMT_UNLIKELY(!fn))                                                       \
             return unresolved(#pfx #name);                                           \
-        if (in_real_op == GMT_OP_##op || gmt_ts.in_lib || GMT_UNLIKELY(gmt_hot.off))  \
+        if (gmt_ts.nccl.in_op == GMT_OP_##op || gmt_ts.guard.in_lib || GMT_UNLIKELY(gmt_hot.options.off))  \
             return fn args;                                                          \
-        struct call c;                                                               \
+        struct gmt_call c;                                                               \
         shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \
-        int outer = in_real_op;                                                      \
-        in_real_op = GMT_OP_##op;                                                    \
-        gmt_ts.in_wrapper++;                                                         \
+        int outer = gmt_ts.nccl.in_op;                                                      \
+        gmt_ts.nccl.in_op = GMT_OP_##op;                                                    \
+        gmt_ts.guard.in_wrapper++;                                                         \
         ncclResult_t r = fn args;                                                    \
-        gmt_ts.in_wrapper--;                                                         \
-        in_real_op = outer;                                                          \
+        gmt_ts.guard.in_wrapper--;                                                         \
+        gmt_ts.nccl.in_op = outer;                                                          \
         if (GMT_POST_KEEPS_ERRNO_##shape(&c)) {                                      \
             shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                     \
             return r;                                                                \

@@ -263,7 +263,7 @@ static bool acquire(void)
 
 static void serve(void)
 {
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     for (;;) {
         if (!acquire())
             break; /* the holder will see our request */
@@ -282,7 +282,7 @@ static void serve(void)
         if (atomic_load(&requests) == seen)
             break;
     }
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
 }
 
 void gmt_modules_write_all(void)

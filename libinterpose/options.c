@@ -1,5 +1,6 @@
 /* options.c: the one options table (GMT_OPTIONS in gmt.h), read from the environment. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -71,27 +72,48 @@ static void parse_int_(long *out, const char *env, const char *v, const char *he
     *out = n;
 }
 
-/* never | always | first:N[,every:K] with N, K >= 1. */
-static int meminfo_valid(const char *v)
+/* A decimal count for the MEMINFO policy, 1..1000000000; advances *s past it. */
+static int policy_count(const char **s, uint32_t *out)
 {
-    if (!strcmp(v, "never") || !strcmp(v, "always"))
-        return 1;
-    if (strncmp(v, "first:", 6))
-        return 0;
-    char *end;
-    errno = 0;
-    long n = strtol(v + 6, &end, 10);
-    if (errno || end == v + 6 || n < 1 || (v[6] < '0' || v[6] > '9'))
-        return 0;
-    if (!*end)
-        return 1;
-    if (strncmp(end, ",every:", 7))
-        return 0;
-    const char *k = end + 7;
-    if (*k < '0' || *k > '9')
-        return 0;
-    long every = strtol(k, &end, 10);
-    return !errno && every >= 1 && !*end;
+    const char *p = *s;
+    uint64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (uint64_t)(*p++ - '0');
+        if (v > 1000000000u)
+            return -1;
+    }
+    if (v < 1)
+        return -1;
+    *s = p;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* The one parser of GPUMEMTRACE_MEMINFO: never | always | first:N[,every:K] with N, K
+ * in 1..10^9. Its kind, or GMT_POLICY_INVALID for anything else. */
+static int parse_meminfo(const char *v, uint32_t *first, uint32_t *every)
+{
+    *every = 0;
+    if (!strcmp(v, "never"))
+        return GMT_POLICY_NEVER;
+    if (!strcmp(v, "always"))
+        return GMT_POLICY_ALWAYS;
+    const char *p = v;
+    if (strncmp(p, "first:", 6))
+        return GMT_POLICY_INVALID;
+    p += 6;
+    if (policy_count(&p, first))
+        return GMT_POLICY_INVALID;
+    if (*p) {
+        if (strncmp(p, ",every:", 7))
+            return GMT_POLICY_INVALID;
+        p += 7;
+        if (policy_count(&p, every) || *p)
+            return GMT_POLICY_INVALID;
+    }
+    return GMT_POLICY_FIRST;
 }
 
 static void parse_str_(const char **out, const char *env, const char *v, const char *help)
@@ -104,7 +126,8 @@ static void parse_str_(const char **out, const char *env, const char *v, const c
     } else {
         buf = meminfo_buf;
         cap = sizeof meminfo_buf;
-        if (!meminfo_valid(v)) {
+        uint32_t first, every;
+        if (parse_meminfo(v, &first, &every) == GMT_POLICY_INVALID) {
             gmt_warn("%s=%s is not never, always or first:N[,every:K]; ignored", env, v);
             return;
         }
@@ -158,7 +181,14 @@ void gmt_options_load(void)
         if (!known(*e, len))
             gmt_warn("unknown option %.*s; ignored", (int)len, *e);
     }
-    gmt_hot.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
-    gmt_hot.no_repeat = !gmt_opt.group_repeat;
+    /* The sampling policy as sampling.c reads it: the default first:2 when unset (or
+     * refused above). first and every are written before kind is published. */
+    uint32_t first = 2, every = 0;
+    int kind = gmt_opt.meminfo ? parse_meminfo(gmt_opt.meminfo, &first, &every) : GMT_POLICY_FIRST;
+    gmt_hot.meminfo.first = first;
+    gmt_hot.meminfo.every = every;
+    atomic_store_explicit(&gmt_hot.meminfo.kind, kind, memory_order_release);
+    gmt_hot.options.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
+    gmt_hot.options.no_repeat = !gmt_opt.group_repeat;
     errno = saved;
 }

@@ -12,7 +12,8 @@
 /*
  * Why not dlsym(RTLD_NEXT) alone: Python loads PyTorch, NCCL and the runtime with
  * RTLD_LOCAL, and the runtime dlopens libcuda locally, so none of them is in the global
- * scope a preloaded library searches (FACTS.md point 5). A library that is loaded at
+ * scope a preloaded library searches: dlsym(RTLD_NEXT, "ncclAllReduce") is NULL there,
+ * and a call through it crashes the program. A library that is loaded at
  * all is found by its soname with dlopen(RTLD_NOLOAD), or, when it was loaded under
  * another name, through the list of loaded objects. The handles we open this way are
  * kept: the reference pins the library, so a cached pointer can't dangle.
@@ -32,9 +33,9 @@ static const char *const prefixes[] = {
     [GMT_LIB_RUNTIME] = "libcudart.so",
     [GMT_LIB_NCCL] = "libnccl.so",
 };
-#define NLIBS 3
+#define NLIBS GMT_COUNTOF(prefixes)
 
-/* gmt_dl_generation: in gmt.h's hot line */
+/* gmt_hot.resolve.dl_generation: in gmt.h's hot line */
 
 static _Atomic(void *) real_dlsym_p, real_dlvsym_p, real_dlopen_p, real_dlclose_p;
 static _Atomic int dl_state; /* 0 not yet, 1 found, -1 failed */
@@ -247,7 +248,7 @@ static int collect_loaded(struct dl_phdr_info *info, size_t size, void *data)
  * only after a dlopen or dlclose somewhere, so a miss costs little when repeated. */
 static void refresh_handles(enum gmt_lib lib, bool force)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     if (!force && atomic_load_explicit(&handles_gen[lib], memory_order_acquire) == gen)
         return;
     atomic_store_explicit(&handles_gen[lib], gen, memory_order_release);
@@ -289,7 +290,7 @@ static void *search_handles(enum gmt_lib lib, dlsym_fn *real_sym, const char *na
  * Every real function we cache (gmt_plt_*, gmt_lkp_*, the cache below, the copies other
  * files keep) is called later without asking the loader again. If its library were
  * unloaded, the call would jump into unmapped (or reused) memory. And since our export
- * answers dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"), glibc no longer records the dependency on
+ * answers dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"), glibc does not record the dependency on
  * libcuda that the program's own lookup would have made. So each object a successful
  * lookup found gets one reference of ours, never released: a dlclose by the program then
  * leaves it loaded (as RTLD_NODELETE would), which costs memory, never correctness. */
@@ -395,22 +396,21 @@ static void cache_put(enum gmt_lib lib, const char *name, void *fn, unsigned lon
 
 /* ---- two copies of a library: per-caller resolution for the exports ---- */
 
-/* gmt_single_copy_gen[NLIBS]: in gmt.h's hot line, ~0 at start (init.c) */
-_Static_assert(NLIBS == sizeof gmt_hot.single_copy_gen / sizeof gmt_hot.single_copy_gen[0],
-               "one per library");
+/* gmt_hot.resolve.single_copy_gen[NLIBS]: in gmt.h's hot line, ~0 at start (init.c) */
+_Static_assert(NLIBS == GMT_COUNTOF(gmt_hot.resolve.single_copy_gen), "one per library");
 
 /* How many copies of `lib` are loaded (the handles kept of it); at most one is then
  * remembered for this generation, so the exports' fast path needs no more. */
 static int copies(enum gmt_lib lib)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     refresh_handles(lib, false);
     int n = 0;
     for (int i = 0; i < HANDLES_PER_LIB; i++)
         if (atomic_load_explicit(&handles[lib][i], memory_order_acquire))
             n++;
     if (n <= 1)
-        atomic_store_explicit(&gmt_single_copy_gen[lib], gen, memory_order_relaxed);
+        atomic_store_explicit(&gmt_hot.resolve.single_copy_gen[lib], gen, memory_order_relaxed);
     return n;
 }
 
@@ -458,11 +458,9 @@ void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi
     void *p = gmt_hook_plt_real(slot, lib, abi);
     if ((unsigned)lib >= NLIBS)
         return p;
-    int e = errno;
-    gmt_ts.in_lib++;
+    int e = gmt_lib_enter();
     int n = copies(lib);
-    gmt_ts.in_lib--;
-    errno = e;
+    gmt_lib_leave(e);
     if (n <= 1)
         return p;
     size_t h = (((uintptr_t)caller >> 2) ^ ((uintptr_t)slot >> 3)) * 0x9E3779B97F4A7C15ull >> 56;
@@ -481,18 +479,18 @@ void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi
         if (!atomic_compare_exchange_strong(&callers[i].caller, &expected, caller))
             continue;
         atomic_store_explicit(&callers[i].slot, slot, memory_order_release);
-        gmt_ts.in_lib++;
+        gmt_ts.guard.in_lib++;
         void *q = for_caller(caller, abi);
-        gmt_ts.in_lib--;
+        gmt_ts.guard.in_lib--;
         errno = e;
         if (!q)
             q = p;
         atomic_store_explicit(&callers[i].fn, q, memory_order_release);
         return q;
     }
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     void *q = for_caller(caller, abi);
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     errno = e;
     return q ? q : p;
 }
@@ -505,12 +503,12 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
     if (!real_sym)
         return NULL;
     /* Read before looking: a dlopen/dlclose during the search makes the miss stale. */
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     bool miss;
     void *p = cache_get(lib, name, gen, &miss);
     if (p || miss)
         return p;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
     p = real_sym(RTLD_NEXT, name);
     if (p && is_ours(p))
         p = NULL;
@@ -526,7 +524,7 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
     }
     if (p)
         gmt_pin(p);
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     cache_put(lib, name, p, gen);
     return p;
 }

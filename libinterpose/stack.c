@@ -377,7 +377,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     if (!setup())
         return 0;
     capturing = 1;
-    gmt_ts.in_lib++;
+    gmt_ts.guard.in_lib++;
 
     int got = frame ? trace_from_frame(frame, raw.p, (int)depth) : -1;
     uint32_t n;
@@ -388,7 +388,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
          * allocates while this thread records another event: only then look. (A handler
          * that interrupts a hook in the few instructions between its real call and the
          * event code keeps that hook's frame: rare, and it names the right caller.) */
-        if (gmt_ts.in_wrapper > 0 || gmt_ts.in_event > 1)
+        if (gmt_ts.guard.in_wrapper > 0 || gmt_ts.guard.in_event > 1)
             n = drop_own(raw.u, n);
     } else {
         if (frame)
@@ -424,7 +424,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     else if (n)
         id = intern(raw.u, n, &last);
 
-    gmt_ts.in_lib--;
+    gmt_ts.guard.in_lib--;
     capturing = 0;
     return id;
 }

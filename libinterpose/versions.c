@@ -8,20 +8,20 @@
 
 typedef int gmt_fn_get_version(int *);
 
-/* gmt_versions_noted (gmt.h's hot line): gmt.h reads it inline, one load per event */
+/* gmt_hot.versions.noted (gmt.h's hot line): gmt.h reads it inline, one load per event */
 /* Generation + 1 of loaded objects in which the query could not be made: the next try
  * waits for a dlopen or dlclose, instead of a lookup (and a CAS) at every event. */
 static _Atomic unsigned long failed_gen[4];
 
 void gmt_version_note_slow(enum gmt_component c)
 {
-    if ((unsigned)c >= 4 || GMT_LIKELY(atomic_load_explicit(&gmt_versions_noted[c], memory_order_relaxed)))
+    if ((unsigned)c >= 4 || GMT_LIKELY(atomic_load_explicit(&gmt_hot.versions.noted[c], memory_order_relaxed)))
         return;
-    unsigned long gen = atomic_load_explicit(&gmt_dl_generation, memory_order_acquire);
+    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
     if (atomic_load_explicit(&failed_gen[c], memory_order_relaxed) == gen + 1)
         return;
     unsigned char expected = 0;
-    if (!atomic_compare_exchange_strong(&gmt_versions_noted[c], &expected, 1))
+    if (!atomic_compare_exchange_strong(&gmt_hot.versions.noted[c], &expected, 1))
         return;
     /* each is a plain query of a constant: cuDriverGetVersion needs no cuInit,
      * cudaRuntimeGetVersion no initialised runtime, ncclGetVersion nothing */
@@ -43,7 +43,7 @@ void gmt_version_note_slow(enum gmt_component c)
     if (rc != 0 || v <= 0) {
         /* not loaded yet: try again at an event after the next dlopen/dlclose */
         atomic_store_explicit(&failed_gen[c], gen + 1, memory_order_relaxed);
-        atomic_store_explicit(&gmt_versions_noted[c], 0, memory_order_relaxed);
+        atomic_store_explicit(&gmt_hot.versions.noted[c], 0, memory_order_relaxed);
         return;
     }
     struct gmt_rec_version rec;

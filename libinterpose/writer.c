@@ -1,12 +1,10 @@
 /* writer.c: per-thread record buffers, flushed as CHUNKs into one append-only trace file per process. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -17,12 +15,8 @@
 
 #include "gmt.h"
 
-extern char **environ;
-
 GMT_TLS struct gmt_thread_state gmt_ts __attribute__((aligned(64)));
 
-/* Modules are another part's business; linking without it (unit tests) must still work. */
-extern void gmt_modules_write_all(void) __attribute__((weak));
 
 /* FINISHING: exit is sealing the buffers; events are dropped but flushes still write. */
 enum state { ST_CLOSED, ST_OPENING, ST_OPEN, ST_FINISHING, ST_FAILED, ST_FINISHED };
@@ -52,7 +46,7 @@ struct buf {
     unsigned char data[] __attribute__((aligned(8)));
 };
 
-/* gmt_writer_state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
+/* gmt_hot.writer.state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
  * (gmt_writer_ready), GMT_WRITER_OPEN being ST_OPEN. */
 _Static_assert(ST_OPEN == GMT_WRITER_OPEN && ST_CLOSED == 0, "gmt.h's states");
 static int g_fd = -1;
@@ -68,11 +62,7 @@ static char g_path[PATH_MAX];
 static _Atomic int g_key_state;         /* 0 none, 1 being made, 2 made, 3 failed */
 static pthread_key_t g_key;
 
-#define t_buf gmt_ts.w_buf
-#define t_clock gmt_ts.w_clock          /* the thread's clock as the reader will decode it */
 static GMT_TLS uint32_t t_tid;
-#define t_in_emit gmt_ts.w_in_emit
-#define t_opening gmt_ts.w_opening      /* this thread is writing the file's preamble */
 static GMT_TLS struct buf *t_flushing;  /* the buffer whose busy flag this thread holds */
 
 static uint32_t my_tid(void)
@@ -91,9 +81,9 @@ static void pause_briefly(void)
 
 static void fail(const char *what, int err)
 {
-    int st = atomic_load(&gmt_writer_state);
+    int st = atomic_load(&gmt_hot.writer.state);
     while (st == ST_OPEN || st == ST_OPENING || st == ST_CLOSED || st == ST_FINISHING) {
-        if (atomic_compare_exchange_weak(&gmt_writer_state, &st, ST_FAILED)) {
+        if (atomic_compare_exchange_weak(&gmt_hot.writer.state, &st, ST_FAILED)) {
             const char *reason = strerrordesc_np(err);
             gmt_warn("%s %s: %s; tracing stops, the program continues", what,
                      g_path[0] ? g_path : "(no path)", reason ? reason : "unknown error");
@@ -139,7 +129,7 @@ static void flush_locked(struct buf *b, const void *extra, size_t extra_len)
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
     if (head == tail && !extra_len)
         return;
-    int st = atomic_load_explicit(&gmt_writer_state, memory_order_acquire);
+    int st = atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire);
     if (st == ST_OPEN || st == ST_FINISHING) {
         struct gmt_rec_chunk chunk = { { GMT_REC_CHUNK, 0, sizeof chunk },
                                        atomic_load_explicit(&b->tid, memory_order_relaxed), 0 };
@@ -198,15 +188,23 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long m
     return -1;
 }
 
+/* Deferred records (gmt.h): what the thread's client holds back goes in before anything
+ * that follows it. Not from inside gmt_emit (a signal handler's call: the buffer is
+ * mid-append) nor while the preamble is written (its records belong to no thread). */
+static void write_deferred(void)
+{
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) && !gmt_ts.writer.in_emit &&
+        !gmt_ts.writer.opening)
+        gmt_deferred_write();
+}
+
 void gmt_writer_flush_all(void)
 {
     int saved = errno;
-    /* a crash or exit on a thread whose group still matches its last one: its members
-     * are not in its buffer yet */
-    if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit && !t_opening &&
-        atomic_load(&gmt_writer_state) == ST_OPEN)
-        gmt_scope_repeat_spill();
-    if (atomic_load(&gmt_writer_state) == ST_OPEN) {
+    /* a crash or exit on a thread that holds records back: they go in first */
+    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN)
+        write_deferred();
+    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN) {
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             /* A crash inside our own flush of b: its state is half-written, leave it. */
             if (b == t_flushing)
@@ -251,7 +249,7 @@ static void *flusher_main(void *arg)
         struct timespec ts = { (time_t)(period_ns / 1000000000u), (long)(period_ns % 1000000000u) };
         while (nanosleep(&ts, &ts) && errno == EINTR) {
         }
-        int st = atomic_load(&gmt_writer_state);
+        int st = atomic_load(&gmt_hot.writer.state);
         if (st == ST_FAILED || st == ST_FINISHED)
             break;
         uint64_t now = gmt_now_ns();
@@ -426,7 +424,7 @@ static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec
             return flush_wait(b, rec, size, -1) == 0;
         if (flush_wait(b, NULL, 0, -1) < 0)
             return false;
-        if (atomic_load(&gmt_writer_state) != ST_OPEN)
+        if (atomic_load(&gmt_hot.writer.state) != ST_OPEN)
             return false;
     }
 }
@@ -452,20 +450,20 @@ static bool attach_thread(uint64_t now)
     struct buf *b = new_buf();
     if (!b)
         return false;
-    t_buf = b;
+    gmt_ts.writer.buf = b;
     make_key();
     if (atomic_load(&g_key_state) == 2)
         pthread_setspecific(g_key, b);
     atomic_store_explicit(&b->tid, my_tid(), memory_order_relaxed);
-    /* THREAD starts the thread's records afresh for readers: no repeated group refers
-     * back past it */
-    gmt_scope_repeat_forget();
+    /* THREAD starts the thread's records afresh for readers: nothing the client held back
+     * may refer back past it */
+    gmt_deferred_lost();
     struct gmt_rec_thread th = { { GMT_REC_THREAD, 0, sizeof th }, now, my_tid(), 0, { 0 } };
     char name[GMT_THREAD_NAME_LEN + 1] = { 0 };
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0)
         memcpy(th.name, name, GMT_THREAD_NAME_LEN);
     th.name[GMT_THREAD_NAME_LEN - 1] = 0;
-    t_clock = now;
+    gmt_ts.writer.clock = now;
     return append(b, &th, sizeof th, now);
 }
 
@@ -473,12 +471,10 @@ static void thread_exit(void *arg)
 {
     (void)arg;
     int saved = errno;
-    struct buf *b = t_buf;
+    struct buf *b = gmt_ts.writer.buf;
     if (b) {
-        /* members of a group the thread left open, still matching its last one */
-        if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit)
-            gmt_scope_repeat_spill();
-        t_buf = NULL;
+        write_deferred();
+        gmt_ts.writer.buf = NULL;
         flush_wait(b, NULL, 0, -1);
         /* Sealed (writer finished) or failed: the leftovers are dropped with the buffer. */
         atomic_store_explicit(&b->tail, atomic_load(&b->head), memory_order_release);
@@ -489,269 +485,28 @@ static void thread_exit(void *arg)
 
 /* ---- the file ---- */
 
-static int env_int(const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++) {
-        const char *v = getenv(names[i]);
-        if (!v || !*v)
-            continue;
-        char *end;
-        errno = 0;
-        long x = strtol(v, &end, 10);
-        if (!errno && end != v && !*end && x >= 0 && x <= INT32_MAX)
-            return (int)x;
-    }
-    return -1;
-}
-
-static int env_rank(void)
-{
-    static const char *const n[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
-    return env_int(n, 4);
-}
-
-struct sbuf {
-    char *p;
-    size_t len, cap;
-};
-
-static void sb_put(struct sbuf *s, const char *src, size_t n)
-{
-    if (s->len + n >= s->cap) {
-        s->len = s->cap; /* mark overflow */
-        return;
-    }
-    memcpy(s->p + s->len, src, n);
-    s->len += n;
-    s->p[s->len] = 0;
-}
-
-static void sb_int(struct sbuf *s, long v)
-{
-    char tmp[24];
-    int n = 0;
-    unsigned long u = v < 0 ? 0 - (unsigned long)v : (unsigned long)v;
-    do {
-        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[sizeof tmp - 1 - n++] = '-';
-    sb_put(s, tmp + sizeof tmp - n, (size_t)n);
-}
-
-static void host_name(char *host, size_t len)
-{
-    if (gethostname(host, len) != 0)
-        host[0] = 0;
-    host[len - 1] = 0;
-    if (!host[0])
-        memcpy(host, "unknown", 8);
-}
-
-/* Expands the output pattern: %h host, %p pid, %r rank ("x" unknown), %% a '%'; other
- * '%' sequences stay as written. When the rank is known and the pattern has no %r,
- * ".r<rank>" goes before a final ".gmt" (appended when there is none), so the ranks
- * of one job never share a name. `attempt` > 0 adds ".<attempt>" the same way, for a
- * name that exists already. Returns 0, or -ENAMETOOLONG. */
-static int expand_path(char *out, size_t cap, const char *pattern, const char *host, long pid,
-                       int rank, int attempt)
-{
-    struct sbuf s = { out, 0, cap };
-    out[0] = 0;
-    int has_r = 0;
-    for (const char *p = pattern; *p; p++) {
-        if (*p != '%' || !p[1]) {
-            sb_put(&s, p, 1);
-            continue;
-        }
-        switch (*++p) {
-        case 'h':
-            sb_put(&s, host, strlen(host));
-            break;
-        case 'p':
-            sb_int(&s, pid);
-            break;
-        case 'r':
-            has_r = 1;
-            if (rank >= 0)
-                sb_int(&s, rank);
-            else
-                sb_put(&s, "x", 1);
-            break;
-        case '%':
-            sb_put(&s, "%", 1);
-            break;
-        default:
-            sb_put(&s, p - 1, 2);
-            break;
-        }
-    }
-    if (s.len >= cap)
-        return -ENAMETOOLONG;
-    char suffix[64];
-    struct sbuf x = { suffix, 0, sizeof suffix };
-    suffix[0] = 0;
-    if (rank >= 0 && !has_r) {
-        sb_put(&x, ".r", 2);
-        sb_int(&x, rank);
-    }
-    if (attempt > 0) {
-        sb_put(&x, ".", 1);
-        sb_int(&x, attempt);
-    }
-    if (x.len) {
-        size_t at = s.len;
-        if (s.len >= 4 && !strcmp(out + s.len - 4, ".gmt"))
-            at = s.len - 4;
-        if (s.len + x.len >= cap)
-            return -ENAMETOOLONG;
-        memmove(out + at + x.len, out + at, s.len - at + 1);
-        memcpy(out + at, suffix, x.len);
-    }
-    return 0;
-}
-
-/* Appends whole NUL-terminated strings from src[0..n) that fit in `room`. */
-static size_t copy_strings(char *dst, size_t room, const char *src, size_t n)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (src[i])
-            continue;
-        if (i + 1 > room)
-            break;
-        keep = i + 1;
-    }
-    memcpy(dst, src, keep);
-    return keep;
-}
-
-static bool env_wanted(const char *e)
-{
-    static const char *const prefixes[] = { "NCCL_", "CUDA_", "GPUMEMTRACE_",
-                                            "PYTORCH_CUDA_ALLOC_CONF=" };
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(e, prefixes[i], strlen(prefixes[i])))
-            return true;
-    return false;
-}
-
-#define SCRATCH_BYTES (2u * GMT_REC_MAX)
-
-/* Header, PROCESS and ENV, in one write at the start of the file. */
+/* Header, PROCESS and ENV (outfile.c builds them), in one write at the start of the file. */
 static int write_preamble(const char *host, int rank)
 {
-    char *m = mmap(NULL, SCRATCH_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *m = mmap(NULL, GMT_PREAMBLE_SCRATCH, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return -errno;
-    struct gmt_file_header *fh = (void *)m;
-    memcpy(fh->magic, GMT_MAGIC, 8);
-    fh->byte_order = GMT_BYTE_ORDER_MARK;
-    fh->version_major = GMT_VERSION_MAJOR;
-    fh->version_minor = GMT_VERSION_MINOR;
-    fh->header_size = sizeof *fh;
-    size_t off = sizeof *fh;
-
-    /* PROCESS: fixed part, host, command line (whole arguments only), padding. */
-    struct gmt_rec_process *p = (void *)(m + off);
-    static const char *const lrank[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID" };
-    static const char *const wsize[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS" };
-    static const char *const lsize[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                         "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE" };
-    p->h.type = GMT_REC_PROCESS;
-    p->pid = (uint32_t)getpid();
-    p->ppid = (uint32_t)getppid();
-    p->rank = rank;
-    p->local_rank = env_int(lrank, 3);
-    p->world_size = env_int(wsize, 4);
-    p->local_world_size = env_int(lsize, 4);
-    struct timespec rt, mt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mt);
-    p->realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
-    p->monotonic_ns = (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec +
-                      (uint64_t)gmt_clock_skew_ns;
-    p->flags = g_forked ? GMT_PROC_FORKED : 0;
-    size_t at = off + sizeof *p;
-    size_t hl = strlen(host) + 1;
-    memcpy(m + at, host, hl);
-    p->host_len = (uint32_t)hl;
-    at += hl;
-    /* The command line is capped well under a record's limit: it is context, not data. */
-    size_t room = GMT_REC_MAX / 2 - (at - off);
-    char *raw = m + GMT_REC_MAX; /* second half of the scratch: read area */
-    size_t got = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        for (;;) {
-            ssize_t n = read(fd, raw + got, GMT_REC_MAX - 1 - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-            if (got >= GMT_REC_MAX - 1)
-                break;
-        }
-        close(fd);
-    }
-    size_t cl = copy_strings(m + at, room, raw, got);
-    p->cmdline_len = (uint32_t)cl;
-    at += cl;
-    size_t psize = gmt_rec_padded((uint32_t)(at - off));
-    memset(m + at, 0, psize - (at - off));
-    p->h.size = (uint32_t)psize;
-    off += psize;
-
-    /* ENV: the variables that change GPU memory use; whole strings while they fit. */
-    struct gmt_rec_env *e = (void *)(m + off);
-    e->h.type = GMT_REC_ENV;
-    at = off + sizeof *e;
-    size_t eroom = GMT_REC_MAX - sizeof *e - GMT_ALIGN;
-    for (char **v = environ; v && *v; v++) {
-        if (!env_wanted(*v))
-            continue;
-        size_t n = strlen(*v) + 1;
-        if ((at - off - sizeof *e) + n > eroom)
-            break;
-        memcpy(m + at, *v, n);
-        at += n;
-        e->count++;
-    }
-    e->bytes = (uint32_t)(at - off - sizeof *e);
-    size_t esize = gmt_rec_padded((uint32_t)(at - off));
-    memset(m + at, 0, esize - (at - off));
-    e->h.size = (uint32_t)esize;
-    off += esize;
-
-    struct iovec iov = { m, off };
+    struct iovec iov = { m, gmt_outfile_preamble(m, host, rank, g_forked) };
     int rc = write_iov(&iov, 1);
-    munmap(m, SCRATCH_BYTES);
+    munmap(m, GMT_PREAMBLE_SCRATCH);
     return rc;
 }
 
 static void open_file(void)
 {
     char host[256];
-    host_name(host, sizeof host);
-    int rank = env_rank();
-    const char *pattern = gmt_opt.output && *gmt_opt.output ? gmt_opt.output
-                                                            : "./gpumemtrace.%h.%p.gmt";
-    int fd = -1, err = 0;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        int rc = expand_path(g_path, sizeof g_path, pattern, host, (long)getpid(), rank, attempt);
-        if (rc) {
-            fail("output path too long:", -rc);
-            return;
-        }
-        fd = open(g_path, O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_WRONLY | O_APPEND, 0600);
-        if (fd >= 0 || errno != EEXIST)
-            break;
-    }
+    gmt_outfile_host(host, sizeof host);
+    int rank = gmt_outfile_rank();
+    const char *what;
+    int fd = gmt_outfile_create(g_path, sizeof g_path, host, rank, &what);
     if (fd < 0) {
-        err = errno;
-        fail("cannot create trace file", err);
+        fail(what, -fd);
         return;
     }
     g_fd = fd;
@@ -761,27 +516,25 @@ static void open_file(void)
         return;
     }
     /* Module records written now are the file's preamble: they belong to no thread. */
-    if (gmt_modules_write_all) {
-        t_opening = 1;
-        gmt_modules_write_all();
-        t_opening = 0;
-    }
+    gmt_ts.writer.opening = 1;
+    gmt_modules_write_all();
+    gmt_ts.writer.opening = 0;
     start_flusher();
     int opening = ST_OPENING;
-    atomic_compare_exchange_strong(&gmt_writer_state, &opening, ST_OPEN);
+    atomic_compare_exchange_strong(&gmt_hot.writer.state, &opening, ST_OPEN);
 }
 
 /* Opens the file once; other threads wait for the one that opens it. */
 static bool ensure_open(void)
 {
     for (;;) {
-        int st = atomic_load_explicit(&gmt_writer_state, memory_order_acquire);
+        int st = atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire);
         if (st == ST_OPEN)
             return true;
         if (st != ST_CLOSED && st != ST_OPENING)
             return false;
         if (st == ST_OPENING) {
-            if (t_opening)
+            if (gmt_ts.writer.opening)
                 return true;
             pause_briefly();
             continue;
@@ -789,14 +542,14 @@ static bool ensure_open(void)
         gmt_init_once();
         if (gmt_opt.off)
             return false;
-        if (atomic_compare_exchange_strong(&gmt_writer_state, &st, ST_OPENING))
+        if (atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_OPENING))
             open_file();
     }
 }
 
 bool gmt_writer_ready_slow(void)
 {
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) == ST_OPEN))
+    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) == ST_OPEN))
         return true;
     int saved = errno;
     bool ok = ensure_open();
@@ -810,19 +563,19 @@ static bool abs_time_type(unsigned type)
            type == GMT_REC_MODULE_UNLOAD || type == GMT_REC_END;
 }
 
-/* A record of this thread was lost: so is its repeated-group template (the CLI could
- * not rebuild the members from it), and any members still waiting to be written. */
+/* A record of this thread was lost: so is what the client holds back (readers could not
+ * place it), counted with it. */
 static void dropped(void)
 {
-    atomic_fetch_add_explicit(&g_dropped, 1 + 2 * (uint64_t)gmt_scope_repeat_forget(),
+    atomic_fetch_add_explicit(&g_dropped, 1 + (uint64_t)gmt_deferred_lost(),
                               memory_order_relaxed);
 }
 
-/* The part of gmt_emit after the file is known open; t_in_emit is held. */
+/* The part of gmt_emit after the file is known open; gmt_ts.writer.in_emit is held. */
 static void emit_locked(struct gmt_rec *h, size_t dt_offset)
 {
     uint64_t now = gmt_now_ns();
-    if (GMT_UNLIKELY(!t_buf)) {
+    if (GMT_UNLIKELY(!gmt_ts.writer.buf)) {
         int saved = errno; /* attach_thread makes syscalls */
         bool ok = attach_thread(now);
         errno = saved;
@@ -832,23 +585,23 @@ static void emit_locked(struct gmt_rec *h, size_t dt_offset)
         }
     }
     if (dt_offset) {
-        uint64_t gap = now > t_clock ? now - t_clock : 0;
+        uint64_t gap = now > gmt_ts.writer.clock ? now - gmt_ts.writer.clock : 0;
         if (gap > UINT32_MAX) {
             struct gmt_rec_time t = { { GMT_REC_TIME, 0, sizeof t }, now };
-            if (!append(t_buf, &t, sizeof t, now)) {
+            if (!append(gmt_ts.writer.buf, &t, sizeof t, now)) {
                 dropped();
                 return;
             }
-            t_clock = now;
+            gmt_ts.writer.clock = now;
             gap = 0;
         }
         uint32_t dt = (uint32_t)gap;
         memcpy((char *)h + dt_offset, &dt, sizeof dt);
-        t_clock += gap;
+        gmt_ts.writer.clock += gap;
     } else if (abs_time_type(h->type) && h->size >= 16) {
-        memcpy(&t_clock, (char *)h + 8, sizeof t_clock);
+        memcpy(&gmt_ts.writer.clock, (char *)h + 8, sizeof gmt_ts.writer.clock);
     }
-    if (!append(t_buf, h, h->size, now))
+    if (!append(gmt_ts.writer.buf, h, h->size, now))
         dropped();
 }
 
@@ -864,19 +617,18 @@ static void emit_direct(struct gmt_rec *h)
 /* Everything gmt_emit does, for the records the fast path below leaves to it. */
 static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t dt_offset)
 {
-    if (t_in_emit) {
+    if (gmt_ts.writer.in_emit) {
         /* A signal handler interrupted this thread inside gmt_emit: the buffer is
          * mid-append, so this record cannot go in. */
         dropped();
         return;
     }
-    /* Group members that wait for their group's end go first: records stay in order. */
-    if (GMT_UNLIKELY(gmt_ts.rep_state == GMT_REP_MATCH) && !t_opening)
-        gmt_scope_repeat_spill();
+    /* What the client holds back goes first: records stay in order. */
+    write_deferred();
     /* errno is saved only around what can change it (ensure_open, emit_direct, and
      * attach_thread and flushes inside emit_locked): the common path makes no call
      * that sets it. */
-    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN)) {
+    if (GMT_UNLIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN)) {
         int saved = errno;
         bool ok = ensure_open();
         errno = saved;
@@ -888,9 +640,9 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
         dropped();
         return;
     }
-    t_in_emit = 1;
+    gmt_ts.writer.in_emit = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    if (GMT_UNLIKELY(t_opening)) {
+    if (GMT_UNLIKELY(gmt_ts.writer.opening)) {
         int saved = errno;
         emit_direct(h);
         errno = saved;
@@ -898,7 +650,7 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
         emit_locked(h, dt_offset);
     }
     atomic_signal_fence(memory_order_seq_cst);
-    t_in_emit = 0;
+    gmt_ts.writer.in_emit = 0;
 }
 
 /* The fast path of both emits: `size` bytes of records (at most 128) from a thread that
@@ -909,24 +661,24 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
 static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
                                                            size_t dt_offset, bool timed)
 {
-    struct buf *b = t_buf;
-    if (GMT_UNLIKELY(!b || t_in_emit | t_opening | (gmt_ts.rep_state & GMT_REP_MATCH) ||
-                     atomic_load_explicit(&gmt_writer_state, memory_order_acquire) != ST_OPEN ||
+    struct buf *b = gmt_ts.writer.buf;
+    if (GMT_UNLIKELY(!b || gmt_ts.writer.in_emit | gmt_ts.writer.opening | (gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) ||
+                     atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN ||
                      size - 8u > 120u || size % GMT_ALIGN ||
                      (timed && (!dt_offset || dt_offset + 4 > size))))
         return false;
     /* Marked before the buffer is looked at: a signal handler that emits from here on
      * drops its record instead of appending under our feet. */
-    t_in_emit = 1;
+    gmt_ts.writer.in_emit = 1;
     atomic_signal_fence(memory_order_seq_cst);
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-    uint64_t clock = t_clock;
+    uint64_t clock = gmt_ts.writer.clock;
     uint64_t now = timed ? gmt_now_ns() : clock;
     if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
                      (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
-        t_in_emit = 0;
+        gmt_ts.writer.in_emit = 0;
         return false;
     }
     unsigned char *dst = b->data + b->at;
@@ -936,14 +688,14 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
          * clock (the TSC read has tens of cycles of latency) through a store into *rec. */
         uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
         memcpy(dst + dt_offset, &dt, sizeof dt);
-        t_clock = clock + dt;
+        gmt_ts.writer.clock = clock + dt;
     }
     if (head == tail)
         atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
     b->at += size;
     atomic_store_explicit(&b->head, head + size, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
-    t_in_emit = 0;
+    gmt_ts.writer.in_emit = 0;
     return true;
 }
 
@@ -961,7 +713,7 @@ static __attribute__((noinline, hot)) bool emit_timed(void *recs, uint32_t size,
  * before its end, and a gap since the thread's last record that fits dt. Anything else
  * (the first record of a thread, a full buffer, a TIME record due, the preamble, a
  * signal handler inside gmt_emit, a record of odd size) takes emit_slow, which does
- * all of it as before.
+ * all of it.
  */
 __attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
 {
@@ -981,27 +733,21 @@ bool gmt_emit_untimed(const void *recs, uint32_t size)
 }
 
 
-/* The records of an NCCL call, each size known here: the fast path without its size
- * checks and with a copy of fixed length (scope.c's scopes). */
-__attribute__((hot)) bool gmt_emit_scope_begin(struct gmt_rec_scope_begin *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_begin, dt), true);
-}
-__attribute__((hot)) bool gmt_emit_alloc_small(struct gmt_rec_alloc_small *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_alloc_small, dt), true);
-}
-__attribute__((hot)) bool gmt_emit_free(struct gmt_rec_free *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_free, dt), true);
-}
-__attribute__((hot)) bool gmt_emit_group_repeat(struct gmt_rec_group_repeat *r)
+/* gmt_emit_rec's functions: the fast path with the record's size and dt offset known
+ * here (no size checks, a copy of fixed length), else emit_slow. */
+#define GMT_X(name, dt_field)                                                                \
+    __attribute__((hot)) void gmt_emit_rec_##name(struct gmt_rec_##name *r)                  \
+    {                                                                                        \
+        size_t off = offsetof(struct gmt_rec_##name, dt_field);                              \
+        if (GMT_UNLIKELY(!emit_fast(r, sizeof *r, off, true)))                               \
+            emit_slow(&r->h, off);                                                           \
+    }
+GMT_EMIT_FIXED(GMT_X)
+#undef GMT_X
+
+__attribute__((hot)) bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r)
 {
     return emit_fast(r, sizeof *r, 0, false);
-}
-__attribute__((hot)) bool gmt_emit_scope_end(struct gmt_rec_scope_end *r)
-{
-    return emit_fast(r, sizeof *r, offsetof(struct gmt_rec_scope_end, dt), true);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
@@ -1022,29 +768,28 @@ static bool seal(struct buf *b)
 void gmt_writer_finish(void)
 {
     int saved = errno;
-    if (gmt_ts.rep_state == GMT_REP_MATCH && !t_in_emit)
-        gmt_scope_repeat_spill(); /* while the file still takes records */
-    for (int i = 0; i < 100000 && atomic_load(&gmt_writer_state) == ST_OPENING && !t_opening; i++)
+    write_deferred(); /* while the file still takes records */
+    for (int i = 0; i < 100000 && atomic_load(&gmt_hot.writer.state) == ST_OPENING && !gmt_ts.writer.opening; i++)
         pause_briefly();
     int st = ST_OPEN;
-    if (!atomic_compare_exchange_strong(&gmt_writer_state, &st, ST_FINISHING)) {
+    if (!atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_FINISHING)) {
         /* Never opened, failed or finished: later events are dropped silently. */
         if (st != ST_OPENING && st != ST_FINISHING)
-            atomic_store(&gmt_writer_state, ST_FINISHED);
+            atomic_store(&gmt_hot.writer.state, ST_FINISHED);
         errno = saved;
         return;
     }
     /* Every buffer is flushed once more and sealed, the caller's last so that END is
      * the file's last record. */
-    struct buf *mine = t_buf;
+    struct buf *mine = gmt_ts.writer.buf;
     if (!mine) {
         /* The exiting thread never traced: it gets a buffer for END alone, before the
          * free ones are sealed. */
-        int nested = t_in_emit;
-        t_in_emit = 1;
+        int nested = gmt_ts.writer.in_emit;
+        gmt_ts.writer.in_emit = 1;
         if (attach_thread(gmt_now_ns()))
-            mine = t_buf;
-        t_in_emit = nested;
+            mine = gmt_ts.writer.buf;
+        gmt_ts.writer.in_emit = nested;
     }
     for (struct buf *b = atomic_load(&g_bufs); b; b = b->next)
         if (b != mine && seal(b))
@@ -1054,7 +799,7 @@ void gmt_writer_finish(void)
                                    atomic_load(&g_dropped) };
         flush_locked(mine, &end, sizeof end);
     }
-    atomic_store(&gmt_writer_state, ST_FINISHED);
+    atomic_store(&gmt_hot.writer.state, ST_FINISHED);
     /* Every buffer is sealed, so no other thread can be writing to the fd. */
     if (g_fd >= 0)
         close(g_fd);
@@ -1078,10 +823,10 @@ void gmt_writer_fork_child(void)
         atomic_store(&b->busy, BUF_IDLE);
         atomic_store(&b->in_use, 0);
     }
-    t_buf = NULL;
+    gmt_ts.writer.buf = NULL;
     t_tid = 0;
-    t_in_emit = 0;
-    t_opening = 0;
+    gmt_ts.writer.in_emit = 0;
+    gmt_ts.writer.opening = 0;
     t_flushing = NULL;
     g_path[0] = 0;
     atomic_store(&g_flusher, 0);
@@ -1089,10 +834,10 @@ void gmt_writer_fork_child(void)
      * here, and waiting for it would spin forever; make it again (a key may leak) */
     if (atomic_load(&g_key_state) == 1)
         atomic_store(&g_key_state, 0);
-    int st = atomic_load(&gmt_writer_state);
+    int st = atomic_load(&gmt_hot.writer.state);
     if (st == ST_OPEN || st == ST_OPENING) {
         g_forked = 1;
-        atomic_store(&gmt_writer_state, ST_CLOSED);
+        atomic_store(&gmt_hot.writer.state, ST_CLOSED);
     } else if (st == ST_CLOSED) {
         g_forked = 1;
     }

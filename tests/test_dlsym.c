@@ -100,7 +100,8 @@ Test(dlsym, nccl_in_rtld_local_plugin_works_and_is_traced)
     cr_expect(strstr(traced.out, "plugin ncclCommInitAll r=0\n") != NULL, "%s", traced.out);
     struct hook_counts c;
     hook_read(traced.trace, &c, NULL, NULL);
-    /* NCCL reaches the driver only through the runtime's entry points (FACTS.md 3). */
+    /* NCCL reaches the driver only through the runtime's entry points (cudaGetDriverEntryPoint*,
+     * which reach cuGetProcAddress): it links the runtime statically. */
     cr_expect_gt(c.alloc[GMT_API_cuMemCreate], 0u, "NCCL's cuMemCreate not traced");
     cr_expect_eq(c.alloc[GMT_API_cuMemMap], c.alloc[GMT_API_cuMemCreate]);
     cr_expect_eq(c.free_[GMT_API_cuMemRelease], 2 * c.alloc[GMT_API_cuMemCreate],

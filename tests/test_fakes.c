@@ -1,4 +1,4 @@
-/* test_fakes.c: the simulated driver, runtime and NCCL behave like the real ones where the tracer can see it (FACTS.md). */
+/* test_fakes.c: the simulated driver, runtime and NCCL behave like the real ones where the tracer can see it. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1056,7 +1056,7 @@ Test(scope, group_is_published_for_its_members_devices_until_it_ends)
     cr_expect_eq(gmt_current_scope(), g);
     uint32_t c0 = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
     gmt_scope_add_device(c0, 0, 1);
-    /* Inside a user group NCCL does a member's work in ncclGroupEnd (FACTS.md): while
+    /* Inside a user group NCCL does a member's work in ncclGroupEnd: while
      * the member's own call runs, the group is what is published on its device. */
     cr_expect_eq(gmt_current_scope(), c0);
     cr_expect_eq(gmt_scope_for_foreign_thread(0), g, "the group, not its enqueuing member");
@@ -1082,11 +1082,11 @@ Test(scope, nesting_past_the_cap_is_counted_not_fatal)
     uint32_t ids[40];
     for (int i = 0; i < 40; i++)
         ids[i] = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
-    cr_expect_eq(gmt_ts.scope_depth, 40);
+    cr_expect_eq(gmt_ts.scope.depth, 40);
     cr_expect_eq(gmt_current_scope(), ids[31], "the deepest tracked scope");
     for (int i = 39; i >= 0; i--)
         gmt_scope_end(ids[i], GMT_OP_Group, 0);
-    cr_expect_eq(gmt_ts.scope_depth, 0);
+    cr_expect_eq(gmt_ts.scope.depth, 0);
     cr_expect_eq(gmt_current_scope(), 0);
     for (int i = 1; i < 40; i++)
         cr_expect_gt(ids[i], ids[i - 1], "scope ids increase");
@@ -1099,6 +1099,6 @@ Test(scope, a_scope_left_open_is_closed_with_its_parent)
     uint32_t inner = gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
     cr_expect_eq(gmt_current_scope(), inner);
     gmt_scope_end(g, GMT_OP_Group, 3);
-    cr_expect_eq(gmt_ts.scope_depth, 0);
+    cr_expect_eq(gmt_ts.scope.depth, 0);
     cr_expect_eq(gmt_current_scope(), 0);
 }

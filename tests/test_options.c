@@ -137,6 +137,34 @@ Test(options, meminfo_syntax)
     }
 }
 
+Test(options, meminfo_policy_parsed_once_into_the_hot_line)
+{
+    static const struct {
+        const char *v;
+        int kind;
+        uint32_t first, every;
+    } cases[] = {
+        { "never", GMT_POLICY_NEVER, 2, 0 },         { "always", GMT_POLICY_ALWAYS, 2, 0 },
+        { "first:7", GMT_POLICY_FIRST, 7, 0 },       { "first:3,every:10", GMT_POLICY_FIRST, 3, 10 },
+        { "first:0", GMT_POLICY_FIRST, 2, 0 },       { "first:2000000000", GMT_POLICY_FIRST, 2, 0 },
+        { "sometimes", GMT_POLICY_FIRST, 2, 0 },
+    };
+    setenv("GPUMEMTRACE_QUIET", "1", 1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("GPUMEMTRACE_MEMINFO", cases[i].v, 1);
+        gmt_options_load();
+        cr_expect_eq(gmt_hot.meminfo.kind, cases[i].kind, "%s", cases[i].v);
+        if (cases[i].kind == GMT_POLICY_FIRST) {
+            cr_expect_eq(gmt_hot.meminfo.first, cases[i].first, "%s", cases[i].v);
+            cr_expect_eq(gmt_hot.meminfo.every, cases[i].every, "%s", cases[i].v);
+        }
+    }
+    unsetenv("GPUMEMTRACE_MEMINFO");
+    gmt_options_load();
+    cr_expect_eq(gmt_hot.meminfo.kind, GMT_POLICY_FIRST);
+    cr_expect_eq(gmt_hot.meminfo.first, 2);
+}
+
 Test(options, reload_reads_the_environment_again)
 {
     setenv("GPUMEMTRACE_FLUSH_MS", "7", 1);

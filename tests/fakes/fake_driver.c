@@ -3,15 +3,15 @@
 /* Stands for the real libcuda.so.1 at the ABI level (CUDA 13.0, driver 580):
  * - exports the ABI names (cuMemAlloc_v2, cuMemAllocAsync_ptsz, cuGetProcAddress and
  *   cuGetProcAddress_v2, ...) and answers cuGetProcAddress by base name + version +
- *   flags, the way the runtime, NCCL and PyTorch reach the driver (FACTS.md 1, 4, 6);
+ *   flags, the way the runtime, NCCL and PyTorch reach the driver;
  * - simulated devices (FAKECUDA_DEVICES, default 2) of FAKECUDA_MEM_MB (default 4096)
  *   each; device memory is host memory (mmap MAP_NORESERVE), so that memcpy and NCCL's
  *   reductions work and a large allocation costs nothing until touched;
  * - memory is charged per device: cuMemAlloc* rounded up to 2 MiB, cuMemCreate in
  *   multiples of the 2 MiB granularity (other sizes are refused, as the real driver
  *   does), a full device gives CUDA_ERROR_OUT_OF_MEMORY; a context costs 300 MiB and a
- *   module load more, which no allocation call shows (FACTS.md, "When and where NCCL
- *   allocates"): only cuMemGetInfo reveals them;
+ *   module load more, which no allocation call shows (as NCCL's kernels loading into
+ *   the context do on a real GPU): only cuMemGetInfo reveals them;
  * - VMM handles are memfds, so a mapping shows the handle's memory at the reserved
  *   address and two mappings of one handle share data; memory is freed when its last
  *   reference is released and its last mapping is gone; mappings are inaccessible until

@@ -1,7 +1,7 @@
 /* fake_nccl.c: simulated NCCL 2.28.9 (libnccl.so.2): communicators, lazy per-channel cuMem buffers on a proxy thread, correct collectives. */
 
-/* Stands for the real libnccl.so.2 where an interposer can see it (FACTS.md, "How
- * allocations reach the driver" 3 and "When and where NCCL allocates"):
+/* Stands for the real libnccl.so.2 where an interposer can see it (how NCCL 2.28 reaches
+ * the driver, and when and where it allocates):
  * - links the CUDA runtime statically and imports no cu* or cuda* symbol: its driver entry
  *   points come from cudaGetDriverEntryPointByVersion (-> the driver's cuGetProcAddress);
  * - ncclCommInitRank*: per-channel metadata and the device comm (small buffers, each a

@@ -113,7 +113,7 @@ typedef enum {
     ncclNumTypes = 12
 } ncclDataType_t;
 
-/* X(name, params, args): every entry point of FACTS.md's list plus the queries; the fake
+/* X(name, params, args): every entry point of NCCL 2.28.9 we wrap plus the queries; the fake
  * defines ncclX and makes pncclX an alias of it. */
 #define FAKE_NCCL_API(X)                                                                      \
     X(ncclGetVersion, (int *version))                                                         \

@@ -1,7 +1,7 @@
 /* fake_runtime.c: simulated CUDA runtime (libcudart.so.13 and libcudart_static.a) reaching the driver only through cuGetProcAddress. */
 
 /* Stands for the real CUDA 13.0 runtime, shared and static, in the one way that matters
- * to an interposer (FACTS.md, "How allocations reach the driver", 1): it never calls the
+ * to an interposer: it never calls the
  * driver through the PLT. At its first call it dlopens libcuda.so.1, dlsyms
  * "cuGetProcAddress_v2", asks that for "cuGetProcAddress" at 11030 and 12000 (the
  * 12000 answer replaces the dlsym'd pointer) and then for every entry point it uses by

@@ -1,0 +1,87 @@
+/* driver.c: the CUDA driver functions the library calls itself (the current device, a device's free memory), resolved once found. */
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "cuda_abi.h"
+#include "scope.h"
+
+/* The one table of them, typed by cuda_abi.h's gmt_fn_<name>. A slot holds the real
+ * function once gmt_resolve found it; a NULL answer (no driver loaded yet) is asked
+ * again at the next call. */
+#define GMT_DRIVER_CALLS(X)                                                                  \
+    X(cuCtxGetCurrent)                                                                       \
+    X(cuCtxGetDevice)                                                                        \
+    X(cuMemGetInfo_v2)                                                                       \
+    X(cuDeviceGet)                                                                           \
+    X(cuDevicePrimaryCtxGetState)                                                            \
+    X(cuDevicePrimaryCtxRetain)                                                              \
+    X(cuDevicePrimaryCtxRelease_v2)                                                          \
+    X(cuCtxPushCurrent_v2)                                                                   \
+    X(cuCtxPopCurrent_v2)
+
+enum {
+#define GMT_X(name) CALL_##name,
+    GMT_DRIVER_CALLS(GMT_X)
+#undef GMT_X
+    NCALLS
+};
+static _Atomic(void *) slots[NCALLS];
+static const char *const names[NCALLS] = {
+#define GMT_X(name) [CALL_##name] = #name,
+    GMT_DRIVER_CALLS(GMT_X)
+#undef GMT_X
+};
+#define DRIVER(name)                                                                         \
+    ((gmt_fn_##name *)gmt_resolve_cached(&slots[CALL_##name], GMT_LIB_DRIVER, names[CALL_##name]))
+
+int gmt_driver_current_device(void)
+{
+    gmt_fn_cuCtxGetCurrent *get = DRIVER(cuCtxGetCurrent);
+    gmt_fn_cuCtxGetDevice *dev = DRIVER(cuCtxGetDevice);
+    CUcontext cur = NULL;
+    CUdevice d = -1;
+    if (!get || !dev || get(&cur) != 0 || !cur || dev(&d) != 0)
+        return -1;
+    return d;
+}
+
+int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
+{
+    gmt_fn_cuMemGetInfo_v2 *info = DRIVER(cuMemGetInfo_v2);
+    if (!info)
+        return -1;
+    size_t f = 0, t = 0;
+    if (gmt_driver_current_device() == device) {
+        if (info(&f, &t) != 0)
+            return -1;
+        *free_b = f;
+        *total_b = t;
+        return 0;
+    }
+    gmt_fn_cuDeviceGet *dget = DRIVER(cuDeviceGet);
+    gmt_fn_cuDevicePrimaryCtxGetState *state = DRIVER(cuDevicePrimaryCtxGetState);
+    gmt_fn_cuDevicePrimaryCtxRetain *retain = DRIVER(cuDevicePrimaryCtxRetain);
+    gmt_fn_cuDevicePrimaryCtxRelease_v2 *release = DRIVER(cuDevicePrimaryCtxRelease_v2);
+    gmt_fn_cuCtxPushCurrent_v2 *push = DRIVER(cuCtxPushCurrent_v2);
+    gmt_fn_cuCtxPopCurrent_v2 *pop = DRIVER(cuCtxPopCurrent_v2);
+    if (!dget || !state || !retain || !release || !push || !pop)
+        return -1;
+    CUdevice dev;
+    unsigned flags = 0;
+    int active = 0;
+    if (dget(&dev, device) != 0 || state(dev, &flags, &active) != 0 || !active)
+        return -1;
+    CUcontext ctx = NULL, popped = NULL;
+    if (retain(&ctx, dev) != 0)
+        return -1;
+    int rc = -1;
+    if (push(ctx) == 0) {
+        if (info(&f, &t) == 0)
+            rc = 0;
+        pop(&popped);
+    }
+    release(dev);
+    *free_b = f;
+    *total_b = t;
+    return rc;
+}

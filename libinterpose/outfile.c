@@ -1,0 +1,268 @@
+/* outfile.c: the trace file's name (the output pattern, the rank from the environment) and its preamble (header, PROCESS and ENV records). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gmt.h"
+
+extern char **environ;
+
+static int env_int(const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *v = getenv(names[i]);
+        if (!v || !*v)
+            continue;
+        char *end;
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (!errno && end != v && !*end && x >= 0 && x <= INT32_MAX)
+            return (int)x;
+    }
+    return -1;
+}
+
+int gmt_outfile_rank(void)
+{
+    static const char *const n[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
+    return env_int(n, (int)GMT_COUNTOF(n));
+}
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static void sb_put(struct sbuf *s, const char *src, size_t n)
+{
+    if (s->len + n >= s->cap) {
+        s->len = s->cap; /* mark overflow */
+        return;
+    }
+    memcpy(s->p + s->len, src, n);
+    s->len += n;
+    s->p[s->len] = 0;
+}
+
+static void sb_int(struct sbuf *s, long v)
+{
+    char tmp[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0 - (unsigned long)v : (unsigned long)v;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[sizeof tmp - 1 - n++] = '-';
+    sb_put(s, tmp + sizeof tmp - n, (size_t)n);
+}
+
+void gmt_outfile_host(char *host, size_t len)
+{
+    if (gethostname(host, len) != 0)
+        host[0] = 0;
+    host[len - 1] = 0;
+    if (!host[0])
+        memcpy(host, "unknown", 8);
+}
+
+/* Expands the output pattern: %h host, %p pid, %r rank ("x" unknown), %% a '%'; other
+ * '%' sequences stay as written. When the rank is known and the pattern has no %r,
+ * ".r<rank>" goes before a final ".gmt" (appended when there is none), so the ranks
+ * of one job never share a name. `attempt` > 0 adds ".<attempt>" the same way, for a
+ * name that exists already. Returns 0, or -ENAMETOOLONG. */
+static int expand_path(char *out, size_t cap, const char *pattern, const char *host, long pid,
+                       int rank, int attempt)
+{
+    struct sbuf s = { out, 0, cap };
+    out[0] = 0;
+    int has_r = 0;
+    for (const char *p = pattern; *p; p++) {
+        if (*p != '%' || !p[1]) {
+            sb_put(&s, p, 1);
+            continue;
+        }
+        switch (*++p) {
+        case 'h':
+            sb_put(&s, host, strlen(host));
+            break;
+        case 'p':
+            sb_int(&s, pid);
+            break;
+        case 'r':
+            has_r = 1;
+            if (rank >= 0)
+                sb_int(&s, rank);
+            else
+                sb_put(&s, "x", 1);
+            break;
+        case '%':
+            sb_put(&s, "%", 1);
+            break;
+        default:
+            sb_put(&s, p - 1, 2);
+            break;
+        }
+    }
+    if (s.len >= cap)
+        return -ENAMETOOLONG;
+    char suffix[64];
+    struct sbuf x = { suffix, 0, sizeof suffix };
+    suffix[0] = 0;
+    if (rank >= 0 && !has_r) {
+        sb_put(&x, ".r", 2);
+        sb_int(&x, rank);
+    }
+    if (attempt > 0) {
+        sb_put(&x, ".", 1);
+        sb_int(&x, attempt);
+    }
+    if (x.len) {
+        size_t at = s.len;
+        if (s.len >= 4 && !strcmp(out + s.len - 4, ".gmt"))
+            at = s.len - 4;
+        if (s.len + x.len >= cap)
+            return -ENAMETOOLONG;
+        memmove(out + at + x.len, out + at, s.len - at + 1);
+        memcpy(out + at, suffix, x.len);
+    }
+    return 0;
+}
+
+/* Appends whole NUL-terminated strings from src[0..n) that fit in `room`. */
+static size_t copy_strings(char *dst, size_t room, const char *src, size_t n)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (src[i])
+            continue;
+        if (i + 1 > room)
+            break;
+        keep = i + 1;
+    }
+    memcpy(dst, src, keep);
+    return keep;
+}
+
+static bool env_wanted(const char *e)
+{
+    static const char *const prefixes[] = { "NCCL_", "CUDA_", "GPUMEMTRACE_",
+                                            "PYTORCH_CUDA_ALLOC_CONF=" };
+    for (size_t i = 0; i < GMT_COUNTOF(prefixes); i++)
+        if (!strncmp(e, prefixes[i], strlen(prefixes[i])))
+            return true;
+    return false;
+}
+
+int gmt_outfile_create(char *path, size_t cap, const char *host, int rank, const char **what)
+{
+    const char *pattern = gmt_opt.output && *gmt_opt.output ? gmt_opt.output
+                                                            : "./gpumemtrace.%h.%p.gmt";
+    int fd = -1;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int rc = expand_path(path, cap, pattern, host, (long)getpid(), rank, attempt);
+        if (rc) {
+            *what = "output path too long:";
+            return rc;
+        }
+        fd = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_WRONLY | O_APPEND, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        *what = "cannot create trace file";
+        return -errno;
+    }
+    return fd;
+}
+
+size_t gmt_outfile_preamble(unsigned char *scratch, const char *host, int rank, bool forked)
+{
+    char *m = (char *)scratch;
+    struct gmt_file_header *fh = (void *)m;
+    memcpy(fh->magic, GMT_MAGIC, 8);
+    fh->byte_order = GMT_BYTE_ORDER_MARK;
+    fh->version_major = GMT_VERSION_MAJOR;
+    fh->version_minor = GMT_VERSION_MINOR;
+    fh->header_size = sizeof *fh;
+    size_t off = sizeof *fh;
+
+    /* PROCESS: fixed part, host, command line (whole arguments only), padding. */
+    struct gmt_rec_process *p = (void *)(m + off);
+    static const char *const lrank[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID" };
+    static const char *const wsize[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS" };
+    static const char *const lsize[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                         "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE" };
+    p->h.type = GMT_REC_PROCESS;
+    p->pid = (uint32_t)getpid();
+    p->ppid = (uint32_t)getppid();
+    p->rank = rank;
+    p->local_rank = env_int(lrank, (int)GMT_COUNTOF(lrank));
+    p->world_size = env_int(wsize, (int)GMT_COUNTOF(wsize));
+    p->local_world_size = env_int(lsize, (int)GMT_COUNTOF(lsize));
+    struct timespec rt, mt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mt);
+    p->realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    p->monotonic_ns = (uint64_t)mt.tv_sec * 1000000000u + (uint64_t)mt.tv_nsec +
+                      (uint64_t)gmt_clock_line.skew_ns;
+    p->flags = forked ? GMT_PROC_FORKED : 0;
+    size_t at = off + sizeof *p;
+    size_t hl = strlen(host) + 1;
+    memcpy(m + at, host, hl);
+    p->host_len = (uint32_t)hl;
+    at += hl;
+    /* The command line is capped well under a record's limit: it is context, not data. */
+    size_t room = GMT_REC_MAX / 2 - (at - off);
+    char *raw = m + GMT_REC_MAX; /* second half of the scratch: read area */
+    size_t got = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        for (;;) {
+            ssize_t n = read(fd, raw + got, GMT_REC_MAX - 1 - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+            if (got >= GMT_REC_MAX - 1)
+                break;
+        }
+        close(fd);
+    }
+    size_t cl = copy_strings(m + at, room, raw, got);
+    p->cmdline_len = (uint32_t)cl;
+    at += cl;
+    size_t psize = gmt_rec_padded((uint32_t)(at - off));
+    memset(m + at, 0, psize - (at - off));
+    p->h.size = (uint32_t)psize;
+    off += psize;
+
+    /* ENV: the variables that change GPU memory use; whole strings while they fit. */
+    struct gmt_rec_env *e = (void *)(m + off);
+    e->h.type = GMT_REC_ENV;
+    at = off + sizeof *e;
+    size_t eroom = GMT_REC_MAX - sizeof *e - GMT_ALIGN;
+    for (char **v = environ; v && *v; v++) {
+        if (!env_wanted(*v))
+            continue;
+        size_t n = strlen(*v) + 1;
+        if ((at - off - sizeof *e) + n > eroom)
+            break;
+        memcpy(m + at, *v, n);
+        at += n;
+        e->count++;
+    }
+    e->bytes = (uint32_t)(at - off - sizeof *e);
+    size_t esize = gmt_rec_padded((uint32_t)(at - off));
+    memset(m + at, 0, esize - (at - off));
+    e->h.size = (uint32_t)esize;
+    off += esize;
+
+    return off;
+}
+

@@ -1,0 +1,225 @@
+/* scope.h: what the files behind gmt.h's scope interface share (scope.c, group.c, claims.c, sampling.c, driver.c), grouped by the file that defines it. */
+#ifndef GMT_SCOPE_H
+#define GMT_SCOPE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gmt.h"
+
+/* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
+ * a scope tracks: one bit each in a frame's masks. */
+#define FRAMES ((int)GMT_COUNTOF(gmt_ts.scope.frames))
+#define MAX_DEV ((int)(8 * sizeof gmt_ts.scope.frames[0].devmask))
+
+/* ---- scope.c ---- */
+
+/* Small lock-free tables: open addressing on 64-bit keys, never deleted. */
+#define GMT_PROBES 16
+
+static inline uint64_t gmt_mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x ? x : 1; /* 0 marks an empty slot */
+}
+
+/* Index of `key`'s slot in a table of `n` (power of two) keys, claiming one if absent;
+ * -1 when the probe window is full (callers then fall back to the safe behaviour). */
+static inline long gmt_slot_of(_Atomic uint64_t *keys, uint32_t n, uint64_t key)
+{
+    for (uint32_t p = 0, i = (uint32_t)key & (n - 1); p < GMT_PROBES; p++, i = (i + 1) & (n - 1)) {
+        uint64_t k = atomic_load_explicit(&keys[i], memory_order_acquire);
+        if (k == key)
+            return i;
+        if (k == 0) {
+            if (atomic_compare_exchange_strong_explicit(&keys[i], &k, key, memory_order_acq_rel,
+                                                        memory_order_acquire))
+                return i;
+            if (k == key)
+                return i;
+        }
+    }
+    return -1;
+}
+
+/*
+ * Each thread remembers the last GMT_MEMOS communicators it called on (one process driving
+ * several GPUs alternates between one per device): each one's device as the COMM cache
+ * had it, which ops on it had their first call (stack captured) already, and the last
+ * GMT_MEMO_DONE (op, bytes) found past their sampling quota (a loop's calls on one
+ * communicator come in a few sizes: buckets, two ops). A loop of calls then skips every
+ * hash lookup. An entry holds while gmt_hot.scope.comm_gen is unchanged: any change to
+ * the cache (a communicator made, an address reused) and a fork bump it.
+ */
+#define GMT_MEMOS 8     /* one process driving 8 GPUs: one communicator per device */
+#define GMT_MEMO_DONE 4
+struct gmt_comm_memo {
+    uint64_t comm;
+    unsigned long gen;          /* 0: being rewritten (a signal handler finds it invalid) */
+    int device;                 /* from the COMM cache; -1 not known there */
+    uint8_t done_next;          /* the entry of done[] the next one takes */
+    uint64_t ops_seen;          /* bit op: the first call of (comm, op) was asked already */
+    uint64_t done[GMT_MEMO_DONE]; /* gmt_memo_key(op, bytes) past their first N calls
+                                 * (first:N); 0 none */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct gmt_comm_memo) == 64, "one cache line");
+_Static_assert(256 % GMT_MEMOS == 0, "gmt_ts.scope.memo_next wraps onto entry 0");
+GMT_HIDDEN extern GMT_TLS struct gmt_comm_memo gmt_scope_memo[GMT_MEMOS];
+
+/* (op, bytes) as one word, never 0 (ops start at 1); 0 when bytes don't fit beside op. */
+static inline uint64_t gmt_memo_key(unsigned op, uint64_t bytes)
+{
+    return bytes >> 55 ? 0 : bytes << 8 | (op & 0xff);
+}
+
+static inline bool gmt_memo_done(const struct gmt_comm_memo *m, uint64_t key)
+{
+    for (int i = 0; i < GMT_MEMO_DONE; i++)
+        if (m->done[i] == key)
+            return key != 0;
+    return false;
+}
+
+/* This thread's current memo of `comm`, or NULL; never makes one. */
+static inline struct gmt_comm_memo *gmt_scope_memo_find(uint64_t comm)
+{
+    unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
+    for (int i = 0; i < GMT_MEMOS; i++)
+        if (gmt_scope_memo[i].comm == comm && gmt_scope_memo[i].gen == gen)
+            return &gmt_scope_memo[i];
+    return NULL;
+}
+
+/* The next scope id of the thread's block (gmt_ts.scope.id_next + 1 .. id_end), taking a
+ * new block when it is used up. */
+GMT_HIDDEN uint32_t gmt_scope_new_id(void);
+
+/* Whether the first call of `op` without a communicator (a group, say) was seen by this
+ * thread under generation `gen`: gmt_scope_begin captured its stack then. */
+static inline bool gmt_scope_nocomm_seen(unsigned op, uint32_t gen)
+{
+    return gmt_ts.rep.nocomm.gen == gen && (gmt_ts.rep.nocomm.ops & (1ull << op));
+}
+
+/* The two records of a scope, as gmt_scope_begin/_end and the short way write them. */
+static inline struct gmt_rec_scope_begin gmt_scope_begin_rec(enum gmt_op op, uint32_t id,
+                                                             uint32_t stack_id, uint64_t comm,
+                                                             uint64_t count, int datatype,
+                                                             int peer, uint64_t stream)
+{
+    return (struct gmt_rec_scope_begin){
+        .h = {.type = GMT_REC_SCOPE_BEGIN, .aux = (uint16_t)op,
+              .size = gmt_rec_padded(sizeof(struct gmt_rec_scope_begin))},
+        .scope_id = id,
+        .parent_id = gmt_current_scope(),
+        .stack_id = stack_id,
+        .comm = comm,
+        .count = count,
+        .stream = stream,
+        .datatype = datatype,
+        .peer = peer,
+    };
+}
+static inline struct gmt_rec_scope_end gmt_scope_end_rec(enum gmt_op op, uint32_t id, int result)
+{
+    return (struct gmt_rec_scope_end){
+        .h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op,
+              .size = gmt_rec_padded(sizeof(struct gmt_rec_scope_end))},
+        .scope_id = id,
+        .result = result,
+    };
+}
+
+/* ---- group.c: repeated groups ---- */
+/* A scope begun inside the open group: it is no plain member, so no template from it. */
+GMT_HIDDEN void gmt_group_stop(void);
+/* At a depth-0 group's begin, after its frame is pushed: match the template, or record one. */
+GMT_HIDDEN void gmt_group_open(uint32_t id);
+/* A group that ends without gmt_scope_group_members_done (its start failed, say): what
+ * matched is written (as GROUP_REPEAT when it can be). */
+GMT_HIDDEN void gmt_group_close_late(uint32_t scope_id);
+/* At the end of scope `scope_id`, before its frame is popped. */
+static inline void gmt_group_scope_end(uint32_t scope_id)
+{
+    if (gmt_ts.writer.deferred != GMT_REP_OFF && scope_id == gmt_ts.rep.group)
+        gmt_group_close_late(scope_id);
+    if (scope_id == gmt_ts.rep.repeated)
+        gmt_ts.rep.repeated = 0;
+}
+
+/* ---- claims.c: attribution of other threads' allocations ---- */
+/* The thread's slot on `device` names `scope_id` / no scope. */
+GMT_HIDDEN void gmt_claims_publish(int device, uint32_t scope_id);
+GMT_HIDDEN void gmt_claims_unpublish(int device);
+/* The open scope at `depth` concerns `device`: published there unless a deeper frame of
+ * the thread is published there already. Inline up to the frame's mask (a loop's calls
+ * find their device registered already). */
+GMT_HIDDEN void gmt_claims_register_new(int depth, int device);
+static inline void gmt_claims_register(int depth, int device)
+{
+    if (device < 0 || device >= MAX_DEV || depth < 0 || depth >= FRAMES)
+        return;
+    if (gmt_ts.scope.frames[depth].devmask & (1ull << device))
+        return;
+    gmt_claims_register_new(depth, device);
+}
+/* After frame `depth` closes: each device it was published on falls back to the nearest
+ * enclosing frame registered there, or is released. */
+static inline void gmt_claims_unregister(int depth)
+{
+    uint64_t mask = gmt_ts.scope.frames[depth].devmask;
+    while (mask) {
+        int d = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        int k = depth - 1;
+        while (k >= 0 && !(gmt_ts.scope.frames[k].devmask & (1ull << d)))
+            k--;
+        if (k >= 0)
+            gmt_claims_publish(d, gmt_ts.scope.frames[k].id);
+        else
+            gmt_claims_unpublish(d);
+    }
+}
+/* In a fork child: the parent's threads' scopes are not in the child's file. */
+GMT_HIDDEN void gmt_claims_fork_child(void);
+
+/* ---- sampling.c: device memory around NCCL calls ---- */
+/* gmt_sample_wanted past the policy and the memo: counts the call of (comm, op, bytes)
+ * whose memo key is dk. Keys the table can't hold are not sampled: sampling is a cost,
+ * never a correctness matter. */
+GMT_HIDDEN bool gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes,
+                                 struct gmt_comm_memo *m, uint64_t dk);
+/* Whether this call of (comm, op, bytes) gets a MEMINFO sample; `m` is comm's memo or
+ * NULL. Inline up to the key (three mixes), which is made only when the policy counts
+ * calls, and not for the (op, bytes) the thread's memo of comm found done lately. */
+static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
+                                     struct gmt_comm_memo *m)
+{
+    int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
+    if (k == GMT_POLICY_NEVER)
+        return false;
+    if (k == GMT_POLICY_ALWAYS)
+        return true;
+    uint64_t dk = gmt_memo_key(op, bytes);
+    if (!gmt_hot.meminfo.every && m && gmt_memo_done(m, dk))
+        return false;
+    return gmt_sample_count(comm, op, bytes, m, dk);
+}
+/* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
+GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
+
+/* ---- driver.c: the driver functions the library calls itself ---- */
+/* The device of the calling thread's current context, -1 when none or no driver. */
+GMT_HIDDEN int gmt_driver_current_device(void);
+/* 0 and `device`'s free and total bytes, or -1: nothing was sampled (no driver, no
+ * context on that device). Never creates a context: another device's primary context is
+ * used only if active, and the caller's current context is left as it was. */
+GMT_HIDDEN int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b);
+
+#endif
