@@ -247,7 +247,7 @@ static int add_inits(struct gmt_metrics *m, const struct gmt_analysis *a, int32_
             /* the hooks record nranks (devices for InitAll) as count, the rank as peer */
             if (s->count > 0 && s->count <= INT32_MAX)
                 e->comm_size = (int32_t)s->count;
-            int32_t peer = gmt_scope_peer(t, s);
+            int32_t peer = gmt_trace_scope_peer(t, s);
             if (s->op != GMT_OP_CommInitAll && peer >= 0)
                 e->comm_rank = peer;
         }

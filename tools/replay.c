@@ -340,7 +340,7 @@ static int32_t attribute_slow(struct state *S, uint32_t scope, uint32_t tid, int
  * dense array holds, or none and none open. Whether an event has a scope follows no
  * pattern, so both read the same table (id 0 is never in the dense array: it reads 0,
  * whose entry is -1), and only the rare rest branches off. */
-static inline int32_t attribute(struct state *S, const struct gmt_ev *e)
+static inline int32_t attribute(struct state *S, const struct gmt_timed_event *e)
 {
     const struct gmt_trace *t = S->t;
     uint32_t id = e->scope;
@@ -403,7 +403,7 @@ static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
 /* A device allocation's bytes and thread for its scope's collective row; sc >= 0 (a top
  * scope: each has its row). The caller counts it in n when it is inside --to. */
 static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
-                                                  const struct gmt_ev *e)
+                                                  const struct gmt_timed_event *e)
 {
     int32_t row = S->row_of[sc];
     /* -1: a scope top_scopes left inside a parent chain it gave up on (a corrupt file's
@@ -415,7 +415,7 @@ static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
 }
 
 /* Inlined by force, as on_free: the walk's copies then read the event from registers. */
-static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_ev *e)
+static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
     int ns = ns_of_kind(e->kind);
@@ -490,7 +490,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     return 0;
 }
 
-static inline __attribute__((always_inline)) int on_free(struct state *S, const struct gmt_ev *e)
+static inline __attribute__((always_inline)) int on_free(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
     uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
@@ -522,7 +522,7 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     return 0;
 }
 
-static int on_fail(struct state *S, const struct gmt_ev *e)
+static int on_fail(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
     if (!in_window(S, e->time))
@@ -548,7 +548,7 @@ static int on_fail(struct state *S, const struct gmt_ev *e)
     return 0;
 }
 
-static void on_meminfo(struct state *S, const struct gmt_ev *e)
+static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
 {
     if (e->bytes < e->addr)
         return;
@@ -604,7 +604,7 @@ static inline const struct live *live_home(const struct live_map *m, uint64_t ad
  * and the device allocations' attribution go on (the collective rows count all of a
  * call's allocations). */
 static inline __attribute__((always_inline)) int replay_alloc(struct state *S,
-                                                              const struct gmt_ev *e,
+                                                              const struct gmt_timed_event *e,
                                                               bool stopped)
 {
     if (!stopped)
@@ -618,7 +618,7 @@ static inline __attribute__((always_inline)) int replay_alloc(struct state *S,
 }
 
 static inline __attribute__((always_inline)) int replay_free(struct state *S,
-                                                             const struct gmt_ev *e,
+                                                             const struct gmt_timed_event *e,
                                                              bool stopped)
 {
     return stopped ? 0 : on_free(S, e);
@@ -626,7 +626,7 @@ static inline __attribute__((always_inline)) int replay_free(struct state *S,
 
 /* An event of any type, as replay_alloc. */
 static inline __attribute__((always_inline)) int replay_event(struct state *S,
-                                                              const struct gmt_ev *e,
+                                                              const struct gmt_timed_event *e,
                                                               bool stopped)
 {
     /* the two common types first, each with a conditional branch: as a jump table their
@@ -657,7 +657,7 @@ static inline __attribute__((always_inline)) int replay_event(struct state *S,
 static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_walk *w,
                                                    uint64_t stop_after, bool *stopped)
 {
-    struct gmt_ev e;
+    struct gmt_timed_event e;
     int x = gmt_walk_decode(S->t, w, &e);
     if (x <= 0)
         return x < 0;
@@ -733,7 +733,7 @@ static __attribute__((noinline)) int run_walk(struct state *S, struct gmt_walk *
             for (size_t i = 0; i < n; i++) {
                 const struct gmt_rec *h = (const void *)(w.img + p[i]);
                 unsigned type = h->type;
-                struct gmt_ev e;
+                struct gmt_timed_event e;
                 w.pos = p[i + 1];
                 /* one call of each handler, so that each is inlined once */
                 if (type == GMT_REC_FREE) {
@@ -800,10 +800,10 @@ static int run_pass(struct state *S)
      * (a stale event past the batch's end only fetches a line in vain) */
     if (!S->live_by_key.cap && lm_grow(&S->live_by_key))
         return -ENOMEM;
-    struct gmt_ev_iter *it = gmt_trace_iter_new(S->t);
+    struct gmt_trace_iter *it = gmt_trace_iter_new(S->t);
     if (!it)
         return -ENOMEM;
-    struct gmt_ev buf[256 + PREFETCH_AHEAD];
+    struct gmt_timed_event buf[256 + PREFETCH_AHEAD];
     memset(buf, 0, sizeof buf);
     const size_t max = 256;
     size_t n;
@@ -813,7 +813,7 @@ static int run_pass(struct state *S)
     int r = 0;
     while (!r && (n = gmt_trace_iter_merge(it, buf, max)) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
-            const struct gmt_ev *e = &buf[i];
+            const struct gmt_timed_event *e = &buf[i];
             /* here, not in a helper: GCC 12 takes a void function that only prefetches
              * for a pure one and drops the call */
             const struct live *h = live_home(&S->live_by_key, buf[i + PREFETCH_AHEAD].addr);
@@ -823,7 +823,7 @@ static int run_pass(struct state *S)
             r = replay_event(S, e, stopped);
         }
     }
-    struct gmt_ev head;
+    struct gmt_timed_event head;
     struct gmt_walk w;
     if (!r && gmt_trace_iter_walk(it, &head, &w)) {
         stopped |= head.time > stop_after;
@@ -973,7 +973,7 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
             row->first_dev = dev;
             row->host_ns_first = host;
             row->first_time = s->t_begin;
-            row->first_stack = gmt_scope_stack(t, s);
+            row->first_stack = gmt_trace_scope_stack(t, s);
         } else if (has_dev) {
             if (!row->later_has_dev || dev > row->later_dev_max)
                 row->later_dev_max = dev;

@@ -132,6 +132,21 @@ void *gmt_vec_push(struct gmt_vec *v)
     return e;
 }
 
+void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        void *p = realloc(*arr, ncap * elem);
+        if (!p)
+            return NULL;
+        *arr = p;
+        *cap = ncap;
+    }
+    void *slot = (char *)*arr + (*n)++ * elem;
+    memset(slot, 0, elem);
+    return slot;
+}
+
 void gmt_vec_free(struct gmt_vec *v)
 {
     free(v->data);

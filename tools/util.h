@@ -45,6 +45,10 @@ struct gmt_vec {
 void *gmt_vec_push(struct gmt_vec *v);
 void gmt_vec_free(struct gmt_vec *v);
 
+/* The same for an array kept as three fields of its owner (*arr, *n, *cap, elements of
+ * `elem` bytes): appends one zeroed element and returns it, NULL when out of memory. */
+void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
+
 /* Asks the kernel to back the whole 2 MiB pages inside a large block (n bytes at p) with
  * huge pages, a hint it may ignore. For arrays of tens of megabytes: touching them page
  * by page took tens of thousands of faults, a tenth of a summary's time. Best called
