@@ -1,12 +1,12 @@
 /* cmd_check.c: `gpumemtrace check`: gates NCCL memory growth in CI against a reviewed baseline; writes baselines. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "baseline.h"
+#include "args.h"
 #include "cli.h"
 #include "report.h"
 #include "util.h"
@@ -195,58 +195,70 @@ static int write_baseline(const char *path, const struct gmt_baseline *b)
     return r;
 }
 
+struct check_args {
+    const char *baseline_path, *write_path, *junit, *category;
+    struct gmt_limits cli;
+};
+
+static const struct option check_opts[] = {
+    {"baseline", required_argument, 0, 'b'}, {"write-baseline", required_argument, 0, 'w'},
+    {"max-growth", required_argument, 0, 'g'}, {"max-bytes", required_argument, 0, 'm'},
+    {"category", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'j'},
+    {0, 0, 0, 0}};
+
+/* A category name as the categories are named: nccl, pytorch, user, ... */
+static bool is_category_name(const char *s)
+{
+    size_t l = strlen(s);
+    return l && l <= GMT_CAT_NAME_MAX &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == l;
+}
+
+static int check_opt(void *ctx, int c, const char *arg)
+{
+    struct check_args *ca = ctx;
+    char err[512];
+    switch (c) {
+    case 'b': ca->baseline_path = arg; break;
+    case 'w': ca->write_path = arg; break;
+    case 'j': ca->junit = arg; break;
+    case 'g':
+        if (gmt_limits_parse_growth(&ca->cli, arg, err, sizeof err))
+            return gmt_cli_usage_error("check", "%s", err);
+        break;
+    case 'm':
+        if (gmt_limits_parse_bytes(&ca->cli, arg, err, sizeof err))
+            return gmt_cli_usage_error("check", "%s", err);
+        break;
+    case 'c':
+        if (!is_category_name(arg))
+            return gmt_cli_usage_error("check", "--category wants a category name (nccl, "
+                                       "pytorch, user, ...), not '%s'", arg);
+        ca->category = arg;
+        break;
+    }
+    return 0;
+}
+
 int gmt_cmd_check(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"baseline", required_argument, 0, 'b'}, {"write-baseline", required_argument, 0, 'w'},
-        {"max-growth", required_argument, 0, 'g'}, {"max-bytes", required_argument, 0, 'm'},
-        {"category", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'j'},
-        {"debug-paths", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    const char *baseline_path = NULL, *write_path = NULL, *junit = NULL, *category = NULL;
-    struct gmt_limits cli;
-    memset(&cli, 0, sizeof cli);
-    struct gmt_report_opts ro;
-    gmt_report_opts_init(&ro);
+    struct check_args ca = {0};
+    struct gmt_args args;
+    gmt_args_init(&args);
+    const struct gmt_args_spec spec = {
+        .cmd = "check", .help = gmt_help_check, .shared = GMT_ARGS_DEBUG_PATHS,
+        .own = check_opts, .own_opt = check_opt, .ctx = &ca, .optstring = "",
+        .unknown = "unknown option or missing value"};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    const struct gmt_report_opts ro = args.ro;
+    const char *baseline_path = ca.baseline_path, *write_path = ca.write_path;
+    const char *junit = ca.junit, *category = ca.category;
+    struct gmt_limits cli = ca.cli;
     char err[512];
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'b': baseline_path = optarg; break;
-        case 'w': write_path = optarg; break;
-        case 'j': junit = optarg; break;
-        case 'g':
-            if (gmt_limits_parse_growth(&cli, optarg, err, sizeof err))
-                return gmt_cli_usage_error("check", "%s", err);
-            break;
-        case 'm':
-            if (gmt_limits_parse_bytes(&cli, optarg, err, sizeof err))
-                return gmt_cli_usage_error("check", "%s", err);
-            break;
-        case 'c': {
-            size_t l = strlen(optarg);
-            if (!l || l > GMT_CAT_NAME_MAX || strspn(optarg, "abcdefghijklmnopqrstuvwxyz"
-                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != l)
-                return gmt_cli_usage_error("check", "--category wants a category name (nccl, "
-                                           "pytorch, user, ...), not '%s'", optarg);
-            category = optarg;
-            break;
-        }
-        case 'D':
-            if (gmt_report_opts_add_debug_path(&ro, optarg))
-                return gmt_cli_usage_error("check", "too many --debug-paths");
-            break;
-        case 'h':
-            fputs(gmt_help_check, stdout);
-            return GMT_EXIT_OK;
-        default:
-            return gmt_cli_usage_error("check", "unknown option or missing value '%s'",
-                                       argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
+    int first = args.first;
+    if (first >= argc)
         return gmt_cli_usage_error("check", "no trace given");
     if (!baseline_path == !write_path)
         return gmt_cli_usage_error("check", "give one of --baseline FILE or --write-baseline FILE");
@@ -280,7 +292,7 @@ int gmt_cmd_check(int argc, char **argv)
     char **paths;
     size_t n_paths;
     int status = GMT_EXIT_OK;
-    if (gmt_expand_paths(argv + optind, (size_t)(argc - optind), &paths, &n_paths))
+    if (gmt_expand_paths(argv + first, (size_t)(argc - first), &paths, &n_paths))
         status = GMT_EXIT_ERROR;
     struct gmt_metrics now = {0};
     if (gmt_metrics_from_paths(&now, paths, n_paths, &ro, category))

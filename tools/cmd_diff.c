@@ -1,12 +1,12 @@
 /* cmd_diff.c: `gpumemtrace diff BASE NEW`: what grew or shrank between two runs, rank by rank, biggest first. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "baseline.h"
+#include "args.h"
 #include "cli.h"
 #include "report.h"
 #include "util.h"
@@ -398,47 +398,44 @@ static size_t *order_of(const struct side *s, size_t *n)
     return o;
 }
 
+static const struct option diff_opts[] = {
+    {"all", no_argument, 0, 'a'}, {"frames", required_argument, 0, 'f'}, {0, 0, 0, 0}};
+
+static int diff_opt(void *ctx, int c, const char *arg)
+{
+    struct opts *o = ctx;
+    long v;
+    if (c == 'a') {
+        o->all = true;
+        return 0;
+    }
+    if (gmt_cli_long(arg, 1, 64, &v))
+        return gmt_cli_usage_error("diff", "--frames wants 1..64, not '%s'", arg);
+    o->frames = (int)v;
+    return 0;
+}
+
 int gmt_cmd_diff(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, 0, 'j'}, {"all", no_argument, 0, 'a'},
-        {"top", required_argument, 0, 't'}, {"frames", required_argument, 0, 'f'},
-        {"debug-paths", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    struct opts o = {.top = 25, .frames = 8};
-    struct gmt_report_opts ro;
-    gmt_report_opts_init(&ro);
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        long v;
-        switch (c) {
-        case 'j': o.json = true; break;
-        case 'a': o.all = true; break;
-        case 't':
-            if (gmt_cli_long(optarg, 0, 1000000, &o.top))
-                return gmt_cli_usage_error("diff", "--top wants a count, not '%s'", optarg);
-            break;
-        case 'f':
-            if (gmt_cli_long(optarg, 1, 64, &v))
-                return gmt_cli_usage_error("diff", "--frames wants 1..64, not '%s'", optarg);
-            o.frames = (int)v;
-            break;
-        case 'D':
-            if (gmt_report_opts_add_debug_path(&ro, optarg))
-                return gmt_cli_usage_error("diff", "too many --debug-paths");
-            break;
-        case 'h':
-            fputs(gmt_help_diff, stdout);
-            return GMT_EXIT_OK;
-        default:
-            return gmt_cli_usage_error("diff", "unknown option or missing value '%s'", argv[optind - 1]);
-        }
-    }
-    if (argc - optind != 2)
+    struct opts o = {.frames = 8};
+    struct gmt_args args;
+    gmt_args_init(&args);
+    args.ro.top = 25;
+    const struct gmt_args_spec spec = {
+        .cmd = "diff", .help = gmt_help_diff, .top_max = 1000000,
+        .shared = GMT_ARGS_JSON | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP,
+        .own = diff_opts, .own_opt = diff_opt, .ctx = &o, .optstring = "",
+        .unknown = "unknown option or missing value"};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    const struct gmt_report_opts ro = args.ro;
+    o.json = args.output == GMT_OUT_JSON;
+    o.top = args.ro.top;
+    int first = args.first;
+    if (argc - first != 2)
         return gmt_cli_usage_error("diff", "wants two arguments, BASE and NEW");
-    struct side sb = {.arg = argv[optind]}, sn = {.arg = argv[optind + 1]};
+    struct side sb = {.arg = argv[first]}, sn = {.arg = argv[first + 1]};
     int status = GMT_EXIT_OK;
     if (load_side(&sb, &ro) | load_side(&sn, &ro))
         status = GMT_EXIT_ERROR;

@@ -1,11 +1,11 @@
 /* cmd_merge.c: `gpumemtrace merge`: the traces of many ranks side by side: per-rank peaks, and each collective across ranks. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "reader.h"
 #include "report.h"
@@ -62,34 +62,23 @@ static int cmp_rank(const void *x, const void *y)
 
 int gmt_cmd_merge(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, 0, 'j'},        {"no-symbols", no_argument, 0, 'n'},
-        {"debug-paths", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    struct gmt_report_opts ro;
-    gmt_report_opts_init(&ro);
-    bool json = false;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = true; break;
-        case 'n': ro.no_symbols = true; break;
-        case 'D':
-            if (gmt_report_opts_add_debug_path(&ro, optarg))
-                return gmt_cli_usage_error("merge", "too many --debug-paths");
-            break;
-        case 'h': fputs(gmt_help_merge, stdout); return GMT_EXIT_OK;
-        default: return gmt_cli_usage_error("merge", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
+    struct gmt_args args;
+    gmt_args_init(&args);
+    const struct gmt_args_spec spec = {
+        .cmd = "merge", .help = gmt_help_merge, .optstring = "", .unknown = "unknown option",
+        .shared = GMT_ARGS_JSON | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    const struct gmt_report_opts ro = args.ro;
+    bool json = args.output == GMT_OUT_JSON;
+    int first = args.first;
+    if (first >= argc)
         return gmt_cli_usage_error("merge", "no trace given");
     char **files = NULL;
     size_t n_files = 0;
     int status = GMT_EXIT_OK;
-    if (gmt_expand_paths(argv + optind, (size_t)(argc - optind), &files, &n_files))
+    if (gmt_expand_paths(argv + first, (size_t)(argc - first), &files, &n_files))
         status = GMT_EXIT_ERROR;
     struct rank_row *rows = calloc(n_files ? n_files : 1, sizeof *rows);
     if (!rows) {

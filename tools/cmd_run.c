@@ -1,6 +1,5 @@
 /* cmd_run.c: `gpumemtrace run -- COMMAND`: runs a command with the tracer preloaded, then summarises. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "report.h"
 #include "util.h"
@@ -113,27 +113,41 @@ static void short_summary(const char *dir)
     fprintf(stderr, "gpumemtrace: details: gpumemtrace summary %s\n", dir);
 }
 
+struct run_args {
+    const char *dir, *lib;
+    int quiet;
+};
+
+static const struct option run_opts[] = {
+    {"output", required_argument, 0, 'o'}, {"lib", required_argument, 0, 'l'},
+    {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
+
+static int run_opt(void *ctx, int c, const char *arg)
+{
+    struct run_args *ra = ctx;
+    switch (c) {
+    case 'o': ra->dir = arg; break;
+    case 'l': ra->lib = arg; break;
+    case 'q': ra->quiet = 1; break;
+    }
+    return 0;
+}
+
 int gmt_cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, 0, 'o'}, {"lib", required_argument, 0, 'l'},
-        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    const char *dir = NULL, *lib_arg = NULL;
-    int quiet = 0, c;
-    optind = 1;
-    opterr = 0;
+    struct run_args ra = {NULL, NULL, 0};
+    struct gmt_args args;
+    gmt_args_init(&args);
     /* '+': stop at the first non-option, so the command's own options stay its own */
-    while ((c = getopt_long(argc, argv, "+o:q", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': dir = optarg; break;
-        case 'l': lib_arg = optarg; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(gmt_help_run, stdout); return GMT_EXIT_OK;
-        default: return gmt_cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
+    const struct gmt_args_spec spec = {
+        .cmd = "run", .help = gmt_help_run, .own = run_opts, .own_opt = run_opt, .ctx = &ra,
+        .optstring = "+o:q", .unknown = "unknown option"};
+    int parsed = gmt_args_parse(&spec, argc, argv, &args);
+    if (parsed >= 0)
+        return parsed;
+    const char *dir = ra.dir, *lib_arg = ra.lib;
+    int quiet = ra.quiet, first = args.first;
+    if (first >= argc)
         return gmt_cli_usage_error("run", "no command given");
 
     char lib[PATH_MAX];
@@ -186,8 +200,8 @@ int gmt_cmd_run(int argc, char **argv)
         return GMT_EXIT_ERROR;
     }
     if (pid == 0) {
-        execvp(argv[optind], &argv[optind]);
-        fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[optind], strerror(errno));
+        execvp(argv[first], &argv[first]);
+        fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[first], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
     /* Ctrl-C reaches the whole foreground group; we wait for the job to finish
@@ -203,7 +217,7 @@ int gmt_cmd_run(int argc, char **argv)
     sigaction(SIGQUIT, &oquit, NULL);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (WIFSIGNALED(st))
-        fprintf(stderr, "gpumemtrace run: %s killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
+        fprintf(stderr, "gpumemtrace run: %s killed by signal %d (%s)\n", argv[first], WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
     if (!quiet)
         short_summary(dir);
