@@ -1,8 +1,12 @@
-/* args.c: parses one command's options: the shared ones here, its own through its handler. */
+/* args.c: one command's command line: the shared options here, its own through its handler; trace operands. */
 #include "args.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "util.h"
@@ -95,4 +99,90 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     }
     a->first = optind;
     return -1;
+}
+
+/* ---- operands ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gmt_list_traces(const char *dir, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    size_t cap = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".gmt"))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **p = realloc(*out, cap * sizeof *p);
+            if (!p)
+                break;
+            *out = p;
+        }
+        size_t pl = strlen(dir) + l + 2;
+        char *path = malloc(pl);
+        if (!path)
+            break;
+        snprintf(path, pl, "%s/%s", dir, e->d_name);
+        (*out)[(*n)++] = path;
+    }
+    closedir(d);
+    if (*n)
+        qsort(*out, *n, sizeof **out, cmp_str);
+    return 0;
+}
+
+int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout)
+{
+    struct gmt_vec v = GMT_VEC_INIT(char *);
+    int status = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            char **list;
+            size_t k;
+            if (gmt_list_traces(args[i], &list, &k) || k == 0) {
+                fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", args[i]);
+                status = -ENOENT;
+                if (!k)
+                    continue;
+            }
+            for (size_t j = 0; j < k; j++) {
+                char **slot = gmt_vec_push(&v);
+                if (!slot) {
+                    free(list[j]);
+                    status = -ENOMEM;
+                    continue;
+                }
+                *slot = list[j];
+            }
+            free(list);
+        } else {
+            char **slot = gmt_vec_push(&v);
+            if (!slot || !(*slot = strdup(args[i]))) {
+                if (slot)
+                    v.len--;
+                status = -ENOMEM;
+            }
+        }
+    }
+    *out = v.data;
+    *nout = v.len;
+    return status;
+}
+
+void gmt_free_paths(char **p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(p[i]);
+    free(p);
 }

@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "report.h"
 
@@ -48,5 +49,15 @@ void gmt_args_init(struct gmt_args *a);
  * else the exit status it returns: GMT_EXIT_OK after printing its help, or what a usage
  * error (reported on stderr) returned. */
 int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, struct gmt_args *a);
+
+/* The traces (*.gmt) in dir, sorted by name; *out and each path are malloc'd.
+ * Returns 0 or -errno. */
+int gmt_list_traces(const char *dir, char ***out, size_t *n);
+/* Trace arguments with each directory replaced by the traces in it (what `run -o DIR`
+ * writes), in order; *out and each path are malloc'd (gmt_free_paths). A directory
+ * without traces is reported on stderr. Returns 0, -ENOENT (such a directory; the
+ * rest is still listed) or -ENOMEM. */
+int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout);
+void gmt_free_paths(char **p, size_t n);
 
 #endif

@@ -206,14 +206,6 @@ static const struct option check_opts[] = {
     {"category", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'j'},
     {0, 0, 0, 0}};
 
-/* A category name as the categories are named: nccl, pytorch, user, ... */
-static bool is_category_name(const char *s)
-{
-    size_t l = strlen(s);
-    return l && l <= GMT_CAT_NAME_MAX &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == l;
-}
-
 static int check_opt(void *ctx, int c, const char *arg)
 {
     struct check_args *ca = ctx;
@@ -231,7 +223,7 @@ static int check_opt(void *ctx, int c, const char *arg)
             return gmt_cli_usage_error("check", "%s", err);
         break;
     case 'c':
-        if (!is_category_name(arg))
+        if (!gmt_category_name_ok(arg, strlen(arg)))
             return gmt_cli_usage_error("check", "--category wants a category name (nccl, "
                                        "pytorch, user, ...), not '%s'", arg);
         ca->category = arg;

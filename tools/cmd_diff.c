@@ -9,6 +9,7 @@
 #include "args.h"
 #include "cli.h"
 #include "report.h"
+#include "stacks.h"
 #include "util.h"
 
 const char gmt_help_diff[] =

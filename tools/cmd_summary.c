@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "reader.h"
 #include "replay.h"
+#include "render.h"
 #include "report.h"
 #include "trace.h"
 #include "util.h"
@@ -112,10 +113,12 @@ int gmt_cmd_summary(int argc, char **argv)
     if (args.first >= argc)
         return gmt_cli_usage_error("summary", "no trace given");
     const struct gmt_report_opts ro = args.ro;
-    enum gmt_output fmt = args.output;
+    const struct gmt_renderer *out = args.output == GMT_OUT_JSON  ? &gmt_render_json
+                                     : args.output == GMT_OUT_CSV ? &gmt_render_csv
+                                                                  : &gmt_render_text;
     int status = GMT_EXIT_OK;
-    if (fmt == GMT_OUT_JSON)
-        printf("{\"schema\": \"gpumemtrace.summary/1\", \"traces\": [");
+    if (out->begin)
+        out->begin(stdout);
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
     size_t n_files = 0;
@@ -134,21 +137,11 @@ int gmt_cmd_summary(int argc, char **argv)
             status = GMT_EXIT_ERROR;
             continue;
         }
-        if (fmt == GMT_OUT_JSON) {
-            if (i > 0)
-                printf(",");
-            gmt_report_json(stdout, &a, &ro);
-        } else if (fmt == GMT_OUT_CSV) {
-            gmt_report_csv(stdout, &a, &ro);
-        } else {
-            if (i > 0)
-                printf("\n");
-            gmt_report_text(stdout, &a, &ro);
-        }
+        out->trace(stdout, &a, &ro, i);
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);
-    if (fmt == GMT_OUT_JSON)
-        printf("]}\n");
+    if (out->end)
+        out->end(stdout);
     return status;
 }

@@ -62,3 +62,11 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name)
             return t->env[i] + n + 1;
     return NULL;
 }
+
+int gmt_trace_comm_index(const struct gmt_trace *t, uint64_t comm)
+{
+    for (size_t i = 0; comm && i < t->n_comms; i++)
+        if (t->comms[i].comm == comm)
+            return (int)i + 1;
+    return 0;
+}

@@ -167,6 +167,9 @@ static inline long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)
     return idx ? (long)*idx : -1;
 }
 
+/* Communicators by order of appearance, from 1 (0: not in the trace), to tell rows of
+ * two apart. */
+int gmt_trace_comm_index(const struct gmt_trace *t, uint64_t comm);
 const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id);
 /* The device memory sampled around scope s (one of t->scopes), or NULL when none was. */
 const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
