@@ -1,4 +1,4 @@
-/* growth.c: per-check growth limits: parsed from the command line, resolved against a baseline's. */
+/* growth.c: per-check growth limits (parsed, resolved against a baseline's) and each metric's verdict under them. */
 #include "growth.h"
 
 #include <errno.h>
@@ -191,4 +191,45 @@ const char *gmt_fmt_ppm(char *buf, size_t len, uint64_t ppm)
         f[i] = 0;
     snprintf(buf, len, "%" PRIu64 ".%s%%", whole, f);
     return buf;
+}
+
+int gmt_verdicts_of(struct gmt_verdicts *vs, const struct gmt_metrics *base,
+                    const struct gmt_limits *base_limits, const struct gmt_metrics *now,
+                    const struct gmt_limits *cli)
+{
+    memset(vs, 0, sizeof *vs);
+    size_t cap = now->n + base->n;
+    if (!(vs->v = calloc(cap ? cap : 1, sizeof *vs->v)))
+        return -ENOMEM;
+    size_t i = 0, j = 0;
+    while (i < base->n || j < now->n) {
+        struct gmt_verdict *r = &vs->v[vs->n++];
+        int cmp = i >= base->n ? 1 : j >= now->n ? -1 : gmt_metric_cmp(&base->v[i], &now->v[j]);
+        if (cmp < 0) {
+            r->kind = GMT_GONE;
+            r->base = &base->v[i++];
+            gmt_limits_resolve(cli, base_limits, r->base->check, &r->ppm, &r->max_bytes);
+            vs->gone++;
+            continue;
+        }
+        r->now = &now->v[j++];
+        if (cmp == 0)
+            r->base = &base->v[i++];
+        else
+            vs->added++;
+        int64_t b = r->base ? r->base->value : 0;
+        gmt_limits_resolve(cli, base_limits, r->now->check, &r->ppm, &r->max_bytes);
+        r->growth = gmt_sat_sub(r->now->value, b);
+        r->allowed = gmt_limit_allowed(b, r->ppm, r->max_bytes);
+        r->kind = r->growth > 0 && (uint64_t)r->growth > r->allowed ? GMT_FAIL : GMT_PASS;
+        if (r->kind == GMT_FAIL)
+            vs->fails++;
+    }
+    return 0;
+}
+
+void gmt_verdicts_free(struct gmt_verdicts *vs)
+{
+    free(vs->v);
+    memset(vs, 0, sizeof *vs);
 }

@@ -1,4 +1,4 @@
-/* growth.h: how much a metric may grow over its baseline: per-check limits, their parsing and resolution. */
+/* growth.h: how much a metric may grow over its baseline: per-check limits, and each metric's verdict under them. */
 #ifndef GMT_GROWTH_H
 #define GMT_GROWTH_H
 
@@ -37,5 +37,26 @@ void gmt_limits_resolve(const struct gmt_limits *cli, const struct gmt_limits *b
 uint64_t gmt_limit_allowed(int64_t base, uint64_t growth_ppm, uint64_t max_bytes);
 /* "5%", "2.5%", "0.0001%". */
 const char *gmt_fmt_ppm(char *buf, size_t len, uint64_t ppm);
+
+/* One metric of the traces against the baseline: within its limit, beyond it, or only
+ * in the baseline. */
+enum gmt_verdict_kind { GMT_PASS, GMT_FAIL, GMT_GONE };
+struct gmt_verdict {
+    enum gmt_verdict_kind kind;
+    const struct gmt_metric *base, *now; /* either may be NULL (new / gone) */
+    int64_t growth;                      /* now - base (0 when new), bytes, saturated */
+    uint64_t allowed, ppm, max_bytes;    /* the growth allowed, from these limits */
+};
+struct gmt_verdicts {
+    struct gmt_verdict *v; size_t n;
+    size_t fails, gone, added;           /* verdicts of each kind; added: not in the base */
+};
+/* Every metric of `base` and `now` (both sorted by identity), matched by identity, with
+ * the limits of `cli` over those of `base_limits` (gmt_limits_resolve). A metric only
+ * in now grows from 0. Returns 0 or -ENOMEM. */
+int gmt_verdicts_of(struct gmt_verdicts *vs, const struct gmt_metrics *base,
+                    const struct gmt_limits *base_limits, const struct gmt_metrics *now,
+                    const struct gmt_limits *cli);
+void gmt_verdicts_free(struct gmt_verdicts *vs);
 
 #endif

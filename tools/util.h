@@ -49,6 +49,16 @@ void gmt_vec_free(struct gmt_vec *v);
  * `elem` bytes): appends one zeroed element and returns it, NULL when out of memory. */
 void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
 
+/* a - b, saturated at INT64_MIN and INT64_MAX: byte counts from untrusted traces. */
+static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
+{
+    if (b < 0 && a > INT64_MAX + b)
+        return INT64_MAX;
+    if (b > 0 && a < INT64_MIN + b)
+        return INT64_MIN;
+    return a - b;
+}
+
 /* Asks the kernel to back the whole 2 MiB pages inside a large block (n bytes at p) with
  * huge pages, a hint it may ignore. For arrays of tens of megabytes: touching them page
  * by page took tens of thousands of faults, a tenth of a summary's time. Best called
