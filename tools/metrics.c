@@ -145,17 +145,6 @@ struct gmt_metric *gmt_metrics_push(struct gmt_metrics *m)
 
 /* ---- extraction ---- */
 
-static bool is_init_op(unsigned op)
-{
-    switch (op) {
-    case GMT_OP_CommInitRank: case GMT_OP_CommInitAll: case GMT_OP_CommInitRankConfig:
-    case GMT_OP_CommInitRankScalable: case GMT_OP_CommSplit: case GMT_OP_CommShrink:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static bool is_collective_op(unsigned op)
 {
     return (op >= GMT_OP_AllReduce && op <= GMT_OP_Recv) || op == GMT_OP_Group;
@@ -214,7 +203,7 @@ static int add_inits(struct gmt_metrics *m, const struct gmt_analysis *a, int32_
     qsort_r(order, t->n_scopes, sizeof *order, cmp_scope_time, t->scopes);
     for (size_t k = 0; k < t->n_scopes; k++) {
         const struct gmt_scope *s = &t->scopes[order[k]];
-        if (!is_init_op(s->op))
+        if (!gmt_op_is_comm_init(s->op))
             continue;
         struct gmt_metric *e = gmt_metrics_push(m);
         if (!e) {

@@ -104,6 +104,17 @@ const char *gmt_op_name(unsigned op)
     return "?";
 }
 
+bool gmt_op_is_comm_init(unsigned op)
+{
+    switch (op) {
+    case GMT_OP_CommInitRank: case GMT_OP_CommInitAll: case GMT_OP_CommInitRankConfig:
+    case GMT_OP_CommInitRankScalable: case GMT_OP_CommSplit: case GMT_OP_CommShrink:
+        return true;
+    default:
+        return false;
+    }
+}
+
 const char *gmt_component_name(unsigned component)
 {
     switch (component) {

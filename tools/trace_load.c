@@ -369,13 +369,6 @@ static int on_chunk(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-static bool is_comm_init(uint16_t op)
-{
-    return op == GMT_OP_CommInitRank || op == GMT_OP_CommInitRankConfig ||
-           op == GMT_OP_CommInitRankScalable || op == GMT_OP_CommInitAll ||
-           op == GMT_OP_CommSplit || op == GMT_OP_CommShrink;
-}
-
 static int on_comm(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
@@ -398,7 +391,7 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
         struct gmt_scope *s = &t->scopes[i];
         if (s->tid != e->tid)
             continue;
-        if (!s->comm && is_comm_init(s->op)) {
+        if (!s->comm && gmt_op_is_comm_init(s->op)) {
             s->comm = c->comm;
             if (c->device >= 0)
                 s->device = (int16_t)c->device;
