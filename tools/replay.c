@@ -108,8 +108,9 @@ static size_t lm_home(const struct live_map *m, uint64_t key)
     return fib_slot(key, m->shift);
 }
 
-/* The helpers below are inlined by force: the replay has three copies of its handlers
- * (the merge's loop, run_walk, replay_record), and GCC 12 would call them from each. */
+/* The helpers below are inlined by force: the allocation and free handlers are inlined
+ * in two places (the merge's loop and run_walk), and a call from either costs more than
+ * the helper itself. */
 static inline __attribute__((always_inline)) struct live *lm_get(const struct live_map *m,
                                                                  uint64_t key)
 {
@@ -651,9 +652,12 @@ static inline __attribute__((always_inline)) int replay_event(struct state *S,
     return 0;
 }
 
-/* A record of the walk that run_walk leaves to the iteration's decoding (the rare types):
- * 1 when it ends the run, else what replaying its event returned (0, or -ENOMEM). Out of
- * line: the walk's address is taken here, not in run_walk's loop. */
+/* A record of the walk that run_walk leaves to the iteration's decoding: a type whose
+ * event (if any) is a failure or a device-use sample, since run_walk replays the
+ * allocations, frees and scopes itself. 1 when it ends the run, else what replaying its
+ * event returned (0, or -ENOMEM). Out of line: the walk's address is taken here, not in
+ * run_walk's loop; and it calls only the rare handlers, so the allocation and free
+ * handlers are inlined once in run_walk and once in the merge's loop, not here too. */
 static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_walk *w,
                                                    uint64_t stop_after, bool *stopped)
 {
@@ -662,7 +666,13 @@ static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_w
     if (x <= 0)
         return x < 0;
     *stopped |= e.time > stop_after;
-    return replay_event(S, &e, *stopped);
+    if (*stopped)
+        return 0;
+    if (e.type == GMT_EV_FAIL)
+        return on_fail(S, &e);
+    if (e.type == GMT_EV_MEMINFO)
+        on_meminfo(S, &e);
+    return 0;
 }
 
 /* Up to n whole records from `at` in [at, lim): their offsets into pos[0..k) and where
@@ -875,6 +885,157 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
     return n;
 }
 
+/* Scopes are in file order, which is mostly begin order already: sorted only if not,
+ * and only then through an array of indices (as large as the scopes' count, fresh
+ * memory written for nothing when they are in order). *order_p is NULL when the scopes'
+ * own order is begin order. 0 or -ENOMEM. */
+static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
+{
+    size_t n = t->n_scopes;
+    *order_p = NULL;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
+    if (sorted)
+        return 0;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    *order_p = order;
+    return 0;
+}
+
+/* What a Group row shows, per group scope index: its members' op names, their bytes and
+ * the first member's communicator. calloc'd: fresh pages, touched only for the groups. */
+struct group_sums {
+    char (*labels)[64];
+    uint64_t *bytes, *comm;
+};
+
+static void group_sums_free(struct group_sums *g)
+{
+    free(g->labels);
+    free(g->bytes);
+    free(g->comm);
+}
+
+/* The group labels from their members, in begin order. 0 or -ENOMEM. */
+static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struct group_sums *g)
+{
+    size_t n = t->n_scopes;
+    g->labels = calloc(n ? n : 1, sizeof *g->labels);
+    g->bytes = calloc(n ? n : 1, sizeof *g->bytes);
+    g->comm = calloc(n ? n : 1, sizeof *g->comm);
+    if (!g->labels || !g->bytes || !g->comm)
+        return -ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
+        if (!s->parent_id)
+            continue;
+        long pi = gmt_trace_scope_index(t, s->parent_id);
+        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
+            continue;
+        char *lab = g->labels[pi];
+        const char *name = gmt_op_name(s->op);
+        if (!strstr(lab, name)) {
+            size_t len = strlen(lab);
+            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
+        }
+        g->bytes[pi] += scope_bytes(s);
+        if (!g->comm[pi])
+            g->comm[pi] = s->comm;
+    }
+    return 0;
+}
+
+/* The row of (comm, op, bytes): the label of a row of another op than Group is that op's
+ * name, so only a group's needs comparing. NULL when there is none yet. */
+static struct gmt_coll_row *find_row(struct gmt_report *rep, uint64_t comm, uint16_t op,
+                                     uint64_t bytes, const char *label)
+{
+    struct gmt_coll_row *row = NULL;
+    for (size_t r = 0; r < rep->n_colls; r++)
+        if (rep->colls[r].comm == comm && rep->colls[r].op == op &&
+            rep->colls[r].bytes_per_call == bytes &&
+            (op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
+            row = &rep->colls[r];
+    return row;
+}
+
+/* One call's device-use delta (MEMINFO around it) and host time. */
+struct call_times {
+    bool has_dev;
+    int64_t dev;
+    uint64_t host;
+};
+
+/* A new row for scope s, its first call; NULL out of memory. */
+static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report *rep,
+                                    size_t *cap, const struct gmt_scope *s, uint64_t comm,
+                                    const char *label, uint64_t bytes, struct call_times ct)
+{
+    if (grow((void **)&rep->colls, cap, rep->n_colls + 1, sizeof *rep->colls))
+        return NULL;
+    struct gmt_coll_row *row = &rep->colls[rep->n_colls++];
+    memset(row, 0, sizeof *row);
+    row->comm = comm;
+    row->op = s->op;
+    snprintf(row->label, sizeof row->label, "%s", label);
+    row->bytes_per_call = bytes;
+    const struct gmt_comm *c = gmt_trace_comm(t, comm);
+    row->rank = c ? c->rank : -1;
+    row->nranks = c ? c->nranks : -1;
+    row->device = c ? c->device : s->device;
+    row->first_has_dev = ct.has_dev;
+    row->first_dev = ct.dev;
+    row->host_ns_first = ct.host;
+    row->first_time = s->t_begin;
+    row->first_stack = gmt_trace_scope_stack(t, s);
+    return row;
+}
+
+/* One top scope's call into its row (made at its first call); 0 or -ENOMEM. */
+static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *cap, size_t i,
+                    const struct group_sums *g, int32_t *row_of)
+{
+    const struct gmt_scope *s = &t->scopes[i];
+    /* the op's name itself, not a copy: there are as many scopes as calls */
+    char group_label[64];
+    const char *label = gmt_op_name(s->op);
+    uint64_t bytes = scope_bytes(s), comm = s->comm;
+    if (s->op == GMT_OP_Group) {
+        snprintf(group_label, sizeof group_label, "Group(%s)", g->labels[i][0] ? g->labels[i] : "");
+        label = group_label;
+        bytes = g->bytes[i];
+        comm = g->comm[i];
+    }
+    struct gmt_coll_row *row = find_row(rep, comm, s->op, bytes, label);
+    const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
+    struct call_times ct = {.has_dev = m && m->has_mem_before && m->has_mem_after};
+    ct.dev = ct.has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
+    /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
+    ct.host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
+    if (!row) {
+        if (!(row = new_row(t, rep, cap, s, comm, label, bytes, ct)))
+            return -ENOMEM;
+    } else if (ct.has_dev) {
+        if (!row->later_has_dev || ct.dev > row->later_dev_max)
+            row->later_dev_max = ct.dev;
+        row->later_has_dev = true;
+    }
+    row_of[i] = (int32_t)(row - rep->colls);
+    row->calls++;
+    if (s->result != 0) /* (0 until it ended) */
+        row->failed++;
+    row->host_ns_total += ct.host;
+    /* a member of a group that begins and ends at one instant was not timed */
+    row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
+    return 0;
+}
+
 /*
  * The collective rows, in two halves around the replay. Before it, build_colls makes
  * the rows from the scopes alone (the top scopes in begin order; their order in *order_p,
@@ -885,111 +1046,22 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
 static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
                        int32_t *row_of, uint32_t **order_p)
 {
-    size_t n = t->n_scopes;
-    *order_p = NULL;
-    /* scopes are in file order, which is mostly begin order already: sorted only if not,
-     * and only then through an array of indices (as large as the scopes' count, fresh
-     * memory written for nothing when they are in order) */
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
-    uint32_t *order = sorted ? NULL : malloc(n * sizeof *order);
-    /* calloc'd: fresh pages, touched only for the groups */
-    char (*labels)[64] = calloc(n ? n : 1, sizeof *labels);
-    uint64_t *gbytes = calloc(n ? n : 1, sizeof *gbytes);
-    uint64_t *gcomm = calloc(n ? n : 1, sizeof *gcomm);
+    uint32_t *order;
+    struct group_sums g = {NULL, NULL, NULL};
     size_t cap = 0;
-    if ((!sorted && !order) || !labels || !gbytes || !gcomm) {
-        free(order); free(labels); free(gbytes); free(gcomm);
-        return -ENOMEM;
-    }
-    if (!sorted) {
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
-    }
-    /* group labels from their children, in begin order */
-    for (size_t k = 0; k < n; k++) {
-        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
-        if (!s->parent_id)
-            continue;
-        long pi = gmt_trace_scope_index(t, s->parent_id);
-        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
-            continue;
-        char *lab = labels[pi];
-        const char *name = gmt_op_name(s->op);
-        if (!strstr(lab, name)) {
-            size_t len = strlen(lab);
-            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
-        }
-        gbytes[pi] += scope_bytes(s);
-        if (!gcomm[pi])
-            gcomm[pi] = s->comm;
-    }
-    for (size_t k = 0; k < n; k++) {
+    int r = begin_order(t, &order);
+    if (!r)
+        r = group_sums_of(t, order, &g);
+    for (size_t k = 0; !r && k < t->n_scopes; k++) {
         size_t i = order ? order[k] : k;
-        const struct gmt_scope *s = &t->scopes[i];
-        if (top[i] != (int32_t)i)
-            continue;
-        /* the op's name itself, not a copy: there are as many scopes as calls */
-        char group_label[64];
-        const char *label = gmt_op_name(s->op);
-        uint64_t bytes = scope_bytes(s), comm = s->comm;
-        if (s->op == GMT_OP_Group) {
-            snprintf(group_label, sizeof group_label, "Group(%s)", labels[i][0] ? labels[i] : "");
-            label = group_label;
-            bytes = gbytes[i];
-            comm = gcomm[i];
-        }
-        struct gmt_coll_row *row = NULL;
-        /* the label of a row of another op than Group is that op's name: only a group's
-         * needs comparing */
-        for (size_t r = 0; r < rep->n_colls; r++)
-            if (rep->colls[r].comm == comm && rep->colls[r].op == s->op &&
-                rep->colls[r].bytes_per_call == bytes &&
-                (s->op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
-                row = &rep->colls[r];
-        const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
-        bool has_dev = m && m->has_mem_before && m->has_mem_after;
-        int64_t dev = has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
-        /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
-        uint64_t host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
-        if (!row) {
-            if (grow((void **)&rep->colls, &cap, rep->n_colls + 1, sizeof *rep->colls)) {
-                free(order); free(labels); free(gbytes); free(gcomm);
-                return -ENOMEM;
-            }
-            row = &rep->colls[rep->n_colls++];
-            memset(row, 0, sizeof *row);
-            row->comm = comm;
-            row->op = s->op;
-            snprintf(row->label, sizeof row->label, "%s", label);
-            row->bytes_per_call = bytes;
-            const struct gmt_comm *c = gmt_trace_comm(t, comm);
-            row->rank = c ? c->rank : -1;
-            row->nranks = c ? c->nranks : -1;
-            row->device = c ? c->device : s->device;
-            row->first_has_dev = has_dev;
-            row->first_dev = dev;
-            row->host_ns_first = host;
-            row->first_time = s->t_begin;
-            row->first_stack = gmt_trace_scope_stack(t, s);
-        } else if (has_dev) {
-            if (!row->later_has_dev || dev > row->later_dev_max)
-                row->later_dev_max = dev;
-            row->later_has_dev = true;
-        }
-        row_of[i] = (int32_t)(row - rep->colls);
-        row->calls++;
-        if (s->result != 0) /* (0 until it ended) */
-            row->failed++;
-        row->host_ns_total += host;
-        /* a member of a group that begins and ends at one instant was not timed */
-        row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
+        if (top[i] == (int32_t)i)
+            r = add_call(t, rep, &cap, i, &g, row_of);
     }
-    free(labels);
-    free(gbytes);
-    free(gcomm);
+    group_sums_free(&g);
+    if (r) {
+        free(order);
+        return r;
+    }
     *order_p = order;
     return 0;
 }
