@@ -236,6 +236,65 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
     return 0;
 }
 
+/* The baseline's "limits" object. 0 or -EINVAL with the message in err. */
+static int parse_limits(const struct gmt_json *v, struct gmt_limits *l, char *err, size_t errlen)
+{
+    if (v->type != GMT_JSON_OBJECT)
+        return bad(v, err, errlen, "\"limits\" wants an object");
+    for (size_t j = 0; j < v->n; j++) {
+        bool growth = !strcmp(v->keys[j], "max_growth_percent");
+        if (!growth && strcmp(v->keys[j], "max_bytes"))
+            return bad(&v->items[j], err, errlen, "unknown key \"%s\" in \"limits\" (max_bytes, "
+                       "max_growth_percent)", v->keys[j]);
+        if (parse_limit_table(&v->items[j], l, growth, err, errlen))
+            return -EINVAL;
+    }
+    return 0;
+}
+
+/* The baseline's "metrics" array, each metric once. 0, -EINVAL or -ENOMEM with the
+ * message in err. */
+static int parse_metrics(const struct gmt_json *v, struct gmt_metrics *ms, char *err,
+                         size_t errlen)
+{
+    if (v->type != GMT_JSON_ARRAY)
+        return bad(v, err, errlen, "\"metrics\" wants an array");
+    for (size_t j = 0; j < v->n; j++) {
+        struct gmt_metric *m = gmt_metrics_push(ms);
+        if (!m) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        if (parse_metric(&v->items[j], m, err, errlen))
+            return -EINVAL;
+        for (size_t q = 0; q + 1 < ms->n; q++)
+            if (!gmt_metric_cmp(&ms->v[q], m))
+                return bad(&v->items[j], err, errlen, "the same metric twice");
+    }
+    return 0;
+}
+
+/* One key of the baseline's object. 0, -EINVAL or -ENOMEM with the message in err. */
+static int parse_key(struct gmt_baseline *b, const char *k, const struct gmt_json *v, char *err,
+                     size_t errlen)
+{
+    if (!strcmp(k, "schema"))
+        return 0;
+    if (!strcmp(k, "category")) {
+        if (v->type == GMT_JSON_NULL)
+            return 0;
+        if (v->type != GMT_JSON_STRING || !gmt_category_name_ok(v->str, v->len))
+            return bad(v, err, errlen, "\"category\" wants null or a category name");
+        memcpy(b->category, v->str, v->len + 1);
+        return 0;
+    }
+    if (!strcmp(k, "limits"))
+        return parse_limits(v, &b->limits, err, errlen);
+    if (!strcmp(k, "metrics"))
+        return parse_metrics(v, &b->metrics, err, errlen);
+    return bad(v, err, errlen, "unknown key \"%s\" in a baseline", k);
+}
+
 int gmt_baseline_parse(struct gmt_baseline *b, const char *text, size_t len, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
@@ -243,76 +302,17 @@ int gmt_baseline_parse(struct gmt_baseline *b, const char *text, size_t len, cha
     int r = gmt_json_parse(text, len, &root, err, errlen);
     if (r)
         return r;
-    r = -EINVAL;
-    if (root->type != GMT_JSON_OBJECT) {
-        bad(root, err, errlen, "a baseline is an object, not %s", gmt_json_type_name(root->type));
-        goto out;
-    }
-    const struct gmt_json *schema = gmt_json_get(root, "schema");
-    if (!schema) {
-        bad(root, err, errlen, "not a gpumemtrace baseline (no \"schema\")");
-        goto out;
-    }
-    if (schema->type != GMT_JSON_STRING || strcmp(schema->str, GMT_BASELINE_SCHEMA)) {
-        bad(schema, err, errlen, "\"schema\" is not \"%s\"", GMT_BASELINE_SCHEMA);
-        goto out;
-    }
-    for (size_t i = 0; i < root->n; i++) {
-        const char *k = root->keys[i];
-        const struct gmt_json *v = &root->items[i];
-        if (!strcmp(k, "schema")) {
-            continue;
-        } else if (!strcmp(k, "category")) {
-            if (v->type == GMT_JSON_NULL)
-                continue;
-            if (v->type != GMT_JSON_STRING || !gmt_category_name_ok(v->str, v->len)) {
-                bad(v, err, errlen, "\"category\" wants null or a category name");
-                goto out;
-            }
-            memcpy(b->category, v->str, v->len + 1);
-        } else if (!strcmp(k, "limits")) {
-            if (v->type != GMT_JSON_OBJECT) {
-                bad(v, err, errlen, "\"limits\" wants an object");
-                goto out;
-            }
-            for (size_t j = 0; j < v->n; j++) {
-                bool growth = !strcmp(v->keys[j], "max_growth_percent");
-                if (!growth && strcmp(v->keys[j], "max_bytes")) {
-                    bad(&v->items[j], err, errlen, "unknown key \"%s\" in \"limits\" (max_bytes, "
-                        "max_growth_percent)", v->keys[j]);
-                    goto out;
-                }
-                if (parse_limit_table(&v->items[j], &b->limits, growth, err, errlen))
-                    goto out;
-            }
-        } else if (!strcmp(k, "metrics")) {
-            if (v->type != GMT_JSON_ARRAY) {
-                bad(v, err, errlen, "\"metrics\" wants an array");
-                goto out;
-            }
-            for (size_t j = 0; j < v->n; j++) {
-                struct gmt_metric *m = gmt_metrics_push(&b->metrics);
-                if (!m) {
-                    snprintf(err, errlen, "out of memory");
-                    r = -ENOMEM;
-                    goto out;
-                }
-                if (parse_metric(&v->items[j], m, err, errlen))
-                    goto out;
-                for (size_t q = 0; q + 1 < b->metrics.n; q++)
-                    if (!gmt_metric_cmp(&b->metrics.v[q], m)) {
-                        bad(&v->items[j], err, errlen, "the same metric twice");
-                        goto out;
-                    }
-            }
-        } else {
-            bad(v, err, errlen, "unknown key \"%s\" in a baseline", k);
-            goto out;
-        }
-    }
-    gmt_metrics_sort(&b->metrics);
-    r = 0;
-out:
+    const struct gmt_json *schema = root->type == GMT_JSON_OBJECT ? gmt_json_get(root, "schema") : NULL;
+    if (root->type != GMT_JSON_OBJECT)
+        r = bad(root, err, errlen, "a baseline is an object, not %s", gmt_json_type_name(root->type));
+    else if (!schema)
+        r = bad(root, err, errlen, "not a gpumemtrace baseline (no \"schema\")");
+    else if (schema->type != GMT_JSON_STRING || strcmp(schema->str, GMT_BASELINE_SCHEMA))
+        r = bad(schema, err, errlen, "\"schema\" is not \"%s\"", GMT_BASELINE_SCHEMA);
+    for (size_t i = 0; !r && i < root->n; i++)
+        r = parse_key(b, root->keys[i], &root->items[i], err, errlen);
+    if (!r)
+        gmt_metrics_sort(&b->metrics);
     gmt_json_free(root);
     if (r)
         gmt_baseline_free(b);
