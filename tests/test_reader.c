@@ -741,7 +741,7 @@ Test(trace, decodes_alloc_small_as_the_same_event_as_alloc)
 
 /* The events of t as a reader that decodes the common records itself takes them (the
  * replay's run_walk): merged while more than one run is left, then the last run walked,
- * allocations, frees and scopes decoded with the inline helpers, the rest with
+ * allocations, frees and scopes decoded with the inline decoders, the rest with
  * gmt_walk_decode, a record not whole in its segment ending the walk. */
 static size_t walked_events(const struct gmt_trace *t, struct gmt_timed_event *ev, size_t n)
 {

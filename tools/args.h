@@ -1,4 +1,4 @@
-/* args.h: the command line of one command: the options several commands share, parsed by one helper. */
+/* args.h: the command line of one command: the options several commands share, parsed in one place. */
 #ifndef GMT_ARGS_H
 #define GMT_ARGS_H
 

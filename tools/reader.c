@@ -148,8 +148,9 @@ uint32_t gmt_rec_fixed_size(unsigned type)
 }
 
 /*
- * What a record does besides being whole, by type: one table load per record where the
- * reader used to switch on the type three times (fixed size, variable parts, clock).
+ * What a record does besides being whole, by type: one table load per record gives its
+ * fixed size, whether it has variable parts and its clock rule, where a switch per
+ * question would take three.
  * The clock rules are docs/trace-format.md 5.2: only the types of versions 1.0 and 2.0
  * take part; a type added later must not, so it stays CLOCK_NONE here.
  */

@@ -12,7 +12,7 @@
 #include "util.h"
 
 /* What each kind is charged as, by table: the replay asks for every allocation and free,
- * where a switch took a range check and a jump. */
+ * and a table is one load where a switch is a range check and a jump. */
 enum { CLASS_DEVICE = 1, CLASS_HOST = 2 };
 static const uint8_t class_of_kind[256] = {
     [GMT_KIND_DEVICE] = CLASS_DEVICE, [GMT_KIND_POOL_ALLOC] = CLASS_DEVICE,
@@ -108,9 +108,9 @@ static size_t lm_home(const struct live_map *m, uint64_t key)
     return fib_slot(key, m->shift);
 }
 
-/* The helpers below are inlined by force: the allocation and free handlers are inlined
- * in two places (the merge's loop and run_walk), and a call from either costs more than
- * the helper itself. */
+/* The live-set functions below are inlined by force: the allocation and free handlers
+ * are inlined in two places (the merge's loop and run_walk), and a call from either
+ * costs more than the function itself. */
 static inline __attribute__((always_inline)) struct live *lm_get(const struct live_map *m,
                                                                  uint64_t key)
 {
@@ -180,7 +180,7 @@ static inline __attribute__((always_inline)) void lm_del_at(struct live_map *m, 
  * A site's live bytes on one device, and what they were at that device's peak. The peak
  * snapshot is copy-on-write: a new peak only bumps the device's epoch, and a cell saves
  * its value the first time it changes after that. So one pass gives each site's bytes
- * at the final peak, where the replay used to run a second time to stop there.
+ * at the final peak, with no second replay that stops there.
  */
 struct site_dev {
     uint64_t live, at_peak;
@@ -587,7 +587,7 @@ static void close_scope(struct state *S, uint32_t scope)
 /*
  * The live-set slot an event will look up, fetched a few events ahead: the table spans
  * hundreds of kilobytes, its slots are hit at random, and the trace streams through the
- * same caches, so each lookup used to wait for memory. The key is guessed as a pointer
+ * same caches, so a lookup not fetched ahead waits for memory. The key is guessed as a pointer
  * (NS_PTR), which most are; for a handle or a non-allocation event it is a wasted fetch,
  * never a wrong answer. Branch-free: which events are allocations follows no pattern.
  * (run_walk fetches as far ahead in records, and SCOPES_AHEAD calls ahead the scopes'
@@ -631,7 +631,7 @@ static inline __attribute__((always_inline)) int replay_event(struct state *S,
                                                               bool stopped)
 {
     /* the two common types first, each with a conditional branch: as a jump table their
-     * mix (no pattern) was an indirect mispredict per event */
+     * mix (no pattern) would be an indirect mispredict per event */
     if (e->type == GMT_EV_ALLOC)
         return replay_alloc(S, e, stopped);
     if (e->type == GMT_EV_FREE)
@@ -678,10 +678,10 @@ static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_w
 /* Up to n whole records from `at` in [at, lim): their offsets into pos[0..k) and where
  * the next one starts into pos[k], with the live-set slot that the address at each one's
  * offset 8 would take fetched (where ALLOC, ALLOC_SMALL and FREE keep it). Returns k,
- * fewer than n at lim or at a record not whole there. A loop of its own, as the
- * decoding into a batch was: the walk from record to record is a chain of loads, which
- * a short loop runs ahead. Inlined by force: GCC 12 takes a function that only
- * prefetches for a pure one, and drops the calls whose results go unused. */
+ * fewer than n at lim or at a record not whole there. A loop of its own: the walk from
+ * record to record is a chain of loads, which a short loop runs ahead. Inlined by
+ * force: GCC takes a function that only prefetches for a pure one, and drops the calls
+ * whose results go unused. */
 static inline __attribute__((always_inline)) size_t
 prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint64_t lim,
                  size_t n, uint64_t *pos)
@@ -717,8 +717,8 @@ prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint
 /*
  * The last run's records (all of a single-threaded trace), read in place in file order,
  * which is its time order: allocations, frees and scopes are decoded here, by the
- * iteration's own helpers, into an event that stays in registers, and replayed with one
- * test of the record's type, where decoding into a batch and replaying it took two
+ * iteration's own decoders, into an event that stays in registers, and replayed with one
+ * test of the record's type: decoding into a batch and replaying it would take two
  * dispatches and a store and load of every field. Everything else goes through
  * replay_record. The records come PREFETCH_AHEAD at a time, found (and their live-set
  * slots fetched) while the batch before them is replayed. The walk is held in a local
@@ -824,8 +824,8 @@ static int run_pass(struct state *S)
     while (!r && (n = gmt_trace_iter_merge(it, buf, max)) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
             const struct gmt_timed_event *e = &buf[i];
-            /* here, not in a helper: GCC 12 takes a void function that only prefetches
-             * for a pure one and drops the call */
+            /* here, not in a function of its own: GCC takes a void function that only
+             * prefetches for a pure one and drops the call */
             const struct live *h = live_home(&S->live_by_key, buf[i + PREFETCH_AHEAD].addr);
             __builtin_prefetch(h);
             __builtin_prefetch(h + 1);
@@ -1068,9 +1068,10 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
 
 /* The replay's share of the rows: each call's tracked bytes (the first call's, and the
  * later ones' largest and total), in the order build_colls made the rows, and the
- * allocations counted per row. A group's bytes and threads all go to the first Group
- * row, as they always have (rows of other ops are told apart by communicator and size
- * too). Returns 0 or -ENOMEM. */
+ * allocations counted per row. The allocation bytes and other-thread counts of every
+ * Group row go to the trace's first Group row, whatever its label or communicator (the
+ * rows of other ops keep their own); the JSON and CSV outputs show them so. Returns 0
+ * or -ENOMEM. */
 static int finish_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
                         const int32_t *row_of, const uint32_t *order, const struct row_count *rc)
 {

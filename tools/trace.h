@@ -82,8 +82,8 @@ struct gmt_timed_event {
 };
 
 struct gmt_reader;
-struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace.c) */
-struct gmt_run;                /* a stretch of a thread's events in time order (trace.c) */
+struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
+struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
 
 struct gmt_trace {
     char *path;
@@ -204,7 +204,7 @@ void gmt_trace_iter_free(struct gmt_trace_iter *it);
  * walk outside the segment or is not a multiple of 8 (the file changed since) ends the
  * run, as it ends the iteration, and so must end the reader's walk.
  */
-struct gmt_seg;                /* a chunk's records (trace.c) */
+struct gmt_seg;                /* a chunk's records (trace_runs.h) */
 struct gmt_walk {
     const uint8_t *img;
     uint64_t pos, lim;         /* the run's records left in the current segment */

@@ -56,8 +56,8 @@ bool gmt_walk_next_seg(struct gmt_walk *w)
 /* The record at w->pos (pos < lim), of any type: see gmt_walk_decode. The records were
  * validated when loading; the size check only keeps a file changed since then from
  * taking the walk outside the segment or off the 8-byte grid the record structs need.
- * Inlined by force into cursor_fill, whose walk then stays in registers (GCC 12 would
- * call it: it has two callers). */
+ * Inlined by force into cursor_fill, whose walk then stays in registers: with two
+ * callers, GCC would call it instead. */
 static inline __attribute__((always_inline)) int walk_decode(const struct gmt_trace *t,
                                                              struct gmt_walk *w,
                                                              struct gmt_timed_event *e)

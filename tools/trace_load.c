@@ -227,7 +227,7 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
 }
 
 /* Scope ids are dense from 1 (the library draws them from one counter), and every event
- * of a trace looks its scope up: an array answers with one load where the hash map took
+ * of a trace looks its scope up: an array answers with one load where the hash map takes
  * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) go to the
  * map instead, so the array never grows past a few times the number of scopes. Returns
  * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
@@ -422,7 +422,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     const struct gmt_rec *r = e->rec;
 
     /* Allocations and frees, most of the records, are decoded again when iterated
-     * (cursor_fill): here they only count and mark runs (see also load_records). */
+     * (trace_iter.c's cursor_fill): here they only count and mark runs (see also load_records). */
     if (is_plain_event(r->type))
         return note_event(L, e);
     switch (r->type) {
@@ -622,10 +622,10 @@ static int finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_
 }
 
 /* Scopes are as many as collective calls, tens of megabytes in a long run: grown by
- * doubling, the array was copied again and again, and each copy faulted its pages in.
- * Instead the space for as many as the file has room for (one SCOPE_BEGIN record each)
- * is reserved up front and filled in place; only what is used takes memory. When that
- * space cannot be had, the array grows as before. */
+ * doubling, the array would be copied again and again, each copy faulting its pages in.
+ * So the space for as many as the file has room for (one SCOPE_BEGIN record each) is
+ * reserved up front and filled in place; only what is used takes memory. When that
+ * space cannot be had, the array grows by doubling. */
 static void reserve_scopes(struct loader *L)
 {
     struct gmt_trace *t = L->t;
@@ -639,7 +639,7 @@ static void reserve_scopes(struct loader *L)
     L->cap_scope = bound;
     /* The dense array of scope ids likewise: it takes ids up to 4 x scopes + 65536 and
      * doubles from 1024 past each, so it never needs more than twice that; reserved, it
-     * grows in place, where regrown it was copied and zeroed at each doubling. */
+     * grows in place instead of being copied and zeroed at each doubling. */
     if (bound > (SIZE_MAX / sizeof *t->scope_dense - 1024 - 2 * 65536) / 8)
         return;
     size_t dense = (2 * (4 * bound + 65536) + 1024) * sizeof *t->scope_dense;

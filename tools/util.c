@@ -1,4 +1,4 @@
-/* util.c: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+/* util.c: what the CLI's commands share: human units, times, escaping, growable arrays, messages. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* util.h: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+/* util.h: what the CLI's commands share: human units, times, escaping, growable arrays, messages. */
 #ifndef GMT_UTIL_H
 #define GMT_UTIL_H
 
@@ -61,7 +61,7 @@ static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
 
 /* Asks the kernel to back the whole 2 MiB pages inside a large block (n bytes at p) with
  * huge pages, a hint it may ignore. For arrays of tens of megabytes: touching them page
- * by page took tens of thousands of faults, a tenth of a summary's time. Best called
+ * by page takes tens of thousands of faults, a tenth of a summary's time. Best called
  * before the block's memory is first written. */
 void gmt_hint_huge(void *p, size_t n);
 
