@@ -23,14 +23,16 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BIN     := $(BUILD)/fuzz/fuzz_reader
 FUZZ_SRC     := tests/fuzz/fuzz_reader.c tools/reader.c tools/cmd_dump.c tools/util.c \
-                tools/trace.c tools/u64map.c
+                tools/trace.c tools/trace_load.c tools/trace_expand.c tools/trace_iter.c \
+                tools/u64map.c
 .PHONY: fuzz fuzz-run
 fuzz:
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory $(FUZZ_BIN); \
 	else echo "make fuzz: $(FUZZ_CC) not found; the fuzz target needs clang (libFuzzer)"; fi
 
-$(FUZZ_BIN): $(FUZZ_SRC) tools/reader.h tools/util.h tools/cli.h tools/trace.h format/trace_format.h
+$(FUZZ_BIN): $(FUZZ_SRC) tools/reader.h tools/util.h tools/cli.h tools/trace.h tools/trace_runs.h \
+            format/trace_format.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CSTD) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Iformat -Itools -o $@ $(FUZZ_SRC)

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "baseline.h"
 #include "json.h"
 #include "golden/tracebuild.h"

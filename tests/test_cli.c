@@ -1,4 +1,4 @@
-/* test_cli.c: runs the built gpumemtrace binary: help for every command, exit codes, dump's messages, helpers. */
+/* test_cli.c: runs the built gpumemtrace binary: help for every command, exit codes, dump's messages, the shared formatting functions. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <libgen.h>

@@ -679,7 +679,7 @@ Test(reader, skims_what_it_reads_record_by_record)
 }
 
 /* The events a trace yields through gmt_trace_iter, into ev (at most n). */
-static size_t trace_events(const struct tb *b, struct gmt_ev *ev, size_t n, uint64_t *records)
+static size_t trace_events(const struct tb *b, struct gmt_timed_event *ev, size_t n, uint64_t *records)
 {
     char path[] = "/tmp/gmt-test-reader-XXXXXX";
     int fd = mkstemp(path);
@@ -691,7 +691,7 @@ static size_t trace_events(const struct tb *b, struct gmt_ev *ev, size_t n, uint
     int rc = gmt_trace_load(&t, path, err, sizeof err);
     unlink(path);
     cr_assert_eq(rc, 0, "%s", err);
-    struct gmt_ev_iter *it = gmt_trace_iter_new(&t);
+    struct gmt_trace_iter *it = gmt_trace_iter_new(&t);
     cr_assert_not_null(it);
     size_t k = 0, got;
     while (k < n && (got = gmt_trace_iter_next(it, ev + k, n - k)) > 0)
@@ -709,7 +709,7 @@ Test(trace, decodes_alloc_small_as_the_same_event_as_alloc)
     tb_allocs(&small, 1);
     cr_assert_eq(big.nrec, small.nrec);
     cr_assert_lt(small.len, big.len, "ALLOC_SMALL is shorter");
-    struct gmt_ev a[32], s[32];
+    struct gmt_timed_event a[32], s[32];
     memset(a, 0, sizeof a);
     memset(s, 0, sizeof s);
     uint64_t ra, rs;
@@ -741,11 +741,11 @@ Test(trace, decodes_alloc_small_as_the_same_event_as_alloc)
 
 /* The events of t as a reader that decodes the common records itself takes them (the
  * replay's run_walk): merged while more than one run is left, then the last run walked,
- * allocations, frees and scopes decoded with the inline helpers, the rest with
+ * allocations, frees and scopes decoded with the inline decoders, the rest with
  * gmt_walk_decode, a record not whole in its segment ending the walk. */
-static size_t walked_events(const struct gmt_trace *t, struct gmt_ev *ev, size_t n)
+static size_t walked_events(const struct gmt_trace *t, struct gmt_timed_event *ev, size_t n)
 {
-    struct gmt_ev_iter *it = gmt_trace_iter_new(t);
+    struct gmt_trace_iter *it = gmt_trace_iter_new(t);
     cr_assert_not_null(it);
     size_t k = 0, got;
     while (k < n && (got = gmt_trace_iter_merge(it, ev + k, n - k)) > 0)
@@ -799,7 +799,7 @@ end:
     return k;
 }
 
-static void expect_same_events(const struct gmt_ev *a, size_t na, const struct gmt_ev *b,
+static void expect_same_events(const struct gmt_timed_event *a, size_t na, const struct gmt_timed_event *b,
                                size_t nb, const char *what)
 {
     cr_expect_eq(na, nb, "%s: %zu events vs %zu", what, na, nb);
@@ -836,10 +836,10 @@ static void expect_walk_matches(const struct tb *b, size_t len, size_t patch, ui
     unlink(path);
     if (rc)
         return;
-    struct gmt_ev a[64], w[64];
+    struct gmt_timed_event a[64], w[64];
     memset(a, 0, sizeof a);
     memset(w, 0, sizeof w);
-    struct gmt_ev_iter *it = gmt_trace_iter_new(&t);
+    struct gmt_trace_iter *it = gmt_trace_iter_new(&t);
     cr_assert_not_null(it);
     size_t na = 0, got;
     while (na < 64 && (got = gmt_trace_iter_next(it, a + na, 64 - na)) > 0)
@@ -928,7 +928,7 @@ Test(trace, expands_group_repeat_into_the_members_it_stands_for)
         cr_expect_eq(m->datatype, 7);
         cr_expect_eq(m->result, want[i].result);
         cr_expect_eq(m->tid, 7u);
-        cr_expect_eq(gmt_scope_stack(&t, m), 0u);
+        cr_expect_eq(gmt_trace_scope_stack(&t, m), 0u);
         cr_expect_eq(m->t_begin, g->t_begin, "member %u at its group's begin", want[i].id);
         cr_expect_eq(m->t_end, g->t_begin);
         cr_expect_gt(g->t_end, g->t_begin);

@@ -71,217 +71,287 @@ static void strlist(FILE *o, const char *key, const char *s, size_t n)
     putc(']', o);
 }
 
-/* Prints the fields of a record, returns how many bytes of it they cover (the rest is
- * padding or fields of a newer version). */
-static uint32_t fields(FILE *o, const struct gmt_rec *h)
+/* One printer per record type: prints its fields, returns how many bytes of the record
+ * they cover (the rest is padding or fields of a newer version). */
+static uint32_t fields_process(FILE *o, const struct gmt_rec *h)
 {
-    const void *p = h;
-    switch (h->type) {
-    case GMT_REC_PROCESS: {
-        const struct gmt_rec_process *r = p;
-        uint32_t clen;
-        const char *cmd = gmt_process_cmdline(r, &clen);
-        u64(o, "pid", r->pid);
-        u64(o, "ppid", r->ppid);
-        i64(o, "rank", r->rank);
-        i64(o, "local_rank", r->local_rank);
-        i64(o, "world_size", r->world_size);
-        i64(o, "local_world_size", r->local_world_size);
-        u64(o, "realtime_ns", r->realtime_ns);
-        u64(o, "monotonic_ns", r->monotonic_ns);
-        hex(o, "flags", r->flags);
-        str(o, "host", gmt_process_host(r), r->host_len);
-        strlist(o, "cmdline", cmd, clen);
-        return (uint32_t)sizeof *r + r->host_len + clen;
-    }
-    case GMT_REC_ENV: {
-        const struct gmt_rec_env *r = p;
-        u64(o, "count", r->count);
-        strlist(o, "vars", gmt_env_strings(r), r->bytes);
-        return (uint32_t)sizeof *r + r->bytes;
-    }
-    case GMT_REC_VERSION: {
-        const struct gmt_rec_version *r = p;
-        named(o, "component", gmt_component_name(h->aux), h->aux);
-        i64(o, "version", r->version);
+    const struct gmt_rec_process *r = (const void *)h;
+    uint32_t clen;
+    const char *cmd = gmt_process_cmdline(r, &clen);
+    u64(o, "pid", r->pid);
+    u64(o, "ppid", r->ppid);
+    i64(o, "rank", r->rank);
+    i64(o, "local_rank", r->local_rank);
+    i64(o, "world_size", r->world_size);
+    i64(o, "local_world_size", r->local_world_size);
+    u64(o, "realtime_ns", r->realtime_ns);
+    u64(o, "monotonic_ns", r->monotonic_ns);
+    hex(o, "flags", r->flags);
+    str(o, "host", gmt_process_host(r), r->host_len);
+    strlist(o, "cmdline", cmd, clen);
+    return (uint32_t)sizeof *r + r->host_len + clen;
+}
+
+static uint32_t fields_env(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_env *r = (const void *)h;
+    u64(o, "count", r->count);
+    strlist(o, "vars", gmt_env_strings(r), r->bytes);
+    return (uint32_t)sizeof *r + r->bytes;
+}
+
+static uint32_t fields_version(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_version *r = (const void *)h;
+    named(o, "component", gmt_component_name(h->aux), h->aux);
+    i64(o, "version", r->version);
+    return sizeof *r;
+}
+
+static uint32_t fields_module_load(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_module_load *r = (const void *)h;
+    const uint8_t *bid = gmt_module_build_id(r);
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "module", r->module_id);
+    hex(o, "load_bias", r->load_bias);
+    hex(o, "start", r->start);
+    hex(o, "end", r->end);
+    fputs(" build_id=", o);
+    if (r->build_id_len == 0)
+        putc('-', o);
+    for (uint32_t i = 0; i < r->build_id_len; i++)
+        fprintf(o, "%02x", bid[i]);
+    str(o, "path", gmt_module_path(r), r->path_len);
+    return (uint32_t)sizeof *r + r->build_id_len + r->path_len;
+}
+
+static uint32_t fields_module_unload(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_module_unload *r = (const void *)h;
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "module", r->module_id);
+    return sizeof *r;
+}
+
+static uint32_t fields_chunk(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_chunk *r = (const void *)h;
+    u64(o, "tid", r->tid);
+    return sizeof *r;
+}
+
+static uint32_t fields_thread(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_thread *r = (const void *)h;
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "tid", r->tid);
+    str(o, "name", r->name, sizeof r->name);
+    return sizeof *r;
+}
+
+static uint32_t fields_time(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_time *r = (const void *)h;
+    u64(o, "time_ns", r->time_ns);
+    return sizeof *r;
+}
+
+static uint32_t fields_stack(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_stack *r = (const void *)h;
+    u64(o, "stack", r->stack_id);
+    u64(o, "depth", r->depth);
+    fputs(" ip=[", o);
+    for (uint32_t i = 0; i < r->depth; i++)
+        fprintf(o, i ? " 0x%" PRIx64 : "0x%" PRIx64, r->ip[i]);
+    putc(']', o);
+    return (uint32_t)sizeof *r + r->depth * 8u;
+}
+
+static uint32_t fields_cuctx(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_cuctx *r = (const void *)h;
+    hex(o, "context", r->context);
+    i64(o, "device", r->device);
+    return sizeof *r;
+}
+
+static uint32_t fields_alloc(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_alloc *r = (const void *)h;
+    const struct gmt_rec_alloc_ext *x = gmt_alloc_ext(r);
+    named(o, "api", gmt_api_name(h->aux), h->aux);
+    named(o, "kind", gmt_kind_name(r->kind), r->kind);
+    hex(o, "address", r->address);
+    u64(o, "bytes", r->bytes);
+    u64(o, "dt", r->dt);
+    u64(o, "stack", r->stack_id);
+    u64(o, "scope", r->scope_id);
+    hex(o, "flags", r->flags);
+    i64(o, "device", r->device);
+    if (!x)
         return sizeof *r;
-    }
-    case GMT_REC_MODULE_LOAD: {
-        const struct gmt_rec_module_load *r = p;
-        const uint8_t *bid = gmt_module_build_id(r);
-        u64(o, "time_ns", r->time_ns);
-        u64(o, "module", r->module_id);
-        hex(o, "load_bias", r->load_bias);
-        hex(o, "start", r->start);
-        hex(o, "end", r->end);
-        fputs(" build_id=", o);
-        if (r->build_id_len == 0)
-            putc('-', o);
-        for (uint32_t i = 0; i < r->build_id_len; i++)
-            fprintf(o, "%02x", bid[i]);
-        str(o, "path", gmt_module_path(r), r->path_len);
-        return (uint32_t)sizeof *r + r->build_id_len + r->path_len;
-    }
-    case GMT_REC_MODULE_UNLOAD: {
-        const struct gmt_rec_module_unload *r = p;
-        u64(o, "time_ns", r->time_ns);
-        u64(o, "module", r->module_id);
+    hex(o, "stream", x->stream);
+    hex(o, "related", x->related);
+    u64(o, "offset", x->offset);
+    return sizeof *x;
+}
+
+static uint32_t fields_alloc_small(FILE *o, const struct gmt_rec *h)
+{
+    /* the fields of the ALLOC it stands for, in the same order */
+    const struct gmt_rec_alloc_small *r = (const void *)h;
+    unsigned api = GMT_SMALL_API(h->aux), kind = GMT_SMALL_KIND(h->aux);
+    named(o, "api", gmt_api_name(api), api);
+    named(o, "kind", gmt_kind_name(kind), kind);
+    hex(o, "address", r->address);
+    u64(o, "bytes", r->bytes);
+    u64(o, "dt", r->dt);
+    u64(o, "stack", r->stack_id);
+    u64(o, "scope", 0);
+    hex(o, "flags", GMT_SMALL_FLAGS(h->aux));
+    i64(o, "device", -1);
+    return sizeof *r;
+}
+
+static uint32_t fields_free(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_free *r = (const void *)h;
+    const struct gmt_rec_free_ext *x = gmt_free_ext(r);
+    named(o, "api", gmt_api_name(h->aux), h->aux);
+    hex(o, "address", r->address);
+    u64(o, "dt", r->dt);
+    u64(o, "scope", r->scope_id);
+    if (!x)
         return sizeof *r;
-    }
-    case GMT_REC_CHUNK: {
-        const struct gmt_rec_chunk *r = p;
-        u64(o, "tid", r->tid);
-        return sizeof *r;
-    }
-    case GMT_REC_THREAD: {
-        const struct gmt_rec_thread *r = p;
-        u64(o, "time_ns", r->time_ns);
-        u64(o, "tid", r->tid);
-        str(o, "name", r->name, sizeof r->name);
-        return sizeof *r;
-    }
-    case GMT_REC_TIME: {
-        const struct gmt_rec_time *r = p;
-        u64(o, "time_ns", r->time_ns);
-        return sizeof *r;
-    }
-    case GMT_REC_STACK: {
-        const struct gmt_rec_stack *r = p;
-        u64(o, "stack", r->stack_id);
-        u64(o, "depth", r->depth);
-        fputs(" ip=[", o);
-        for (uint32_t i = 0; i < r->depth; i++)
-            fprintf(o, i ? " 0x%" PRIx64 : "0x%" PRIx64, r->ip[i]);
-        putc(']', o);
-        return (uint32_t)sizeof *r + r->depth * 8u;
-    }
-    case GMT_REC_CUCTX: {
-        const struct gmt_rec_cuctx *r = p;
-        hex(o, "context", r->context);
-        i64(o, "device", r->device);
-        return sizeof *r;
-    }
-    case GMT_REC_ALLOC: {
-        const struct gmt_rec_alloc *r = p;
-        const struct gmt_rec_alloc_ext *x = gmt_alloc_ext(r);
-        named(o, "api", gmt_api_name(h->aux), h->aux);
-        named(o, "kind", gmt_kind_name(r->kind), r->kind);
-        hex(o, "address", r->address);
-        u64(o, "bytes", r->bytes);
-        u64(o, "dt", r->dt);
-        u64(o, "stack", r->stack_id);
-        u64(o, "scope", r->scope_id);
-        hex(o, "flags", r->flags);
-        i64(o, "device", r->device);
-        if (!x)
-            return sizeof *r;
-        hex(o, "stream", x->stream);
-        hex(o, "related", x->related);
-        u64(o, "offset", x->offset);
-        return sizeof *x;
-    }
-    case GMT_REC_ALLOC_SMALL: {
-        /* the fields of the ALLOC it stands for, in the same order */
-        const struct gmt_rec_alloc_small *r = p;
-        unsigned api = GMT_SMALL_API(h->aux), kind = GMT_SMALL_KIND(h->aux);
-        named(o, "api", gmt_api_name(api), api);
-        named(o, "kind", gmt_kind_name(kind), kind);
-        hex(o, "address", r->address);
-        u64(o, "bytes", r->bytes);
-        u64(o, "dt", r->dt);
-        u64(o, "stack", r->stack_id);
-        u64(o, "scope", 0);
-        hex(o, "flags", GMT_SMALL_FLAGS(h->aux));
-        i64(o, "device", -1);
-        return sizeof *r;
-    }
-    case GMT_REC_FREE: {
-        const struct gmt_rec_free *r = p;
-        const struct gmt_rec_free_ext *x = gmt_free_ext(r);
-        named(o, "api", gmt_api_name(h->aux), h->aux);
-        hex(o, "address", r->address);
-        u64(o, "dt", r->dt);
-        u64(o, "scope", r->scope_id);
-        if (!x)
-            return sizeof *r;
-        hex(o, "stream", x->stream);
-        u64(o, "stack", x->stack_id);
-        i64(o, "result", x->result);
-        return sizeof *x;
-    }
-    case GMT_REC_ALLOC_FAIL: {
-        const struct gmt_rec_alloc_fail *r = p;
-        named(o, "api", gmt_api_name(h->aux), h->aux);
-        named(o, "kind", gmt_kind_name(r->kind), r->kind);
-        u64(o, "bytes", r->bytes);
-        i64(o, "error", r->error);
-        u64(o, "dt", r->dt);
-        u64(o, "stack", r->stack_id);
-        u64(o, "scope", r->scope_id);
-        i64(o, "device", r->device);
-        return sizeof *r;
-    }
-    case GMT_REC_COMM: {
-        const struct gmt_rec_comm *r = p;
-        hex(o, "comm", r->comm);
-        hex(o, "parent", r->parent);
-        hex(o, "unique_id_hash", r->unique_id_hash);
-        i64(o, "rank", r->rank);
-        i64(o, "nranks", r->nranks);
-        i64(o, "device", r->device);
-        u64(o, "dt", r->dt);
-        return sizeof *r;
-    }
-    case GMT_REC_SCOPE_BEGIN: {
-        const struct gmt_rec_scope_begin *r = p;
-        named(o, "op", gmt_op_name(h->aux), h->aux);
-        u64(o, "scope", r->scope_id);
-        u64(o, "parent", r->parent_id);
-        u64(o, "dt", r->dt);
-        u64(o, "stack", r->stack_id);
-        hex(o, "comm", r->comm);
-        u64(o, "count", r->count);
-        hex(o, "stream", r->stream);
-        i64(o, "datatype", r->datatype);
-        i64(o, "peer", r->peer);
-        return sizeof *r;
-    }
-    case GMT_REC_SCOPE_END: {
-        const struct gmt_rec_scope_end *r = p;
-        named(o, "op", gmt_op_name(h->aux), h->aux);
-        u64(o, "scope", r->scope_id);
-        u64(o, "dt", r->dt);
-        i64(o, "result", r->result);
-        return sizeof *r;
-    }
-    case GMT_REC_GROUP_REPEAT: {
-        const struct gmt_rec_group_repeat *r = p;
-        u64(o, "scope", r->scope_id);
-        u64(o, "count", r->count);
-        u64(o, "like", r->like);
-        return sizeof *r;
-    }
-    case GMT_REC_MEMINFO: {
-        const struct gmt_rec_meminfo *r = p;
-        named(o, "phase", gmt_meminfo_phase_name(h->aux), h->aux);
-        u64(o, "dt", r->dt);
-        u64(o, "scope", r->scope_id);
-        i64(o, "device", r->device);
-        u64(o, "free", r->free_bytes);
-        u64(o, "total", r->total_bytes);
-        return sizeof *r;
-    }
-    case GMT_REC_END: {
-        const struct gmt_rec_end *r = p;
-        u64(o, "time_ns", r->time_ns);
-        u64(o, "records_dropped", r->records_dropped);
-        return sizeof *r;
-    }
-    }
+    hex(o, "stream", x->stream);
+    u64(o, "stack", x->stack_id);
+    i64(o, "result", x->result);
+    return sizeof *x;
+}
+
+static uint32_t fields_alloc_fail(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_alloc_fail *r = (const void *)h;
+    named(o, "api", gmt_api_name(h->aux), h->aux);
+    named(o, "kind", gmt_kind_name(r->kind), r->kind);
+    u64(o, "bytes", r->bytes);
+    i64(o, "error", r->error);
+    u64(o, "dt", r->dt);
+    u64(o, "stack", r->stack_id);
+    u64(o, "scope", r->scope_id);
+    i64(o, "device", r->device);
+    return sizeof *r;
+}
+
+static uint32_t fields_comm(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_comm *r = (const void *)h;
+    hex(o, "comm", r->comm);
+    hex(o, "parent", r->parent);
+    hex(o, "unique_id_hash", r->unique_id_hash);
+    i64(o, "rank", r->rank);
+    i64(o, "nranks", r->nranks);
+    i64(o, "device", r->device);
+    u64(o, "dt", r->dt);
+    return sizeof *r;
+}
+
+static uint32_t fields_scope_begin(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_scope_begin *r = (const void *)h;
+    named(o, "op", gmt_op_name(h->aux), h->aux);
+    u64(o, "scope", r->scope_id);
+    u64(o, "parent", r->parent_id);
+    u64(o, "dt", r->dt);
+    u64(o, "stack", r->stack_id);
+    hex(o, "comm", r->comm);
+    u64(o, "count", r->count);
+    hex(o, "stream", r->stream);
+    i64(o, "datatype", r->datatype);
+    i64(o, "peer", r->peer);
+    return sizeof *r;
+}
+
+static uint32_t fields_scope_end(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_scope_end *r = (const void *)h;
+    named(o, "op", gmt_op_name(h->aux), h->aux);
+    u64(o, "scope", r->scope_id);
+    u64(o, "dt", r->dt);
+    i64(o, "result", r->result);
+    return sizeof *r;
+}
+
+static uint32_t fields_group_repeat(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_group_repeat *r = (const void *)h;
+    u64(o, "scope", r->scope_id);
+    u64(o, "count", r->count);
+    u64(o, "like", r->like);
+    return sizeof *r;
+}
+
+static uint32_t fields_meminfo(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_meminfo *r = (const void *)h;
+    named(o, "phase", gmt_meminfo_phase_name(h->aux), h->aux);
+    u64(o, "dt", r->dt);
+    u64(o, "scope", r->scope_id);
+    i64(o, "device", r->device);
+    u64(o, "free", r->free_bytes);
+    u64(o, "total", r->total_bytes);
+    return sizeof *r;
+}
+
+static uint32_t fields_end(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_end *r = (const void *)h;
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "records_dropped", r->records_dropped);
+    return sizeof *r;
+}
+
+/* A record of a type this dump does not know: its header. */
+static uint32_t fields_unknown(FILE *o, const struct gmt_rec *h)
+{
     u64(o, "type", h->type);
     u64(o, "aux", h->aux);
     u64(o, "size", h->size);
     return h->size;
+}
+
+static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
+    [GMT_REC_PROCESS] = fields_process,
+    [GMT_REC_ENV] = fields_env,
+    [GMT_REC_VERSION] = fields_version,
+    [GMT_REC_MODULE_LOAD] = fields_module_load,
+    [GMT_REC_MODULE_UNLOAD] = fields_module_unload,
+    [GMT_REC_CHUNK] = fields_chunk,
+    [GMT_REC_THREAD] = fields_thread,
+    [GMT_REC_TIME] = fields_time,
+    [GMT_REC_STACK] = fields_stack,
+    [GMT_REC_CUCTX] = fields_cuctx,
+    [GMT_REC_ALLOC] = fields_alloc,
+    [GMT_REC_ALLOC_SMALL] = fields_alloc_small,
+    [GMT_REC_FREE] = fields_free,
+    [GMT_REC_ALLOC_FAIL] = fields_alloc_fail,
+    [GMT_REC_COMM] = fields_comm,
+    [GMT_REC_SCOPE_BEGIN] = fields_scope_begin,
+    [GMT_REC_SCOPE_END] = fields_scope_end,
+    [GMT_REC_GROUP_REPEAT] = fields_group_repeat,
+    [GMT_REC_MEMINFO] = fields_meminfo,
+    [GMT_REC_END] = fields_end,
+};
+
+/* Prints the fields of a record, returns how many bytes of it they cover. */
+static uint32_t fields(FILE *o, const struct gmt_rec *h)
+{
+    size_t n = sizeof field_printers / sizeof field_printers[0];
+    if (h->type < n && field_printers[h->type])
+        return field_printers[h->type](o, h);
+    return fields_unknown(o, h);
 }
 
 void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader *r)

@@ -1,6 +1,5 @@
 /* cmd_run.c: `gpumemtrace run -- COMMAND`: runs a command with the tracer preloaded, then summarises. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "report.h"
 #include "util.h"
@@ -113,57 +113,69 @@ static void short_summary(const char *dir)
     fprintf(stderr, "gpumemtrace: details: gpumemtrace summary %s\n", dir);
 }
 
-int gmt_cmd_run(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"output", required_argument, 0, 'o'}, {"lib", required_argument, 0, 'l'},
-        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    const char *dir = NULL, *lib_arg = NULL;
-    int quiet = 0, c;
-    optind = 1;
-    opterr = 0;
-    /* '+': stop at the first non-option, so the command's own options stay its own */
-    while ((c = getopt_long(argc, argv, "+o:q", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': dir = optarg; break;
-        case 'l': lib_arg = optarg; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(gmt_help_run, stdout); return GMT_EXIT_OK;
-        default: return gmt_cli_usage_error("run", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return gmt_cli_usage_error("run", "no command given");
+struct run_args {
+    const char *dir, *lib;
+    int quiet;
+};
 
-    char lib[PATH_MAX];
+static const struct option run_opts[] = {
+    {"output", required_argument, 0, 'o'}, {"lib", required_argument, 0, 'l'},
+    {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
+
+static int run_opt(void *ctx, int c, const char *arg)
+{
+    struct run_args *ra = ctx;
+    switch (c) {
+    case 'o': ra->dir = arg; break;
+    case 'l': ra->lib = arg; break;
+    case 'q': ra->quiet = 1; break;
+    }
+    return 0;
+}
+
+/* The library to preload: --lib's, else the one beside this program. 0, or the exit
+ * status after saying why not. */
+static int resolve_lib(const char *lib_arg, char *lib)
+{
     if (lib_arg) {
         if (!realpath(lib_arg, lib)) {
             fprintf(stderr, "gpumemtrace run: %s: %s\n", lib_arg, strerror(errno));
             return GMT_EXIT_ERROR;
         }
-    } else if (find_lib(lib, sizeof lib)) {
+    } else if (find_lib(lib, PATH_MAX)) {
         fprintf(stderr, "gpumemtrace run: libgpumemtrace.so not found beside this program; "
                         "give --lib PATH or set GPUMEMTRACE_LIB\n");
         return GMT_EXIT_ERROR;
     }
-    char dirbuf[64];
-    if (!dir) {
+    return 0;
+}
+
+/* The output directory (-o's, else one named after the time, in dirbuf), made if new;
+ * its absolute path in absdir. 0, or the exit status after saying why not. */
+static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir)
+{
+    if (!*dir) {
         time_t now = time(NULL);
         struct tm tm;
         localtime_r(&now, &tm);
-        strftime(dirbuf, sizeof dirbuf, "gpumemtrace-%Y%m%d-%H%M%S", &tm);
-        dir = dirbuf;
+        strftime(dirbuf, len, "gpumemtrace-%Y%m%d-%H%M%S", &tm);
+        *dir = dirbuf;
     }
-    if (mkdir(dir, 0755) && errno != EEXIST) {
-        fprintf(stderr, "gpumemtrace run: cannot create %s: %s\n", dir, strerror(errno));
+    if (mkdir(*dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "gpumemtrace run: cannot create %s: %s\n", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
-    char absdir[PATH_MAX];
-    if (!realpath(dir, absdir)) {
-        fprintf(stderr, "gpumemtrace run: %s: %s\n", dir, strerror(errno));
+    if (!realpath(*dir, absdir)) {
+        fprintf(stderr, "gpumemtrace run: %s: %s\n", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
+    return 0;
+}
+
+/* The environment the command runs in: the library preloaded (before any the user
+ * preloads), its traces written into absdir. 0 or GMT_EXIT_ERROR. */
+static int set_env(const char *lib, const char *absdir)
+{
     unsetenv("GPUMEMTRACE_LIB"); /* the CLI's own setting, not an option of the library */
     const char *old = getenv("LD_PRELOAD");
     size_t pl = strlen(lib) + (old ? strlen(old) : 0) + 2;
@@ -173,21 +185,24 @@ int gmt_cmd_run(int argc, char **argv)
         return GMT_EXIT_ERROR;
     snprintf(preload, pl, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
     snprintf(pattern, sizeof pattern, "%s/gpumemtrace.%%h.%%p.gmt", absdir);
-    if (setenv("LD_PRELOAD", preload, 1) || setenv("GPUMEMTRACE_OUTPUT", pattern, 1)) {
-        free(preload);
-        return GMT_EXIT_ERROR;
-    }
+    int bad = setenv("LD_PRELOAD", preload, 1) || setenv("GPUMEMTRACE_OUTPUT", pattern, 1);
     free(preload);
-    fflush(stdout);
+    return bad ? GMT_EXIT_ERROR : 0;
+}
 
+/* Runs argv[0..] and waits for it; its exit status (128 + the signal that killed it), or
+ * -1 when it could not be started. */
+static int run_and_wait(char **argv)
+{
+    fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "gpumemtrace run: fork: %s\n", strerror(errno));
-        return GMT_EXIT_ERROR;
+        return -1;
     }
     if (pid == 0) {
-        execvp(argv[optind], &argv[optind]);
-        fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[optind], strerror(errno));
+        execvp(argv[0], argv);
+        fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
     /* Ctrl-C reaches the whole foreground group; we wait for the job to finish
@@ -203,9 +218,33 @@ int gmt_cmd_run(int argc, char **argv)
     sigaction(SIGQUIT, &oquit, NULL);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (WIFSIGNALED(st))
-        fprintf(stderr, "gpumemtrace run: %s killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
+        fprintf(stderr, "gpumemtrace run: %s killed by signal %d (%s)\n", argv[0], WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
-    if (!quiet)
+    return rc;
+}
+
+int gmt_cmd_run(int argc, char **argv)
+{
+    struct run_args ra = {NULL, NULL, 0};
+    struct gmt_args args;
+    gmt_args_init(&args);
+    /* '+': stop at the first non-option, so the command's own options stay its own */
+    const struct gmt_args_spec spec = {
+        .cmd = "run", .help = gmt_help_run, .own = run_opts, .own_opt = run_opt, .ctx = &ra,
+        .optstring = "+o:q", .unknown = "unknown option"};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    if (args.first >= argc)
+        return gmt_cli_usage_error("run", "no command given");
+    char lib[PATH_MAX], dirbuf[64], absdir[PATH_MAX];
+    const char *dir = ra.dir;
+    if ((rc = resolve_lib(ra.lib, lib)) || (rc = make_dir(&dir, dirbuf, sizeof dirbuf, absdir)) ||
+        (rc = set_env(lib, absdir)))
+        return rc;
+    if ((rc = run_and_wait(argv + args.first)) < 0)
+        return GMT_EXIT_ERROR;
+    if (!ra.quiet)
         short_summary(dir);
     return rc;
 }

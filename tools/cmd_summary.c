@@ -1,6 +1,5 @@
 /* cmd_summary.c: `gpumemtrace summary`: what was traced, the peak, per-collective deltas, sites, leaks, failures. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +7,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "reader.h"
 #include "replay.h"
+#include "render.h"
 #include "report.h"
 #include "trace.h"
 #include "util.h"
@@ -36,8 +37,6 @@ const char gmt_help_summary[] =
     "  --width N         output width (default: the terminal's, else 100)\n"
     "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n";
 
-enum fmt { FMT_TEXT, FMT_JSON, FMT_CSV };
-
 static int term_width(void)
 {
     struct winsize ws;
@@ -57,81 +56,73 @@ static int parse_seconds(const char *s, uint64_t *ns)
     return 0;
 }
 
+static int summary_opt(void *ctx, int c, const char *arg)
+{
+    struct gmt_report_opts *ro = ctx;
+    long v;
+    switch (c) {
+    case 'd':
+        if (gmt_cli_long(arg, 0, 4096, &v))
+            return gmt_cli_usage_error("summary", "--device wants a device ordinal, not '%s'", arg);
+        ro->device = (int)v;
+        return 0;
+    case 'f':
+        if (parse_seconds(arg, &ro->from_ns))
+            return gmt_cli_usage_error("summary", "--from wants seconds, not '%s'", arg);
+        return 0;
+    case 'T':
+        if (parse_seconds(arg, &ro->to_ns))
+            return gmt_cli_usage_error("summary", "--to wants seconds, not '%s'", arg);
+        return 0;
+    case 'o':
+        ro->op = arg;
+        return 0;
+    case 'C':
+        if (gmt_report_opts_add_category(ro, arg))
+            return gmt_cli_usage_error("summary", "--category wants NAME=GLOB, not '%s'", arg);
+        return 0;
+    case 'w':
+        if (gmt_cli_long(arg, 40, 1000, &v))
+            return gmt_cli_usage_error("summary", "--width wants 40..1000, not '%s'", arg);
+        ro->width = (int)v;
+        return 0;
+    }
+    return GMT_EXIT_ERROR;
+}
+
+static const struct option summary_opts[] = {
+    {"device", required_argument, 0, 'd'},
+    {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
+    {"op", required_argument, 0, 'o'},   {"category", required_argument, 0, 'C'},
+    {"width", required_argument, 0, 'w'}, {0, 0, 0, 0}};
+
 int gmt_cmd_summary(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, 0, 'j'},       {"csv", no_argument, 0, 'c'},
-        {"top", required_argument, 0, 't'},  {"device", required_argument, 0, 'd'},
-        {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
-        {"op", required_argument, 0, 'o'},   {"debug-paths", required_argument, 0, 'D'},
-        {"category", required_argument, 0, 'C'}, {"width", required_argument, 0, 'w'},
-        {"no-symbols", no_argument, 0, 'n'},
-        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
-    struct gmt_report_opts ro;
-    gmt_report_opts_init(&ro);
-    ro.width = term_width();
-    enum fmt fmt = FMT_TEXT;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        long v;
-        switch (c) {
-        case 'j': fmt = FMT_JSON; break;
-        case 'c': fmt = FMT_CSV; break;
-        case 't':
-            if (gmt_cli_long(optarg, 0, 100000, &ro.top))
-                return gmt_cli_usage_error("summary", "--top wants a count, not '%s'", optarg);
-            break;
-        case 'd':
-            if (gmt_cli_long(optarg, 0, 4096, &v))
-                return gmt_cli_usage_error("summary", "--device wants a device ordinal, not '%s'", optarg);
-            ro.device = (int)v;
-            break;
-        case 'f':
-            if (parse_seconds(optarg, &ro.from_ns))
-                return gmt_cli_usage_error("summary", "--from wants seconds, not '%s'", optarg);
-            break;
-        case 'T':
-            if (parse_seconds(optarg, &ro.to_ns))
-                return gmt_cli_usage_error("summary", "--to wants seconds, not '%s'", optarg);
-            break;
-        case 'o':
-            ro.op = optarg;
-            break;
-        case 'D':
-            if (gmt_report_opts_add_debug_path(&ro, optarg))
-                return gmt_cli_usage_error("summary", "too many --debug-paths");
-            break;
-        case 'C':
-            if (gmt_report_opts_add_category(&ro, optarg))
-                return gmt_cli_usage_error("summary", "--category wants NAME=GLOB, not '%s'", optarg);
-            break;
-        case 'w':
-            if (gmt_cli_long(optarg, 40, 1000, &v))
-                return gmt_cli_usage_error("summary", "--width wants 40..1000, not '%s'", optarg);
-            ro.width = (int)v;
-            break;
-        case 'n':
-            ro.no_symbols = true;
-            break;
-        case 'h':
-            fputs(gmt_help_summary, stdout);
-            return GMT_EXIT_OK;
-        default:
-            return gmt_cli_usage_error("summary", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
+    struct gmt_args args;
+    gmt_args_init(&args);
+    args.ro.width = term_width();
+    const struct gmt_args_spec spec = {
+        .cmd = "summary", .help = gmt_help_summary, .top_max = 100000,
+        .shared = GMT_ARGS_JSON | GMT_ARGS_CSV | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS |
+                  GMT_ARGS_TOP,
+        .own = summary_opts, .own_opt = summary_opt, .ctx = &args.ro, .optstring = "",
+        .unknown = "unknown option"};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    if (args.first >= argc)
         return gmt_cli_usage_error("summary", "no trace given");
-
+    const struct gmt_report_opts ro = args.ro;
+    const struct gmt_renderer *out = args.output == GMT_OUT_JSON  ? &gmt_render_json
+                                     : args.output == GMT_OUT_CSV ? &gmt_render_csv
+                                                                  : &gmt_render_text;
     int status = GMT_EXIT_OK;
-    if (fmt == FMT_JSON)
-        printf("{\"schema\": \"gpumemtrace.summary/1\", \"traces\": [");
+    if (out->begin)
+        out->begin(stdout);
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
     size_t n_files = 0;
-    int r = gmt_expand_paths(argv + optind, (size_t)(argc - optind), &files, &n_files);
+    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files);
     if (r == -ENOMEM) {
         fprintf(stderr, "gpumemtrace: out of memory\n");
         return GMT_EXIT_ERROR;
@@ -146,21 +137,11 @@ int gmt_cmd_summary(int argc, char **argv)
             status = GMT_EXIT_ERROR;
             continue;
         }
-        if (fmt == FMT_JSON) {
-            if (i > 0)
-                printf(",");
-            gmt_report_json(stdout, &a, &ro);
-        } else if (fmt == FMT_CSV) {
-            gmt_report_csv(stdout, &a, &ro);
-        } else {
-            if (i > 0)
-                printf("\n");
-            gmt_report_text(stdout, &a, &ro);
-        }
+        out->trace(stdout, &a, &ro, i);
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);
-    if (fmt == FMT_JSON)
-        printf("]}\n");
+    if (out->end)
+        out->end(stdout);
     return status;
 }

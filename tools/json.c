@@ -209,6 +209,54 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
     return n;
 }
 
+/* A \uXXXX escape at the cursor (a surrogate pair as one), appended to buf at *n as
+ * UTF-8. 0, or what fail() returned. */
+static int parse_u_escape(struct parser *P, char *buf, size_t *n)
+{
+    uint32_t cp;
+    if (P->end - P->p < 6 || hex4(P->p + 2, &cp))
+        return fail(P, -EINVAL, "\\u needs four hex digits");
+    size_t used = 6;
+    if (cp >= 0xdc00 && cp <= 0xdfff)
+        return fail(P, -EINVAL, "unpaired surrogate \\u%04x in a string", (unsigned)cp);
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+        uint32_t lo;
+        if (P->end - P->p < 12 || P->p[6] != '\\' || P->p[7] != 'u' || hex4(P->p + 8, &lo) ||
+            lo < 0xdc00 || lo > 0xdfff)
+            return fail(P, -EINVAL, "unpaired surrogate \\u%04x in a string", (unsigned)cp);
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        used = 12;
+    }
+    if (cp == 0)
+        return fail(P, -EINVAL, "\\u0000 is not allowed in a string");
+    *n += put_utf8(buf + *n, cp);
+    advance(P, used);
+    return 0;
+}
+
+/* The escape at the cursor (on its backslash), appended to buf at *n. 0, or what fail()
+ * returned. */
+static int parse_escape(struct parser *P, char *buf, size_t *n)
+{
+    if (P->p + 1 >= P->end)
+        return fail(P, -EINVAL, "unterminated string");
+    char e = P->p[1];
+    const char *simple = strchr("\"\\/bfnrt", e);
+    if (e && simple) {
+        static const char map[] = "\"\\/\b\f\n\r\t";
+        buf[(*n)++] = map[simple - "\"\\/bfnrt"];
+        advance(P, 2);
+        return 0;
+    }
+    if (e != 'u') {
+        advance(P, 1);
+        if ((unsigned char)e >= 0x21 && (unsigned char)e < 0x7f)
+            return fail(P, -EINVAL, "bad escape '\\%c' in a string", e);
+        return fail(P, -EINVAL, "bad escape in a string");
+    }
+    return parse_u_escape(P, buf, n);
+}
+
 /* The cursor is on the opening quote. The decoded text is never longer than the raw. */
 static int parse_string(struct parser *P, char **out, size_t *outlen)
 {
@@ -224,10 +272,11 @@ static int parse_string(struct parser *P, char **out, size_t *outlen)
     if (!buf)
         return fail(P, -ENOMEM, "out of memory");
     size_t n = 0;
+    int r = 0;
     for (;;) {
         if (P->p >= P->end) {
-            free(buf);
-            return fail(P, -EINVAL, "unterminated string");
+            r = fail(P, -EINVAL, "unterminated string");
+            break;
         }
         unsigned char c = (unsigned char)*P->p;
         if (c == '"') {
@@ -235,65 +284,26 @@ static int parse_string(struct parser *P, char **out, size_t *outlen)
             break;
         }
         if (c < 0x20) {
-            free(buf);
-            return fail(P, -EINVAL, "control character 0x%02x in a string (escape it)", c);
+            r = fail(P, -EINVAL, "control character 0x%02x in a string (escape it)", c);
+            break;
         }
-        if (c != '\\') {
-            size_t k = utf8_len((const unsigned char *)P->p, (const unsigned char *)P->end);
-            if (!k) {
-                free(buf);
-                return fail(P, -EINVAL, "invalid UTF-8 in a string");
-            }
-            memcpy(buf + n, P->p, k);
-            n += k;
-            advance(P, k);
+        if (c == '\\') {
+            if ((r = parse_escape(P, buf, &n)))
+                break;
             continue;
         }
-        if (P->p + 1 >= P->end) {
-            free(buf);
-            return fail(P, -EINVAL, "unterminated string");
+        size_t k = utf8_len((const unsigned char *)P->p, (const unsigned char *)P->end);
+        if (!k) {
+            r = fail(P, -EINVAL, "invalid UTF-8 in a string");
+            break;
         }
-        char e = P->p[1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e && simple) {
-            static const char map[] = "\"\\/\b\f\n\r\t";
-            buf[n++] = map[simple - "\"\\/bfnrt"];
-            advance(P, 2);
-            continue;
-        }
-        if (e != 'u') {
-            free(buf);
-            advance(P, 1);
-            if ((unsigned char)e >= 0x21 && (unsigned char)e < 0x7f)
-                return fail(P, -EINVAL, "bad escape '\\%c' in a string", e);
-            return fail(P, -EINVAL, "bad escape in a string");
-        }
-        uint32_t cp;
-        if (P->end - P->p < 6 || hex4(P->p + 2, &cp)) {
-            free(buf);
-            return fail(P, -EINVAL, "\\u needs four hex digits");
-        }
-        size_t used = 6;
-        if (cp >= 0xdc00 && cp <= 0xdfff) {
-            free(buf);
-            return fail(P, -EINVAL, "unpaired surrogate \\u%04x in a string", (unsigned)cp);
-        }
-        if (cp >= 0xd800 && cp <= 0xdbff) {
-            uint32_t lo;
-            if (P->end - P->p < 12 || P->p[6] != '\\' || P->p[7] != 'u' || hex4(P->p + 8, &lo) ||
-                lo < 0xdc00 || lo > 0xdfff) {
-                free(buf);
-                return fail(P, -EINVAL, "unpaired surrogate \\u%04x in a string", (unsigned)cp);
-            }
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            used = 12;
-        }
-        if (cp == 0) {
-            free(buf);
-            return fail(P, -EINVAL, "\\u0000 is not allowed in a string");
-        }
-        n += put_utf8(buf + n, cp);
-        advance(P, used);
+        memcpy(buf + n, P->p, k);
+        n += k;
+        advance(P, k);
+    }
+    if (r) {
+        free(buf);
+        return r;
     }
     buf[n] = 0;
     *out = buf;

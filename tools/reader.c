@@ -104,6 +104,17 @@ const char *gmt_op_name(unsigned op)
     return "?";
 }
 
+bool gmt_op_is_comm_init(unsigned op)
+{
+    switch (op) {
+    case GMT_OP_CommInitRank: case GMT_OP_CommInitAll: case GMT_OP_CommInitRankConfig:
+    case GMT_OP_CommInitRankScalable: case GMT_OP_CommSplit: case GMT_OP_CommShrink:
+        return true;
+    default:
+        return false;
+    }
+}
+
 const char *gmt_component_name(unsigned component)
 {
     switch (component) {
@@ -137,8 +148,9 @@ uint32_t gmt_rec_fixed_size(unsigned type)
 }
 
 /*
- * What a record does besides being whole, by type: one table load per record where the
- * reader used to switch on the type three times (fixed size, variable parts, clock).
+ * What a record does besides being whole, by type: one table load per record gives its
+ * fixed size, whether it has variable parts and its clock rule, where a switch per
+ * question would take three.
  * The clock rules are docs/trace-format.md 5.2: only the types of versions 1.0 and 2.0
  * take part; a type added later must not, so it stays CLOCK_NONE here.
  */
@@ -543,6 +555,100 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rul
     return 0;
 }
 
+/* The checks of a record's header at off that need no more than the header: its size
+ * (a whole number of 8-byte words, at most GMT_REC_MAX) and, for a known type, that it
+ * holds the type's fixed part. 0, or -1 with the message in err (the reader failed). */
+static int check_rec_header(struct gmt_reader *r, const struct gmt_rec *h, uint64_t off,
+                            char *err, size_t errlen)
+{
+    if (h->size < sizeof *h) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: record size %u is smaller than a record "
+                    "header (8 bytes)", r->path, (unsigned long long)off, h->size);
+    }
+    if (h->size % GMT_ALIGN) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: record size %u is not a multiple of %u",
+                    r->path, (unsigned long long)off, h->size, GMT_ALIGN);
+    }
+    if (h->size > GMT_REC_MAX) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: record size %u exceeds the limit of %u "
+                    "bytes", r->path, (unsigned long long)off, h->size, GMT_REC_MAX);
+    }
+    uint32_t fixed = h->type < GMT_REC_TYPE_MAX ? fixed_size[h->type] : 0;
+    if (h->size < fixed) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: %s record of %u bytes is shorter than "
+                    "its fixed part (%u bytes)", r->path, (unsigned long long)off,
+                    gmt_rec_type_name(h->type), h->size, fixed);
+    }
+    return 0;
+}
+
+/* The rest of a stream reader's record whose header h was read: the whole record into
+ * r->buf. 1, 0 when the file ends inside it, -1 on a read error (errno set) or -ENOMEM. */
+static int read_rest(struct gmt_reader *r, const struct gmt_rec *h)
+{
+    if (h->size > r->cap) {
+        size_t ncap = r->cap ? r->cap : 256;
+        while (ncap < h->size)
+            ncap *= 2;
+        /* Not realloc: the previous record is dead, copying it would be wasted. */
+        uint8_t *nb = malloc(ncap);
+        if (!nb)
+            return -ENOMEM;
+        free(r->buf);
+        r->buf = nb;
+        r->cap = ncap;
+    }
+    memcpy(r->buf, h, sizeof *h);
+    size_t got;
+    if (read_full(r->f, r->buf + sizeof *h, h->size - sizeof *h, &got) < 0)
+        return -1;
+    return got == h->size - sizeof *h;
+}
+
+/* What a whole, valid record at off changes in the reader (thread, clocks, PROCESS,
+ * END), and the event handed out for it. 0, or -1 with the message in err. */
+static int take_record(struct gmt_reader *r, const uint8_t *rec, uint64_t off,
+                       struct gmt_event *ev, char *err, size_t errlen)
+{
+    const struct gmt_rec *h = (const void *)rec;
+    /* unknown types (a newer minor version's) have no rule: skipped, as 8. says */
+    struct type_rule rule = { CLOCK_NONE, 0, 0 };
+    if (h->type < GMT_REC_TYPE_MAX)
+        rule = type_rule[h->type];
+    if ((rule.flags & RULE_PARTS) && check_payload(r, rec, off, err, errlen) < 0) {
+        r->failed = 1;
+        return -1;
+    }
+    if (h->type == GMT_REC_CHUNK) {
+        r->tid = ((const struct gmt_rec_chunk *)(const void *)rec)->tid;
+        r->cur_clk = NULL;
+    }
+    uint64_t t;
+    if (decode_time(r, rec, rule, &t) < 0) {
+        r->failed = 1;
+        return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                    (unsigned long long)off);
+    }
+    if (h->type == GMT_REC_PROCESS && !r->have_process) {
+        memcpy(&r->process, rec, sizeof r->process);
+        r->have_process = 1;
+    }
+    if (h->type == GMT_REC_END)
+        r->complete = 1;
+    ev->rec = h;
+    ev->offset = off;
+    ev->index = r->nrec;
+    ev->time_ns = t;
+    ev->tid = r->tid;
+    r->nrec++;
+    r->off = off + h->size;
+    return 0;
+}
+
 int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_t errlen)
 {
     if (r->failed)
@@ -565,34 +671,8 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
     }
     if (got < sizeof h)
         goto cut;
-    if (h.size < sizeof h) {
-        r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: record size %u is smaller than a record "
-                    "header (8 bytes)", r->path, (unsigned long long)off, h.size);
-    }
-    if (h.size % GMT_ALIGN) {
-        r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: record size %u is not a multiple of %u",
-                    r->path, (unsigned long long)off, h.size, GMT_ALIGN);
-    }
-    if (h.size > GMT_REC_MAX) {
-        r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: record size %u exceeds the limit of %u "
-                    "bytes", r->path, (unsigned long long)off, h.size, GMT_REC_MAX);
-    }
-    /* unknown types (a newer minor version's) have no rule: skipped, as 8. says */
-    uint32_t fixed = 0;
-    struct type_rule rule = { CLOCK_NONE, 0, 0 };
-    if (h.type < GMT_REC_TYPE_MAX) {
-        fixed = fixed_size[h.type];
-        rule = type_rule[h.type];
-    }
-    if (h.size < fixed) {
-        r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: %s record of %u bytes is shorter than "
-                    "its fixed part (%u bytes)", r->path, (unsigned long long)off,
-                    gmt_rec_type_name(h.type), h.size, fixed);
-    }
+    if (check_rec_header(r, &h, off, err, errlen) < 0)
+        return -1;
     const uint8_t *rec;
     if (r->map) {
         /* header_size and every record size are multiples of 8 from a page-aligned
@@ -601,56 +681,19 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
             goto cut;
         rec = r->map + off;
     } else {
-        if (h.size > r->cap) {
-            size_t ncap = r->cap ? r->cap : 256;
-            while (ncap < h.size)
-                ncap *= 2;
-            /* Not realloc: the previous record is dead, copying it would be wasted. */
-            uint8_t *nb = malloc(ncap);
-            if (!nb) {
-                r->failed = 1;
-                return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
-                            (unsigned long long)off);
-            }
-            free(r->buf);
-            r->buf = nb;
-            r->cap = ncap;
+        int x = read_rest(r, &h);
+        if (x == -ENOMEM) {
+            r->failed = 1;
+            return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                        (unsigned long long)off);
         }
-        memcpy(r->buf, &h, sizeof h);
-        if (read_full(r->f, r->buf + sizeof h, h.size - sizeof h, &got) < 0)
+        if (x < 0)
             goto read_error;
-        if (got < h.size - sizeof h)
+        if (x == 0)
             goto cut;
         rec = r->buf;
     }
-    if ((rule.flags & RULE_PARTS) && check_payload(r, rec, off, err, errlen) < 0) {
-        r->failed = 1;
-        return -1;
-    }
-    if (h.type == GMT_REC_CHUNK) {
-        r->tid = ((const struct gmt_rec_chunk *)(const void *)rec)->tid;
-        r->cur_clk = NULL;
-    }
-    uint64_t t;
-    if (decode_time(r, rec, rule, &t) < 0) {
-        r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
-                    (unsigned long long)off);
-    }
-    if (h.type == GMT_REC_PROCESS && !r->have_process) {
-        memcpy(&r->process, rec, sizeof r->process);
-        r->have_process = 1;
-    }
-    if (h.type == GMT_REC_END)
-        r->complete = 1;
-    ev->rec = (const struct gmt_rec *)(const void *)rec;
-    ev->offset = off;
-    ev->index = r->nrec;
-    ev->time_ns = t;
-    ev->tid = r->tid;
-    r->nrec++;
-    r->off = off + h.size;
-    return 1;
+    return take_record(r, rec, off, ev, err, errlen) < 0 ? -1 : 1;
 
 cut:
     r->done = 1;

@@ -45,6 +45,9 @@ const char *gmt_rec_type_name(unsigned type);
 const char *gmt_api_name(unsigned api);
 const char *gmt_kind_name(unsigned kind);
 const char *gmt_op_name(unsigned op);
+/* An op that makes a communicator (an init or a split): its scope opens before the
+ * communicator exists, and what it adds is the communicator's, not a collective's. */
+bool gmt_op_is_comm_init(unsigned op);
 
 /* ---- additions: stream input, position, PROCESS, variable parts, more names ---- */
 

@@ -12,7 +12,7 @@
 #include "util.h"
 
 /* What each kind is charged as, by table: the replay asks for every allocation and free,
- * where a switch took a range check and a jump. */
+ * and a table is one load where a switch is a range check and a jump. */
 enum { CLASS_DEVICE = 1, CLASS_HOST = 2 };
 static const uint8_t class_of_kind[256] = {
     [GMT_KIND_DEVICE] = CLASS_DEVICE, [GMT_KIND_POOL_ALLOC] = CLASS_DEVICE,
@@ -108,8 +108,9 @@ static size_t lm_home(const struct live_map *m, uint64_t key)
     return fib_slot(key, m->shift);
 }
 
-/* The helpers below are inlined by force: the replay has three copies of its handlers
- * (the merge's loop, run_walk, replay_record), and GCC 12 would call them from each. */
+/* The live-set functions below are inlined by force: the allocation and free handlers
+ * are inlined in two places (the merge's loop and run_walk), and a call from either
+ * costs more than the function itself. */
 static inline __attribute__((always_inline)) struct live *lm_get(const struct live_map *m,
                                                                  uint64_t key)
 {
@@ -179,7 +180,7 @@ static inline __attribute__((always_inline)) void lm_del_at(struct live_map *m, 
  * A site's live bytes on one device, and what they were at that device's peak. The peak
  * snapshot is copy-on-write: a new peak only bumps the device's epoch, and a cell saves
  * its value the first time it changes after that. So one pass gives each site's bytes
- * at the final peak, where the replay used to run a second time to stop there.
+ * at the final peak, with no second replay that stops there.
  */
 struct site_dev {
     uint64_t live, at_peak;
@@ -340,7 +341,7 @@ static int32_t attribute_slow(struct state *S, uint32_t scope, uint32_t tid, int
  * dense array holds, or none and none open. Whether an event has a scope follows no
  * pattern, so both read the same table (id 0 is never in the dense array: it reads 0,
  * whose entry is -1), and only the rare rest branches off. */
-static inline int32_t attribute(struct state *S, const struct gmt_ev *e)
+static inline int32_t attribute(struct state *S, const struct gmt_timed_event *e)
 {
     const struct gmt_trace *t = S->t;
     uint32_t id = e->scope;
@@ -403,7 +404,7 @@ static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
 /* A device allocation's bytes and thread for its scope's collective row; sc >= 0 (a top
  * scope: each has its row). The caller counts it in n when it is inside --to. */
 static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
-                                                  const struct gmt_ev *e)
+                                                  const struct gmt_timed_event *e)
 {
     int32_t row = S->row_of[sc];
     /* -1: a scope top_scopes left inside a parent chain it gave up on (a corrupt file's
@@ -415,7 +416,7 @@ static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
 }
 
 /* Inlined by force, as on_free: the walk's copies then read the event from registers. */
-static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_ev *e)
+static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
     int ns = ns_of_kind(e->kind);
@@ -490,7 +491,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     return 0;
 }
 
-static inline __attribute__((always_inline)) int on_free(struct state *S, const struct gmt_ev *e)
+static inline __attribute__((always_inline)) int on_free(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
     uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
@@ -522,7 +523,7 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     return 0;
 }
 
-static int on_fail(struct state *S, const struct gmt_ev *e)
+static int on_fail(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
     if (!in_window(S, e->time))
@@ -548,7 +549,7 @@ static int on_fail(struct state *S, const struct gmt_ev *e)
     return 0;
 }
 
-static void on_meminfo(struct state *S, const struct gmt_ev *e)
+static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
 {
     if (e->bytes < e->addr)
         return;
@@ -586,7 +587,7 @@ static void close_scope(struct state *S, uint32_t scope)
 /*
  * The live-set slot an event will look up, fetched a few events ahead: the table spans
  * hundreds of kilobytes, its slots are hit at random, and the trace streams through the
- * same caches, so each lookup used to wait for memory. The key is guessed as a pointer
+ * same caches, so a lookup not fetched ahead waits for memory. The key is guessed as a pointer
  * (NS_PTR), which most are; for a handle or a non-allocation event it is a wasted fetch,
  * never a wrong answer. Branch-free: which events are allocations follows no pattern.
  * (run_walk fetches as far ahead in records, and SCOPES_AHEAD calls ahead the scopes'
@@ -604,7 +605,7 @@ static inline const struct live *live_home(const struct live_map *m, uint64_t ad
  * and the device allocations' attribution go on (the collective rows count all of a
  * call's allocations). */
 static inline __attribute__((always_inline)) int replay_alloc(struct state *S,
-                                                              const struct gmt_ev *e,
+                                                              const struct gmt_timed_event *e,
                                                               bool stopped)
 {
     if (!stopped)
@@ -618,7 +619,7 @@ static inline __attribute__((always_inline)) int replay_alloc(struct state *S,
 }
 
 static inline __attribute__((always_inline)) int replay_free(struct state *S,
-                                                             const struct gmt_ev *e,
+                                                             const struct gmt_timed_event *e,
                                                              bool stopped)
 {
     return stopped ? 0 : on_free(S, e);
@@ -626,11 +627,11 @@ static inline __attribute__((always_inline)) int replay_free(struct state *S,
 
 /* An event of any type, as replay_alloc. */
 static inline __attribute__((always_inline)) int replay_event(struct state *S,
-                                                              const struct gmt_ev *e,
+                                                              const struct gmt_timed_event *e,
                                                               bool stopped)
 {
     /* the two common types first, each with a conditional branch: as a jump table their
-     * mix (no pattern) was an indirect mispredict per event */
+     * mix (no pattern) would be an indirect mispredict per event */
     if (e->type == GMT_EV_ALLOC)
         return replay_alloc(S, e, stopped);
     if (e->type == GMT_EV_FREE)
@@ -651,27 +652,36 @@ static inline __attribute__((always_inline)) int replay_event(struct state *S,
     return 0;
 }
 
-/* A record of the walk that run_walk leaves to the iteration's decoding (the rare types):
- * 1 when it ends the run, else what replaying its event returned (0, or -ENOMEM). Out of
- * line: the walk's address is taken here, not in run_walk's loop. */
+/* A record of the walk that run_walk leaves to the iteration's decoding: a type whose
+ * event (if any) is a failure or a device-use sample, since run_walk replays the
+ * allocations, frees and scopes itself. 1 when it ends the run, else what replaying its
+ * event returned (0, or -ENOMEM). Out of line: the walk's address is taken here, not in
+ * run_walk's loop; and it calls only the rare handlers, so the allocation and free
+ * handlers are inlined once in run_walk and once in the merge's loop, not here too. */
 static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_walk *w,
                                                    uint64_t stop_after, bool *stopped)
 {
-    struct gmt_ev e;
+    struct gmt_timed_event e;
     int x = gmt_walk_decode(S->t, w, &e);
     if (x <= 0)
         return x < 0;
     *stopped |= e.time > stop_after;
-    return replay_event(S, &e, *stopped);
+    if (*stopped)
+        return 0;
+    if (e.type == GMT_EV_FAIL)
+        return on_fail(S, &e);
+    if (e.type == GMT_EV_MEMINFO)
+        on_meminfo(S, &e);
+    return 0;
 }
 
 /* Up to n whole records from `at` in [at, lim): their offsets into pos[0..k) and where
  * the next one starts into pos[k], with the live-set slot that the address at each one's
  * offset 8 would take fetched (where ALLOC, ALLOC_SMALL and FREE keep it). Returns k,
- * fewer than n at lim or at a record not whole there. A loop of its own, as the
- * decoding into a batch was: the walk from record to record is a chain of loads, which
- * a short loop runs ahead. Inlined by force: GCC 12 takes a function that only
- * prefetches for a pure one, and drops the calls whose results go unused. */
+ * fewer than n at lim or at a record not whole there. A loop of its own: the walk from
+ * record to record is a chain of loads, which a short loop runs ahead. Inlined by
+ * force: GCC takes a function that only prefetches for a pure one, and drops the calls
+ * whose results go unused. */
 static inline __attribute__((always_inline)) size_t
 prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint64_t lim,
                  size_t n, uint64_t *pos)
@@ -707,8 +717,8 @@ prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint
 /*
  * The last run's records (all of a single-threaded trace), read in place in file order,
  * which is its time order: allocations, frees and scopes are decoded here, by the
- * iteration's own helpers, into an event that stays in registers, and replayed with one
- * test of the record's type, where decoding into a batch and replaying it took two
+ * iteration's own decoders, into an event that stays in registers, and replayed with one
+ * test of the record's type: decoding into a batch and replaying it would take two
  * dispatches and a store and load of every field. Everything else goes through
  * replay_record. The records come PREFETCH_AHEAD at a time, found (and their live-set
  * slots fetched) while the batch before them is replayed. The walk is held in a local
@@ -733,7 +743,7 @@ static __attribute__((noinline)) int run_walk(struct state *S, struct gmt_walk *
             for (size_t i = 0; i < n; i++) {
                 const struct gmt_rec *h = (const void *)(w.img + p[i]);
                 unsigned type = h->type;
-                struct gmt_ev e;
+                struct gmt_timed_event e;
                 w.pos = p[i + 1];
                 /* one call of each handler, so that each is inlined once */
                 if (type == GMT_REC_FREE) {
@@ -800,10 +810,10 @@ static int run_pass(struct state *S)
      * (a stale event past the batch's end only fetches a line in vain) */
     if (!S->live_by_key.cap && lm_grow(&S->live_by_key))
         return -ENOMEM;
-    struct gmt_ev_iter *it = gmt_trace_iter_new(S->t);
+    struct gmt_trace_iter *it = gmt_trace_iter_new(S->t);
     if (!it)
         return -ENOMEM;
-    struct gmt_ev buf[256 + PREFETCH_AHEAD];
+    struct gmt_timed_event buf[256 + PREFETCH_AHEAD];
     memset(buf, 0, sizeof buf);
     const size_t max = 256;
     size_t n;
@@ -813,9 +823,9 @@ static int run_pass(struct state *S)
     int r = 0;
     while (!r && (n = gmt_trace_iter_merge(it, buf, max)) > 0) {
         for (size_t i = 0; i < n && !r; i++) {
-            const struct gmt_ev *e = &buf[i];
-            /* here, not in a helper: GCC 12 takes a void function that only prefetches
-             * for a pure one and drops the call */
+            const struct gmt_timed_event *e = &buf[i];
+            /* here, not in a function of its own: GCC takes a void function that only
+             * prefetches for a pure one and drops the call */
             const struct live *h = live_home(&S->live_by_key, buf[i + PREFETCH_AHEAD].addr);
             __builtin_prefetch(h);
             __builtin_prefetch(h + 1);
@@ -823,7 +833,7 @@ static int run_pass(struct state *S)
             r = replay_event(S, e, stopped);
         }
     }
-    struct gmt_ev head;
+    struct gmt_timed_event head;
     struct gmt_walk w;
     if (!r && gmt_trace_iter_walk(it, &head, &w)) {
         stopped |= head.time > stop_after;
@@ -875,6 +885,157 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
     return n;
 }
 
+/* Scopes are in file order, which is mostly begin order already: sorted only if not,
+ * and only then through an array of indices (as large as the scopes' count, fresh
+ * memory written for nothing when they are in order). *order_p is NULL when the scopes'
+ * own order is begin order. 0 or -ENOMEM. */
+static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
+{
+    size_t n = t->n_scopes;
+    *order_p = NULL;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
+    if (sorted)
+        return 0;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    *order_p = order;
+    return 0;
+}
+
+/* What a Group row shows, per group scope index: its members' op names, their bytes and
+ * the first member's communicator. calloc'd: fresh pages, touched only for the groups. */
+struct group_sums {
+    char (*labels)[64];
+    uint64_t *bytes, *comm;
+};
+
+static void group_sums_free(struct group_sums *g)
+{
+    free(g->labels);
+    free(g->bytes);
+    free(g->comm);
+}
+
+/* The group labels from their members, in begin order. 0 or -ENOMEM. */
+static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struct group_sums *g)
+{
+    size_t n = t->n_scopes;
+    g->labels = calloc(n ? n : 1, sizeof *g->labels);
+    g->bytes = calloc(n ? n : 1, sizeof *g->bytes);
+    g->comm = calloc(n ? n : 1, sizeof *g->comm);
+    if (!g->labels || !g->bytes || !g->comm)
+        return -ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
+        if (!s->parent_id)
+            continue;
+        long pi = gmt_trace_scope_index(t, s->parent_id);
+        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
+            continue;
+        char *lab = g->labels[pi];
+        const char *name = gmt_op_name(s->op);
+        if (!strstr(lab, name)) {
+            size_t len = strlen(lab);
+            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
+        }
+        g->bytes[pi] += scope_bytes(s);
+        if (!g->comm[pi])
+            g->comm[pi] = s->comm;
+    }
+    return 0;
+}
+
+/* The row of (comm, op, bytes): the label of a row of another op than Group is that op's
+ * name, so only a group's needs comparing. NULL when there is none yet. */
+static struct gmt_coll_row *find_row(struct gmt_report *rep, uint64_t comm, uint16_t op,
+                                     uint64_t bytes, const char *label)
+{
+    struct gmt_coll_row *row = NULL;
+    for (size_t r = 0; r < rep->n_colls; r++)
+        if (rep->colls[r].comm == comm && rep->colls[r].op == op &&
+            rep->colls[r].bytes_per_call == bytes &&
+            (op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
+            row = &rep->colls[r];
+    return row;
+}
+
+/* One call's device-use delta (MEMINFO around it) and host time. */
+struct call_times {
+    bool has_dev;
+    int64_t dev;
+    uint64_t host;
+};
+
+/* A new row for scope s, its first call; NULL out of memory. */
+static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report *rep,
+                                    size_t *cap, const struct gmt_scope *s, uint64_t comm,
+                                    const char *label, uint64_t bytes, struct call_times ct)
+{
+    if (grow((void **)&rep->colls, cap, rep->n_colls + 1, sizeof *rep->colls))
+        return NULL;
+    struct gmt_coll_row *row = &rep->colls[rep->n_colls++];
+    memset(row, 0, sizeof *row);
+    row->comm = comm;
+    row->op = s->op;
+    snprintf(row->label, sizeof row->label, "%s", label);
+    row->bytes_per_call = bytes;
+    const struct gmt_comm *c = gmt_trace_comm(t, comm);
+    row->rank = c ? c->rank : -1;
+    row->nranks = c ? c->nranks : -1;
+    row->device = c ? c->device : s->device;
+    row->first_has_dev = ct.has_dev;
+    row->first_dev = ct.dev;
+    row->host_ns_first = ct.host;
+    row->first_time = s->t_begin;
+    row->first_stack = gmt_trace_scope_stack(t, s);
+    return row;
+}
+
+/* One top scope's call into its row (made at its first call); 0 or -ENOMEM. */
+static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *cap, size_t i,
+                    const struct group_sums *g, int32_t *row_of)
+{
+    const struct gmt_scope *s = &t->scopes[i];
+    /* the op's name itself, not a copy: there are as many scopes as calls */
+    char group_label[64];
+    const char *label = gmt_op_name(s->op);
+    uint64_t bytes = scope_bytes(s), comm = s->comm;
+    if (s->op == GMT_OP_Group) {
+        snprintf(group_label, sizeof group_label, "Group(%s)", g->labels[i][0] ? g->labels[i] : "");
+        label = group_label;
+        bytes = g->bytes[i];
+        comm = g->comm[i];
+    }
+    struct gmt_coll_row *row = find_row(rep, comm, s->op, bytes, label);
+    const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
+    struct call_times ct = {.has_dev = m && m->has_mem_before && m->has_mem_after};
+    ct.dev = ct.has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
+    /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
+    ct.host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
+    if (!row) {
+        if (!(row = new_row(t, rep, cap, s, comm, label, bytes, ct)))
+            return -ENOMEM;
+    } else if (ct.has_dev) {
+        if (!row->later_has_dev || ct.dev > row->later_dev_max)
+            row->later_dev_max = ct.dev;
+        row->later_has_dev = true;
+    }
+    row_of[i] = (int32_t)(row - rep->colls);
+    row->calls++;
+    if (s->result != 0) /* (0 until it ended) */
+        row->failed++;
+    row->host_ns_total += ct.host;
+    /* a member of a group that begins and ends at one instant was not timed */
+    row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
+    return 0;
+}
+
 /*
  * The collective rows, in two halves around the replay. Before it, build_colls makes
  * the rows from the scopes alone (the top scopes in begin order; their order in *order_p,
@@ -885,120 +1046,32 @@ static uint64_t scope_bytes(const struct gmt_scope *s)
 static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
                        int32_t *row_of, uint32_t **order_p)
 {
-    size_t n = t->n_scopes;
-    *order_p = NULL;
-    /* scopes are in file order, which is mostly begin order already: sorted only if not,
-     * and only then through an array of indices (as large as the scopes' count, fresh
-     * memory written for nothing when they are in order) */
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
-    uint32_t *order = sorted ? NULL : malloc(n * sizeof *order);
-    /* calloc'd: fresh pages, touched only for the groups */
-    char (*labels)[64] = calloc(n ? n : 1, sizeof *labels);
-    uint64_t *gbytes = calloc(n ? n : 1, sizeof *gbytes);
-    uint64_t *gcomm = calloc(n ? n : 1, sizeof *gcomm);
+    uint32_t *order;
+    struct group_sums g = {NULL, NULL, NULL};
     size_t cap = 0;
-    if ((!sorted && !order) || !labels || !gbytes || !gcomm) {
-        free(order); free(labels); free(gbytes); free(gcomm);
-        return -ENOMEM;
-    }
-    if (!sorted) {
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
-    }
-    /* group labels from their children, in begin order */
-    for (size_t k = 0; k < n; k++) {
-        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
-        if (!s->parent_id)
-            continue;
-        long pi = gmt_trace_scope_index(t, s->parent_id);
-        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
-            continue;
-        char *lab = labels[pi];
-        const char *name = gmt_op_name(s->op);
-        if (!strstr(lab, name)) {
-            size_t len = strlen(lab);
-            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
-        }
-        gbytes[pi] += scope_bytes(s);
-        if (!gcomm[pi])
-            gcomm[pi] = s->comm;
-    }
-    for (size_t k = 0; k < n; k++) {
+    int r = begin_order(t, &order);
+    if (!r)
+        r = group_sums_of(t, order, &g);
+    for (size_t k = 0; !r && k < t->n_scopes; k++) {
         size_t i = order ? order[k] : k;
-        const struct gmt_scope *s = &t->scopes[i];
-        if (top[i] != (int32_t)i)
-            continue;
-        /* the op's name itself, not a copy: there are as many scopes as calls */
-        char group_label[64];
-        const char *label = gmt_op_name(s->op);
-        uint64_t bytes = scope_bytes(s), comm = s->comm;
-        if (s->op == GMT_OP_Group) {
-            snprintf(group_label, sizeof group_label, "Group(%s)", labels[i][0] ? labels[i] : "");
-            label = group_label;
-            bytes = gbytes[i];
-            comm = gcomm[i];
-        }
-        struct gmt_coll_row *row = NULL;
-        /* the label of a row of another op than Group is that op's name: only a group's
-         * needs comparing */
-        for (size_t r = 0; r < rep->n_colls; r++)
-            if (rep->colls[r].comm == comm && rep->colls[r].op == s->op &&
-                rep->colls[r].bytes_per_call == bytes &&
-                (s->op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
-                row = &rep->colls[r];
-        const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
-        bool has_dev = m && m->has_mem_before && m->has_mem_after;
-        int64_t dev = has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
-        /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
-        uint64_t host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
-        if (!row) {
-            if (grow((void **)&rep->colls, &cap, rep->n_colls + 1, sizeof *rep->colls)) {
-                free(order); free(labels); free(gbytes); free(gcomm);
-                return -ENOMEM;
-            }
-            row = &rep->colls[rep->n_colls++];
-            memset(row, 0, sizeof *row);
-            row->comm = comm;
-            row->op = s->op;
-            snprintf(row->label, sizeof row->label, "%s", label);
-            row->bytes_per_call = bytes;
-            const struct gmt_comm *c = gmt_trace_comm(t, comm);
-            row->rank = c ? c->rank : -1;
-            row->nranks = c ? c->nranks : -1;
-            row->device = c ? c->device : s->device;
-            row->first_has_dev = has_dev;
-            row->first_dev = dev;
-            row->host_ns_first = host;
-            row->first_time = s->t_begin;
-            row->first_stack = gmt_scope_stack(t, s);
-        } else if (has_dev) {
-            if (!row->later_has_dev || dev > row->later_dev_max)
-                row->later_dev_max = dev;
-            row->later_has_dev = true;
-        }
-        row_of[i] = (int32_t)(row - rep->colls);
-        row->calls++;
-        if (s->result != 0) /* (0 until it ended) */
-            row->failed++;
-        row->host_ns_total += host;
-        /* a member of a group that begins and ends at one instant was not timed */
-        row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
+        if (top[i] == (int32_t)i)
+            r = add_call(t, rep, &cap, i, &g, row_of);
     }
-    free(labels);
-    free(gbytes);
-    free(gcomm);
+    group_sums_free(&g);
+    if (r) {
+        free(order);
+        return r;
+    }
     *order_p = order;
     return 0;
 }
 
 /* The replay's share of the rows: each call's tracked bytes (the first call's, and the
  * later ones' largest and total), in the order build_colls made the rows, and the
- * allocations counted per row. A group's bytes and threads all go to the first Group
- * row, as they always have (rows of other ops are told apart by communicator and size
- * too). Returns 0 or -ENOMEM. */
+ * allocations counted per row. The allocation bytes and other-thread counts of every
+ * Group row go to the trace's first Group row, whatever its label or communicator (the
+ * rows of other ops keep their own); the JSON and CSV outputs show them so. Returns 0
+ * or -ENOMEM. */
 static int finish_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
                         const int32_t *row_of, const uint32_t *order, const struct row_count *rc)
 {

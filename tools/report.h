@@ -1,9 +1,9 @@
-/* report.h: one trace analysed (loaded, categorised, replayed, symbolised) and printed as text, JSON or CSV. */
+/* report.h: the summary's model: one trace analysed (loaded, categorised, replayed, symbolised), and its options. */
 #ifndef GMT_REPORT_H
 #define GMT_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "replay.h"
 #include "trace.h"
@@ -46,28 +46,15 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
                 char *err, size_t errlen);
 void gmt_analysis_free(struct gmt_analysis *a);
 
-/* Frames of a stack that matter to a person, as one line "f1 < f2 < f3" (innermost
- * first, the CUDA runtime/driver and gpumemtrace left out), into buf. */
-const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
-                           char *buf, size_t len);
+/* The rows the options select: a device (--device), a collective row (--op). */
+bool gmt_report_dev_selected(const struct gmt_report_opts *o, int device);
+bool gmt_report_coll_selected(const struct gmt_report_opts *o, const struct gmt_coll_row *c);
 
-/* The traces (*.gmt) in dir, sorted by name; *out and each path are malloc'd.
- * Returns 0 or -errno. */
-int gmt_list_traces(const char *dir, char ***out, size_t *n);
-
-/* The same without folding: every frame, for machines (JSON) and for matching. */
-const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
-                           char *buf, size_t len);
-
-/* Trace arguments with each directory replaced by the traces in it (what `run -o DIR`
- * writes), in order; *out and each path are malloc'd (gmt_free_paths). A directory
- * without traces is reported on stderr. Returns 0, -ENOENT (such a directory; the
- * rest is still listed) or -ENOMEM. */
-int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout);
-void gmt_free_paths(char **p, size_t n);
-
-void gmt_report_text(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
-void gmt_report_json(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
-void gmt_report_csv(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o);
+/* The NCCL settings a summary shows, with what NCCL takes when one is unset. */
+struct gmt_nccl_setting {
+    const char *name, *unset;
+};
+#define GMT_N_NCCL_SETTINGS 18
+extern const struct gmt_nccl_setting gmt_nccl_settings[GMT_N_NCCL_SETTINGS];
 
 #endif

@@ -1,4 +1,4 @@
-/* symbolize.c: the CLI's symbolizer: module map from the trace, one libdwfl session per module, inlined frames expanded. */
+/* symbolize.c: the CLI's symbolizer: module map from the trace, one libdwfl handle per module, inlined frames expanded. */
 #include "symbolize.h"
 
 #include <dwarf.h>
@@ -16,8 +16,8 @@
 #include "u64map.h"
 
 /*
- * Each module gets its own Dwfl session, opened the first time one of its addresses is
- * resolved. One shared session would refuse modules whose ranges overlap, and a trace
+ * Each module gets its own Dwfl handle, opened the first time one of its addresses is
+ * resolved. One shared handle would refuse modules whose ranges overlap, and a trace
  * has those whenever a library was unloaded and another mapped where it was. Names
  * stay mangled: the CLI is plain C and a demangler is not small; `c++filt` reads our
  * output when wanted.

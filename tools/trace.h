@@ -43,7 +43,7 @@ struct gmt_scope_mem {
  * calls (about a million in a long run), and several passes stream through them, and
  * each is fresh memory the kernel zeroes: 64 bytes. What few have (MEMINFO samples) lies
  * aside (gmt_trace_scope_mem), what only the first call of a collective or an init
- * shows stays in its record (gmt_scope_stack, gmt_scope_peer), the record's stream is
+ * shows stays in its record (gmt_trace_scope_stack, gmt_trace_scope_peer), the record's stream is
  * not kept, and whether it ended is t_end and result (0 until then). */
 struct gmt_scope {
     uint32_t id, parent_id, tid;
@@ -56,17 +56,18 @@ struct gmt_scope {
     int16_t device;            /* from its communicator, or the thread's context; -1 unknown */
 };
 
-enum gmt_ev_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO,
+enum gmt_timed_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO,
                    GMT_EV_SCOPE_BEGIN, GMT_EV_SCOPE_END };
 
 /* A time-ordered event, decoded from its record when the replay asks for it (events are
- * never stored for the whole trace). Field use by type:
+ * never stored for the whole trace); the reader's struct gmt_event is a record as it
+ * lies in the file, this is what it means in the replay's time order. Field use by type:
  *   ALLOC:   addr, bytes, kind, api, stack, scope, device
  *   FREE:    addr, api, scope, device
  *   FAIL:    bytes, kind, api, stack, scope, device, error
  *   MEMINFO: addr = free bytes, bytes = total bytes, scope, device, phase in kind
  *   SCOPE_*: scope = index into gmt_trace.scopes (not the id) */
-struct gmt_ev {
+struct gmt_timed_event {
     uint64_t time;
     uint64_t addr;
     uint64_t bytes;
@@ -81,8 +82,8 @@ struct gmt_ev {
 };
 
 struct gmt_reader;
-struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace.c) */
-struct gmt_run;                /* a stretch of a thread's events in time order (trace.c) */
+struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
+struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
 
 struct gmt_trace {
     char *path;
@@ -148,16 +149,34 @@ int gmt_trace_open_expanded(struct gmt_reader **r, const char *path, uint8_t **b
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen);
 void gmt_trace_free(struct gmt_trace *t);
 
-const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm);
+/* Inline: the loader asks both once per scope, and there are as many scopes as calls. */
+static inline const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm)
+{
+    for (size_t i = 0; comm && i < t->n_comms; i++)
+        if (t->comms[i].comm == comm)
+            return &t->comms[i];
+    return NULL;
+}
+
+/* Index in t->scopes of scope `id`, or -1. */
+static inline long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)
+{
+    if (id < t->n_scope_dense && t->scope_dense[id])
+        return (long)t->scope_dense[id] - 1;
+    const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, id);
+    return idx ? (long)*idx : -1;
+}
+
+/* Communicators by order of appearance, from 1 (0: not in the trace), to tell rows of
+ * two apart. */
+int gmt_trace_comm_index(const struct gmt_trace *t, uint64_t comm);
 const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id);
 /* The device memory sampled around scope s (one of t->scopes), or NULL when none was. */
 const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
                                                 const struct gmt_scope *s);
 /* Fields of scope s's SCOPE_BEGIN that only a few rows show, read from the record. */
-uint32_t gmt_scope_stack(const struct gmt_trace *t, const struct gmt_scope *s);
-int32_t gmt_scope_peer(const struct gmt_trace *t, const struct gmt_scope *s);
-/* Index in t->scopes of scope `id`, or -1. */
-long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id);
+uint32_t gmt_trace_scope_stack(const struct gmt_trace *t, const struct gmt_scope *s);
+int32_t gmt_trace_scope_peer(const struct gmt_trace *t, const struct gmt_scope *s);
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid);
 const struct gmt_module *gmt_trace_module_at(const struct gmt_trace *t, uint64_t ip);
 /* An environment variable recorded in the trace, or NULL. */
@@ -166,10 +185,10 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name);
 /* The trace's events in time order (ties in file order), decoded in batches from the
  * file's image. new returns NULL when out of memory; next fills up to max events and
  * returns how many, 0 at the end. */
-struct gmt_ev_iter;
-struct gmt_ev_iter *gmt_trace_iter_new(const struct gmt_trace *t);
-size_t gmt_trace_iter_next(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max);
-void gmt_trace_iter_free(struct gmt_ev_iter *it);
+struct gmt_trace_iter;
+struct gmt_trace_iter *gmt_trace_iter_new(const struct gmt_trace *t);
+size_t gmt_trace_iter_next(struct gmt_trace_iter *it, struct gmt_timed_event *out, size_t max);
+void gmt_trace_iter_free(struct gmt_trace_iter *it);
 
 /*
  * The same events for a reader that decodes the common records itself. While more than
@@ -185,7 +204,7 @@ void gmt_trace_iter_free(struct gmt_ev_iter *it);
  * walk outside the segment or is not a multiple of 8 (the file changed since) ends the
  * run, as it ends the iteration, and so must end the reader's walk.
  */
-struct gmt_seg;                /* a chunk's records (trace.c) */
+struct gmt_seg;                /* a chunk's records (trace_runs.h) */
 struct gmt_walk {
     const uint8_t *img;
     uint64_t pos, lim;         /* the run's records left in the current segment */
@@ -197,15 +216,15 @@ struct gmt_walk {
     uint64_t run_end;          /* file offset where the run ends */
 };
 
-size_t gmt_trace_iter_merge(struct gmt_ev_iter *it, struct gmt_ev *out, size_t max);
-bool gmt_trace_iter_walk(struct gmt_ev_iter *it, struct gmt_ev *head, struct gmt_walk *w);
+size_t gmt_trace_iter_merge(struct gmt_trace_iter *it, struct gmt_timed_event *out, size_t max);
+bool gmt_trace_iter_walk(struct gmt_trace_iter *it, struct gmt_timed_event *head, struct gmt_walk *w);
 /* Moves to the run's next segment when pos has reached lim; false at the run's end. */
 bool gmt_walk_next_seg(struct gmt_walk *w);
 /* The whole record at pos, of any type, as the iteration decodes it; pos moves past it.
  * Returns 1 with *e filled for an event, 0 for a record that is none (it may still move
  * the clock or the device), -1 when the record is not whole in the segment (pos stays:
  * the run ends there). */
-int gmt_walk_decode(const struct gmt_trace *t, struct gmt_walk *w, struct gmt_ev *e);
+int gmt_walk_decode(const struct gmt_trace *t, struct gmt_walk *w, struct gmt_timed_event *e);
 
 /* The time of a record with a dt: the thread's clock moved by it, 0 while the clock is
  * unset (it wraps rather than traps on a corrupt clock, as the reader does). */
@@ -234,7 +253,7 @@ static inline long gmt_walk_scope(const struct gmt_trace *t, uint32_t id, uint64
 /* The common events, decoded from a whole record of their type at `h` (pos already past
  * it): the iteration decodes them with these too. */
 static inline void gmt_walk_alloc(struct gmt_walk *w, const struct gmt_rec_alloc *a,
-                                  struct gmt_ev *e)
+                                  struct gmt_timed_event *e)
 {
     e->time = gmt_walk_tick(w, a->dt);
     e->type = GMT_EV_ALLOC;
@@ -251,7 +270,7 @@ static inline void gmt_walk_alloc(struct gmt_walk *w, const struct gmt_rec_alloc
 
 /* exactly the ALLOC with scope 0 and device -1 (the thread's context) */
 static inline void gmt_walk_alloc_small(struct gmt_walk *w, const struct gmt_rec_alloc_small *a,
-                                        struct gmt_ev *e)
+                                        struct gmt_timed_event *e)
 {
     e->time = gmt_walk_tick(w, a->dt);
     e->type = GMT_EV_ALLOC;
@@ -267,7 +286,7 @@ static inline void gmt_walk_alloc_small(struct gmt_walk *w, const struct gmt_rec
 }
 
 static inline void gmt_walk_free(struct gmt_walk *w, const struct gmt_rec_free *f,
-                                 struct gmt_ev *e)
+                                 struct gmt_timed_event *e)
 {
     e->time = gmt_walk_tick(w, f->dt);
     e->type = GMT_EV_FREE;
@@ -287,7 +306,7 @@ static inline void gmt_walk_free(struct gmt_walk *w, const struct gmt_rec_free *
  * not a memset: a reader's event held in registers stays there.) */
 static inline void gmt_walk_scope_begin(const struct gmt_trace *t, struct gmt_walk *w,
                                         const struct gmt_rec_scope_begin *b, uint64_t off,
-                                        struct gmt_ev *e)
+                                        struct gmt_timed_event *e)
 {
     e->time = gmt_walk_tick(w, b->dt);
     e->type = GMT_EV_SCOPE_BEGIN;
@@ -304,7 +323,7 @@ static inline void gmt_walk_scope_begin(const struct gmt_trace *t, struct gmt_wa
  * the clock moves either way. */
 static inline bool gmt_walk_scope_end(const struct gmt_trace *t, struct gmt_walk *w,
                                       const struct gmt_rec_scope_end *x, uint64_t off,
-                                      struct gmt_ev *e)
+                                      struct gmt_timed_event *e)
 {
     uint64_t time = gmt_walk_tick(w, x->dt);
     long i = gmt_walk_scope(t, x->scope_id, off);

@@ -9,7 +9,8 @@
 struct gmt_u64map {
     uint64_t *keys;
     uint64_t *vals;
-    uint8_t *state;            /* 0 empty, 1 used (2, deleted, is no longer made) */
+    uint8_t *state;            /* 0 empty, 1 used; 2 (deleted) is never made: deletion
+                                * shifts the entries after it back instead */
     size_t cap, used, tomb;
 };
 

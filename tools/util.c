@@ -1,4 +1,4 @@
-/* util.c: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+/* util.c: what the CLI's commands share: human units, times, escaping, growable arrays, messages. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -130,6 +130,21 @@ void *gmt_vec_push(struct gmt_vec *v)
     memset(e, 0, v->esize);
     v->len++;
     return e;
+}
+
+void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        void *p = realloc(*arr, ncap * elem);
+        if (!p)
+            return NULL;
+        *arr = p;
+        *cap = ncap;
+    }
+    void *slot = (char *)*arr + (*n)++ * elem;
+    memset(slot, 0, elem);
+    return slot;
 }
 
 void gmt_vec_free(struct gmt_vec *v)

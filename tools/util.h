@@ -1,4 +1,4 @@
-/* util.h: helpers shared by the CLI's commands: human units, times, escaping, growable arrays, messages. */
+/* util.h: what the CLI's commands share: human units, times, escaping, growable arrays, messages. */
 #ifndef GMT_UTIL_H
 #define GMT_UTIL_H
 
@@ -45,9 +45,23 @@ struct gmt_vec {
 void *gmt_vec_push(struct gmt_vec *v);
 void gmt_vec_free(struct gmt_vec *v);
 
+/* The same for an array kept as three fields of its owner (*arr, *n, *cap, elements of
+ * `elem` bytes): appends one zeroed element and returns it, NULL when out of memory. */
+void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
+
+/* a - b, saturated at INT64_MIN and INT64_MAX: byte counts from untrusted traces. */
+static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
+{
+    if (b < 0 && a > INT64_MAX + b)
+        return INT64_MAX;
+    if (b > 0 && a < INT64_MIN + b)
+        return INT64_MIN;
+    return a - b;
+}
+
 /* Asks the kernel to back the whole 2 MiB pages inside a large block (n bytes at p) with
  * huge pages, a hint it may ignore. For arrays of tens of megabytes: touching them page
- * by page took tens of thousands of faults, a tenth of a summary's time. Best called
+ * by page takes tens of thousands of faults, a tenth of a summary's time. Best called
  * before the block's memory is first written. */
 void gmt_hint_huge(void *p, size_t n);
 

@@ -1,0 +1,188 @@
+/* args.c: one command's command line: the shared options here, its own through its handler; trace operands. */
+#include "args.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "util.h"
+
+enum { OPT_JSON = 256, OPT_CSV, OPT_NO_SYMBOLS, OPT_DEBUG_PATHS, OPT_TOP, OPT_HELP };
+
+static const struct {
+    unsigned bit;
+    struct option opt;
+} shared_opts[] = {
+    {GMT_ARGS_JSON, {"json", no_argument, 0, OPT_JSON}},
+    {GMT_ARGS_CSV, {"csv", no_argument, 0, OPT_CSV}},
+    {GMT_ARGS_NO_SYMBOLS, {"no-symbols", no_argument, 0, OPT_NO_SYMBOLS}},
+    {GMT_ARGS_DEBUG_PATHS, {"debug-paths", required_argument, 0, OPT_DEBUG_PATHS}},
+    {GMT_ARGS_TOP, {"top", required_argument, 0, OPT_TOP}},
+    {0, {"help", no_argument, 0, OPT_HELP}},
+};
+#define N_SHARED (sizeof shared_opts / sizeof shared_opts[0])
+#define MAX_OWN 24
+
+void gmt_args_init(struct gmt_args *a)
+{
+    memset(a, 0, sizeof *a);
+    gmt_report_opts_init(&a->ro);
+}
+
+/* The command's own options and the shared ones it takes, in one getopt_long table;
+ * -1 when its own are more than the table holds. */
+static int build_table(const struct gmt_args_spec *spec, struct option *tab)
+{
+    size_t n = 0;
+    for (const struct option *o = spec->own; o && o->name; o++) {
+        if (n == MAX_OWN)
+            return -1;
+        tab[n++] = *o;
+    }
+    for (size_t i = 0; i < N_SHARED; i++)
+        if (!shared_opts[i].bit || (spec->shared & shared_opts[i].bit))
+            tab[n++] = shared_opts[i].opt;
+    tab[n] = (struct option){0, 0, 0, 0};
+    return 0;
+}
+
+/* A shared option: -1 when it was taken, else the exit status. */
+static int shared_opt(const struct gmt_args_spec *spec, int c, const char *arg, struct gmt_args *a)
+{
+    switch (c) {
+    case OPT_JSON:
+        a->output = GMT_OUT_JSON;
+        return -1;
+    case OPT_CSV:
+        a->output = GMT_OUT_CSV;
+        return -1;
+    case OPT_NO_SYMBOLS:
+        a->ro.no_symbols = true;
+        return -1;
+    case OPT_DEBUG_PATHS:
+        if (gmt_report_opts_add_debug_path(&a->ro, arg))
+            return gmt_cli_usage_error(spec->cmd, "too many --debug-paths");
+        return -1;
+    case OPT_TOP:
+        if (gmt_cli_long(arg, 0, spec->top_max, &a->ro.top))
+            return gmt_cli_usage_error(spec->cmd, "--top wants a count, not '%s'", arg);
+        return -1;
+    case OPT_HELP:
+        fputs(spec->help, stdout);
+        return GMT_EXIT_OK;
+    }
+    return GMT_EXIT_ERROR;
+}
+
+int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, struct gmt_args *a)
+{
+    struct option tab[MAX_OWN + N_SHARED + 1];
+    if (build_table(spec, tab))
+        return gmt_cli_usage_error(spec->cmd, "too many options");
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
+        int r;
+        if (c >= OPT_JSON)
+            r = shared_opt(spec, c, optarg, a);
+        else if (c != '?' && spec->own_opt)
+            r = (r = spec->own_opt(spec->ctx, c, optarg)) ? r : -1;
+        else
+            r = gmt_cli_usage_error(spec->cmd, "%s '%s'", spec->unknown, argv[optind - 1]);
+        if (r >= 0)
+            return r;
+    }
+    a->first = optind;
+    return -1;
+}
+
+/* ---- operands ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gmt_list_traces(const char *dir, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    size_t cap = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".gmt"))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **p = realloc(*out, cap * sizeof *p);
+            if (!p)
+                break;
+            *out = p;
+        }
+        size_t pl = strlen(dir) + l + 2;
+        char *path = malloc(pl);
+        if (!path)
+            break;
+        snprintf(path, pl, "%s/%s", dir, e->d_name);
+        (*out)[(*n)++] = path;
+    }
+    closedir(d);
+    if (*n)
+        qsort(*out, *n, sizeof **out, cmp_str);
+    return 0;
+}
+
+int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout)
+{
+    struct gmt_vec v = GMT_VEC_INIT(char *);
+    int status = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            char **list;
+            size_t k;
+            if (gmt_list_traces(args[i], &list, &k) || k == 0) {
+                fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", args[i]);
+                status = -ENOENT;
+                if (!k)
+                    continue;
+            }
+            for (size_t j = 0; j < k; j++) {
+                char **slot = gmt_vec_push(&v);
+                if (!slot) {
+                    free(list[j]);
+                    status = -ENOMEM;
+                    continue;
+                }
+                *slot = list[j];
+            }
+            free(list);
+        } else {
+            char **slot = gmt_vec_push(&v);
+            if (!slot || !(*slot = strdup(args[i]))) {
+                if (slot)
+                    v.len--;
+                status = -ENOMEM;
+            }
+        }
+    }
+    *out = v.data;
+    *nout = v.len;
+    return status;
+}
+
+void gmt_free_paths(char **p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(p[i]);
+    free(p);
+}

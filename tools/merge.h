@@ -1,0 +1,46 @@
+/* merge.h: the traces of a job's ranks side by side: one row per rank, each collective across ranks. */
+#ifndef GMT_MERGE_H
+#define GMT_MERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report.h"
+
+/* One rank's trace and its totals over its devices, bytes. */
+struct gmt_merge_rank {
+    struct gmt_analysis a;
+    int rank;                  /* PROCESS rank, else its first communicator's, else -1 */
+    uint64_t peak, end, used_max, untracked;
+    uint64_t init, first_calls; /* what communicator inits, and first calls, added */
+    bool has_used;             /* used_max and untracked known (MEMINFO sampled) */
+};
+
+/* One collective across ranks, matched as check and diff match them: op label, size,
+ * bytes per call. */
+struct gmt_merge_coll {
+    char label[64];
+    int32_t nranks;
+    uint64_t bytes;
+    int64_t min_first, max_first; /* what its first call added on the ranks, tracked */
+    int min_rank, max_rank;       /* the ranks where it was least and most */
+    int64_t min_dev, max_dev;     /* the same from device use, when has_dev */
+    bool has_dev;
+    uint64_t calls_min, calls_max;
+    int ranks;                    /* ranks that made it */
+};
+
+struct gmt_merge {
+    struct gmt_merge_rank *ranks; size_t n_ranks; /* sorted by rank, then file */
+    struct gmt_merge_coll *colls; size_t n_colls, cap_colls; /* in order of first sight */
+};
+
+/* Analyses the traces at paths[0..n) into m. Returns 0; -EINVAL when some trace could
+ * not be read (reported on stderr; the others are in m) or a collective could not be
+ * kept; -ENOMEM (m then holds nothing). */
+int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
+                 const struct gmt_report_opts *ro);
+void gmt_merge_free(struct gmt_merge *m);
+
+#endif

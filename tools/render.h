@@ -1,0 +1,29 @@
+/* render.h: the summary's renderers: each turns the same model, one struct gmt_analysis per trace, into one output format. */
+#ifndef GMT_RENDER_H
+#define GMT_RENDER_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report.h"
+
+/*
+ * One output format. A renderer reads the model and the options that select its rows
+ * (gmt_report_dev_selected, gmt_report_coll_selected) and computes nothing of its own:
+ * a new format (an HTML page, a Chrome trace, an SQLite file, folded stacks) is one more
+ * of these. begin and end frame the document around the traces (NULL: nothing to
+ * write); trace writes trace number i of the command line (0-based, counting those that
+ * could not be read, so separators depend on the position, not on what came before).
+ */
+struct gmt_renderer {
+    void (*begin)(FILE *out);
+    void (*trace)(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                  size_t i);
+    void (*end)(FILE *out);
+};
+
+extern const struct gmt_renderer gmt_render_text;
+extern const struct gmt_renderer gmt_render_json;
+extern const struct gmt_renderer gmt_render_csv;
+
+#endif

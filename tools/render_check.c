@@ -1,0 +1,203 @@
+/* render_check.c: check's verdicts rendered: the aligned table, GitHub annotations, JUnit XML. */
+#include "render_check.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *fmt_value(char *buf, size_t len, int64_t v)
+{
+    if (v >= 0)
+        return gmt_fmt_bytes(buf, len, (uint64_t)v);
+    return gmt_fmt_sbytes(buf, len, v);
+}
+
+static const char *fmt_delta(char *buf, size_t len, int64_t v)
+{
+    if (v == 0) {
+        snprintf(buf, len, "+0 B");
+        return buf;
+    }
+    return gmt_fmt_sbytes(buf, len, v);
+}
+
+static const char *verdict_name(enum gmt_verdict_kind v)
+{
+    return v == GMT_PASS ? "PASS" : v == GMT_FAIL ? "FAIL" : "GONE";
+}
+
+/* The numbers of one result as a sentence, for JUnit and annotations. */
+static void describe(const struct gmt_verdict *r, char *buf, size_t len)
+{
+    char b[GMT_FMT_LEN], n[GMT_FMT_LEN], d[GMT_FMT_LEN], l[GMT_FMT_LEN], p[GMT_FMT_LEN];
+    gmt_fmt_ppm(p, sizeof p, r->ppm);
+    if (r->kind == GMT_GONE) {
+        snprintf(buf, len, "in the baseline (%s) but not in the traces",
+                 fmt_value(b, sizeof b, r->base->value));
+        return;
+    }
+    gmt_fmt_bytes(l, sizeof l, r->allowed);
+    snprintf(buf, len, "%s -> %s: %s (%" PRId64 " B), limit +%s (%" PRIu64 " B = max(%s of the "
+             "base, max_bytes %" PRIu64 " B))%s",
+             r->base ? fmt_value(b, sizeof b, r->base->value) : "new",
+             fmt_value(n, sizeof n, r->now->value), fmt_delta(d, sizeof d, r->growth), r->growth,
+             l, r->allowed, p, r->max_bytes, r->base ? "" : "; not in the baseline");
+}
+
+static void xml_text(FILE *o, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", o); break;
+        case '>': fputs("&gt;", o); break;
+        case '&': fputs("&amp;", o); break;
+        case '"': fputs("&quot;", o); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\n')
+                fputc(*s, o);
+        }
+    }
+}
+
+int gmt_render_check_junit(const char *path, const struct gmt_verdicts *vs)
+{
+    const struct gmt_verdict *res = vs->v;
+    size_t n = vs->n, fails = vs->fails, gone = vs->gone;
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return -errno;
+    fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\">\n"
+               "  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
+               "skipped=\"%zu\" errors=\"0\">\n", n, fails, n, fails, gone);
+    for (size_t i = 0; i < n; i++) {
+        const struct gmt_verdict *r = &res[i];
+        const struct gmt_metric *m = r->now ? r->now : r->base;
+        char who[64], what[256], msg[512];
+        gmt_metric_who(m, who, sizeof who);
+        gmt_metric_what(m, what, sizeof what);
+        describe(r, msg, sizeof msg);
+        fprintf(o, "    <testcase classname=\"gpumemtrace.");
+        xml_text(o, who);
+        fprintf(o, "\" name=\"");
+        xml_text(o, what);
+        fprintf(o, "\"");
+        if (r->kind == GMT_PASS) {
+            fprintf(o, "/>\n");
+            continue;
+        }
+        fprintf(o, ">\n      <%s message=\"", r->kind == GMT_FAIL ? "failure" : "skipped");
+        xml_text(o, msg);
+        if (r->kind == GMT_FAIL) {
+            fprintf(o, "\" type=\"growth\">");
+            xml_text(o, who);
+            fprintf(o, " ");
+            xml_text(o, what);
+            fprintf(o, ": ");
+            xml_text(o, msg);
+            fprintf(o, "</failure>\n");
+        } else {
+            fprintf(o, "\"/>\n");
+        }
+        fprintf(o, "    </testcase>\n");
+    }
+    fprintf(o, "  </testsuite>\n</testsuites>\n");
+    int bad = ferror(o);
+    if (fclose(o) || bad)
+        return -EIO;
+    return 0;
+}
+
+/* GitHub's workflow commands end at a newline and decode %XX: escape what would cut
+ * or change the message. */
+static void gh_escape(FILE *o, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '%')
+            fputs("%25", o);
+        else if (*s == '\r')
+            fputs("%0D", o);
+        else if (*s == '\n')
+            fputs("%0A", o);
+        else
+            fputc(*s, o);
+    }
+}
+
+/* The verdicts as an aligned table, widths from the rows themselves, and the tally. */
+static void text_table(FILE *o, const struct gmt_verdicts *vs)
+{
+    const struct gmt_verdict *res = vs->v;
+    size_t n = vs->n;
+    int ww = 0, wt = 0, wb = 0, wn = 0, wd = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_metric *m = res[k].now ? res[k].now : res[k].base;
+        char s[256], b[GMT_FMT_LEN];
+        int l;
+        if ((l = (int)strlen(gmt_metric_who(m, s, sizeof s))) > ww) ww = l;
+        if ((l = (int)strlen(gmt_metric_what(m, s, sizeof s))) > wt) wt = l;
+        if (res[k].base && (l = (int)strlen(fmt_value(b, sizeof b, res[k].base->value))) > wb) wb = l;
+        if (res[k].now && (l = (int)strlen(fmt_value(b, sizeof b, res[k].now->value))) > wn) wn = l;
+        if (res[k].now && (l = (int)strlen(fmt_delta(b, sizeof b, res[k].growth))) > wd) wd = l;
+    }
+    if (wb < 3) wb = 3;
+    if (wn < 1) wn = 1;
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_verdict *r = &res[k];
+        const struct gmt_metric *m = r->now ? r->now : r->base;
+        char who[64], what[256], b[GMT_FMT_LEN], nw[GMT_FMT_LEN], d[GMT_FMT_LEN], l[GMT_FMT_LEN];
+        gmt_metric_who(m, who, sizeof who);
+        gmt_metric_what(m, what, sizeof what);
+        fprintf(o, "%s  %-*s  %-*s  %*s -> %*s  ", verdict_name(r->kind), ww, who, wt, what, wb,
+                r->base ? fmt_value(b, sizeof b, r->base->value) : "new", wn,
+                r->now ? fmt_value(nw, sizeof nw, r->now->value) : "-");
+        if (r->kind == GMT_GONE) {
+            fprintf(o, "(not in the traces)\n");
+            continue;
+        }
+        fmt_delta(d, sizeof d, r->growth);
+        l[0] = '+';
+        gmt_fmt_bytes(l + 1, sizeof l - 1, r->allowed);
+        fprintf(o, "%*s (limit %s)", wd, d, l);
+        /* human units round: when they hide why it failed, say the bytes */
+        if (r->kind == GMT_FAIL && !strcmp(d, l))
+            fprintf(o, " [+%" PRId64 " B > +%" PRIu64 " B]", r->growth, r->allowed);
+        fprintf(o, "\n");
+    }
+    if (vs->fails)
+        fprintf(o, "FAILED: %zu of %zu checks grew beyond their limits", vs->fails, n - vs->gone);
+    else
+        fprintf(o, "ok: %zu checks within their limits", n - vs->gone);
+    fprintf(o, " (%zu new, %zu gone; fails when new - base > max(base * max_growth, max_bytes))\n",
+            vs->added, vs->gone);
+}
+
+/* Each failure as a GitHub workflow ::error annotation. */
+static void github_annotations(FILE *o, const struct gmt_verdicts *vs)
+{
+    const struct gmt_verdict *res = vs->v;
+    for (size_t k = 0; k < vs->n; k++) {
+        if (res[k].kind != GMT_FAIL)
+            continue;
+        char who[64], what[256], msg[512];
+        gmt_metric_who(res[k].now, who, sizeof who);
+        gmt_metric_what(res[k].now, what, sizeof what);
+        describe(&res[k], msg, sizeof msg);
+        fprintf(o, "::error title=gpumemtrace::");
+        gh_escape(o, who);
+        fprintf(o, " ");
+        gh_escape(o, what);
+        fprintf(o, " grew beyond its limit: ");
+        gh_escape(o, msg);
+        fprintf(o, "\n");
+    }
+}
+
+void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool github)
+{
+    text_table(o, vs);
+    if (github)
+        github_annotations(o, vs);
+}

@@ -1,0 +1,162 @@
+/* render_diff.c: what changed between two runs rendered: as text for a person, as JSON (gpumemtrace.diff/1). */
+#include "render_diff.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void jstr(FILE *o, const char *s, size_t n)
+{
+    fputc('"', o);
+    for (size_t i = 0; i < n && s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(o, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(o, "\\u%04x", ch);
+        else
+            fputc(ch, o);
+    }
+    fputc('"', o);
+}
+
+static const char *fmt_val(char *buf, size_t len, bool has, int64_t v)
+{
+    if (!has)
+        snprintf(buf, len, "-");
+    else if (v >= 0)
+        gmt_fmt_bytes(buf, len, (uint64_t)v);
+    else
+        gmt_fmt_sbytes(buf, len, v);
+    return buf;
+}
+
+static void pair_json(FILE *o, const struct gmt_diff_pair *p, bool first)
+{
+    fprintf(o, "%s{\"who\": ", first ? "" : ", ");
+    jstr(o, p->who, strlen(p->who));
+    fprintf(o, ", \"base_file\": ");
+    jstr(o, p->base->t.path, strlen(p->base->t.path));
+    fprintf(o, ", \"new_file\": ");
+    jstr(o, p->now->t.path, strlen(p->now->t.path));
+    fprintf(o, ", \"changes\": [");
+    for (size_t i = 0; i < p->n; i++) {
+        const char *tab = strchr(p->c[i].key, '\t');
+        fprintf(o, "%s{\"kind\": ", i ? ", " : "");
+        jstr(o, p->c[i].key, (size_t)(tab - p->c[i].key));
+        fprintf(o, ", \"what\": ");
+        jstr(o, tab + 1, strlen(tab + 1));
+        if (p->c[i].in_base)
+            fprintf(o, ", \"base\": %" PRId64, p->c[i].base);
+        else
+            fprintf(o, ", \"base\": null");
+        if (p->c[i].in_new)
+            fprintf(o, ", \"new\": %" PRId64, p->c[i].now);
+        else
+            fprintf(o, ", \"new\": null");
+        fprintf(o, ", \"delta\": %" PRId64 "}", p->c[i].delta);
+    }
+    fprintf(o, "]}");
+}
+
+static void pair_text(FILE *o, const struct gmt_diff_pair *p, long top, bool all)
+{
+    size_t changed = 0;
+    for (size_t i = 0; i < p->n; i++)
+        changed += p->c[i].delta != 0 || p->c[i].in_base != p->c[i].in_new;
+    fprintf(o, "\n%s: %s -> %s: %zu change%s\n", p->who, p->base->t.path, p->now->t.path,
+            changed, changed == 1 ? "" : "s");
+    size_t shown = 0, limit = top > 0 ? (size_t)top : SIZE_MAX;
+    int wk = 4;
+    for (size_t i = 0; i < p->n; i++) {
+        int l = (int)(strchr(p->c[i].key, '\t') - p->c[i].key);
+        if (l > wk)
+            wk = l;
+    }
+    for (size_t i = 0; i < p->n && shown < limit; i++) {
+        bool same = p->c[i].delta == 0 && p->c[i].in_base == p->c[i].in_new;
+        if (same && !all)
+            continue;
+        if (!shown)
+            fprintf(o, "  %10s  %10s    %10s  %-*s  %s\n", "change", "base", "new", wk, "kind",
+                    "what");
+        char d[GMT_FMT_LEN], b[GMT_FMT_LEN], w[GMT_FMT_LEN];
+        const char *tab = strchr(p->c[i].key, '\t');
+        if (p->c[i].delta)
+            gmt_fmt_sbytes(d, sizeof d, p->c[i].delta);
+        else
+            snprintf(d, sizeof d, "0 B");
+        const struct gmt_diff_change *c = &p->c[i];
+        fprintf(o, "  %10s  %10s -> %10s  %-*.*s  %s%s\n", d,
+                fmt_val(b, sizeof b, c->in_base, c->base), fmt_val(w, sizeof w, c->in_new, c->now),
+                wk, (int)(tab - c->key), c->key, tab + 1,
+                !c->in_base ? "  (new)" : !c->in_new ? "  (gone)" : "");
+        shown++;
+    }
+    size_t hidden = 0;
+    for (size_t i = 0; i < p->n; i++)
+        hidden += !(p->c[i].delta == 0 && p->c[i].in_base == p->c[i].in_new) || all;
+    hidden = hidden > shown ? hidden - shown : 0;
+    if (!changed)
+        fprintf(o, "  no change\n");
+    if (hidden)
+        fprintf(o, "  ... %zu more (--top 0 shows all)\n", hidden);
+    if (!all && p->n > changed)
+        fprintf(o, "  (%zu unchanged, --all shows them)\n", p->n - changed);
+}
+
+/* The processes only one side has, as JSON lists or text lines. */
+static void only_json(FILE *o, const struct gmt_diff *d, int side)
+{
+    const struct gmt_diff_side *s = side ? &d->now : &d->base;
+    size_t shown = 0;
+    for (size_t k = 0; k < d->only.len; k++) {
+        const struct gmt_diff_only *x = &((const struct gmt_diff_only *)d->only.data)[k];
+        if (x->side != side)
+            continue;
+        fprintf(o, "%s{\"who\": ", shown++ ? ", " : "");
+        jstr(o, x->who, strlen(x->who));
+        fprintf(o, ", \"file\": ");
+        jstr(o, s->paths[x->index], strlen(s->paths[x->index]));
+        fprintf(o, "}");
+    }
+}
+
+static void only_text(FILE *o, const struct gmt_diff *d, int side)
+{
+    const struct gmt_diff_side *s = side ? &d->now : &d->base;
+    for (size_t k = 0; k < d->only.len; k++) {
+        const struct gmt_diff_only *x = &((const struct gmt_diff_only *)d->only.data)[k];
+        if (x->side == side)
+            fprintf(o, "\n%s: only in %s (%s)\n", x->who, side ? "NEW" : "BASE",
+                    s->paths[x->index]);
+    }
+}
+
+void gmt_render_diff_json(FILE *o, const struct gmt_diff *d)
+{
+    fprintf(o, "{\"schema\": \"gpumemtrace.diff/1\", \"base\": ");
+    jstr(o, d->base.arg, strlen(d->base.arg));
+    fprintf(o, ", \"new\": ");
+    jstr(o, d->now.arg, strlen(d->now.arg));
+    fprintf(o, ", \"pairs\": [");
+    for (size_t i = 0; i < d->pairs.len; i++)
+        pair_json(o, &((const struct gmt_diff_pair *)d->pairs.data)[i], i == 0);
+    fprintf(o, "], \"only_in_base\": [");
+    only_json(o, d, 0);
+    fprintf(o, "], \"only_in_new\": [");
+    only_json(o, d, 1);
+    fprintf(o, "]}\n");
+}
+
+void gmt_render_diff_text(FILE *o, const struct gmt_diff *d, long top, bool all)
+{
+    fprintf(o, "gpumemtrace diff: %s (%zu process%s) -> %s (%zu process%s)\n", d->base.arg,
+            d->n_base, d->n_base == 1 ? "" : "es", d->now.arg, d->n_new,
+            d->n_new == 1 ? "" : "es");
+    for (size_t i = 0; i < d->pairs.len; i++)
+        pair_text(o, &((const struct gmt_diff_pair *)d->pairs.data)[i], top, all);
+    only_text(o, d, 0);
+    only_text(o, d, 1);
+    if (!d->pairs.len && !d->only.len)
+        fprintf(o, "\nno process used a GPU on either side\n");
+}

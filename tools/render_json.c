@@ -1,0 +1,194 @@
+/* render_json.c: the summary as one JSON document (schema gpumemtrace.summary/1, docs/summary-json.md). */
+#include "render.h"
+
+#include <inttypes.h>
+
+#include "reader.h"
+#include "stacks.h"
+#include "util.h"
+
+static void jcats(FILE *out, const struct gmt_analysis *a, const uint64_t *by_cat)
+{
+    fputc('{', out);
+    int first = 1;
+    for (size_t c = 0; c < a->n_cats; c++)
+        if (by_cat[c]) {
+            fprintf(out, "%s", first ? "" : ", ");
+            gmt_fput_json_string(out, a->cat_names[c]);
+            fprintf(out, ": %" PRIu64, by_cat[c]);
+            first = 0;
+        }
+    fputc('}', out);
+}
+
+static void json_process(FILE *out, const struct gmt_trace *t)
+{
+    fprintf(out, "{\"file\": ");
+    gmt_fput_json_string(out, t->path);
+    fprintf(out, ", \"pid\": %u, \"ppid\": %u, \"host\": ", t->proc.pid, t->proc.ppid);
+    gmt_fput_json_string(out, t->host ? t->host : "");
+    fprintf(out, ", \"rank\": %d, \"world_size\": %d, \"local_rank\": %d, \"command\": ",
+            t->has_proc ? t->proc.rank : -1, t->has_proc ? t->proc.world_size : -1,
+            t->has_proc ? t->proc.local_rank : -1);
+    gmt_fput_json_string(out, t->cmdline ? t->cmdline : "");
+    fprintf(out, ", \"versions\": {\"driver\": %d, \"runtime\": %d, \"nccl\": %d}",
+            t->version[GMT_COMP_DRIVER], t->version[GMT_COMP_RUNTIME], t->version[GMT_COMP_NCCL]);
+    fprintf(out, ", \"nccl_env\": {");
+    for (size_t i = 0; i < GMT_N_NCCL_SETTINGS; i++) {
+        const char *v = gmt_trace_env(t, gmt_nccl_settings[i].name);
+        fprintf(out, "%s", i ? ", " : "");
+        gmt_fput_json_string(out, gmt_nccl_settings[i].name);
+        fprintf(out, ": ");
+        if (v)
+            gmt_fput_json_string(out, v);
+        else
+            fprintf(out, "null");
+    }
+    fprintf(out, "}, \"span_ns\": %" PRIu64 ", \"records\": %" PRIu64 ", \"complete\": %s",
+            t->t_last > t->t_first ? t->t_last - t->t_first : 0, t->records,
+            t->complete ? "true" : "false");
+    if (t->cut)
+        fprintf(out, ", \"cut_offset\": %" PRIu64, t->cut_offset);
+    else
+        fprintf(out, ", \"cut_offset\": null");
+    fprintf(out, ", \"records_dropped\": %" PRIu64, t->records_dropped);
+}
+
+static void json_devices(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_trace *t = &a->t;
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, ", \"devices\": [");
+    int first = 1;
+    for (size_t d = 0; d < rep->n_dev; d++) {
+        const struct gmt_dev_report *r = &rep->dev[d];
+        if (!gmt_report_dev_selected(o, r->device))
+            continue;
+        fprintf(out, "%s{\"device\": %d, \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRIu64
+                     ", \"peak_scope\": %u, \"peak_by_category\": ",
+                first ? "" : ", ", r->device, r->peak,
+                r->peak_time ? r->peak_time - t->t_first : 0, r->peak_scope);
+        jcats(out, a, r->peak_by_cat);
+        fprintf(out, ", \"end_bytes\": %" PRIu64 ", \"end_by_category\": ", r->end);
+        jcats(out, a, r->end_by_cat);
+        fprintf(out, ", \"host_pinned_peak_bytes\": %" PRIu64 ", \"virtual_peak_bytes\": %" PRIu64,
+                r->host_peak, r->virtual_peak);
+        if (r->has_used)
+            fprintf(out, ", \"device_used_max_bytes\": %" PRIu64 ", \"tracked_at_used_max_bytes\": %" PRIu64
+                         ", \"untracked_bytes\": %" PRId64 ", \"device_total_bytes\": %" PRIu64,
+                    r->used_max, r->tracked_at_used_max,
+                    (int64_t)r->used_max - (int64_t)r->tracked_at_used_max, r->total);
+        else
+            fprintf(out, ", \"device_used_max_bytes\": null, \"untracked_bytes\": null");
+        fprintf(out, ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"failures\": %" PRIu64 "}",
+                r->allocs, r->frees, r->failures);
+        first = 0;
+    }
+}
+
+static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "], \"collectives\": [");
+    int first = 1;
+    for (size_t i = 0; i < rep->n_colls; i++) {
+        const struct gmt_coll_row *c = &rep->colls[i];
+        if (!gmt_report_coll_selected(o, c) || !gmt_report_dev_selected(o, c->device))
+            continue;
+        fprintf(out, "%s{\"op\": ", first ? "" : ", ");
+        gmt_fput_json_string(out, c->label);
+        fprintf(out, ", \"comm_rank\": %d, \"comm_size\": %d, \"device\": %d, \"bytes_per_call\": %" PRIu64
+                     ", \"calls\": %" PRIu64 ", \"failed_calls\": %" PRIu64
+                     ", \"first_tracked_bytes\": %" PRId64 ", \"first_device_bytes\": ",
+                c->rank, c->nranks, c->device, c->bytes_per_call, c->calls, c->failed,
+                c->first_tracked);
+        if (c->first_has_dev)
+            fprintf(out, "%" PRId64, c->first_dev);
+        else
+            fprintf(out, "null");
+        fprintf(out, ", \"later_tracked_max_bytes\": %" PRId64 ", \"later_tracked_total_bytes\": %" PRId64
+                     ", \"later_device_max_bytes\": ",
+                c->later_tracked_max, c->later_tracked_total);
+        if (c->later_has_dev)
+            fprintf(out, "%" PRId64, c->later_dev_max);
+        else
+            fprintf(out, "null");
+        fprintf(out, ", \"allocs\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64
+                     ", \"allocs_other_thread\": %" PRIu64 ", \"host_ns_first\": %" PRIu64
+                     ", \"host_ns_total\": %" PRIu64 ", \"host_calls\": %" PRIu64
+                     ", \"first_call_stack\": ",
+                c->allocs, c->alloc_bytes, c->allocs_other_thread, c->host_ns_first, c->host_ns_total,
+                c->host_calls);
+        char line[8192];
+        gmt_fput_json_string(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
+        fprintf(out, "}");
+        first = 0;
+    }
+}
+
+static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "], \"sites\": [");
+    long shown = 0;
+    for (size_t i = 0; i < rep->n_sites && shown < o->top; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        if (!s->allocs)
+            continue;
+        char line[8192];
+        fprintf(out, "%s{\"category\": ", shown ? ", " : "");
+        gmt_fput_json_string(out, a->cat_names[s->cat]);
+        fprintf(out, ", \"live_at_peak_bytes\": %" PRIu64 ", \"live_at_end_bytes\": %" PRIu64
+                     ", \"live_at_end_count\": %" PRIu64 ", \"allocs\": %" PRIu64
+                     ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
+                s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
+        gmt_fput_json_string(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
+        fprintf(out, "}");
+        shown++;
+    }
+}
+
+static void json_fails(FILE *out, const struct gmt_analysis *a)
+{
+    const struct gmt_trace *t = &a->t;
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "], \"failures\": [");
+    for (size_t i = 0; i < rep->n_fails; i++) {
+        const struct gmt_fail_row *f = &rep->fails[i];
+        char line[8192];
+        fprintf(out, "%s{\"time_ns\": %" PRIu64 ", \"api\": ", i ? ", " : "", f->time - t->t_first);
+        gmt_fput_json_string(out, gmt_api_name(f->api));
+        fprintf(out, ", \"bytes\": %" PRIu64 ", \"device\": %d, \"error\": %d, \"tracked_bytes\": %" PRIu64
+                     ", \"scope\": %u, \"live_by_category\": ",
+                f->bytes, f->device, f->error, f->tracked, f->scope);
+        jcats(out, a, f->by_cat);
+        fprintf(out, ", \"stack\": ");
+        gmt_fput_json_string(out, gmt_stack_full(a, f->stack, 64, line, sizeof line));
+        fprintf(out, "}");
+    }
+}
+
+static void json_begin(FILE *out)
+{
+    fprintf(out, "{\"schema\": \"gpumemtrace.summary/1\", \"traces\": [");
+}
+
+static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                       size_t i)
+{
+    if (i > 0)
+        fprintf(out, ",");
+    json_process(out, &a->t);
+    json_devices(out, a, o);
+    json_colls(out, a, o);
+    json_sites(out, a, o);
+    json_fails(out, a);
+    fprintf(out, "], \"unmatched_frees\": %" PRIu64 "}", a->rep.unmatched_frees);
+}
+
+static void json_end(FILE *out)
+{
+    fprintf(out, "]}\n");
+}
+
+const struct gmt_renderer gmt_render_json = {json_begin, json_trace, json_end};

@@ -1,0 +1,261 @@
+/* render_text.c: the summary as text for a person: the process, peaks, NCCL calls, sites, leaks, failures. */
+#include "render.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "reader.h"
+#include "stacks.h"
+#include "util.h"
+
+static const char *op_label(const struct gmt_analysis *a, uint32_t scope_id, char *buf, size_t len)
+{
+    const struct gmt_scope *s = scope_id ? gmt_trace_scope_by_id(&a->t, scope_id) : NULL;
+    if (!s) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    snprintf(buf, len, "%s #%u at %.3f s", gmt_op_name(s->op), s->id,
+             (double)(s->t_begin - a->t.t_first) / 1e9);
+    return buf;
+}
+
+static const char *version_text(int32_t v, bool nccl, char *buf, size_t len)
+{
+    if (v <= 0)
+        snprintf(buf, len, "?");
+    else if (nccl) /* 22809 = 2.28.9 */
+        snprintf(buf, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else /* 13000 = 13.0 */
+        snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+    return buf;
+}
+
+static void text_header(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_trace *t = &a->t;
+    const struct gmt_rec_process *p = &t->proc;
+    char b1[32], b2[32], b3[32];
+    fprintf(out, "gpumemtrace summary of %s\n\n", t->path);
+    if (t->has_proc) {
+        fprintf(out, "  process   pid %u (parent %u) on %s", p->pid, p->ppid, t->host ? t->host : "?");
+        if (p->rank >= 0)
+            fprintf(out, ", rank %d of %d (local rank %d)", p->rank, p->world_size, p->local_rank);
+        if (p->flags & GMT_PROC_FORKED)
+            fprintf(out, ", forked");
+        fprintf(out, "\n  command   ");
+        gmt_fput_quoted(out, t->cmdline ? t->cmdline : "", t->cmdline ? strlen(t->cmdline) : 0);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "  devices   ");
+    for (size_t d = 0; d < a->rep.n_dev; d++)
+        fprintf(out, "%s%d", d ? ", " : "", a->rep.dev[d].device);
+    fprintf(out, "%s\n", a->rep.n_dev ? "" : "none seen");
+    fprintf(out, "  versions  CUDA driver %s, runtime %s, NCCL %s\n",
+            version_text(t->version[GMT_COMP_DRIVER], false, b1, sizeof b1),
+            version_text(t->version[GMT_COMP_RUNTIME], false, b2, sizeof b2),
+            version_text(t->version[GMT_COMP_NCCL], true, b3, sizeof b3));
+    char span[GMT_FMT_LEN];
+    gmt_fmt_duration(span, sizeof span, t->t_last > t->t_first ? t->t_last - t->t_first : 0);
+    fprintf(out, "  span      %s, %" PRIu64 " records, ", span, t->records);
+    if (t->complete)
+        fprintf(out, "complete");
+    else if (t->cut)
+        fprintf(out, "CUT at offset %" PRIu64 " (the process crashed or was killed)", t->cut_offset);
+    else
+        fprintf(out, "INCOMPLETE (no end record: the process crashed, was killed or exec'd)");
+    if (t->records_dropped)
+        fprintf(out, ", %" PRIu64 " records dropped", t->records_dropped);
+    fprintf(out, "\n  NCCL env  ");
+    int col = 12, first = 1;
+    for (size_t i = 0; i < GMT_N_NCCL_SETTINGS; i++) {
+        const char *v = gmt_trace_env(t, gmt_nccl_settings[i].name);
+        char item[160];
+        snprintf(item, sizeof item, "%s=%s%s", gmt_nccl_settings[i].name, v ? v : gmt_nccl_settings[i].unset,
+                 v ? "" : "*");
+        int w = (int)strlen(item) + 2;
+        if (!first && col + w > o->width) {
+            fprintf(out, "\n            ");
+            col = 12;
+        }
+        fprintf(out, "%s%s", first ? "" : "  ", item);
+        col += w;
+        first = 0;
+    }
+    fprintf(out, "\n            (* unset: NCCL's default)\n");
+}
+
+static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "\nPeak device memory\n");
+    fprintf(out, "  %-6s %10s %12s %10s %10s %10s  %s\n", "device", "peak", "at", "at end",
+            "untracked", "dev used", "in flight at the peak");
+    for (size_t d = 0; d < rep->n_dev; d++) {
+        const struct gmt_dev_report *r = &rep->dev[d];
+        if (!gmt_report_dev_selected(o, r->device) || (!r->allocs && !r->has_used && !r->failures))
+            continue;
+        char bpeak[32], bend[32], bu[32], bused[32], bt[32], lab[96];
+        gmt_fmt_bytes(bpeak, sizeof bpeak, r->peak);
+        gmt_fmt_bytes(bend, sizeof bend, r->end);
+        snprintf(bt, sizeof bt, "%.3f", r->peak_time ? (double)(r->peak_time - a->t.t_first) / 1e9 : 0.0);
+        if (r->has_used) {
+            gmt_fmt_sbytes(bu, sizeof bu, (int64_t)r->used_max - (int64_t)r->tracked_at_used_max);
+            gmt_fmt_bytes(bused, sizeof bused, r->used_max);
+        } else {
+            snprintf(bu, sizeof bu, "?");
+            snprintf(bused, sizeof bused, "?");
+        }
+        char dn[16];
+        snprintf(dn, sizeof dn, "%d", r->device);
+        fprintf(out, "  %-6s %10s %10s s %10s %10s %10s  %s\n", r->device < 0 ? "?" : dn, bpeak,
+                bt, bend, bu, bused, op_label(a, r->peak_scope, lab, sizeof lab));
+        fprintf(out, "         at the peak:");
+        for (size_t c = 0; c < a->n_cats; c++)
+            if (r->peak_by_cat[c]) {
+                char bc[32];
+                fprintf(out, " %s %s;", a->cat_names[c], gmt_fmt_bytes(bc, sizeof bc, r->peak_by_cat[c]));
+            }
+        fprintf(out, "\n         at the end: ");
+        for (size_t c = 0; c < a->n_cats; c++)
+            if (r->end_by_cat[c]) {
+                char bc[32];
+                fprintf(out, " %s %s;", a->cat_names[c], gmt_fmt_bytes(bc, sizeof bc, r->end_by_cat[c]));
+            }
+        if (r->host_peak) {
+            char bh[32];
+            fprintf(out, "\n         pinned host memory: peak %s", gmt_fmt_bytes(bh, sizeof bh, r->host_peak));
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "  untracked = device used (cuMemGetInfo) - tracked: the CUDA context, loaded\n"
+                 "  kernels and pool reserves that no allocation call shows. '?' = never sampled.\n");
+}
+
+static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "\nNCCL calls (first call vs later calls; tracked = allocation calls, device = cuMemGetInfo)\n");
+    if (!rep->n_colls) {
+        fprintf(out, "  none\n");
+        return;
+    }
+    fprintf(out, "  %-28s %-9s %6s %10s %10s %10s %10s %10s %13s %9s\n", "op", "rank", "calls",
+            "bytes/call", "1st track", "1st dev", "later max", "later dev", "allocs(proxy)", "host time");
+    for (size_t i = 0; i < rep->n_colls; i++) {
+        const struct gmt_coll_row *c = &rep->colls[i];
+        if (!gmt_report_coll_selected(o, c) || !gmt_report_dev_selected(o, c->device))
+            continue;
+        char rank[48], bpc[32], ft[32], fd[32], lm[32], ld[32], al[48], ht[32];
+        int ci = gmt_trace_comm_index(&a->t, c->comm);
+        if (c->rank >= 0 && a->t.n_comms > 1 && ci > 0)
+            snprintf(rank, sizeof rank, "%d/%d c%d", c->rank, c->nranks, ci);
+        else if (c->rank >= 0)
+            snprintf(rank, sizeof rank, "%d/%d", c->rank, c->nranks);
+        else
+            snprintf(rank, sizeof rank, "-");
+        gmt_fmt_bytes(bpc, sizeof bpc, c->bytes_per_call);
+        gmt_fmt_sbytes(ft, sizeof ft, c->first_tracked);
+        if (c->first_has_dev)
+            gmt_fmt_sbytes(fd, sizeof fd, c->first_dev);
+        else
+            snprintf(fd, sizeof fd, "?");
+        gmt_fmt_sbytes(lm, sizeof lm, c->calls > 1 ? c->later_tracked_max : 0);
+        if (c->later_has_dev)
+            gmt_fmt_sbytes(ld, sizeof ld, c->later_dev_max);
+        else
+            snprintf(ld, sizeof ld, c->calls > 1 ? "?" : "-");
+        snprintf(al, sizeof al, "%" PRIu64 "(%" PRIu64 ")", c->allocs, c->allocs_other_thread);
+        gmt_fmt_duration(ht, sizeof ht, c->host_calls ? c->host_ns_total / c->host_calls : 0);
+        fprintf(out, "  %-28.28s %-9s %6" PRIu64 " %10s %10s %10s %10s %10s %13s %9s\n", c->label,
+                rank, c->calls, bpc, ft, fd, lm, ld, al, ht);
+        if (c->failed)
+            fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
+        if (c->allocs && c->first_stack) {
+            char line[1024];
+            gmt_stack_line(a, c->first_stack, 4, line, sizeof line);
+            int room = o->width - 16 > 20 ? o->width - 16 : 20;
+            fprintf(out, "    called from %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
+        }
+    }
+    fprintf(out, "  host time = mean per timed call (grouped calls after their first are written\n"
+                 "  untimed). (proxy) = allocations made on another thread than the caller's\n"
+                 "  (NCCL's proxy service thread) while the call was in flight.\n");
+}
+
+static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                       bool leaks)
+{
+    const struct gmt_report *rep = &a->rep;
+    int frames = o->width >= 140 ? 5 : 3;
+    fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end, by site)\n"
+                       : "\nTop allocation sites (device memory, by bytes live at the peak)\n");
+    long shown = 0;
+    for (size_t i = 0; i < rep->n_sites && shown < o->top; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        if (leaks ? !s->live_at_end : !(s->live_at_peak || s->ever_live))
+            continue;
+        char b1[32], b2[32], b3[32], line[1024];
+        gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
+        gmt_fmt_bytes(b2, sizeof b2, s->live_at_end);
+        gmt_fmt_bytes(b3, sizeof b3, s->bytes_total);
+        if (leaks)
+            fprintf(out, "  %10s in %" PRIu64 " allocation(s)  [%s]\n", b2, s->count_at_end,
+                    a->cat_names[s->cat]);
+        else
+            fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " allocs, %s in all  [%s]\n", b1, b2,
+                    s->allocs, b3, a->cat_names[s->cat]);
+        gmt_stack_line(a, s->stack, frames, line, sizeof line);
+        int room = o->width - 6 > 20 ? o->width - 6 : 20;
+        fprintf(out, "      %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
+        shown++;
+    }
+    if (!shown)
+        fprintf(out, "  none\n");
+}
+
+static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "\nAllocation failures\n");
+    if (!rep->n_fails) {
+        fprintf(out, "  none\n");
+        return;
+    }
+    for (size_t i = 0; i < rep->n_fails; i++) {
+        const struct gmt_fail_row *f = &rep->fails[i];
+        if (!gmt_report_dev_selected(o, f->device))
+            continue;
+        char b1[32], b2[32], lab[96], line[1024];
+        fprintf(out, "  %.3f s  %s of %s on device %d failed (error %d), %s tracked then; in flight: %s\n",
+                (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
+                gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device, f->error,
+                gmt_fmt_bytes(b2, sizeof b2, f->tracked), op_label(a, f->scope, lab, sizeof lab));
+        fprintf(out, "      live:");
+        for (size_t c = 0; c < a->n_cats; c++)
+            if (f->by_cat[c]) {
+                char bc[32];
+                fprintf(out, " %s %s;", a->cat_names[c], gmt_fmt_bytes(bc, sizeof bc, f->by_cat[c]));
+            }
+        fprintf(out, "\n      %s\n", gmt_stack_line(a, f->stack, 4, line, sizeof line));
+    }
+}
+
+static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                       size_t i)
+{
+    if (i > 0)
+        fprintf(out, "\n");
+    text_header(out, a, o);
+    text_peaks(out, a, o);
+    text_colls(out, a, o);
+    text_sites(out, a, o, false);
+    text_sites(out, a, o, true);
+    text_fails(out, a, o);
+    if (a->rep.unmatched_frees)
+        fprintf(out, "\n  note: %" PRIu64 " free(s) of addresses the trace never saw allocated "
+                     "(allocated before tracing started, or by an API not traced)\n",
+                a->rep.unmatched_frees);
+}
+
+const struct gmt_renderer gmt_render_text = {NULL, text_trace, NULL};

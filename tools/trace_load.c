@@ -1,0 +1,852 @@
+/* trace_load.c: loads a trace: validates it in file order, builds the metadata tables and scopes, notes each thread's runs. */
+#include "trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "reader.h"
+#include "trace_runs.h"
+#include "u64map.h"
+#include "util.h"
+
+#define MAX_STACK_ID (1u << 24) /* ids are dense from 1; a larger one is a corrupt file */
+
+/* MEMINFO samples, kept aside to give scopes their device use once all are read. */
+struct meminfo_note {
+    uint64_t time, off, free_bytes, total_bytes;
+    uint32_t scope;
+    uint8_t phase;
+};
+
+/* on_record's answer to a GROUP_REPEAT: the records are loaded again, expanded */
+#define LOAD_EXPAND 1
+
+struct loader {
+    struct gmt_trace *t;
+    struct gmt_reader *r;
+    size_t cap_env, cap_mod, cap_thr, cap_comm, cap_scope, cap_streams, cap_runs;
+    struct gmt_u64map tid_device;   /* tid -> device of its current CUDA context + 1 */
+    struct gmt_u64map stream_of;    /* tid -> index in t->streams */
+    size_t cur;                     /* stream of the latest CHUNK */
+    int cur_device;                 /* thread_device() of its thread: a map lookup per
+                                     * CHUNK and CUCTX, not per scope */
+    struct meminfo_note *mi; size_t n_mi, cap_mi;
+};
+
+static char *dupn(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+static int thread_device(struct loader *L, uint32_t tid)
+{
+    uint64_t *v = gmt_u64map_get(&L->tid_device, tid);
+    return v ? (int)*v - 1 : -1;
+}
+
+/* The stream of `tid`, made with its first run when new; its index or -1. */
+static long stream_for(struct loader *L, uint32_t tid, uint64_t start)
+{
+    struct gmt_trace *t = L->t;
+    uint64_t *v = gmt_u64map_get(&L->stream_of, tid);
+    size_t i;
+    if (v) {
+        i = (size_t)*v;
+    } else {
+        struct gmt_tstream *st = gmt_array_push((void **)&t->streams, &t->n_streams, &L->cap_streams, sizeof *st);
+        struct gmt_run *run = gmt_array_push((void **)&t->runs, &t->n_runs, &L->cap_runs, sizeof *run);
+        if (!st || !run)
+            return -1;
+        i = t->n_streams - 1;
+        st->tid = tid;
+        st->run = t->n_runs - 1;
+        /* a thread's clock and context are set by its own records only: none yet */
+        run->stream = i;
+        run->start = start;
+        run->end = UINT64_MAX;
+        run->device = -1;
+        if (gmt_u64map_put_new(&L->stream_of, tid, i))
+            return -1;
+    }
+    struct gmt_tstream *st = &t->streams[i];
+    struct gmt_seg *sg = gmt_array_push((void **)&st->segs, &st->n_segs, &st->cap_segs, sizeof *sg);
+    if (!sg)
+        return -1;
+    sg->start = sg->end = start;
+    return (long)i;
+}
+
+/* The dt of an event record (those note_event sees). */
+static uint32_t event_dt(const struct gmt_rec *r)
+{
+    switch (r->type) {
+    case GMT_REC_ALLOC: return ((const struct gmt_rec_alloc *)(const void *)r)->dt;
+    case GMT_REC_ALLOC_SMALL: return ((const struct gmt_rec_alloc_small *)(const void *)r)->dt;
+    case GMT_REC_FREE: return ((const struct gmt_rec_free *)(const void *)r)->dt;
+    case GMT_REC_ALLOC_FAIL: return ((const struct gmt_rec_alloc_fail *)(const void *)r)->dt;
+    case GMT_REC_SCOPE_BEGIN: return ((const struct gmt_rec_scope_begin *)(const void *)r)->dt;
+    case GMT_REC_SCOPE_END: return ((const struct gmt_rec_scope_end *)(const void *)r)->dt;
+    case GMT_REC_MEMINFO: return ((const struct gmt_rec_meminfo *)(const void *)r)->dt;
+    }
+    return 0;
+}
+
+/* An event record of the current thread: a thread whose time goes back starts a run. */
+static inline int note_event(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_tstream *st = &t->streams[L->cur];
+    t->n_events++;
+    if (st->has_ev && e->time_ns < st->last_time) {
+        struct gmt_run *run = gmt_array_push((void **)&t->runs, &t->n_runs, &L->cap_runs, sizeof *run);
+        if (!run)
+            return -ENOMEM;
+        t->runs[st->run].end = e->offset;
+        st->run = t->n_runs - 1;
+        run->stream = L->cur;
+        run->seg = st->n_segs - 1;
+        run->start = e->offset;
+        run->end = UINT64_MAX;
+        run->device = (int16_t)L->cur_device;
+        /* The clock before this record. Its time went back, so the thread's clock was
+         * set (an unset clock gives 0, and once set a clock stays set): its time is the
+         * clock after it. */
+        run->clock_set = true;
+        run->clock = e->time_ns - event_dt(e->rec);
+    }
+    st->last_time = e->time_ns;
+    st->has_ev = true;
+    return 0;
+}
+
+static int on_process(struct loader *L, const struct gmt_rec *r)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_process *p = (const void *)r;
+    t->proc = *p;
+    t->has_proc = true;
+    const char *s = (const char *)(p + 1);
+    size_t room = r->size - sizeof *p;
+    size_t hl = p->host_len <= room ? p->host_len : room;
+    t->host = dupn(s, hl ? strnlen(s, hl) : 0);
+    size_t cl = p->cmdline_len <= room - hl ? p->cmdline_len : room - hl;
+    char *c = dupn(s + hl, cl);
+    if (!t->host || !c)
+        return -ENOMEM;
+    /* arguments are NUL-separated: join them with spaces, drop the final NUL */
+    while (cl > 0 && c[cl - 1] == 0)
+        cl--;
+    for (size_t i = 0; i < cl; i++)
+        if (c[i] == 0)
+            c[i] = ' ';
+    c[cl] = 0;
+    t->cmdline = c;
+    return 0;
+}
+
+static int on_env(struct loader *L, const struct gmt_rec *r)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_env *e = (const void *)r;
+    const char *s = (const char *)(e + 1), *end = (const char *)r + r->size;
+    if (e->bytes <= (size_t)(end - s))
+        end = s + e->bytes;
+    while (s < end && *s) {
+        size_t n = strnlen(s, (size_t)(end - s));
+        char **slot = gmt_array_push((void **)&t->env, &t->n_env, &L->cap_env, sizeof *slot);
+        if (!slot || !(*slot = dupn(s, n)))
+            return -ENOMEM;
+        s += n + 1;
+    }
+    return 0;
+}
+
+static int on_module(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_module_load *m = (const void *)e->rec;
+    struct gmt_module *mod = gmt_array_push((void **)&t->modules, &t->n_modules, &L->cap_mod, sizeof *mod);
+    if (!mod)
+        return -ENOMEM;
+    const char *p = (const char *)(m + 1);
+    size_t room = e->rec->size - sizeof *m;
+    size_t bl = m->build_id_len <= room ? m->build_id_len : room;
+    mod->id = m->module_id;
+    mod->build_id = (uint8_t *)dupn(p, bl);
+    mod->build_id_len = (uint32_t)bl;
+    size_t pl = m->path_len <= room - bl ? m->path_len : room - bl;
+    mod->path = dupn(p + bl, strnlen(p + bl, pl));
+    mod->bias = m->load_bias;
+    mod->start = m->start;
+    mod->end = m->end;
+    mod->t_load = m->time_ns;
+    return mod->path && mod->build_id ? 0 : -ENOMEM;
+}
+
+static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t errlen,
+                    uint64_t off)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_stack *s = (const void *)r;
+    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID) {
+        snprintf(err, errlen, "%s: offset %llu: stack id %u out of range", t->path,
+                 (unsigned long long)off, s->stack_id);
+        return -EINVAL;
+    }
+    if (s->stack_id >= t->n_stacks) {
+        size_t n = t->n_stacks ? t->n_stacks : 64;
+        while (n <= s->stack_id)
+            n *= 2;
+        struct gmt_stack *p = realloc(t->stacks, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + t->n_stacks, 0, (n - t->n_stacks) * sizeof *p);
+        t->stacks = p;
+        t->n_stacks = n;
+    }
+    struct gmt_stack *st = &t->stacks[s->stack_id];
+    if (st->ip)
+        return 0; /* defined twice: keep the first */
+    uint32_t depth = s->depth;
+    if ((size_t)depth > (r->size - sizeof *s) / 8)
+        depth = (uint32_t)((r->size - sizeof *s) / 8);
+    st->ip = malloc((depth ? depth : 1) * sizeof(uint64_t));
+    if (!st->ip)
+        return -ENOMEM;
+    memcpy(st->ip, s->ip, depth * sizeof(uint64_t));
+    st->depth = depth;
+    return 0;
+}
+
+/* Scope ids are dense from 1 (the library draws them from one counter), and every event
+ * of a trace looks its scope up: an array answers with one load where the hash map takes
+ * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) go to the
+ * map instead, so the array never grows past a few times the number of scopes. Returns
+ * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
+static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
+{
+    if (!id) /* no scope: the replay reads entry 0 for events outside any, so it stays 0 */
+        return 0;
+    if (idx >= UINT32_MAX) {
+        if (id < t->n_scope_dense)
+            t->scope_dense[id] = 0; /* the map's newer index must win */
+        return 0;
+    }
+    if (id >= t->n_scope_dense) {
+        if ((uint64_t)id > 4 * (uint64_t)t->n_scopes + 65536)
+            return 0;
+        size_t n = t->n_scope_dense ? t->n_scope_dense : 1024;
+        while (n <= id)
+            n *= 2;
+        if (t->scope_dense_reserved) {
+            /* in place: the pages past the old end are fresh, zero (reserve_scopes) */
+            if (n * sizeof *t->scope_dense > t->scope_dense_reserved)
+                return -ENOMEM; /* cannot be: the bound covers every id placed here */
+        } else {
+            uint32_t *p = realloc(t->scope_dense, n * sizeof *p);
+            if (!p)
+                return -ENOMEM;
+            memset(p + t->n_scope_dense, 0, (n - t->n_scope_dense) * sizeof *p);
+            t->scope_dense = p;
+        }
+        t->n_scope_dense = n;
+    }
+    t->scope_dense[id] = (uint32_t)idx + 1;
+    return 1;
+}
+
+static int on_scope_begin(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_scope_begin *b = (const void *)e->rec;
+    struct gmt_scope *s;
+    if (t->scopes_reserved) {
+        /* the bound reserve_scopes() took cannot be passed: each scope has its record */
+        if (t->n_scopes == L->cap_scope)
+            return -ENOMEM;
+        s = &t->scopes[t->n_scopes++]; /* zero: fresh pages, never reused */
+    } else if (!(s = gmt_array_push((void **)&t->scopes, &t->n_scopes, &L->cap_scope, sizeof *s))) {
+        return -ENOMEM;
+    }
+    s->id = b->scope_id;
+    s->parent_id = b->parent_id;
+    s->tid = e->tid;
+    s->op = b->h.aux;
+    s->comm = b->comm;
+    s->count = b->count;
+    s->datatype = b->datatype;
+    s->t_begin = e->time_ns;
+    s->offset = e->offset;
+    s->device = (int16_t)L->cur_device;
+    size_t idx = t->n_scopes - 1;
+    if (gmt_trace_scope_index(t, b->scope_id) >= 0)
+        t->scope_dups = true;
+    /* the map holds only the ids the dense array declines: a lookup there is a few
+     * cache misses per scope, and there are as many scopes as collective calls */
+    int placed = dense_put(t, b->scope_id, idx);
+    if (placed < 0 || (!placed && gmt_u64map_put(&t->scope_by_id, b->scope_id, idx)))
+        return -ENOMEM;
+    return note_event(L, e);
+}
+
+static int on_scope_end(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_scope_end *x = (const void *)e->rec;
+    long i = gmt_trace_scope_index(t, x->scope_id);
+    if (i < 0)
+        return 0; /* its begin was lost (cut, or before a fork): nothing to close */
+    struct gmt_scope *s = &t->scopes[i];
+    s->t_end = e->time_ns;
+    s->result = x->result;
+    return note_event(L, e);
+}
+
+#define PLAIN_EVENTS ((1u << GMT_REC_ALLOC) | (1u << GMT_REC_ALLOC_SMALL) | \
+                      (1u << GMT_REC_FREE) | (1u << GMT_REC_ALLOC_FAIL))
+
+/* Told apart with one bit test, not a switch: they come in no order a branch predictor
+ * could learn. */
+static inline bool is_plain_event(unsigned type)
+{
+    return type < 32 && (PLAIN_EVENTS >> type & 1);
+}
+
+static int on_module_unload(struct loader *L, const struct gmt_rec *r)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_module_unload *u = (const void *)r;
+    for (size_t i = 0; i < t->n_modules; i++)
+        if (t->modules[i].id == u->module_id && !t->modules[i].t_unload)
+            t->modules[i].t_unload = u->time_ns ? u->time_ns : 1;
+    return 0;
+}
+
+static int on_thread(struct loader *L, const struct gmt_rec *r)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_thread *th = (const void *)r;
+    struct gmt_thread *slot = NULL;
+    for (size_t i = 0; i < t->n_threads; i++)
+        if (t->threads[i].tid == th->tid)
+            slot = &t->threads[i];
+    if (!slot && !(slot = gmt_array_push((void **)&t->threads, &t->n_threads, &L->cap_thr, sizeof *slot)))
+        return -ENOMEM;
+    slot->tid = th->tid;
+    memcpy(slot->name, th->name, GMT_THREAD_NAME_LEN);
+    slot->name[GMT_THREAD_NAME_LEN] = 0;
+    return 0;
+}
+
+static int on_cuctx(struct loader *L, const struct gmt_event *e)
+{
+    const struct gmt_rec_cuctx *c = (const void *)e->rec;
+    int x = gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)((int64_t)c->device + 1));
+    if (x)
+        return x;
+    L->cur_device = thread_device(L, e->tid); /* as the map gives it back */
+    return 0;
+}
+
+static int on_chunk(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_chunk *c = (const void *)e->rec;
+    t->streams[L->cur].segs[t->streams[L->cur].n_segs - 1].end = e->offset;
+    long i = stream_for(L, c->tid, e->offset + e->rec->size);
+    if (i < 0)
+        return -ENOMEM;
+    L->cur = (size_t)i;
+    L->cur_device = thread_device(L, c->tid);
+    return 0;
+}
+
+static int on_comm(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_comm *c = (const void *)e->rec;
+    struct gmt_comm *slot = NULL;
+    for (size_t i = 0; i < t->n_comms; i++)
+        if (t->comms[i].comm == c->comm)
+            slot = &t->comms[i];
+    if (!slot && !(slot = gmt_array_push((void **)&t->comms, &t->n_comms, &L->cap_comm, sizeof *slot)))
+        return -ENOMEM;
+    slot->comm = c->comm;
+    slot->parent = c->parent;
+    slot->unique_id_hash = c->unique_id_hash;
+    slot->rank = c->rank;
+    slot->nranks = c->nranks;
+    slot->device = c->device;
+    /* an init or split scope opens before its communicator exists: the COMM record
+     * its thread writes on return names it */
+    for (size_t i = t->n_scopes; i-- > 0;) {
+        struct gmt_scope *s = &t->scopes[i];
+        if (s->tid != e->tid)
+            continue;
+        if (!s->comm && gmt_op_is_comm_init(s->op)) {
+            s->comm = c->comm;
+            if (c->device >= 0)
+                s->device = (int16_t)c->device;
+        }
+        break;
+    }
+    return 0;
+}
+
+static int on_meminfo(struct loader *L, const struct gmt_event *e)
+{
+    const struct gmt_rec_meminfo *m = (const void *)e->rec;
+    struct meminfo_note *n = gmt_array_push((void **)&L->mi, &L->n_mi, &L->cap_mi, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    n->time = e->time_ns;
+    n->off = e->offset;
+    n->free_bytes = m->free_bytes;
+    n->total_bytes = m->total_bytes;
+    n->scope = m->scope_id;
+    n->phase = (uint8_t)e->rec->aux;
+    return note_event(L, e);
+}
+
+static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec *r = e->rec;
+
+    /* Allocations and frees, most of the records, are decoded again when iterated
+     * (trace_iter.c's cursor_fill): here they only count and mark runs (see also load_records). */
+    if (is_plain_event(r->type))
+        return note_event(L, e);
+    switch (r->type) {
+    case GMT_REC_PROCESS: return on_process(L, r);
+    case GMT_REC_ENV: return on_env(L, r);
+    case GMT_REC_VERSION:
+        if (r->aux < 4)
+            t->version[r->aux] = ((const struct gmt_rec_version *)(const void *)r)->version;
+        return 0;
+    case GMT_REC_MODULE_LOAD: return on_module(L, e);
+    case GMT_REC_MODULE_UNLOAD: return on_module_unload(L, r);
+    case GMT_REC_THREAD: return on_thread(L, r);
+    case GMT_REC_STACK: return on_stack(L, r, err, errlen, e->offset);
+    case GMT_REC_CUCTX: return on_cuctx(L, e);
+    case GMT_REC_CHUNK: return on_chunk(L, e);
+    case GMT_REC_COMM: return on_comm(L, e);
+    case GMT_REC_SCOPE_BEGIN: return on_scope_begin(L, e);
+    case GMT_REC_SCOPE_END: return on_scope_end(L, e);
+    case GMT_REC_MEMINFO: return on_meminfo(L, e);
+    case GMT_REC_END:
+        t->complete = true;
+        t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
+        return 0;
+    case GMT_REC_GROUP_REPEAT:
+        return LOAD_EXPAND; /* gmt_trace_load starts again from the expanded records */
+    default:
+        return 0;
+    }
+}
+
+/* One record handed out by the reader: the common one, an allocation or free at or
+ * after its thread's latest event, only counted, with the trace's time span and event
+ * count in locals (the stores of a call to on_record could alias them); everything else
+ * goes to on_record. */
+struct span {
+    uint64_t first, last, n_events;
+};
+
+static inline int load_one(struct loader *L, struct span *sp, const struct gmt_event *e,
+                           char *err, size_t errlen)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_tstream *st = &t->streams[L->cur];
+    uint64_t time = e->time_ns;
+    if (time) {
+        if (!sp->first || time < sp->first)
+            sp->first = time;
+        if (time > sp->last)
+            sp->last = time;
+    }
+    /* a thread's clock only moves forward: times go back only in a corrupt file, where
+     * note_event starts a run */
+    if (is_plain_event(e->rec->type) && time >= st->last_time) {
+        st->last_time = time;
+        st->has_ev = true;
+        sp->n_events++;
+        return 0;
+    }
+    t->n_events += sp->n_events;
+    sp->n_events = 0;
+    /* the next most common records, one per NCCL call each, without on_record's switch */
+    if (e->rec->type == GMT_REC_SCOPE_BEGIN)
+        return on_scope_begin(L, e);
+    if (e->rec->type == GMT_REC_SCOPE_END)
+        return on_scope_end(L, e);
+    return on_record(L, e, err, errlen);
+}
+
+/*
+ * The records in file order. Most are allocations and frees whose times only move
+ * forward: the reader skims those (gmt_reader_skim), handing out only the others, and
+ * what it cannot take alone (a CHUNK, a record with variable parts, a broken one, a time
+ * going back) is read one record at a time. Returns 0 at the end, -ENOMEM, or -1 with a
+ * message in err.
+ */
+static int load_records(struct loader *L, char *err, size_t errlen)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_event ev[256];
+    const size_t max = sizeof ev / sizeof ev[0];
+    struct span sp = {0, 0, 0};
+    int n = 1, x = 0;
+    while (n > 0 && !x) {
+        struct gmt_skim sk;
+        size_t got = gmt_reader_skim(L->r, PLAIN_EVENTS, t->streams[L->cur].last_time, ev,
+                                     max, &sk);
+        for (size_t i = 0; i < got && !x; i++)
+            x = load_one(L, &sp, &ev[i], err, errlen);
+        if (x)
+            break;
+        if (sk.n) {
+            /* skimmed events lie among those handed out, in time order: the thread's
+             * latest is the later of the last of each (no record above moves streams) */
+            struct gmt_tstream *st = &t->streams[L->cur];
+            if (sk.last >= st->last_time)
+                st->last_time = sk.last;
+            st->has_ev = true;
+            sp.n_events += sk.n;
+            if (sk.first && (!sp.first || sk.first < sp.first))
+                sp.first = sk.first;
+            if (sk.last > sp.last)
+                sp.last = sk.last;
+        }
+        if (got < max && gmt_reader_next_batch(L->r, ev, 1, &n, err, errlen))
+            x = load_one(L, &sp, &ev[0], err, errlen);
+    }
+    t->n_events += sp.n_events;
+    if (sp.first && (!t->t_first || sp.first < t->t_first))
+        t->t_first = sp.first;
+    if (sp.last > t->t_last)
+        t->t_last = sp.last;
+    if (x)
+        return x;
+    return n < 0 ? -1 : 0;
+}
+
+static int cmp_meminfo(const void *a, const void *b)
+{
+    const struct meminfo_note *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* With duplicate scope ids, which scope a SCOPE_* record means depends on where it lies
+ * in the file (the latest begin of that id before it): noted by offset for the
+ * iteration, from a second walk of the records in file order. Only corrupt files. */
+static int map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
+{
+    struct gmt_u64map latest;
+    gmt_u64map_init(&latest);
+    size_t k = 0;
+    int rc = 0;
+    for (uint64_t off = from; off < to && !rc;) {
+        const struct gmt_rec *h = (const void *)(t->image + off);
+        if (h->type == GMT_REC_SCOPE_BEGIN) {
+            const struct gmt_rec_scope_begin *b = (const void *)h;
+            rc = gmt_u64map_put(&latest, b->scope_id, k) ||
+                 gmt_u64map_put(&t->scope_at, off, k + 1);
+            k++;
+        } else if (h->type == GMT_REC_SCOPE_END) {
+            const struct gmt_rec_scope_end *x = (const void *)h;
+            const uint64_t *v = gmt_u64map_get(&latest, x->scope_id);
+            if (v)
+                rc = gmt_u64map_put(&t->scope_at, off, *v + 1);
+        }
+        off += h->size;
+    }
+    gmt_u64map_free(&latest);
+    return rc ? -ENOMEM : 0;
+}
+
+/* Scope devices: the communicator's device when known; MEMINFO samples around a scope
+ * give its before/after device memory (t->scope_mem). Returns 0 or -ENOMEM. */
+static int finish_scopes(struct gmt_trace *t, struct meminfo_note *mi, size_t n_mi)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < t->n_scopes; i++) {
+        const struct gmt_comm *c = gmt_trace_comm(t, t->scopes[i].comm);
+        if (c && c->device >= 0)
+            t->scopes[i].device = (int16_t)c->device;
+    }
+    /* in time order, ties in file order, as the events are replayed: the last wins */
+    if (n_mi > 1)
+        qsort(mi, n_mi, sizeof *mi, cmp_meminfo);
+    for (size_t i = 0; i < n_mi; i++) {
+        const struct meminfo_note *e = &mi[i];
+        if (!e->scope)
+            continue;
+        struct gmt_scope *s = (struct gmt_scope *)gmt_trace_scope_by_id(t, e->scope);
+        if (!s || e->total_bytes < e->free_bytes)
+            continue;
+        /* its samples, made at its first (scope index -> index in scope_mem + 1) */
+        size_t si = (size_t)(s - t->scopes);
+        const uint64_t *at = gmt_u64map_get(&t->scope_mem_of, si);
+        size_t idx = at ? (size_t)*at - 1 : t->n_scope_mem;
+        if (!at) {
+            if (!gmt_array_push((void **)&t->scope_mem, &t->n_scope_mem, &cap, sizeof *t->scope_mem) ||
+                gmt_u64map_put_new(&t->scope_mem_of, si, t->n_scope_mem))
+                return -ENOMEM;
+            if (t->n_scope_mem == 1 || si < t->scope_mem_lo)
+                t->scope_mem_lo = si;
+            if (t->n_scope_mem == 1 || si >= t->scope_mem_hi)
+                t->scope_mem_hi = si + 1;
+        }
+        struct gmt_scope_mem *m = &t->scope_mem[idx];
+        if (e->phase == GMT_MEMINFO_BEGIN) {
+            m->has_mem_before = true;
+            m->used_before = e->total_bytes - e->free_bytes;
+        } else if (e->phase == GMT_MEMINFO_END) {
+            m->has_mem_after = true;
+            m->used_after = e->total_bytes - e->free_bytes;
+        }
+        m->total = e->total_bytes;
+    }
+    return 0;
+}
+
+/* Scopes are as many as collective calls, tens of megabytes in a long run: grown by
+ * doubling, the array would be copied again and again, each copy faulting its pages in.
+ * So the space for as many as the file has room for (one SCOPE_BEGIN record each) is
+ * reserved up front and filled in place; only what is used takes memory. When that
+ * space cannot be had, the array grows by doubling. */
+static void reserve_scopes(struct loader *L)
+{
+    struct gmt_trace *t = L->t;
+    size_t bound = t->image_len / sizeof(struct gmt_rec_scope_begin) + 1;
+    if (bound > SIZE_MAX / sizeof *t->scopes)
+        return;
+    size_t bytes = bound * sizeof *t->scopes;
+    if (!(t->scopes = gmt_reserve(bytes)))
+        return;
+    t->scopes_reserved = bytes;
+    L->cap_scope = bound;
+    /* The dense array of scope ids likewise: it takes ids up to 4 x scopes + 65536 and
+     * doubles from 1024 past each, so it never needs more than twice that; reserved, it
+     * grows in place instead of being copied and zeroed at each doubling. */
+    if (bound > (SIZE_MAX / sizeof *t->scope_dense - 1024 - 2 * 65536) / 8)
+        return;
+    size_t dense = (2 * (4 * bound + 65536) + 1024) * sizeof *t->scope_dense;
+    if ((t->scope_dense = gmt_reserve(dense)))
+        t->scope_dense_reserved = dense;
+}
+
+/* The whole stream of a pipe or device in memory, for the same in-place reading. */
+static int slurp(FILE *f, uint8_t **out, size_t *len)
+{
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *b = malloc(cap);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (n == cap) {
+            uint8_t *nb = cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                free(b);
+                *len = n;
+                return -EIO;
+            }
+            break;
+        }
+    }
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+/* The trace's bytes in memory behind t->reader and t->image: `image` when given (taken
+ * over), else the file. Returns 0, -ENOMEM, or -1 with a message in err. */
+static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
+                      char *err, size_t errlen)
+{
+    /* a regular file is mapped by the reader; anything else is read into memory first */
+    struct stat st;
+    if (image) {
+        t->image_buf = image;
+        t->image_len = image_len;
+        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
+            return -1;
+    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        int x = slurp(f, &t->image_buf, &t->image_len);
+        int e = errno;
+        fclose(f);
+        if (x == -ENOMEM)
+            return -ENOMEM;
+        if (x) {
+            snprintf(err, errlen, "%s: offset %zu: read error: %s", path, t->image_len,
+                     strerror(e));
+            return -1;
+        }
+        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
+            return -1;
+    } else if (gmt_reader_open(&t->reader, path, err, errlen)) {
+        return -1;
+    }
+    if (!(t->image = gmt_reader_image(t->reader, &t->image_len))) {
+        snprintf(err, errlen, "%s: cannot map the file", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
+ * LOAD_EXPAND (the file has GROUP_REPEAT records), or -1 with a message in err. */
+static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
+                char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    struct loader L = {.t = t, .cur_device = -1};
+    gmt_u64map_init(&L.tid_device);
+    gmt_u64map_init(&L.stream_of);
+    gmt_u64map_init(&t->scope_by_id);
+    gmt_u64map_init(&t->scope_at);
+    gmt_u64map_init(&t->scope_mem_of);
+    int rc = -1;
+
+    if (!(t->path = strdup(path))) {
+        free(image);
+        goto nomem;
+    }
+    int x = open_image(t, path, image, image_len, err, errlen);
+    if (x == -ENOMEM)
+        goto nomem;
+    if (x)
+        goto out;
+    struct gmt_reader *r = t->reader;
+    L.r = r;
+    reserve_scopes(&L);
+    uint64_t first = gmt_reader_offset(r);
+    if (stream_for(&L, 0, first) < 0) /* records before the first CHUNK: no thread */
+        goto nomem;
+    int n = load_records(&L, err, errlen);
+    if (n == -ENOMEM)
+        goto nomem;
+    if (n < 0)
+        goto out;
+    if (n == LOAD_EXPAND) {
+        rc = LOAD_EXPAND; /* the caller keeps t (its image) to expand it */
+        goto keep;
+    }
+    uint64_t last = gmt_reader_offset(r);
+    t->streams[L.cur].segs[t->streams[L.cur].n_segs - 1].end = last;
+    t->records = gmt_reader_records(r);
+    t->cut = gmt_reader_cut(r, &t->cut_offset);
+    if (t->scope_dups && map_scope_records(t, first, last))
+        goto nomem;
+    if (finish_scopes(t, L.mi, L.n_mi))
+        goto nomem;
+    rc = 0;
+    goto out;
+nomem:
+    snprintf(err, errlen, "%s: out of memory", path);
+out:
+    if (rc)
+        gmt_trace_free(t);
+keep:
+    gmt_u64map_free(&L.tid_device);
+    gmt_u64map_free(&L.stream_of);
+    free(L.mi);
+    return rc;
+}
+
+int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen)
+{
+    int rc = load(t, path, NULL, 0, err, errlen);
+    if (rc != LOAD_EXPAND)
+        return rc;
+    uint8_t *img = NULL;
+    size_t len = 0;
+    uint64_t records = 0, lost = 0, cut_offset = UINT64_MAX;
+    int x = gmt_trace_expand(t->image, t->image_len, path, &img, &len, &records, &cut_offset,
+                             &lost, err, errlen);
+    gmt_trace_free(t);
+    if (x == -ENOMEM)
+        snprintf(err, errlen, "%s: out of memory", path);
+    if (x)
+        return -1;
+    rc = load(t, path, img, len, err, errlen);
+    if (rc == LOAD_EXPAND) { /* cannot be: none is left */
+        gmt_trace_free(t);
+        snprintf(err, errlen, "%s: GROUP_REPEAT left after expanding", path);
+        return -1;
+    }
+    if (rc)
+        return rc;
+    /* what the file itself holds: its records, and where it was cut */
+    t->records = records;
+    if (cut_offset != UINT64_MAX)
+        t->cut_offset = cut_offset;
+    t->records_dropped += lost;
+    return 0;
+}
+
+void gmt_trace_free(struct gmt_trace *t)
+{
+    free(t->path);
+    free(t->host);
+    free(t->cmdline);
+    for (size_t i = 0; i < t->n_env; i++)
+        free(t->env[i]);
+    free(t->env);
+    for (size_t i = 0; i < t->n_modules; i++) {
+        free(t->modules[i].path);
+        free(t->modules[i].build_id);
+    }
+    free(t->modules);
+    for (size_t i = 0; i < t->n_stacks; i++)
+        free(t->stacks[i].ip);
+    free(t->stacks);
+    free(t->threads);
+    free(t->comms);
+    if (t->scopes_reserved)
+        gmt_unreserve(t->scopes, t->scopes_reserved);
+    else
+        free(t->scopes);
+    free(t->scope_mem);
+    gmt_u64map_free(&t->scope_mem_of);
+    for (size_t i = 0; i < t->n_streams; i++)
+        free(t->streams[i].segs);
+    free(t->streams);
+    free(t->runs);
+    if (t->reader)
+        gmt_reader_close(t->reader);
+    free(t->image_buf);
+    gmt_u64map_free(&t->scope_by_id);
+    gmt_u64map_free(&t->scope_at);
+    if (t->scope_dense_reserved)
+        gmt_unreserve(t->scope_dense, t->scope_dense_reserved);
+    else
+        free(t->scope_dense);
+    memset(t, 0, sizeof *t);
+}
