@@ -1,4 +1,4 @@
-/* bench_allreduce.c: one process drives 2 GPUs (ncclCommInitAll) and prints 8-byte all_reduce latency and 128 MiB all_reduce bus bandwidth, one line each, plus the loop's host time, its latency again and the in-process A/B of the exported against libnccl's own entry points. */
+/* bench_allreduce.c: one process drives up to 2 GPUs (ncclCommInitAll; one GPU: a single-rank communicator) and prints 8-byte all_reduce latency and 128 MiB all_reduce bus bandwidth, one line each, plus the loop's host time, its latency again and the in-process A/B of the exported against libnccl's own entry points. */
 #include <elf.h>
 #include <link.h>
 #include <sched.h>
@@ -30,11 +30,12 @@
         }                                                                            \
     } while (0)
 
-#define NDEV 2
+#define MAXDEV 2
+static int ndev = MAXDEV; /* GPUs used: min(MAXDEV, cudaGetDeviceCount); 1 runs a single-rank communicator */
 
-static ncclComm_t comms[NDEV];
-static cudaStream_t streams[NDEV];
-static float *buf[NDEV];
+static ncclComm_t comms[MAXDEV];
+static cudaStream_t streams[MAXDEV];
+static float *buf[MAXDEV];
 
 static double now_s(void)
 {
@@ -46,7 +47,7 @@ static double now_s(void)
 static void all_reduce(size_t count)
 {
     NCCL(ncclGroupStart());
-    for (int d = 0; d < NDEV; d++)
+    for (int d = 0; d < ndev; d++)
         NCCL(ncclAllReduce(buf[d], buf[d], count, ncclFloat, ncclSum, comms[d], streams[d]));
     NCCL(ncclGroupEnd());
 }
@@ -130,14 +131,14 @@ static void *own_nccl(const char *name)
 static void all_reduce_own(size_t count)
 {
     NCCL(own_group_start());
-    for (int d = 0; d < NDEV; d++)
+    for (int d = 0; d < ndev; d++)
         NCCL(own_allreduce(buf[d], buf[d], count, ncclFloat, ncclSum, comms[d], streams[d]));
     NCCL(own_group_end());
 }
 
 static void sync_all(void)
 {
-    for (int d = 0; d < NDEV; d++) {
+    for (int d = 0; d < ndev; d++) {
         CUDA(cudaSetDevice(d));
         CUDA(cudaStreamSynchronize(streams[d]));
     }
@@ -233,9 +234,13 @@ int main(int argc, char **argv)
     int lat_iters = argc > 1 ? atoi(argv[1]) : 5000;
     int bw_iters = argc > 2 ? atoi(argv[2]) : 40;
     const size_t big = (size_t)128 << 20; /* bytes */
-    int devs[NDEV] = {0, 1};
-    NCCL(ncclCommInitAll(comms, NDEV, devs));
-    for (int d = 0; d < NDEV; d++) {
+    int have = 0;
+    CUDA(cudaGetDeviceCount(&have));
+    ndev = have < MAXDEV ? have : MAXDEV;
+    int devs[MAXDEV] = {0, 1};
+    NCCL(ncclCommInitAll(comms, ndev, devs));
+    printf("devices %d\n", ndev);
+    for (int d = 0; d < ndev; d++) {
         CUDA(cudaSetDevice(d));
         CUDA(cudaStreamCreateWithFlags(&streams[d], cudaStreamNonBlocking));
         CUDA(cudaMalloc((void **)&buf[d], big));
@@ -252,9 +257,9 @@ int main(int argc, char **argv)
     in_process_ab();
     double t = time_loop(big / sizeof(float), 5, bw_iters);
     /* bus bandwidth as nccl-tests defines it: algbw * 2(n-1)/n */
-    printf("allreduce_128MiB_busbw_GBs %.3f\n", (double)big / t * 2.0 * (NDEV - 1) / NDEV / 1e9);
+    printf("allreduce_128MiB_busbw_GBs %.3f\n", (double)big / t * 2.0 * (ndev - 1) / ndev / 1e9);
     fflush(stdout);
-    for (int d = 0; d < NDEV; d++) {
+    for (int d = 0; d < ndev; d++) {
         CUDA(cudaSetDevice(d));
         CUDA(cudaFree(buf[d]));
         NCCL(ncclCommDestroy(comms[d]));
