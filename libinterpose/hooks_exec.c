@@ -78,8 +78,8 @@ typedef int execveat_fn(int, const char *, char *const[], char *const[], int);
  * it would answer. */
 #define EXEC_CALL(slot, type, ...)                                                           \
     do {                                                                                     \
-        int token_ = gmt_writer_exec_begin();                                                \
         type *fn_ = (type *)real(slot);                                                      \
+        int token_ = gmt_writer_exec_begin();                                                \
         int rc_;                                                                             \
         if (fn_)                                                                             \
             rc_ = fn_(__VA_ARGS__);                                                          \
