@@ -361,6 +361,32 @@ Test(robust, exec_with_threads_from_a_handler_and_after_vfork, .timeout = 60)
     }
 }
 
+/* exec while two threads allocate without pause and flush their own 4 KiB buffers: the
+ * file reads to its end without error, with one END, last (no chunk after it). */
+Test(robust, exec_while_other_threads_flush_leaves_end_last, .timeout = 60)
+{
+    const char *args[] = {"busy", NULL};
+    for (int round = 0; round < 5; round++) {
+        struct rrun r;
+        rrun(&r, true, "robust_exec", args);
+        cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+        cr_expect_str_eq(r.out, "done\n");
+        char paths[4][320];
+        cr_assert_eq(traces(&r, paths, 4), 1);
+        struct hook_counts c;
+        struct ends e = {0};
+        hook_read(paths[0], &c, visit_ends, &e);
+        unsigned made = 0; /* the simulated device fills up: most are ALLOC_FAIL */
+        for (unsigned a = 0; a < GMT_API_MAX; a++)
+            made += c.alloc[a] + c.fail[a];
+        cr_expect_geq(made, 20000);
+        cr_expect(c.complete);
+        cr_expect_eq(e.n, 1, "%d END records", e.n);
+        cr_expect(e.last, "a record after END");
+        cleanup(&r);
+    }
+}
+
 /* GPUMEMTRACE_OFF=1: the exec hooks pass straight through and no file is written. */
 Test(robust, exec_with_tracing_off_passes_through, .timeout = 60)
 {

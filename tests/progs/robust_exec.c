@@ -1,4 +1,4 @@
-/* robust_exec.c: exec in its forms and situations (fork child, other threads, vfork, signal handler, a missing program): the old image's records and END must be in its trace, and a failed exec must leave the call's result and tracing as they were. */
+/* robust_exec.c: exec in its forms and situations (fork child, other threads, busy threads, vfork, signal handler, a missing program): the old image's records and END must be in its trace, and a failed exec must leave the call's result and tracing as they were. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -88,6 +88,19 @@ static void *other_thread(void *arg)
     return NULL;
 }
 
+static atomic_long spins;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        void *p;
+        cudaMalloc(&p, 256);
+        atomic_fetch_add(&spins, 1);
+    }
+    return NULL;
+}
+
 static void exec_from_handler(int sig)
 {
     (void)sig;
@@ -165,6 +178,22 @@ int main(int argc, char **argv)
         while (!atomic_load(&parked))
             usleep(1000);
         alloc_n(50);
+        exec_self("execv");
+        return 3;
+    }
+    /* busy: two threads allocate without pause, with buffers small enough that they
+     * flush their own, while main execs */
+    if (!strcmp(mode, "busy")) {
+        if (!getenv("GPUMEMTRACE_FLUSH_BYTES")) {
+            setenv("GPUMEMTRACE_FLUSH_BYTES", "4096", 1);
+            execv(self, argv);
+            return 3;
+        }
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, spinner, NULL);
+        while (atomic_load(&spins) < 20000)
+            usleep(1000);
         exec_self("execv");
         return 3;
     }
