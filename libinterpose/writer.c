@@ -856,9 +856,19 @@ static void give_back(struct buf *from, struct buf *to)
 int gmt_writer_exec_begin(void)
 {
     int saved = errno;
+    /* Another pid: a vfork child, whose memory and buffers are the parent's (it must not
+     * wait below either: an exec of the parent leaves it the old memory for good). */
+    if (getpid() != g_pid) {
+        errno = saved;
+        return 0;
+    }
+    /* Another thread's exec: it replaces the image (and this thread with it) or fails
+     * and hands the file back. A handler of the thread in exec goes straight through. */
+    while (atomic_load(&gmt_hot.writer.state) == ST_EXEC && !t_exec)
+        pause_briefly();
     /* Not open (off, failed, finished, a fork child that traced nothing): nothing to
-     * write. Another pid: a vfork child, whose memory and buffers are the parent's. */
-    if (atomic_load(&gmt_hot.writer.state) != ST_OPEN || getpid() != g_pid) {
+     * write. */
+    if (atomic_load(&gmt_hot.writer.state) != ST_OPEN) {
         errno = saved;
         return 0;
     }

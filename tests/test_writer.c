@@ -1041,6 +1041,40 @@ Test(writer, exec_holds_other_threads_off_the_file_until_it_fails)
     cr_expect_eq(count_type(path, GMT_REC_ALLOC), atomic_load(&exec_made) + 1);
 }
 
+static _Atomic int second_done;
+
+static void *second_exec(void *arg)
+{
+    int token = gmt_writer_exec_begin();
+    atomic_store(&second_done, 1);
+    *(int *)arg = token;
+    gmt_writer_exec_end(token);
+    return NULL;
+}
+
+/* Two threads in exec at once: the second waits for the first to fail, then takes the
+ * file itself (had the first succeeded, the second would be gone with the image). */
+Test(writer, a_second_exec_waits_for_the_first)
+{
+    emit_alloc(1, 1);
+    int token = gmt_writer_exec_begin();
+    cr_assert(token);
+    int second_token = -1;
+    pthread_t t;
+    pthread_create(&t, NULL, second_exec, &second_token);
+    usleep(50000);
+    cr_expect_eq(atomic_load(&second_done), 0, "the second exec did not wait");
+    gmt_writer_exec_end(token);
+    pthread_join(t, NULL);
+    cr_expect_eq(second_token, 1, "the second exec held the file after the first failed");
+    emit_alloc(2, 1);
+    gmt_writer_finish();
+    long ends;
+    cr_expect_eq(last_type(path, &ends), GMT_REC_END);
+    cr_expect_eq(ends, 1);
+    cr_expect_eq(count_type(path, GMT_REC_ALLOC), 2);
+}
+
 Test(writer, exec_without_a_file_does_nothing)
 {
     errno = 77;
