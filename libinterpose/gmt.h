@@ -208,6 +208,12 @@ GMT_HIDDEN unsigned gmt_deferred_lost(void);
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
 GMT_HIDDEN void gmt_writer_finish(void);
+/* exec: before the real call, every buffer is flushed and END written, with the file
+ * held so that no other thread writes after it; returns what gmt_writer_exec_end needs.
+ * exec_end (only reached when exec failed) cuts END off again and hands the file back:
+ * tracing goes on as before. Async-signal-safe; errno is kept by both. */
+GMT_HIDDEN int gmt_writer_exec_begin(void);
+GMT_HIDDEN void gmt_writer_exec_end(int token);
 /* In a fork child: drops the parent's buffers and file without writing; the child
  * opens its own file (flagged FORKED) at its first event. Called by init.c's atfork. */
 GMT_HIDDEN void gmt_writer_fork_child(void);

@@ -358,6 +358,8 @@ static inline __attribute__((always_inline)) void gmt_record_free(enum gmt_api a
 /* The real dl functions (the next definitions after ours, normally libc's). */
 enum gmt_real_dl { GMT_DL_DLSYM, GMT_DL_DLVSYM, GMT_DL_DLOPEN, GMT_DL_DLCLOSE };
 GMT_HIDDEN void *gmt_real_dl(enum gmt_real_dl which);
+/* hooks_exec.c: looks up the real exec functions (at library load, where dlsym is safe). */
+GMT_HIDDEN void gmt_exec_resolve(void);
 /* Keeps the object that defines fn loaded for good (one reference of ours, never
  * released), so a pointer to fn that we cached can't dangle after the program's dlclose.
  * Every pointer gmt_resolve returns is pinned; so is every real function a wrapper of

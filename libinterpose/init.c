@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "hooks.h"
 
 /* The fatal signals after which the buffered records would otherwise be lost. */
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGILL, SIGFPE };
@@ -108,6 +109,8 @@ void gmt_init(void)
 {
     int saved = errno;
     gmt_options_load();
+    /* Also when off: the exec hooks call through whatever the options say. */
+    gmt_exec_resolve();
     if (!gmt_opt.off) {
         gmt_clock_init();
         install_handlers();

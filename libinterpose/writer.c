@@ -1,5 +1,6 @@
 /* writer.c: per-thread record buffers, flushed as CHUNKs into one append-only trace file per process. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -18,8 +19,10 @@
 GMT_TLS struct gmt_thread_state gmt_ts __attribute__((aligned(64)));
 
 
-/* FINISHING: exit is sealing the buffers; events are dropped but flushes still write. */
-enum state { ST_CLOSED, ST_OPENING, ST_OPEN, ST_FINISHING, ST_FAILED, ST_FINISHED };
+/* FINISHING: exit is sealing the buffers; events are dropped but flushes still write.
+ * EXEC: a thread is in exec (gmt_writer_exec_begin): it holds every buffer and alone
+ * writes; other threads' events wait for the call to fail (or vanish with the image). */
+enum state { ST_CLOSED, ST_OPENING, ST_OPEN, ST_FINISHING, ST_FAILED, ST_FINISHED, ST_EXEC };
 
 /* busy: who may write this buffer's records to the file. */
 enum { BUF_IDLE, BUF_FLUSHING, BUF_SEALED };
@@ -51,6 +54,7 @@ struct buf {
 _Static_assert(ST_OPEN == GMT_WRITER_OPEN && ST_CLOSED == 0, "gmt.h's states");
 static int g_fd = -1;
 static int g_forked;                    /* this process is a fork child of a traced one */
+static pid_t g_pid;                     /* the process that opened g_fd (a vfork child is not it) */
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
 static _Atomic uint64_t g_dropped;
 static _Atomic int g_flusher;           /* 0 none, 1 starting/running */
@@ -64,6 +68,7 @@ static pthread_key_t g_key;
 
 static GMT_TLS uint32_t t_tid;
 static GMT_TLS struct buf *t_flushing;  /* the buffer whose busy flag this thread holds */
+static GMT_TLS int t_exec;              /* this thread is between exec_begin and exec_end */
 
 static uint32_t my_tid(void)
 {
@@ -82,7 +87,8 @@ static void pause_briefly(void)
 static void fail(const char *what, int err)
 {
     int st = atomic_load(&gmt_hot.writer.state);
-    while (st == ST_OPEN || st == ST_OPENING || st == ST_CLOSED || st == ST_FINISHING) {
+    while (st == ST_OPEN || st == ST_OPENING || st == ST_CLOSED || st == ST_FINISHING ||
+           st == ST_EXEC) {
         if (atomic_compare_exchange_weak(&gmt_hot.writer.state, &st, ST_FAILED)) {
             const char *reason = strerrordesc_np(err);
             gmt_warn("%s %s: %s; tracing stops, the program continues", what,
@@ -122,15 +128,18 @@ static int write_iov(struct iovec *iov, int n)
 /* ---- flushing ---- */
 
 /* Writes [tail, head) as one CHUNK, plus `extra` (a record too big for the ring) in the
- * same write. The caller holds b->busy. */
-static void flush_locked(struct buf *b, const void *extra, size_t extra_len)
+ * same write. The caller holds b->busy. False: another thread is in exec and alone writes
+ * the file now; nothing was done, the bytes stay for later. */
+static bool flush_locked(struct buf *b, const void *extra, size_t extra_len)
 {
     uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
     if (head == tail && !extra_len)
-        return;
+        return true;
     int st = atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire);
-    if (st == ST_OPEN || st == ST_FINISHING) {
+    if (st == ST_EXEC && !t_exec)
+        return false;
+    if (st == ST_OPEN || st == ST_FINISHING || st == ST_EXEC) {
         struct gmt_rec_chunk chunk = { { GMT_REC_CHUNK, 0, sizeof chunk },
                                        atomic_load_explicit(&b->tid, memory_order_relaxed), 0 };
         struct iovec iov[4];
@@ -154,6 +163,7 @@ static void flush_locked(struct buf *b, const void *extra, size_t extra_len)
     }
     /* Whatever happened, these bytes are done: a failed file drops them. */
     atomic_store_explicit(&b->tail, head, memory_order_release);
+    return true;
 }
 
 static int try_lock(struct buf *b)
@@ -177,9 +187,10 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long m
 {
     for (long i = 0; max_spins < 0 || i < max_spins; i++) {
         if (try_lock(b)) {
-            flush_locked(b, extra, extra_len);
+            bool done = flush_locked(b, extra, extra_len);
             unlock(b);
-            return 0;
+            if (done)
+                return 0;
         }
         if (atomic_load(&b->busy) == BUF_SEALED)
             return -1;
@@ -424,7 +435,9 @@ static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec
             return flush_wait(b, rec, size, -1) == 0;
         if (flush_wait(b, NULL, 0, -1) < 0)
             return false;
-        if (atomic_load(&gmt_hot.writer.state) != ST_OPEN)
+        /* another thread's exec: flush_wait waits for it to end (or to replace us) */
+        int st = atomic_load(&gmt_hot.writer.state);
+        if (st != ST_OPEN && st != ST_EXEC)
             return false;
     }
 }
@@ -519,6 +532,7 @@ static void open_file(void)
     gmt_ts.writer.opening = 1;
     gmt_modules_write_all();
     gmt_ts.writer.opening = 0;
+    g_pid = getpid();
     start_flusher();
     int opening = ST_OPENING;
     atomic_compare_exchange_strong(&gmt_hot.writer.state, &opening, ST_OPEN);
@@ -531,11 +545,14 @@ static bool ensure_open(void)
         int st = atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire);
         if (st == ST_OPEN)
             return true;
-        if (st != ST_CLOSED && st != ST_OPENING)
+        if (st != ST_CLOSED && st != ST_OPENING && st != ST_EXEC)
             return false;
-        if (st == ST_OPENING) {
-            if (gmt_ts.writer.opening)
+        if (st == ST_OPENING || st == ST_EXEC) {
+            if (st == ST_OPENING && gmt_ts.writer.opening)
                 return true;
+            /* a signal handler of the thread in exec: its record can't wait for itself */
+            if (st == ST_EXEC && t_exec)
+                return false;
             pause_briefly();
             continue;
         }
@@ -771,6 +788,9 @@ void gmt_writer_finish(void)
     write_deferred(); /* while the file still takes records */
     for (int i = 0; i < 100000 && atomic_load(&gmt_hot.writer.state) == ST_OPENING && !gmt_ts.writer.opening; i++)
         pause_briefly();
+    /* Another thread's exec either replaces the image or fails and hands the file back. */
+    while (atomic_load(&gmt_hot.writer.state) == ST_EXEC && !t_exec)
+        pause_briefly();
     int st = ST_OPEN;
     if (!atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_FINISHING)) {
         /* Never opened, failed or finished: later events are dropped silently. */
@@ -807,6 +827,118 @@ void gmt_writer_finish(void)
     errno = saved;
 }
 
+/* ---- exec: the old image's records and END, taken back when exec fails ---- */
+
+/* What gmt_writer_exec_begin holds for exec_end: the buffers it took (g_bufs from
+ * `first` on: any made later were made after it) and the file's size before END. */
+static struct buf *g_exec_first;
+static off_t g_exec_end_at;
+
+static bool take(struct buf *b)
+{
+    for (long i = 0; i < 20000; i++) {
+        int idle = BUF_IDLE;
+        if (atomic_compare_exchange_strong(&b->busy, &idle, BUF_FLUSHING))
+            return true;
+        if (idle == BUF_SEALED)
+            return false;
+        pause_briefly();
+    }
+    return false;
+}
+
+static void give_back(struct buf *from, struct buf *to)
+{
+    for (struct buf *b = from; b != to; b = b->next)
+        atomic_store_explicit(&b->busy, BUF_IDLE, memory_order_release);
+}
+
+int gmt_writer_exec_begin(void)
+{
+    int saved = errno;
+    /* Another pid: a vfork child, whose memory and buffers are the parent's (it must not
+     * wait below either: an exec of the parent leaves it the old memory for good). */
+    if (getpid() != g_pid) {
+        errno = saved;
+        return 0;
+    }
+    /* Another thread's exec: it replaces the image (and this thread with it) or fails
+     * and hands the file back. A handler of the thread in exec goes straight through. */
+    while (atomic_load(&gmt_hot.writer.state) == ST_EXEC && !t_exec)
+        pause_briefly();
+    /* Not open (off, failed, finished, a fork child that traced nothing): nothing to
+     * write. */
+    if (atomic_load(&gmt_hot.writer.state) != ST_OPEN) {
+        errno = saved;
+        return 0;
+    }
+    /* A signal handler inside this thread's own flush: that chunk is half-written and
+     * END can't follow it; the other buffers still go out. */
+    if (t_flushing) {
+        gmt_writer_flush_all();
+        errno = saved;
+        return 0;
+    }
+    write_deferred();
+    int st = ST_OPEN;
+    if (!atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_EXEC)) {
+        errno = saved;
+        return 0;
+    }
+    t_exec = 1;
+    /* Every buffer is taken, so no thread writes after END: a flush under way finishes
+     * first; one that starts now finds ST_EXEC and leaves its bytes where they are. */
+    struct buf *first = atomic_load(&g_bufs), *b;
+    for (b = first; b; b = b->next)
+        if (!take(b))
+            break;
+    if (b) {
+        /* A holder that does not let go (bounded, as in a crash handler): flush what
+         * can be flushed, without END. */
+        give_back(first, b);
+        int ex = ST_EXEC;
+        atomic_compare_exchange_strong(&gmt_hot.writer.state, &ex, ST_OPEN);
+        t_exec = 0;
+        gmt_writer_flush_all();
+        errno = saved;
+        return 0;
+    }
+    for (b = first; b; b = b->next) {
+        t_flushing = b;
+        flush_locked(b, NULL, 0);
+        t_flushing = NULL;
+    }
+    /* END on its own, after every chunk (it belongs to the last chunk's thread and means
+     * the same in any); when exec fails, the file is cut back to where END began. */
+    g_exec_first = first;
+    g_exec_end_at = lseek(g_fd, 0, SEEK_END);
+    if (g_exec_end_at >= 0 && atomic_load(&gmt_hot.writer.state) == ST_EXEC) {
+        struct gmt_rec_end end = { { GMT_REC_END, 0, sizeof end }, gmt_now_ns(),
+                                   atomic_load(&g_dropped) };
+        struct iovec iov = { &end, sizeof end };
+        int rc = write_iov(&iov, 1);
+        if (rc)
+            fail("cannot write trace file", -rc);
+    }
+    errno = saved;
+    return 1;
+}
+
+void gmt_writer_exec_end(int token)
+{
+    if (!token)
+        return;
+    int saved = errno;
+    if (g_exec_end_at >= 0)
+        while (ftruncate(g_fd, g_exec_end_at) && errno == EINTR) {
+        }
+    give_back(g_exec_first, NULL);
+    int ex = ST_EXEC;
+    atomic_compare_exchange_strong(&gmt_hot.writer.state, &ex, ST_OPEN);
+    t_exec = 0;
+    errno = saved;
+}
+
 void gmt_writer_fork_child(void)
 {
     /* Only this thread exists now: plain resets are safe. The parent still owns and
@@ -828,6 +960,7 @@ void gmt_writer_fork_child(void)
     gmt_ts.writer.in_emit = 0;
     gmt_ts.writer.opening = 0;
     t_flushing = NULL;
+    t_exec = 0;
     g_path[0] = 0;
     atomic_store(&g_flusher, 0);
     /* a thread of the parent was making the key when we forked: nobody will finish it
@@ -835,7 +968,7 @@ void gmt_writer_fork_child(void)
     if (atomic_load(&g_key_state) == 1)
         atomic_store(&g_key_state, 0);
     int st = atomic_load(&gmt_hot.writer.state);
-    if (st == ST_OPEN || st == ST_OPENING) {
+    if (st == ST_OPEN || st == ST_OPENING || st == ST_EXEC) {
         g_forked = 1;
         atomic_store(&gmt_hot.writer.state, ST_CLOSED);
     } else if (st == ST_CLOSED) {

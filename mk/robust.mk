@@ -1,4 +1,4 @@
-# mk/robust.mk: programs and stand-in libraries for test_robust (deadlocks, dangling pointers, failed lookups, fork, two copies of a library).
+# mk/robust.mk: programs and stand-in libraries for test_robust (deadlocks, dangling pointers, failed lookups, fork, exec, two copies of a library).
 #
 # In $(ROBUST_DIR) = $(BUILD)/robust, built with plain flags (never sanitized: the tracer
 # is preloaded into them), from tests/progs/robust_*.c:
@@ -7,7 +7,7 @@
 #   libx1.so libx2.so      robust_lib.c -DROBUST_X: something to dlopen and dlclose
 #   rt13/libcudart.so.13, rt12/libcudart.so.12   robust_lib.c -DROBUST_RT: two runtime copies
 #   libplug13.so libplug12.so                    robust_lib.c -DROBUST_USER, one per copy
-#   robust_dlrace robust_group robust_stale robust_miss robust_nonblock robust_fork robust_two
+#   robust_dlrace robust_group robust_stale robust_miss robust_nonblock robust_fork robust_two robust_exec
 # The suite gets the directory and the tracer's path as -D defines.
 
 ROBUST_DIR  := $(BUILD)/robust
@@ -18,7 +18,8 @@ ROBUST_SRC  := tests/progs/robust_lib.c
 ROBUST_NCCL_LD = -L$(ROBUST_ABS)/nccl -Wl,-rpath,$(ROBUST_ABS)/nccl -l:libnccl.so.2
 ROBUST_PROGS := $(addprefix $(ROBUST_DIR)/,nccl/libnccl.so.2 cuda/libcuda.so.1 libx1.so libx2.so \
                 rt13/libcudart.so.13 rt12/libcudart.so.12 libplug13.so libplug12.so \
-                robust_dlrace robust_group robust_stale robust_miss robust_nonblock robust_fork robust_two)
+                robust_dlrace robust_group robust_stale robust_miss robust_nonblock robust_fork robust_two \
+                robust_exec)
 
 test-extras: $(ROBUST_PROGS)
 
@@ -60,7 +61,7 @@ $(ROBUST_DIR)/robust_two: tests/progs/robust_two.c
 $(ROBUST_DIR)/robust_miss $(ROBUST_DIR)/robust_nonblock: $(ROBUST_DIR)/%: tests/progs/%.c $(ROBUST_DIR)/nccl/libnccl.so.2 libinterpose/nccl_abi.h format/nccl_types.h
 	$(CC) $(ROBUST_CFLAGS) -Iformat -Ilibinterpose -o $@ $< $(ROBUST_NCCL_LD)
 
-$(ROBUST_DIR)/robust_group $(ROBUST_DIR)/robust_fork: $(ROBUST_DIR)/%: tests/progs/%.c $(FAKE_HDRS) $(FAKE_LIBS)
+$(ROBUST_DIR)/robust_group $(ROBUST_DIR)/robust_fork $(ROBUST_DIR)/robust_exec: $(ROBUST_DIR)/%: tests/progs/%.c $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
 

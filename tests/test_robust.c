@@ -1,5 +1,6 @@
-/* test_robust.c: the tracer under hostile conditions: loader locks, dangling caller slots, dlclose, failed lookups, non-blocking NCCL, fork, two copies of a library. */
+/* test_robust.c: the tracer under hostile conditions: loader locks, dangling caller slots, dlclose, failed lookups, non-blocking NCCL, fork, exec, two copies of a library. */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 
 #include "hook_run.h"
@@ -254,6 +255,150 @@ Test(robust, fork_child_trace_defines_what_it_refers_to, .timeout = 60)
                      paths[i]);
         cr_expect_eq(f.alloc_before_cuctx, 0, "%s: ALLOC before any CUCTX", paths[i]);
     }
+    cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 6b. exec */
+
+struct ends {
+    int n;          /* END records */
+    bool last;      /* the last record is END */
+};
+static void visit_ends(const struct gmt_rec *h, void *arg)
+{
+    struct ends *e = arg;
+    e->n += h->type == GMT_REC_END;
+    e->last = h->type == GMT_REC_END;
+}
+
+/* Reads every trace of the run: the file whose ALLOC count is `want` must be complete
+ * with one END, last; returns how many files had that count. */
+static int trace_with(const struct rrun *r, unsigned want)
+{
+    char paths[8][320];
+    int n = traces(r, paths, 8), found = 0;
+    for (int i = 0; i < n; i++) {
+        struct hook_counts c;
+        struct ends e = {0};
+        hook_read(paths[i], &c, visit_ends, &e);
+        unsigned allocs = 0;
+        for (unsigned a = 0; a < GMT_API_MAX; a++)
+            allocs += c.alloc[a];
+        if (allocs != want)
+            continue;
+        found++;
+        cr_expect(c.complete, "%s: no END", paths[i]);
+        cr_expect_eq(e.n, 1, "%s: %d END records", paths[i], e.n);
+        cr_expect(e.last, "%s: END is not the last record", paths[i]);
+    }
+    return found;
+}
+
+/* A fork child that execs, in each of the nine forms: its 100 records (far fewer than a
+ * buffer holds, made faster than the flusher's period) and END are in its file. */
+Test(robust, exec_in_each_form_keeps_the_old_image_records, .timeout = 120)
+{
+    const char *forms[] = {"execve", "execv", "execvp", "execvpe", "execl",
+                           "execlp", "execle", "fexecve", "execveat"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        const char *args[] = {"fork", forms[i], NULL};
+        bool env = strcmp(forms[i], "execv") && strcmp(forms[i], "execvp") &&
+                   strcmp(forms[i], "execl") && strcmp(forms[i], "execlp");
+        const char *want = env ? "done env\n" : "done\n";
+        struct rrun r;
+        rrun(&r, false, "robust_exec", args);
+        cr_expect_str_eq(r.out, want, "%s untraced", forms[i]);
+        cleanup(&r);
+        rrun(&r, true, "robust_exec", args);
+        cr_expect_eq(r.status, 0, "%s: status %d: %s", forms[i], r.status, r.out);
+        cr_expect_str_eq(r.out, want, "%s", forms[i]);
+        cr_expect_eq(trace_with(&r, 100), 1, "%s: the child's file with its 100 records", forms[i]);
+        cr_expect_eq(trace_with(&r, 1), 1, "%s: the parent's file", forms[i]);
+        cleanup(&r);
+    }
+}
+
+/* A failed exec returns what it returns without the library (the same -1 and errno for a
+ * missing program, a directory, a name not in PATH) and tracing goes on: the END written
+ * before the call is taken back, the one at exit is the file's only one. */
+Test(robust, failed_exec_returns_as_without_the_library_and_tracing_goes_on, .timeout = 60)
+{
+    const char *args[] = {"missing", NULL};
+    struct rrun r;
+    rrun(&r, false, "robust_exec", args);
+    char want[256];
+    snprintf(want, sizeof want, "rc=-1 errno=%d rc=-1 errno=%d rc=-1 errno=%d\n", ENOENT, EACCES,
+             ENOENT);
+    cr_expect_str_eq(r.out, want, "untraced");
+    cleanup(&r);
+    rrun(&r, true, "robust_exec", args);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect_str_eq(r.out, want);
+    cr_expect_eq(trace_with(&r, 2), 1, "both records, one END");
+    cleanup(&r);
+}
+
+/* exec while another thread's records are still in its buffer; from a signal handler; and
+ * a vfork child's exec, which must leave the parent's file alone. */
+Test(robust, exec_with_threads_from_a_handler_and_after_vfork, .timeout = 60)
+{
+    struct {
+        const char *mode;
+        unsigned allocs;
+        const char *out;
+    } cases[] = {{"threads", 100, "done\n"}, {"signal", 20, "done\n"}, {"vfork", 20, "done\n"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {cases[i].mode, NULL};
+        struct rrun r;
+        rrun(&r, true, "robust_exec", args);
+        cr_expect_eq(r.status, 0, "%s: status %d: %s", cases[i].mode, r.status, r.out);
+        cr_expect_str_eq(r.out, cases[i].out, "%s", cases[i].mode);
+        char paths[4][320];
+        cr_expect_eq(traces(&r, paths, 4), 1, "%s: one file", cases[i].mode);
+        cr_expect_eq(trace_with(&r, cases[i].allocs), 1, "%s: every record, one END last",
+                     cases[i].mode);
+        cleanup(&r);
+    }
+}
+
+/* exec while two threads allocate without pause and flush their own 4 KiB buffers: the
+ * file reads to its end without error, with one END, last (no chunk after it). */
+Test(robust, exec_while_other_threads_flush_leaves_end_last, .timeout = 60)
+{
+    const char *args[] = {"busy", NULL};
+    for (int round = 0; round < 5; round++) {
+        struct rrun r;
+        rrun(&r, true, "robust_exec", args);
+        cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+        cr_expect_str_eq(r.out, "done\n");
+        char paths[4][320];
+        cr_assert_eq(traces(&r, paths, 4), 1);
+        struct hook_counts c;
+        struct ends e = {0};
+        hook_read(paths[0], &c, visit_ends, &e);
+        unsigned made = 0; /* the simulated device fills up: most are ALLOC_FAIL */
+        for (unsigned a = 0; a < GMT_API_MAX; a++)
+            made += c.alloc[a] + c.fail[a];
+        cr_expect_geq(made, 20000);
+        cr_expect(c.complete);
+        cr_expect_eq(e.n, 1, "%d END records", e.n);
+        cr_expect(e.last, "a record after END");
+        cleanup(&r);
+    }
+}
+
+/* GPUMEMTRACE_OFF=1: the exec hooks pass straight through and no file is written. */
+Test(robust, exec_with_tracing_off_passes_through, .timeout = 60)
+{
+    const char *args[] = {"off", NULL};
+    struct rrun r;
+    rrun(&r, true, "robust_exec", args);
+    char want[128];
+    snprintf(want, sizeof want, "rc=-1 errno=%d\ndone env\n", ENOENT);
+    cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
+    cr_expect_str_eq(r.out, want);
+    char paths[4][320];
+    cr_expect_eq(traces(&r, paths, 4), 0, "no file");
     cleanup(&r);
 }
 

@@ -123,13 +123,12 @@ __attribute__((noinline)) uint32_t stack_recurse(int n)
 }
 
 /* One call site however often it runs: the trip count is unknown to the compiler, so
- * it cannot unroll or peel the loop into several call sites with different stacks. */
-static volatile int times_v;
-
+ * it cannot unroll or peel the loop into several call sites with different stacks. A
+ * local: threads capture at once (a shared one was a data race, under TSan). */
 __attribute__((noinline)) static void capture_n(uint32_t (*fn)(void), int n, uint32_t *ids)
 {
-    times_v = n;
-    for (int i = 0; i < times_v; i++)
+    volatile int times = n;
+    for (int i = 0; i < times; i++)
         ids[i] = fn();
 }
 

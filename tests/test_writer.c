@@ -954,6 +954,137 @@ Test(writer, fork_child_gets_its_own_file)
     }
 }
 
+/* ---- exec ---- */
+
+/* The type of the file's last record, and how many ENDs it has. */
+static unsigned last_type(const char *p, long *ends)
+{
+    struct gmt_reader *r = open_trace(p);
+    struct gmt_event ev;
+    unsigned last = 0;
+    *ends = 0;
+    while (next(r, &ev)) {
+        last = ev.rec->type;
+        *ends += last == GMT_REC_END;
+    }
+    gmt_reader_close(r);
+    return last;
+}
+
+Test(writer, exec_writes_every_record_and_end_and_a_failed_one_takes_end_back)
+{
+    for (int i = 0; i < 10; i++)
+        emit_alloc((uint64_t)i, 1);
+    off_t before = file_size(path);
+    errno = 1234;
+    int token = gmt_writer_exec_begin();
+    cr_expect_eq(errno, 1234);
+    long ends;
+    cr_expect_eq(count_type(path, GMT_REC_ALLOC), 10, "every record is in the file");
+    cr_expect_eq(last_type(path, &ends), GMT_REC_END);
+    cr_expect_eq(ends, 1);
+    off_t with_end = file_size(path);
+    cr_expect_gt(with_end, before);
+    errno = ENOENT; /* what the failed exec left */
+    gmt_writer_exec_end(token);
+    cr_expect_eq(errno, ENOENT);
+    cr_expect_eq(file_size(path), with_end - (off_t)sizeof(struct gmt_rec_end),
+                 "END is cut off again");
+    cr_expect(gmt_writer_ready(), "tracing goes on");
+    emit_alloc(10, 1);
+    gmt_writer_finish();
+    cr_expect_eq(count_type(path, GMT_REC_ALLOC), 11);
+    cr_expect_eq(last_type(path, &ends), GMT_REC_END);
+    cr_expect_eq(ends, 1);
+}
+
+static _Atomic int exec_stop;
+static _Atomic long exec_made;
+
+static void *exec_producer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&exec_stop)) {
+        emit_alloc((uint64_t)atomic_load(&exec_made), 2);
+        atomic_fetch_add(&exec_made, 1);
+    }
+    return NULL;
+}
+
+/* While one thread is in exec, no other thread writes after its END, and nothing of
+ * theirs is lost when the exec fails. */
+Test(writer, exec_holds_other_threads_off_the_file_until_it_fails)
+{
+    setenv("GPUMEMTRACE_FLUSH_BYTES", "4096", 1); /* the producers flush their own often */
+    gmt_options_load();
+    emit_alloc(~0ull, 1);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, exec_producer, NULL);
+    for (int round = 0; round < 20; round++) {
+        usleep(2000);
+        int token = gmt_writer_exec_begin();
+        cr_assert(token);
+        usleep(2000);
+        long ends;
+        cr_expect_eq(last_type(path, &ends), GMT_REC_END, "round %d: END is last", round);
+        cr_expect_eq(ends, 1);
+        gmt_writer_exec_end(token);
+    }
+    atomic_store(&exec_stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    gmt_writer_finish();
+    long ends;
+    cr_expect_eq(last_type(path, &ends), GMT_REC_END);
+    cr_expect_eq(ends, 1);
+    cr_expect_eq(count_type(path, GMT_REC_ALLOC), atomic_load(&exec_made) + 1);
+}
+
+static _Atomic int second_done;
+
+static void *second_exec(void *arg)
+{
+    int token = gmt_writer_exec_begin();
+    atomic_store(&second_done, 1);
+    *(int *)arg = token;
+    gmt_writer_exec_end(token);
+    return NULL;
+}
+
+/* Two threads in exec at once: the second waits for the first to fail, then takes the
+ * file itself (had the first succeeded, the second would be gone with the image). */
+Test(writer, a_second_exec_waits_for_the_first)
+{
+    emit_alloc(1, 1);
+    int token = gmt_writer_exec_begin();
+    cr_assert(token);
+    int second_token = -1;
+    pthread_t t;
+    pthread_create(&t, NULL, second_exec, &second_token);
+    usleep(50000);
+    cr_expect_eq(atomic_load(&second_done), 0, "the second exec did not wait");
+    gmt_writer_exec_end(token);
+    pthread_join(t, NULL);
+    cr_expect_eq(second_token, 1, "the second exec held the file after the first failed");
+    emit_alloc(2, 1);
+    gmt_writer_finish();
+    long ends;
+    cr_expect_eq(last_type(path, &ends), GMT_REC_END);
+    cr_expect_eq(ends, 1);
+    cr_expect_eq(count_type(path, GMT_REC_ALLOC), 2);
+}
+
+Test(writer, exec_without_a_file_does_nothing)
+{
+    errno = 77;
+    int token = gmt_writer_exec_begin();
+    cr_expect_eq(token, 0);
+    gmt_writer_exec_end(token);
+    cr_expect_eq(errno, 77);
+    cr_expect_not(exists(path));
+}
+
 /* ---- re-entrancy ---- */
 
 static volatile sig_atomic_t handler_calls;
