@@ -401,35 +401,36 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 #define GMT_POST_KEEPS_ERRNO_mem_alloc(c) 0
 #define GMT_POST_KEEPS_ERRNO_mem_free(c) 0
 
-#define GMT_NCCL_WRAP(pfx, name, op, shape, params, args, sargs)                     \
-    GMT_EXPORT GMT_WRAP_SECTION_##pfx##_##shape ncclResult_t pfx##name params         \
-    {                                                                                \
-        typedef ncclResult_t(*real_fn) params;                                       \
-        real_fn fn = (real_fn)nccl_real(GMT_NCCL_REAL_##pfx(name), #pfx #name,        \
-                                        __builtin_return_address(0));                \
-        if (GMT_UNLIKELY(!fn))                                                       \
-            return unresolved(#pfx #name);                                           \
-        if (gmt_ts.nccl.in_op == GMT_OP_##op || gmt_ts.guard.in_lib || GMT_UNLIKELY(gmt_hot.options.off))  \
-            return fn args;                                                          \
-        struct gmt_call c;                                                               \
-        shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                             \
-        int outer = gmt_ts.nccl.in_op;                                                      \
-        gmt_ts.nccl.in_op = GMT_OP_##op;                                                    \
-        gmt_ts.guard.in_wrapper++;                                                         \
-        ncclResult_t r = fn args;                                                    \
-        gmt_ts.guard.in_wrapper--;                                                         \
-        gmt_ts.nccl.in_op = outer;                                                          \
-        if (GMT_POST_KEEPS_ERRNO_##shape(&c)) {                                      \
-            shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                     \
-            return r;                                                                \
-        }                                                                            \
-        int err = errno;                                                             \
-        shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                         \
-        errno = err;                                                                 \
-        return r;                                                                    \
+#define GMT_NCCL_WRAP(pfx, name, op, shape, params, args, sargs)                 \
+    GMT_EXPORT GMT_WRAP_SECTION_##pfx##_##shape ncclResult_t pfx##name params    \
+    {                                                                            \
+        typedef ncclResult_t(*real_fn) params;                                   \
+        real_fn fn = (real_fn)nccl_real(GMT_NCCL_REAL_##pfx(name), #pfx #name,   \
+                                        __builtin_return_address(0));            \
+        if (GMT_UNLIKELY(!fn))                                                   \
+            return unresolved(#pfx #name);                                       \
+        if (gmt_ts.nccl.in_op == GMT_OP_##op || gmt_ts.guard.in_lib ||           \
+            GMT_UNLIKELY(gmt_hot.options.off))                                   \
+            return fn args;                                                      \
+        struct gmt_call c;                                                       \
+        shape##_pre(&c, GMT_OP_##op, GMT_UNPAREN sargs);                         \
+        int outer = gmt_ts.nccl.in_op;                                           \
+        gmt_ts.nccl.in_op = GMT_OP_##op;                                         \
+        gmt_ts.guard.in_wrapper++;                                               \
+        ncclResult_t r = fn args;                                                \
+        gmt_ts.guard.in_wrapper--;                                               \
+        gmt_ts.nccl.in_op = outer;                                               \
+        if (GMT_POST_KEEPS_ERRNO_##shape(&c)) {                                  \
+            shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                 \
+            return r;                                                            \
+        }                                                                        \
+        int err = errno;                                                         \
+        shape##_post(&c, GMT_OP_##op, r, GMT_UNPAREN sargs);                     \
+        errno = err;                                                             \
+        return r;                                                                \
     }
-#define GMT_NCCL_WRAP_BOTH(name, op, shape, params, args, sargs) \
-    GMT_NCCL_WRAP(nccl, name, op, shape, params, args, sargs)    \
+#define GMT_NCCL_WRAP_BOTH(name, op, shape, params, args, sargs)                 \
+    GMT_NCCL_WRAP(nccl, name, op, shape, params, args, sargs)                    \
     GMT_NCCL_WRAP(pnccl, name, op, shape, params, args, sargs)
 GMT_NCCL_ENTRIES(GMT_NCCL_WRAP_BOTH)
 
@@ -438,7 +439,7 @@ static const struct {
     const char *name;
     void *fn;
 } wrappers[] = {
-#define GMT_NCCL_ROW(name, op, shape, params, args, sargs) \
+#define GMT_NCCL_ROW(name, op, shape, params, args, sargs)                       \
     {"nccl" #name, (void *)nccl##name}, {"pnccl" #name, (void *)pnccl##name},
     GMT_NCCL_ENTRIES(GMT_NCCL_ROW)
 #undef GMT_NCCL_ROW
