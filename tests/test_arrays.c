@@ -10,22 +10,21 @@
 #define MIB (1ull << 20)
 #define HUGE_BYTES (65536ull * 65536 * 64 * 16) /* hook_paths' 4 TiB float4 array */
 
-/* What hook_paths records of its arrays: per API, the last ALLOC, FAIL and up to two FREEs. */
+/* What hook_paths records of its arrays, in order. */
+struct rec {
+    unsigned api, kind;
+    uint64_t bytes, address; /* ALLOC_FAIL: address 0 */
+    int error;
+};
 struct seen {
-    uint64_t address[GMT_API_MAX], bytes[GMT_API_MAX];
-    unsigned kind[GMT_API_MAX];
-    uint64_t freed[GMT_API_MAX][2];
-    unsigned nfreed[GMT_API_MAX];
-    uint64_t fail_bytes[GMT_API_MAX];
-    int fail_error[GMT_API_MAX];
-    unsigned fail_kind[GMT_API_MAX];
-    uint64_t addresses[8]; /* of every array ALLOC, in order */
-    unsigned naddresses;
+    struct rec alloc[16], fail[4], free_[16];
+    unsigned nalloc, nfail, nfree;
 };
 
-static bool is_array_kind(unsigned k)
+static bool is_array_api(unsigned a)
 {
-    return k == GMT_KIND_ARRAY || k == GMT_KIND_MIPMAPPED_ARRAY;
+    return (a >= GMT_API_cudaMallocArray && a <= GMT_API_cudaFreeMipmappedArray) ||
+           (a >= GMT_API_cuArrayCreate && a <= GMT_API_cuMipmappedArrayDestroy);
 }
 
 static void visit(const struct gmt_rec *h, void *arg)
@@ -33,24 +32,14 @@ static void visit(const struct gmt_rec *h, void *arg)
     struct seen *s = arg;
     struct gmt_rec_alloc_ext x;
     if (as_alloc(h, &x)) {
-        unsigned a = x.a.h.aux;
-        if (a >= GMT_API_MAX || !is_array_kind(x.a.kind))
-            return;
-        s->address[a] = x.a.address;
-        s->bytes[a] = x.a.bytes;
-        s->kind[a] = x.a.kind;
-        if (s->naddresses < 8)
-            s->addresses[s->naddresses++] = x.a.address;
-    } else if (h->type == GMT_REC_FREE && h->aux < GMT_API_MAX) {
+        if (is_array_api(x.a.h.aux) && s->nalloc < 16)
+            s->alloc[s->nalloc++] = (struct rec){ x.a.h.aux, x.a.kind, x.a.bytes, x.a.address, 0 };
+    } else if (h->type == GMT_REC_FREE && is_array_api(h->aux) && s->nfree < 16) {
         const struct gmt_rec_free *f = (const void *)h;
-        if (s->nfreed[h->aux] < 2)
-            s->freed[h->aux][s->nfreed[h->aux]] = f->address;
-        s->nfreed[h->aux]++;
-    } else if (h->type == GMT_REC_ALLOC_FAIL && h->aux < GMT_API_MAX) {
+        s->free_[s->nfree++] = (struct rec){ h->aux, 0, 0, f->address, 0 };
+    } else if (h->type == GMT_REC_ALLOC_FAIL && is_array_api(h->aux) && s->nfail < 4) {
         const struct gmt_rec_alloc_fail *f = (const void *)h;
-        s->fail_bytes[h->aux] = f->bytes;
-        s->fail_error[h->aux] = f->error;
-        s->fail_kind[h->aux] = f->kind;
+        s->fail[s->nfail++] = (struct rec){ h->aux, f->kind, f->bytes, 0, f->error };
     }
 }
 
@@ -70,18 +59,35 @@ static void run_path(const char *path, const char *flags, struct seen *s, struct
     cr_expect(c.complete, "trace of %s %s has no END", path, flags);
 }
 
-/* Each of `allocs` (the create calls, in hook_paths' order) freed once by its release API. */
-static void expect_freed(const struct seen *s, const char *path, enum gmt_api destroy,
-                         enum gmt_api destroy_mip)
+/* The trace holds exactly `want` array ALLOCs, then the one failure, then frees of the
+ * allocations numbered `freed` (by `free_api[i]`), each naming its ALLOC's handle. */
+static void expect_records(const char *path, const struct seen *s, const struct rec *want,
+                           unsigned nwant, const struct rec *fail, const unsigned *freed,
+                           const unsigned *free_api, unsigned nfreed)
 {
-    cr_expect_eq(s->naddresses, 3u, "%s: %u array ALLOCs, want 3", path, s->naddresses);
-    cr_expect_eq(s->nfreed[destroy], 2u, "%s: %u array frees", path, s->nfreed[destroy]);
-    cr_expect_eq(s->nfreed[destroy_mip], 1u, "%s: %u mipmapped frees", path,
-                 s->nfreed[destroy_mip]);
-    cr_expect_eq(s->freed[destroy][0], s->addresses[0], "%s: first array freed is not it", path);
-    cr_expect_eq(s->freed[destroy][1], s->addresses[1], "%s: second array freed is not it", path);
-    cr_expect_eq(s->freed[destroy_mip][0], s->addresses[2], "%s: mipmapped handle differs", path);
-    cr_expect_neq(s->addresses[0], 0u, "%s: no array handle recorded", path);
+    cr_assert_eq(s->nalloc, nwant, "%s: %u array ALLOCs, want %u", path, s->nalloc, nwant);
+    for (unsigned i = 0; i < nwant; i++) {
+        const struct rec *g = &s->alloc[i], *w = &want[i];
+        cr_expect_eq(g->api, w->api, "%s: ALLOC %u: api %u, want %u", path, i, g->api, w->api);
+        cr_expect_eq(g->kind, w->kind, "%s: ALLOC %u: kind %u, want %u", path, i, g->kind, w->kind);
+        cr_expect_eq(g->bytes, w->bytes, "%s: ALLOC %u (api %u): %llu bytes, want %llu", path, i,
+                     g->api, (unsigned long long)g->bytes, (unsigned long long)w->bytes);
+        cr_expect_neq(g->address, 0u, "%s: ALLOC %u: no handle", path, i);
+    }
+    cr_assert_eq(s->nfail, 1u, "%s: %u array failures, want 1", path, s->nfail);
+    cr_expect_eq(s->fail[0].api, fail->api, "%s: failure of api %u", path, s->fail[0].api);
+    cr_expect_eq(s->fail[0].kind, fail->kind, "%s: failure of kind %u", path, s->fail[0].kind);
+    cr_expect_eq(s->fail[0].bytes, fail->bytes, "%s: failure of %llu bytes", path,
+                 (unsigned long long)s->fail[0].bytes);
+    cr_expect_eq(s->fail[0].error, fail->error, "%s: failure's error %d, want %d", path,
+                 s->fail[0].error, fail->error);
+    cr_assert_eq(s->nfree, nfreed, "%s: %u array FREEs, want %u", path, s->nfree, nfreed);
+    for (unsigned i = 0; i < nfreed; i++) {
+        cr_expect_eq(s->free_[i].api, free_api[i], "%s: FREE %u: api %u", path, i,
+                     s->free_[i].api);
+        cr_expect_eq(s->free_[i].address, s->alloc[freed[i]].address,
+                     "%s: FREE %u does not name ALLOC %u's handle", path, i, freed[i]);
+    }
 }
 
 static void driver_path(const char *path, const char *flags)
@@ -91,25 +97,29 @@ static void driver_path(const char *path, const char *flags)
     run_path(path, flags, &s, &traced);
     cr_expect(strstr(traced.out, "arrays took 85983232 bytes") != NULL,
               "%s: the fake driver did not charge 16 + 64 + 2 MiB:\n%s", path, traced.out);
-    cr_expect_eq(s.kind[GMT_API_cuArrayCreate], (unsigned)GMT_KIND_ARRAY, "%s", path);
-    cr_expect_eq(s.bytes[GMT_API_cuArrayCreate], 16 * MIB, "%s: 1024² float4 as %llu bytes", path,
-                 (unsigned long long)s.bytes[GMT_API_cuArrayCreate]);
-    cr_expect_eq(s.kind[GMT_API_cuArray3DCreate], (unsigned)GMT_KIND_ARRAY, "%s", path);
-    cr_expect_eq(s.bytes[GMT_API_cuArray3DCreate], 64 * MIB, "%s: 256²×64 float4 as %llu", path,
-                 (unsigned long long)s.bytes[GMT_API_cuArray3DCreate]);
-    cr_expect_eq(s.kind[GMT_API_cuMipmappedArrayCreate], (unsigned)GMT_KIND_MIPMAPPED_ARRAY, "%s",
-                 path);
-    cr_expect_eq(s.bytes[GMT_API_cuMipmappedArrayCreate], 4ull * (512 * 512 + 256 * 256 +
-                                                                  128 * 128 + 64 * 64),
-                 "%s: 4 levels of 512² uchar4 as %llu", path,
-                 (unsigned long long)s.bytes[GMT_API_cuMipmappedArrayCreate]);
-    cr_expect_eq(s.fail_error[GMT_API_cuArray3DCreate], 2, "%s: CUDA_ERROR_OUT_OF_MEMORY as %d",
-                 path, s.fail_error[GMT_API_cuArray3DCreate]);
-    cr_expect_eq(s.fail_bytes[GMT_API_cuArray3DCreate], HUGE_BYTES, "%s", path);
-    cr_expect_eq(s.fail_kind[GMT_API_cuArray3DCreate], (unsigned)GMT_KIND_ARRAY, "%s", path);
     cr_expect(strstr(traced.out, "cuArray3DCreate(out of memory) r=2 errno=4242") != NULL,
               "%s: error or errno changed:\n%s", path, traced.out);
-    expect_freed(&s, path, GMT_API_cuArrayDestroy, GMT_API_cuMipmappedArrayDestroy);
+    const struct rec want[] = {
+        { GMT_API_cuArrayCreate, GMT_KIND_ARRAY, 16 * MIB, 0, 0 },  /* 1024² float4 */
+        { GMT_API_cuArray3DCreate, GMT_KIND_ARRAY, 64 * MIB, 0, 0 }, /* 256²×64 float4 */
+        /* 512² uchar4, 4 levels */
+        { GMT_API_cuMipmappedArrayCreate, GMT_KIND_MIPMAPPED_ARRAY,
+          4ull * (512 * 512 + 256 * 256 + 128 * 128 + 64 * 64), 0, 0 },
+        /* 64² float, 8 layers, 3 levels: every level keeps the layers */
+        { GMT_API_cuMipmappedArrayCreate, GMT_KIND_MIPMAPPED_ARRAY,
+          4ull * 8 * (64 * 64 + 32 * 32 + 16 * 16), 0, 0 },
+        /* 16² ushort2, 99 levels asked, 5 made */
+        { GMT_API_cuMipmappedArrayCreate, GMT_KIND_MIPMAPPED_ARRAY,
+          4ull * (256 + 64 + 16 + 4 + 1), 0, 0 },
+        { GMT_API_cuArray3DCreate, GMT_KIND_ARRAY, 0, 0, 0 }, /* sparse */
+    };
+    const struct rec fail = { GMT_API_cuArray3DCreate, GMT_KIND_ARRAY, HUGE_BYTES, 0, 2 };
+    const unsigned freed[] = { 0, 1, 5, 2, 3, 4 };
+    const unsigned free_api[] = { GMT_API_cuArrayDestroy, GMT_API_cuArrayDestroy,
+                                  GMT_API_cuArrayDestroy, GMT_API_cuMipmappedArrayDestroy,
+                                  GMT_API_cuMipmappedArrayDestroy,
+                                  GMT_API_cuMipmappedArrayDestroy };
+    expect_records(path, &s, want, 6, &fail, freed, free_api, 6);
     hook_cleanup(&traced);
 }
 
@@ -143,26 +153,20 @@ static void runtime_path(const char *path)
     run_path(path, "0", &s, &traced);
     cr_expect(strstr(traced.out, "arrays took 136314880 bytes") != NULL,
               "%s: the fake driver did not charge 64 + 64 + 2 MiB:\n%s", path, traced.out);
-    cr_expect_eq(s.kind[GMT_API_cudaMallocArray], (unsigned)GMT_KIND_ARRAY, "%s", path);
-    cr_expect_eq(s.bytes[GMT_API_cudaMallocArray], 64 * MIB, "%s: 2048² float4 as %llu", path,
-                 (unsigned long long)s.bytes[GMT_API_cudaMallocArray]);
-    cr_expect_eq(s.kind[GMT_API_cudaMalloc3DArray], (unsigned)GMT_KIND_ARRAY, "%s", path);
-    cr_expect_eq(s.bytes[GMT_API_cudaMalloc3DArray], 64 * MIB, "%s", path);
-    cr_expect_eq(s.kind[GMT_API_cudaMallocMipmappedArray], (unsigned)GMT_KIND_MIPMAPPED_ARRAY,
-                 "%s", path);
-    cr_expect_eq(s.bytes[GMT_API_cudaMallocMipmappedArray], 4ull * (256 * 256 + 128 * 128 + 64 * 64),
-                 "%s: 3 levels of 256² float as %llu", path,
-                 (unsigned long long)s.bytes[GMT_API_cudaMallocMipmappedArray]);
-    cr_expect_eq(s.fail_error[GMT_API_cudaMalloc3DArray], 2, "%s: cudaErrorMemoryAllocation as %d",
-                 path, s.fail_error[GMT_API_cudaMalloc3DArray]);
-    cr_expect_eq(s.fail_bytes[GMT_API_cudaMalloc3DArray], HUGE_BYTES, "%s", path);
     cr_expect(strstr(traced.out, "cudaMalloc3DArray(out of memory) r=2 errno=4242") != NULL,
               "%s: error or errno changed:\n%s", path, traced.out);
-    expect_freed(&s, path, GMT_API_cudaFreeArray, GMT_API_cudaFreeMipmappedArray);
-    /* The runtime reached the driver's array functions: not recorded a second time. */
-    for (unsigned a = GMT_API_cuArrayCreate; a <= GMT_API_cuMipmappedArrayDestroy; a++)
-        cr_expect(s.address[a] == 0 && s.nfreed[a] == 0 && s.fail_error[a] == 0,
-                  "%s: driver api %u recorded under a runtime call", path, a);
+    /* Runtime calls only: the driver calls the runtime made inside them are not recorded. */
+    const struct rec want[] = {
+        { GMT_API_cudaMallocArray, GMT_KIND_ARRAY, 64 * MIB, 0, 0 },   /* 2048² float4 */
+        { GMT_API_cudaMalloc3DArray, GMT_KIND_ARRAY, 64 * MIB, 0, 0 }, /* 256²×64 float4 */
+        { GMT_API_cudaMallocMipmappedArray, GMT_KIND_MIPMAPPED_ARRAY, /* 256² float, 3 levels */
+          4ull * (256 * 256 + 128 * 128 + 64 * 64), 0, 0 },
+    };
+    const struct rec fail = { GMT_API_cudaMalloc3DArray, GMT_KIND_ARRAY, HUGE_BYTES, 0, 2 };
+    const unsigned freed[] = { 0, 1, 2 };
+    const unsigned free_api[] = { GMT_API_cudaFreeArray, GMT_API_cudaFreeArray,
+                                  GMT_API_cudaFreeMipmappedArray };
+    expect_records(path, &s, want, 3, &fail, freed, free_api, 3);
     hook_cleanup(&traced);
 }
 

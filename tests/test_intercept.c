@@ -41,10 +41,10 @@ static const struct {
     { GMT_API_cuGraphAddMemAllocNode, 1, 0, 0 },
     { GMT_API_cuMulticastCreate, 0, 0, 1 },
     { GMT_API_cuArrayCreate, 1, 0, 0 },
-    { GMT_API_cuArray3DCreate, 1, 0, 1 },
-    { GMT_API_cuMipmappedArrayCreate, 1, 0, 0 },
-    { GMT_API_cuArrayDestroy, 0, 2, 0 },
-    { GMT_API_cuMipmappedArrayDestroy, 0, 1, 0 },
+    { GMT_API_cuArray3DCreate, 2, 0, 1 },
+    { GMT_API_cuMipmappedArrayCreate, 3, 0, 0 },
+    { GMT_API_cuArrayDestroy, 0, 3, 0 },
+    { GMT_API_cuMipmappedArrayDestroy, 0, 3, 0 },
 };
 
 static const struct {

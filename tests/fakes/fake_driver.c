@@ -18,8 +18,9 @@
  *   cuMemSetAccess, as on a GPU;
  * - CUDA arrays and mipmapped arrays are charged what their descriptor asks for
  *   (element size x width x height x depth, summed over mipmap levels), rounded up to
- *   2 MiB, as the device-used delta of arrays on an H200 shows; their handles are not
- *   device addresses and they hold no data;
+ *   2 MiB, as the device-used delta of arrays on an H200 shows (a sparse array:
+ *   nothing, its pages are never mapped here); their handles are not device addresses
+ *   and they hold no data;
  * - stream-ordered pools keep freed blocks reserved (still charged) until a
  *   synchronisation trims them to the release threshold (default 0) or cuMemPoolTrimTo.
  * Deviations: each process has its own simulated devices (two processes on one device
@@ -1512,7 +1513,9 @@ static size_t array_size(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
     size_t elem = format_size(d->Format);
     unsigned ch = d->NumChannels;
     if (!elem || (ch != 1 && ch != 2 && ch != 4) || !d->Width || (d->Depth && !d->Height)) return 0;
-    if (d->Flags & ~(unsigned)(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP)) return 0;
+    if (d->Flags & ~(unsigned)(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+                               CUDA_ARRAY3D_SPARSE))
+        return 0;
     int layered = (d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
     size_t side = d->Width > d->Height ? d->Width : d->Height;
     if (!layered && d->Depth > side) side = d->Depth;
@@ -1535,11 +1538,13 @@ static CUresult array_new(unsigned magic, const CUDA_ARRAY3D_DESCRIPTOR *d, unsi
     if (!out || !d) return CUDA_ERROR_INVALID_VALUE;
     size_t bytes = array_size(d, levels);
     if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    /* A sparse array takes its memory when pages are mapped into it, which the fake does not do. */
+    if (d->Flags & CUDA_ARRAY3D_SPARSE) bytes = 0;
     struct fake_array *a = malloc(sizeof *a);
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
     size_t charged = round_up(bytes, GRAN);
     pthread_mutex_lock(&lock);
-    CUresult r = charged < bytes ? CUDA_ERROR_OUT_OF_MEMORY : charge_locked(dev, charged, 0);
+    CUresult r = charged < bytes ? CUDA_ERROR_OUT_OF_MEMORY : charged ? charge_locked(dev, charged, 0) : CUDA_SUCCESS;
     pthread_mutex_unlock(&lock);
     if (r) {
         free(a);

@@ -326,10 +326,23 @@ static void driver_sequence(const struct drv *d)
     CALL("cuMipmappedArrayCreate", d->mipmap_create(&mip, &am, 4));
     cuMemGetInfo_v2(&free1, &total);
     printf("arrays took %zu bytes\n", free0 - free1);
+    /* A layered mipmapped array (levels keep the 8 layers), a level count past the
+     * largest (clamped to 5 for 16²), a sparse array (no memory until mapped). */
+    CUmipmappedArray mipl, mipc;
+    CUarray sparse;
+    CUDA_ARRAY3D_DESCRIPTOR al = { 64, 64, 8, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED };
+    CUDA_ARRAY3D_DESCRIPTOR ac = { 16, 16, 0, CU_AD_FORMAT_UNSIGNED_INT16, 2, 0 };
+    CUDA_ARRAY3D_DESCRIPTOR as = { 4096, 4096, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SPARSE };
+    CALL("cuMipmappedArrayCreate(layered)", d->mipmap_create(&mipl, &al, 3));
+    CALL("cuMipmappedArrayCreate(99 levels)", d->mipmap_create(&mipc, &ac, 99));
+    CALL("cuArray3DCreate(sparse)", d->array3d_create(&sparse, &as));
     CALL("cuArray3DCreate(out of memory)", d->array3d_create(&huge, &ah));
     CALL("cuArrayDestroy", d->array_destroy(arr2d));
     CALL("cuArrayDestroy", d->array_destroy(arr3d));
+    CALL("cuArrayDestroy", d->array_destroy(sparse));
     CALL("cuMipmappedArrayDestroy", d->mipmap_destroy(mip));
+    CALL("cuMipmappedArrayDestroy", d->mipmap_destroy(mipl));
+    CALL("cuMipmappedArrayDestroy", d->mipmap_destroy(mipc));
 
     CALL("cuMemAlloc(out of memory)", d->alloc(&p, 1ull << 40));
 
