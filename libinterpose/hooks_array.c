@@ -17,7 +17,14 @@
  * the layers of a layered array and the faces of a cubemap. Sparse and
  * deferred-mapping arrays take no memory when created (it is mapped later): bytes 0.
  * A format whose element size the library does not know (block-compressed, YUV) gives
- * bytes 0. As for cudaMalloc, a runtime call's nested driver call is not recorded.
+ * bytes 0.
+ *
+ * The runtime reaches the driver's array functions as it reaches the others: CUDA 13.0's
+ * libcudart.so.13 imports no driver symbol, and its table of entry points names
+ * cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate, cuArrayDestroy and
+ * cuMipmappedArrayDestroy (asked for through cuGetProcAddress by base name) beside their
+ * ABI names (its dlsym fallback). Either way its nested driver call meets our wrapper
+ * while the runtime hook is active and is not recorded: as for cudaMalloc, once.
  */
 
 /* a × b, saturated: a descriptor too large to allocate must not wrap to a small size. */
