@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 1           /* compatible additions: new types, appended fields */
+#define GMT_VERSION_MINOR 2           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -196,6 +196,9 @@ struct gmt_rec_cuctx {
     X(cudaHostRegister, 12) X(cudaHostUnregister, 13)                 \
     X(cudaMemPoolCreate, 14) X(cudaMemPoolDestroy, 15)                \
     X(cudaMemPoolTrimTo, 16)                                          \
+    X(cudaMallocArray, 17) X(cudaMalloc3DArray, 18)   /* 2.2 */       \
+    X(cudaMallocMipmappedArray, 19) X(cudaFreeArray, 20)              \
+    X(cudaFreeMipmappedArray, 21)                                     \
     X(cuMemAlloc, 32) X(cuMemFree, 33) X(cuMemAllocPitch, 34)         \
     X(cuMemAllocManaged, 35) X(cuMemAllocHost, 36) X(cuMemHostAlloc, 37) \
     X(cuMemFreeHost, 38) X(cuMemHostRegister, 39)                     \
@@ -208,6 +211,9 @@ struct gmt_rec_cuctx {
     X(cuMemRetainAllocationHandle, 54) X(cuIpcOpenMemHandle, 55)      \
     X(cuIpcCloseMemHandle, 56) X(cuGraphAddMemAllocNode, 57)          \
     X(cuMulticastCreate, 58)                                          \
+    X(cuArrayCreate, 59) X(cuArray3DCreate, 60)       /* 2.2 */       \
+    X(cuMipmappedArrayCreate, 61) X(cuArrayDestroy, 62)               \
+    X(cuMipmappedArrayDestroy, 63)                                    \
     X(ncclMemAlloc, 96) X(ncclMemFree, 97)
 
 enum gmt_api {
@@ -236,7 +242,9 @@ enum gmt_api {
     X(NCCL_MEM, 13)       /* ncclMemAlloc: device memory (cuMem inside) */ \
     X(GRAPH_MEM, 14)      /* cuGraphAddMemAllocNode */                   \
     X(MULTICAST, 15)      /* cuMulticastCreate; address = handle */      \
-    X(RETAINED, 16)       /* cuMemRetainAllocationHandle: a new reference */
+    X(RETAINED, 16)       /* cuMemRetainAllocationHandle: a new reference */ \
+    X(ARRAY, 17)          /* (2.2) cuArrayCreate/cudaMallocArray…; address = array handle */ \
+    X(MIPMAPPED_ARRAY, 18) /* (2.2) cuMipmappedArrayCreate; address = its handle */
 
 enum gmt_kind {
 #define GMT_X(name, id) GMT_KIND_##name = id,
@@ -249,7 +257,8 @@ enum gmt_kind {
 struct gmt_rec_alloc {
     struct gmt_rec h;          /* aux: enum gmt_api */
     uint64_t address;          /* device/host address, or handle value (PHYSICAL, POOL…) */
-    uint64_t bytes;            /* bytes as requested (pitch allocations: pitch × height) */
+    uint64_t bytes;            /* bytes as requested (pitch allocations: pitch × height;
+                                * arrays: from the descriptor, docs/trace-format.md 6.2) */
     uint32_t dt;               /* ns since the thread's previous timed record */
     uint32_t stack_id;         /* 0 = not captured */
     uint32_t scope_id;         /* innermost open scope on this thread, 0 none */

@@ -150,6 +150,58 @@ typedef struct CUmulticastObjectProp_st {
 } CUmulticastObjectProp_v1;
 typedef CUmulticastObjectProp_v1 CUmulticastObjectProp;
 
+/* CUDA arrays: opaque handles, their descriptors and what sizes an element. */
+typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+
+typedef enum CUarray_format_enum {
+    CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+    CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+    CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+    CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+    CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+    CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+    CU_AD_FORMAT_HALF = 0x10,
+    CU_AD_FORMAT_FLOAT = 0x20,
+    CU_AD_FORMAT_UNORM_INT_101010_2 = 0x50,
+    CU_AD_FORMAT_UNORM_INT8X1 = 0xc0,
+    CU_AD_FORMAT_UNORM_INT8X2 = 0xc1,
+    CU_AD_FORMAT_UNORM_INT8X4 = 0xc2,
+    CU_AD_FORMAT_UNORM_INT16X1 = 0xc3,
+    CU_AD_FORMAT_UNORM_INT16X2 = 0xc4,
+    CU_AD_FORMAT_UNORM_INT16X4 = 0xc5,
+    CU_AD_FORMAT_SNORM_INT8X1 = 0xc6,
+    CU_AD_FORMAT_SNORM_INT8X2 = 0xc7,
+    CU_AD_FORMAT_SNORM_INT8X4 = 0xc8,
+    CU_AD_FORMAT_SNORM_INT16X1 = 0xc9,
+    CU_AD_FORMAT_SNORM_INT16X2 = 0xca,
+    CU_AD_FORMAT_SNORM_INT16X4 = 0xcb,
+    CU_AD_FORMAT_MAX = 0x7FFFFFFF   /* others (block-compressed, YUV) exist; not listed */
+} CUarray_format;
+
+typedef struct CUDA_ARRAY_DESCRIPTOR_st {
+    size_t Width;               /* elements */
+    size_t Height;              /* rows, 0: a 1D array */
+    CUarray_format Format;
+    unsigned int NumChannels;   /* 1, 2 or 4 */
+} CUDA_ARRAY_DESCRIPTOR_v2;
+typedef CUDA_ARRAY_DESCRIPTOR_v2 CUDA_ARRAY_DESCRIPTOR;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
+    size_t Width;               /* elements */
+    size_t Height;              /* rows, 0: 1D */
+    size_t Depth;               /* slices (layers when LAYERED, 6 faces when CUBEMAP), 0: 1D or 2D */
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;         /* CUDA_ARRAY3D_* */
+} CUDA_ARRAY3D_DESCRIPTOR_v2;
+typedef CUDA_ARRAY3D_DESCRIPTOR_v2 CUDA_ARRAY3D_DESCRIPTOR;
+
+#define CUDA_ARRAY3D_LAYERED 0x01
+#define CUDA_ARRAY3D_CUBEMAP 0x04
+#define CUDA_ARRAY3D_SPARSE 0x40
+#define CUDA_ARRAY3D_DEFERRED_MAPPING 0x80
+
 /* ---- runtime (driver_types.h) ---- */
 
 enum cudaError {
@@ -217,6 +269,33 @@ struct cudaExtent {
     size_t height;              /* rows */
     size_t depth;               /* slices */
 };
+
+enum cudaChannelFormatKind {
+    cudaChannelFormatKindSigned = 0,
+    cudaChannelFormatKindUnsigned = 1,
+    cudaChannelFormatKindFloat = 2,
+    cudaChannelFormatKindNone = 3,
+    cudaChannelFormatKindNV12 = 4,
+    cudaChannelFormatKindUnsignedNormalized8X1 = 5,
+    cudaChannelFormatKindSignedNormalized16X4 = 16,
+    cudaChannelFormatKindUnsignedBlockCompressed1 = 17,
+    cudaChannelFormatKindUnsignedBlockCompressed7SRGB = 30,
+    cudaChannelFormatKindUnsignedNormalized1010102 = 31
+};
+
+struct cudaChannelFormatDesc {
+    int x, y, z, w;             /* bits per channel */
+    enum cudaChannelFormatKind f;
+};
+
+typedef struct cudaArray *cudaArray_t;
+typedef struct cudaMipmappedArray *cudaMipmappedArray_t;
+
+/* cudaMalloc3DArray / cudaMallocMipmappedArray flags: the driver's CUDA_ARRAY3D_* values. */
+#define cudaArrayLayered 0x01
+#define cudaArrayCubemap 0x04
+#define cudaArraySparse 0x40
+#define cudaArrayDeferredMapping 0x80
 
 enum cudaDriverEntryPointQueryResult {
     cudaDriverEntryPointSuccess = 0,
@@ -292,6 +371,14 @@ typedef CUresult gmt_fn_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph
 typedef CUresult gmt_fn_cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
                                           const CUmulticastObjectProp *prop);
 
+typedef CUresult gmt_fn_cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
+typedef CUresult gmt_fn_cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
+typedef CUresult gmt_fn_cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                               const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                               unsigned int numMipmapLevels);
+typedef CUresult gmt_fn_cuArrayDestroy(CUarray hArray);
+typedef CUresult gmt_fn_cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+
 /* The lookup paths. v1 (CUDA 11.3) has no status out-parameter; v2 (CUDA 12.0) has. */
 typedef CUresult gmt_fn_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 typedef CUresult gmt_fn_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -318,6 +405,17 @@ typedef cudaError_t gmt_fn_cudaHostUnregister(void *ptr);
 typedef cudaError_t gmt_fn_cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps);
 typedef cudaError_t gmt_fn_cudaMemPoolDestroy(cudaMemPool_t memPool);
 typedef cudaError_t gmt_fn_cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep);
+
+typedef cudaError_t gmt_fn_cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                           size_t width, size_t height, unsigned int flags);
+typedef cudaError_t gmt_fn_cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                             struct cudaExtent extent, unsigned int flags);
+typedef cudaError_t gmt_fn_cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+                                                    const struct cudaChannelFormatDesc *desc,
+                                                    struct cudaExtent extent, unsigned int numLevels,
+                                                    unsigned int flags);
+typedef cudaError_t gmt_fn_cudaFreeArray(cudaArray_t array);
+typedef cudaError_t gmt_fn_cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray);
 
 typedef cudaError_t gmt_fn_cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
                                                    enum cudaDriverEntryPointQueryResult *driverStatus);

@@ -12,7 +12,8 @@
 
 /*
  * GMT_HOOKS(X): X(file, lib, abi, base, ver, var, body, ret, params, args)
- *   file    DRV, RT or DL: which of hooks_driver.c, hooks_runtime.c, hooks_dl.c defines it
+ *   file    DRV, RT, ARR or DL: which of hooks_driver.c, hooks_runtime.c, hooks_array.c
+ *           (CUDA arrays, runtime and driver), hooks_dl.c defines it
  *   lib     DRIVER or RUNTIME: where gmt_resolve finds the real one
  *   abi     the exported symbol (what dlsym and the PLT ask for)
  *   base    the name cuGetProcAddress is asked for (driver only)
@@ -120,6 +121,18 @@
       (node, graph, deps, ndeps, params))                                                     \
     X(DRV, DRIVER, cuMulticastCreate, cuMulticastCreate, 0, DEF, cuMulticastCreate, CUresult, \
       (CUmemGenericAllocationHandle * mc, const CUmulticastObjectProp *prop), (mc, prop))     \
+    X(ARR, DRIVER, cuArrayCreate_v2, cuArrayCreate, 3020, DEF, cuArrayCreate, CUresult,      \
+      (CUarray * arr, const CUDA_ARRAY_DESCRIPTOR *desc), (arr, desc))                        \
+    X(ARR, DRIVER, cuArray3DCreate_v2, cuArray3DCreate, 3020, DEF, cuArray3DCreate, CUresult, \
+      (CUarray * arr, const CUDA_ARRAY3D_DESCRIPTOR *desc), (arr, desc))                      \
+    X(ARR, DRIVER, cuMipmappedArrayCreate, cuMipmappedArrayCreate, 0, DEF,                    \
+      cuMipmappedArrayCreate, CUresult,                                                       \
+      (CUmipmappedArray * arr, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned int levels),     \
+      (arr, desc, levels))                                                                    \
+    X(ARR, DRIVER, cuArrayDestroy, cuArrayDestroy, 0, DEF, cuArrayDestroy, CUresult,          \
+      (CUarray arr), (arr))                                                                   \
+    X(ARR, DRIVER, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 0, DEF,                  \
+      cuMipmappedArrayDestroy, CUresult, (CUmipmappedArray arr), (arr))                       \
     /* ---- runtime ---- */                                                                   \
     X(RT, RUNTIME, cudaMalloc, cudaMalloc, 0, DEF, cudaMalloc, cudaError_t,                   \
       (void **p, size_t size), (p, size))                                                     \
@@ -161,6 +174,24 @@
       cudaError_t, (cudaMemPool_t pool), (pool))                                              \
     X(RT, RUNTIME, cudaMemPoolTrimTo, cudaMemPoolTrimTo, 0, DEF, cudaMemPoolTrimTo,           \
       cudaError_t, (cudaMemPool_t pool, size_t keep), (pool, keep))                           \
+    X(ARR, RUNTIME, cudaMallocArray, cudaMallocArray, 0, DEF, cudaMallocArray, cudaError_t,    \
+      (cudaArray_t * arr, const struct cudaChannelFormatDesc *desc, size_t w, size_t h,       \
+       unsigned int flags),                                                                   \
+      (arr, desc, w, h, flags))                                                               \
+    X(ARR, RUNTIME, cudaMalloc3DArray, cudaMalloc3DArray, 0, DEF, cudaMalloc3DArray,           \
+      cudaError_t,                                                                            \
+      (cudaArray_t * arr, const struct cudaChannelFormatDesc *desc, struct cudaExtent ext,    \
+       unsigned int flags),                                                                   \
+      (arr, desc, ext, flags))                                                                \
+    X(ARR, RUNTIME, cudaMallocMipmappedArray, cudaMallocMipmappedArray, 0, DEF,                \
+      cudaMallocMipmappedArray, cudaError_t,                                                  \
+      (cudaMipmappedArray_t * arr, const struct cudaChannelFormatDesc *desc,                  \
+       struct cudaExtent ext, unsigned int levels, unsigned int flags),                       \
+      (arr, desc, ext, levels, flags))                                                        \
+    X(ARR, RUNTIME, cudaFreeArray, cudaFreeArray, 0, DEF, cudaFreeArray, cudaError_t,          \
+      (cudaArray_t arr), (arr))                                                               \
+    X(ARR, RUNTIME, cudaFreeMipmappedArray, cudaFreeMipmappedArray, 0, DEF,                    \
+      cudaFreeMipmappedArray, cudaError_t, (cudaMipmappedArray_t arr), (arr))                 \
     /* ---- lookup paths ---- */                                                              \
     X(DL, DRIVER, cuGetProcAddress, cuGetProcAddress, 0, DEF, getproc_v1, CUresult,           \
       (const char *sym, void **pfn, int ver, cuuint64_t flags), (sym, pfn, ver, flags))       \
@@ -249,12 +280,19 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
 #define GMT_HOOKS_SKIP(...)
 #define GMT_HOOKS_OF_DRV_DRV(m, ...) m(__VA_ARGS__)
 #define GMT_HOOKS_OF_DRV_RT(m, ...)
+#define GMT_HOOKS_OF_DRV_ARR(m, ...)
 #define GMT_HOOKS_OF_DRV_DL(m, ...)
 #define GMT_HOOKS_OF_RT_DRV(m, ...)
 #define GMT_HOOKS_OF_RT_RT(m, ...) m(__VA_ARGS__)
+#define GMT_HOOKS_OF_RT_ARR(m, ...)
 #define GMT_HOOKS_OF_RT_DL(m, ...)
+#define GMT_HOOKS_OF_ARR_DRV(m, ...)
+#define GMT_HOOKS_OF_ARR_RT(m, ...)
+#define GMT_HOOKS_OF_ARR_ARR(m, ...) m(__VA_ARGS__)
+#define GMT_HOOKS_OF_ARR_DL(m, ...)
 #define GMT_HOOKS_OF_DL_DRV(m, ...)
 #define GMT_HOOKS_OF_DL_RT(m, ...)
+#define GMT_HOOKS_OF_DL_ARR(m, ...)
 #define GMT_HOOKS_OF_DL_DL(m, ...) m(__VA_ARGS__)
 
 /* The real function behind an export, process-wide: gmt_resolve's answer, cached in `slot`. */

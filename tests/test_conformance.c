@@ -127,6 +127,23 @@ static const char layout_prog[] =
     "V(CU_GET_PROC_ADDRESS_SUCCESS) V(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)\n"
     "V(cudaEnablePerThreadDefaultStream) V(cudaDriverEntryPointSuccess)\n"
     "V(CU_MEM_ALLOCATION_TYPE_PINNED) V(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)\n"
+    "S(CUDA_ARRAY_DESCRIPTOR) O(CUDA_ARRAY_DESCRIPTOR, Format) O(CUDA_ARRAY_DESCRIPTOR, NumChannels)\n"
+    "S(CUDA_ARRAY3D_DESCRIPTOR) O(CUDA_ARRAY3D_DESCRIPTOR, Depth) O(CUDA_ARRAY3D_DESCRIPTOR, Format)\n"
+    "O(CUDA_ARRAY3D_DESCRIPTOR, Flags) S(CUarray) S(CUmipmappedArray) S(cudaArray_t)\n"
+    "S(struct cudaChannelFormatDesc) O(struct cudaChannelFormatDesc, f)\n"
+    "V(CU_AD_FORMAT_UNSIGNED_INT8) V(CU_AD_FORMAT_UNSIGNED_INT16) V(CU_AD_FORMAT_UNSIGNED_INT32)\n"
+    "V(CU_AD_FORMAT_SIGNED_INT8) V(CU_AD_FORMAT_SIGNED_INT16) V(CU_AD_FORMAT_SIGNED_INT32)\n"
+    "V(CU_AD_FORMAT_HALF) V(CU_AD_FORMAT_FLOAT) V(CU_AD_FORMAT_UNORM_INT_101010_2)\n"
+    "V(CU_AD_FORMAT_UNORM_INT8X1) V(CU_AD_FORMAT_UNORM_INT8X2) V(CU_AD_FORMAT_UNORM_INT8X4)\n"
+    "V(CU_AD_FORMAT_UNORM_INT16X1) V(CU_AD_FORMAT_UNORM_INT16X2) V(CU_AD_FORMAT_UNORM_INT16X4)\n"
+    "V(CU_AD_FORMAT_SNORM_INT8X1) V(CU_AD_FORMAT_SNORM_INT8X2) V(CU_AD_FORMAT_SNORM_INT8X4)\n"
+    "V(CU_AD_FORMAT_SNORM_INT16X1) V(CU_AD_FORMAT_SNORM_INT16X2) V(CU_AD_FORMAT_SNORM_INT16X4)\n"
+    "V(CUDA_ARRAY3D_LAYERED) V(CUDA_ARRAY3D_CUBEMAP) V(CUDA_ARRAY3D_SPARSE)\n"
+    "V(CUDA_ARRAY3D_DEFERRED_MAPPING) V(cudaArrayLayered) V(cudaArrayCubemap) V(cudaArraySparse)\n"
+    "V(cudaArrayDeferredMapping) V(cudaChannelFormatKindFloat) V(cudaChannelFormatKindNone)\n"
+    "V(cudaChannelFormatKindNV12) V(cudaChannelFormatKindUnsignedNormalized8X1)\n"
+    "V(cudaChannelFormatKindSignedNormalized16X4) V(cudaChannelFormatKindUnsignedBlockCompressed1)\n"
+    "V(cudaChannelFormatKindUnsignedBlockCompressed7SRGB) V(cudaChannelFormatKindUnsignedNormalized1010102)\n"
     "return 0; }\n";
 
 static void run_to(const char *prog, char *buf, size_t len)

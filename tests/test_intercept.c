@@ -40,6 +40,11 @@ static const struct {
     { GMT_API_cuIpcCloseMemHandle, 0, 1, 0 },
     { GMT_API_cuGraphAddMemAllocNode, 1, 0, 0 },
     { GMT_API_cuMulticastCreate, 0, 0, 1 },
+    { GMT_API_cuArrayCreate, 1, 0, 0 },
+    { GMT_API_cuArray3DCreate, 2, 0, 1 },
+    { GMT_API_cuMipmappedArrayCreate, 3, 0, 0 },
+    { GMT_API_cuArrayDestroy, 0, 3, 0 },
+    { GMT_API_cuMipmappedArrayDestroy, 0, 3, 0 },
 };
 
 static const struct {
@@ -61,6 +66,11 @@ static const struct {
     { GMT_API_cudaMemPoolCreate, 1, 0, 0 },
     { GMT_API_cudaMallocFromPoolAsync, 1, 0, 0 },
     { GMT_API_cudaMemPoolDestroy, 0, 1, 0 },
+    { GMT_API_cudaMallocArray, 1, 0, 0 },
+    { GMT_API_cudaMalloc3DArray, 1, 0, 1 },
+    { GMT_API_cudaMallocMipmappedArray, 1, 0, 0 },
+    { GMT_API_cudaFreeArray, 0, 2, 0 },
+    { GMT_API_cudaFreeMipmappedArray, 0, 1, 0 },
 };
 
 /* Runs hook_paths PATH FLAGS both ways: same output and status, then the trace. */
@@ -90,7 +100,7 @@ static void expect_driver(const struct hook_counts *c, const char *path, const c
         cr_expect_eq(c->fail[a], driver_expect[i].fail, "%s %s: api %u: %u FAIL, want %u", path,
                      flags, a, c->fail[a], driver_expect[i].fail);
     }
-    for (unsigned a = GMT_API_cudaMalloc; a <= GMT_API_cudaMemPoolTrimTo; a++)
+    for (unsigned a = GMT_API_cudaMalloc; a <= GMT_API_cudaFreeMipmappedArray; a++)
         cr_expect_eq(c->alloc[a] + c->free_[a] + c->fail[a], 0u, "%s %s: runtime api %u seen",
                      path, flags, a);
 }
@@ -158,7 +168,7 @@ static void runtime_path(const char *path)
                      c.fail[a]);
     }
     /* The runtime reached the driver for each of these: nested, so not recorded again. */
-    for (unsigned a = GMT_API_cuMemAlloc; a <= GMT_API_cuMulticastCreate; a++)
+    for (unsigned a = GMT_API_cuMemAlloc; a <= GMT_API_cuMipmappedArrayDestroy; a++)
         cr_expect_eq(c.alloc[a] + c.free_[a] + c.fail[a], 0u,
                      "%s: driver api %u recorded under a runtime call", path, a);
     hook_cleanup(&traced);

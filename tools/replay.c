@@ -18,6 +18,7 @@ static const uint8_t class_of_kind[256] = {
     [GMT_KIND_DEVICE] = CLASS_DEVICE, [GMT_KIND_POOL_ALLOC] = CLASS_DEVICE,
     [GMT_KIND_PHYSICAL] = CLASS_DEVICE, [GMT_KIND_MANAGED] = CLASS_DEVICE,
     [GMT_KIND_NCCL_MEM] = CLASS_DEVICE, [GMT_KIND_GRAPH_MEM] = CLASS_DEVICE,
+    [GMT_KIND_ARRAY] = CLASS_DEVICE, [GMT_KIND_MIPMAPPED_ARRAY] = CLASS_DEVICE,
     [GMT_KIND_HOST_PINNED] = CLASS_HOST, [GMT_KIND_PHYSICAL_HOST] = CLASS_HOST,
 };
 
@@ -43,7 +44,7 @@ bool gmt_kind_is_host(unsigned kind)
 
 /* Address namespaces: a handle, a pointer, a reservation and a mapping may share a value.
  * Pointers, most keys, are 0: their key is the address itself. */
-enum ns { NS_PTR, NS_HANDLE, NS_VIRTUAL, NS_MAPPING, NS_IPC, NS_POOL };
+enum ns { NS_PTR, NS_HANDLE, NS_VIRTUAL, NS_MAPPING, NS_IPC, NS_POOL, NS_ARRAY };
 
 /* By table, not a switch: one load per allocation or free (kinds are a byte, APIs below
  * 256; anything else is a pointer). */
@@ -52,13 +53,16 @@ static const uint8_t ns_by_kind[256] = {
     [GMT_KIND_IMPORTED] = NS_HANDLE, [GMT_KIND_MULTICAST] = NS_HANDLE,
     [GMT_KIND_RETAINED] = NS_HANDLE, [GMT_KIND_VIRTUAL] = NS_VIRTUAL,
     [GMT_KIND_MAPPING] = NS_MAPPING, [GMT_KIND_IPC_MAPPING] = NS_IPC,
-    [GMT_KIND_POOL] = NS_POOL,
+    [GMT_KIND_POOL] = NS_POOL, [GMT_KIND_ARRAY] = NS_ARRAY,
+    [GMT_KIND_MIPMAPPED_ARRAY] = NS_ARRAY,
 };
 
 static const uint8_t ns_by_free_api[256] = {
     [GMT_API_cuMemRelease] = NS_HANDLE, [GMT_API_cuMemAddressFree] = NS_VIRTUAL,
     [GMT_API_cuMemUnmap] = NS_MAPPING, [GMT_API_cuIpcCloseMemHandle] = NS_IPC,
     [GMT_API_cudaMemPoolDestroy] = NS_POOL, [GMT_API_cuMemPoolDestroy] = NS_POOL,
+    [GMT_API_cudaFreeArray] = NS_ARRAY, [GMT_API_cudaFreeMipmappedArray] = NS_ARRAY,
+    [GMT_API_cuArrayDestroy] = NS_ARRAY, [GMT_API_cuMipmappedArrayDestroy] = NS_ARRAY,
 };
 
 static inline int ns_of_kind(uint8_t kind)

@@ -16,6 +16,11 @@
  *   address and two mappings of one handle share data; memory is freed when its last
  *   reference is released and its last mapping is gone; mappings are inaccessible until
  *   cuMemSetAccess, as on a GPU;
+ * - CUDA arrays and mipmapped arrays are charged what their descriptor asks for
+ *   (element size x width x height x depth, summed over mipmap levels), rounded up to
+ *   2 MiB, as the device-used delta of arrays on an H200 shows (a sparse array:
+ *   nothing, its pages are never mapped here); their handles are not device addresses
+ *   and they hold no data;
  * - stream-ordered pools keep freed blocks reserved (still charged) until a
  *   synchronisation trims them to the release threshold (default 0) or cuMemPoolTrimTo.
  * Deviations: each process has its own simulated devices (two processes on one device
@@ -61,7 +66,8 @@
     X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)                         \
     X(cuMemRetainAllocationHandle) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2)              \
     X(cuIpcCloseMemHandle) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddMemAllocNode)       \
-    X(cuMulticastCreate) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy)  \
+    X(cuMulticastCreate) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuMipmappedArrayCreate)   \
+    X(cuArrayDestroy) X(cuMipmappedArrayDestroy) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy)  \
     X(cuMemsetD8_v2) X(cuModuleLoadData) X(cuModuleUnload) X(cuGetErrorString)                \
     X(cuGetErrorName) X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
@@ -1476,6 +1482,125 @@ EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mc, const void *
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* ------------------------------------------------------------------------------ arrays */
+/* One object stands for both an array and a mipmapped array: a handle, and what it costs. */
+struct fake_array {
+    unsigned magic;
+    int dev;
+    size_t charged;
+};
+#define ARRAY_MAGIC 0x41525259u    /* "ARRY" */
+#define MIPMAP_MAGIC 0x4d49504du   /* "MIPM" */
+
+static size_t format_size(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+    }
+}
+
+static size_t max1(size_t v)
+{
+    return v ? v : 1;
+}
+
+/* Bytes of a level-0 extent and `levels` levels; 0: a descriptor the driver refuses. */
+static size_t array_size(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    size_t elem = format_size(d->Format);
+    unsigned ch = d->NumChannels;
+    if (!elem || (ch != 1 && ch != 2 && ch != 4) || !d->Width || (d->Depth && !d->Height)) return 0;
+    if (d->Flags & ~(unsigned)(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+                               CUDA_ARRAY3D_SPARSE))
+        return 0;
+    int layered = (d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+    size_t side = d->Width > d->Height ? d->Width : d->Height;
+    if (!layered && d->Depth > side) side = d->Depth;
+    unsigned most = 1;
+    while ((side >> most) != 0) most++;
+    if (levels == 0) levels = 1;
+    if (levels > most) levels = most;
+    size_t total = 0;
+    for (unsigned l = 0; l < levels; l++) {
+        size_t w = max1(d->Width >> l), h = max1(d->Height >> l);
+        size_t dp = layered ? max1(d->Depth) : max1(d->Depth >> l);
+        total += elem * ch * w * h * dp;
+    }
+    return total;
+}
+
+static CUresult array_new(unsigned magic, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, void **out)
+{
+    NEED_CTX(dev);
+    if (!out || !d) return CUDA_ERROR_INVALID_VALUE;
+    size_t bytes = array_size(d, levels);
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    /* A sparse array takes its memory when pages are mapped into it, which the fake does not do. */
+    if (d->Flags & CUDA_ARRAY3D_SPARSE) bytes = 0;
+    struct fake_array *a = malloc(sizeof *a);
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t charged = round_up(bytes, GRAN);
+    pthread_mutex_lock(&lock);
+    CUresult r = charged < bytes ? CUDA_ERROR_OUT_OF_MEMORY : charged ? charge_locked(dev, charged, 0) : CUDA_SUCCESS;
+    pthread_mutex_unlock(&lock);
+    if (r) {
+        free(a);
+        return r;
+    }
+    *a = (struct fake_array){.magic = magic, .dev = dev, .charged = charged};
+    *out = a;
+    return CUDA_SUCCESS;
+}
+
+static CUresult array_free(unsigned magic, void *h)
+{
+    NEED_INIT();
+    struct fake_array *a = h;
+    if (!a || a->magic != magic) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    uncharge_locked(a->dev, a->charged, 0);
+    pthread_mutex_unlock(&lock);
+    a->magic = 0;
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuArrayCreate_v2(CUarray *arr, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    count(FN_cuArrayCreate_v2, 0);
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = d->Width, .Height = d->Height, .Format = d->Format,
+                                  .NumChannels = d->NumChannels};
+    return array_new(ARRAY_MAGIC, &d3, 1, (void **)arr);
+}
+
+EXPORT CUresult cuArray3DCreate_v2(CUarray *arr, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    count(FN_cuArray3DCreate_v2, 0);
+    return array_new(ARRAY_MAGIC, d, 1, (void **)arr);
+}
+
+EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *arr, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int levels)
+{
+    count(FN_cuMipmappedArrayCreate, 0);
+    return array_new(MIPMAP_MAGIC, d, levels, (void **)arr);
+}
+
+EXPORT CUresult cuArrayDestroy(CUarray arr)
+{
+    count(FN_cuArrayDestroy, 0);
+    return array_free(ARRAY_MAGIC, arr);
+}
+
+EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray arr)
+{
+    count(FN_cuMipmappedArrayDestroy, 0);
+    return array_free(MIPMAP_MAGIC, arr);
+}
+
 /* ----------------------------------------------------------------------------- modules */
 struct CUmod_st {
     int dev;
@@ -1636,6 +1761,11 @@ enum sel { ANY, PTDS, LEGACY };
     X("cuGraphDestroy", cuGraphDestroy, 10000, ANY)                                           \
     X("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode, 11040, ANY)                           \
     X("cuMulticastCreate", cuMulticastCreate, 12010, ANY)                                     \
+    X("cuArrayCreate", cuArrayCreate_v2, 3020, ANY)                                           \
+    X("cuArray3DCreate", cuArray3DCreate_v2, 3020, ANY)                                       \
+    X("cuMipmappedArrayCreate", cuMipmappedArrayCreate, 5000, ANY)                            \
+    X("cuArrayDestroy", cuArrayDestroy, 2000, ANY)                                            \
+    X("cuMipmappedArrayDestroy", cuMipmappedArrayDestroy, 5000, ANY)                          \
     X("cuMemcpyHtoD", cuMemcpyHtoD_v2, 3020, ANY)                                             \
     X("cuMemcpyDtoH", cuMemcpyDtoH_v2, 3020, ANY)                                             \
     X("cuMemcpyDtoD", cuMemcpyDtoD_v2, 3020, ANY)                                             \

@@ -56,6 +56,11 @@
     X(pool_trim, "cuMemPoolTrimTo", 11020, 0, "cuMemPoolTrimTo")                              \
     X(ipc_open, "cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2")                      \
     X(graph_alloc_node, "cuGraphAddMemAllocNode", 11040, 0, "cuGraphAddMemAllocNode")         \
+    X(array_create, "cuArrayCreate", 3020, 0, "cuArrayCreate_v2")                             \
+    X(array3d_create, "cuArray3DCreate", 3020, 0, "cuArray3DCreate_v2")                       \
+    X(mipmap_create, "cuMipmappedArrayCreate", 5000, 0, "cuMipmappedArrayCreate")             \
+    X(array_destroy, "cuArrayDestroy", 2000, 0, "cuArrayDestroy")                             \
+    X(mipmap_destroy, "cuMipmappedArrayDestroy", 5000, 0, "cuMipmappedArrayDestroy")          \
     X(memcpy_htod, "cuMemcpyHtoD", 3020, 0, "cuMemcpyHtoD_v2")                                \
     X(memcpy_dtoh, "cuMemcpyDtoH", 3020, 0, "cuMemcpyDtoH_v2")                                \
     X(memcpy_dtod, "cuMemcpyDtoD", 3020, 0, "cuMemcpyDtoD_v2")                                \
@@ -96,6 +101,11 @@ static struct {
     CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned);
     CUresult (*graph_alloc_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                  CUDA_MEM_ALLOC_NODE_PARAMS *);
+    CUresult (*array_create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*array3d_create)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    CUresult (*mipmap_create)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned);
+    CUresult (*array_destroy)(CUarray);
+    CUresult (*mipmap_destroy)(CUmipmappedArray);
     CUresult (*memcpy_htod)(CUdeviceptr, const void *, size_t);
     CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
     CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t);
@@ -469,6 +479,106 @@ API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep)
     NEED_CTX();
     NEED_FN(pool_trim);
     return ret(drv.pool_trim(pool, keep));
+}
+
+/* ------------------------------------------------------------------------- arrays */
+/* A channel format as the driver's (format, channels): every channel of one size; 0 when
+ * the driver has no such format. cudaArray_t is the driver's CUarray, as in the real one. */
+static int driver_format(const struct cudaChannelFormatDesc *d, CUarray_format *fmt, unsigned *channels)
+{
+    if (!d || d->x <= 0) return 0;
+    int bits = d->x;
+    unsigned n = 1;
+    if (d->y) n++, bits = d->y == bits ? bits : -1;
+    if (d->z) n++, bits = d->z == bits ? bits : -1;
+    if (d->w) n++, bits = d->w == bits ? bits : -1;
+    if (bits < 0 || n == 3) return 0;
+    switch (d->f) {
+    case cudaChannelFormatKindSigned:
+        *fmt = bits == 8 ? CU_AD_FORMAT_SIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_SIGNED_INT16
+             : bits == 32 ? CU_AD_FORMAT_SIGNED_INT32 : 0;
+        break;
+    case cudaChannelFormatKindUnsigned:
+        *fmt = bits == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+             : bits == 32 ? CU_AD_FORMAT_UNSIGNED_INT32 : 0;
+        break;
+    case cudaChannelFormatKindFloat:
+        *fmt = bits == 16 ? CU_AD_FORMAT_HALF : bits == 32 ? CU_AD_FORMAT_FLOAT : 0;
+        break;
+    default: return 0;
+    }
+    *channels = n;
+    return *fmt != 0;
+}
+
+static cudaError_t array_desc(const struct cudaChannelFormatDesc *desc, struct cudaExtent ext,
+                              unsigned flags, CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    CUarray_format fmt = 0;
+    unsigned ch = 0;
+    if (!driver_format(desc, &fmt, &ch)) return cudaErrorInvalidValue;
+    *d = (CUDA_ARRAY3D_DESCRIPTOR){.Width = ext.width, .Height = ext.height, .Depth = ext.depth,
+                                   .Format = fmt, .NumChannels = ch, .Flags = flags};
+    return cudaSuccess;
+}
+
+API cudaError_t cudaMallocArray(cudaArray_t *arr, const struct cudaChannelFormatDesc *desc, size_t width,
+                                size_t height, unsigned int flags)
+{
+    NEED_CTX();
+    NEED_FN(array_create);
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    cudaError_t e = array_desc(desc, (struct cudaExtent){width, height, 0}, flags, &d);
+    if (e || !arr || flags) return set_error(e ? e : cudaErrorInvalidValue);
+    CUDA_ARRAY_DESCRIPTOR d2 = {.Width = width, .Height = height, .Format = d.Format, .NumChannels = d.NumChannels};
+    CUarray a = NULL;
+    CUresult r = drv.array_create(&a, &d2);
+    *arr = r == CUDA_SUCCESS ? (cudaArray_t)(void *)a : NULL;
+    return ret(r);
+}
+
+API cudaError_t cudaMalloc3DArray(cudaArray_t *arr, const struct cudaChannelFormatDesc *desc, struct cudaExtent ext,
+                                  unsigned int flags)
+{
+    NEED_CTX();
+    NEED_FN(array3d_create);
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    cudaError_t e = array_desc(desc, ext, flags, &d);
+    if (e || !arr) return set_error(e ? e : cudaErrorInvalidValue);
+    CUarray a = NULL;
+    CUresult r = drv.array3d_create(&a, &d);
+    *arr = r == CUDA_SUCCESS ? (cudaArray_t)(void *)a : NULL;
+    return ret(r);
+}
+
+API cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *arr, const struct cudaChannelFormatDesc *desc,
+                                         struct cudaExtent ext, unsigned int levels, unsigned int flags)
+{
+    NEED_CTX();
+    NEED_FN(mipmap_create);
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    cudaError_t e = array_desc(desc, ext, flags, &d);
+    if (e || !arr) return set_error(e ? e : cudaErrorInvalidValue);
+    CUmipmappedArray a = NULL;
+    CUresult r = drv.mipmap_create(&a, &d, levels);
+    *arr = r == CUDA_SUCCESS ? (cudaMipmappedArray_t)(void *)a : NULL;
+    return ret(r);
+}
+
+API cudaError_t cudaFreeArray(cudaArray_t arr)
+{
+    NEED_CTX();
+    NEED_FN(array_destroy);
+    if (!arr) return cudaSuccess;
+    return ret(drv.array_destroy((CUarray)(void *)arr));
+}
+
+API cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t arr)
+{
+    NEED_CTX();
+    NEED_FN(mipmap_destroy);
+    if (!arr) return cudaSuccess;
+    return ret(drv.mipmap_destroy((CUmipmappedArray)(void *)arr));
 }
 
 /* ------------------------------------------------------------- copies and streams */

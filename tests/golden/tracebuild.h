@@ -351,7 +351,8 @@ static inline void tb_group_repeat(struct tb *b, uint32_t id, uint32_t count, ui
  * outside a group. */
 static inline void tb_repeats(struct tb *b)
 {
-    tb_header_current(b);
+    /* 2.1, the version that added GROUP_REPEAT: the stored seed made from it stays as it was */
+    tb_header_ex(b, GMT_BYTE_ORDER_MARK, 2, 1, sizeof(struct gmt_file_header));
     struct gmt_rec_process p = { .pid = 1, .ppid = 1, .rank = -1, .monotonic_ns = TB_T0 };
     tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
     tb_chunk(b, 7);

@@ -48,6 +48,11 @@ struct drv {
     CUresult (*graph_alloc)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                             CUDA_MEM_ALLOC_NODE_PARAMS *);
     CUresult (*multicast)(CUmemGenericAllocationHandle *, const void *);
+    CUresult (*array_create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*array3d_create)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    CUresult (*mipmap_create)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned int);
+    CUresult (*array_destroy)(CUarray);
+    CUresult (*mipmap_destroy)(CUmipmappedArray);
 };
 
 /* field, base name, version asked, ABI name, ABI name of the per-thread variant */
@@ -79,7 +84,12 @@ struct drv {
     X(ipc_open, "cuIpcOpenMemHandle", 11000, "cuIpcOpenMemHandle_v2", NULL)                   \
     X(ipc_close, "cuIpcCloseMemHandle", 4010, "cuIpcCloseMemHandle", NULL)                    \
     X(graph_alloc, "cuGraphAddMemAllocNode", 11040, "cuGraphAddMemAllocNode", NULL)           \
-    X(multicast, "cuMulticastCreate", 12010, "cuMulticastCreate", NULL)
+    X(multicast, "cuMulticastCreate", 12010, "cuMulticastCreate", NULL)                       \
+    X(array_create, "cuArrayCreate", 3020, "cuArrayCreate_v2", NULL)                          \
+    X(array3d_create, "cuArray3DCreate", 3020, "cuArray3DCreate_v2", NULL)                    \
+    X(mipmap_create, "cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate", NULL)          \
+    X(array_destroy, "cuArrayDestroy", 2000, "cuArrayDestroy", NULL)                          \
+    X(mipmap_destroy, "cuMipmappedArrayDestroy", 5000, "cuMipmappedArrayDestroy", NULL)
 
 static void die(const char *what)
 {
@@ -116,6 +126,11 @@ static void fill_plt(struct drv *d)
     d->ipc_close = cuIpcCloseMemHandle;
     d->graph_alloc = cuGraphAddMemAllocNode;
     d->multicast = cuMulticastCreate;
+    d->array_create = cuArrayCreate_v2;
+    d->array3d_create = cuArray3DCreate_v2;
+    d->mipmap_create = cuMipmappedArrayCreate;
+    d->array_destroy = cuArrayDestroy;
+    d->mipmap_destroy = cuMipmappedArrayDestroy;
 }
 
 typedef CUresult gpa1_fn(const char *, void **, int, cuuint64_t);
@@ -296,6 +311,39 @@ static void driver_sequence(const struct drv *d)
     mp.size = 2 * MIB;
     CALL("cuMulticastCreate", d->multicast(&h, &mp));
 
+    /* Arrays: 1024² float4 (16 MiB), 256²×64 float4 (64 MiB), 512² uchar4 with 4 levels
+     * (1,392,640 bytes), then one too large for the device (4 TiB). */
+    CUarray arr2d, arr3d, huge;
+    CUmipmappedArray mip;
+    CUDA_ARRAY_DESCRIPTOR ad = { 1024, 1024, CU_AD_FORMAT_FLOAT, 4 };
+    CUDA_ARRAY3D_DESCRIPTOR a3 = { 256, 256, 64, CU_AD_FORMAT_FLOAT, 4, 0 };
+    CUDA_ARRAY3D_DESCRIPTOR am = { 512, 512, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0 };
+    CUDA_ARRAY3D_DESCRIPTOR ah = { 65536, 65536, 64, CU_AD_FORMAT_FLOAT, 4, 0 };
+    size_t free0 = 0, free1 = 0, total = 0;
+    cuMemGetInfo_v2(&free0, &total);
+    CALL("cuArrayCreate", d->array_create(&arr2d, &ad));
+    CALL("cuArray3DCreate", d->array3d_create(&arr3d, &a3));
+    CALL("cuMipmappedArrayCreate", d->mipmap_create(&mip, &am, 4));
+    cuMemGetInfo_v2(&free1, &total);
+    printf("arrays took %zu bytes\n", free0 - free1);
+    /* A layered mipmapped array (levels keep the 8 layers), a level count past the
+     * largest (clamped to 5 for 16²), a sparse array (no memory until mapped). */
+    CUmipmappedArray mipl, mipc;
+    CUarray sparse;
+    CUDA_ARRAY3D_DESCRIPTOR al = { 64, 64, 8, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED };
+    CUDA_ARRAY3D_DESCRIPTOR ac = { 16, 16, 0, CU_AD_FORMAT_UNSIGNED_INT16, 2, 0 };
+    CUDA_ARRAY3D_DESCRIPTOR as = { 4096, 4096, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SPARSE };
+    CALL("cuMipmappedArrayCreate(layered)", d->mipmap_create(&mipl, &al, 3));
+    CALL("cuMipmappedArrayCreate(99 levels)", d->mipmap_create(&mipc, &ac, 99));
+    CALL("cuArray3DCreate(sparse)", d->array3d_create(&sparse, &as));
+    CALL("cuArray3DCreate(out of memory)", d->array3d_create(&huge, &ah));
+    CALL("cuArrayDestroy", d->array_destroy(arr2d));
+    CALL("cuArrayDestroy", d->array_destroy(arr3d));
+    CALL("cuArrayDestroy", d->array_destroy(sparse));
+    CALL("cuMipmappedArrayDestroy", d->mipmap_destroy(mip));
+    CALL("cuMipmappedArrayDestroy", d->mipmap_destroy(mipl));
+    CALL("cuMipmappedArrayDestroy", d->mipmap_destroy(mipc));
+
     CALL("cuMemAlloc(out of memory)", d->alloc(&p, 1ull << 40));
 
     struct fakecuda_fn_stats a, b;
@@ -321,6 +369,14 @@ struct rt {
     cudaError_t (*pool_create)(cudaMemPool_t *, const struct cudaMemPoolProps *);
     cudaError_t (*pool_destroy)(cudaMemPool_t);
     cudaError_t (*pool_trim)(cudaMemPool_t, size_t);
+    cudaError_t (*malloc_array)(cudaArray_t *, const struct cudaChannelFormatDesc *, size_t, size_t,
+                                unsigned int);
+    cudaError_t (*malloc_3d_array)(cudaArray_t *, const struct cudaChannelFormatDesc *,
+                                   struct cudaExtent, unsigned int);
+    cudaError_t (*malloc_mipmap)(cudaMipmappedArray_t *, const struct cudaChannelFormatDesc *,
+                                 struct cudaExtent, unsigned int, unsigned int);
+    cudaError_t (*free_array)(cudaArray_t);
+    cudaError_t (*free_mipmap)(cudaMipmappedArray_t);
 };
 
 #define RT_FNS(X)                                                                             \
@@ -330,7 +386,10 @@ struct rt {
     X(malloc_3d, cudaMalloc3D) X(malloc_host, cudaMallocHost) X(host_alloc, cudaHostAlloc)    \
     X(free_host, cudaFreeHost) X(host_register, cudaHostRegister)                             \
     X(host_unregister, cudaHostUnregister) X(pool_create, cudaMemPoolCreate)                  \
-    X(pool_destroy, cudaMemPoolDestroy) X(pool_trim, cudaMemPoolTrimTo)
+    X(pool_destroy, cudaMemPoolDestroy) X(pool_trim, cudaMemPoolTrimTo)                      \
+    X(malloc_array, cudaMallocArray) X(malloc_3d_array, cudaMalloc3DArray)                    \
+    X(malloc_mipmap, cudaMallocMipmappedArray) X(free_array, cudaFreeArray)                   \
+    X(free_mipmap, cudaFreeMipmappedArray)
 
 static void runtime_sequence(const struct rt *t)
 {
@@ -374,6 +433,26 @@ static void runtime_sequence(const struct rt *t)
     CALL("cudaFreeAsync", t->free_async(p, s));
     CALL("cudaMemPoolTrimTo", t->pool_trim(pool, 0));
     CALL("cudaMemPoolDestroy", t->pool_destroy(pool));
+    /* Arrays: 2048² float4 (64 MiB), 256²×64 float4 (64 MiB), 256² float with 3 levels
+     * (344,064 bytes), then one too large for the device (4 TiB). */
+    struct cudaChannelFormatDesc f4 = { 32, 32, 32, 32, cudaChannelFormatKindFloat };
+    struct cudaChannelFormatDesc f1 = { 32, 0, 0, 0, cudaChannelFormatKindFloat };
+    cudaArray_t arr2d, arr3d, huge;
+    cudaMipmappedArray_t mip;
+    size_t free0 = 0, free1 = 0, total = 0;
+    cudaMemGetInfo(&free0, &total);
+    CALL("cudaMallocArray", t->malloc_array(&arr2d, &f4, 2048, 2048, 0));
+    CALL("cudaMalloc3DArray",
+         t->malloc_3d_array(&arr3d, &f4, (struct cudaExtent){ 256, 256, 64 }, 0));
+    CALL("cudaMallocMipmappedArray",
+         t->malloc_mipmap(&mip, &f1, (struct cudaExtent){ 256, 256, 0 }, 3, 0));
+    cudaMemGetInfo(&free1, &total);
+    printf("arrays took %zu bytes\n", free0 - free1);
+    CALL("cudaMalloc3DArray(out of memory)",
+         t->malloc_3d_array(&huge, &f4, (struct cudaExtent){ 65536, 65536, 64 }, 0));
+    CALL("cudaFreeArray", t->free_array(arr2d));
+    CALL("cudaFreeArray", t->free_array(arr3d));
+    CALL("cudaFreeMipmappedArray", t->free_mipmap(mip));
     CALL("cudaMalloc(out of memory)", t->malloc_(&p, 1ull << 40));
 }
 
