@@ -61,6 +61,21 @@ static inline void hook_run(struct hook_run *r, bool traced, char *const argv[])
 }
 
 /* Records of the trace, by type and API. */
+/* Runs hook_paths PATH FLAGS untraced and traced: both exit 0 with the same output.
+ * Leaves the traced run (and its trace) in *traced. */
+static inline void hook_run_paths(const char *prog, const char *path, const char *flags,
+                                  struct hook_run *traced)
+{
+    static struct hook_run plain;
+    char *argv[] = { (char *)prog, (char *)path, (char *)flags, NULL };
+    hook_run(&plain, false, argv);
+    cr_assert_eq(plain.status, 0, "%s %s failed untraced:\n%s", path, flags, plain.out);
+    hook_run(traced, true, argv);
+    cr_assert_eq(traced->status, 0, "%s %s failed traced:\n%s", path, flags, traced->out);
+    cr_assert_str_eq(traced->out, plain.out, "%s %s: output differs with the tracer", path,
+                     flags);
+}
+
 struct hook_counts {
     unsigned alloc[GMT_API_MAX];
     unsigned free_[GMT_API_MAX];

@@ -46,13 +46,7 @@ static void visit(const struct gmt_rec *h, void *arg)
 /* Runs hook_paths PATH FLAGS untraced and traced: same output, then what the trace holds. */
 static void run_path(const char *path, const char *flags, struct seen *s, struct hook_run *traced)
 {
-    static struct hook_run plain;
-    char *argv[] = { PATHS, (char *)path, (char *)flags, NULL };
-    hook_run(&plain, false, argv);
-    cr_assert_eq(plain.status, 0, "%s %s failed untraced:\n%s", path, flags, plain.out);
-    hook_run(traced, true, argv);
-    cr_assert_eq(traced->status, 0, "%s %s failed traced:\n%s", path, flags, traced->out);
-    cr_assert_str_eq(traced->out, plain.out, "%s %s: output differs with the tracer", path, flags);
+    hook_run_paths(PATHS, path, flags, traced);
     memset(s, 0, sizeof *s);
     struct hook_counts c;
     hook_read(traced->trace, &c, visit, s);

@@ -77,14 +77,7 @@ static const struct {
 static void run_both(const char *path, const char *flags, struct hook_counts *c,
                      struct hook_run *traced)
 {
-    static struct hook_run plain;
-    char *argv[] = { PATHS, (char *)path, (char *)flags, NULL };
-    hook_run(&plain, false, argv);
-    cr_assert_eq(plain.status, 0, "%s %s failed untraced:\n%s", path, flags, plain.out);
-    hook_run(traced, true, argv);
-    cr_assert_eq(traced->status, 0, "%s %s failed traced:\n%s", path, flags, traced->out);
-    cr_assert_str_eq(traced->out, plain.out, "%s %s: output differs with the tracer", path,
-                     flags);
+    hook_run_paths(PATHS, path, flags, traced);
     hook_read(traced->trace, c, NULL, NULL);
     cr_expect(c->complete, "trace of %s %s has no END", path, flags);
 }
