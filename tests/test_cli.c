@@ -79,6 +79,7 @@ static void run_io(struct result *res, const char *out_path, const char *in_path
         }
         if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
             _exit(126);
+        alarm(30); /* a hang ends as SIGALRM (status 142), not as a stuck test run */
         execv(path, (char *const *)argv);
         _exit(127);
     }
@@ -287,6 +288,41 @@ Test(cli, dump_of_a_malformed_trace_exits_2)
     cr_expect(strncmp(res.err, want, strlen(want)) == 0, "%s", res.err);
     cr_expect_eq(lines(res.err), 1);
     cr_expect_eq(lines(res.out), 6, "the 5 whole records before it are printed");
+    tb_free(&b);
+}
+
+/* 8 zero bytes (type 0, size 0) among the records: what a file system can leave after a
+ * crash. Every command that reads traces must stop there with exit 2, not spin. */
+Test(cli, every_command_stops_at_a_zero_size_record)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    struct tb z = { 0 };
+    tb_put(&z, b.p, b.off[3]);
+    tb_put(&z, NULL, 8);
+    tb_put(&z, b.p + b.off[3], b.len - b.off[3]);
+    char path[PATH_MAX], want[PATH_MAX + 64];
+    trace_file(path, &z, z.len);
+    snprintf(want, sizeof want, "%s: offset %zu: record size 0", path, b.off[3]);
+    static const char *const cmds[][4] = {
+        { "summary", "--no-symbols", NULL }, { "summary", "--no-symbols", "--json" },
+        { "merge", "--no-symbols", NULL }, { "diff", NULL }, { "check", "--write-baseline", "-" },
+        { "dump", NULL },
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const char *argv[6] = { 0 };
+        size_t n = 0;
+        for (size_t k = 0; k < 3 && cmds[i][k]; k++)
+            argv[n++] = cmds[i][k];
+        argv[n++] = path;
+        if (!strcmp(cmds[i][0], "diff"))
+            argv[n++] = path;
+        run_io(&res, NULL, NULL, argv);
+        cr_expect_eq(res.status, 2, "%s: status %d", cmds[i][0], res.status);
+        cr_expect(strstr(res.err, want) != NULL, "%s: %s", cmds[i][0], res.err);
+    }
+    unlink(path);
+    tb_free(&z);
     tb_free(&b);
 }
 

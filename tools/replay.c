@@ -693,7 +693,7 @@ prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint
     for (; k < n && at < lim; k++) {
         const struct gmt_rec *h = (const void *)(img + at);
         uint32_t size = h->size;
-        if (size < sizeof *h || size % GMT_ALIGN || size > lim - at)
+        if (!gmt_rec_size_ok(size, lim - at))
             break; /* (the file changed since loading: as the iteration, see trace.h) */
         pos[k] = at;
         /* and the image a few lines on: the records stream from memory, and a load that

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reader.h"
 #include "trace_format.h"
 #include "u64map.h"
 

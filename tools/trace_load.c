@@ -558,6 +558,8 @@ static int map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
     int rc = 0;
     for (uint64_t off = from; off < to && !rc;) {
         const struct gmt_rec *h = (const void *)(t->image + off);
+        if (!gmt_rec_size_ok(h->size, to - off))
+            break; /* the loader read these whole: only a file changed since stops here */
         if (h->type == GMT_REC_SCOPE_BEGIN) {
             const struct gmt_rec_scope_begin *b = (const void *)h;
             rc = gmt_u64map_put(&latest, b->scope_id, k) ||
