@@ -118,10 +118,12 @@ static int measure(struct gmt_metrics *now, char *const *operands, size_t n,
     char **paths;
     size_t n_paths;
     int status = GMT_EXIT_OK;
-    if (gmt_expand_paths(operands, n, &paths, &n_paths))
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    if (gmt_expand_paths(operands, n, &paths, &n_paths, &msgs))
         status = GMT_EXIT_ERROR;
-    if (gmt_metrics_from_paths(now, paths, n_paths, ro, category))
+    if (gmt_metrics_from_paths(now, paths, n_paths, ro, category, &msgs))
         status = GMT_EXIT_ERROR;
+    gmt_msgs_print(&msgs, stderr);
     gmt_free_paths(paths, n_paths);
     if (status == GMT_EXIT_OK && now->n == 0) {
         fprintf(stderr, "gpumemtrace: no device memory and no NCCL call in the traces: was the "

@@ -122,7 +122,10 @@ int gmt_cmd_summary(int argc, char **argv)
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
     size_t n_files = 0;
-    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files);
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files,
+                             &msgs);
+    gmt_msgs_print(&msgs, stderr);
     if (r == -ENOMEM) {
         fprintf(stderr, "gpumemtrace: out of memory\n");
         return GMT_EXIT_ERROR;

@@ -147,6 +147,34 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
     return slot;
 }
 
+void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **slot = gmt_vec_push(&m->v);
+    if (!slot || !(*slot = strdup(buf))) {
+        if (slot)
+            m->v.len--;
+        m->lost++;
+    }
+}
+
+void gmt_msgs_print(struct gmt_msgs *m, FILE *out)
+{
+    char **s = m->v.data;
+    for (size_t i = 0; i < m->v.len; i++) {
+        fprintf(out, "gpumemtrace: %s\n", s[i]);
+        free(s[i]);
+    }
+    if (m->lost)
+        fprintf(out, "gpumemtrace: out of memory (%d messages lost)\n", m->lost);
+    gmt_vec_free(&m->v);
+    m->lost = 0;
+}
+
 void gmt_vec_free(struct gmt_vec *v)
 {
     free(v->data);

@@ -40,6 +40,17 @@ struct gmt_vec {
     size_t len, cap, esize;
 };
 #define GMT_VEC_INIT(type) { NULL, 0, 0, sizeof(type) }
+
+/* The one-line messages an engine has for its command (a trace that could not be read,
+ * out of memory), in order: engines print nothing, the command prints them. */
+struct gmt_msgs {
+    struct gmt_vec v;          /* of char * */
+    int lost;                  /* messages that could not be kept: out of memory */
+};
+#define GMT_MSGS_INIT { GMT_VEC_INIT(char *), 0 }
+void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints each as "gpumemtrace: MESSAGE" on out, then empties m. */
+void gmt_msgs_print(struct gmt_msgs *m, FILE *out);
 /* Appends one zeroed element and returns it, NULL when out of memory (or the size
  * would overflow); the vector is then unchanged. Earlier element pointers may move. */
 void *gmt_vec_push(struct gmt_vec *v);
