@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "util.h"
 #include "golden/tracebuild.h"
 
@@ -495,6 +496,78 @@ Test(util, grows_vectors)
     cr_expect_null(v.data);
     struct gmt_vec huge = { NULL, 0, 0, SIZE_MAX / 4 };
     cr_expect_null(gmt_vec_push(&huge), "overflowing size must fail, not wrap");
+}
+
+/* The sample with bytes that are not UTF-8, and control characters, in its host name
+ * and its command line, as a file named in path. */
+static void hostile_strings_file(char *path)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    uint8_t *host = memmem(b.p, b.len, "node-01", 7), *arg = memmem(b.p, b.len, "train.py", 8);
+    cr_assert(host && arg);
+    memcpy(host, "n\xc3\x1b[2J\xff", 7);
+    memcpy(arg, "\xe2\x82tr\xed\xa0\x80\x7f", 8);
+    trace_file(path, &b, b.len);
+    tb_free(&b);
+}
+
+static void expect_json(const char *what, const char *text)
+{
+    struct gmt_json *v = NULL;
+    char err[256] = "";
+    cr_expect_eq(gmt_json_parse(text, strlen(text), &v, err, sizeof err), 0, "%s: %s: %s", what,
+                 err, text);
+    gmt_json_free(v);
+}
+
+Test(cli, json_is_valid_for_strings_that_are_not_utf8)
+{
+    char path[PATH_MAX];
+    hostile_strings_file(path);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    expect_json("summary", res.out);
+    cr_expect(strstr(res.out, "\"host\": \"n\\u00c3\\u001b[2J\\u00ff\"") != NULL, "%s", res.out);
+    RUN(&res, "merge", "--no-symbols", "--json", path);
+    expect_json("merge", res.out);
+    RUN(&res, "diff", "--json", path, path);
+    expect_json("diff", res.out);
+    unlink(path);
+}
+
+Test(cli, summary_json_is_valid_when_the_first_trace_fails)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char good[PATH_MAX], bad[PATH_MAX];
+    trace_file(good, &b, b.len);
+    trace_file(bad, &b, 20); /* cut inside its header */
+    RUN(&res, "summary", "--no-symbols", "--json", bad, good, bad);
+    cr_expect_eq(res.status, 2);
+    expect_json("summary", res.out);
+    cr_expect_eq(lines(res.err), 2, "%s", res.err);
+    unlink(good);
+    unlink(bad);
+    tb_free(&b);
+}
+
+Test(util, writes_json_strings_as_valid_utf8)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    /* valid 2-, 3- and 4-byte sequences pass; a lone continuation byte, a cut sequence,
+     * an overlong form, a surrogate and bytes above U+10FFFF are each \u00XX */
+    gmt_fput_json_string(f, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\x80|\xe2\x82|\xc0\xaf|"
+                            "\xed\xa0\x80|\xf4\x90\x80\x80|\x1b\"\\");
+    fclose(f);
+    cr_expect_str_eq(buf, "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\\u0080|\\u00e2\\u0082|"
+                          "\\u00c0\\u00af|\\u00ed\\u00a0\\u0080|\\u00f4\\u0090\\u0080\\u0080|"
+                          "\\u001b\\\"\\\\\"");
+    expect_json("string", buf);
+    free(buf);
 }
 
 Test(util, quotes_strings_safely)

@@ -132,6 +132,7 @@ int gmt_cmd_summary(int argc, char **argv)
     }
     if (r)
         status = GMT_EXIT_ERROR;
+    size_t written = 0;
     for (size_t i = 0; i < n_files; i++) {
         struct gmt_analysis a;
         char err[512];
@@ -140,7 +141,7 @@ int gmt_cmd_summary(int argc, char **argv)
             status = GMT_EXIT_ERROR;
             continue;
         }
-        out->trace(stdout, &a, &ro, i);
+        out->trace(stdout, &a, &ro, written++);
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);

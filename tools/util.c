@@ -290,17 +290,54 @@ const char *gmt_demangle(const char *name, char *buf, size_t len)
     return buf;
 }
 
-void gmt_fput_json_string(FILE *out, const char *s)
+size_t gmt_utf8_len(const unsigned char *s, size_t n)
 {
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2, cp = c & 0x1f, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3, cp = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    /* no overlong forms, no surrogates, nothing above U+10FFFF */
+    if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return len;
+}
+
+void gmt_fput_json_stringn(FILE *out, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', out);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
+    for (size_t i = 0; p && i < n && p[i];) {
+        unsigned char ch = p[i];
+        size_t k = gmt_utf8_len(p + i, n - i);
         if (ch == '"' || ch == '\\')
             fprintf(out, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(out, "\\u%04x", ch);
+        else if (ch < 0x20 || ch == 0x7f || k == 0)
+            fprintf(out, "\\u%04x", ch); /* a control byte, or a byte read as Latin-1 */
         else
-            fputc(ch, out);
+            fwrite(p + i, 1, k, out);
+        i += k ? k : 1;
     }
     fputc('"', out);
+}
+
+void gmt_fput_json_string(FILE *out, const char *s)
+{
+    gmt_fput_json_stringn(out, s, s ? strlen(s) : 0);
 }

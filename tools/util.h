@@ -31,8 +31,15 @@ const char *gmt_demangle(const char *name, char *buf, size_t len);
  * a terminal or split a line. */
 void gmt_fput_quoted(FILE *out, const char *s, size_t n);
 
-/* Writes s as a JSON string: quotes, backslash escapes, control bytes as \u00XX. */
+/* Writes s as a JSON string that is always valid UTF-8 JSON: '"' and '\\' escaped,
+ * control bytes and DEL as \u00XX, and each byte that is not part of a valid UTF-8
+ * sequence as \u00XX, its Latin-1 reading (docs/summary-json.md). The n form stops at
+ * n bytes or a NUL. */
 void gmt_fput_json_string(FILE *out, const char *s);
+void gmt_fput_json_stringn(FILE *out, const char *s, size_t n);
+/* The length of the valid UTF-8 sequence at s (n bytes left, n >= 1): 1 to 4, or 0 when
+ * the byte there does not start one (overlong forms and surrogates included). */
+size_t gmt_utf8_len(const unsigned char *s, size_t n);
 
 /* A growable array of elements of `esize` bytes. */
 struct gmt_vec {
