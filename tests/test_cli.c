@@ -2,10 +2,12 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -327,6 +329,53 @@ Test(cli, every_command_stops_at_a_zero_size_record)
     tb_free(&b);
 }
 
+/* Sizes no device has (2^63 - 1, 2^63, 2^56 + 1 bytes in one ALLOC; four of 2^56 live
+ * at once): corrupt, exit 2 naming the file (and the record), never a signed overflow
+ * (the sanitizer build traps on one) or "8 EiB". */
+Test(cli, rejects_implausible_sizes)
+{
+    static const uint64_t huge[] = { 0x7fffffffffffffffull, 0x8000000000000000ull,
+                                     (1ull << 56) + 1, 1ull << 56 };
+    for (size_t k = 0; k < 4; k++) {
+        struct tb b = { 0 };
+        tb_sample(&b);
+        size_t first = 0;
+        for (size_t i = 0; i < b.nrec; i++) {
+            struct gmt_rec *h = (void *)(b.p + b.off[i]);
+            if (h->type != GMT_REC_ALLOC)
+                continue;
+            first = first ? first : b.off[i];
+            if (k < 3 && first != b.off[i])
+                continue;
+            memcpy(b.p + b.off[i] + offsetof(struct gmt_rec_alloc, bytes), &huge[k], 8);
+        }
+        char path[PATH_MAX], want[PATH_MAX + 64];
+        trace_file(path, &b, b.len);
+        if (k < 3)
+            snprintf(want, sizeof want, "%s: offset %zu: ALLOC of %llu bytes", path, first,
+                     (unsigned long long)huge[k]);
+        else
+            snprintf(want, sizeof want, "%s: memory live on a device adds up", path);
+        static const char *const cmds[][3] = { { "summary", "--no-symbols", "--json" },
+            { "merge", "--no-symbols", NULL }, { "check", "--write-baseline", "-" },
+            { "diff", NULL, NULL } };
+        for (size_t c = 0; c < 4; c++) {
+            const char *argv[6] = { cmds[c][0] };
+            size_t n = 1;
+            for (size_t j = 1; j < 3 && cmds[c][j]; j++)
+                argv[n++] = cmds[c][j];
+            argv[n++] = path;
+            if (c == 3)
+                argv[n++] = path;
+            run_io(&res, NULL, NULL, argv);
+            cr_expect_eq(res.status, 2, "case %zu %s: status %d", k, cmds[c][0], res.status);
+            cr_expect(strstr(res.err, want) != NULL, "case %zu %s: %s", k, cmds[c][0], res.err);
+        }
+        unlink(path);
+        tb_free(&b);
+    }
+}
+
 Test(cli, dump_rejects_newer_and_foreign_files)
 {
     struct tb b = { 0 };
@@ -549,6 +598,46 @@ Test(cli, summary_json_is_valid_when_the_first_trace_fails)
     cr_expect_eq(lines(res.err), 2, "%s", res.err);
     unlink(good);
     unlink(bad);
+    tb_free(&b);
+}
+
+/* A FIFO nobody writes to, where the trace names a module, as the trace itself and as
+ * a baseline: the CLI must not block on it (a blocked open or read ends as SIGALRM). */
+Test(cli, never_blocks_on_a_fifo)
+{
+    char fifo[32];
+    snprintf(fifo, sizeof fifo, "/tmp/gmt-fifo-%07d", (int)(getpid() % 10000000));
+    cr_assert_eq(strlen(fifo), strlen("/usr/lib/libnccl.so.2"));
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    struct tb b = { 0 };
+    tb_sample(&b);
+    uint8_t *mod = memmem(b.p, b.len, "/usr/lib/libnccl.so.2", strlen(fifo));
+    cr_assert_not_null(mod);
+    memcpy(mod, fifo, strlen(fifo));
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", path);
+    cr_expect_eq(res.status, 0, "summary with symbols: status %d: %s", res.status, res.err);
+    RUN(&res, "summary", "--json", path);
+    cr_expect_eq(res.status, 0, "summary --json: status %d: %s", res.status, res.err);
+    RUN(&res, "diff", path, path);
+    cr_expect_eq(res.status, 0, "diff: status %d: %s", res.status, res.err);
+    RUN(&res, "merge", path);
+    cr_expect_eq(res.status, 0, "merge: status %d: %s", res.status, res.err);
+    RUN(&res, "check", path, "--baseline", fifo);
+    cr_expect_eq(res.status, 2, "check --baseline FIFO: status %d", res.status);
+    cr_expect(strstr(res.err, "not a regular file") != NULL, "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
+    RUN(&res, "summary", "--no-symbols", fifo);
+    cr_expect_eq(res.status, 2, "summary of a FIFO: status %d", res.status);
+    RUN(&res, "dump", fifo);
+    cr_expect_eq(res.status, 2, "dump of a FIFO: status %d", res.status);
+    RUN(&res, "summary", "--no-symbols", "/dev/zero");
+    cr_expect_eq(res.status, 2, "summary of a device: status %d", res.status);
+    cr_expect(strstr(res.err, "/dev/zero: not a regular file or a pipe") != NULL, "%s", res.err);
+    unlink(fifo);
+    unlink(path);
     tb_free(&b);
 }
 

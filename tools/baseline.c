@@ -322,10 +322,15 @@ int gmt_baseline_parse(struct gmt_baseline *b, const char *text, size_t len, cha
 int gmt_baseline_load(struct gmt_baseline *b, const char *path, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    FILE *f = fopen(path, "rb");
+    int fd = gmt_open_input(path, 0, err, errlen);
+    if (fd < 0)
+        return -EINVAL;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -errno;
+        int e = errno;
+        close(fd);
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
     }
     size_t cap = 65536, len = 0;
     char *buf = malloc(cap);

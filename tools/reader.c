@@ -7,8 +7,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "reader.h"
+#include "util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the reader maps little-endian records onto host structs: little-endian hosts only"
@@ -391,9 +393,14 @@ static int reader_init(struct gmt_reader **out, FILE *f, int own, const void *da
 int gmt_reader_open(struct gmt_reader **out, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = gmt_open_input(path, 1, err, errlen);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
         return fail(err, errlen, "%s: %s", path, strerror(errno));
+    }
     return reader_init(out, f, 1, NULL, 0, path, err, errlen);
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "reader.h"
@@ -401,9 +402,16 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-static int on_meminfo(struct loader *L, const struct gmt_event *e)
+static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     const struct gmt_rec_meminfo *m = (const void *)e->rec;
+    if (m->total_bytes > GMT_BYTES_MAX || m->free_bytes > GMT_BYTES_MAX) {
+        snprintf(err, errlen, "%s: offset %llu: MEMINFO of %llu bytes free of %llu is beyond "
+                 "the 2^56 bytes a trace may hold: the trace is corrupt", L->t->path,
+                 (unsigned long long)e->offset, (unsigned long long)m->free_bytes,
+                 (unsigned long long)m->total_bytes);
+        return -EINVAL;
+    }
     struct meminfo_note *n = gmt_array_push((void **)&L->mi, &L->n_mi, &L->cap_mi, sizeof *n);
     if (!n)
         return -ENOMEM;
@@ -441,7 +449,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_COMM: return on_comm(L, e);
     case GMT_REC_SCOPE_BEGIN: return on_scope_begin(L, e);
     case GMT_REC_SCOPE_END: return on_scope_end(L, e);
-    case GMT_REC_MEMINFO: return on_meminfo(L, e);
+    case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
@@ -695,8 +703,12 @@ static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, siz
         if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
             return -1;
     } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        FILE *f = fopen(path, "rb");
+        int fd = gmt_open_input(path, 1, err, errlen);
+        if (fd < 0)
+            return -1;
+        FILE *f = fdopen(fd, "rb");
         if (!f) {
+            close(fd);
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             return -1;
         }

@@ -5,7 +5,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "util.h"
@@ -145,6 +148,33 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
     void *slot = (char *)*arr + (*n)++ * elem;
     memset(slot, 0, elem);
     return slot;
+}
+
+int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (S_ISDIR(st.st_mode))
+        why = "is a directory";
+    else if (!S_ISREG(st.st_mode) && !(streams && S_ISFIFO(st.st_mode)))
+        why = streams ? "not a regular file or a pipe" : "not a regular file";
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+        why = strerror(errno);
+    if (why) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, why);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...)

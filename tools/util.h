@@ -41,6 +41,14 @@ void gmt_fput_json_stringn(FILE *out, const char *s, size_t n);
  * the byte there does not start one (overlong forms and surrogates included). */
 size_t gmt_utf8_len(const unsigned char *s, size_t n);
 
+/* Opens a file the CLI reads (a trace, a baseline, a module or its debug file) so that
+ * it cannot block or feed forever: opened with O_NONBLOCK (a FIFO with no writer does
+ * not block the open) then cleared, and checked with fstat before use. A regular file
+ * is accepted; with `streams`, so is a FIFO or pipe (then read to its end); anything
+ * else (directory, device, socket) is refused. Returns the fd (O_CLOEXEC), or -1 with
+ * "PATH: why" in err (err may be NULL). */
+int gmt_open_input(const char *path, int streams, char *err, size_t errlen);
+
 /* A growable array of elements of `esize` bytes. */
 struct gmt_vec {
     void *data;
@@ -75,6 +83,21 @@ static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
     if (b > 0 && a < INT64_MIN + b)
         return INT64_MIN;
     return a - b;
+}
+
+/* a + b, saturated likewise; and for unsigned sums, at UINT64_MAX. */
+static inline int64_t gmt_sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static inline uint64_t gmt_sat_addu(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
 /* Asks the kernel to back the whole 2 MiB pages inside a large block (n bytes at p) with
