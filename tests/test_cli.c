@@ -641,6 +641,42 @@ Test(cli, never_blocks_on_a_fifo)
     tb_free(&b);
 }
 
+/* A hostile file name (a newline, an escape sequence, a C1 control, bytes that are not
+ * UTF-8) in every command's error message: one line, no control byte, name escaped. */
+Test(cli, escapes_file_names_in_messages)
+{
+    const char *name = "/tmp/gmt-test-cli-\n\x1b[31m\xc2\x9b\xff.gmt";
+    FILE *f = fopen(name, "wb");
+    cr_assert_not_null(f);
+    fputs("not a trace", f);
+    fclose(f);
+    static const char *const cmds[][3] = { { "summary", "--no-symbols" }, { "merge", "--no-symbols" },
+        { "check", "--write-baseline" }, { "diff", "--json" }, { "dump", NULL } };
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        const char *argv[6] = { cmds[c][0] };
+        size_t n = 1;
+        if (cmds[c][1])
+            argv[n++] = cmds[c][1];
+        if (c == 2)
+            argv[n++] = "-";
+        argv[n++] = name;
+        if (c == 3)
+            argv[n++] = name;
+        run_io(&res, NULL, NULL, argv);
+        cr_expect_eq(res.status, 2, "%s: status %d", cmds[c][0], res.status);
+        cr_expect_eq(lines(res.err), c == 3 ? 2 : 1, "%s: %s", cmds[c][0], res.err);
+        cr_expect(strstr(res.err, "/tmp/gmt-test-cli-\\x0a\\x1b[31m\\xc2\\x9b\\xff.gmt: ") != NULL,
+                  "%s: %s", cmds[c][0], res.err);
+        for (const char *p = res.err; *p; p++)
+            cr_expect(*p == '\n' || ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f),
+                      "%s: byte 0x%02x in %s", cmds[c][0], (unsigned char)*p, res.err);
+    }
+    RUN(&res, "summary", "--\x1b[2J");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "'--\\x1b[2J'") != NULL, "%s", res.err);
+    unlink(name);
+}
+
 Test(util, writes_json_strings_as_valid_utf8)
 {
     char *buf = NULL;

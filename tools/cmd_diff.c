@@ -80,7 +80,7 @@ int gmt_cmd_diff(int argc, char **argv)
     }
     status = GMT_EXIT_OK;
     if (d.cut_short) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         status = GMT_EXIT_ERROR;
     }
     if (args.output == GMT_OUT_JSON)

@@ -45,7 +45,7 @@ int gmt_cmd_merge(int argc, char **argv)
     int r = gmt_merge_of(&m, files, n_files, &args.ro, &msgs);
     gmt_msgs_print(&msgs, stderr);
     if (r == -ENOMEM) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         return GMT_EXIT_ERROR;
     }
     if (r)

@@ -127,7 +127,7 @@ int gmt_cmd_summary(int argc, char **argv)
                              &msgs);
     gmt_msgs_print(&msgs, stderr);
     if (r == -ENOMEM) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         return GMT_EXIT_ERROR;
     }
     if (r)
@@ -137,7 +137,7 @@ int gmt_cmd_summary(int argc, char **argv)
         struct gmt_analysis a;
         char err[512];
         if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
-            fprintf(stderr, "gpumemtrace: %s\n", err);
+            gmt_err("gpumemtrace: %s", err);
             status = GMT_EXIT_ERROR;
             continue;
         }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -196,7 +197,9 @@ void gmt_msgs_print(struct gmt_msgs *m, FILE *out)
 {
     char **s = m->v.data;
     for (size_t i = 0; i < m->v.len; i++) {
-        fprintf(out, "gpumemtrace: %s\n", s[i]);
+        fputs("gpumemtrace: ", out);
+        gmt_fput_safe(out, s[i], strlen(s[i]));
+        fputc('\n', out);
         free(s[i]);
     }
     if (m->lost)
@@ -258,12 +261,12 @@ int gmt_cli_long(const char *s, long lo, long hi, long *out)
 
 int gmt_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    char buf[4096];
     va_list ap;
-    fprintf(stderr, "gpumemtrace %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'gpumemtrace help %s')\n", cmd);
+    gmt_err("gpumemtrace %s: %s (see 'gpumemtrace help %s')", cmd, buf, cmd);
     return GMT_EXIT_ERROR;
 }
 
@@ -365,6 +368,35 @@ void gmt_fput_json_stringn(FILE *out, const char *s, size_t n)
         i += k ? k : 1;
     }
     fputc('"', out);
+}
+
+void gmt_fput_safe(FILE *out, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = gmt_utf8_len(p + i, n - i);
+        bool c1 = k == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
+        if (k == 0 || c1 || p[i] < 0x20 || p[i] == 0x7f) {
+            fprintf(out, "\\x%02x", p[i]);
+            i++;
+        } else {
+            fwrite(p + i, 1, k, out);
+            i += k;
+        }
+    }
+}
+
+void gmt_err(const char *fmt, ...)
+{
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    gmt_fput_safe(stderr, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    fputc('\n', stderr);
 }
 
 void gmt_fput_json_string(FILE *out, const char *s)

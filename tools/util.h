@@ -31,6 +31,15 @@ const char *gmt_demangle(const char *name, char *buf, size_t len);
  * a terminal or split a line. */
 void gmt_fput_quoted(FILE *out, const char *s, size_t n);
 
+/* Writes n bytes of s as they are where they are printable text (printable ASCII and
+ * valid UTF-8 other than the C1 controls), and every other byte as \xHH: a name in a
+ * message then stays on its line and can send no escape sequence to a terminal. */
+void gmt_fput_safe(FILE *out, const char *s, size_t n);
+/* Prints one message on stderr, formatted, through gmt_fput_safe, then a newline: the
+ * one way the CLI reports errors, so that every file name and argument in one is
+ * escaped. */
+void gmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Writes s as a JSON string that is always valid UTF-8 JSON: '"' and '\\' escaped,
  * control bytes and DEL as \u00XX, and each byte that is not part of a valid UTF-8
  * sequence as \u00XX, its Latin-1 reading (docs/summary-json.md). The n form stops at
