@@ -1122,3 +1122,22 @@ Test(fuzz, replays_seed_corpus)
     /* The empty input too, which fmemopen can't take directly. */
     cr_expect_eq(gmt_fuzz_reader_one(NULL, 0), -1);
 }
+
+/* A second PROCESS record (a corrupt or concatenated file) replaces the first without
+ * leaking its strings (the sanitizer build's leak check fails this test otherwise). */
+Test(trace, a_second_process_record_replaces_the_first)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    struct tb x = { 0 };
+    tb_put(&x, b.p, b.off[1]);
+    tb_put(&x, b.p + b.off[0], b.off[1] - b.off[0]); /* the PROCESS again */
+    tb_put(&x, b.p + b.off[1], b.len - b.off[1]);
+    struct gmt_trace t;
+    char err[256] = "";
+    cr_assert_eq(load_tb(&x, x.len, &t, err, sizeof err), 0, "%s", err);
+    cr_expect_str_eq(t.host, "node-01");
+    gmt_trace_free(&t);
+    tb_free(&x);
+    tb_free(&b);
+}

@@ -137,11 +137,17 @@ static int on_process(struct loader *L, const struct gmt_rec *r)
     const char *s = (const char *)(p + 1);
     size_t room = r->size - sizeof *p;
     size_t hl = p->host_len <= room ? p->host_len : room;
+    /* a second PROCESS (a corrupt or concatenated file) replaces the first, as before */
+    free(t->host);
+    free(t->cmdline);
+    t->cmdline = NULL;
     t->host = dupn(s, hl ? strnlen(s, hl) : 0);
     size_t cl = p->cmdline_len <= room - hl ? p->cmdline_len : room - hl;
     char *c = dupn(s + hl, cl);
-    if (!t->host || !c)
+    if (!t->host || !c) {
+        free(c);
         return -ENOMEM;
+    }
     /* arguments are NUL-separated: join them with spaces, drop the final NUL */
     while (cl > 0 && c[cl - 1] == 0)
         cl--;
