@@ -177,6 +177,14 @@ Test(cli, rejects_bad_usage_with_one_line_and_status_2)
         { "summary", "--top=", "--top wants a count, not ''" },
         { "summary", "--width=39", "--width wants 40..1000, not '39'" },
         { "diff", "--frames=0", "--frames wants 1..64, not '0'" },
+        { "summary", "--from=nan", "--from wants seconds, not 'nan'" },
+        { "summary", "--to=inf", "--to wants seconds, not 'inf'" },
+        { "summary", "--from=0x1p3", "--from wants seconds, not '0x1p3'" },
+        { "summary", "--op=", "--op wants an op name, not ''" },
+        { "summary", "--top=-1", "--top wants a count, not '-1'" },
+        { "summary", "--top= 5", "--top wants a count, not ' 5'" },
+        { "summary", "--width=abc", "--width wants 40..1000, not 'abc'" },
+        { "diff", "--top=x", "--top wants a count, not 'x'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i][1])
@@ -188,6 +196,14 @@ Test(cli, rejects_bad_usage_with_one_line_and_status_2)
         cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
         cr_expect_str_eq(res.out, "", "case %zu", i);
     }
+    RUN(&res, "summary", "--from=5", "--to=1", "x.gmt");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "--from wants a time before --to's") != NULL, "%s", res.err);
+    /* -o that is not a directory it can make or write: traces would go nowhere */
+    RUN(&res, "run", "-o", "/dev/null", "--", "true");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "-o /dev/null: not a directory") != NULL, "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
     RUN(&res, "--help", "x");  /* help wins, like --version */
     cr_expect_eq(res.status, 0);
 }

@@ -168,6 +168,20 @@ static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir)
         gmt_err("gpumemtrace run: cannot create %s: %s", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
+    /* it may have existed as something else (-o /dev/null, -o a file): traces would
+     * then go nowhere, the run would seem to succeed */
+    struct stat st;
+    const char *why = NULL;
+    if (stat(*dir, &st))
+        why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = "not a directory";
+    else if (access(*dir, W_OK | X_OK))
+        why = strerror(errno);
+    if (why) {
+        gmt_err("gpumemtrace run: -o %s: %s", *dir, why);
+        return GMT_EXIT_ERROR;
+    }
     if (!realpath(*dir, absdir)) {
         gmt_err("gpumemtrace run: %s: %s", *dir, strerror(errno));
         return GMT_EXIT_ERROR;

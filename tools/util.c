@@ -252,6 +252,9 @@ int gmt_cli_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
+    /* digits (and a minus where negatives are allowed) only: no blanks, no '+' */
+    if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && lo < 0 && s[1] >= '0' && s[1] <= '9')))
+        return -1;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
         return -1;
