@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "trace_format.h"
+#include "util.h"
 
 struct command {
     const char *name;
