@@ -419,8 +419,6 @@ static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
 static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
-    if (e->bytes > GMT_BYTES_MAX)
-        return -EOVERFLOW; /* a corrupt size: gmt_analyze finds its record */
     int ns = ns_of_kind(e->kind);
     uint64_t key = key_of(ns, e->addr);
     if (e->kind == GMT_KIND_RETAINED) {
@@ -466,10 +464,13 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
             rep->scope_tracked[l->scope] =
                 gmt_sat_add(rep->scope_tracked[l->scope], (int64_t)e->bytes);
         }
-        /* each live allocation is at most GMT_BYTES_MAX, so is what is live on a device
-         * (checked here): the sums below and their differences then fit */
-        if ((S->tracked[ds] += e->bytes) > GMT_BYTES_MAX)
+        /* a size beyond GMT_BYTES_MAX, or what is live on a device adding up past it, is
+         * corrupt (gmt_analyze then finds the record): one test for both, as neither
+         * alone can wrap the sum. The sums below and their differences then fit. */
+        uint64_t live = S->tracked[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
             return -EOVERFLOW;
+        S->tracked[ds] = live;
         S->by_cat[ds][l->cat] += e->bytes;
         sdl_add(S, (uint32_t)site, ds, e->bytes);
         sr->allocs++;
@@ -486,13 +487,17 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
             S->peak_epoch[ds]++;
         }
     } else if (is_host(e->kind)) {
-        if ((S->host[ds] += e->bytes) > GMT_BYTES_MAX)
+        uint64_t live = S->host[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
             return -EOVERFLOW;
+        S->host[ds] = live;
         if (S->host[ds] > rep->dev[ds].host_peak)
             rep->dev[ds].host_peak = S->host[ds];
     } else if (e->kind == GMT_KIND_VIRTUAL) {
-        if ((S->virt[ds] += e->bytes) > GMT_BYTES_MAX)
+        uint64_t live = S->virt[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
             return -EOVERFLOW;
+        S->virt[ds] = live;
         if (S->virt[ds] > rep->dev[ds].virtual_peak)
             rep->dev[ds].virtual_peak = S->virt[ds];
     }
@@ -703,7 +708,7 @@ prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint
     for (; k < n && at < lim; k++) {
         const struct gmt_rec *h = (const void *)(img + at);
         uint32_t size = h->size;
-        if (!gmt_rec_size_ok(size, lim - at))
+        if (size < sizeof *h || size % GMT_ALIGN || size > lim - at)
             break; /* (the file changed since loading: as the iteration, see trace.h) */
         pos[k] = at;
         /* and the image a few lines on: the records stream from memory, and a load that

@@ -87,11 +87,10 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
 /* a - b, saturated at INT64_MIN and INT64_MAX: byte counts from untrusted traces. */
 static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
 {
-    if (b < 0 && a > INT64_MAX + b)
-        return INT64_MAX;
-    if (b > 0 && a < INT64_MIN + b)
-        return INT64_MIN;
-    return a - b;
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
 }
 
 /* a + b, saturated likewise; and for unsigned sums, at UINT64_MAX. */
