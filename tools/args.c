@@ -84,7 +84,7 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     if (build_table(spec, tab))
         return gmt_cli_usage_error(spec->cmd, "too many options");
     int c;
-    optind = 1;
+    optind = 0; /* 0, not 1: a full reset, so a second parse in one process starts clean */
     opterr = 0;
     while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
         int r;

@@ -212,9 +212,15 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
             has_bytes = true;
             bytes_at = x;
         } else if (!strcmp(k, "bytes_per_call")) {
-            if ((r = get_int(x, k, 0, INT64_MAX, &n, err, errlen)))
-                return r;
-            m->bytes_per_call = (uint64_t)n;
+            /* count × element size, as the trace says: any 64-bit value, as written */
+            char *end;
+            errno = 0;
+            unsigned long long u = x->type == GMT_JSON_NUMBER && x->str[0] >= '0' &&
+                                           x->str[0] <= '9' ? strtoull(x->str, &end, 10) : 0;
+            if (x->type != GMT_JSON_NUMBER || x->str[0] < '0' || x->str[0] > '9' || *end ||
+                errno)
+                return bad(x, err, errlen, "\"bytes_per_call\" wants an integer 0..2^64-1");
+            m->bytes_per_call = u;
         } else if (!strcmp(k, "comm_rank") || !strcmp(k, "comm_size") || !strcmp(k, "device")) {
             if ((r = get_int(x, k, -1, INT32_MAX, &n, err, errlen)))
                 return r;

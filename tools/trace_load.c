@@ -203,7 +203,10 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec_stack *s = (const void *)r;
-    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID) {
+    /* ids are dense from 1, each defined by a STACK record of its own: one larger than
+     * the file has room for such records is corrupt (and would size the stack table) */
+    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID ||
+        s->stack_id > t->image_len / sizeof(struct gmt_rec_stack)) {
         snprintf(err, errlen, "%s: offset %llu: stack id %u out of range", t->path,
                  (unsigned long long)off, s->stack_id);
         return -EINVAL;
