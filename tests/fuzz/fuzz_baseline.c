@@ -13,8 +13,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gmt_baseline b;
     char err[512];
     if (gmt_baseline_parse(&b, (const char *)data, size, err, sizeof err) != 0) {
-        if (!memchr(err, 0, sizeof err) || strchr(err, '\n'))
-            abort(); /* a message is one line */
+        /* a message is a string; it may quote the text (a key with a newline in it):
+         * gmt_err escapes it when printing, so it stays one line there */
+        if (!memchr(err, 0, sizeof err))
+            abort();
         return 0;
     }
     struct fuzz_out o;
