@@ -16,27 +16,57 @@ golden-update: $(GEN_GOLDEN) $(CLI)
 	$(CLI) dump tests/golden/sample.gmt >tests/golden/dump.expected
 	$(CLI) dump tests/golden/cut.gmt >tests/golden/dump-cut.expected 2>tests/golden/dump-cut.stderr
 
-# `make fuzz`: libFuzzer target for the reader and dump's printer (needs clang).
-# `make fuzz-run FUZZ_SECONDS=N` runs it from the seed corpus. Not part of `make test`:
-# test_reader replays the seed corpus through the same entry function instead.
+# `make fuzz`: the libFuzzer targets (clang; ASan and UBSan by construction), each an
+# entry function in tests/fuzz/fuzz_TARGET.c:
+#   reader    the reader, dump's printer, the GROUP_REPEAT expansion
+#   summary   the loader, the replay, summary's model, the text, JSON and CSV renderers
+#   models    merge, diff and check's models over two traces, their renderers, baselines
+#   baseline  the baseline (and JSON) parser
+#   args      each command's option parsing, from an argv made of the input
+# `make fuzz-run FUZZ_SECONDS=N` runs each for N seconds from the seed corpus (the
+# golden traces, tests/fuzz/corpus, the regression inputs). Not part of `make test`:
+# there, tests/golden/fuzz-regress.sh replays the seed corpus and every regression
+# input under tests/fuzz/regress/TARGET/ through the same entry functions, built
+# without libFuzzer (fuzz-replay-TARGET) in the test build's own mode.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_BIN     := $(BUILD)/fuzz/fuzz_reader
-FUZZ_SRC     := tests/fuzz/fuzz_reader.c tools/reader.c tools/cmd_dump.c tools/util.c \
-                tools/trace.c tools/trace_load.c tools/trace_expand.c tools/trace_iter.c \
-                tools/u64map.c
+FUZZ_TARGETS := reader summary models baseline args
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_TOOLS   := $(filter-out tools/main.c,$(TOOL_SRC))
+FUZZ_DEPS    := $(FUZZ_TOOLS) $(wildcard tools/*.h) tests/fuzz/fuzz_common.h format/trace_format.h
 .PHONY: fuzz fuzz-run
 fuzz:
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory $(FUZZ_BIN); \
-	else echo "make fuzz: $(FUZZ_CC) not found; the fuzz target needs clang (libFuzzer)"; fi
+	  $(MAKE) --no-print-directory $(FUZZ_BINS); \
+	else echo "make fuzz: $(FUZZ_CC) not found; the fuzz targets need clang (libFuzzer)"; fi
 
-$(FUZZ_BIN): $(FUZZ_SRC) tools/reader.h tools/util.h tools/cli.h tools/trace.h tools/trace_runs.h \
-            format/trace_format.h
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CSTD) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -Iformat -Itools -o $@ $(FUZZ_SRC)
+	  -fno-sanitize-recover=all -Iformat -Itools -Itests -o $@ $< $(FUZZ_TOOLS) $(TOOL_LIBS)
+
+# each target's seeds: the traces for all but baseline (JSON baselines) and args (argvs)
+# (absolute: the args target works in a directory of its own)
+fuzz_seeds = $(abspath $(if $(filter baseline,$(1)),tests/fuzz/seeds/baseline,$(if $(filter args,$(1)),tests/fuzz/seeds/args,tests/fuzz/corpus tests/fuzz/seeds/traces)) \
+             $(wildcard tests/fuzz/regress/$(1)))
+
+# one target's run: stops make (exit 1) on a crash, leak, hang or timeout, whose input
+# libFuzzer leaves in $(BUILD)/fuzz/crash-TARGET-*
+fuzz_one = mkdir -p $(abspath $(BUILD))/fuzz/corpus-$(1) && echo "fuzz_$(1): $(FUZZ_SECONDS) s" && \
+  { $(BUILD)/fuzz/fuzz_$(1) -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+    $(if $(filter args,$(1)),-close_fd_mask=3) -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix=$(abspath $(BUILD))/fuzz/crash-$(1)- $(abspath $(BUILD))/fuzz/corpus-$(1) \
+    $(call fuzz_seeds,$(1)) >$(BUILD)/fuzz/run-$(1).log 2>&1; st=$$?; \
+    grep -E '^(stat::number_of_executed_units|SUMMARY|.*Test unit written)' $(BUILD)/fuzz/run-$(1).log; \
+    [ $$st = 0 ] || { tail -n 40 $(BUILD)/fuzz/run-$(1).log; false; }; }
 
 fuzz-run: fuzz
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
+	@$(foreach t,$(FUZZ_TARGETS),$(call fuzz_one,$(t)) && ) true
+
+# the entry functions without libFuzzer, for make test
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz-replay-%)
+$(BUILD)/tests/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c tests/fuzz/fuzz_common.h $(TOOL_A)
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -Iformat -Itools -Itests -o $@ $< tests/fuzz/replay_main.c \
+	  $(TOOL_A) $(TOOL_LIBS)
+test-extras: $(FUZZ_REPLAY)

@@ -411,7 +411,7 @@ Test(check, baseline_round_trips_through_the_parser)
         {.rank = 1, .check = GMT_CHECK_first_call, .op = "Group(AllReduce+AllGather)", .comm_size = 8,
          .comm_rank = 3, .bytes_per_call = 12345, .device = -1, .occurrence = 2, .value = -7},
         {.rank = -1, .process = 2, .check = GMT_CHECK_peak, .comm_size = -1, .comm_rank = -1,
-         .device = 3, .category = "nccl", .occurrence = 1, .value = INT64_MAX},
+         .device = 3, .category = "nccl", .occurrence = 1, .value = 1ll << 56},
     };
     b.metrics.v = m;
     b.metrics.n = 2;
@@ -449,6 +449,14 @@ Test(check, malformed_baseline_exits_2_with_file_line_col)
         {"{\"schema\": \"other/1\"}", ":1:12: "},
         {"[\"\\q\"]", ":1:4: "},
         {"{\"schema\": \"gpumemtrace.baseline/1\", \"metrics\": [{\"bytes\": 99999999999999999999, \"check\": \"peak\", \"rank\": 0}]}", ":1:60: "},
+        /* the schema of docs/ci-gate.md: a negative peak, a baseline without metrics,
+         * keys of another check, a size beyond 2^56 */
+        {"{\"schema\": \"gpumemtrace.baseline/1\", \"metrics\": [{\"bytes\": -5, \"check\": \"peak\", \"device\": 0, \"rank\": 0}]}", ":1:60: \"bytes\" of a peak metric wants 0..2^56, not -5"},
+        {"{\"schema\": \"gpumemtrace.baseline/1\", \"limits\": {}}", ":1:1: a baseline needs \"metrics\""},
+        {"{\"schema\": \"gpumemtrace.baseline/1\", \"metrics\": [{\"bytes\": 5, \"check\": \"leak\", \"op\": \"AllReduce\", \"rank\": 0}]}", ":1:86: a leak metric has no \"op\""},
+        {"{\"schema\": \"gpumemtrace.baseline/1\", \"metrics\": [{\"bytes\": 5, \"check\": \"init\", \"device\": 0, \"op\": \"CommInitRank\", \"rank\": 0}]}", ":1:90: a init metric has no \"device\""},
+        {"{\"schema\": \"gpumemtrace.baseline/1\", \"metrics\": [{\"bytes\": 72057594037927937, \"check\": \"peak\", \"rank\": 0}]}", ":1:60: \"bytes\" is out of range"},
+        {"{\"metrics\": []}", ":1:1: not a gpumemtrace baseline"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_text(bl, cases[i].text);

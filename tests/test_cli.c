@@ -2,14 +2,17 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "util.h"
 #include "golden/tracebuild.h"
 
@@ -79,6 +82,7 @@ static void run_io(struct result *res, const char *out_path, const char *in_path
         }
         if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
             _exit(126);
+        alarm(30); /* a hang ends as SIGALRM (status 142), not as a stuck test run */
         execv(path, (char *const *)argv);
         _exit(127);
     }
@@ -173,6 +177,14 @@ Test(cli, rejects_bad_usage_with_one_line_and_status_2)
         { "summary", "--top=", "--top wants a count, not ''" },
         { "summary", "--width=39", "--width wants 40..1000, not '39'" },
         { "diff", "--frames=0", "--frames wants 1..64, not '0'" },
+        { "summary", "--from=nan", "--from wants seconds, not 'nan'" },
+        { "summary", "--to=inf", "--to wants seconds, not 'inf'" },
+        { "summary", "--from=0x1p3", "--from wants seconds, not '0x1p3'" },
+        { "summary", "--op=", "--op wants an op name, not ''" },
+        { "summary", "--top=-1", "--top wants a count, not '-1'" },
+        { "summary", "--top= 5", "--top wants a count, not ' 5'" },
+        { "summary", "--width=abc", "--width wants 40..1000, not 'abc'" },
+        { "diff", "--top=x", "--top wants a count, not 'x'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i][1])
@@ -184,6 +196,14 @@ Test(cli, rejects_bad_usage_with_one_line_and_status_2)
         cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
         cr_expect_str_eq(res.out, "", "case %zu", i);
     }
+    RUN(&res, "summary", "--from=5", "--to=1", "x.gmt");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "--from wants a time before --to's") != NULL, "%s", res.err);
+    /* -o that is not a directory it can make or write: traces would go nowhere */
+    RUN(&res, "run", "-o", "/dev/null", "--", "true");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "-o /dev/null: not a directory") != NULL, "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
     RUN(&res, "--help", "x");  /* help wins, like --version */
     cr_expect_eq(res.status, 0);
 }
@@ -288,6 +308,88 @@ Test(cli, dump_of_a_malformed_trace_exits_2)
     cr_expect_eq(lines(res.err), 1);
     cr_expect_eq(lines(res.out), 6, "the 5 whole records before it are printed");
     tb_free(&b);
+}
+
+/* 8 zero bytes (type 0, size 0) among the records: what a file system can leave after a
+ * crash. Every command that reads traces must stop there with exit 2, not spin. */
+Test(cli, every_command_stops_at_a_zero_size_record)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    struct tb z = { 0 };
+    tb_put(&z, b.p, b.off[3]);
+    tb_put(&z, NULL, 8);
+    tb_put(&z, b.p + b.off[3], b.len - b.off[3]);
+    char path[PATH_MAX], want[PATH_MAX + 64];
+    trace_file(path, &z, z.len);
+    snprintf(want, sizeof want, "%s: offset %zu: record size 0", path, b.off[3]);
+    static const char *const cmds[][4] = {
+        { "summary", "--no-symbols", NULL }, { "summary", "--no-symbols", "--json" },
+        { "merge", "--no-symbols", NULL }, { "diff", NULL }, { "check", "--write-baseline", "-" },
+        { "dump", NULL },
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const char *argv[6] = { 0 };
+        size_t n = 0;
+        for (size_t k = 0; k < 3 && cmds[i][k]; k++)
+            argv[n++] = cmds[i][k];
+        argv[n++] = path;
+        if (!strcmp(cmds[i][0], "diff"))
+            argv[n++] = path;
+        run_io(&res, NULL, NULL, argv);
+        cr_expect_eq(res.status, 2, "%s: status %d", cmds[i][0], res.status);
+        cr_expect(strstr(res.err, want) != NULL, "%s: %s", cmds[i][0], res.err);
+    }
+    unlink(path);
+    tb_free(&z);
+    tb_free(&b);
+}
+
+/* Sizes no device has (2^63 - 1, 2^63, 2^56 + 1 bytes in one ALLOC; four of 2^56 live
+ * at once): corrupt, exit 2 naming the file (and the record), never a signed overflow
+ * (the sanitizer build traps on one) or "8 EiB". */
+Test(cli, rejects_implausible_sizes)
+{
+    static const uint64_t huge[] = { 0x7fffffffffffffffull, 0x8000000000000000ull,
+                                     (1ull << 56) + 1, 1ull << 56 };
+    for (size_t k = 0; k < 4; k++) {
+        struct tb b = { 0 };
+        tb_sample(&b);
+        size_t first = 0;
+        for (size_t i = 0; i < b.nrec; i++) {
+            struct gmt_rec *h = (void *)(b.p + b.off[i]);
+            if (h->type != GMT_REC_ALLOC)
+                continue;
+            first = first ? first : b.off[i];
+            if (k < 3 && first != b.off[i])
+                continue;
+            memcpy(b.p + b.off[i] + offsetof(struct gmt_rec_alloc, bytes), &huge[k], 8);
+        }
+        char path[PATH_MAX], want[PATH_MAX + 64];
+        trace_file(path, &b, b.len);
+        if (k < 3)
+            snprintf(want, sizeof want, "%s: offset %zu: ALLOC of %llu bytes", path, first,
+                     (unsigned long long)huge[k]);
+        else
+            snprintf(want, sizeof want, "%s: memory live on a device adds up", path);
+        static const char *const cmds[][3] = { { "summary", "--no-symbols", "--json" },
+            { "merge", "--no-symbols", NULL }, { "check", "--write-baseline", "-" },
+            { "diff", NULL, NULL } };
+        for (size_t c = 0; c < 4; c++) {
+            const char *argv[6] = { cmds[c][0] };
+            size_t n = 1;
+            for (size_t j = 1; j < 3 && cmds[c][j]; j++)
+                argv[n++] = cmds[c][j];
+            argv[n++] = path;
+            if (c == 3)
+                argv[n++] = path;
+            run_io(&res, NULL, NULL, argv);
+            cr_expect_eq(res.status, 2, "case %zu %s: status %d", k, cmds[c][0], res.status);
+            cr_expect(strstr(res.err, want) != NULL, "case %zu %s: %s", k, cmds[c][0], res.err);
+        }
+        unlink(path);
+        tb_free(&b);
+    }
 }
 
 Test(cli, dump_rejects_newer_and_foreign_files)
@@ -459,6 +561,154 @@ Test(util, grows_vectors)
     cr_expect_null(v.data);
     struct gmt_vec huge = { NULL, 0, 0, SIZE_MAX / 4 };
     cr_expect_null(gmt_vec_push(&huge), "overflowing size must fail, not wrap");
+}
+
+/* The sample with bytes that are not UTF-8, and control characters, in its host name
+ * and its command line, as a file named in path. */
+static void hostile_strings_file(char *path)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    uint8_t *host = memmem(b.p, b.len, "node-01", 7), *arg = memmem(b.p, b.len, "train.py", 8);
+    cr_assert(host && arg);
+    memcpy(host, "n\xc3\x1b[2J\xff", 7);
+    memcpy(arg, "\xe2\x82tr\xed\xa0\x80\x7f", 8);
+    trace_file(path, &b, b.len);
+    tb_free(&b);
+}
+
+static void expect_json(const char *what, const char *text)
+{
+    struct gmt_json *v = NULL;
+    char err[256] = "";
+    cr_expect_eq(gmt_json_parse(text, strlen(text), &v, err, sizeof err), 0, "%s: %s: %s", what,
+                 err, text);
+    gmt_json_free(v);
+}
+
+Test(cli, json_is_valid_for_strings_that_are_not_utf8)
+{
+    char path[PATH_MAX];
+    hostile_strings_file(path);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    expect_json("summary", res.out);
+    cr_expect(strstr(res.out, "\"host\": \"n\\u00c3\\u001b[2J\\u00ff\"") != NULL, "%s", res.out);
+    RUN(&res, "merge", "--no-symbols", "--json", path);
+    expect_json("merge", res.out);
+    RUN(&res, "diff", "--json", path, path);
+    expect_json("diff", res.out);
+    unlink(path);
+}
+
+Test(cli, summary_json_is_valid_when_the_first_trace_fails)
+{
+    struct tb b = { 0 };
+    tb_sample(&b);
+    char good[PATH_MAX], bad[PATH_MAX];
+    trace_file(good, &b, b.len);
+    trace_file(bad, &b, 20); /* cut inside its header */
+    RUN(&res, "summary", "--no-symbols", "--json", bad, good, bad);
+    cr_expect_eq(res.status, 2);
+    expect_json("summary", res.out);
+    cr_expect_eq(lines(res.err), 2, "%s", res.err);
+    unlink(good);
+    unlink(bad);
+    tb_free(&b);
+}
+
+/* A FIFO nobody writes to, where the trace names a module, as the trace itself and as
+ * a baseline: the CLI must not block on it (a blocked open or read ends as SIGALRM). */
+Test(cli, never_blocks_on_a_fifo)
+{
+    char fifo[32];
+    snprintf(fifo, sizeof fifo, "/tmp/gmt-fifo-%07d", (int)(getpid() % 10000000));
+    cr_assert_eq(strlen(fifo), strlen("/usr/lib/libnccl.so.2"));
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    struct tb b = { 0 };
+    tb_sample(&b);
+    uint8_t *mod = memmem(b.p, b.len, "/usr/lib/libnccl.so.2", strlen(fifo));
+    cr_assert_not_null(mod);
+    memcpy(mod, fifo, strlen(fifo));
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", path);
+    cr_expect_eq(res.status, 0, "summary with symbols: status %d: %s", res.status, res.err);
+    RUN(&res, "summary", "--json", path);
+    cr_expect_eq(res.status, 0, "summary --json: status %d: %s", res.status, res.err);
+    RUN(&res, "diff", path, path);
+    cr_expect_eq(res.status, 0, "diff: status %d: %s", res.status, res.err);
+    RUN(&res, "merge", path);
+    cr_expect_eq(res.status, 0, "merge: status %d: %s", res.status, res.err);
+    RUN(&res, "check", path, "--baseline", fifo);
+    cr_expect_eq(res.status, 2, "check --baseline FIFO: status %d", res.status);
+    cr_expect(strstr(res.err, "not a regular file") != NULL, "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
+    RUN(&res, "summary", "--no-symbols", fifo);
+    cr_expect_eq(res.status, 2, "summary of a FIFO: status %d", res.status);
+    RUN(&res, "dump", fifo);
+    cr_expect_eq(res.status, 2, "dump of a FIFO: status %d", res.status);
+    RUN(&res, "summary", "--no-symbols", "/dev/zero");
+    cr_expect_eq(res.status, 2, "summary of a device: status %d", res.status);
+    cr_expect(strstr(res.err, "/dev/zero: not a regular file or a pipe") != NULL, "%s", res.err);
+    unlink(fifo);
+    unlink(path);
+    tb_free(&b);
+}
+
+/* A hostile file name (a newline, an escape sequence, a C1 control, bytes that are not
+ * UTF-8) in every command's error message: one line, no control byte, name escaped. */
+Test(cli, escapes_file_names_in_messages)
+{
+    const char *name = "/tmp/gmt-test-cli-\n\x1b[31m\xc2\x9b\xff.gmt";
+    FILE *f = fopen(name, "wb");
+    cr_assert_not_null(f);
+    fputs("not a trace", f);
+    fclose(f);
+    static const char *const cmds[][3] = { { "summary", "--no-symbols" }, { "merge", "--no-symbols" },
+        { "check", "--write-baseline" }, { "diff", "--json" }, { "dump", NULL } };
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        const char *argv[6] = { cmds[c][0] };
+        size_t n = 1;
+        if (cmds[c][1])
+            argv[n++] = cmds[c][1];
+        if (c == 2)
+            argv[n++] = "-";
+        argv[n++] = name;
+        if (c == 3)
+            argv[n++] = name;
+        run_io(&res, NULL, NULL, argv);
+        cr_expect_eq(res.status, 2, "%s: status %d", cmds[c][0], res.status);
+        cr_expect_eq(lines(res.err), c == 3 ? 2 : 1, "%s: %s", cmds[c][0], res.err);
+        cr_expect(strstr(res.err, "/tmp/gmt-test-cli-\\x0a\\x1b[31m\\xc2\\x9b\\xff.gmt: ") != NULL,
+                  "%s: %s", cmds[c][0], res.err);
+        for (const char *p = res.err; *p; p++)
+            cr_expect(*p == '\n' || ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f),
+                      "%s: byte 0x%02x in %s", cmds[c][0], (unsigned char)*p, res.err);
+    }
+    RUN(&res, "summary", "--\x1b[2J");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "'--\\x1b[2J'") != NULL, "%s", res.err);
+    unlink(name);
+}
+
+Test(util, writes_json_strings_as_valid_utf8)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    /* valid 2-, 3- and 4-byte sequences pass; a lone continuation byte, a cut sequence,
+     * an overlong form, a surrogate and bytes above U+10FFFF are each \u00XX */
+    gmt_fput_json_string(f, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\x80|\xe2\x82|\xc0\xaf|"
+                            "\xed\xa0\x80|\xf4\x90\x80\x80|\x1b\"\\");
+    fclose(f);
+    cr_expect_str_eq(buf, "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\\u0080|\\u00e2\\u0082|"
+                          "\\u00c0\\u00af|\\u00ed\\u00a0\\u0080|\\u00f4\\u0090\\u0080\\u0080|"
+                          "\\u001b\\\"\\\\\"");
+    expect_json("string", buf);
+    free(buf);
 }
 
 Test(util, quotes_strings_safely)

@@ -84,7 +84,7 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     if (build_table(spec, tab))
         return gmt_cli_usage_error(spec->cmd, "too many options");
     int c;
-    optind = 1;
+    optind = 0; /* 0, not 1: a full reset, so a second parse in one process starts clean */
     opterr = 0;
     while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
         int r;
@@ -141,7 +141,8 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n)
     return 0;
 }
 
-int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout)
+int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
+                     struct gmt_msgs *msgs)
 {
     struct gmt_vec v = GMT_VEC_INIT(char *);
     int status = 0;
@@ -151,7 +152,7 @@ int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout)
             char **list;
             size_t k;
             if (gmt_list_traces(args[i], &list, &k) || k == 0) {
-                fprintf(stderr, "gpumemtrace: %s: no traces (*.gmt) in this directory\n", args[i]);
+                gmt_msgs_add(msgs, "%s: no traces (*.gmt) in this directory", args[i]);
                 status = -ENOENT;
                 if (!k)
                     continue;

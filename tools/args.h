@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "report.h"
+#include "util.h"
 
 /* The shared options, one bit each; a command names those it takes. --help is always
  * taken. Each has the same spelling, meaning and message in every command. */
@@ -55,9 +56,10 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
 int gmt_list_traces(const char *dir, char ***out, size_t *n);
 /* Trace arguments with each directory replaced by the traces in it (what `run -o DIR`
  * writes), in order; *out and each path are malloc'd (gmt_free_paths). A directory
- * without traces is reported on stderr. Returns 0, -ENOENT (such a directory; the
+ * without traces is reported into msgs. Returns 0, -ENOENT (such a directory; the
  * rest is still listed) or -ENOMEM. */
-int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout);
+int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
+                     struct gmt_msgs *msgs);
 void gmt_free_paths(char **p, size_t n);
 
 #endif

@@ -6,8 +6,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
+#include "trace.h"
 #include "util.h"
 
 void gmt_baseline_free(struct gmt_baseline *b)
@@ -172,9 +174,17 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
     m->occurrence = 1;
     m->check = GMT_CHECK_N;
     bool has_bytes = false;
+    const struct gmt_json *bytes_at = v, *coll_key = NULL, *dev_key = NULL, *bpc_key = NULL;
     for (size_t i = 0; i < v->n; i++) {
         const char *k = v->keys[i];
         const struct gmt_json *x = &v->items[i];
+        /* keys that only some checks have (docs/ci-gate.md), checked once "check" is known */
+        if (!strcmp(k, "op") || !strcmp(k, "comm_rank") || !strcmp(k, "comm_size"))
+            coll_key = coll_key ? coll_key : x;
+        else if (!strcmp(k, "device") || !strcmp(k, "category"))
+            dev_key = dev_key ? dev_key : x;
+        else if (!strcmp(k, "bytes_per_call"))
+            bpc_key = x;
         int64_t n;
         int r = 0;
         if (!strcmp(k, "check")) {
@@ -195,14 +205,22 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
                            "1..%d characters)", GMT_CAT_NAME_MAX);
             memcpy(m->category, x->str, x->len + 1);
         } else if (!strcmp(k, "bytes")) {
-            if ((r = get_int(x, k, INT64_MIN, INT64_MAX, &n, err, errlen)))
+            if ((r = get_int(x, k, -(int64_t)GMT_BYTES_MAX, (int64_t)GMT_BYTES_MAX, &n, err,
+                             errlen)))
                 return r;
             m->value = n;
             has_bytes = true;
+            bytes_at = x;
         } else if (!strcmp(k, "bytes_per_call")) {
-            if ((r = get_int(x, k, 0, INT64_MAX, &n, err, errlen)))
-                return r;
-            m->bytes_per_call = (uint64_t)n;
+            /* count × element size, as the trace says: any 64-bit value, as written */
+            char *end;
+            errno = 0;
+            unsigned long long u = x->type == GMT_JSON_NUMBER && x->str[0] >= '0' &&
+                                           x->str[0] <= '9' ? strtoull(x->str, &end, 10) : 0;
+            if (x->type != GMT_JSON_NUMBER || x->str[0] < '0' || x->str[0] > '9' || *end ||
+                errno)
+                return bad(x, err, errlen, "\"bytes_per_call\" wants an integer 0..2^64-1");
+            m->bytes_per_call = u;
         } else if (!strcmp(k, "comm_rank") || !strcmp(k, "comm_size") || !strcmp(k, "device")) {
             if ((r = get_int(x, k, -1, INT32_MAX, &n, err, errlen)))
                 return r;
@@ -231,8 +249,21 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
     if (m->rank < 0 && m->process < 1)
         return bad(v, err, errlen, "a metric needs \"rank\" or \"process\"");
     bool dev = m->check == GMT_CHECK_peak || m->check == GMT_CHECK_leak;
+    const char *name = gmt_check_name(m->check);
     if (!dev && !m->op[0])
-        return bad(v, err, errlen, "a %s metric needs \"op\"", gmt_check_name(m->check));
+        return bad(v, err, errlen, "a %s metric needs \"op\"", name);
+    if (dev && coll_key)
+        return bad(coll_key, err, errlen, "a %s metric has no \"op\", \"comm_rank\" or "
+                   "\"comm_size\"", name);
+    if (!dev && dev_key)
+        return bad(dev_key, err, errlen, "a %s metric has no \"device\" or \"category\"", name);
+    if (bpc_key && m->check != GMT_CHECK_first_call && m->check != GMT_CHECK_steady)
+        return bad(bpc_key, err, errlen, "a %s metric has no \"bytes_per_call\"", name);
+    /* only what a communicator's init or a first call adds can be negative (it may free
+     * more than it allocates); a later call's most, a peak and a leak cannot */
+    if (m->value < 0 && m->check != GMT_CHECK_init && m->check != GMT_CHECK_first_call)
+        return bad(bytes_at, err, errlen, "\"bytes\" of a %s metric wants 0..2^56, not %" PRId64,
+                   name, m->value);
     return 0;
 }
 
@@ -311,6 +342,8 @@ int gmt_baseline_parse(struct gmt_baseline *b, const char *text, size_t len, cha
         r = bad(schema, err, errlen, "\"schema\" is not \"%s\"", GMT_BASELINE_SCHEMA);
     for (size_t i = 0; !r && i < root->n; i++)
         r = parse_key(b, root->keys[i], &root->items[i], err, errlen);
+    if (!r && !gmt_json_get(root, "metrics"))
+        r = bad(root, err, errlen, "a baseline needs \"metrics\"");
     if (!r)
         gmt_metrics_sort(&b->metrics);
     gmt_json_free(root);
@@ -322,10 +355,15 @@ int gmt_baseline_parse(struct gmt_baseline *b, const char *text, size_t len, cha
 int gmt_baseline_load(struct gmt_baseline *b, const char *path, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    FILE *f = fopen(path, "rb");
+    int fd = gmt_open_input(path, 0, err, errlen);
+    if (fd < 0)
+        return -EINVAL;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -errno;
+        int e = errno;
+        close(fd);
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
     }
     size_t cap = 65536, len = 0;
     char *buf = malloc(cap);

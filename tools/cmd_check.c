@@ -90,21 +90,21 @@ static int load_baseline(struct gmt_baseline *base, const char *path, const char
 {
     char err[512];
     if (gmt_baseline_load(base, path, err, sizeof err)) {
-        fprintf(stderr, "gpumemtrace: %s\n", err);
+        gmt_err("gpumemtrace: %s", err);
         return GMT_EXIT_ERROR;
     }
     const char *cat = *category;
     if (cat && base->category[0] && strcmp(cat, base->category)) {
-        fprintf(stderr, "gpumemtrace: %s: written with --category %s, asked for %s: the "
-                "numbers would not compare (write a new baseline)\n", path,
+        gmt_err("gpumemtrace: %s: written with --category %s, asked for %s: the "
+                "numbers would not compare (write a new baseline)", path,
                 base->category, cat);
         return GMT_EXIT_ERROR;
     }
     if (!cat && base->category[0])
         *category = cat = base->category;
     if (cat && !base->category[0] && base->metrics.n) {
-        fprintf(stderr, "gpumemtrace: %s: written without --category, asked for %s: the "
-                "numbers would not compare (write a new baseline)\n", path, cat);
+        gmt_err("gpumemtrace: %s: written without --category, asked for %s: the "
+                "numbers would not compare (write a new baseline)", path, cat);
         return GMT_EXIT_ERROR;
     }
     return GMT_EXIT_OK;
@@ -118,14 +118,16 @@ static int measure(struct gmt_metrics *now, char *const *operands, size_t n,
     char **paths;
     size_t n_paths;
     int status = GMT_EXIT_OK;
-    if (gmt_expand_paths(operands, n, &paths, &n_paths))
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    if (gmt_expand_paths(operands, n, &paths, &n_paths, &msgs))
         status = GMT_EXIT_ERROR;
-    if (gmt_metrics_from_paths(now, paths, n_paths, ro, category))
+    if (gmt_metrics_from_paths(now, paths, n_paths, ro, category, &msgs))
         status = GMT_EXIT_ERROR;
+    gmt_msgs_print(&msgs, stderr);
     gmt_free_paths(paths, n_paths);
     if (status == GMT_EXIT_OK && now->n == 0) {
-        fprintf(stderr, "gpumemtrace: no device memory and no NCCL call in the traces: was the "
-                "job traced? (the traces are there, but empty)\n");
+        gmt_err("gpumemtrace: no device memory and no NCCL call in the traces: was the "
+                "job traced? (the traces are there, but empty)");
         status = GMT_EXIT_ERROR;
     }
     if (status == GMT_EXIT_OK)
@@ -155,7 +157,7 @@ static int write_new_baseline(const char *path, const struct gmt_metrics *now,
         snprintf(nb.category, sizeof nb.category, "%s", category);
     int r = write_baseline(path, &nb);
     if (r) {
-        fprintf(stderr, "gpumemtrace: %s: cannot write the baseline: %s\n", path, strerror(-r));
+        gmt_err("gpumemtrace: %s: cannot write the baseline: %s", path, strerror(-r));
         return GMT_EXIT_ERROR;
     }
     if (strcmp(path, "-"))
@@ -169,7 +171,7 @@ static int compare(const struct gmt_baseline *base, const struct gmt_metrics *no
 {
     struct gmt_verdicts vs;
     if (gmt_verdicts_of(&vs, &base->metrics, &base->limits, now, cli)) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         return GMT_EXIT_ERROR;
     }
     const char *gh = getenv("GITHUB_ACTIONS");
@@ -178,7 +180,7 @@ static int compare(const struct gmt_baseline *base, const struct gmt_metrics *no
     if (junit) {
         int r = gmt_render_check_junit(junit, &vs);
         if (r) {
-            fprintf(stderr, "gpumemtrace: %s: cannot write JUnit XML: %s\n", junit, strerror(-r));
+            gmt_err("gpumemtrace: %s: cannot write JUnit XML: %s", junit, strerror(-r));
             status = GMT_EXIT_ERROR;
         }
     }

@@ -71,13 +71,16 @@ int gmt_cmd_diff(int argc, char **argv)
     if (argc - args.first != 2)
         return gmt_cli_usage_error("diff", "wants two arguments, BASE and NEW");
     struct gmt_diff d;
-    if (gmt_diff_of(&d, argv[args.first], argv[args.first + 1], &args.ro, o.frames)) {
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    int r = gmt_diff_of(&d, argv[args.first], argv[args.first + 1], &args.ro, o.frames, &msgs);
+    gmt_msgs_print(&msgs, stderr);
+    if (r) {
         gmt_diff_free(&d);
         return GMT_EXIT_ERROR;
     }
     status = GMT_EXIT_OK;
     if (d.cut_short) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         status = GMT_EXIT_ERROR;
     }
     if (args.output == GMT_OUT_JSON)

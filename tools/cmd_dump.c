@@ -389,12 +389,12 @@ static int dump_one(const char *path, bool expand)
              : expand     ? gmt_trace_open_expanded(&r, path, &buf, &fe, err, sizeof err)
                           : gmt_reader_open(&r, path, err, sizeof err);
     if (rc < 0) {
-        fprintf(stderr, "%s\n", err);
+        gmt_err("%s", err);
         free(buf);
         return GMT_EXIT_ERROR;
     }
     if (fe.lost)
-        fprintf(stderr, "%s: %" PRIu64 " records of repeated groups could not be restored\n",
+        gmt_err("%s: %" PRIu64 " records of repeated groups could not be restored",
                 path, fe.lost);
     printf("%10s %7s %15s %s\n", "OFFSET", "TID", "TIME", "TYPE / FIELDS");
     struct gmt_event ev;
@@ -406,16 +406,16 @@ static int dump_one(const char *path, bool expand)
     }
     uint64_t cut;
     if (rc < 0) {
-        fprintf(stderr, "%s\n", err);
+        gmt_err("%s", err);
         rc = GMT_EXIT_ERROR;
     } else if (gmt_reader_cut(r, &cut)) {
-        fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64 " records\n",
+        gmt_err("%s: trace cut at offset %" PRIu64 " after %" PRIu64 " records",
                 gmt_reader_path(r), fe.expanded ? fe.cut_offset : cut,
                 fe.expanded ? fe.records : gmt_reader_records(r));
         rc = GMT_EXIT_OK;
     } else if (!gmt_reader_complete(r) && !ferror(stdout)) {
-        fprintf(stderr, "%s: trace cut at offset %" PRIu64 " after %" PRIu64
-                " records (no END record)\n", gmt_reader_path(r),
+        gmt_err("%s: trace cut at offset %" PRIu64 " after %" PRIu64
+                " records (no END record)", gmt_reader_path(r),
                 fe.expanded ? fe.end : gmt_reader_offset(r),
                 fe.expanded ? fe.records : gmt_reader_records(r));
         rc = GMT_EXIT_OK;

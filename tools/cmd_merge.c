@@ -37,12 +37,15 @@ int gmt_cmd_merge(int argc, char **argv)
     char **files = NULL;
     size_t n_files = 0;
     status = GMT_EXIT_OK;
-    if (gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files))
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    if (gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files,
+                         &msgs))
         status = GMT_EXIT_ERROR;
     struct gmt_merge m;
-    int r = gmt_merge_of(&m, files, n_files, &args.ro);
+    int r = gmt_merge_of(&m, files, n_files, &args.ro, &msgs);
+    gmt_msgs_print(&msgs, stderr);
     if (r == -ENOMEM) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         return GMT_EXIT_ERROR;
     }
     if (r)

@@ -69,23 +69,26 @@ static void short_summary(const char *dir)
     char **files;
     size_t n;
     if (gmt_list_traces(dir, &files, &n) || n == 0) {
-        fprintf(stderr, "gpumemtrace: no traces in %s (no process touched CUDA or NCCL)\n", dir);
+        gmt_err("gpumemtrace: no traces in %s (no process touched CUDA or NCCL)", dir);
         free(files);
         return;
     }
     struct gmt_report_opts ro;
     gmt_report_opts_init(&ro);
-    fprintf(stderr, "gpumemtrace: %zu trace(s) in %s/\n", n, dir);
+    gmt_err("gpumemtrace: %zu trace(s) in %s/", n, dir);
     for (size_t i = 0; i < n; i++) {
         struct gmt_analysis a;
         char err[512];
         if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
-            fprintf(stderr, "  %s\n", err);
+            gmt_err("  %s", err);
             free(files[i]);
             continue;
         }
         const char *base = strrchr(files[i], '/');
-        fprintf(stderr, "  %-44s", base ? base + 1 : files[i]);
+        const char *name = base ? base + 1 : files[i];
+        fputs("  ", stderr);
+        gmt_fput_safe(stderr, name, strlen(name));
+        fprintf(stderr, "%*s", strlen(name) < 44 ? (int)(44 - strlen(name)) : 0, "");
         if (a.t.has_proc && a.t.proc.rank >= 0)
             fprintf(stderr, " rank %d", a.t.proc.rank);
         for (size_t d = 0; d < a.rep.n_dev; d++) {
@@ -105,12 +108,12 @@ static void short_summary(const char *dir)
             char b[32];
             fprintf(stderr, ", NCCL calls added %s", gmt_fmt_bytes(b, sizeof b, nccl_first));
         }
-        fprintf(stderr, "%s\n", a.t.complete ? "" : a.t.cut ? "  [cut]" : "  [incomplete]");
+        gmt_err("%s", a.t.complete ? "" : a.t.cut ? "  [cut]" : "  [incomplete]");
         gmt_analysis_free(&a);
         free(files[i]);
     }
     free(files);
-    fprintf(stderr, "gpumemtrace: details: gpumemtrace summary %s\n", dir);
+    gmt_err("gpumemtrace: details: gpumemtrace summary %s", dir);
 }
 
 struct run_args {
@@ -139,12 +142,12 @@ static int resolve_lib(const char *lib_arg, char *lib)
 {
     if (lib_arg) {
         if (!realpath(lib_arg, lib)) {
-            fprintf(stderr, "gpumemtrace run: %s: %s\n", lib_arg, strerror(errno));
+            gmt_err("gpumemtrace run: %s: %s", lib_arg, strerror(errno));
             return GMT_EXIT_ERROR;
         }
     } else if (find_lib(lib, PATH_MAX)) {
-        fprintf(stderr, "gpumemtrace run: libgpumemtrace.so not found beside this program; "
-                        "give --lib PATH or set GPUMEMTRACE_LIB\n");
+        gmt_err("gpumemtrace run: libgpumemtrace.so not found beside this program; "
+                        "give --lib PATH or set GPUMEMTRACE_LIB");
         return GMT_EXIT_ERROR;
     }
     return 0;
@@ -162,11 +165,25 @@ static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir)
         *dir = dirbuf;
     }
     if (mkdir(*dir, 0755) && errno != EEXIST) {
-        fprintf(stderr, "gpumemtrace run: cannot create %s: %s\n", *dir, strerror(errno));
+        gmt_err("gpumemtrace run: cannot create %s: %s", *dir, strerror(errno));
+        return GMT_EXIT_ERROR;
+    }
+    /* it may have existed as something else (-o /dev/null, -o a file): traces would
+     * then go nowhere, the run would seem to succeed */
+    struct stat st;
+    const char *why = NULL;
+    if (stat(*dir, &st))
+        why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = "not a directory";
+    else if (access(*dir, W_OK | X_OK))
+        why = strerror(errno);
+    if (why) {
+        gmt_err("gpumemtrace run: -o %s: %s", *dir, why);
         return GMT_EXIT_ERROR;
     }
     if (!realpath(*dir, absdir)) {
-        fprintf(stderr, "gpumemtrace run: %s: %s\n", *dir, strerror(errno));
+        gmt_err("gpumemtrace run: %s: %s", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
     return 0;
@@ -197,12 +214,12 @@ static int run_and_wait(char **argv)
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "gpumemtrace run: fork: %s\n", strerror(errno));
+        gmt_err("gpumemtrace run: fork: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
         execvp(argv[0], argv);
-        fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[0], strerror(errno));
+        gmt_err("gpumemtrace run: %s: %s", argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
     /* Ctrl-C reaches the whole foreground group; we wait for the job to finish
@@ -218,7 +235,7 @@ static int run_and_wait(char **argv)
     sigaction(SIGQUIT, &oquit, NULL);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (WIFSIGNALED(st))
-        fprintf(stderr, "gpumemtrace run: %s killed by signal %d (%s)\n", argv[0], WTERMSIG(st),
+        gmt_err("gpumemtrace run: %s killed by signal %d (%s)", argv[0], WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
     return rc;
 }

@@ -49,8 +49,12 @@ static int parse_seconds(const char *s, uint64_t *ns)
 {
     char *end;
     errno = 0;
+    /* decimal digits first: strtod would also take "nan", "inf", hex and blanks */
+    if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '.' && s[1] >= '0' && s[1] <= '9')) ||
+        strpbrk(s, "xXpP"))
+        return -EINVAL;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || v < 0 || v > 1e9)
+    if (errno || end == s || *end || !(v >= 0 && v <= 1e9))
         return -EINVAL;
     *ns = (uint64_t)(v * 1e9);
     return 0;
@@ -75,6 +79,8 @@ static int summary_opt(void *ctx, int c, const char *arg)
             return gmt_cli_usage_error("summary", "--to wants seconds, not '%s'", arg);
         return 0;
     case 'o':
+        if (!arg[0])
+            return gmt_cli_usage_error("summary", "--op wants an op name, not ''");
         ro->op = arg;
         return 0;
     case 'C':
@@ -110,6 +116,8 @@ int gmt_cmd_summary(int argc, char **argv)
     int rc = gmt_args_parse(&spec, argc, argv, &args);
     if (rc >= 0)
         return rc;
+    if (args.ro.to_ns && args.ro.from_ns >= args.ro.to_ns)
+        return gmt_cli_usage_error("summary", "--from wants a time before --to's");
     if (args.first >= argc)
         return gmt_cli_usage_error("summary", "no trace given");
     const struct gmt_report_opts ro = args.ro;
@@ -122,22 +130,26 @@ int gmt_cmd_summary(int argc, char **argv)
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
     size_t n_files = 0;
-    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files);
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files,
+                             &msgs);
+    gmt_msgs_print(&msgs, stderr);
     if (r == -ENOMEM) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_err("gpumemtrace: out of memory");
         return GMT_EXIT_ERROR;
     }
     if (r)
         status = GMT_EXIT_ERROR;
+    size_t written = 0;
     for (size_t i = 0; i < n_files; i++) {
         struct gmt_analysis a;
         char err[512];
         if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
-            fprintf(stderr, "gpumemtrace: %s\n", err);
+            gmt_err("gpumemtrace: %s", err);
             status = GMT_EXIT_ERROR;
             continue;
         }
-        out->trace(stdout, &a, &ro, i);
+        out->trace(stdout, &a, &ro, written++);
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);

@@ -166,11 +166,12 @@ static void free_side(struct gmt_diff_side *s)
     gmt_free_paths(s->paths, s->n_paths);
 }
 
-static int load_side(struct gmt_diff_side *s, const struct gmt_report_opts *ro)
+static int load_side(struct gmt_diff_side *s, const struct gmt_report_opts *ro,
+                     struct gmt_msgs *msgs)
 {
     int status = 0;
     char *arg = (char *)s->arg;
-    if (gmt_expand_paths(&arg, 1, &s->paths, &s->n_paths))
+    if (gmt_expand_paths(&arg, 1, &s->paths, &s->n_paths, msgs))
         status = -EINVAL;
     size_t n = s->n_paths ? s->n_paths : 1;
     s->an = calloc(n, sizeof *s->an);
@@ -178,7 +179,7 @@ static int load_side(struct gmt_diff_side *s, const struct gmt_report_opts *ro)
     s->rank = calloc(n, sizeof *s->rank);
     s->process = calloc(n, sizeof *s->process);
     if (!s->an || !s->ok || !s->rank || !s->process) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_msgs_add(msgs, "out of memory");
         return -ENOMEM;
     }
     struct gmt_idents ids;
@@ -187,7 +188,7 @@ static int load_side(struct gmt_diff_side *s, const struct gmt_report_opts *ro)
         char err[512];
         s->process[i] = -1;
         if (gmt_analyze(&s->an[i], s->paths[i], ro, err, sizeof err)) {
-            fprintf(stderr, "gpumemtrace: %s\n", err);
+            gmt_msgs_add(msgs, "%s", err);
             status = -EINVAL;
             continue;
         }
@@ -297,18 +298,18 @@ static int pair_up(struct gmt_diff *d, const size_t *ob, size_t nb, const size_t
 }
 
 int gmt_diff_of(struct gmt_diff *d, const char *base, const char *now,
-                const struct gmt_report_opts *ro, int frames)
+                const struct gmt_report_opts *ro, int frames, struct gmt_msgs *msgs)
 {
     memset(d, 0, sizeof *d);
     d->pairs = (struct gmt_vec)GMT_VEC_INIT(struct gmt_diff_pair);
     d->only = (struct gmt_vec)GMT_VEC_INIT(struct gmt_diff_only);
     d->base.arg = base;
     d->now.arg = now;
-    if (load_side(&d->base, ro) | load_side(&d->now, ro))
+    if (load_side(&d->base, ro, msgs) | load_side(&d->now, ro, msgs))
         return -EINVAL;
     size_t *ob = order_of(&d->base, &d->n_base), *on = order_of(&d->now, &d->n_new);
     if (!ob || !on) {
-        fprintf(stderr, "gpumemtrace: out of memory\n");
+        gmt_msgs_add(msgs, "out of memory");
         free(ob);
         free(on);
         return -ENOMEM;

@@ -51,10 +51,10 @@ struct gmt_diff {
 
 /* Loads both sides and pairs their processes, a site keyed by its first `frames` frames.
  * Returns 0 (cut_short tells whether all pairs are there), -EINVAL when a side could not
- * be read, or -ENOMEM before any pair; the last two reported on stderr, d then empty
- * but for gmt_diff_free. */
+ * be read, or -ENOMEM before any pair; the last two with their messages in msgs, d then
+ * empty but for gmt_diff_free. */
 int gmt_diff_of(struct gmt_diff *d, const char *base, const char *now,
-                const struct gmt_report_opts *ro, int frames);
+                const struct gmt_report_opts *ro, int frames, struct gmt_msgs *msgs);
 void gmt_diff_free(struct gmt_diff *d);
 
 #endif

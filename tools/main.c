@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "trace_format.h"
+#include "util.h"
 
 struct command {
     const char *name;
@@ -55,7 +56,7 @@ static int finish(int rc)
         saved = errno;
     }
     if (bad) {
-        fprintf(stderr, "gpumemtrace: error writing output: %s\n", strerror(saved));
+        gmt_err("gpumemtrace: error writing output: %s", strerror(saved));
         return GMT_EXIT_ERROR;
     }
     return rc;
@@ -65,7 +66,7 @@ static int help_command(const char *name)
 {
     const struct command *c = find(name);
     if (!c) {
-        fprintf(stderr, "gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')\n", name);
+        gmt_err("gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')", name);
         return GMT_EXIT_ERROR;
     }
     fputs(c->help, stdout);
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
                    GMT_VERSION_MAJOR, GMT_VERSION_MINOR);
             return finish(GMT_EXIT_OK);
         }
-        fprintf(stderr, "gpumemtrace: unknown option '%s' (see 'gpumemtrace --help')\n", a);
+        gmt_err("gpumemtrace: unknown option '%s' (see 'gpumemtrace --help')", a);
         return GMT_EXIT_ERROR;
     }
     if (i >= argc) {
@@ -100,14 +101,14 @@ int main(int argc, char **argv)
             return finish(GMT_EXIT_OK);
         }
         if (i + 2 < argc) {
-            fprintf(stderr, "gpumemtrace help: one command at a time (see 'gpumemtrace --help')\n");
+            gmt_err("gpumemtrace help: one command at a time (see 'gpumemtrace --help')");
             return GMT_EXIT_ERROR;
         }
         return finish(help_command(argv[i + 1]));
     }
     const struct command *c = find(name);
     if (!c) {
-        fprintf(stderr, "gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')\n", name);
+        gmt_err("gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')", name);
         return GMT_EXIT_ERROR;
     }
     /* Only the first argument: later ones may belong to a program the command runs. */

@@ -106,7 +106,7 @@ static int add_colls(struct gmt_merge *m, const struct gmt_merge_rank *r)
 }
 
 int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
-                 const struct gmt_report_opts *ro)
+                 const struct gmt_report_opts *ro, struct gmt_msgs *msgs)
 {
     memset(m, 0, sizeof *m);
     if (!(m->ranks = calloc(n ? n : 1, sizeof *m->ranks)))
@@ -116,7 +116,7 @@ int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
         char err[512];
         struct gmt_merge_rank *r = &m->ranks[m->n_ranks];
         if (gmt_analyze(&r->a, paths[i], ro, err, sizeof err)) {
-            fprintf(stderr, "gpumemtrace: %s\n", err);
+            gmt_msgs_add(msgs, "%s", err);
             status = -EINVAL;
             continue;
         }

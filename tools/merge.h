@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "report.h"
+#include "util.h"
 
 /* One rank's trace and its totals over its devices, bytes. */
 struct gmt_merge_rank {
@@ -37,10 +38,10 @@ struct gmt_merge {
 };
 
 /* Analyses the traces at paths[0..n) into m. Returns 0; -EINVAL when some trace could
- * not be read (reported on stderr; the others are in m) or a collective could not be
+ * not be read (its message in msgs; the others are in m) or a collective could not be
  * kept; -ENOMEM (m then holds nothing). */
 int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
-                 const struct gmt_report_opts *ro);
+                 const struct gmt_report_opts *ro, struct gmt_msgs *msgs);
 void gmt_merge_free(struct gmt_merge *m);
 
 #endif

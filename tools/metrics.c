@@ -367,7 +367,8 @@ bool gmt_analysis_used_gpu(const struct gmt_analysis *a)
 }
 
 int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
-                           const struct gmt_report_opts *ro, const char *category)
+                           const struct gmt_report_opts *ro, const char *category,
+                           struct gmt_msgs *msgs)
 {
     int status = 0;
     struct gmt_idents ids;
@@ -376,7 +377,7 @@ int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
         struct gmt_analysis a;
         char err[512];
         if (gmt_analyze(&a, paths[i], ro, err, sizeof err)) {
-            fprintf(stderr, "gpumemtrace: %s\n", err);
+            gmt_msgs_add(msgs, "%s", err);
             status = -EINVAL;
             continue;
         }
@@ -389,7 +390,7 @@ int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
         if (!r && m->n > before)
             r = gmt_idents_take(&ids, rank);
         if (r) {
-            fprintf(stderr, "gpumemtrace: %s: out of memory\n", paths[i]);
+            gmt_msgs_add(msgs, "%s: out of memory", paths[i]);
             status = r;
             break;
         }

@@ -100,8 +100,9 @@ bool gmt_analysis_used_gpu(const struct gmt_analysis *a);
 
 /* Loads and analyses the traces (files; a directory stands for its *.gmt), gives each
  * its identity (PROCESS rank, else file-name order) and appends their metrics. On a bad
- * trace prints "gpumemtrace: FILE: ..." on stderr and returns -EINVAL after the rest. */
+ * trace adds "FILE: ..." to msgs and returns -EINVAL after the rest. */
 int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
-                           const struct gmt_report_opts *ro, const char *category);
+                           const struct gmt_report_opts *ro, const char *category,
+                           struct gmt_msgs *msgs);
 
 #endif

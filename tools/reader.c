@@ -7,8 +7,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "reader.h"
+#include "util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the reader maps little-endian records onto host structs: little-endian hosts only"
@@ -391,9 +393,14 @@ static int reader_init(struct gmt_reader **out, FILE *f, int own, const void *da
 int gmt_reader_open(struct gmt_reader **out, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = gmt_open_input(path, 1, err, errlen);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
         return fail(err, errlen, "%s: %s", path, strerror(errno));
+    }
     return reader_init(out, f, 1, NULL, 0, path, err, errlen);
 }
 
@@ -715,8 +722,8 @@ static inline __attribute__((always_inline)) bool plain_record(const struct gmt_
     if (h->type >= GMT_REC_TYPE_MAX)
         return false;
     uint32_t size = h->size;
-    return !type_rule[h->type].flags && size >= fixed_size[h->type] && !(size % GMT_ALIGN) &&
-           size <= GMT_REC_MAX && size <= room;
+    return !type_rule[h->type].flags && size >= fixed_size[h->type] &&
+           gmt_rec_size_ok(size, room);
 }
 
 static inline __attribute__((always_inline)) void put_event(struct gmt_event *e,
@@ -832,6 +839,7 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
     for (unsigned type = 0; type < 32; type++) {
         bool ok = type < GMT_REC_TYPE_MAX && (mask >> type & 1) &&
                   type_rule[type].clock == CLOCK_DT && !type_rule[type].flags;
+        /* every skimmed type's fixed part holds a header and its dt: never a size of 0 */
         sr[type].min_size = ok ? fixed_size[type] : UINT32_MAX;
         sr[type].dt_at = ok ? type_rule[type].time_at : 0;
     }

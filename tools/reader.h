@@ -72,6 +72,17 @@ const char *gmt_module_path(const struct gmt_rec_module_load *m);
 const struct gmt_rec_alloc_ext *gmt_alloc_ext(const struct gmt_rec_alloc *a);
 const struct gmt_rec_free_ext *gmt_free_ext(const struct gmt_rec_free *f);
 
+/* The size rules of docs/trace-format.md 4.1 that every walk over records applies before
+ * it moves on: at least a header (a size of 0 would never move), a whole number of
+ * 8-byte words, at most GMT_REC_MAX, and within the `room` bytes left. */
+static inline bool gmt_rec_size_ok(uint32_t size, uint64_t room)
+{
+    /* the first three rules in one test: rotated right by 3 bits, a size off the 8-byte
+     * grid is a large number, and 0 wraps to the largest one after the - 1 */
+    uint32_t words = size >> 3 | size << 29;
+    return words - 1 < GMT_REC_MAX / GMT_ALIGN && size <= room;
+}
+
 /* Fixed-part size of a known record type, 0 for unknown types. */
 uint32_t gmt_rec_fixed_size(unsigned type);
 const char *gmt_component_name(unsigned component);

@@ -12,8 +12,8 @@
  * (gmt_report_dev_selected, gmt_report_coll_selected) and computes nothing of its own:
  * a new format (an HTML page, a Chrome trace, an SQLite file, folded stacks) is one more
  * of these. begin and end frame the document around the traces (NULL: nothing to
- * write); trace writes trace number i of the command line (0-based, counting those that
- * could not be read, so separators depend on the position, not on what came before).
+ * write); trace writes the i-th trace written (0-based: those that could not be read
+ * are not counted, so the first one written has no separator before it).
  */
 struct gmt_renderer {
     void (*begin)(FILE *out);

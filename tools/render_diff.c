@@ -4,21 +4,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-static void jstr(FILE *o, const char *s, size_t n)
-{
-    fputc('"', o);
-    for (size_t i = 0; i < n && s[i]; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(o, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(o, "\\u%04x", ch);
-        else
-            fputc(ch, o);
-    }
-    fputc('"', o);
-}
-
 static const char *fmt_val(char *buf, size_t len, bool has, int64_t v)
 {
     if (!has)
@@ -33,18 +18,18 @@ static const char *fmt_val(char *buf, size_t len, bool has, int64_t v)
 static void pair_json(FILE *o, const struct gmt_diff_pair *p, bool first)
 {
     fprintf(o, "%s{\"who\": ", first ? "" : ", ");
-    jstr(o, p->who, strlen(p->who));
+    gmt_fput_json_stringn(o, p->who, strlen(p->who));
     fprintf(o, ", \"base_file\": ");
-    jstr(o, p->base->t.path, strlen(p->base->t.path));
+    gmt_fput_json_stringn(o, p->base->t.path, strlen(p->base->t.path));
     fprintf(o, ", \"new_file\": ");
-    jstr(o, p->now->t.path, strlen(p->now->t.path));
+    gmt_fput_json_stringn(o, p->now->t.path, strlen(p->now->t.path));
     fprintf(o, ", \"changes\": [");
     for (size_t i = 0; i < p->n; i++) {
         const char *tab = strchr(p->c[i].key, '\t');
         fprintf(o, "%s{\"kind\": ", i ? ", " : "");
-        jstr(o, p->c[i].key, (size_t)(tab - p->c[i].key));
+        gmt_fput_json_stringn(o, p->c[i].key, (size_t)(tab - p->c[i].key));
         fprintf(o, ", \"what\": ");
-        jstr(o, tab + 1, strlen(tab + 1));
+        gmt_fput_json_stringn(o, tab + 1, strlen(tab + 1));
         if (p->c[i].in_base)
             fprintf(o, ", \"base\": %" PRId64, p->c[i].base);
         else
@@ -114,9 +99,9 @@ static void only_json(FILE *o, const struct gmt_diff *d, int side)
         if (x->side != side)
             continue;
         fprintf(o, "%s{\"who\": ", shown++ ? ", " : "");
-        jstr(o, x->who, strlen(x->who));
+        gmt_fput_json_stringn(o, x->who, strlen(x->who));
         fprintf(o, ", \"file\": ");
-        jstr(o, s->paths[x->index], strlen(s->paths[x->index]));
+        gmt_fput_json_stringn(o, s->paths[x->index], strlen(s->paths[x->index]));
         fprintf(o, "}");
     }
 }
@@ -135,9 +120,9 @@ static void only_text(FILE *o, const struct gmt_diff *d, int side)
 void gmt_render_diff_json(FILE *o, const struct gmt_diff *d)
 {
     fprintf(o, "{\"schema\": \"gpumemtrace.diff/1\", \"base\": ");
-    jstr(o, d->base.arg, strlen(d->base.arg));
+    gmt_fput_json_stringn(o, d->base.arg, strlen(d->base.arg));
     fprintf(o, ", \"new\": ");
-    jstr(o, d->now.arg, strlen(d->now.arg));
+    gmt_fput_json_stringn(o, d->now.arg, strlen(d->now.arg));
     fprintf(o, ", \"pairs\": [");
     for (size_t i = 0; i < d->pairs.len; i++)
         pair_json(o, &((const struct gmt_diff_pair *)d->pairs.data)[i], i == 0);

@@ -465,13 +465,20 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     if (is_device(e->kind)) {
         if (l->scope >= 0) {
             count_scope_alloc(S, l->scope, e)->n++;
-            rep->scope_tracked[l->scope] += (int64_t)e->bytes;
+            rep->scope_tracked[l->scope] =
+                gmt_sat_add(rep->scope_tracked[l->scope], (int64_t)e->bytes);
         }
-        S->tracked[ds] += e->bytes;
+        /* a size beyond GMT_BYTES_MAX, or what is live on a device adding up past it, is
+         * corrupt (gmt_analyze then finds the record): one test for both, as neither
+         * alone can wrap the sum. The sums below and their differences then fit. */
+        uint64_t live = S->tracked[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
+            return -EOVERFLOW;
+        S->tracked[ds] = live;
         S->by_cat[ds][l->cat] += e->bytes;
         sdl_add(S, (uint32_t)site, ds, e->bytes);
         sr->allocs++;
-        sr->bytes_total += e->bytes;
+        sr->bytes_total = gmt_sat_addu(sr->bytes_total, e->bytes);
         sr->ever_live |= e->bytes != 0;
         struct gmt_dev_report *d = &rep->dev[ds];
         if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
@@ -484,11 +491,17 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
             S->peak_epoch[ds]++;
         }
     } else if (is_host(e->kind)) {
-        S->host[ds] += e->bytes;
+        uint64_t live = S->host[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
+            return -EOVERFLOW;
+        S->host[ds] = live;
         if (S->host[ds] > rep->dev[ds].host_peak)
             rep->dev[ds].host_peak = S->host[ds];
     } else if (e->kind == GMT_KIND_VIRTUAL) {
-        S->virt[ds] += e->bytes;
+        uint64_t live = S->virt[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
+            return -EOVERFLOW;
+        S->virt[ds] = live;
         if (S->virt[ds] > rep->dev[ds].virtual_peak)
             rep->dev[ds].virtual_peak = S->virt[ds];
     }
@@ -514,7 +527,7 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     if (is_device(l->kind)) {
         int32_t sc = attribute(S, e);
         if (sc >= 0)
-            rep->scope_tracked[sc] -= (int64_t)l->bytes;
+            rep->scope_tracked[sc] = gmt_sat_sub(rep->scope_tracked[sc], (int64_t)l->bytes);
         S->tracked[ds] -= l->bytes;
         S->by_cat[ds][l->cat] -= l->bytes;
         sdl_add(S, l->site, ds, -l->bytes);
@@ -532,6 +545,8 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
     struct gmt_report *rep = S->rep;
     if (!in_window(S, e->time))
         return 0;
+    if (e->bytes > GMT_BYTES_MAX)
+        return -EOVERFLOW;
     int ds = dslot(S, e->device);
     rep->dev[ds].failures++;
     if (grow((void **)&rep->fails, &S->cap_fails, rep->n_fails + 1, sizeof *rep->fails))
@@ -1094,7 +1109,7 @@ static int finish_colls(const struct gmt_trace *t, struct gmt_report *rep, const
         } else {
             if (tracked > row->later_tracked_max)
                 row->later_tracked_max = tracked;
-            row->later_tracked_total += tracked;
+            row->later_tracked_total = gmt_sat_add(row->later_tracked_total, tracked);
         }
     }
     free(seen);

@@ -57,6 +57,38 @@ static uint8_t cat_index(struct gmt_analysis *a, const char *name)
     return (uint8_t)a->n_cats++;
 }
 
+/* The replay found a size beyond GMT_BYTES_MAX: the message names the first record
+ * that has one, or else says that what is live on a device adds up past it. */
+static void implausible(const struct gmt_trace *t, const char *path, char *err, size_t errlen)
+{
+    struct gmt_reader *r;
+    struct gmt_event ev;
+    char e2[64];
+    if (gmt_reader_open_mem(&r, t->image, t->image_len, path, e2, sizeof e2) == 0) {
+        while (gmt_reader_next(r, &ev, e2, sizeof e2) > 0) {
+            const struct gmt_rec *h = ev.rec;
+            uint64_t bytes = 0;
+            if (h->type == GMT_REC_ALLOC)
+                bytes = ((const struct gmt_rec_alloc *)(const void *)h)->bytes;
+            else if (h->type == GMT_REC_ALLOC_SMALL)
+                bytes = ((const struct gmt_rec_alloc_small *)(const void *)h)->bytes;
+            else if (h->type == GMT_REC_ALLOC_FAIL)
+                bytes = ((const struct gmt_rec_alloc_fail *)(const void *)h)->bytes;
+            if (bytes > GMT_BYTES_MAX) {
+                snprintf(err, errlen, "%s: offset %llu: %s of %llu bytes is beyond the 2^56 "
+                         "bytes a trace may hold: the trace is corrupt", path,
+                         (unsigned long long)ev.offset, gmt_rec_type_name(h->type),
+                         (unsigned long long)bytes);
+                gmt_reader_close(r);
+                return;
+            }
+        }
+        gmt_reader_close(r);
+    }
+    snprintf(err, errlen, "%s: memory live on a device adds up to more than 2^56 bytes: the "
+             "trace is corrupt", path);
+}
+
 int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_report_opts *o,
                 char *err, size_t errlen)
 {
@@ -98,7 +130,13 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
         .t_from = o->from_ns ? t->t_first + o->from_ns : 0,
         .t_to = o->to_ns ? t->t_first + o->to_ns : 0,
     };
-    if (gmt_replay(t, &ro, &a->rep))
+    int r = gmt_replay(t, &ro, &a->rep);
+    if (r == -EOVERFLOW) {
+        implausible(t, path, err, errlen);
+        gmt_analysis_free(a);
+        return -1;
+    }
+    if (r)
         goto nomem;
     return 0;
 nomem:

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "u64map.h"
+#include "util.h"
 
 /*
  * Each module gets its own Dwfl handle, opened the first time one of its addresses is
@@ -45,7 +46,7 @@ struct gmt_symbolizer {
     struct mod *mods;
     size_t nmods, cap;
     char **dirs;            /* extra directories, NULL-terminated */
-    char *debuginfo_path;   /* for dwfl_standard_find_debuginfo */
+    char *debuginfo_path;   /* the debug directories, for libdwfl's own searches */
     Dwfl_Callbacks cb;      /* must outlive every Dwfl */
     struct gmt_u64map cache; /* looked-up pc -> struct result * */
     bool offline;           /* never open a file: module+offset only */
@@ -54,6 +55,101 @@ struct gmt_symbolizer {
 void gmt_sym_set_offline(struct gmt_symbolizer *s, bool offline)
 {
     s->offline = offline;
+}
+
+/* A debug file candidate: an fd when it is an ELF file whose build-id is the module's
+ * (any, when the module has none), else -1. */
+static int open_debug(const char *path, const uint8_t *bid, int bid_len)
+{
+    int fd = gmt_open_input(path, 0, NULL, 0);
+    if (fd < 0)
+        return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    bool ok = elf && elf_kind(elf) == ELF_K_ELF;
+    if (ok && bid_len > 0) {
+        const void *bits = NULL;
+        ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
+        ok = n == bid_len && memcmp(bits, bid, (size_t)n) == 0;
+    }
+    if (elf)
+        elf_end(elf);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int try_debug(char **name, const uint8_t *bid, int bid_len, const char *a, const char *b,
+                     const char *c, const char *d)
+{
+    char buf[4096];
+    int len = snprintf(buf, sizeof buf, "%s%s%s%s", a, b, c, d);
+    if (len < 0 || (size_t)len >= sizeof buf)
+        return -1;
+    int fd = open_debug(buf, bid, bid_len);
+    if (fd >= 0 && !(*name = strdup(buf))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * libdwfl's find_debuginfo, searching where dwfl_standard_find_debuginfo does (by
+ * build-id below each debug directory; by .gnu_debuglink beside the module, in its
+ * .debug/, and below each debug directory), but opening each candidate as every file
+ * the CLI reads (gmt_open_input: a FIFO or device named there cannot block or feed the
+ * CLI) and taking it only when its build-id is the module's.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+                          Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+                          GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+    (void)modname, (void)base, (void)debuglink_crc;
+    const struct gmt_symbolizer *s = *userdata;
+    if (!s)
+        return -1;
+    const unsigned char *bid = NULL;
+    GElf_Addr vaddr;
+    int bid_len = dwfl_module_build_id(mod, &bid, &vaddr);
+    if (bid_len < 0)
+        bid_len = 0;
+    const char *std_dirs[] = { "/usr/lib/debug", NULL };
+    const char *const *lists[] = { std_dirs, (const char *const *)s->dirs };
+    int fd;
+    if (bid_len >= 2) {
+        char hex[2 * 64 + 1] = "", sub[8];
+        for (int i = 0; i < bid_len && i < 64; i++)
+            snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+        snprintf(sub, sizeof sub, "/%.2s/", hex);
+        for (size_t l = 0; l < 2; l++)
+            for (size_t i = 0; lists[l][i]; i++)
+                if ((fd = try_debug(debuginfo_file_name, bid, bid_len, lists[l][i],
+                                    "/.build-id", sub, hex + 2)) >= 0 ||
+                    (fd = try_debug(debuginfo_file_name, bid, bid_len, lists[l][i],
+                                    "/.build-id", sub, "")) >= 0)
+                    return fd;
+    }
+    if (!debuglink_file || !file_name || strchr(debuglink_file, '/'))
+        return -1;
+    char dir[4096];
+    const char *slash = strrchr(file_name, '/');
+    size_t dl = slash ? (size_t)(slash - file_name) : 0;
+    if (dl >= sizeof dir)
+        return -1;
+    memcpy(dir, file_name, dl);
+    dir[dl] = 0;
+    if ((fd = try_debug(debuginfo_file_name, bid, bid_len, dir, "/", debuglink_file, "")) >= 0 ||
+        (fd = try_debug(debuginfo_file_name, bid, bid_len, dir, "/.debug/", debuglink_file,
+                        "")) >= 0)
+        return fd;
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; lists[l][i]; i++)
+            if ((fd = try_debug(debuginfo_file_name, bid, bid_len, lists[l][i], dir, "/",
+                                debuglink_file)) >= 0)
+                return fd;
+    return -1;
 }
 
 struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs)
@@ -77,7 +173,7 @@ struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs)
         strcat(s->debuginfo_path, debug_dirs[i]);
     }
     s->cb.find_elf = dwfl_build_id_find_elf;
-    s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->cb.find_debuginfo = find_debuginfo;
     s->cb.debuginfo_path = &s->debuginfo_path;
     gmt_u64map_init(&s->cache);
     return s;
@@ -178,7 +274,7 @@ const char *gmt_sym_module_of(const struct gmt_symbolizer *s, uint64_t ip, uint6
  * ELF file when the trace recorded none), else -1. */
 static int open_matching(const struct mod *m, const char *file)
 {
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    int fd = gmt_open_input(file, 0, NULL, 0);
     if (fd < 0)
         return -1;
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -253,6 +349,9 @@ static void open_mod(const struct gmt_symbolizer *s, struct mod *m)
     /* add_p_vaddr: base is the load bias, as the trace records it. fd is consumed. */
     m->dm = dwfl_report_elf(m->dwfl, base, m->path, fd, m->bias, true);
     dwfl_report_end(m->dwfl, NULL, NULL);
+    void **ud = NULL;
+    if (m->dm && dwfl_module_info(m->dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
+        *ud = (void *)s; /* find_debuginfo's userdata: the debug directories */
     if (m->dm)
         m->state = MOD_OPEN;
     else

@@ -6,8 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reader.h"
 #include "trace_format.h"
 #include "u64map.h"
+
+/* The largest size the CLI believes, of one allocation, one device or the memory live
+ * on a device at once: 2^56 bytes (64 PiB). A trace with more is corrupt (docs/
+ * trace-format.md, the reader); every sum of such sizes then fits in 64 bits. */
+#define GMT_BYTES_MAX (1ull << 56)
 
 struct gmt_module {
     uint32_t id;

@@ -64,7 +64,7 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
 {
     const struct gmt_rec *h = (const void *)(w->img + w->pos);
     uint64_t off = w->pos;
-    if (h->size < sizeof *h || h->size % GMT_ALIGN || h->size > w->lim - off)
+    if (!gmt_rec_size_ok(h->size, w->lim - off))
         return -1;
     w->pos += h->size;
     switch (h->type) {

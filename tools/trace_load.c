@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "reader.h"
@@ -136,11 +137,17 @@ static int on_process(struct loader *L, const struct gmt_rec *r)
     const char *s = (const char *)(p + 1);
     size_t room = r->size - sizeof *p;
     size_t hl = p->host_len <= room ? p->host_len : room;
+    /* a second PROCESS (a corrupt or concatenated file) replaces the first, as before */
+    free(t->host);
+    free(t->cmdline);
+    t->cmdline = NULL;
     t->host = dupn(s, hl ? strnlen(s, hl) : 0);
     size_t cl = p->cmdline_len <= room - hl ? p->cmdline_len : room - hl;
     char *c = dupn(s + hl, cl);
-    if (!t->host || !c)
+    if (!t->host || !c) {
+        free(c);
         return -ENOMEM;
+    }
     /* arguments are NUL-separated: join them with spaces, drop the final NUL */
     while (cl > 0 && c[cl - 1] == 0)
         cl--;
@@ -196,7 +203,10 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec_stack *s = (const void *)r;
-    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID) {
+    /* ids are dense from 1, each defined by a STACK record of its own: one larger than
+     * the file has room for such records is corrupt (and would size the stack table) */
+    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID ||
+        s->stack_id > t->image_len / sizeof(struct gmt_rec_stack)) {
         snprintf(err, errlen, "%s: offset %llu: stack id %u out of range", t->path,
                  (unsigned long long)off, s->stack_id);
         return -EINVAL;
@@ -401,9 +411,16 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-static int on_meminfo(struct loader *L, const struct gmt_event *e)
+static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     const struct gmt_rec_meminfo *m = (const void *)e->rec;
+    if (m->total_bytes > GMT_BYTES_MAX || m->free_bytes > GMT_BYTES_MAX) {
+        snprintf(err, errlen, "%s: offset %llu: MEMINFO of %llu bytes free of %llu is beyond "
+                 "the 2^56 bytes a trace may hold: the trace is corrupt", L->t->path,
+                 (unsigned long long)e->offset, (unsigned long long)m->free_bytes,
+                 (unsigned long long)m->total_bytes);
+        return -EINVAL;
+    }
     struct meminfo_note *n = gmt_array_push((void **)&L->mi, &L->n_mi, &L->cap_mi, sizeof *n);
     if (!n)
         return -ENOMEM;
@@ -441,7 +458,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_COMM: return on_comm(L, e);
     case GMT_REC_SCOPE_BEGIN: return on_scope_begin(L, e);
     case GMT_REC_SCOPE_END: return on_scope_end(L, e);
-    case GMT_REC_MEMINFO: return on_meminfo(L, e);
+    case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
@@ -558,6 +575,8 @@ static int map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
     int rc = 0;
     for (uint64_t off = from; off < to && !rc;) {
         const struct gmt_rec *h = (const void *)(t->image + off);
+        if (!gmt_rec_size_ok(h->size, to - off))
+            break; /* the loader read these whole: only a file changed since stops here */
         if (h->type == GMT_REC_SCOPE_BEGIN) {
             const struct gmt_rec_scope_begin *b = (const void *)h;
             rc = gmt_u64map_put(&latest, b->scope_id, k) ||
@@ -693,8 +712,12 @@ static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, siz
         if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
             return -1;
     } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        FILE *f = fopen(path, "rb");
+        int fd = gmt_open_input(path, 1, err, errlen);
+        if (fd < 0)
+            return -1;
+        FILE *f = fdopen(fd, "rb");
         if (!f) {
+            close(fd);
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
             return -1;
         }

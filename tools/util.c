@@ -3,9 +3,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "util.h"
@@ -147,6 +151,63 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
     return slot;
 }
 
+int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (S_ISDIR(st.st_mode))
+        why = "is a directory";
+    else if (!S_ISREG(st.st_mode) && !(streams && S_ISFIFO(st.st_mode)))
+        why = streams ? "not a regular file or a pipe" : "not a regular file";
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+        why = strerror(errno);
+    if (why) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, why);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **slot = gmt_vec_push(&m->v);
+    if (!slot || !(*slot = strdup(buf))) {
+        if (slot)
+            m->v.len--;
+        m->lost++;
+    }
+}
+
+void gmt_msgs_print(struct gmt_msgs *m, FILE *out)
+{
+    char **s = m->v.data;
+    for (size_t i = 0; i < m->v.len; i++) {
+        fputs("gpumemtrace: ", out);
+        gmt_fput_safe(out, s[i], strlen(s[i]));
+        fputc('\n', out);
+        free(s[i]);
+    }
+    if (m->lost)
+        fprintf(out, "gpumemtrace: out of memory (%d messages lost)\n", m->lost);
+    gmt_vec_free(&m->v);
+    m->lost = 0;
+}
+
 void gmt_vec_free(struct gmt_vec *v)
 {
     free(v->data);
@@ -191,6 +252,9 @@ int gmt_cli_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
+    /* digits (and a minus where negatives are allowed) only: no blanks, no '+' */
+    if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && lo < 0 && s[1] >= '0' && s[1] <= '9')))
+        return -1;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
         return -1;
@@ -200,12 +264,12 @@ int gmt_cli_long(const char *s, long lo, long hi, long *out)
 
 int gmt_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    char buf[4096];
     va_list ap;
-    fprintf(stderr, "gpumemtrace %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'gpumemtrace help %s')\n", cmd);
+    gmt_err("gpumemtrace %s: %s (see 'gpumemtrace help %s')", cmd, buf, cmd);
     return GMT_EXIT_ERROR;
 }
 
@@ -262,17 +326,83 @@ const char *gmt_demangle(const char *name, char *buf, size_t len)
     return buf;
 }
 
-void gmt_fput_json_string(FILE *out, const char *s)
+size_t gmt_utf8_len(const unsigned char *s, size_t n)
 {
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2, cp = c & 0x1f, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3, cp = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    /* no overlong forms, no surrogates, nothing above U+10FFFF */
+    if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return len;
+}
+
+void gmt_fput_json_stringn(FILE *out, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', out);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
+    for (size_t i = 0; p && i < n && p[i];) {
+        unsigned char ch = p[i];
+        size_t k = gmt_utf8_len(p + i, n - i);
         if (ch == '"' || ch == '\\')
             fprintf(out, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(out, "\\u%04x", ch);
+        else if (ch < 0x20 || ch == 0x7f || k == 0)
+            fprintf(out, "\\u%04x", ch); /* a control byte, or a byte read as Latin-1 */
         else
-            fputc(ch, out);
+            fwrite(p + i, 1, k, out);
+        i += k ? k : 1;
     }
     fputc('"', out);
+}
+
+void gmt_fput_safe(FILE *out, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = gmt_utf8_len(p + i, n - i);
+        bool c1 = k == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
+        if (k == 0 || c1 || p[i] < 0x20 || p[i] == 0x7f) {
+            fprintf(out, "\\x%02x", p[i]);
+            i++;
+        } else {
+            fwrite(p + i, 1, k, out);
+            i += k;
+        }
+    }
+}
+
+void gmt_err(const char *fmt, ...)
+{
+    char buf[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    gmt_fput_safe(stderr, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    fputc('\n', stderr);
+}
+
+void gmt_fput_json_string(FILE *out, const char *s)
+{
+    gmt_fput_json_stringn(out, s, s ? strlen(s) : 0);
 }

@@ -31,8 +31,32 @@ const char *gmt_demangle(const char *name, char *buf, size_t len);
  * a terminal or split a line. */
 void gmt_fput_quoted(FILE *out, const char *s, size_t n);
 
-/* Writes s as a JSON string: quotes, backslash escapes, control bytes as \u00XX. */
+/* Writes n bytes of s as they are where they are printable text (printable ASCII and
+ * valid UTF-8 other than the C1 controls), and every other byte as \xHH: a name in a
+ * message then stays on its line and can send no escape sequence to a terminal. */
+void gmt_fput_safe(FILE *out, const char *s, size_t n);
+/* Prints one message on stderr, formatted, through gmt_fput_safe, then a newline: the
+ * one way the CLI reports errors, so that every file name and argument in one is
+ * escaped. */
+void gmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes s as a JSON string that is always valid UTF-8 JSON: '"' and '\\' escaped,
+ * control bytes and DEL as \u00XX, and each byte that is not part of a valid UTF-8
+ * sequence as \u00XX, its Latin-1 reading (docs/summary-json.md). The n form stops at
+ * n bytes or a NUL. */
 void gmt_fput_json_string(FILE *out, const char *s);
+void gmt_fput_json_stringn(FILE *out, const char *s, size_t n);
+/* The length of the valid UTF-8 sequence at s (n bytes left, n >= 1): 1 to 4, or 0 when
+ * the byte there does not start one (overlong forms and surrogates included). */
+size_t gmt_utf8_len(const unsigned char *s, size_t n);
+
+/* Opens a file the CLI reads (a trace, a baseline, a module or its debug file) so that
+ * it cannot block or feed forever: opened with O_NONBLOCK (a FIFO with no writer does
+ * not block the open) then cleared, and checked with fstat before use. A regular file
+ * is accepted; with `streams`, so is a FIFO or pipe (then read to its end); anything
+ * else (directory, device, socket) is refused. Returns the fd (O_CLOEXEC), or -1 with
+ * "PATH: why" in err (err may be NULL). */
+int gmt_open_input(const char *path, int streams, char *err, size_t errlen);
 
 /* A growable array of elements of `esize` bytes. */
 struct gmt_vec {
@@ -40,6 +64,17 @@ struct gmt_vec {
     size_t len, cap, esize;
 };
 #define GMT_VEC_INIT(type) { NULL, 0, 0, sizeof(type) }
+
+/* The one-line messages an engine has for its command (a trace that could not be read,
+ * out of memory), in order: engines print nothing, the command prints them. */
+struct gmt_msgs {
+    struct gmt_vec v;          /* of char * */
+    int lost;                  /* messages that could not be kept: out of memory */
+};
+#define GMT_MSGS_INIT { GMT_VEC_INIT(char *), 0 }
+void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints each as "gpumemtrace: MESSAGE" on out, then empties m. */
+void gmt_msgs_print(struct gmt_msgs *m, FILE *out);
 /* Appends one zeroed element and returns it, NULL when out of memory (or the size
  * would overflow); the vector is then unchanged. Earlier element pointers may move. */
 void *gmt_vec_push(struct gmt_vec *v);
@@ -52,11 +87,25 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
 /* a - b, saturated at INT64_MIN and INT64_MAX: byte counts from untrusted traces. */
 static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
 {
-    if (b < 0 && a > INT64_MAX + b)
-        return INT64_MAX;
-    if (b > 0 && a < INT64_MIN + b)
-        return INT64_MIN;
-    return a - b;
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+/* a + b, saturated likewise; and for unsigned sums, at UINT64_MAX. */
+static inline int64_t gmt_sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static inline uint64_t gmt_sat_addu(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
 /* Asks the kernel to back the whole 2 MiB pages inside a large block (n bytes at p) with

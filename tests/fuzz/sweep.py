@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """sweep.py: mutated traces through every CLI command: exit 0, 1 or 2, never a signal, a hang or output that does not parse.
 
-Usage: sweep.py CLI SEED.gmt... [--count N] [--seed S] [--timeout SEC] [--keep DIR]
+Usage: sweep.py CLI SEED.gmt... [--count N] [--seed S] [--timeout SEC] [--keep DIR] [--jobs N]
+                [--replay DIR]
 
 Each mutant is made from one seed trace by one deterministic mutation (bit flips, byte
 and word overwrites, truncations, duplicated, dropped, swapped and spliced records,
@@ -10,7 +11,10 @@ command the CLI has, text and JSON. A command that is killed by a signal, runs p
 the time limit, exits with another status, prints a --json document that does not
 parse (json.loads, strict UTF-8) or a stderr that is not one line per message fails
 the sweep; the mutant is kept (--keep) so that it can become a regression input.
+--replay DIR runs the files kept there (tests/fuzz/regress/sweep) through the same
+commands and checks.
 """
+import concurrent.futures
 import json
 import os
 import random
@@ -100,7 +104,7 @@ def mutate(data, other, rng):
     return bytes(b)
 
 
-def commands(t, base):
+def commands(t, base, baseline):
     return [
         ['summary', '--no-symbols', '--width', '100', t],
         ['summary', '--no-symbols', '--json', t],
@@ -111,27 +115,50 @@ def commands(t, base):
         ['diff', '--json', t, t],
         ['diff', t, base],
         ['check', t, '--write-baseline', '-'],
+        ['check', t, '--baseline', baseline],
+        ['diff', '--all', base, t],
         ['dump', t],
         ['dump', '--expand', t],
     ]
 
 
+# Messages about the traces as a whole, which name none of them.
+JOB_MESSAGES = ['no device memory and no NCCL call in the traces']
+
+# A sanitizer's report must fail the sweep, not pass as exit 1 or 2.
+SAN_ENV = dict(os.environ,
+               ASAN_OPTIONS='exitcode=99:detect_leaks=1:abort_on_error=0',
+               UBSAN_OPTIONS='halt_on_error=1:exitcode=98:print_stacktrace=1')
+
+
 def run(cli, args, timeout):
     try:
         p = subprocess.run([cli] + args, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=timeout)
+                           timeout=timeout, env=SAN_ENV)
     except subprocess.TimeoutExpired:
         return 'hang (over %ss)' % timeout
     if p.returncode < 0:
         return 'signal %d' % -p.returncode
     if p.returncode not in (0, 1, 2):
-        return 'exit %d' % p.returncode
+        return 'exit %d: %s' % (p.returncode, p.stderr.decode('utf-8', 'replace')[-400:])
+    try:
+        err = p.stderr.decode('utf-8')
+    except UnicodeDecodeError:
+        return 'stderr is not UTF-8: %r' % p.stderr[:200]
+    if any(c in err for c in '\x1b\x07\r\x00') or any(0x80 <= ord(c) < 0xa0 for c in err):
+        return 'control characters on stderr: %r' % err[:200]
     if p.returncode == 2:
-        err = p.stderr.decode('utf-8', 'replace')
         if not err.strip():
             return 'exit 2 without a message'
-        if any(c in err for c in '\x1b\x07\r'):
-            return 'control characters on stderr: %r' % err[:200]
+        # every message is one line naming the file it is about (the mutant, or the
+        # seed it is compared with); a line of a message cannot be blank
+        lines = err.rstrip('\n').split('\n')
+        if any(not l.strip() for l in lines):
+            return 'blank line in the messages: %r' % err[:300]
+        files = [a for a in args[1:] if a.endswith(('.gmt', '.json'))]
+        for l in lines:
+            if not any(f in l for f in files) and not any(j in l for j in JOB_MESSAGES):
+                return 'exit 2, but a message names no file: %r' % err[:300]
     if p.returncode in (0, 1) and ('--json' in args or args[-1] == '-'):
         try:
             json.loads(p.stdout.decode('utf-8'))
@@ -140,8 +167,27 @@ def run(cli, args, timeout):
     return None
 
 
+def one(cli, tmp, n, s, data, base, baseline, timeout):
+    """Runs mutant n through every command; (runs, failure message or None)."""
+    t = os.path.join(tmp, 'm%d.gmt' % n)
+    with open(t, 'wb') as f:
+        f.write(data)
+    runs = 0
+    try:
+        for args in commands(t, base, baseline):
+            runs += 1
+            why = run(cli, args, timeout)
+            if why:
+                return runs, 'FAIL mutant %d (seed trace %d): %s: %s' % (
+                    n, s, ' '.join(args[:-1]), why)
+        return runs, None
+    finally:
+        os.unlink(t)
+
+
 def main(argv):
-    count, seed, timeout, keep = 300, 1, 10, None
+    count, seed, timeout, keep, jobs = 300, 1, 10, None, os.cpu_count() or 1
+    replay = None
     pos = []
     it = iter(argv)
     for a in it:
@@ -153,38 +199,51 @@ def main(argv):
             timeout = float(next(it))
         elif a == '--keep':
             keep = next(it)
+        elif a == '--jobs':
+            jobs = int(next(it))
+        elif a == '--replay':
+            replay = next(it)
         else:
             pos.append(a)
     if len(pos) < 2:
-        print('usage: sweep.py CLI SEED.gmt... [--count N] [--seed S] [--timeout SEC] [--keep DIR]',
-              file=sys.stderr)
+        print('usage: sweep.py CLI SEED.gmt... [--count N] [--seed S] [--timeout SEC] '
+              '[--keep DIR] [--jobs N]', file=sys.stderr)
         return 2
     cli, seeds = pos[0], [open(p, 'rb').read() for p in pos[1:]]
     rng = random.Random(seed)
+    # the mutants first, from the one generator: the same ones whatever the job count
+    mutants = []
+    if replay:  # stored regression inputs, each as it is, after the mutants
+        for i, name in enumerate(sorted(os.listdir(replay))):
+            with open(os.path.join(replay, name), 'rb') as f:
+                mutants.append((count + i, -1, f.read()))
+    for n in range(count):
+        s = rng.randrange(len(seeds))
+        mutants.append((n, s, mutate(seeds[s], seeds[rng.randrange(len(seeds))], rng)))
     failures, runs = 0, 0
     with tempfile.TemporaryDirectory(prefix='gmt-sweep.') as tmp:
         base = os.path.join(tmp, 'base.gmt')
         with open(base, 'wb') as f:
             f.write(seeds[0])
-        t = os.path.join(tmp, 'm.gmt')
-        for n in range(count):
-            s = rng.randrange(len(seeds))
-            data = mutate(seeds[s], seeds[rng.randrange(len(seeds))], rng)
-            with open(t, 'wb') as f:
-                f.write(data)
-            for args in commands(t, base):
-                runs += 1
-                why = run(cli, args, timeout)
-                if why:
-                    failures += 1
-                    name = 'sweep-%d-%d.gmt' % (seed, n)
-                    print('FAIL mutant %d (seed trace %d): %s: %s' % (n, s, ' '.join(args[:-1]), why))
-                    if keep:
-                        os.makedirs(keep, exist_ok=True)
-                        with open(os.path.join(keep, name), 'wb') as f:
-                            f.write(data)
-                    break
-    print('sweep: %d mutants, %d command runs, %d failed' % (count, runs, failures))
+        baseline = os.path.join(tmp, 'base.json')
+        with open(baseline, 'wb') as f:
+            f.write(subprocess.run([cli, 'check', base, '--write-baseline', '-'],
+                                   capture_output=True).stdout)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            results = pool.map(lambda m: one(cli, tmp, m[0], m[1], m[2], base, baseline,
+                                             timeout), mutants)
+            for (n, s, data), (k, why) in zip(mutants, results):
+                runs += k
+                if not why:
+                    continue
+                failures += 1
+                print(why)
+                if keep:
+                    os.makedirs(keep, exist_ok=True)
+                    with open(os.path.join(keep, 'sweep-%d-%d.gmt' % (seed, n)), 'wb') as f:
+                        f.write(data)
+    print('sweep: %d mutants and %d stored inputs, %d command runs, %d failed' %
+          (count, len(mutants) - count, runs, failures))
     return 1 if failures else 0
 
 

@@ -1,0 +1,88 @@
+/* fuzz_args.c: libFuzzer target: each command's option parsing (and what follows it) on an argv made of the input bytes. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fuzz_common.h"
+
+/*
+ * The input: a command (first byte, modulo the commands but run, which would exec
+ * programs the input names), then its arguments separated by NUL bytes, at most 16 of
+ * up to 64 bytes. A '/' becomes '_' and an argument with ".." becomes "d": every name
+ * is relative to a directory of its own holding t.gmt (a trace), b.json (its baseline)
+ * and d/, so the CLI reads what it is given and writes nowhere else (--write-baseline,
+ * --junit).
+ */
+static int (*const cmds[])(int, char **) = { gmt_cmd_summary, gmt_cmd_merge, gmt_cmd_diff,
+                                             gmt_cmd_check, gmt_cmd_dump };
+static const char *const names[] = { "summary", "merge", "diff", "check", "dump" };
+
+static void setup(void)
+{
+    static int done;
+    if (done++)
+        return;
+    static uint8_t trace[1 << 16];
+    size_t n = 0;
+    FILE *f = fopen("tests/golden/sample.gmt", "rb");
+    if (f) {
+        n = fread(trace, 1, sizeof trace, f);
+        fclose(f);
+    }
+    char dir[] = "/tmp/gmt-fuzz-args-XXXXXX";
+    if (!mkdtemp(dir) || chdir(dir))
+        abort();
+    if ((f = fopen("t.gmt", "wb"))) {
+        fwrite(trace, 1, n, f);
+        fclose(f);
+    }
+    if ((f = fopen("b.json", "w"))) {
+        fputs("{\"metrics\": [{\"bytes\": 1, \"check\": \"peak\", \"device\": 1, \"rank\": 1}], "
+              "\"schema\": \"gpumemtrace.baseline/1\"}", f);
+        fclose(f);
+    }
+    mkdir("d", 0755);
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "r", stdin))
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    setup();
+    if (size == 0)
+        return 0;
+    size_t c = data[0] % (sizeof cmds / sizeof cmds[0]);
+    char store[16][65];
+    char *argv[18];
+    int argc = 0;
+    argv[argc++] = (char *)names[c];
+    size_t i = 1;
+    while (i < size && argc < 17) {
+        size_t k = 0;
+        char *a = store[argc - 1];
+        while (i < size && data[i] != 0 && k < 64) {
+            a[k++] = data[i] == '/' ? '_' : (char)data[i];
+            i++;
+        }
+        a[k] = 0;
+        if (strstr(a, "..")) /* and no way out of it */
+            strcpy(a, "d");
+        argv[argc++] = a;
+        while (i < size && data[i] != 0)
+            i++;
+        i++; /* the NUL */
+    }
+    argv[argc] = NULL;
+    int rc = cmds[c](argc, argv);
+    if (rc < 0 || rc > 2)
+        abort();
+    fflush(stdout);
+    clearerr(stdout);
+    return 0;
+}
