@@ -465,8 +465,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     if (is_device(e->kind)) {
         if (l->scope >= 0) {
             count_scope_alloc(S, l->scope, e)->n++;
-            rep->scope_tracked[l->scope] =
-                gmt_sat_add(rep->scope_tracked[l->scope], (int64_t)e->bytes);
+            rep->scope_tracked[l->scope] = gmt_wrap_add(rep->scope_tracked[l->scope], e->bytes);
         }
         /* a size beyond GMT_BYTES_MAX, or what is live on a device adding up past it, is
          * corrupt (gmt_analyze then finds the record): one test for both, as neither
@@ -478,7 +477,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
         S->by_cat[ds][l->cat] += e->bytes;
         sdl_add(S, (uint32_t)site, ds, e->bytes);
         sr->allocs++;
-        sr->bytes_total = gmt_sat_addu(sr->bytes_total, e->bytes);
+        sr->bytes_total += e->bytes;
         sr->ever_live |= e->bytes != 0;
         struct gmt_dev_report *d = &rep->dev[ds];
         if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
@@ -527,7 +526,7 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     if (is_device(l->kind)) {
         int32_t sc = attribute(S, e);
         if (sc >= 0)
-            rep->scope_tracked[sc] = gmt_sat_sub(rep->scope_tracked[sc], (int64_t)l->bytes);
+            rep->scope_tracked[sc] = gmt_wrap_add(rep->scope_tracked[sc], -l->bytes);
         S->tracked[ds] -= l->bytes;
         S->by_cat[ds][l->cat] -= l->bytes;
         sdl_add(S, l->site, ds, -l->bytes);

@@ -93,6 +93,14 @@ static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
     return r;
 }
 
+/* a + b modulo 2^64, for the replay's per-record sums: every size it adds is at most
+ * GMT_BYTES_MAX (2^56) and what is live on a device is too, so a valid trace never
+ * wraps them; a corrupt one gets a wrong figure, never undefined behaviour. */
+static inline int64_t gmt_wrap_add(int64_t a, uint64_t b)
+{
+    return (int64_t)((uint64_t)a + b);
+}
+
 /* a + b, saturated likewise; and for unsigned sums, at UINT64_MAX. */
 static inline int64_t gmt_sat_add(int64_t a, int64_t b)
 {
