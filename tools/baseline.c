@@ -165,6 +165,102 @@ static int parse_limit_table(const struct gmt_json *v, struct gmt_limits *l, boo
     return 0;
 }
 
+/* One key of a metric: its value into m. 0 or -EINVAL with the message in err. */
+static int parse_metric_key(const char *k, const struct gmt_json *x, struct gmt_metric *m,
+                            char *err, size_t errlen)
+{
+    int64_t n;
+    int r = 0;
+    if (!strcmp(k, "check")) {
+        int c = x->type == GMT_JSON_STRING ? gmt_check_by_name(x->str, x->len) : -1;
+        if (c < 0)
+            return bad(x, err, errlen, "\"check\" wants one of init, first_call, steady, "
+                       "peak, leak");
+        m->check = (enum gmt_check)c;
+    } else if (!strcmp(k, "op")) {
+        if (x->type != GMT_JSON_STRING || x->len == 0 || x->len >= sizeof m->op ||
+            memchr(x->str, 0, x->len))
+            return bad(x, err, errlen, "\"op\" wants a label of 1..%zu characters",
+                       sizeof m->op - 1);
+        memcpy(m->op, x->str, x->len + 1);
+    } else if (!strcmp(k, "category")) {
+        if (x->type != GMT_JSON_STRING || !gmt_category_name_ok(x->str, x->len))
+            return bad(x, err, errlen, "\"category\" wants a category name ([A-Za-z0-9_.-], "
+                       "1..%d characters)", GMT_CAT_NAME_MAX);
+        memcpy(m->category, x->str, x->len + 1);
+    } else if (!strcmp(k, "bytes")) {
+        if ((r = get_int(x, k, -(int64_t)GMT_BYTES_MAX, (int64_t)GMT_BYTES_MAX, &n, err,
+                         errlen)))
+            return r;
+        m->value = n;
+    } else if (!strcmp(k, "bytes_per_call")) {
+        /* count × element size, as the trace says: any 64-bit value, as written */
+        char *end;
+        errno = 0;
+        unsigned long long u = x->type == GMT_JSON_NUMBER && x->str[0] >= '0' &&
+                                       x->str[0] <= '9' ? strtoull(x->str, &end, 10) : 0;
+        if (x->type != GMT_JSON_NUMBER || x->str[0] < '0' || x->str[0] > '9' || *end ||
+            errno)
+            return bad(x, err, errlen, "\"bytes_per_call\" wants an integer 0..2^64-1");
+        m->bytes_per_call = u;
+    } else if (!strcmp(k, "comm_rank") || !strcmp(k, "comm_size") || !strcmp(k, "device")) {
+        if ((r = get_int(x, k, -1, INT32_MAX, &n, err, errlen)))
+            return r;
+        *(!strcmp(k, "comm_rank") ? &m->comm_rank : !strcmp(k, "comm_size") ? &m->comm_size
+                                                                             : &m->device) = (int32_t)n;
+    } else if (!strcmp(k, "rank")) {
+        if ((r = get_int(x, k, 0, INT32_MAX, &n, err, errlen)))
+            return r;
+        m->rank = (int32_t)n;
+    } else if (!strcmp(k, "process")) {
+        if ((r = get_int(x, k, 1, INT32_MAX, &n, err, errlen)))
+            return r;
+        m->process = (int32_t)n;
+    } else if (!strcmp(k, "occurrence")) {
+        if ((r = get_int(x, k, 1, UINT32_MAX, &n, err, errlen)))
+            return r;
+        m->occurrence = (uint32_t)n;
+    } else {
+        return bad(x, err, errlen, "unknown key \"%s\" in a metric", k);
+    }
+    return 0;
+}
+
+/* Where a metric's keys that only some checks have stood (NULL: absent), for the checks
+ * made once "check" is known (docs/ci-gate.md). */
+struct metric_keys {
+    const struct gmt_json *bytes, *coll, *dev, *bpc;
+};
+
+/* What a metric must and must not have for its check. 0 or -EINVAL with the message. */
+static int check_metric(const struct gmt_json *v, const struct gmt_metric *m,
+                        const struct metric_keys *at, char *err, size_t errlen)
+{
+    if (m->check == GMT_CHECK_N)
+        return bad(v, err, errlen, "a metric needs \"check\"");
+    if (!at->bytes)
+        return bad(v, err, errlen, "a metric needs \"bytes\"");
+    if (m->rank < 0 && m->process < 1)
+        return bad(v, err, errlen, "a metric needs \"rank\" or \"process\"");
+    bool dev = m->check == GMT_CHECK_peak || m->check == GMT_CHECK_leak;
+    const char *name = gmt_check_name(m->check);
+    if (!dev && !m->op[0])
+        return bad(v, err, errlen, "a %s metric needs \"op\"", name);
+    if (dev && at->coll)
+        return bad(at->coll, err, errlen, "a %s metric has no \"op\", \"comm_rank\" or "
+                   "\"comm_size\"", name);
+    if (!dev && at->dev)
+        return bad(at->dev, err, errlen, "a %s metric has no \"device\" or \"category\"", name);
+    if (at->bpc && m->check != GMT_CHECK_first_call && m->check != GMT_CHECK_steady)
+        return bad(at->bpc, err, errlen, "a %s metric has no \"bytes_per_call\"", name);
+    /* only what a communicator's init or a first call adds can be negative (it may free
+     * more than it allocates); a later call's most, a peak and a leak cannot */
+    if (m->value < 0 && m->check != GMT_CHECK_init && m->check != GMT_CHECK_first_call)
+        return bad(at->bytes, err, errlen, "\"bytes\" of a %s metric wants 0..2^56, not %" PRId64,
+                   name, m->value);
+    return 0;
+}
+
 static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *err, size_t errlen)
 {
     if (v->type != GMT_JSON_OBJECT)
@@ -173,98 +269,23 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
     m->rank = m->comm_size = m->comm_rank = m->device = -1;
     m->occurrence = 1;
     m->check = GMT_CHECK_N;
-    bool has_bytes = false;
-    const struct gmt_json *bytes_at = v, *coll_key = NULL, *dev_key = NULL, *bpc_key = NULL;
+    struct metric_keys at = {0};
     for (size_t i = 0; i < v->n; i++) {
         const char *k = v->keys[i];
         const struct gmt_json *x = &v->items[i];
-        /* keys that only some checks have (docs/ci-gate.md), checked once "check" is known */
         if (!strcmp(k, "op") || !strcmp(k, "comm_rank") || !strcmp(k, "comm_size"))
-            coll_key = coll_key ? coll_key : x;
+            at.coll = at.coll ? at.coll : x;
         else if (!strcmp(k, "device") || !strcmp(k, "category"))
-            dev_key = dev_key ? dev_key : x;
+            at.dev = at.dev ? at.dev : x;
         else if (!strcmp(k, "bytes_per_call"))
-            bpc_key = x;
-        int64_t n;
-        int r = 0;
-        if (!strcmp(k, "check")) {
-            int c = x->type == GMT_JSON_STRING ? gmt_check_by_name(x->str, x->len) : -1;
-            if (c < 0)
-                return bad(x, err, errlen, "\"check\" wants one of init, first_call, steady, "
-                           "peak, leak");
-            m->check = (enum gmt_check)c;
-        } else if (!strcmp(k, "op")) {
-            if (x->type != GMT_JSON_STRING || x->len == 0 || x->len >= sizeof m->op ||
-                memchr(x->str, 0, x->len))
-                return bad(x, err, errlen, "\"op\" wants a label of 1..%zu characters",
-                           sizeof m->op - 1);
-            memcpy(m->op, x->str, x->len + 1);
-        } else if (!strcmp(k, "category")) {
-            if (x->type != GMT_JSON_STRING || !gmt_category_name_ok(x->str, x->len))
-                return bad(x, err, errlen, "\"category\" wants a category name ([A-Za-z0-9_.-], "
-                           "1..%d characters)", GMT_CAT_NAME_MAX);
-            memcpy(m->category, x->str, x->len + 1);
-        } else if (!strcmp(k, "bytes")) {
-            if ((r = get_int(x, k, -(int64_t)GMT_BYTES_MAX, (int64_t)GMT_BYTES_MAX, &n, err,
-                             errlen)))
-                return r;
-            m->value = n;
-            has_bytes = true;
-            bytes_at = x;
-        } else if (!strcmp(k, "bytes_per_call")) {
-            /* count × element size, as the trace says: any 64-bit value, as written */
-            char *end;
-            errno = 0;
-            unsigned long long u = x->type == GMT_JSON_NUMBER && x->str[0] >= '0' &&
-                                           x->str[0] <= '9' ? strtoull(x->str, &end, 10) : 0;
-            if (x->type != GMT_JSON_NUMBER || x->str[0] < '0' || x->str[0] > '9' || *end ||
-                errno)
-                return bad(x, err, errlen, "\"bytes_per_call\" wants an integer 0..2^64-1");
-            m->bytes_per_call = u;
-        } else if (!strcmp(k, "comm_rank") || !strcmp(k, "comm_size") || !strcmp(k, "device")) {
-            if ((r = get_int(x, k, -1, INT32_MAX, &n, err, errlen)))
-                return r;
-            *(!strcmp(k, "comm_rank") ? &m->comm_rank : !strcmp(k, "comm_size") ? &m->comm_size
-                                                                                 : &m->device) = (int32_t)n;
-        } else if (!strcmp(k, "rank")) {
-            if ((r = get_int(x, k, 0, INT32_MAX, &n, err, errlen)))
-                return r;
-            m->rank = (int32_t)n;
-        } else if (!strcmp(k, "process")) {
-            if ((r = get_int(x, k, 1, INT32_MAX, &n, err, errlen)))
-                return r;
-            m->process = (int32_t)n;
-        } else if (!strcmp(k, "occurrence")) {
-            if ((r = get_int(x, k, 1, UINT32_MAX, &n, err, errlen)))
-                return r;
-            m->occurrence = (uint32_t)n;
-        } else {
-            return bad(x, err, errlen, "unknown key \"%s\" in a metric", k);
-        }
+            at.bpc = x;
+        else if (!strcmp(k, "bytes"))
+            at.bytes = x;
+        int r = parse_metric_key(k, x, m, err, errlen);
+        if (r)
+            return r;
     }
-    if (m->check == GMT_CHECK_N)
-        return bad(v, err, errlen, "a metric needs \"check\"");
-    if (!has_bytes)
-        return bad(v, err, errlen, "a metric needs \"bytes\"");
-    if (m->rank < 0 && m->process < 1)
-        return bad(v, err, errlen, "a metric needs \"rank\" or \"process\"");
-    bool dev = m->check == GMT_CHECK_peak || m->check == GMT_CHECK_leak;
-    const char *name = gmt_check_name(m->check);
-    if (!dev && !m->op[0])
-        return bad(v, err, errlen, "a %s metric needs \"op\"", name);
-    if (dev && coll_key)
-        return bad(coll_key, err, errlen, "a %s metric has no \"op\", \"comm_rank\" or "
-                   "\"comm_size\"", name);
-    if (!dev && dev_key)
-        return bad(dev_key, err, errlen, "a %s metric has no \"device\" or \"category\"", name);
-    if (bpc_key && m->check != GMT_CHECK_first_call && m->check != GMT_CHECK_steady)
-        return bad(bpc_key, err, errlen, "a %s metric has no \"bytes_per_call\"", name);
-    /* only what a communicator's init or a first call adds can be negative (it may free
-     * more than it allocates); a later call's most, a peak and a leak cannot */
-    if (m->value < 0 && m->check != GMT_CHECK_init && m->check != GMT_CHECK_first_call)
-        return bad(bytes_at, err, errlen, "\"bytes\" of a %s metric wants 0..2^56, not %" PRId64,
-                   name, m->value);
-    return 0;
+    return check_metric(v, m, &at, err, errlen);
 }
 
 /* The baseline's "limits" object. 0 or -EINVAL with the message in err. */
