@@ -376,16 +376,9 @@ int gmt_baseline_parse(struct gmt_baseline *b, const char *text, size_t len, cha
 int gmt_baseline_load(struct gmt_baseline *b, const char *path, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    int fd = gmt_open_input(path, 0, err, errlen);
-    if (fd < 0)
+    FILE *f = gmt_fopen_input(path, 0, err, errlen);
+    if (!f)
         return -EINVAL;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
-    }
     size_t cap = 65536, len = 0;
     char *buf = malloc(cap);
     int r = 0;

@@ -393,14 +393,9 @@ static int reader_init(struct gmt_reader **out, FILE *f, int own, const void *da
 int gmt_reader_open(struct gmt_reader **out, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
-    int fd = gmt_open_input(path, 1, err, errlen);
-    if (fd < 0)
+    FILE *f = gmt_fopen_input(path, 1, err, errlen);
+    if (!f)
         return -1;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
-    }
     return reader_init(out, f, 1, NULL, 0, path, err, errlen);
 }
 

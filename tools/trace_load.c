@@ -712,15 +712,9 @@ static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, siz
         if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
             return -1;
     } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        int fd = gmt_open_input(path, 1, err, errlen);
-        if (fd < 0)
+        FILE *f = gmt_fopen_input(path, 1, err, errlen);
+        if (!f)
             return -1;
-        FILE *f = fdopen(fd, "rb");
-        if (!f) {
-            close(fd);
-            snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return -1;
-        }
         int x = slurp(f, &t->image_buf, &t->image_len);
         int e = errno;
         fclose(f);

@@ -178,6 +178,22 @@ int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
     return fd;
 }
 
+FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen)
+{
+    int fd = gmt_open_input(path, streams, err, errlen);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, strerror(e));
+        errno = e;
+    }
+    return f;
+}
+
 void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...)
 {
     char buf[1024];

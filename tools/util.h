@@ -57,6 +57,8 @@ size_t gmt_utf8_len(const unsigned char *s, size_t n);
  * else (directory, device, socket) is refused. Returns the fd (O_CLOEXEC), or -1 with
  * "PATH: why" in err (err may be NULL). */
 int gmt_open_input(const char *path, int streams, char *err, size_t errlen);
+/* The same, as a stdio stream ("rb"). NULL with "PATH: why" in err (err may be NULL). */
+FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen);
 
 /* A growable array of elements of `esize` bytes. */
 struct gmt_vec {
