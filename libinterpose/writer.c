@@ -82,6 +82,30 @@ static void pause_briefly(void)
     sched_yield();
 }
 
+/* A bounded wait for another thread (a crash handler or exec must not hang on a holder
+ * that never returns). Bounded by time, not by a count of yields: on a busy machine the
+ * holder of a flush (one write of a chunk) may be preempted for a long while. */
+#define WAIT_FOREVER 0
+#define WAIT_BOUNDED_NS 1000000000ull
+
+struct wait {
+    uint64_t max_ns;   /* WAIT_FOREVER or a bound */
+    uint64_t deadline; /* set at the first pause */
+};
+
+static bool wait_more(struct wait *w)
+{
+    if (w->max_ns != WAIT_FOREVER) {
+        uint64_t now = gmt_now_ns();
+        if (!w->deadline)
+            w->deadline = now + w->max_ns;
+        else if (now > w->deadline)
+            return false;
+    }
+    pause_briefly();
+    return true;
+}
+
 /* ---- failure: one warning, then the process carries on untraced ---- */
 
 static void fail(const char *what, int err)
@@ -183,9 +207,10 @@ static void unlock(struct buf *b)
 
 /* Flushes b, waiting while someone else flushes it. Returns 0 once done, -1 when the
  * buffer is sealed (the writer finished) or the wait budget ran out. */
-static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long max_spins)
+static int flush_wait(struct buf *b, const void *extra, size_t extra_len, uint64_t max_ns)
 {
-    for (long i = 0; max_spins < 0 || i < max_spins; i++) {
+    struct wait w = { max_ns, 0 };
+    for (;;) {
         if (try_lock(b)) {
             bool done = flush_locked(b, extra, extra_len);
             unlock(b);
@@ -194,14 +219,11 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, long m
         }
         if (atomic_load(&b->busy) == BUF_SEALED)
             return -1;
-        pause_briefly();
+        if (!wait_more(&w))
+            return -1;
     }
-    return -1;
 }
 
-/* Deferred records (gmt.h): what the thread's client holds back goes in before anything
- * that follows it. Not from inside gmt_emit (a signal handler's call: the buffer is
- * mid-append) nor while the preamble is written (its records belong to no thread). */
 static void write_deferred(void)
 {
     if (GMT_UNLIKELY(gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) && !gmt_ts.writer.in_emit &&
@@ -224,7 +246,7 @@ void gmt_writer_flush_all(void)
                 atomic_load_explicit(&b->tail, memory_order_acquire))
                 continue;
             /* Bounded: a crash handler must not hang on a holder that will never return. */
-            flush_wait(b, NULL, 0, 20000);
+            flush_wait(b, NULL, 0, WAIT_BOUNDED_NS);
         }
     }
     errno = saved;
@@ -432,8 +454,8 @@ static __attribute__((noinline)) bool append_slow(struct buf *b, const void *rec
             return true;
         }
         if (size > b->cap)
-            return flush_wait(b, rec, size, -1) == 0;
-        if (flush_wait(b, NULL, 0, -1) < 0)
+            return flush_wait(b, rec, size, WAIT_FOREVER) == 0;
+        if (flush_wait(b, NULL, 0, WAIT_FOREVER) < 0)
             return false;
         /* another thread's exec: flush_wait waits for it to end (or to replace us) */
         int st = atomic_load(&gmt_hot.writer.state);
@@ -488,7 +510,7 @@ static void thread_exit(void *arg)
     if (b) {
         write_deferred();
         gmt_ts.writer.buf = NULL;
-        flush_wait(b, NULL, 0, -1);
+        flush_wait(b, NULL, 0, WAIT_FOREVER);
         /* Sealed (writer finished) or failed: the leftovers are dropped with the buffer. */
         atomic_store_explicit(&b->tail, atomic_load(&b->head), memory_order_release);
         atomic_store_explicit(&b->in_use, 0, memory_order_release);
@@ -836,15 +858,14 @@ static off_t g_exec_end_at;
 
 static bool take(struct buf *b)
 {
-    for (long i = 0; i < 20000; i++) {
+    struct wait w = { WAIT_BOUNDED_NS, 0 };
+    for (;;) {
         int idle = BUF_IDLE;
         if (atomic_compare_exchange_strong(&b->busy, &idle, BUF_FLUSHING))
             return true;
-        if (idle == BUF_SEALED)
+        if (idle == BUF_SEALED || !wait_more(&w))
             return false;
-        pause_briefly();
     }
-    return false;
 }
 
 static void give_back(struct buf *from, struct buf *to)
