@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 2           /* compatible additions: new types, appended fields, ids */
+#define GMT_VERSION_MINOR 3           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -60,7 +60,8 @@ struct gmt_rec {
     X(MEMINFO,      17, gmt_rec_meminfo)                            \
     X(END,          18, gmt_rec_end)                                \
     X(ALLOC_SMALL,  19, gmt_rec_alloc_small)                        \
-    X(GROUP_REPEAT, 20, gmt_rec_group_repeat)
+    X(GROUP_REPEAT, 20, gmt_rec_group_repeat)                       \
+    X(GRAPHMEM,     21, gmt_rec_graphmem)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -240,7 +241,7 @@ enum gmt_api {
     X(IMPORTED, 11)       /* handle imported from a peer; not local memory */ \
     X(IPC_MAPPING, 12)    /* cuIpcOpenMemHandle; a peer's memory */      \
     X(NCCL_MEM, 13)       /* ncclMemAlloc: device memory (cuMem inside) */ \
-    X(GRAPH_MEM, 14)      /* cuGraphAddMemAllocNode */                   \
+    X(GRAPH_MEM, 14)      /* (2.3: address space) a graph's memory node */ \
     X(MULTICAST, 15)      /* cuMulticastCreate; address = handle */      \
     X(RETAINED, 16)       /* cuMemRetainAllocationHandle: a new reference */ \
     X(ARRAY, 17)          /* (2.2) cuArrayCreate/cudaMallocArray…; address = array handle */ \
@@ -274,6 +275,8 @@ struct gmt_rec_alloc_ext {
     uint64_t offset;           /* MAPPING: offset into the handle, bytes */
 };
 #define GMT_ALLOC_PITCHED 1u   /* bytes = pitch × height */
+#define GMT_ALLOC_CAPTURED 2u  /* (2.3) made under stream capture: a graph's memory node
+                                * (kind GRAPH_MEM), related = the capturing stream's graph */
 
 /* ALLOC_SMALL (2.0): the common ALLOC in 32 bytes instead of 40, written when scope_id
  * is 0, device is -1 (the thread's CUCTX) and there is no extension; it means exactly
@@ -397,21 +400,58 @@ struct gmt_rec_group_repeat {
     uint32_t reserved;
 };
 
-/* MEMINFO: a device-memory sample (cuMemGetInfo on that device). */
-#define GMT_MEMINFO_PHASES(X) X(SAMPLE, 0) X(BEGIN, 1) X(END, 2)
+/* MEMINFO: a device-memory sample (cuMemGetInfo on that device, or NVML).
+ * FIRST..EXIT (2.3): a device's first allocation, after a failed allocation (on the
+ * failing thread), the flusher's periodic sample, at exit. */
+#define GMT_MEMINFO_PHASES(X) X(SAMPLE, 0) X(BEGIN, 1) X(END, 2) \
+    X(FIRST, 3) X(FAIL, 4) X(PERIODIC, 5) X(EXIT, 6)
 enum gmt_meminfo_phase {
 #define GMT_X(name, val) GMT_MEMINFO_##name = val,
     GMT_MEMINFO_PHASES(GMT_X)
 #undef GMT_X
 };
+/* Where a sample's figures come from (2.3; the field was reserved, 0, before). */
+#define GMT_MEMINFO_SOURCES(X) X(CUMEMGETINFO, 0) X(NVML, 1)
+enum gmt_meminfo_source {
+#define GMT_X(name, val) GMT_MEMINFO_SRC_##name = val,
+    GMT_MEMINFO_SOURCES(GMT_X)
+#undef GMT_X
+};
+#define GMT_MEMINFO_UNKNOWN UINT64_MAX /* process_bytes: the source does not say */
 struct gmt_rec_meminfo {
     struct gmt_rec h;          /* aux: enum gmt_meminfo_phase */
     uint32_t dt;               /* ns since the thread's previous timed record */
     uint32_t scope_id;         /* the scope sampled around, 0 none */
     int32_t device;            /* CUDA device ordinal */
-    uint32_t reserved;
-    uint64_t free_bytes;       /* bytes */
-    uint64_t total_bytes;      /* bytes */
+    uint32_t source;           /* (2.3) enum gmt_meminfo_source; 0 before */
+    uint64_t free_bytes;       /* the device's free bytes */
+    uint64_t total_bytes;      /* the device's total bytes */
+    /* optional, present when h.size >= sizeof(struct gmt_rec_meminfo_ext): */
+};
+struct gmt_rec_meminfo_ext {   /* 2.3 */
+    struct gmt_rec_meminfo m;
+    uint64_t process_bytes;    /* device memory this process uses (NVML's per-process
+                                * figure), GMT_MEMINFO_UNKNOWN when the source lacks it */
+};
+
+/* GRAPHMEM (2.3): the device's graph memory (cuDeviceGetGraphMemAttribute), sampled
+ * after a launch of a graph that holds memory nodes, a trim, a destroy of such a graph
+ * and at exit. Like every type added after 2.0 it moves no clock: its time is its own. */
+#define GMT_GRAPHMEM_PHASES(X) X(LAUNCH, 1) X(TRIM, 2) X(DESTROY, 3) X(EXIT, 4)
+enum gmt_graphmem_phase {
+#define GMT_X(name, val) GMT_GRAPHMEM_##name = val,
+    GMT_GRAPHMEM_PHASES(GMT_X)
+#undef GMT_X
+};
+struct gmt_rec_graphmem {
+    struct gmt_rec h;          /* aux: enum gmt_graphmem_phase */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    int32_t device;            /* CUDA device ordinal */
+    uint32_t reserved;         /* 0 */
+    uint64_t used_current;     /* CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: bytes backing live graph allocations */
+    uint64_t used_high;        /* ..._USED_MEM_HIGH */
+    uint64_t reserved_current; /* ..._RESERVED_MEM_CURRENT: bytes the device's graph pool holds */
+    uint64_t reserved_high;    /* ..._RESERVED_MEM_HIGH */
 };
 
 /* END: clean shutdown. A file without it was cut (crash, kill, exec). */

@@ -202,6 +202,10 @@ Test(writer, round_trips_every_record_type)
     struct gmt_rec_group_repeat gr = { { GMT_REC_GROUP_REPEAT, 0, sizeof gr }, 12, 2, 8, 0 };
     gmt_emit(&gr, 0);
 
+    struct gmt_rec_graphmem gm = { { GMT_REC_GRAPHMEM, GMT_GRAPHMEM_LAUNCH, sizeof gm }, gmt_now_ns(),
+                                   1, 0, 32ull << 20, 64ull << 20, 32ull << 20, 64ull << 20 };
+    gmt_emit(&gm, 0);
+
     struct gmt_rec_module_unload mu = { { GMT_REC_MODULE_UNLOAD, 0, sizeof mu }, gmt_now_ns(), 7, 0 };
     gmt_emit(&mu, 0);
 
@@ -362,6 +366,13 @@ Test(writer, round_trips_every_record_type)
             const struct gmt_rec_meminfo *m = (const void *)h;
             cr_expect(h->aux == GMT_MEMINFO_BEGIN && m->scope_id == 9 && m->device == 1);
             cr_expect(m->free_bytes == 100ull << 30 && m->total_bytes == 141ull << 30);
+            break;
+        }
+        case GMT_REC_GRAPHMEM: {
+            const struct gmt_rec_graphmem *g = (const void *)h;
+            cr_expect(h->aux == GMT_GRAPHMEM_LAUNCH && g->device == 1);
+            cr_expect(g->used_current == 32ull << 20 && g->reserved_high == 64ull << 20);
+            cr_expect_eq(ev.time_ns, g->time_ns, "GRAPHMEM's time is its own");
             break;
         }
         case GMT_REC_END: {

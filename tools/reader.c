@@ -154,11 +154,14 @@ uint32_t gmt_rec_fixed_size(unsigned type)
  * fixed size, whether it has variable parts and its clock rule, where a switch per
  * question would take three.
  * The clock rules are docs/trace-format.md 5.2: only the types of versions 1.0 and 2.0
- * take part; a type added later must not, so it stays CLOCK_NONE here.
+ * take part; a type added later must not, so it stays CLOCK_NONE here, or CLOCK_OWN when
+ * it carries its own absolute time.
  */
 enum clock_rule {
     CLOCK_NONE,                /* carries no time, moves no clock */
     CLOCK_ANCHOR,              /* PROCESS: its time is the anchor; moves no clock */
+    CLOCK_OWN,                 /* a type added later with a time_ns of its own (GRAPHMEM):
+                                * its time is that; moves no clock (5.3) */
     CLOCK_ABS,                 /* sets its thread's clock to an absolute time_ns */
     CLOCK_DT,                  /* adds its dt to its thread's clock */
 };
@@ -192,6 +195,7 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_MEMINFO] = RULE_DT(gmt_rec_meminfo),
     [GMT_REC_END] = { CLOCK_ABS, RULE_STATE, offsetof(struct gmt_rec_end, time_ns) },
     [GMT_REC_ALLOC_SMALL] = RULE_DT(gmt_rec_alloc_small),
+    [GMT_REC_GRAPHMEM] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_graphmem, time_ns) },
 };
 #undef RULE_ABS
 #undef RULE_DT
@@ -537,8 +541,8 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rul
         memcpy(&dt, rec + rule.time_at, sizeof dt);
     else
         memcpy(&abs_ns, rec + rule.time_at, sizeof abs_ns);
-    if (rule.clock == CLOCK_ANCHOR) {
-        /* The anchor, not a thread's event: it leaves every clock alone. */
+    if (rule.clock == CLOCK_ANCHOR || rule.clock == CLOCK_OWN) {
+        /* The anchor, or a time of its own: it leaves every clock alone. */
         *time_ns = abs_ns;
         return 0;
     }
