@@ -722,3 +722,75 @@ Test(util, quotes_strings_safely)
     cr_expect_str_eq(buf, "\"a\\\"b\\\\c\\td\\xff\"");
     free(buf);
 }
+
+/* ---- what the device said: samples, graph memory, failures, calls open at the end ---- */
+
+Test(cli, summary_shows_what_the_device_said)
+{
+    struct tb b = { 0 };
+    tb_forensics(&b);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    expect_json("summary --json", res.out);
+    /* the captured allocation is address space: tracked is 64 + 8 MiB */
+    cr_expect(strstr(res.out, "\"peak_bytes\": 75497472"), "%s", res.out);
+    /* untracked at the largest sample (2 GiB used): 2 GiB - 64 MiB - 32 MiB of graph pool */
+    cr_expect(strstr(res.out, "\"untracked_bytes\": 2046820352"), "%s", res.out);
+    cr_expect(strstr(res.out, "\"graph_reserved_peak_bytes\": 33554432"));
+    cr_expect(strstr(res.out, "\"process_used_max_bytes\": 1073741824"));
+    cr_expect(strstr(res.out, "\"peer_mapped_peak_bytes\": 10485760"));
+    cr_expect(strstr(res.out, "\"host_pinned_without_device_peak_bytes\": 2097152"));
+    cr_expect(!strstr(res.out, "\"device\": -1"), "a device row of host memory only");
+    cr_expect(strstr(res.out, "\"error_name\": \"cudaErrorMemoryAllocation\""));
+    cr_expect(strstr(res.out, "\"device_free_bytes\": 149786984448, \"device_total_bytes\": 151397597184, "
+                              "\"device_sampled\": \"after_failure\""), "%s", res.out);
+    cr_expect(strstr(res.out, "\"open_at_end\": [{\"scope\": 1, \"op\": \"AllReduce\", \"comm_rank\": 3, "
+                              "\"comm_size\": 8"), "%s", res.out);
+    cr_expect(strstr(res.out, "\"tracked_bytes\": 8388608"));
+
+    RUN(&res, "summary", "--no-symbols", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "graph memory (CUDA graphs' pool, not in tracked): peak 32 MiB"), "%s", res.out);
+    cr_expect(strstr(res.out, "this process (NVML): at most 1 GiB"));
+    cr_expect(strstr(res.out, "peer memory mapped (other processes' memory, not this device's): peak 10 MiB"));
+    cr_expect(strstr(res.out, "pinned host memory with no device: peak 2 MiB"));
+    cr_expect(strstr(res.out, "failed: cudaErrorMemoryAllocation"));
+    cr_expect(strstr(res.out, "free of 141 GiB right after the failure"), "%s", res.out);
+    cr_expect(strstr(res.out, "Open when the trace ends (the process stopped: hung, killed or crashed"));
+    cr_expect(strstr(res.out, "AllReduce #1 at 0.000 s on comm 1 (rank 3 of 8), device 0, thread 100"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "allocated +8 MiB under it"));
+    unlink(path);
+    tb_free(&b);
+}
+
+/* A failure with no sample after it takes the latest before it, and says so. */
+Test(cli, a_failure_without_its_own_sample_takes_the_last_one)
+{
+    struct tb b = { 0 };
+    tb_header_current(&b);
+    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
+                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(&b, 100);
+    tb_thread_at(&b, 100, TB_T0 + 1000);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
+    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_meminfo(&b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 1000);
+    struct gmt_rec_alloc_fail f = { .bytes = 200 * TB_GIB, .error = 2, .dt = 1000,
+                                    .kind = GMT_KIND_DEVICE, .device = -1 };
+    tb_rec(&b, GMT_REC_ALLOC_FAIL, GMT_API_cuMemAlloc, &f, sizeof f, NULL, 0);
+    struct gmt_rec_end end = { .time_ns = TB_T0 + 9000 };
+    tb_rec(&b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "failed: CUDA_ERROR_OUT_OF_MEMORY"), "%s", res.out);
+    cr_expect(strstr(res.out, "device: 140 GiB free of 141 GiB at the last sample before it"), "%s", res.out);
+    cr_expect(!strstr(res.out, "Open when the trace ends"));
+    unlink(path);
+    tb_free(&b);
+}

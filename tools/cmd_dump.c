@@ -302,6 +302,26 @@ static uint32_t fields_meminfo(FILE *o, const struct gmt_rec *h)
     i64(o, "device", r->device);
     u64(o, "free", r->free_bytes);
     u64(o, "total", r->total_bytes);
+    if (r->source)
+        named(o, "source", gmt_meminfo_source_name(r->source), r->source);
+    const struct gmt_rec_meminfo_ext *x = (const void *)h;
+    if (h->size < sizeof *x)
+        return sizeof *r;
+    if (x->process_bytes != GMT_MEMINFO_UNKNOWN)
+        u64(o, "process", x->process_bytes);
+    return sizeof *x;
+}
+
+static uint32_t fields_graphmem(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_graphmem *r = (const void *)h;
+    named(o, "phase", gmt_graphmem_phase_name(h->aux), h->aux);
+    u64(o, "time_ns", r->time_ns);
+    i64(o, "device", r->device);
+    u64(o, "used", r->used_current);
+    u64(o, "used_high", r->used_high);
+    u64(o, "reserved", r->reserved_current);
+    u64(o, "reserved_high", r->reserved_high);
     return sizeof *r;
 }
 
@@ -342,6 +362,7 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_SCOPE_END] = fields_scope_end,
     [GMT_REC_GROUP_REPEAT] = fields_group_repeat,
     [GMT_REC_MEMINFO] = fields_meminfo,
+    [GMT_REC_GRAPHMEM] = fields_graphmem,
     [GMT_REC_END] = fields_end,
 };
 

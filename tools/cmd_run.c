@@ -13,7 +13,9 @@
 
 #include "args.h"
 #include "cli.h"
+#include "reader.h"
 #include "report.h"
+#include "stacks.h"
 #include "util.h"
 
 const char gmt_help_run[] =
@@ -64,6 +66,35 @@ static int find_lib(char *out, size_t len)
     return -ENOENT;
 }
 
+
+/* What must not go unseen under a line of figures: allocations that failed (the first,
+ * with its error and site) and NCCL calls the trace ends inside. */
+static void closing_alerts(const struct gmt_analysis *a)
+{
+    const struct gmt_report *rep = &a->rep;
+    if (rep->n_fails) {
+        const struct gmt_fail_row *f = &rep->fails[0];
+        char b1[32], line[512];
+        const char *en = gmt_error_name(f->api, f->error);
+        gmt_stack_line(a, f->stack, 2, line, sizeof line);
+        fprintf(stderr, "    %zu allocation(s) failed; the first at %.3f s: %s of %s on device %d, ",
+                rep->n_fails, (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
+                gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device);
+        if (en)
+            fprintf(stderr, "%s", en);
+        else
+            fprintf(stderr, "error %d", f->error);
+        fputs(", at ", stderr);
+        gmt_fput_safe(stderr, line, strlen(line));
+        fputc('\n', stderr);
+    }
+    for (size_t i = 0; i < rep->n_open; i++) {
+        const struct gmt_open_row *r = &rep->open[i];
+        fprintf(stderr, "    the trace ends inside %s (thread %u, open since %.3f s)\n",
+                gmt_op_name(r->op), r->tid, (double)(r->since - a->t.t_first) / 1e9);
+    }
+}
+
 static void short_summary(const char *dir)
 {
     char **files;
@@ -109,6 +140,7 @@ static void short_summary(const char *dir)
             fprintf(stderr, ", NCCL calls added %s", gmt_fmt_bytes(b, sizeof b, nccl_first));
         }
         gmt_err("%s", a.t.complete ? "" : a.t.cut ? "  [cut]" : "  [incomplete]");
+        closing_alerts(&a);
         gmt_analysis_free(&a);
         free(files[i]);
     }

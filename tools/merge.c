@@ -31,7 +31,7 @@ static void rank_totals(struct gmt_merge_rank *r)
         if (rep->dev[d].has_used) {
             r->has_used = true;
             r->used_max += rep->dev[d].used_max;
-            r->untracked += rep->dev[d].used_max - rep->dev[d].tracked_at_used_max;
+            r->untracked += (uint64_t)gmt_dev_untracked(&rep->dev[d]);
         }
     }
     for (size_t k = 0; k < rep->n_colls; k++) {

@@ -86,6 +86,54 @@ const char *gmt_api_name(unsigned api)
     return "?";
 }
 
+/* The errors an allocation call returns, by family (the API's id says which): the values
+ * are the CUDA and NCCL ABI's, stable across versions. */
+#define GMT_CU_ERRORS(X)                                                                 \
+    X(CUDA_SUCCESS, 0) X(CUDA_ERROR_INVALID_VALUE, 1) X(CUDA_ERROR_OUT_OF_MEMORY, 2)       \
+    X(CUDA_ERROR_NOT_INITIALIZED, 3) X(CUDA_ERROR_DEINITIALIZED, 4)                        \
+    X(CUDA_ERROR_NO_DEVICE, 100) X(CUDA_ERROR_INVALID_DEVICE, 101)                         \
+    X(CUDA_ERROR_INVALID_CONTEXT, 201) X(CUDA_ERROR_INVALID_HANDLE, 400)                   \
+    X(CUDA_ERROR_NOT_FOUND, 500) X(CUDA_ERROR_NOT_READY, 600)                              \
+    X(CUDA_ERROR_ILLEGAL_ADDRESS, 700) X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)             \
+    X(CUDA_ERROR_LAUNCH_FAILED, 719) X(CUDA_ERROR_NOT_PERMITTED, 800)                      \
+    X(CUDA_ERROR_NOT_SUPPORTED, 801) X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)         \
+    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901) X(CUDA_ERROR_UNKNOWN, 999)
+#define GMT_CUDART_ERRORS(X)                                                             \
+    X(cudaSuccess, 0) X(cudaErrorInvalidValue, 1) X(cudaErrorMemoryAllocation, 2)          \
+    X(cudaErrorInitializationError, 3) X(cudaErrorCudartUnloading, 4)                     \
+    X(cudaErrorInvalidDevicePointer, 17) X(cudaErrorInsufficientDriver, 35)                \
+    X(cudaErrorNoDevice, 100) X(cudaErrorInvalidDevice, 101)                               \
+    X(cudaErrorDeviceUninitialized, 201) X(cudaErrorInvalidResourceHandle, 400)            \
+    X(cudaErrorSymbolNotFound, 500) X(cudaErrorNotReady, 600)                              \
+    X(cudaErrorIllegalAddress, 700) X(cudaErrorContextIsDestroyed, 709)                    \
+    X(cudaErrorLaunchFailure, 719) X(cudaErrorNotPermitted, 800)                           \
+    X(cudaErrorNotSupported, 801) X(cudaErrorStreamCaptureUnsupported, 900)                \
+    X(cudaErrorStreamCaptureInvalidated, 901) X(cudaErrorUnknown, 999)
+#define GMT_NCCL_ERRORS(X)                                                               \
+    X(ncclSuccess, 0) X(ncclUnhandledCudaError, 1) X(ncclSystemError, 2)                   \
+    X(ncclInternalError, 3) X(ncclInvalidArgument, 4) X(ncclInvalidUsage, 5)               \
+    X(ncclRemoteError, 6) X(ncclInProgress, 7)
+
+const char *gmt_error_name(unsigned api, int32_t error)
+{
+    if (api >= GMT_API_ncclMemAlloc) {
+        switch (error) {
+#define GMT_X(name, v) case v: return #name;
+        GMT_NCCL_ERRORS(GMT_X)
+        }
+    } else if (api >= GMT_API_cuMemAlloc) {
+        switch (error) {
+        GMT_CU_ERRORS(GMT_X)
+        }
+    } else {
+        switch (error) {
+        GMT_CUDART_ERRORS(GMT_X)
+#undef GMT_X
+        }
+    }
+    return NULL;
+}
+
 const char *gmt_kind_name(unsigned kind)
 {
     switch (kind) {
@@ -132,6 +180,26 @@ const char *gmt_meminfo_phase_name(unsigned phase)
     switch (phase) {
 #define GMT_X(name, val) case val: return #name;
     GMT_MEMINFO_PHASES(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_meminfo_source_name(unsigned source)
+{
+    switch (source) {
+#define GMT_X(name, val) case val: return #name;
+    GMT_MEMINFO_SOURCES(GMT_X)
+#undef GMT_X
+    }
+    return "?";
+}
+
+const char *gmt_graphmem_phase_name(unsigned phase)
+{
+    switch (phase) {
+#define GMT_X(name, val) case val: return #name;
+    GMT_GRAPHMEM_PHASES(GMT_X)
 #undef GMT_X
     }
     return "?";

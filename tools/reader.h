@@ -43,6 +43,9 @@ void gmt_reader_close(struct gmt_reader *r);
 /* Names for the X-macro ids, "?" when unknown. */
 const char *gmt_rec_type_name(unsigned type);
 const char *gmt_api_name(unsigned api);
+/* The name of an error an allocation API returned (CUresult, cudaError_t or ncclResult_t,
+ * as the API's family says), or NULL for a value not in the table. */
+const char *gmt_error_name(unsigned api, int32_t error);
 const char *gmt_kind_name(unsigned kind);
 const char *gmt_op_name(unsigned op);
 /* An op that makes a communicator (an init or a split): its scope opens before the
@@ -87,6 +90,8 @@ static inline bool gmt_rec_size_ok(uint32_t size, uint64_t room)
 uint32_t gmt_rec_fixed_size(unsigned type);
 const char *gmt_component_name(unsigned component);
 const char *gmt_meminfo_phase_name(unsigned phase);
+const char *gmt_meminfo_source_name(unsigned source);
+const char *gmt_graphmem_phase_name(unsigned phase);
 
 /* ---- additions: in-memory traces ---- */
 

@@ -29,7 +29,7 @@ static void csv_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_
         csv_field(out, a->t.path);
         if (r->has_used)
             fprintf(out, ",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 "\n", r->device, r->peak,
-                    r->end, r->used_max, (int64_t)r->used_max - (int64_t)r->tracked_at_used_max);
+                    r->end, r->used_max, gmt_dev_untracked(r));
         else
             fprintf(out, ",%d,%" PRIu64 ",%" PRIu64 ",,\n", r->device, r->peak, r->end);
     }

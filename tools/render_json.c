@@ -60,10 +60,15 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
     const struct gmt_report *rep = &a->rep;
     fprintf(out, ", \"devices\": [");
     int first = 1;
+    uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
         if (!gmt_report_dev_selected(o, r->device))
             continue;
+        if (!gmt_dev_shown(r)) {
+            host_only += r->host_peak;
+            continue;
+        }
         fprintf(out, "%s{\"device\": %d, \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRIu64
                      ", \"peak_scope\": %u, \"peak_by_category\": ",
                 first ? "" : ", ", r->device, r->peak,
@@ -77,19 +82,33 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
             fprintf(out, ", \"device_used_max_bytes\": %" PRIu64 ", \"tracked_at_used_max_bytes\": %" PRIu64
                          ", \"untracked_bytes\": %" PRId64 ", \"device_total_bytes\": %" PRIu64,
                     r->used_max, r->tracked_at_used_max,
-                    (int64_t)r->used_max - (int64_t)r->tracked_at_used_max, r->total);
+                    gmt_dev_untracked(r), r->total);
         else
             fprintf(out, ", \"device_used_max_bytes\": null, \"untracked_bytes\": null");
+        if (r->has_proc)
+            fprintf(out, ", \"process_used_max_bytes\": %" PRIu64 ", \"process_used_end_bytes\": %" PRIu64,
+                    r->proc_max, r->proc_last);
+        else
+            fprintf(out, ", \"process_used_max_bytes\": null");
+        if (r->has_graph)
+            fprintf(out, ", \"graph_reserved_peak_bytes\": %" PRIu64 ", \"graph_reserved_end_bytes\": %" PRIu64
+                         ", \"graph_used_high_bytes\": %" PRIu64 ", \"graph_at_used_max_bytes\": %" PRIu64,
+                    r->graph_peak, r->graph_end, r->graph_used_high, r->graph_at_used_max);
+        else
+            fprintf(out, ", \"graph_reserved_peak_bytes\": null");
+        fprintf(out, ", \"peer_mapped_peak_bytes\": %" PRIu64 ", \"peer_mapped_end_bytes\": %" PRIu64,
+                r->peer_peak, r->peer_end);
         fprintf(out, ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"failures\": %" PRIu64 "}",
                 r->allocs, r->frees, r->failures);
         first = 0;
     }
+    fprintf(out, "], \"host_pinned_without_device_peak_bytes\": %" PRIu64, host_only);
 }
 
 static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_report *rep = &a->rep;
-    fprintf(out, "], \"collectives\": [");
+    fprintf(out, ", \"collectives\": [");
     int first = 1;
     for (size_t i = 0; i < rep->n_colls; i++) {
         const struct gmt_coll_row *c = &rep->colls[i];
@@ -162,8 +181,42 @@ static void json_fails(FILE *out, const struct gmt_analysis *a)
                      ", \"scope\": %u, \"live_by_category\": ",
                 f->bytes, f->device, f->error, f->tracked, f->scope);
         jcats(out, a, f->by_cat);
+        fprintf(out, ", \"error_name\": ");
+        const char *en = gmt_error_name(f->api, f->error);
+        if (en)
+            gmt_fput_json_string(out, en);
+        else
+            fprintf(out, "null");
+        if (f->has_dev)
+            fprintf(out, ", \"device_free_bytes\": %" PRIu64 ", \"device_total_bytes\": %" PRIu64
+                         ", \"device_sampled\": \"%s\"",
+                    f->dev_free, f->dev_total, f->dev_at_fail ? "after_failure" : "before");
+        else
+            fprintf(out, ", \"device_free_bytes\": null");
         fprintf(out, ", \"stack\": ");
         gmt_fput_json_string(out, gmt_stack_full(a, f->stack, 64, line, sizeof line));
+        fprintf(out, "}");
+    }
+}
+
+/* The NCCL calls the trace ends inside (hang forensics). */
+static void json_open(FILE *out, const struct gmt_analysis *a)
+{
+    const struct gmt_trace *t = &a->t;
+    const struct gmt_report *rep = &a->rep;
+    fprintf(out, "], \"open_at_end\": [");
+    for (size_t i = 0; i < rep->n_open; i++) {
+        const struct gmt_open_row *r = &rep->open[i];
+        char line[8192];
+        fprintf(out, "%s{\"scope\": %u, \"op\": ", i ? ", " : "", r->scope);
+        gmt_fput_json_string(out, gmt_op_name(r->op));
+        const struct gmt_comm *c = gmt_trace_comm(t, r->comm);
+        fprintf(out, ", \"comm_rank\": %d, \"comm_size\": %d, \"device\": %d, \"tid\": %u"
+                     ", \"since_ns\": %" PRIu64 ", \"open_for_ns\": %" PRIu64
+                     ", \"tracked_bytes\": %" PRId64 ", \"stack\": ",
+                c ? c->rank : -1, c ? c->nranks : -1, r->device, r->tid, r->since - t->t_first,
+                t->t_last > r->since ? t->t_last - r->since : 0, r->tracked);
+        gmt_fput_json_string(out, gmt_stack_full(a, r->stack, 64, line, sizeof line));
         fprintf(out, "}");
     }
 }
@@ -183,6 +236,7 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_colls(out, a, o);
     json_sites(out, a, o);
     json_fails(out, a);
+    json_open(out, a);
     fprintf(out, "], \"unmatched_frees\": %" PRIu64 "}", a->rep.unmatched_frees);
 }
 

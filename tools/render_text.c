@@ -91,16 +91,21 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
     fprintf(out, "\nPeak device memory\n");
     fprintf(out, "  %-6s %10s %12s %10s %10s %10s  %s\n", "device", "peak", "at", "at end",
             "untracked", "dev used", "in flight at the peak");
+    uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
-        if (!gmt_report_dev_selected(o, r->device) || (!r->allocs && !r->has_used && !r->failures))
+        if (!gmt_report_dev_selected(o, r->device))
             continue;
+        if (!gmt_dev_shown(r)) {
+            host_only += r->host_peak;
+            continue;
+        }
         char bpeak[32], bend[32], bu[32], bused[32], bt[32], lab[96];
         gmt_fmt_bytes(bpeak, sizeof bpeak, r->peak);
         gmt_fmt_bytes(bend, sizeof bend, r->end);
         snprintf(bt, sizeof bt, "%.3f", r->peak_time ? (double)(r->peak_time - a->t.t_first) / 1e9 : 0.0);
         if (r->has_used) {
-            gmt_fmt_sbytes(bu, sizeof bu, (int64_t)r->used_max - (int64_t)r->tracked_at_used_max);
+            gmt_fmt_sbytes(bu, sizeof bu, gmt_dev_untracked(r));
             gmt_fmt_bytes(bused, sizeof bused, r->used_max);
         } else {
             snprintf(bu, sizeof bu, "?");
@@ -122,13 +127,28 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
                 char bc[32];
                 fprintf(out, " %s %s;", a->cat_names[c], gmt_fmt_bytes(bc, sizeof bc, r->end_by_cat[c]));
             }
-        if (r->host_peak) {
-            char bh[32];
-            fprintf(out, "\n         pinned host memory: peak %s", gmt_fmt_bytes(bh, sizeof bh, r->host_peak));
-        }
+        char b1[32], b2[32], b3[32];
+        if (r->has_graph)
+            fprintf(out, "\n         graph memory (CUDA graphs' pool, not in tracked): peak %s, %s at "
+                         "end; graph allocations at most %s",
+                    gmt_fmt_bytes(b1, sizeof b1, r->graph_peak), gmt_fmt_bytes(b2, sizeof b2, r->graph_end),
+                    gmt_fmt_bytes(b3, sizeof b3, r->graph_used_high));
+        if (r->has_proc)
+            fprintf(out, "\n         this process (NVML): at most %s, %s at the last sample",
+                    gmt_fmt_bytes(b1, sizeof b1, r->proc_max), gmt_fmt_bytes(b2, sizeof b2, r->proc_last));
+        if (r->peer_peak)
+            fprintf(out, "\n         peer memory mapped (other processes' memory, not this device's): "
+                         "peak %s, %s at end",
+                    gmt_fmt_bytes(b1, sizeof b1, r->peer_peak), gmt_fmt_bytes(b2, sizeof b2, r->peer_end));
+        if (r->host_peak)
+            fprintf(out, "\n         pinned host memory: peak %s", gmt_fmt_bytes(b1, sizeof b1, r->host_peak));
         fprintf(out, "\n");
     }
-    fprintf(out, "  untracked = device used (cuMemGetInfo) - tracked: the CUDA context, loaded\n"
+    if (host_only) {
+        char bh[32];
+        fprintf(out, "  pinned host memory with no device: peak %s\n", gmt_fmt_bytes(bh, sizeof bh, host_only));
+    }
+    fprintf(out, "  untracked = device used - tracked - graph memory: the CUDA context, loaded\n"
                  "  kernels and pool reserves that no allocation call shows. '?' = never sampled.\n");
 }
 
@@ -226,11 +246,22 @@ static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt
         const struct gmt_fail_row *f = &rep->fails[i];
         if (!gmt_report_dev_selected(o, f->device))
             continue;
-        char b1[32], b2[32], lab[96], line[1024];
-        fprintf(out, "  %.3f s  %s of %s on device %d failed (error %d), %s tracked then; in flight: %s\n",
+        char b1[32], b2[32], b3[32], b4[32], lab[96], line[1024], err[48];
+        const char *en = gmt_error_name(f->api, f->error);
+        if (en)
+            snprintf(err, sizeof err, "%s", en);
+        else
+            snprintf(err, sizeof err, "error %d", f->error);
+        fprintf(out, "  %.3f s  %s of %s on device %d failed: %s; %s tracked then; in flight: %s\n",
                 (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
-                gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device, f->error,
+                gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device, err,
                 gmt_fmt_bytes(b2, sizeof b2, f->tracked), op_label(a, f->scope, lab, sizeof lab));
+        if (f->has_dev)
+            fprintf(out, "      device: %s free of %s %s\n", gmt_fmt_bytes(b3, sizeof b3, f->dev_free),
+                    gmt_fmt_bytes(b4, sizeof b4, f->dev_total),
+                    f->dev_at_fail ? "right after the failure" : "at the last sample before it");
+        else
+            fprintf(out, "      device: free memory never sampled\n");
         fprintf(out, "      live:");
         for (size_t c = 0; c < a->n_cats; c++)
             if (f->by_cat[c]) {
@@ -238,6 +269,37 @@ static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt
                 fprintf(out, " %s %s;", a->cat_names[c], gmt_fmt_bytes(bc, sizeof bc, f->by_cat[c]));
             }
         fprintf(out, "\n      %s\n", gmt_stack_line(a, f->stack, 4, line, sizeof line));
+    }
+}
+
+/* Hang forensics: the NCCL calls the trace ends inside. */
+static void text_open(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_report *rep = &a->rep;
+    if (!rep->n_open)
+        return;
+    fprintf(out, "\nOpen when the trace ends (the process %s inside these NCCL calls)\n",
+            a->t.complete ? "exited while a thread was" : "stopped: hung, killed or crashed");
+    for (size_t i = 0; i < rep->n_open; i++) {
+        const struct gmt_open_row *r = &rep->open[i];
+        if (!gmt_report_dev_selected(o, r->device))
+            continue;
+        char lab[96], b1[32], dur[32], comm[64] = "";
+        const struct gmt_comm *c = gmt_trace_comm(&a->t, r->comm);
+        if (c)
+            snprintf(comm, sizeof comm, " on comm %d (rank %d of %d)", gmt_trace_comm_index(&a->t, r->comm),
+                     c->rank, c->nranks);
+        uint64_t end = a->t.t_last > r->since ? a->t.t_last : r->since;
+        gmt_fmt_duration(dur, sizeof dur, end - r->since);
+        fprintf(out, "  %s%s, device %d, thread %u: open since %.3f s (%s before the trace ends); "
+                     "allocated %s under it\n",
+                op_label(a, r->scope, lab, sizeof lab), comm, r->device, r->tid,
+                (double)(r->since - a->t.t_first) / 1e9, dur, gmt_fmt_sbytes(b1, sizeof b1, r->tracked));
+        if (r->stack) {
+            char line[1024];
+            gmt_stack_line(a, r->stack, 4, line, sizeof line);
+            fprintf(out, "      called from %s\n", line);
+        }
     }
 }
 
@@ -252,6 +314,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);
     text_fails(out, a, o);
+    text_open(out, a, o);
     if (a->rep.unmatched_frees)
         fprintf(out, "\n  note: %" PRIu64 " free(s) of addresses the trace never saw allocated "
                      "(allocated before tracing started, or by an API not traced)\n",

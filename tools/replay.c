@@ -17,7 +17,8 @@ enum { CLASS_DEVICE = 1, CLASS_HOST = 2 };
 static const uint8_t class_of_kind[256] = {
     [GMT_KIND_DEVICE] = CLASS_DEVICE, [GMT_KIND_POOL_ALLOC] = CLASS_DEVICE,
     [GMT_KIND_PHYSICAL] = CLASS_DEVICE, [GMT_KIND_MANAGED] = CLASS_DEVICE,
-    [GMT_KIND_NCCL_MEM] = CLASS_DEVICE, [GMT_KIND_GRAPH_MEM] = CLASS_DEVICE,
+    [GMT_KIND_NCCL_MEM] = CLASS_DEVICE, /* GRAPH_MEM: address space (2.3); GRAPHMEM
+                                         * records say what graphs hold */
     [GMT_KIND_ARRAY] = CLASS_DEVICE, [GMT_KIND_MIPMAPPED_ARRAY] = CLASS_DEVICE,
     [GMT_KIND_HOST_PINNED] = CLASS_HOST, [GMT_KIND_PHYSICAL_HOST] = CLASS_HOST,
 };
@@ -30,6 +31,13 @@ static inline bool is_device(uint8_t kind)
 static inline bool is_host(uint8_t kind)
 {
     return class_of_kind[kind] == CLASS_HOST;
+}
+
+/* Another process's memory mapped here: an imported handle (its size as the importer
+ * recorded it) and an IPC mapping. Shown as peer memory, never as this device's. */
+static inline bool is_peer(uint8_t kind)
+{
+    return kind == GMT_KIND_IMPORTED || kind == GMT_KIND_IPC_MAPPING;
 }
 
 bool gmt_kind_is_device(unsigned kind)
@@ -220,7 +228,10 @@ struct state {
     int16_t dev_of_slot[GMT_MAX_DEVS];
     uint64_t tracked[GMT_MAX_DEVS];
     uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
-    uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS];
+    uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS], peer[GMT_MAX_DEVS];
+    /* per device slot: the latest sample of its free and total memory, for failures */
+    uint64_t sample_free[GMT_MAX_DEVS], sample_total[GMT_MAX_DEVS], sample_time[GMT_MAX_DEVS];
+    bool sampled[GMT_MAX_DEVS];
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
     const int32_t *row_of;     /* per scope index of a top scope: its row in rep->colls */
     struct row_count *rc;      /* per row */
@@ -463,6 +474,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
 
     rep->dev[ds].allocs++;
     if (is_device(e->kind)) {
+        rep->dev[ds].device_allocs++;
         if (l->scope >= 0) {
             count_scope_alloc(S, l->scope, e)->n++;
             rep->scope_tracked[l->scope] = gmt_wrap_add(rep->scope_tracked[l->scope], e->bytes);
@@ -503,6 +515,13 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
         S->virt[ds] = live;
         if (S->virt[ds] > rep->dev[ds].virtual_peak)
             rep->dev[ds].virtual_peak = S->virt[ds];
+    } else if (is_peer(e->kind)) {
+        uint64_t live = S->peer[ds] + e->bytes;
+        if ((live | e->bytes) > GMT_BYTES_MAX)
+            return -EOVERFLOW;
+        S->peer[ds] = live;
+        if (S->peer[ds] > rep->dev[ds].peer_peak)
+            rep->dev[ds].peer_peak = S->peer[ds];
     }
     return 0;
 }
@@ -534,6 +553,8 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
         S->host[ds] -= l->bytes;
     } else if (l->kind == GMT_KIND_VIRTUAL) {
         S->virt[ds] -= l->bytes;
+    } else if (is_peer(l->kind)) {
+        S->peer[ds] -= l->bytes;
     }
     lm_del_at(&S->live_by_key, l);
     return 0;
@@ -564,7 +585,32 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
     f->scope = sc >= 0 ? S->t->scopes[sc].id : 0;
     f->tracked = S->tracked[ds];
     memcpy(f->by_cat, S->by_cat[ds], sizeof f->by_cat);
+    if (S->sampled[ds]) {
+        f->has_dev = true;
+        f->dev_free = S->sample_free[ds];
+        f->dev_total = S->sample_total[ds];
+        f->dev_time = S->sample_time[ds];
+    }
     return 0;
+}
+
+/* A FAIL sample belongs to the latest failure of its thread on its device (the library
+ * writes it right after the failed call): the device as the failure left it. */
+static void fail_sampled(struct state *S, const struct gmt_timed_event *e)
+{
+    struct gmt_report *rep = S->rep;
+    for (size_t i = rep->n_fails; i-- > 0;) {
+        struct gmt_fail_row *f = &rep->fails[i];
+        if (f->tid != e->tid)
+            continue;
+        if (f->device == e->device && !f->dev_at_fail) {
+            f->has_dev = f->dev_at_fail = true;
+            f->dev_free = e->addr;
+            f->dev_total = e->bytes;
+            f->dev_time = e->time;
+        }
+        return;
+    }
 }
 
 static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
@@ -574,6 +620,12 @@ static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
     struct gmt_dev_report *d = &S->rep->dev[dslot(S, e->device)];
     int ds = (int)(d - S->rep->dev);
     uint64_t used = e->bytes - e->addr;
+    S->sampled[ds] = true;
+    S->sample_free[ds] = e->addr;
+    S->sample_total[ds] = e->bytes;
+    S->sample_time[ds] = e->time;
+    if (e->kind == GMT_MEMINFO_FAIL)
+        fail_sampled(S, e);
     d->total = e->bytes;
     d->used_last = used;
     d->tracked_at_used_last = S->tracked[ds];
@@ -1137,6 +1189,88 @@ static int cmp_site(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+static int cmp_open(const void *a, const void *b)
+{
+    const struct gmt_open_row *x = a, *y = b;
+    return x->since < y->since ? -1 : x->since > y->since;
+}
+
+/* The calls still open where the trace ends (hang forensics), outermost ones: an inner
+ * call NCCL makes inside another is part of it, as everywhere in the replay. */
+static int open_at_end(struct state *S)
+{
+    const struct gmt_trace *t = S->t;
+    struct gmt_report *rep = S->rep;
+    if (!S->n_open)
+        return 0;
+    if (!(rep->open = calloc(S->n_open, sizeof *rep->open)))
+        return -ENOMEM;
+    for (size_t i = 0; i < S->n_open; i++) {
+        int32_t si = S->open[i];
+        if (S->top[si] != si)
+            continue;
+        const struct gmt_scope *s = &t->scopes[si];
+        struct gmt_open_row *o = &rep->open[rep->n_open++];
+        o->scope = s->id;
+        o->op = s->op;
+        o->comm = s->comm;
+        o->since = s->t_begin;
+        o->tid = s->tid;
+        o->device = s->device;
+        o->tracked = rep->scope_tracked[si];
+        /* its SCOPE_BEGIN, where the loader found it, holds the caller's stack */
+        if (s->offset <= t->image_len && t->image_len - s->offset >= sizeof(struct gmt_rec_scope_begin)) {
+            struct gmt_rec_scope_begin b;
+            memcpy(&b, t->image + s->offset, sizeof b);
+            if (b.h.type == GMT_REC_SCOPE_BEGIN && b.scope_id == s->id)
+                o->stack = b.stack_id;
+        }
+        int32_t row = S->row_of[si];
+        /* the row's count is every call's; a call's own is what this scope added */
+        o->allocs = row >= 0 && rep->colls[row].calls == 1 ? rep->colls[row].allocs : 0;
+    }
+    if (rep->n_open > 1)
+        qsort(rep->open, rep->n_open, sizeof *rep->open, cmp_open);
+    return 0;
+}
+
+/* What the device said beside the events (gmt_trace's samples, in time order): NVML's
+ * per-process figure, and the graph memory pool's, within the window. */
+static void device_samples(struct state *S)
+{
+    const struct gmt_trace *t = S->t;
+    const struct gmt_replay_opts *o = S->o;
+    struct gmt_report *rep = S->rep;
+    for (size_t i = 0; i < t->n_proc_samples; i++) {
+        const struct gmt_proc_sample *p = &t->proc_samples[i];
+        if ((o->device >= 0 && p->device != o->device) || !in_window(S, p->time))
+            continue;
+        struct gmt_dev_report *d = &rep->dev[dslot(S, p->device)];
+        if (!d->has_proc || p->process_bytes > d->proc_max) {
+            d->proc_max = p->process_bytes;
+            d->proc_max_time = p->time;
+        }
+        d->proc_last = p->process_bytes;
+        d->has_proc = true;
+    }
+    for (size_t i = 0; i < t->n_graph_samples; i++) {
+        const struct gmt_graph_sample *g = &t->graph_samples[i];
+        if ((o->device >= 0 && g->device != o->device) || !in_window(S, g->time))
+            continue;
+        struct gmt_dev_report *d = &rep->dev[dslot(S, g->device)];
+        if (!d->has_graph || g->reserved > d->graph_peak) {
+            d->graph_peak = g->reserved;
+            d->graph_peak_time = g->time;
+        }
+        if (g->used_high > d->graph_used_high)
+            d->graph_used_high = g->used_high;
+        d->graph_end = g->reserved;
+        if (d->has_used && g->time <= d->used_max_time)
+            d->graph_at_used_max = g->reserved;
+        d->has_graph = true;
+    }
+}
+
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep)
 {
     memset(rep, 0, sizeof *rep);
@@ -1172,9 +1306,13 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         rep->dev[d].end = S.tracked[d];
         memcpy(rep->dev[d].end_by_cat, S.by_cat[d], sizeof rep->dev[d].end_by_cat);
         rep->dev[d].host_end = S.host[d];
+        rep->dev[d].peer_end = S.peer[d];
     }
     if ((r = finish_colls(t, rep, S.top, row_of, order, S.rc)))
         goto out;
+    if ((r = open_at_end(&S)))
+        goto out;
+    device_samples(&S);
     if (rep->n_sites > 1)
         qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
@@ -1199,6 +1337,7 @@ void gmt_report_free(struct gmt_report *rep)
     free(rep->colls);
     free(rep->sites);
     free(rep->fails);
+    free(rep->open);
     free(rep->scope_tracked);
     memset(rep, 0, sizeof *rep);
 }

@@ -38,6 +38,15 @@ struct gmt_dev_report {
     uint64_t used_max, used_max_time, tracked_at_used_max, total;
     uint64_t used_last, tracked_at_used_last;
     uint64_t allocs, frees, failures;
+    uint64_t device_allocs;            /* of allocs, those of local device memory */
+    /* NVML's figure for this process (MEMINFO with process_bytes), in the window */
+    bool has_proc;
+    uint64_t proc_max, proc_max_time, proc_last;
+    /* the device's graph memory (GRAPHMEM): what its pool holds, in the window */
+    bool has_graph;
+    uint64_t graph_peak, graph_peak_time, graph_end, graph_used_high;
+    uint64_t graph_at_used_max;        /* graph memory held when used_max was sampled */
+    uint64_t peer_peak, peer_end;      /* peers' memory mapped here (imported handles, IPC) */
 };
 
 /* One row per (communicator, op, bytes per call): a collective as a person thinks of it. */
@@ -83,6 +92,23 @@ struct gmt_fail_row {
     uint32_t tid;
     uint64_t tracked;                  /* tracked device bytes on that device then */
     uint64_t by_cat[GMT_MAX_CATS];
+    /* the device's free and total memory then: sampled right after the failure on its
+     * thread (dev_at_fail), else the latest sample before it */
+    bool has_dev, dev_at_fail;
+    uint64_t dev_free, dev_total, dev_time;
+};
+
+/* An NCCL call or group still open where the trace ends: the process stopped (hung,
+ * killed, crashed) inside it. */
+struct gmt_open_row {
+    uint32_t scope;                    /* its id */
+    uint16_t op;
+    uint64_t comm, since;              /* ns */
+    uint32_t tid, stack;               /* its caller's stack, 0 none */
+    int device;
+    int64_t tracked;                   /* device bytes allocated under it so far (its own and
+                                        * its inner calls', less what they freed) */
+    uint64_t allocs;
 };
 
 struct gmt_report {
@@ -91,9 +117,26 @@ struct gmt_report {
     struct gmt_coll_row *colls; size_t n_colls;
     struct gmt_site_row *sites; size_t n_sites;  /* sorted by live_at_peak, then live_at_end */
     struct gmt_fail_row *fails; size_t n_fails;
+    struct gmt_open_row *open; size_t n_open; /* by the time they began */
     int64_t *scope_tracked;            /* per scope index: tracked device bytes it added */
     uint64_t unmatched_frees;          /* frees of addresses never seen allocated */
 };
+
+/* Device memory no allocation call shows (context, kernels, pool reserves) at the largest
+ * device-use sample: used - tracked - graph memory then. Meaningful when has_used. */
+static inline int64_t gmt_dev_untracked(const struct gmt_dev_report *d)
+{
+    return (int64_t)d->used_max - (int64_t)d->tracked_at_used_max - (int64_t)d->graph_at_used_max;
+}
+
+/* Whether a device row has anything of the device's own to show: device memory, a
+ * sample, a failure, graph or peer memory. A row of host memory only (made before any
+ * context was current, device -1) is not a device's. */
+static inline bool gmt_dev_shown(const struct gmt_dev_report *d)
+{
+    return d->device_allocs || d->has_used || d->failures || d->has_proc || d->has_graph ||
+           d->peer_peak;
+}
 
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
 void gmt_report_free(struct gmt_report *rep);

@@ -87,6 +87,23 @@ struct gmt_timed_event {
     uint8_t kind;
 };
 
+/* What the device itself said, in time order (ties in file order): the MEMINFO samples
+ * that carry a per-process figure (NVML's), and every GRAPHMEM. Kept beside the events:
+ * few, and read by the report, not by the replay. */
+struct gmt_proc_sample {
+    uint64_t time;
+    uint64_t process_bytes;    /* this process's device memory */
+    uint64_t total_bytes;
+    int16_t device;
+    uint8_t phase;             /* enum gmt_meminfo_phase */
+};
+struct gmt_graph_sample {
+    uint64_t time;
+    uint64_t used, used_high, reserved, reserved_high;
+    int16_t device;
+    uint8_t phase;             /* enum gmt_graphmem_phase */
+};
+
 struct gmt_reader;
 struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
 struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
@@ -128,6 +145,8 @@ struct gmt_trace {
     struct gmt_u64map scope_by_id; /* scope id -> index in scopes */
     uint32_t *scope_dense; size_t n_scope_dense; /* the same for small ids: index + 1, 0 none */
     size_t scope_dense_reserved; /* bytes of address space reserved for it; 0: malloc'd */
+    struct gmt_proc_sample *proc_samples; size_t n_proc_samples;
+    struct gmt_graph_sample *graph_samples; size_t n_graph_samples;
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by

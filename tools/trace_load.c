@@ -35,6 +35,8 @@ struct loader {
     int cur_device;                 /* thread_device() of its thread: a map lookup per
                                      * CHUNK and CUCTX, not per scope */
     struct meminfo_note *mi; size_t n_mi, cap_mi;
+    size_t cap_proc, cap_graph;
+    bool samples_unsorted;
 };
 
 static char *dupn(const char *s, size_t n)
@@ -411,6 +413,26 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
+static int on_graphmem(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
+{
+    const struct gmt_rec_graphmem *g = (const void *)e->rec;
+    if ((g->used_current | g->used_high | g->reserved_current | g->reserved_high) > GMT_BYTES_MAX) {
+        snprintf(err, errlen, "%s: offset %llu: GRAPHMEM beyond the 2^56 bytes a trace may hold: "
+                 "the trace is corrupt", L->t->path, (unsigned long long)e->offset);
+        return -EINVAL;
+    }
+    struct gmt_trace *t = L->t;
+    struct gmt_graph_sample *p = gmt_array_push((void **)&t->graph_samples, &t->n_graph_samples,
+                                                &L->cap_graph, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    *p = (struct gmt_graph_sample){e->time_ns, g->used_current, g->used_high, g->reserved_current,
+                                   g->reserved_high, (int16_t)g->device, (uint8_t)e->rec->aux};
+    if (t->n_graph_samples > 1 && p[-1].time > p->time)
+        L->samples_unsorted = true;
+    return 0;
+}
+
 static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     const struct gmt_rec_meminfo *m = (const void *)e->rec;
@@ -420,6 +442,24 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
                  (unsigned long long)e->offset, (unsigned long long)m->free_bytes,
                  (unsigned long long)m->total_bytes);
         return -EINVAL;
+    }
+    const struct gmt_rec_meminfo_ext *x = (const void *)e->rec;
+    if (e->rec->size >= sizeof *x && x->process_bytes != GMT_MEMINFO_UNKNOWN) {
+        if (x->process_bytes > GMT_BYTES_MAX) {
+            snprintf(err, errlen, "%s: offset %llu: MEMINFO of %llu bytes used by the process is "
+                     "beyond the 2^56 bytes a trace may hold: the trace is corrupt", L->t->path,
+                     (unsigned long long)e->offset, (unsigned long long)x->process_bytes);
+            return -EINVAL;
+        }
+        struct gmt_trace *t = L->t;
+        struct gmt_proc_sample *p = gmt_array_push((void **)&t->proc_samples, &t->n_proc_samples,
+                                                   &L->cap_proc, sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, m->total_bytes,
+                                      (int16_t)m->device, (uint8_t)e->rec->aux};
+        if (t->n_proc_samples > 1 && p[-1].time > p->time)
+            L->samples_unsorted = true;
     }
     struct meminfo_note *n = gmt_array_push((void **)&L->mi, &L->n_mi, &L->cap_mi, sizeof *n);
     if (!n)
@@ -459,6 +499,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_SCOPE_BEGIN: return on_scope_begin(L, e);
     case GMT_REC_SCOPE_END: return on_scope_end(L, e);
     case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
+    case GMT_REC_GRAPHMEM: return on_graphmem(L, e, err, errlen);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
@@ -562,6 +603,26 @@ static int cmp_meminfo(const void *a, const void *b)
     if (x->time != y->time)
         return x->time < y->time ? -1 : 1;
     return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int cmp_proc_sample(const void *a, const void *b)
+{
+    const struct gmt_proc_sample *x = a, *y = b;
+    return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int cmp_graph_sample(const void *a, const void *b)
+{
+    const struct gmt_graph_sample *x = a, *y = b;
+    return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* Samples of several threads interleave by chunk: in time order for the report (qsort is
+ * not stable; ties between two threads' samples have no order to keep). */
+static void sort_samples(struct gmt_trace *t)
+{
+    qsort(t->proc_samples, t->n_proc_samples, sizeof *t->proc_samples, cmp_proc_sample);
+    qsort(t->graph_samples, t->n_graph_samples, sizeof *t->graph_samples, cmp_graph_sample);
 }
 
 /* With duplicate scope ids, which scope a SCOPE_* record means depends on where it lies
@@ -783,6 +844,8 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto nomem;
     if (finish_scopes(t, L.mi, L.n_mi))
         goto nomem;
+    if (L.samples_unsorted)
+        sort_samples(t);
     rc = 0;
     goto out;
 nomem:
@@ -852,6 +915,8 @@ void gmt_trace_free(struct gmt_trace *t)
         free(t->scopes);
     free(t->scope_mem);
     gmt_u64map_free(&t->scope_mem_of);
+    free(t->proc_samples);
+    free(t->graph_samples);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);

@@ -389,4 +389,65 @@ static inline void tb_repeats(struct tb *b)
     tb_rec(b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
 }
 
+/* ---- (2.3) what the device said: samples, graph memory, failures, open calls ---- */
+#define TB_MIB (1ull << 20)
+#define TB_GIB (1ull << 30)
+
+static inline void tb_alloc_at(struct tb *b, uint16_t api, uint8_t kind, uint8_t flags, uint64_t addr,
+                     uint64_t bytes, uint32_t scope, int16_t device, uint32_t dt)
+{
+    struct gmt_rec_alloc r = { .address = addr, .bytes = bytes, .dt = dt, .stack_id = 0,
+                               .scope_id = scope, .kind = kind, .flags = flags, .device = device };
+    tb_rec(b, GMT_REC_ALLOC, api, &r, sizeof r, NULL, 0);
+}
+
+static inline void tb_meminfo(struct tb *b, unsigned phase, unsigned source, uint64_t used,
+                       uint64_t process, uint32_t dt)
+{
+    struct gmt_rec_meminfo_ext r = { .m = { .dt = dt, .device = 0, .source = source,
+                                            .free_bytes = 141 * TB_GIB - used, .total_bytes = 141 * TB_GIB },
+                                     .process_bytes = process };
+    tb_rec(b, GMT_REC_MEMINFO, (uint16_t)phase, &r, sizeof r, NULL, 0);
+}
+
+/* One process on device 0: 64 MiB of cudaMalloc, a captured graph allocation (address
+ * space) and its graph launched (32 MiB in the graph pool), a peer's 10 MiB imported, a
+ * failed 200 GiB cudaMalloc with the sample after it, and an all_reduce that allocated
+ * 8 MiB and never returned (no END: the process was killed). A second thread pinned
+ * host memory before any context was current. */
+static inline void tb_forensics(struct tb *b)
+{
+    tb_header_current(b);
+    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
+                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
+    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(b, 200);
+    tb_thread_at(b, 200, TB_T0 + 100);
+    tb_alloc_at(b, GMT_API_cuMemCreate, GMT_KIND_PHYSICAL_HOST, 0, 0x51, 2 * TB_MIB, 0, -1, 10);
+    tb_chunk(b, 100);
+    tb_thread_at(b, 100, TB_T0 + 1000);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
+    tb_rec(b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 64 * TB_MIB, 0, -1, 1000);
+    tb_meminfo(b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 1000);
+    tb_alloc_at(b, GMT_API_cudaMallocAsync, GMT_KIND_GRAPH_MEM, GMT_ALLOC_CAPTURED, 0x9000000, 32 * TB_MIB,
+             0, -1, 1000);
+    struct gmt_rec_graphmem g = { .time_ns = TB_T0 + 5000, .device = 0, .used_current = 32 * TB_MIB,
+                                  .used_high = 32 * TB_MIB, .reserved_current = 32 * TB_MIB,
+                                  .reserved_high = 32 * TB_MIB };
+    tb_rec(b, GMT_REC_GRAPHMEM, GMT_GRAPHMEM_LAUNCH, &g, sizeof g, NULL, 0);
+    tb_meminfo(b, GMT_MEMINFO_PERIODIC, GMT_MEMINFO_SRC_NVML, 2 * TB_GIB, 1 * TB_GIB, 3000);
+    tb_alloc_at(b, GMT_API_cuMemImportFromShareableHandle, GMT_KIND_IMPORTED, 0, 0x77, 10 * TB_MIB, 0, -1,
+             1000);
+    struct gmt_rec_alloc_fail f = { .bytes = 200 * TB_GIB, .error = 2, .dt = 1000,
+                                    .kind = GMT_KIND_DEVICE, .device = -1 };
+    tb_rec(b, GMT_REC_ALLOC_FAIL, GMT_API_cudaMalloc, &f, sizeof f, NULL, 0);
+    tb_meminfo(b, GMT_MEMINFO_FAIL, GMT_MEMINFO_SRC_CUMEMGETINFO, 1536 * TB_MIB, GMT_MEMINFO_UNKNOWN, 100);
+    struct gmt_rec_comm c = { .comm = 0xc0, .rank = 3, .nranks = 8, .device = 0, .dt = 1000 };
+    tb_rec(b, GMT_REC_COMM, 0, &c, sizeof c, NULL, 0);
+    tb_scope_begin(b, GMT_OP_AllReduce, 1, 0, 0xc0, 1024, 1000);
+    tb_alloc_at(b, GMT_API_cuMemCreate, GMT_KIND_PHYSICAL, 0, 0x61, 8 * TB_MIB, 1, 0, 1000);
+}
+
+
 #endif
