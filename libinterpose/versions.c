@@ -54,3 +54,43 @@ void gmt_version_note_slow(enum gmt_component c)
     rec.version = v;
     gmt_emit(&rec, 0);
 }
+
+/*
+ * The runtime linked into the program itself (plain nvcc links it statically): no shared
+ * libcudart answers, and the program's runtime calls reach us only as driver calls, so
+ * the runtime's hooks never note it. Its cudaRuntimeGetVersion is then in the
+ * executable's own symbol table (elfsym.c). Asked from the library's background thread,
+ * never from inside a CUDA call, where the runtime may hold its own locks; once, after
+ * the driver was seen (CUDA is in use), and only when no shared runtime is loaded.
+ */
+void gmt_version_note_static_runtime(void)
+{
+    static _Atomic int tried;
+    if (atomic_load_explicit(&gmt_hot.versions.noted[GMT_COMP_RUNTIME], memory_order_relaxed) ||
+        !atomic_load_explicit(&gmt_hot.versions.noted[GMT_COMP_DRIVER], memory_order_relaxed) ||
+        atomic_load_explicit(&tried, memory_order_relaxed))
+        return;
+    int saved_errno = errno;
+    bool shared = gmt_resolve(GMT_LIB_RUNTIME, "cudaRuntimeGetVersion") != NULL;
+    errno = saved_errno;
+    if (shared || atomic_exchange(&tried, 1))
+        return;
+    gmt_fn_get_version *get = (gmt_fn_get_version *)gmt_main_program_function("cudaRuntimeGetVersion");
+    errno = saved_errno;
+    unsigned char expected = 0;
+    if (!get || !atomic_compare_exchange_strong(&gmt_hot.versions.noted[GMT_COMP_RUNTIME], &expected, 1))
+        return;
+    int v = 0;
+    if (get(&v) != 0 || v <= 0) {
+        errno = saved_errno;
+        return; /* noted stays set: the program's runtime has no answer to give */
+    }
+    errno = saved_errno;
+    struct gmt_rec_version rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GMT_REC_VERSION;
+    rec.h.aux = GMT_COMP_RUNTIME;
+    rec.h.size = sizeof rec;
+    rec.version = v;
+    gmt_emit(&rec, 0);
+}

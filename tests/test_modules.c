@@ -258,3 +258,30 @@ Test(modules, concurrent_rescans_write_each_module_once)
     dlclose(h);
     dlclose(h2);
 }
+
+/* ---- the main program's own symbol table (elfsym.c) ---- */
+
+__attribute__((noinline, used)) int gmt_test_local_function(int *v)
+{
+    *v = 4242;
+    return 0;
+}
+
+Test(elfsym, finds_a_function_the_dynamic_linker_does_not_export)
+{
+    /* not exported (the test is not linked with -rdynamic): only .symtab has it */
+    cr_expect_null(dlsym(RTLD_DEFAULT, "gmt_test_local_function"));
+    void *f = gmt_main_program_function("gmt_test_local_function");
+    cr_assert_eq(f, (void *)gmt_test_local_function);
+    int v = 0;
+    cr_expect_eq(((int (*)(int *))f)(&v), 0);
+    cr_expect_eq(v, 4242);
+}
+
+Test(elfsym, finds_nothing_for_names_not_defined_or_not_functions)
+{
+    cr_expect_null(gmt_main_program_function("gmt_test_no_such_function"));
+    cr_expect_null(gmt_main_program_function("gmt_test_local_functio")); /* a prefix */
+    cr_expect_null(gmt_main_program_function("gmt_opt"));                /* an object */
+    cr_expect_null(gmt_main_program_function(""));
+}
