@@ -53,6 +53,10 @@ Test(run, traces_the_command_and_summarises)
     slurp("err", err, sizeof err);
     cr_expect(strstr(err, "1 trace(s) in t/"), "run's closing summary: %s", err);
     cr_expect(strstr(err, "peak"), "run's closing summary: %s", err);
+    /* fake_cudart's cudaMalloc of twice the device fails: the closing lines say so */
+    cr_expect(strstr(err, "1 allocation(s) failed; the first at "), "%s", err);
+    cr_expect(strstr(err, "cudaMalloc of 8 GiB on device 0, cudaErrorMemoryAllocation, at main (fake_cudart.c:"),
+              "%s", err);
     /* summary takes the directory */
     cr_expect_eq(sh("$G summary --no-symbols t"), 0);
     char out[65536];
