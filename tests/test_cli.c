@@ -794,3 +794,82 @@ Test(cli, a_failure_without_its_own_sample_takes_the_last_one)
     unlink(path);
     tb_free(&b);
 }
+
+/* ---- export --format folded ---- */
+
+/* The bytes of a folded output's lines (each "frame;frame bytes"), summed; -1 when a
+ * line is not folded. */
+static long long folded_sum(const char *out, int *nlines)
+{
+    long long sum = 0;
+    *nlines = 0;
+    for (const char *l = out; *l;) {
+        const char *nl = strchr(l, '\n');
+        if (!nl)
+            return -1;
+        const char *sp = nl;
+        while (sp > l && sp[-1] != ' ')
+            sp--;
+        if (sp == l || sp == nl)
+            return -1;
+        char *end;
+        long long v = strtoll(sp, &end, 10);
+        if (end != nl || v <= 0)
+            return -1;
+        sum += v;
+        (*nlines)++;
+        l = nl + 1;
+    }
+    return sum;
+}
+
+/* A JSON field's integer, the first after `from` in text. */
+static long long json_int(const char *text, const char *field)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\": ", field);
+    const char *p = strstr(text, key);
+    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+Test(cli, folded_export_sums_to_the_summary)
+{
+    static const char *tr = "tests/golden/demo-r0.gmt";
+    struct result sum;
+    RUN(&sum, "summary", "--json", "--no-symbols", tr);
+    cr_assert_eq(sum.status, 0);
+    int n;
+    RUN(&res, "export", "--format", "folded", "--no-symbols", tr);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(folded_sum(res.out, &n), json_int(sum.out, "peak_bytes"), "%s", res.out);
+    cr_expect_gt(n, 3);
+    cr_expect(strstr(res.out, "train_sim+0x1c60;"), "outermost frame first: %s", res.out);
+    RUN(&res, "export", "--format", "folded", "--no-symbols", "--cost", "leaked", tr);
+    cr_expect_eq(folded_sum(res.out, &n), json_int(sum.out, "end_bytes"), "%s", res.out);
+    RUN(&res, "export", "--format", "folded", "--no-symbols", "--cost", "allocated", tr);
+    long long allocated = folded_sum(res.out, &n);
+    cr_expect_geq(allocated, json_int(sum.out, "peak_bytes"));
+    RUN(&sum, "summary", "--json", "--no-symbols", "--to", "1.5", tr);
+    RUN(&res, "export", "--format", "folded", "--no-symbols", "--cost", "at=1.5", tr);
+    cr_expect_eq(folded_sum(res.out, &n), json_int(sum.out, "end_bytes"), "%s", res.out);
+    /* two traces: a root frame names each */
+    RUN(&res, "export", "--format", "folded", "--no-symbols", tr, "tests/golden/demo-r1.gmt");
+    cr_expect(strstr(res.out, "\ndemo-r1.gmt;") && !strncmp(res.out, "demo-r0.gmt;", 12), "%s", res.out);
+}
+
+Test(cli, export_rejects_bad_usage_with_status_2)
+{
+    static const char *const bad[][6] = {
+        { "export", "tests/golden/demo-r0.gmt" },
+        { "export", "--format", "svg", "tests/golden/demo-r0.gmt" },
+        { "export", "--format", "folded", "--cost", "at=0", "tests/golden/demo-r0.gmt" },
+        { "export", "--format", "folded", "--cost", "most", "tests/golden/demo-r0.gmt" },
+        { "export", "--format", "folded" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        run_io(&res, NULL, NULL, bad[i]);
+        cr_expect_eq(res.status, 2, "case %zu", i);
+        cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
+        cr_expect_str_empty(res.out);
+    }
+}

@@ -187,3 +187,18 @@ void gmt_free_paths(char **p, size_t n)
         free(p[i]);
     free(p);
 }
+
+int gmt_cli_seconds(const char *s, uint64_t *ns)
+{
+    char *end;
+    errno = 0;
+    /* decimal digits first: strtod would also take "nan", "inf", hex and blanks */
+    if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '.' && s[1] >= '0' && s[1] <= '9')) ||
+        strpbrk(s, "xXpP"))
+        return -EINVAL;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0 && v <= 1e9))
+        return -EINVAL;
+    *ns = (uint64_t)(v * 1e9);
+    return 0;
+}

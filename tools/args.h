@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "report.h"
 #include "util.h"
@@ -61,5 +62,8 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n);
 int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
                      struct gmt_msgs *msgs);
 void gmt_free_paths(char **p, size_t n);
+
+/* Seconds as a decimal number (no sign, hex, inf or nan), 0..1e9, into ns: 0 or -EINVAL. */
+int gmt_cli_seconds(const char *s, uint64_t *ns);
 
 #endif

@@ -21,6 +21,7 @@
     X(merge, "the traces of many ranks side by side: peaks, NCCL calls across ranks") \
     X(diff, "what grew or shrank between two runs: categories, collectives, sites, peaks") \
     X(check, "fail CI when NCCL memory grew beyond a baseline's limits; write baselines") \
+    X(export, "device memory by call stack for other tools: folded stacks for flame graphs") \
     X(dump, "print every record of traces, one line each")
 
 #define GMT_X(name, summary)                   \

@@ -45,21 +45,6 @@ static int term_width(void)
     return 100;
 }
 
-static int parse_seconds(const char *s, uint64_t *ns)
-{
-    char *end;
-    errno = 0;
-    /* decimal digits first: strtod would also take "nan", "inf", hex and blanks */
-    if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '.' && s[1] >= '0' && s[1] <= '9')) ||
-        strpbrk(s, "xXpP"))
-        return -EINVAL;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0 && v <= 1e9))
-        return -EINVAL;
-    *ns = (uint64_t)(v * 1e9);
-    return 0;
-}
-
 static int summary_opt(void *ctx, int c, const char *arg)
 {
     struct gmt_report_opts *ro = ctx;
@@ -71,11 +56,11 @@ static int summary_opt(void *ctx, int c, const char *arg)
         ro->device = (int)v;
         return 0;
     case 'f':
-        if (parse_seconds(arg, &ro->from_ns))
+        if (gmt_cli_seconds(arg, &ro->from_ns))
             return gmt_cli_usage_error("summary", "--from wants seconds, not '%s'", arg);
         return 0;
     case 'T':
-        if (parse_seconds(arg, &ro->to_ns))
+        if (gmt_cli_seconds(arg, &ro->to_ns))
             return gmt_cli_usage_error("summary", "--to wants seconds, not '%s'", arg);
         return 0;
     case 'o':

@@ -105,3 +105,61 @@ const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max
 {
     return stack_text(a, stack, max_frames, false, buf, len);
 }
+
+/* A frame's text as one field of a folded line: ';' separates frames there and the last
+ * space the count, so ';' becomes ':', and control characters (a name from a corrupt
+ * file) become '?'. */
+static void folded_field(char *f)
+{
+    for (; *f; f++) {
+        if (*f == ';')
+            *f = ':';
+        else if ((unsigned char)*f < 0x20 || *f == 0x7f)
+            *f = '?';
+    }
+}
+
+const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len)
+{
+    const struct gmt_trace *t = &a->t;
+    buf[0] = 0;
+    if (!stack || stack >= t->n_stacks || !t->stacks[stack].ip) {
+        snprintf(buf, len, "%s", stack ? "[stack not in trace]" : "[no stack]");
+        return buf;
+    }
+    /* innermost first into `frames` (each NUL-terminated), then written outermost first */
+    enum { ROOM = 32768, MAX_FRAMES = 1024 };
+    static char frames[ROOM];
+    static uint32_t at[MAX_FRAMES];
+    size_t used = 0, n = 0;
+    const struct gmt_stack *st = &t->stacks[stack];
+    for (uint32_t i = 0; i < st->depth && n < MAX_FRAMES; i++) {
+        uint64_t off;
+        const char *mod = gmt_sym_module_of(a->sym, st->ip[i], &off);
+        const char *b = base_name(mod);
+        if (b && !strncmp(b, "libgpumemtrace", 14))
+            continue;
+        const struct gmt_frame *fr;
+        size_t nf;
+        if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &nf) || nf == 0)
+            continue;
+        for (size_t k = 0; k < nf && n < MAX_FRAMES && used + 700 < ROOM; k++) {
+            frame_text(&fr[k], frames + used, ROOM - used);
+            folded_field(frames + used);
+            at[n++] = (uint32_t)used;
+            used += strlen(frames + used) + 1;
+        }
+    }
+    size_t out = 0;
+    for (size_t i = n; i-- > 0;) {
+        int w = snprintf(buf + out, len - out, "%s%s", out ? ";" : "", frames + at[i]);
+        if (w < 0 || (size_t)w >= len - out) {
+            buf[len - 1] = 0;
+            break;
+        }
+        out += (size_t)w;
+    }
+    if (!n)
+        snprintf(buf, len, "[no frames]");
+    return buf;
+}

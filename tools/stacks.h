@@ -15,4 +15,8 @@ const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max
 const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len);
 
+/* A stack as a folded line's frames: outermost first, ';' between them (flamegraph.pl,
+ * inferno, speedscope). The CLI is one thread: the function keeps its scratch static. */
+const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len);
+
 #endif

@@ -1,0 +1,159 @@
+/* cmd_export.c: `gpumemtrace export`: a trace's device memory by stack for other tools (folded stacks for flame graphs). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "report.h"
+#include "stacks.h"
+#include "util.h"
+
+const char gmt_help_export[] =
+    "usage: gpumemtrace export --format folded [options] TRACE...\n"
+    "\n"
+    "Device memory by call stack, one line per stack: its frames outermost first,\n"
+    "separated by ';', a space and the bytes (the folded format of flamegraph.pl,\n"
+    "inferno and speedscope). Stacks of no bytes are left out. With several traces\n"
+    "each line starts with a frame naming its trace.\n"
+    "\n"
+    "options:\n"
+    "  --format folded   the output format (the only one so far)\n"
+    "  --cost WHAT       what a stack's bytes are: peak (default: live at each device's\n"
+    "                    peak), allocated (every allocation's bytes, summed), leaked\n"
+    "                    (still allocated at the end), at=SEC (live SEC seconds in)\n"
+    "  --device N        only device N\n"
+    "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
+    "  --no-symbols      show module+offset, open no binary\n";
+
+enum cost { COST_PEAK, COST_ALLOCATED, COST_LEAKED, COST_AT };
+
+struct export_args {
+    struct gmt_report_opts *ro;
+    enum cost cost;
+    int format;                /* 1: folded */
+};
+
+static int export_opt(void *ctx, int c, const char *arg)
+{
+    struct export_args *ea = ctx;
+    long v;
+    switch (c) {
+    case 'F':
+        if (strcmp(arg, "folded"))
+            return gmt_cli_usage_error("export", "--format wants folded, not '%s'", arg);
+        ea->format = 1;
+        return 0;
+    case 'c':
+        if (!strcmp(arg, "peak"))
+            ea->cost = COST_PEAK;
+        else if (!strcmp(arg, "allocated"))
+            ea->cost = COST_ALLOCATED;
+        else if (!strcmp(arg, "leaked"))
+            ea->cost = COST_LEAKED;
+        else if (!strncmp(arg, "at=", 3) && !gmt_cli_seconds(arg + 3, &ea->ro->to_ns) && ea->ro->to_ns)
+            ea->cost = COST_AT;
+        else
+            return gmt_cli_usage_error("export", "--cost wants peak, allocated, leaked or at=SEC "
+                                       "(SEC > 0), not '%s'", arg);
+        return 0;
+    case 'd':
+        if (gmt_cli_long(arg, 0, 4096, &v))
+            return gmt_cli_usage_error("export", "--device wants a device ordinal, not '%s'", arg);
+        ea->ro->device = (int)v;
+        return 0;
+    }
+    return GMT_EXIT_ERROR;
+}
+
+static const struct option export_opts[] = {
+    {"format", required_argument, 0, 'F'}, {"cost", required_argument, 0, 'c'},
+    {"device", required_argument, 0, 'd'}, {0, 0, 0, 0}};
+
+static uint64_t site_cost(const struct gmt_site_row *s, enum cost c)
+{
+    switch (c) {
+    case COST_PEAK: return s->live_at_peak;
+    case COST_ALLOCATED: return s->bytes_total;
+    case COST_LEAKED:
+    case COST_AT: return s->live_at_end; /* the replay stopped at SEC: its end is then */
+    }
+    return 0;
+}
+
+/* A trace's name as a root frame: its base name, folded-safe. */
+static void root_frame(const char *path, char *buf, size_t len)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(buf, len, "%s", b ? b + 1 : path);
+    for (char *p = buf; *p; p++)
+        if (*p == ';' || *p == ' ' || (unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '_';
+}
+
+static int folded(FILE *out, const struct gmt_analysis *a, enum cost c, const char *root)
+{
+    const struct gmt_report *rep = &a->rep;
+    static char line[65536];
+    for (size_t i = 0; i < rep->n_sites; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        uint64_t bytes = site_cost(s, c);
+        if (!bytes)
+            continue;
+        gmt_stack_folded(a, s->stack, line, sizeof line);
+        if (root)
+            fprintf(out, "%s;", root);
+        fprintf(out, "%s %" PRIu64 "\n", line, bytes);
+    }
+    return ferror(out) ? -EIO : 0;
+}
+
+int gmt_cmd_export(int argc, char **argv)
+{
+    struct gmt_args args;
+    gmt_args_init(&args);
+    struct export_args ea = {.ro = &args.ro, .cost = COST_PEAK};
+    const struct gmt_args_spec spec = {
+        .cmd = "export", .help = gmt_help_export,
+        .shared = GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS,
+        .own = export_opts, .own_opt = export_opt, .ctx = &ea, .optstring = "",
+        .unknown = "unknown option"};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    if (!ea.format)
+        return gmt_cli_usage_error("export", "--format folded is required");
+    if (args.first >= argc)
+        return gmt_cli_usage_error("export", "no trace given");
+    char **files = NULL;
+    size_t n_files = 0;
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files, &msgs);
+    gmt_msgs_print(&msgs, stderr);
+    if (r == -ENOMEM) {
+        gmt_err("gpumemtrace: out of memory");
+        return GMT_EXIT_ERROR;
+    }
+    int status = r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
+    for (size_t i = 0; i < n_files; i++) {
+        struct gmt_analysis a;
+        char err[512], root[256];
+        if (gmt_analyze(&a, files[i], &args.ro, err, sizeof err)) {
+            gmt_err("gpumemtrace: %s", err);
+            status = GMT_EXIT_ERROR;
+            continue;
+        }
+        root_frame(files[i], root, sizeof root);
+        if (folded(stdout, &a, ea.cost, n_files > 1 ? root : NULL))
+            status = GMT_EXIT_ERROR;
+        gmt_analysis_free(&a);
+    }
+    gmt_free_paths(files, n_files);
+    if (fflush(stdout) || ferror(stdout)) {
+        gmt_err("gpumemtrace: export: cannot write the output");
+        status = GMT_EXIT_ERROR;
+    }
+    return status;
+}
