@@ -873,3 +873,68 @@ Test(cli, export_rejects_bad_usage_with_status_2)
         cr_expect_str_empty(res.out);
     }
 }
+
+/* ---- caches are not leaks ---- */
+
+static void held_module(struct tb *b, uint32_t id, const char *path, uint64_t start)
+{
+    struct gmt_rec_module_load r = { .time_ns = TB_T0 + 10, .module_id = id, .load_bias = start,
+                                     .start = start, .end = start + 0x100000,
+                                     .path_len = (uint32_t)strlen(path) + 1 };
+    tb_rec(b, GMT_REC_MODULE_LOAD, 0, &r, sizeof r, path, strlen(path) + 1);
+}
+
+static void held_stack(struct tb *b, uint32_t id, uint64_t ip)
+{
+    struct gmt_rec_stack r = { .stack_id = id, .depth = 1 };
+    tb_rec(b, GMT_REC_STACK, 0, &r, sizeof r, &ip, sizeof ip);
+}
+
+Test(cli, memory_held_by_a_cache_at_exit_is_not_a_leak)
+{
+    struct tb b = { 0 };
+    tb_header_current(&b);
+    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
+                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    held_module(&b, 1, "/site-packages/torch/lib/libc10_cuda.so", 0x7f0000000000ull);
+    held_module(&b, 2, "/site-packages/nvidia/nccl/lib/libnccl.so.2", 0x7f1000000000ull);
+    held_module(&b, 3, "/home/u/train", 0x400000ull);
+    tb_chunk(&b, 100);
+    tb_thread_at(&b, 100, TB_T0 + 1000);
+    held_stack(&b, 1, 0x7f0000001000ull);
+    held_stack(&b, 2, 0x7f1000001000ull);
+    held_stack(&b, 3, 0x401000ull);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
+    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    const struct { uint32_t stack; uint64_t bytes; } a[] = {
+        { 1, 512 * TB_MIB }, { 1, 20 * TB_MIB }, { 2, 10 * TB_MIB }, { 3, 6 * TB_MIB } };
+    for (size_t i = 0; i < 4; i++) {
+        struct gmt_rec_alloc r = { .address = 0x10000000 * (i + 1), .bytes = a[i].bytes, .dt = 100,
+                                   .stack_id = a[i].stack, .kind = GMT_KIND_DEVICE, .device = -1 };
+        tb_rec(&b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &r, sizeof r, NULL, 0);
+    }
+    struct gmt_rec_end end = { .time_ns = TB_T0 + 9000 };
+    tb_rec(&b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *leaks = strstr(res.out, "\nLeaks ");
+    const char *held = strstr(res.out, "\nHeld at the end for reuse");
+    cr_assert(leaks && held, "%s", res.out);
+    cr_expect(strstr(held, "532 MiB in 2 allocation(s)  PyTorch's caching allocator"), "%s", held);
+    cr_expect(strstr(held, "10 MiB in 1 allocation(s)  NCCL's communicators (not destroyed)"), "%s", held);
+    /* the leaks section holds the user's 6 MiB only */
+    char section[2048];
+    snprintf(section, sizeof section, "%.*s", (int)(held - leaks), leaks);
+    cr_expect(strstr(section, "6 MiB in 1 allocation(s)  [user]"), "%s", section);
+    cr_expect(!strstr(section, "libc10_cuda") && !strstr(section, "libnccl"), "%s", section);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    expect_json("summary --json", res.out);
+    cr_expect(strstr(res.out, "\"held_at_end\": [{\"holder\": \"PyTorch's caching allocator\", "
+                              "\"bytes\": 557842432, \"allocations\": 2}"), "%s", res.out);
+    cr_expect(strstr(res.out, "\"held_by\": null"));
+    unlink(path);
+    tb_free(&b);
+}

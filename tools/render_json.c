@@ -2,7 +2,9 @@
 #include "render.h"
 
 #include <inttypes.h>
+#include <string.h>
 
+#include "holders.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -162,8 +164,44 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
                      ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
                 s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
         gmt_fput_json_string(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
+        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+        fprintf(out, ", \"held_by\": ");
+        if (who)
+            gmt_fput_json_string(out, who);
+        else
+            fprintf(out, "null");
         fprintf(out, "}");
         shown++;
+    }
+}
+
+/* What caches and communicators hold at the end, by holder (not leaks). */
+static void json_held(FILE *out, const struct gmt_analysis *a)
+{
+    const struct gmt_report *rep = &a->rep;
+    const char *names[16];
+    uint64_t bytes[16] = { 0 }, count[16] = { 0 };
+    size_t n = 0;
+    for (size_t i = 0; i < rep->n_sites; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+        if (!who)
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(names[k], who))
+            k++;
+        if (k == n && n == 16)
+            continue;
+        if (k == n)
+            names[n++] = who;
+        bytes[k] += s->live_at_end;
+        count[k] += s->count_at_end;
+    }
+    fprintf(out, "], \"held_at_end\": [");
+    for (size_t k = 0; k < n; k++) {
+        fprintf(out, "%s{\"holder\": ", k ? ", " : "");
+        gmt_fput_json_string(out, names[k]);
+        fprintf(out, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}", bytes[k], count[k]);
     }
 }
 
@@ -235,6 +273,7 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_devices(out, a, o);
     json_colls(out, a, o);
     json_sites(out, a, o);
+    json_held(out, a);
     json_fails(out, a);
     json_open(out, a);
     fprintf(out, "], \"unmatched_frees\": %" PRIu64 "}", a->rep.unmatched_frees);

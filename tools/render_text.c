@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "holders.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -208,12 +209,12 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
 {
     const struct gmt_report *rep = &a->rep;
     int frames = o->width >= 140 ? 5 : 3;
-    fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end, by site)\n"
+    fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end that nothing holds for reuse, by site)\n"
                        : "\nTop allocation sites (device memory, by bytes live at the peak)\n");
     long shown = 0;
     for (size_t i = 0; i < rep->n_sites && shown < o->top; i++) {
         const struct gmt_site_row *s = &rep->sites[i];
-        if (leaks ? !s->live_at_end : !(s->live_at_peak || s->ever_live))
+        if (leaks ? !s->live_at_end || gmt_site_holder(a, s) : !(s->live_at_peak || s->ever_live))
             continue;
         char b1[32], b2[32], b3[32], line[1024];
         gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
@@ -232,6 +233,41 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
     }
     if (!shown)
         fprintf(out, "  none\n");
+}
+
+/* Memory still allocated at the end that a cache or a communicator holds for reuse:
+ * normal at exit, so apart from the leaks, by holder. */
+static void text_held(FILE *out, const struct gmt_analysis *a)
+{
+    const struct gmt_report *rep = &a->rep;
+    struct held {
+        const char *holder;
+        uint64_t bytes, count;
+    } h[8];
+    size_t n = 0;
+    for (size_t i = 0; i < rep->n_sites; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+        if (!who)
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(h[k].holder, who))
+            k++;
+        if (k == n && n == sizeof h / sizeof h[0])
+            continue;
+        if (k == n)
+            h[n++] = (struct held){who, 0, 0};
+        h[k].bytes += s->live_at_end;
+        h[k].count += s->count_at_end;
+    }
+    if (!n)
+        return;
+    fprintf(out, "\nHeld at the end for reuse (caches and live communicators: normal at exit)\n");
+    for (size_t k = 0; k < n; k++) {
+        char b[32];
+        fprintf(out, "  %10s in %" PRIu64 " allocation(s)  %s\n", gmt_fmt_bytes(b, sizeof b, h[k].bytes),
+                h[k].count, h[k].holder);
+    }
 }
 
 static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -313,6 +349,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_colls(out, a, o);
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);
+    text_held(out, a);
     text_fails(out, a, o);
     text_open(out, a, o);
     if (a->rep.unmatched_frees)
