@@ -938,3 +938,55 @@ Test(cli, memory_held_by_a_cache_at_exit_is_not_a_leak)
     unlink(path);
     tb_free(&b);
 }
+
+/* ---- sites: where the user's code asked, never two alike ---- */
+
+/* The stack lines of a summary's "Top allocation sites" section, into lines[]. */
+static int site_lines(const char *out, char lines[][512], int max)
+{
+    const char *p = strstr(out, "Top allocation sites");
+    const char *end = p ? strstr(p, "\nLeaks") : NULL;
+    int n = 0;
+    while (p && end && n < max && (p = strstr(p, "\n      ")) && p < end) {
+        p += 7;
+        const char *nl = strchr(p, '\n');
+        snprintf(lines[n++], 512, "%.*s", (int)(nl - p), p);
+    }
+    return n;
+}
+
+Test(cli, two_different_sites_never_print_alike)
+{
+    RUN(&res, "summary", "--no-symbols", "tests/golden/demo-r0.gmt");
+    cr_assert_eq(res.status, 0);
+    char l[16][512];
+    int n = site_lines(res.out, l, 16);
+    cr_assert_geq(n, 8, "%s", res.out);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            cr_expect_str_neq(l[i], l[j], "sites %d and %d print alike", j, i);
+    /* the two NCCL sites that share their first frames are told apart further out */
+    cr_expect(strstr(res.out, "libnccl.so.2+0x3999 < libnccl.so.2+0x3c9d < libnccl.so.2+0x5eee\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "libnccl.so.2+0x3999 < libnccl.so.2+0x3c9d < libnccl.so.2+0x5f93\n"), "%s", res.out);
+}
+
+Test(cli, frames_and_internal_rules_shape_the_sites)
+{
+    RUN(&res, "summary", "--no-symbols", "--frames", "1", "tests/golden/demo-r0.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    char l[16][512];
+    int n = site_lines(res.out, l, 16);
+    cr_assert_geq(n, 8);
+    int one = 0;
+    for (int i = 0; i < n; i++)
+        one += !strstr(l[i], " < ");
+    cr_expect_geq(one, n - 4, "--frames 1: one frame where that tells the sites apart");
+    /* NCCL's frames as internals: the site of its init's allocations is the user's call */
+    RUN(&res, "summary", "--no-symbols", "--internal", "libnccl*", "tests/golden/demo-r0.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\n      train_sim+0x1462 < train_sim+0x1c60\n"), "%s", res.out);
+    RUN(&res, "summary", "--frames", "0", "tests/golden/demo-r0.gmt");
+    cr_expect_eq(res.status, 2);
+    RUN(&res, "summary", "--internal", "", "tests/golden/demo-r0.gmt");
+    cr_expect_eq(res.status, 2);
+}

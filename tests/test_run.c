@@ -79,3 +79,15 @@ Test(run, summary_of_an_empty_directory_is_an_error)
     slurp("err", err, sizeof err);
     cr_expect(strstr(err, "no traces"), "%s", err);
 }
+
+/* A program that links the runtime statically: its site is main, not the runtime's
+ * cudaMalloc that the stack holds first. */
+Test(run, the_site_of_a_static_runtime_program_is_its_own_code)
+{
+    cr_expect_eq(sh("$G run -q -o t -- '%s/fakes/progs/fake_cudart_static'", build_dir), 0);
+    cr_expect_eq(sh("$G summary t"), 0);
+    char out[65536];
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "\n      main (fake_cudart.c:39) < "), "%s", out);
+    cr_expect(!strstr(out, "\n      cudaMalloc ("), "%s", out);
+}

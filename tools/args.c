@@ -11,7 +11,8 @@
 #include "cli.h"
 #include "util.h"
 
-enum { OPT_JSON = 256, OPT_CSV, OPT_NO_SYMBOLS, OPT_DEBUG_PATHS, OPT_TOP, OPT_HELP };
+enum { OPT_JSON = 256, OPT_CSV, OPT_NO_SYMBOLS, OPT_DEBUG_PATHS, OPT_TOP, OPT_FRAMES, OPT_INTERNAL,
+       OPT_HELP };
 
 static const struct {
     unsigned bit;
@@ -22,6 +23,8 @@ static const struct {
     {GMT_ARGS_NO_SYMBOLS, {"no-symbols", no_argument, 0, OPT_NO_SYMBOLS}},
     {GMT_ARGS_DEBUG_PATHS, {"debug-paths", required_argument, 0, OPT_DEBUG_PATHS}},
     {GMT_ARGS_TOP, {"top", required_argument, 0, OPT_TOP}},
+    {GMT_ARGS_FRAMES, {"frames", required_argument, 0, OPT_FRAMES}},
+    {GMT_ARGS_FRAMES, {"internal", required_argument, 0, OPT_INTERNAL}},
     {0, {"help", no_argument, 0, OPT_HELP}},
 };
 #define N_SHARED (sizeof shared_opts / sizeof shared_opts[0])
@@ -53,6 +56,7 @@ static int build_table(const struct gmt_args_spec *spec, struct option *tab)
 /* A shared option: -1 when it was taken, else the exit status. */
 static int shared_opt(const struct gmt_args_spec *spec, int c, const char *arg, struct gmt_args *a)
 {
+    long v;
     switch (c) {
     case OPT_JSON:
         a->output = GMT_OUT_JSON;
@@ -70,6 +74,16 @@ static int shared_opt(const struct gmt_args_spec *spec, int c, const char *arg, 
     case OPT_TOP:
         if (gmt_cli_long(arg, 0, spec->top_max, &a->ro.top))
             return gmt_cli_usage_error(spec->cmd, "--top wants a count, not '%s'", arg);
+        return -1;
+    case OPT_FRAMES:
+        if (gmt_cli_long(arg, 1, 64, &v))
+            return gmt_cli_usage_error(spec->cmd, "--frames wants 1..64, not '%s'", arg);
+        a->ro.frames = (int)v;
+        return -1;
+    case OPT_INTERNAL:
+        if (!arg[0] || gmt_report_opts_add_internal(&a->ro, arg))
+            return gmt_cli_usage_error(spec->cmd, "--internal wants a glob (at most %d), not '%s'",
+                                       GMT_MAX_INTERNAL_RULES, arg);
         return -1;
     case OPT_HELP:
         fputs(spec->help, stdout);

@@ -17,6 +17,8 @@
 #define GMT_ARGS_DEBUG_PATHS (1u << 2) /* --debug-paths DIR: more places for binaries */
 #define GMT_ARGS_TOP         (1u << 3) /* --top N: rows shown, 0..top_max */
 #define GMT_ARGS_CSV         (1u << 4) /* --csv: the tables as CSV */
+#define GMT_ARGS_FRAMES      (1u << 5) /* --frames N: frames shown per stack from its site;
+                                        * --internal GLOB: more allocator-internal frames */
 
 /* The output a command renders; of --json and --csv the last given wins. */
 enum gmt_output { GMT_OUT_TEXT, GMT_OUT_JSON, GMT_OUT_CSV };

@@ -27,42 +27,37 @@ const char gmt_help_diff[] =
     "  --json            one JSON document with every row (schema gpumemtrace.diff/1)\n"
     "  --all             also show rows that did not change\n"
     "  --top N           rows per process pair (default 25, 0 all)\n"
-    "  --frames N        stack frames that identify a site (default 8)\n"
+    "  --frames N        stack frames that identify a site, from where the code asked (default 8)\n"
+    "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
+    "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
     "  --debug-paths DIR extra directories for binaries and debug files (repeatable)\n"
     "\n"
     "Exit status: 0 (whatever changed), 2 bad usage or unreadable input.\n";
 
 struct opts {
     bool all;
-    int frames;
 };
 
-static const struct option diff_opts[] = {
-    {"all", no_argument, 0, 'a'}, {"frames", required_argument, 0, 'f'}, {0, 0, 0, 0}};
+static const struct option diff_opts[] = {{"all", no_argument, 0, 'a'}, {0, 0, 0, 0}};
 
 static int diff_opt(void *ctx, int c, const char *arg)
 {
+    (void)arg;
     struct opts *o = ctx;
-    long v;
-    if (c == 'a') {
+    if (c == 'a')
         o->all = true;
-        return 0;
-    }
-    if (gmt_cli_long(arg, 1, 64, &v))
-        return gmt_cli_usage_error("diff", "--frames wants 1..64, not '%s'", arg);
-    o->frames = (int)v;
     return 0;
 }
 
 int gmt_cmd_diff(int argc, char **argv)
 {
-    struct opts o = {.frames = 8};
+    struct opts o = {0};
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.top = 25;
     const struct gmt_args_spec spec = {
         .cmd = "diff", .help = gmt_help_diff, .top_max = 1000000,
-        .shared = GMT_ARGS_JSON | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP,
+        .shared = GMT_ARGS_JSON | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP | GMT_ARGS_FRAMES,
         .own = diff_opts, .own_opt = diff_opt, .ctx = &o, .optstring = "",
         .unknown = "unknown option or missing value"};
     int status = gmt_args_parse(&spec, argc, argv, &args);
@@ -72,7 +67,8 @@ int gmt_cmd_diff(int argc, char **argv)
         return gmt_cli_usage_error("diff", "wants two arguments, BASE and NEW");
     struct gmt_diff d;
     struct gmt_msgs msgs = GMT_MSGS_INIT;
-    int r = gmt_diff_of(&d, argv[args.first], argv[args.first + 1], &args.ro, o.frames, &msgs);
+    int r = gmt_diff_of(&d, argv[args.first], argv[args.first + 1], &args.ro,
+                       args.ro.frames ? args.ro.frames : 8, &msgs);
     gmt_msgs_print(&msgs, stderr);
     if (r) {
         gmt_diff_free(&d);

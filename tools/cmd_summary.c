@@ -35,6 +35,10 @@ const char gmt_help_summary[] =
     "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
     "  --category NAME=GLOB  add a category rule for modules matching GLOB (repeatable)\n"
     "  --width N         output width (default: the terminal's, else 100)\n"
+    "  --frames N        stack frames shown per site, from where the code asked (1..64;\n"
+    "                    default 3, 5 from width 140); never so few that two sites look alike\n"
+    "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
+    "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
     "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n";
 
 static int term_width(void)
@@ -95,7 +99,7 @@ int gmt_cmd_summary(int argc, char **argv)
     const struct gmt_args_spec spec = {
         .cmd = "summary", .help = gmt_help_summary, .top_max = 100000,
         .shared = GMT_ARGS_JSON | GMT_ARGS_CSV | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS |
-                  GMT_ARGS_TOP,
+                  GMT_ARGS_TOP | GMT_ARGS_FRAMES,
         .own = summary_opts, .own_opt = summary_opt, .ctx = &args.ro, .optstring = "",
         .unknown = "unknown option"};
     int rc = gmt_args_parse(&spec, argc, argv, &args);

@@ -2,6 +2,7 @@
 #include "render.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "holders.h"
@@ -194,7 +195,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
             fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
         if (c->allocs && c->first_stack) {
             char line[1024];
-            gmt_stack_line(a, c->first_stack, 4, line, sizeof line);
+            gmt_stack_line(a, c->first_stack, o->frames ? o->frames : 4, line, sizeof line);
             int room = o->width - 16 > 20 ? o->width - 16 : 20;
             fprintf(out, "    called from %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
         }
@@ -208,15 +209,37 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
                        bool leaks)
 {
     const struct gmt_report *rep = &a->rep;
-    int frames = o->width >= 140 ? 5 : 3;
+    int frames = o->frames ? o->frames : o->width >= 140 ? 5 : 3;
     fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end that nothing holds for reuse, by site)\n"
                        : "\nTop allocation sites (device memory, by bytes live at the peak)\n");
-    long shown = 0;
-    for (size_t i = 0; i < rep->n_sites && shown < o->top; i++) {
+    /* the rows shown, then their lines at once: two sites must never print alike */
+    size_t cap = (size_t)o->top < rep->n_sites ? (size_t)o->top : rep->n_sites;
+    size_t *row = malloc((cap ? cap : 1) * sizeof *row);
+    uint32_t *stk = malloc((cap ? cap : 1) * sizeof *stk);
+    char **lines = calloc(cap ? cap : 1, sizeof *lines);
+    enum { LINE = 2048 };
+    char *buf = malloc((cap ? cap : 1) * LINE);
+    if (!row || !stk || !lines || !buf) {
+        fprintf(out, "  (out of memory)\n");
+        goto out;
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < rep->n_sites && shown < cap; i++) {
         const struct gmt_site_row *s = &rep->sites[i];
         if (leaks ? !s->live_at_end || gmt_site_holder(a, s) : !(s->live_at_peak || s->ever_live))
             continue;
-        char b1[32], b2[32], b3[32], line[1024];
+        row[shown] = i;
+        stk[shown] = s->stack;
+        lines[shown] = buf + shown * LINE;
+        shown++;
+    }
+    if (gmt_site_lines(a, stk, shown, frames, LINE, lines)) {
+        fprintf(out, "  (out of memory)\n");
+        goto out;
+    }
+    for (size_t j = 0; j < shown; j++) {
+        const struct gmt_site_row *s = &rep->sites[row[j]];
+        char b1[32], b2[32], b3[32], base[LINE];
         gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
         gmt_fmt_bytes(b2, sizeof b2, s->live_at_end);
         gmt_fmt_bytes(b3, sizeof b3, s->bytes_total);
@@ -226,13 +249,23 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
         else
             fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " allocs, %s in all  [%s]\n", b1, b2,
                     s->allocs, b3, a->cat_names[s->cat]);
-        gmt_stack_line(a, s->stack, frames, line, sizeof line);
+        /* cut to the width, unless --frames asked for more or the line grew to tell the
+         * site from another: then what tells them apart must show */
+        gmt_stack_line(a, s->stack, frames, base, sizeof base);
+        bool whole = o->frames || strcmp(base, lines[j]) != 0;
         int room = o->width - 6 > 20 ? o->width - 6 : 20;
-        fprintf(out, "      %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
-        shown++;
+        if (whole || (int)strlen(lines[j]) <= room)
+            fprintf(out, "      %s\n", lines[j]);
+        else
+            fprintf(out, "      %.*s…\n", room, lines[j]);
     }
     if (!shown)
         fprintf(out, "  none\n");
+out:
+    free(row);
+    free(stk);
+    free(lines);
+    free(buf);
 }
 
 /* Memory still allocated at the end that a cache or a communicator holds for reuse:
@@ -304,7 +337,7 @@ static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt
                 char bc[32];
                 fprintf(out, " %s %s;", a->cat_names[c], gmt_fmt_bytes(bc, sizeof bc, f->by_cat[c]));
             }
-        fprintf(out, "\n      %s\n", gmt_stack_line(a, f->stack, 4, line, sizeof line));
+        fprintf(out, "\n      %s\n", gmt_stack_line(a, f->stack, o->frames ? o->frames : 4, line, sizeof line));
     }
 }
 
@@ -333,7 +366,7 @@ static void text_open(FILE *out, const struct gmt_analysis *a, const struct gmt_
                 (double)(r->since - a->t.t_first) / 1e9, dur, gmt_fmt_sbytes(b1, sizeof b1, r->tracked));
         if (r->stack) {
             char line[1024];
-            gmt_stack_line(a, r->stack, 4, line, sizeof line);
+            gmt_stack_line(a, r->stack, o->frames ? o->frames : 4, line, sizeof line);
             fprintf(out, "      called from %s\n", line);
         }
     }

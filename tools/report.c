@@ -29,6 +29,14 @@ void gmt_report_opts_init(struct gmt_report_opts *o)
     o->width = 100;
 }
 
+int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob)
+{
+    if (o->n_internal >= GMT_MAX_INTERNAL_RULES)
+        return -E2BIG;
+    o->internal[o->n_internal++] = glob;
+    return 0;
+}
+
 int gmt_report_opts_add_debug_path(struct gmt_report_opts *o, const char *dir)
 {
     if (o->n_debug_paths >= GMT_MAX_DEBUG_PATHS)
@@ -93,6 +101,7 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
                 char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
+    a->opts = o;
     if (gmt_trace_load(&a->t, path, err, errlen))
         return -1;
     struct gmt_trace *t = &a->t;

@@ -10,6 +10,7 @@
 
 #define GMT_MAX_DEBUG_PATHS 16
 #define GMT_MAX_CAT_RULES 32
+#define GMT_MAX_INTERNAL_RULES 32
 
 struct gmt_report_opts {
     long top;                  /* sites and leaks shown */
@@ -21,12 +22,16 @@ struct gmt_report_opts {
     const char *cat_rules[GMT_MAX_CAT_RULES];
     int n_cat_rules;
     int width;                 /* text output width */
+    int frames;                /* frames shown per stack from its site; 0: each place's default */
+    const char *internal[GMT_MAX_INTERNAL_RULES]; /* --internal globs (stacks.c) */
+    int n_internal;
     bool no_symbols;           /* module+offset only, no binary is opened */
 };
 
 void gmt_report_opts_init(struct gmt_report_opts *o);
 int gmt_report_opts_add_debug_path(struct gmt_report_opts *o, const char *dir);
 int gmt_report_opts_add_category(struct gmt_report_opts *o, const char *spec);
+int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob);
 
 struct gmt_symbolizer;
 struct gmt_categories;
@@ -39,6 +44,7 @@ struct gmt_analysis {
     uint8_t *stack_cat;                  /* per stack id */
     const char *cat_names[GMT_MAX_CATS]; /* by category index */
     size_t n_cats;
+    const struct gmt_report_opts *opts;  /* as given to gmt_analyze: outlives the analysis */
 };
 
 /* Loads, categorises and replays one trace. Returns 0, or -1 with a one-line message. */

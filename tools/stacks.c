@@ -1,22 +1,80 @@
 /* stacks.c: a recorded stack as text: folded for people, every frame for machines and matching. */
 #include "stacks.h"
 
+#include <fnmatch.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "symbolize.h"
 #include "trace.h"
 #include "util.h"
 
-/* Frames a person skips: the layers between the caller and the driver. */
-static bool boring_module(const char *path)
+/*
+ * A site is where the user's code asked: the first frame, innermost first, that is not
+ * an allocator's or a runtime's own. X(module glob, function glob): a frame is internal
+ * when its module's base name or its (demangled) function matches; an empty glob
+ * matches nothing. --internal GLOB adds a glob tried against both.
+ */
+#define GMT_INTERNAL_RULES(X)                                                      \
+    X("libgpumemtrace*", "")                                                       \
+    X("libcudart*", "")                                                            \
+    X("libcuda.so*", "")                                                           \
+    X("libc.so*", "")                                                              \
+    X("ld-linux*", "")                                                             \
+    /* the CUDA runtime linked into a program (nvcc's default) or an extension */  \
+    X("", "libcudart_static_*")                                                    \
+    X("", "cuda[A-Z]*")                                                            \
+    /* caching allocators: PyTorch's, CuPy's, XLA's */                             \
+    X("", "c10::cuda::CUDACachingAllocator::*")                                    \
+    X("", "c10::cuda::CudaMallocAsync::*")                                         \
+    X("", "*cupy_4cuda_6memory*")                                                  \
+    X("", "tsl::BFCAllocator::*")                                                  \
+    X("", "stream_executor::*Alloc*")                                              \
+    /* NCCL's allocation helpers (its alloc.h): the NCCL function that asked is next */ \
+    X("", "ncclCudaCalloc*")                                                       \
+    X("", "ncclCudaMalloc*")                                                       \
+    X("", "ncclCudaHostCalloc*")                                                   \
+    X("", "ncclCuMemAlloc*")                                                       \
+    X("", "ncclCuMemHostAlloc*")                                                   \
+    X("", "ncclCalloc*")                                                           \
+    X("", "ncclRealloc*")
+
+static const struct {
+    const char *module, *function;
+} internal_rules[] = {
+#define GMT_X(m, f) { m, f },
+    GMT_INTERNAL_RULES(GMT_X)
+#undef GMT_X
+};
+
+static bool glob_match(const char *glob, const char *s)
 {
-    if (!path)
-        return false;
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    return !strncmp(b, "libgpumemtrace", 14) || !strncmp(b, "libcudart", 9) ||
-           !strncmp(b, "libcuda.so", 10) || !strncmp(b, "libc.so", 7) ||
-           !strncmp(b, "ld-linux", 8);
+    return glob[0] && s && fnmatch(glob, s, 0) == 0;
+}
+
+/* Whether a module only passes requests on (a module rule): its frames are left out of
+ * the folded line beyond the site too. */
+static bool layer_module(const char *mod)
+{
+    for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++)
+        if (glob_match(internal_rules[i].module, mod))
+            return true;
+    return false;
+}
+
+/* Whether frame fr (of module mod, base name) is an allocator's or runtime's own. */
+static bool internal_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr)
+{
+    char dm[512];
+    const char *fn = fr && fr->function ? gmt_demangle(fr->function, dm, sizeof dm) : NULL;
+    for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++)
+        if (glob_match(internal_rules[i].module, mod) || glob_match(internal_rules[i].function, fn))
+            return true;
+    const struct gmt_report_opts *o = a->opts;
+    for (int i = 0; o && i < o->n_internal; i++)
+        if (glob_match(o->internal[i], mod) || glob_match(o->internal[i], fn))
+            return true;
+    return false;
 }
 
 static const char *base_name(const char *path)
@@ -45,11 +103,12 @@ static void frame_text(const struct gmt_frame *f, char *buf, size_t len)
         snprintf(buf, len, "0x%llx", (unsigned long long)f->offset);
 }
 
-/* Folding: the first two frames (where the memory was asked for), then the first frame
+/* Folding: from the site (the first frame that is not internal, innermost first; the
+ * innermost frame when all are), the site and the frame after it, then the first frame
  * in each new module outward (which library handed the request on), "…" for what is
- * left out, up to max_frames shown. */
+ * left out, up to max_frames shown. Unfolded: every frame. */
 static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int max_frames,
-                              bool fold, char *buf, size_t len)
+                              bool fold, bool from_site, char *buf, size_t len)
 {
     buf[0] = 0;
     const struct gmt_trace *t = &a->t;
@@ -58,20 +117,27 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int 
         return buf;
     }
     const struct gmt_stack *st = &t->stacks[stack];
+    uint32_t site_i = 0;
+    size_t site_k = 0;
+    if (fold || from_site)
+        gmt_stack_site(a, stack, &site_i, &site_k);
     size_t used = 0;
     int shown = 0, seen = 0;
     bool omitted = false;
     const char *prev_mod = NULL;
-    for (uint32_t i = 0; i < st->depth && shown < max_frames; i++) {
+    for (uint32_t i = site_i; i < st->depth && shown < max_frames; i++) {
         uint64_t off;
         const char *mod = gmt_sym_module_of(a->sym, st->ip[i], &off);
-        if (boring_module(mod) && (shown > 0 || i + 1 < st->depth))
+        /* pass-through layers are left out: beyond the site when folded; unfolded, all
+         * but an innermost one that nothing else precedes */
+        if (layer_module(base_name(mod)) &&
+            (fold || from_site ? i > site_i : shown > 0 || i + 1 < st->depth))
             continue;
         const struct gmt_frame *fr;
         size_t n;
         if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &n) || n == 0)
             continue;
-        for (size_t k = 0; k < n && shown < max_frames; k++, seen++) {
+        for (size_t k = i == site_i ? site_k : 0; k < n && shown < max_frames; k++, seen++) {
             bool new_module = !prev_mod || !mod || strcmp(prev_mod, mod) != 0;
             prev_mod = mod;
             if (fold && seen >= 2 && !new_module) {
@@ -94,16 +160,46 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int 
     return buf;
 }
 
+bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_index, size_t *inline_index)
+{
+    *ip_index = 0;
+    *inline_index = 0;
+    const struct gmt_trace *t = &a->t;
+    if (!stack || stack >= t->n_stacks || !t->stacks[stack].ip)
+        return false;
+    const struct gmt_stack *st = &t->stacks[stack];
+    for (uint32_t i = 0; i < st->depth; i++) {
+        const char *mod = base_name(gmt_sym_module_of(a->sym, st->ip[i], NULL));
+        const struct gmt_frame *fr;
+        size_t n;
+        if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &n) || n == 0) {
+            if (!internal_frame(a, mod, NULL)) {
+                *ip_index = i;
+                return true;
+            }
+            continue;
+        }
+        /* inlined frames first (innermost), then the function they are inlined into */
+        for (size_t k = 0; k < n; k++)
+            if (!internal_frame(a, mod, &fr[k])) {
+                *ip_index = i;
+                *inline_index = k;
+                return true;
+            }
+    }
+    return false; /* every frame internal: the stack is shown from its innermost */
+}
+
 const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len)
 {
-    return stack_text(a, stack, max_frames, true, buf, len);
+    return stack_text(a, stack, max_frames, true, false, buf, len);
 }
 
 const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len)
 {
-    return stack_text(a, stack, max_frames, false, buf, len);
+    return stack_text(a, stack, max_frames, false, false, buf, len);
 }
 
 /* A frame's text as one field of a folded line: ';' separates frames there and the last
@@ -162,4 +258,66 @@ const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char 
     if (!n)
         snprintf(buf, len, "[no frames]");
     return buf;
+}
+
+struct line_ref {
+    char *text;
+    size_t i;
+};
+
+static int cmp_line_ref(const void *x, const void *y)
+{
+    const struct line_ref *a = x, *b = y;
+    int c = strcmp(a->text, b->text);
+    return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Lines equal to a neighbour's in the sorted order: marked in dup[]. Returns their count. */
+static size_t mark_dups(struct line_ref *r, size_t n, bool *dup)
+{
+    qsort(r, n, sizeof *r, cmp_line_ref);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool d = (i > 0 && !strcmp(r[i].text, r[i - 1].text)) ||
+                 (i + 1 < n && !strcmp(r[i].text, r[i + 1].text));
+        dup[r[i].i] = d;
+        k += d;
+    }
+    return k;
+}
+
+int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t n, int frames,
+                   size_t len, char **lines)
+{
+    struct line_ref *r = malloc((n ? n : 1) * sizeof *r);
+    bool *dup = calloc(n ? n : 1, sizeof *dup);
+    if (!r || !dup) {
+        free(r);
+        free(dup);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        gmt_stack_line(a, stacks[i], frames, lines[i], len);
+    /* more frames for the lines that print alike, until they differ or show everything */
+    for (int f = frames; f <= 65; f++) {
+        for (size_t i = 0; i < n; i++)
+            r[i] = (struct line_ref){lines[i], i};
+        if (!mark_dups(r, n, dup) || f == 65)
+            break;
+        /* unfolded from the site (the frames folding leaves out may be what differs),
+         * first with as many frames, then one more each round */
+        for (size_t i = 0; i < n; i++)
+            if (dup[i])
+                stack_text(a, stacks[i], f, false, true, lines[i], len);
+    }
+    /* still alike (the same functions at other addresses, say, with no line numbers):
+     * the stack's id tells them apart */
+    for (size_t i = 0; i < n; i++)
+        if (dup[i]) {
+            size_t l = strlen(lines[i]);
+            snprintf(lines[i] + l, len > l ? len - l : 0, " [stack %u]", stacks[i]);
+        }
+    free(r);
+    free(dup);
+    return 0;
 }

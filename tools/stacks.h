@@ -2,6 +2,7 @@
 #ifndef GMT_STACKS_H
 #define GMT_STACKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,5 +19,17 @@ const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max
 /* A stack as a folded line's frames: outermost first, ';' between them (flamegraph.pl,
  * inferno, speedscope). The CLI is one thread: the function keeps its scratch static. */
 const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len);
+
+/* Where a stack's site is: the first frame, innermost first, that is not an allocator's
+ * or runtime's own (stacks.c's rules and --internal), as the index of its address in the
+ * stack and of the frame among those inlined there. False (both 0) when none is. */
+bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_index,
+                    size_t *inline_index);
+
+/* gmt_stack_line for n sites at once (stacks[i] into lines[i], each len bytes), with as
+ * many more frames as it takes for two different sites never to print alike, the stack
+ * id appended where no frame tells them apart. 0, or -1 out of memory. */
+int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t n, int frames,
+                   size_t len, char **lines);
 
 #endif
