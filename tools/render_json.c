@@ -147,6 +147,23 @@ static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
     }
 }
 
+/* A stack as "frames" (every frame, innermost first) and "site" (the index of the first
+ * frame outside allocator and runtime internals), after the "stack" string. */
+static void json_frames(FILE *out, const struct gmt_analysis *a, uint32_t stack)
+{
+    static char buf[65536];
+    static const char *frames[256];
+    size_t site;
+    size_t n = gmt_stack_frames(a, stack, buf, sizeof buf, frames, 256, &site);
+    fprintf(out, ", \"frames\": [");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputs(", ", out);
+        gmt_fput_json_string(out, frames[i]);
+    }
+    fprintf(out, "], \"site\": %zu", site);
+}
+
 static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_report *rep = &a->rep;
@@ -164,6 +181,7 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
                      ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
                 s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
         gmt_fput_json_string(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
+        json_frames(out, a, s->stack);
         const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
         fprintf(out, ", \"held_by\": ");
         if (who)
@@ -233,6 +251,7 @@ static void json_fails(FILE *out, const struct gmt_analysis *a)
             fprintf(out, ", \"device_free_bytes\": null");
         fprintf(out, ", \"stack\": ");
         gmt_fput_json_string(out, gmt_stack_full(a, f->stack, 64, line, sizeof line));
+        json_frames(out, a, f->stack);
         fprintf(out, "}");
     }
 }
@@ -255,6 +274,7 @@ static void json_open(FILE *out, const struct gmt_analysis *a)
                 c ? c->rank : -1, c ? c->nranks : -1, r->device, r->tid, r->since - t->t_first,
                 t->t_last > r->since ? t->t_last - r->since : 0, r->tracked);
         gmt_fput_json_string(out, gmt_stack_full(a, r->stack, 64, line, sizeof line));
+        json_frames(out, a, r->stack);
         fprintf(out, "}");
     }
 }

@@ -321,3 +321,34 @@ int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t 
     free(dup);
     return 0;
 }
+
+size_t gmt_stack_frames(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len,
+                        const char **frames, size_t max, size_t *site)
+{
+    const struct gmt_trace *t = &a->t;
+    *site = 0;
+    if (!stack || stack >= t->n_stacks || !t->stacks[stack].ip || !len)
+        return 0;
+    uint32_t site_i = 0;
+    size_t site_k = 0;
+    gmt_stack_site(a, stack, &site_i, &site_k);
+    const struct gmt_stack *st = &t->stacks[stack];
+    size_t n = 0, used = 0;
+    for (uint32_t i = 0; i < st->depth && n < max; i++) {
+        const char *mod = base_name(gmt_sym_module_of(a->sym, st->ip[i], NULL));
+        if (mod && !strncmp(mod, "libgpumemtrace", 14))
+            continue;
+        const struct gmt_frame *fr;
+        size_t nf;
+        if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &nf))
+            continue;
+        for (size_t k = 0; k < nf && n < max && used + 640 <= len; k++) {
+            if (i == site_i && k == site_k)
+                *site = n;
+            frame_text(&fr[k], buf + used, len - used);
+            frames[n++] = buf + used;
+            used += strlen(buf + used) + 1;
+        }
+    }
+    return n;
+}

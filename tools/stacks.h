@@ -32,4 +32,10 @@ bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_i
 int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t n, int frames,
                    size_t len, char **lines);
 
+/* Every frame of a stack (this library's left out), innermost first, as texts kept in
+ * buf (len bytes): up to max pointers into frames[]; *site is the site's index among
+ * them. Returns their count (0: no stack). */
+size_t gmt_stack_frames(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len,
+                        const char **frames, size_t max, size_t *site);
+
 #endif

@@ -21,5 +21,5 @@ diff -u "$d/summary-json.expected" "$t/json" || fail=1
 diff -u "$d/summary-csv.expected" "$t/csv" || fail=1
 diff -u "$d/merge.expected" "$t/merge" || fail=1
 # the JSON must parse, and say what the text says
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["traces"][0]; assert d["schema"]=="gpumemtrace.summary/1"; assert t["rank"]==0; assert t["devices"][0]["peak_bytes"]>0' "$t/json" 2>/dev/null || { command -v python3 >/dev/null && { echo "summary --json: not valid or missing fields"; fail=1; }; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["traces"][0]; assert d["schema"]=="gpumemtrace.summary/1"; assert t["rank"]==0; assert t["devices"][0]["peak_bytes"]>0; s=t["sites"][0]; assert s["frames"][s["site"]]==s["stack"].split(" < ")[s["site"]]' "$t/json" 2>/dev/null || { command -v python3 >/dev/null && { echo "summary --json: not valid or missing fields"; fail=1; }; }
 exit $fail
