@@ -186,6 +186,8 @@ static void capture_end(uint64_t stream, uint64_t graph, bool ok)
 
 bool gmt_graph_capturing(uint64_t stream, uint64_t *graph)
 {
+    if (gmt_hot.options.off)
+        return false; /* nothing is recorded: the driver need not be asked */
     int e = gmt_lib_enter();
     bool capturing = gmt_driver_capturing(stream, graph) != 0;
     gmt_lib_leave(e);
