@@ -150,6 +150,54 @@ typedef struct CUmulticastObjectProp_st {
 } CUmulticastObjectProp_v1;
 typedef CUmulticastObjectProp_v1 CUmulticastObjectProp;
 
+/* Graphs and stream capture. */
+typedef struct CUgraphExec_st *CUgraphExec;
+
+typedef enum CUstreamCaptureStatus_enum {
+    CU_STREAM_CAPTURE_STATUS_NONE = 0,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+
+typedef enum CUstreamCaptureMode_enum {
+    CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+
+typedef enum CUgraphMem_attribute_enum {
+    CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT,     /* cuuint64_t, bytes */
+    CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+    CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+    CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH
+} CUgraphMem_attribute;
+
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+} CUgraphEdgeData;
+
+typedef enum CUgraphInstantiateResult_enum {
+    CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+    CUDA_GRAPH_INSTANTIATE_ERROR = 1,
+    CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE = 2,
+    CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED = 3,
+    CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED = 4,
+    CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED = 5
+} CUgraphInstantiateResult;
+
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+    cuuint64_t flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    CUgraphInstantiateResult result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
+
+/* A stream handle naming the calling thread's per-thread default stream. */
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
+
 /* CUDA arrays: opaque handles, their descriptors and what sizes an element. */
 typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
@@ -370,6 +418,43 @@ typedef CUresult gmt_fn_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph
                                                CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
 typedef CUresult gmt_fn_cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
                                           const CUmulticastObjectProp *prop);
+
+/* Stream capture and graphs (hooks_graph.c); cuStreamIsCapturing, cuStreamGetCaptureInfo_v3
+ * and cuDeviceGetGraphMemAttribute are called, never hooked. */
+typedef CUresult gmt_fn_cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+typedef CUresult gmt_fn_cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+typedef CUresult gmt_fn_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                    const CUgraphNode *dependencies,
+                                                    const CUgraphEdgeData *dependencyData,
+                                                    size_t numDependencies, CUstreamCaptureMode mode);
+typedef CUresult gmt_fn_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                         const CUgraphNode *dependencies,
+                                                         const CUgraphEdgeData *dependencyData,
+                                                         size_t numDependencies, CUstreamCaptureMode mode);
+typedef CUresult gmt_fn_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+typedef CUresult gmt_fn_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+typedef CUresult gmt_fn_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+typedef CUresult gmt_fn_cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                                  cuuint64_t *id_out, CUgraph *graph_out,
+                                                  const CUgraphNode **dependencies_out,
+                                                  const CUgraphEdgeData **edgeData_out,
+                                                  size_t *numDependencies_out);
+typedef CUresult gmt_fn_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                           char *logBuffer, size_t bufferSize);
+typedef CUresult gmt_fn_cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                              char *logBuffer, size_t bufferSize);
+typedef CUresult gmt_fn_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                    unsigned long long flags);
+typedef CUresult gmt_fn_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+typedef CUresult gmt_fn_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                          CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+typedef CUresult gmt_fn_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+typedef CUresult gmt_fn_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+typedef CUresult gmt_fn_cuGraphExecDestroy(CUgraphExec hGraphExec);
+typedef CUresult gmt_fn_cuGraphDestroy(CUgraph hGraph);
+typedef CUresult gmt_fn_cuDeviceGraphMemTrim(CUdevice device);
+typedef CUresult gmt_fn_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 
 typedef CUresult gmt_fn_cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
 typedef CUresult gmt_fn_cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);

@@ -1,4 +1,4 @@
-/* driver.c: the CUDA driver functions the library calls itself (the current device, a device's free memory), resolved once found. */
+/* driver.c: the CUDA driver functions the library calls itself (the current device, a device's free memory, stream capture, graph memory), resolved once found. */
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -17,7 +17,10 @@
     X(cuDevicePrimaryCtxRetain)                                                              \
     X(cuDevicePrimaryCtxRelease_v2)                                                          \
     X(cuCtxPushCurrent_v2)                                                                   \
-    X(cuCtxPopCurrent_v2)
+    X(cuCtxPopCurrent_v2)                                                                    \
+    X(cuStreamIsCapturing)                                                                   \
+    X(cuStreamGetCaptureInfo_v3)                                                             \
+    X(cuDeviceGetGraphMemAttribute)
 
 enum {
 #define GMT_X(name) CALL_##name,
@@ -84,4 +87,39 @@ int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
     *free_b = f;
     *total_b = t;
     return rc;
+}
+
+int gmt_driver_capturing(uint64_t stream, uint64_t *graph)
+{
+    gmt_fn_cuStreamIsCapturing *is = DRIVER(cuStreamIsCapturing);
+    /* The legacy stream never captures: a 0 that can be capturing is the thread's
+     * per-thread default stream (the _ptsz calls'). */
+    CUstream s = stream ? (CUstream)(uintptr_t)stream : CU_STREAM_PER_THREAD;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    *graph = 0;
+    if (!is || is(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return 0;
+    gmt_fn_cuStreamGetCaptureInfo_v3 *info = DRIVER(cuStreamGetCaptureInfo_v3);
+    CUgraph g = NULL;
+    cuuint64_t id = 0;
+    if (info && info(s, &st, &id, &g, NULL, NULL, NULL) == CUDA_SUCCESS)
+        *graph = (uint64_t)(uintptr_t)g;
+    return 1;
+}
+
+int gmt_driver_graph_mem(int device, uint64_t out[4])
+{
+    gmt_fn_cuDeviceGetGraphMemAttribute *get = DRIVER(cuDeviceGetGraphMemAttribute);
+    if (!get || device < 0)
+        return -1;
+    static const CUgraphMem_attribute attrs[4] = {
+        CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+        CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH};
+    for (int i = 0; i < 4; i++) {
+        cuuint64_t v = 0;
+        if (get(device, attrs[i], &v) != CUDA_SUCCESS)
+            return -1;
+        out[i] = v;
+    }
+    return 0;
 }

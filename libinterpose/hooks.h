@@ -12,8 +12,9 @@
 
 /*
  * GMT_HOOKS(X): X(file, lib, abi, base, ver, var, body, ret, params, args)
- *   file    DRV, RT, ARR or DL: which of hooks_driver.c, hooks_runtime.c, hooks_array.c
- *           (CUDA arrays, runtime and driver), hooks_dl.c defines it
+ *   file    DRV, RT, ARR, GR or DL: which of hooks_driver.c, hooks_runtime.c, hooks_array.c
+ *           (CUDA arrays, runtime and driver), hooks_graph.c (stream capture, graphs and
+ *           their memory), hooks_dl.c defines it
  *   lib     DRIVER or RUNTIME: where gmt_resolve finds the real one
  *   abi     the exported symbol (what dlsym and the PLT ask for)
  *   base    the name cuGetProcAddress is asked for (driver only)
@@ -133,6 +134,49 @@
       (CUarray arr), (arr))                                                                   \
     X(ARR, DRIVER, cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 0, DEF,                  \
       cuMipmappedArrayDestroy, CUresult, (CUmipmappedArray arr), (arr))                       \
+    X(GR, DRIVER, cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, DEF,                  \
+      cuStreamBeginCapture, CUresult, (CUstream s, CUstreamCaptureMode mode), (s, mode))      \
+    X(GR, DRIVER, cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, PTSZ,            \
+      cuStreamBeginCapture, CUresult, (CUstream s, CUstreamCaptureMode mode), (s, mode))      \
+    X(GR, DRIVER, cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 0, DEF,           \
+      cuStreamBeginCaptureToGraph, CUresult,                                                  \
+      (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,          \
+       size_t ndeps, CUstreamCaptureMode mode),                                               \
+      (s, g, deps, edges, ndeps, mode))                                                       \
+    X(GR, DRIVER, cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 0, PTSZ,     \
+      cuStreamBeginCaptureToGraph, CUresult,                                                  \
+      (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,          \
+       size_t ndeps, CUstreamCaptureMode mode),                                               \
+      (s, g, deps, edges, ndeps, mode))                                                       \
+    X(GR, DRIVER, cuStreamEndCapture, cuStreamEndCapture, 0, DEF, cuStreamEndCapture,         \
+      CUresult, (CUstream s, CUgraph * g), (s, g))                                            \
+    X(GR, DRIVER, cuStreamEndCapture_ptsz, cuStreamEndCapture, 0, PTSZ, cuStreamEndCapture,   \
+      CUresult, (CUstream s, CUgraph * g), (s, g))                                            \
+    X(GR, DRIVER, cuGraphInstantiate, cuGraphInstantiate, 0, DEF, cuGraphInstantiate,         \
+      CUresult, (CUgraphExec * e, CUgraph g, CUgraphNode *err, char *log, size_t len),        \
+      (e, g, err, log, len))                                                                  \
+    X(GR, DRIVER, cuGraphInstantiate_v2, cuGraphInstantiate, 11000, DEF, cuGraphInstantiate,  \
+      CUresult, (CUgraphExec * e, CUgraph g, CUgraphNode *err, char *log, size_t len),        \
+      (e, g, err, log, len))                                                                  \
+    X(GR, DRIVER, cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 0, DEF,           \
+      cuGraphInstantiateWithFlags, CUresult,                                                  \
+      (CUgraphExec * e, CUgraph g, unsigned long long flags), (e, g, flags))                  \
+    X(GR, DRIVER, cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 0, DEF,         \
+      cuGraphInstantiateWithParams, CUresult,                                                 \
+      (CUgraphExec * e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params))    \
+    X(GR, DRIVER, cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 0, PTSZ,   \
+      cuGraphInstantiateWithParams, CUresult,                                                 \
+      (CUgraphExec * e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params), (e, g, params))    \
+    X(GR, DRIVER, cuGraphLaunch, cuGraphLaunch, 0, DEF, cuGraphLaunch, CUresult,              \
+      (CUgraphExec e, CUstream s), (e, s))                                                    \
+    X(GR, DRIVER, cuGraphLaunch_ptsz, cuGraphLaunch, 0, PTSZ, cuGraphLaunch, CUresult,        \
+      (CUgraphExec e, CUstream s), (e, s))                                                    \
+    X(GR, DRIVER, cuGraphExecDestroy, cuGraphExecDestroy, 0, DEF, cuGraphExecDestroy,         \
+      CUresult, (CUgraphExec e), (e))                                                         \
+    X(GR, DRIVER, cuGraphDestroy, cuGraphDestroy, 0, DEF, cuGraphDestroy, CUresult,           \
+      (CUgraph g), (g))                                                                       \
+    X(GR, DRIVER, cuDeviceGraphMemTrim, cuDeviceGraphMemTrim, 0, DEF, cuDeviceGraphMemTrim,   \
+      CUresult, (CUdevice dev), (dev))                                                        \
     /* ---- runtime ---- */                                                                   \
     X(RT, RUNTIME, cudaMalloc, cudaMalloc, 0, DEF, cudaMalloc, cudaError_t,                   \
       (void **p, size_t size), (p, size))                                                     \
@@ -281,18 +325,27 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
 #define GMT_HOOKS_OF_DRV_DRV(m, ...) m(__VA_ARGS__)
 #define GMT_HOOKS_OF_DRV_RT(m, ...)
 #define GMT_HOOKS_OF_DRV_ARR(m, ...)
+#define GMT_HOOKS_OF_DRV_GR(m, ...)
 #define GMT_HOOKS_OF_DRV_DL(m, ...)
 #define GMT_HOOKS_OF_RT_DRV(m, ...)
 #define GMT_HOOKS_OF_RT_RT(m, ...) m(__VA_ARGS__)
 #define GMT_HOOKS_OF_RT_ARR(m, ...)
+#define GMT_HOOKS_OF_RT_GR(m, ...)
 #define GMT_HOOKS_OF_RT_DL(m, ...)
 #define GMT_HOOKS_OF_ARR_DRV(m, ...)
 #define GMT_HOOKS_OF_ARR_RT(m, ...)
 #define GMT_HOOKS_OF_ARR_ARR(m, ...) m(__VA_ARGS__)
+#define GMT_HOOKS_OF_ARR_GR(m, ...)
 #define GMT_HOOKS_OF_ARR_DL(m, ...)
+#define GMT_HOOKS_OF_GR_DRV(m, ...)
+#define GMT_HOOKS_OF_GR_RT(m, ...)
+#define GMT_HOOKS_OF_GR_ARR(m, ...)
+#define GMT_HOOKS_OF_GR_GR(m, ...) m(__VA_ARGS__)
+#define GMT_HOOKS_OF_GR_DL(m, ...)
 #define GMT_HOOKS_OF_DL_DRV(m, ...)
 #define GMT_HOOKS_OF_DL_RT(m, ...)
 #define GMT_HOOKS_OF_DL_ARR(m, ...)
+#define GMT_HOOKS_OF_DL_GR(m, ...)
 #define GMT_HOOKS_OF_DL_DL(m, ...) m(__VA_ARGS__)
 
 /* The real function behind an export, process-wide: gmt_resolve's answer, cached in `slot`. */
@@ -389,6 +442,50 @@ static inline __attribute__((always_inline)) void gmt_record_free(enum gmt_api a
         gmt_record_free(api, address, stream);                                                \
         type r_ = call;                                                                       \
         gmt_hook_leave();                                                                     \
+        return r_;                                                                            \
+    } while (0)
+
+/* ---- hooks_graph.c: stream capture and graph memory ----
+ * gmt_graph_capture_seen: set for good by the first stream capture begun (a hook of the
+ * cuStreamBeginCapture family): until then no stream can be capturing, and an async
+ * allocation costs one load to know it. */
+GMT_HIDDEN extern _Atomic int gmt_graph_capture_seen;
+/* For an async allocation on `stream`: true when the stream is capturing (asked of the
+ * driver), with the graph being captured in *graph (0 unknown). */
+GMT_HIDDEN bool gmt_graph_capturing(uint64_t stream, uint64_t *graph);
+/* Records an allocation made under capture: ALLOC of kind GRAPH_MEM, flag
+ * GMT_ALLOC_CAPTURED, related = graph, on the current context's device. */
+GMT_HIDDEN void gmt_graph_event_captured(enum gmt_api api, uint64_t address, uint64_t bytes,
+                                         uint64_t stream, uint64_t graph, const void *frame);
+/* A graph that holds memory nodes (cuGraphAddMemAllocNode, or an allocation captured
+ * into it), its memory on `device` (-1: the current context's): its launches are sampled. */
+GMT_HIDDEN void gmt_graph_note_memory(uint64_t graph, int device);
+/* At exit: GRAPHMEM EXIT for each device that had a GRAPHMEM record. */
+GMT_HIDDEN void gmt_graph_exit(void);
+
+/* Async allocation (cudaMallocAsync, cuMemAllocAsync and their pool variants): POOL_ALLOC,
+ * or, on a capturing stream, the graph's memory node it stands for. */
+#define GMT_ASYNC_ALLOC_BODY(type, ok, call, api, address, bytes, stream, pool)               \
+    do {                                                                                      \
+        if (!gmt_hook_enter())                                                                \
+            return call;                                                                      \
+        type r_ = call;                                                                       \
+        gmt_hook_leave();                                                                     \
+        uint64_t graph_ = 0;                                                                  \
+        if (GMT_UNLIKELY(atomic_load_explicit(&gmt_graph_capture_seen,                        \
+                                              memory_order_relaxed)) &&                       \
+            gmt_graph_capturing(stream, &graph_)) {                                           \
+            int e_ = errno;                                                                   \
+            if (r_ == (ok))                                                                   \
+                gmt_graph_event_captured(api, address, bytes, stream, graph_,                 \
+                                         GMT_HOOK_FRAME());                                   \
+            else                                                                              \
+                gmt_event_fail(api, GMT_KIND_GRAPH_MEM, bytes, -1, (int)r_, GMT_HOOK_FRAME()); \
+            errno = e_;                                                                       \
+            return r_;                                                                        \
+        }                                                                                     \
+        gmt_record_alloc(r_ == (ok), (int)r_, api, GMT_KIND_POOL_ALLOC,                       \
+                         r_ == (ok) ? (address) : 0, bytes, -1, stream, pool, 0);             \
         return r_;                                                                            \
     } while (0)
 

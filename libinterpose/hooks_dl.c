@@ -71,37 +71,59 @@ void *gmt_hook_for_abi(const char *abi, void *real)
     return e ? claim(e, real) : real;
 }
 
+/* A base name that, from a version on, the driver answers with a function another base
+ * name's entry wraps: cuGraphInstantiate is cuGraphInstantiateWithFlags from 12000 (cuda.h
+ * maps the one name to the other), cuGraphInstantiate_v2 (another ABI) before. */
+static const struct {
+    const char *base;
+    int ver;
+    const char *abi;
+} base_aliases[] = {
+    { "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
+};
+
 void *gmt_hook_for_base(const char *base, int version, uint64_t flags, void *real)
 {
     if (!real || !base || gmt_hook_is_ours(real))
         return real;
-    const struct gmt_hook *cand[4];
+    struct {
+        const struct gmt_hook *e;
+        int ver; /* the lowest version at which a lookup of `base` returns e->abi */
+    } cand[6];
     size_t n = 0;
     for (size_t i = 0; i < gmt_hooks_count && n < 4; i++)
-        if (gmt_hooks[i].lib == GMT_LIB_DRIVER && strcmp(gmt_hooks[i].base, base) == 0)
-            cand[n++] = &gmt_hooks[i];
+        if (gmt_hooks[i].lib == GMT_LIB_DRIVER && strcmp(gmt_hooks[i].base, base) == 0) {
+            cand[n].e = &gmt_hooks[i];
+            cand[n++].ver = gmt_hooks[i].ver;
+        }
+    for (size_t i = 0; i < GMT_COUNTOF(base_aliases) && n < GMT_COUNTOF(cand); i++)
+        if (strcmp(base_aliases[i].base, base) == 0 && (cand[n].e = by_abi(base_aliases[i].abi)))
+            cand[n++].ver = base_aliases[i].ver;
     if (n == 0)
         return real;
     /* Known by the pointer: what a lookup returned before, or the exported symbol. */
     for (size_t i = 0; i < n; i++)
-        if (atomic_load_explicit(cand[i]->lkp, memory_order_acquire) == real)
-            return cand[i]->wrapper;
+        if (atomic_load_explicit(cand[i].e->lkp, memory_order_acquire) == real)
+            return cand[i].e->wrapper;
     for (size_t i = 0; i < n; i++)
-        if (gmt_hook_plt_real(cand[i]->plt, GMT_LIB_DRIVER, cand[i]->abi) == real)
-            return claim(cand[i], real);
+        if (gmt_hook_plt_real(cand[i].e->plt, GMT_LIB_DRIVER, cand[i].e->abi) == real)
+            return claim(cand[i].e, real);
     /* A pointer the driver exports under no name: the variant the flags select, at the
      * newest ABI the version asks for. Below an entry's version the driver returns an
      * older ABI under the same base name, which no wrapper of ours fits. */
     unsigned want = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? GMT_VAR_PTSZ
                                                                              : GMT_VAR_DEF;
     const struct gmt_hook *best = NULL;
+    int best_ver = 0;
     for (int pass = 0; pass < 2 && !best; pass++) {
         for (size_t i = 0; i < n; i++) {
-            const struct gmt_hook *e = cand[i];
+            const struct gmt_hook *e = cand[i].e;
             if ((pass == 0 && e->var != want) || (pass == 1 && e->var != GMT_VAR_DEF))
                 continue;
-            if (e->ver <= version && (!best || e->ver > best->ver))
+            if (cand[i].ver <= version && (!best || cand[i].ver > best_ver)) {
                 best = e;
+                best_ver = cand[i].ver;
+            }
         }
     }
     return best ? claim(best, real) : real;

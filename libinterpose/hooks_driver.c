@@ -71,19 +71,20 @@ ALWAYS CUresult gmt_body_cuMemHostUnregister(gmt_fn_cuMemHostUnregister *real, v
     FREE_BODY(GMT_API_cuMemHostUnregister, real(p), U64(p), 0);
 }
 
+/* Under stream capture an async allocation is a graph's memory node (hooks_graph.c). */
 ALWAYS CUresult gmt_body_cuMemAllocAsync(gmt_fn_cuMemAllocAsync *real, CUdeviceptr *dptr,
                                          size_t bytes, CUstream s)
 {
-    ALLOC_BODY(GMT_API_cuMemAllocAsync, GMT_KIND_POOL_ALLOC, real(dptr, bytes, s), *dptr, bytes,
-               -1, U64(s), 0, 0);
+    GMT_ASYNC_ALLOC_BODY(CUresult, CUDA_SUCCESS, real(dptr, bytes, s), GMT_API_cuMemAllocAsync,
+                         *dptr, bytes, U64(s), 0);
 }
 
 ALWAYS CUresult gmt_body_cuMemAllocFromPoolAsync(gmt_fn_cuMemAllocFromPoolAsync *real,
                                                  CUdeviceptr *dptr, size_t bytes,
                                                  CUmemoryPool pool, CUstream s)
 {
-    ALLOC_BODY(GMT_API_cuMemAllocFromPoolAsync, GMT_KIND_POOL_ALLOC, real(dptr, bytes, pool, s),
-               *dptr, bytes, -1, U64(s), U64(pool), 0);
+    GMT_ASYNC_ALLOC_BODY(CUresult, CUDA_SUCCESS, real(dptr, bytes, pool, s),
+                         GMT_API_cuMemAllocFromPoolAsync, *dptr, bytes, U64(s), U64(pool));
 }
 
 ALWAYS CUresult gmt_body_cuMemFreeAsync(gmt_fn_cuMemFreeAsync *real, CUdeviceptr dptr, CUstream s)
@@ -204,10 +205,17 @@ ALWAYS CUresult gmt_body_cuGraphAddMemAllocNode(gmt_fn_cuGraphAddMemAllocNode *r
                                                 const CUgraphNode *deps, size_t ndeps,
                                                 CUDA_MEM_ALLOC_NODE_PARAMS *params)
 {
-    ALLOC_BODY(GMT_API_cuGraphAddMemAllocNode, GMT_KIND_GRAPH_MEM,
-               real(node, graph, deps, ndeps, params), params->dptr,
-               params ? params->bytesize : 0, params ? pool_device(&params->poolProps) : -1, 0,
-               0, 0);
+    if (!gmt_hook_enter())
+        return real(node, graph, deps, ndeps, params);
+    CUresult r = real(node, graph, deps, ndeps, params);
+    gmt_hook_leave();
+    bool ok = r == CUDA_SUCCESS && params;
+    if (ok)
+        gmt_graph_note_memory(U64(graph), pool_device(&params->poolProps));
+    gmt_record_alloc(ok, (int)r, GMT_API_cuGraphAddMemAllocNode, GMT_KIND_GRAPH_MEM,
+                     ok ? params->dptr : 0, params ? params->bytesize : 0,
+                     params ? pool_device(&params->poolProps) : -1, 0, ok ? U64(graph) : 0, 0);
+    return r;
 }
 
 ALWAYS CUresult gmt_body_cuMulticastCreate(gmt_fn_cuMulticastCreate *real,

@@ -32,8 +32,8 @@ ALWAYS cudaError_t gmt_body_cudaFree(gmt_fn_cudaFree *real, void *p)
 ALWAYS cudaError_t gmt_body_cudaMallocAsync(gmt_fn_cudaMallocAsync *real, void **p, size_t size,
                                             cudaStream_t s)
 {
-    ALLOC_BODY(GMT_API_cudaMallocAsync, GMT_KIND_POOL_ALLOC, real(p, size, s), U64(*p), size,
-               U64(s), 0);
+    GMT_ASYNC_ALLOC_BODY(cudaError_t, cudaSuccess, real(p, size, s), GMT_API_cudaMallocAsync,
+                         U64(*p), size, U64(s), 0);
 }
 
 ALWAYS cudaError_t gmt_body_cudaFreeAsync(gmt_fn_cudaFreeAsync *real, void *p, cudaStream_t s)
@@ -45,8 +45,8 @@ ALWAYS cudaError_t gmt_body_cudaMallocFromPoolAsync(gmt_fn_cudaMallocFromPoolAsy
                                                     void **p, size_t size, cudaMemPool_t pool,
                                                     cudaStream_t s)
 {
-    ALLOC_BODY(GMT_API_cudaMallocFromPoolAsync, GMT_KIND_POOL_ALLOC, real(p, size, pool, s),
-               U64(*p), size, U64(s), U64(pool));
+    GMT_ASYNC_ALLOC_BODY(cudaError_t, cudaSuccess, real(p, size, pool, s),
+                         GMT_API_cudaMallocFromPoolAsync, U64(*p), size, U64(s), U64(pool));
 }
 
 ALWAYS cudaError_t gmt_body_cudaMallocManaged(gmt_fn_cudaMallocManaged *real, void **p,

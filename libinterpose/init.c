@@ -148,5 +148,6 @@ __attribute__((constructor)) static void library_load(void)
 
 __attribute__((destructor)) static void library_unload(void)
 {
+    gmt_graph_exit(); /* while the driver may still answer */
     gmt_writer_finish();
 }

@@ -221,5 +221,11 @@ GMT_HIDDEN int gmt_driver_current_device(void);
  * context on that device). Never creates a context: another device's primary context is
  * used only if active, and the caller's current context is left as it was. */
 GMT_HIDDEN int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b);
+/* 1 when `stream` (0: the thread's per-thread default stream) is capturing, with the
+ * graph being captured in *graph (0 when the driver can't say); 0 otherwise. */
+GMT_HIDDEN int gmt_driver_capturing(uint64_t stream, uint64_t *graph);
+/* 0 and `device`'s four graph-memory figures (cuDeviceGetGraphMemAttribute: used
+ * current, used high, reserved current, reserved high, bytes), or -1. */
+GMT_HIDDEN int gmt_driver_graph_mem(int device, uint64_t out[4]);
 
 #endif

@@ -1,8 +1,9 @@
-# mk/hooks.mk: programs and plugins the interception tests (test_intercept, test_arrays, test_dlsym, test_conformance) run under the tracer.
+# mk/hooks.mk: programs and plugins the interception tests (test_intercept, test_arrays, test_graph, test_dlsym, test_conformance) run under the tracer.
 #
 # In $(HOOK_DIR) = $(BUILD)/hookprogs, built with plain flags (never sanitized: the tracer
 # is preloaded into them):
 #   hook_paths         tests/progs/hook_paths.c: driver/runtime calls through each lookup path
+#   graph_paths        tests/progs/graph_paths.c: stream capture and graph memory, each path
 #   hook_scope         tests/progs/hook_scope.c: dlopen(RTLD_LOCAL) plugin, RTLD_NEXT/DEFAULT
 #   libhook_plugin.so  tests/progs/hook_plugin.c: linked with the fake libcudart (and libnccl)
 #   libhook_next_a.so, libhook_next_b.so   tests/progs/hook_next.c built twice
@@ -10,13 +11,17 @@
 
 HOOK_DIR    := $(BUILD)/hookprogs
 HOOK_ABS     = $(abspath $(HOOK_DIR))
-HOOK_PROGS  := $(HOOK_DIR)/hook_paths $(HOOK_DIR)/hook_scope $(HOOK_DIR)/libhook_plugin.so \
+HOOK_PROGS  := $(HOOK_DIR)/hook_paths $(HOOK_DIR)/graph_paths $(HOOK_DIR)/hook_scope $(HOOK_DIR)/libhook_plugin.so \
                $(HOOK_DIR)/libhook_next_a.so $(HOOK_DIR)/libhook_next_b.so
 HOOK_SOFLAGS := -shared -fPIC -Wl,-rpath,$(HOOK_ABS)
 
 test-extras: $(HOOK_PROGS)
 
 $(HOOK_DIR)/hook_paths: tests/progs/hook_paths.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart -lcuda
+
+$(HOOK_DIR)/graph_paths: tests/progs/graph_paths.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart -lcuda
 
@@ -39,5 +44,5 @@ $(HOOK_DIR)/hook_scope: tests/progs/hook_scope.c $(HOOK_DIR)/libhook_next_a.so $
 
 HOOK_TEST_DEFS = -DHOOK_SRC='"$(abspath .)"' -DHOOK_DIR='"$(HOOK_ABS)"' -DHOOK_LIB='"$(abspath $(LIB_SO))"' \
                  -DHOOK_FAKES='"$(FAKES_ABS)"' -DHOOK_STATIC_PROG='"$(abspath $(FAKES_DIR))/progs/fake_cudart_static"'
-$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: private ALLCFLAGS += $(HOOK_TEST_DEFS)
-$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: $(HOOK_PROGS) $(LIB_SO) $(FAKE_PROGS)
+$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: private ALLCFLAGS += $(HOOK_TEST_DEFS)
+$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: $(HOOK_PROGS) $(LIB_SO) $(FAKE_PROGS)

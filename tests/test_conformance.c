@@ -54,14 +54,17 @@ static void show_log(const char *out)
 
 /* Each hooked prototype is compared with the toolkit's declaration of its ABI name, in
  * the mode where the toolkit declares that name without renaming it: per-thread
- * variants with CUDA_API_PER_THREAD_DEFAULT_STREAM, the v1 cuGetProcAddress in the
- * driver's internal mode, everything else plainly. */
+ * variants with CUDA_API_PER_THREAD_DEFAULT_STREAM, the v1 cuGetProcAddress and the
+ * 5-argument cuGraphInstantiate(_v2) in the driver's internal mode, everything else
+ * plainly. */
 static const char *mode_of(const char *abi)
 {
     size_t n = strlen(abi);
     if (n > 5 && !strcmp(abi + n - 5, "_ptsz"))
         return "-DCUDA_API_PER_THREAD_DEFAULT_STREAM";
-    if (!strcmp(abi, "cuGetProcAddress"))
+    /* names cuda.h now maps to newer ABIs, declared as themselves only internally */
+    if (!strcmp(abi, "cuGetProcAddress") || !strcmp(abi, "cuGraphInstantiate") ||
+        !strcmp(abi, "cuGraphInstantiate_v2"))
         return "-D__CUDA_API_VERSION_INTERNAL";
     return "";
 }
@@ -104,7 +107,7 @@ Test(conformance, hooked_prototypes_match_the_toolkit)
 
 /* Layouts and values, printed by one program built twice: on our header and on the toolkit's. */
 static const char layout_prog[] =
-    "#include <stdio.h>\n#include <stddef.h>\n"
+    "#include <stdio.h>\n#include <stddef.h>\n#include <stdint.h>\n"
     "#ifdef REAL\n#include <cuda.h>\n#include <cuda_runtime_api.h>\n#else\n#include \"cuda_abi.h\"\n#endif\n"
     "#define S(t) printf(#t \" %zu\\n\", sizeof(t));\n"
     "#define O(t, m) printf(#t \".\" #m \" %zu\\n\", offsetof(t, m));\n"
@@ -144,6 +147,11 @@ static const char layout_prog[] =
     "V(cudaChannelFormatKindNV12) V(cudaChannelFormatKindUnsignedNormalized8X1)\n"
     "V(cudaChannelFormatKindSignedNormalized16X4) V(cudaChannelFormatKindUnsignedBlockCompressed1)\n"
     "V(cudaChannelFormatKindUnsignedBlockCompressed7SRGB) V(cudaChannelFormatKindUnsignedNormalized1010102)\n"
+    "S(CUgraphEdgeData) S(CUDA_GRAPH_INSTANTIATE_PARAMS) O(CUDA_GRAPH_INSTANTIATE_PARAMS, hUploadStream)\n"
+    "O(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out) V(CU_STREAM_CAPTURE_STATUS_ACTIVE)\n"
+    "V(CU_STREAM_CAPTURE_MODE_RELAXED) V(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)\n"
+    "V(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) V(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)\n"
+    "V((uintptr_t)CU_STREAM_PER_THREAD)\n"
     "return 0; }\n";
 
 static void run_to(const char *prog, char *buf, size_t len)

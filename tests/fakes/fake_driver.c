@@ -22,7 +22,15 @@
  *   nothing, its pages are never mapped here); their handles are not device addresses
  *   and they hold no data;
  * - stream-ordered pools keep freed blocks reserved (still charged) until a
- *   synchronisation trims them to the release threshold (default 0) or cuMemPoolTrimTo.
+ *   synchronisation trims them to the release threshold (default 0) or cuMemPoolTrimTo;
+ * - stream capture and graphs with memory nodes, as the H200 showed them: an async
+ *   allocation on a capturing stream (or cuGraphAddMemAllocNode) allocates nothing and
+ *   returns the address the allocation will have; a launch backs the graph's allocations
+ *   from the device's graph memory pool, which grows in 2 MiB steps to cover them and
+ *   stays reserved (charged, in cuMemGetInfo's used) after their frees until
+ *   cuDeviceGraphMemTrim; cuDeviceGetGraphMemAttribute reports used (bytes of graph
+ *   allocations live), reserved and their high-water marks. Only streams made by
+ *   cuStreamCreate capture; graphs hold memory nodes only (nothing else runs).
  * Deviations: each process has its own simulated devices (two processes on one device
  * don't see each other's usage); every call is synchronous; managed memory is charged
  * nothing (it lives on the host until touched by a kernel); multicast is unsupported
@@ -66,6 +74,15 @@
     X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)                         \
     X(cuMemRetainAllocationHandle) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2)              \
     X(cuIpcCloseMemHandle) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddMemAllocNode)       \
+    X(cuGraphAddMemFreeNode) X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz)              \
+    X(cuStreamBeginCapture_v2) X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)  \
+    X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)       \
+    X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuStreamGetCaptureInfo_v3)            \
+    X(cuStreamGetCaptureInfo_v3_ptsz) X(cuGraphInstantiate) X(cuGraphInstantiate_v2)           \
+    X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams)                             \
+    X(cuGraphInstantiateWithParams_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)                \
+    X(cuGraphExecDestroy) X(cuDeviceGraphMemTrim) X(cuDeviceGetGraphMemAttribute)              \
+    X(cuDeviceSetGraphMemAttribute)                                                           \
     X(cuMulticastCreate) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuMipmappedArrayCreate)   \
     X(cuArrayDestroy) X(cuMipmappedArrayDestroy) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy)  \
     X(cuMemsetD8_v2) X(cuModuleLoadData) X(cuModuleUnload) X(cuGetErrorString)                \
@@ -106,6 +123,9 @@ struct CUctx_st {
 
 struct device {
     size_t total, used, hidden;
+    /* the graph memory pool: bytes of live graph allocations (and rounded to 2 MiB each),
+     * bytes it holds (charged to the device), and their high-water marks */
+    size_t gm_used, gm_used_rounded, gm_used_high, gm_reserved, gm_reserved_high;
     struct CUctx_st primary;
     struct CUmemPoolHandle_st *default_pool;
 };
@@ -770,52 +790,513 @@ static CUresult pool_free(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
+/* ------------------------------------------------------- stream capture and graphs */
+/* A graph's allocation: its address is fixed when the node is made (mapped host memory,
+ * charged nothing); a launch makes it live, backed by the device's graph memory pool. */
+struct galloc {
+    uintptr_t addr;
+    size_t size;
+    int dev;
+    int live;
+    struct galloc *next;
+};
+static struct galloc *gallocs; /* every graph allocation, kept for good (addresses stay valid) */
+
+struct gnode {
+    int is_free;
+    struct galloc *a;
+};
+#define GRAPH_NODES 64
+struct CUgraph_st {
+    struct gnode nodes[GRAPH_NODES];
+    int n;
+};
+struct CUgraphExec_st {
+    struct gnode nodes[GRAPH_NODES];
+    int n;
+};
+struct CUgraphNode_st {
+    int unused;
+};
+static struct CUgraphNode_st node_handles[GRAPH_NODES];
+
+struct CUstream_st {
+    int dev;
+    int capturing;
+    CUgraph graph;
+    unsigned long long capture_id;
+};
+static unsigned long long next_capture_id = 1;
+
+/* A stream handle that can capture: one cuStreamCreate made (legacy 0x1, per-thread 0x2
+ * and the null stream are not simulated). */
+static struct CUstream_st *capture_stream(CUstream s)
+{
+    return (uintptr_t)s > 2 ? s : NULL;
+}
+
+static struct galloc *galloc_find_locked(uintptr_t addr)
+{
+    for (struct galloc *a = gallocs; a; a = a->next)
+        if (a->addr == addr) return a;
+    return NULL;
+}
+
+static CUresult graph_add_alloc(CUgraph g, int dev, size_t size, CUdeviceptr *dptr)
+{
+    if (g->n == GRAPH_NODES) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct blk *b;
+    CUresult r = alloc_blk(dev, size, BLK_GRAPH, 0, &b);
+    if (r) return r;
+    struct galloc *a = calloc(1, sizeof *a);
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    *a = (struct galloc){.addr = b->addr, .size = size, .dev = dev};
+    pthread_mutex_lock(&lock);
+    a->next = gallocs;
+    gallocs = a;
+    g->nodes[g->n++] = (struct gnode){0, a};
+    pthread_mutex_unlock(&lock);
+    *dptr = a->addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_add_free(CUgraph g, CUdeviceptr dptr)
+{
+    pthread_mutex_lock(&lock);
+    struct galloc *a = galloc_find_locked(dptr);
+    CUresult r = !a ? CUDA_ERROR_INVALID_VALUE : g->n == GRAPH_NODES ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS) g->nodes[g->n++] = (struct gnode){1, a};
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Stream-ordered allocation: into the graph of a capturing stream, else from a pool. */
+static CUresult async_alloc(CUdeviceptr *dptr, size_t size, CUstream s, CUmemoryPool pool, int default_pool)
+{
+    struct CUstream_st *cs = capture_stream(s);
+    if (cs && cs->capturing) {
+        NEED_CTX(dev);
+        if (!dptr || !size) return CUDA_ERROR_INVALID_VALUE;
+        if (!default_pool) {
+            pthread_mutex_lock(&lock);
+            int ok = pool_valid_locked(pool);
+            pthread_mutex_unlock(&lock);
+            if (!ok) return CUDA_ERROR_INVALID_VALUE;
+            dev = pool->dev;
+        }
+        return graph_add_alloc(cs->graph, dev, size, dptr);
+    }
+    return default_pool ? default_pool_alloc(dptr, size) : pool_alloc(dptr, size, pool);
+}
+
+/* A graph allocation freed outside its graph (cuMemFreeAsync, cuMemFree after a launch):
+ * 1 when dptr is one. */
+static int graph_free_outside(CUdeviceptr dptr, CUresult *r)
+{
+    pthread_mutex_lock(&lock);
+    struct galloc *a = galloc_find_locked(dptr);
+    if (a) {
+        if (!a->live) *r = CUDA_ERROR_INVALID_VALUE;
+        else {
+            struct device *d = &devices[a->dev];
+            a->live = 0;
+            d->gm_used -= a->size;
+            d->gm_used_rounded -= round_up(a->size, GRAN);
+            *r = CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return a != NULL;
+}
+
+static CUresult async_free(CUdeviceptr dptr, CUstream s)
+{
+    struct CUstream_st *cs = capture_stream(s);
+    if (cs && cs->capturing) return graph_add_free(cs->graph, dptr);
+    CUresult r;
+    if (graph_free_outside(dptr, &r)) return r;
+    return pool_free(dptr);
+}
+
+static CUresult begin_capture(CUstream s, CUgraph into, CUstreamCaptureMode mode)
+{
+    NEED_INIT();
+    struct CUstream_st *cs = capture_stream(s);
+    if (!cs) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+    if (cs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    CUgraph g = into ? into : calloc(1, sizeof *g);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    cs->graph = g;
+    cs->capture_id = next_capture_id++;
+    cs->capturing = 1;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamBeginCapture(CUstream s)
+{
+    count(FN_cuStreamBeginCapture, 0);
+    return begin_capture(s, NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+    count(FN_cuStreamBeginCapture_ptsz, 0);
+    return begin_capture(s, NULL, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    count(FN_cuStreamBeginCapture_v2, 0);
+    return begin_capture(s, NULL, mode);
+}
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+{
+    count(FN_cuStreamBeginCapture_v2_ptsz, 0);
+    return begin_capture(s, NULL, mode);
+}
+EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                            const CUgraphEdgeData *edges, size_t ndeps, CUstreamCaptureMode mode)
+{
+    count(FN_cuStreamBeginCaptureToGraph, 0);
+    if (!g || (ndeps && !deps)) return CUDA_ERROR_INVALID_VALUE;
+    return begin_capture(s, g, mode);
+}
+EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                 const CUgraphEdgeData *edges, size_t ndeps, CUstreamCaptureMode mode)
+{
+    count(FN_cuStreamBeginCaptureToGraph_ptsz, 0);
+    if (!g || (ndeps && !deps)) return CUDA_ERROR_INVALID_VALUE;
+    return begin_capture(s, g, mode);
+}
+
+static CUresult end_capture(CUstream s, CUgraph *g)
+{
+    NEED_INIT();
+    struct CUstream_st *cs = capture_stream(s);
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    if (!cs || !cs->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    pthread_mutex_lock(&lock);
+    *g = cs->graph;
+    cs->graph = NULL;
+    cs->capturing = 0;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+    count(FN_cuStreamEndCapture, 0);
+    return end_capture(s, g);
+}
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
+{
+    count(FN_cuStreamEndCapture_ptsz, 0);
+    return end_capture(s, g);
+}
+
+static CUresult capture_info(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph)
+{
+    NEED_INIT();
+    if (!st) return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *cs = capture_stream(s);
+    pthread_mutex_lock(&lock);
+    int on = cs && cs->capturing;
+    *st = on ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (on && id) *id = cs->capture_id;
+    if (on && graph) *graph = cs->graph;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
+{
+    count(FN_cuStreamIsCapturing, 0);
+    return capture_info(s, st, NULL, NULL);
+}
+EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *st)
+{
+    count(FN_cuStreamIsCapturing_ptsz, 0);
+    return capture_info(s, st, NULL, NULL);
+}
+EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+                                          const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    count(FN_cuStreamGetCaptureInfo_v3, 0);
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return capture_info(s, st, id, graph);
+}
+EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+                                               const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    count(FN_cuStreamGetCaptureInfo_v3_ptsz, 0);
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return capture_info(s, st, id, graph);
+}
+
+EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+    count(FN_cuGraphCreate, 0);
+    NEED_INIT();
+    if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
+    *g = calloc(1, sizeof **g);
+    return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* The graph's allocations keep their addresses (an executable made from it may run). */
+EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+    count(FN_cuGraphDestroy, 0);
+    NEED_INIT();
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+/* The address is handed out at once; the memory is charged when the graph is launched. */
+EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                       CUDA_MEM_ALLOC_NODE_PARAMS *params)
+{
+    count(FN_cuGraphAddMemAllocNode, params ? params->bytesize : 0);
+    NEED_INIT();
+    if (!node || !g || !params || (ndeps && !deps)) return CUDA_ERROR_INVALID_VALUE;
+    int dev = params->poolProps.location.id;
+    if (params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE || dev < 0 || dev >= ndevices)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = graph_add_alloc(g, dev, params->bytesize, &params->dptr);
+    if (r) return r;
+    *node = &node_handles[g->n - 1];
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                      CUdeviceptr dptr)
+{
+    count(FN_cuGraphAddMemFreeNode, 0);
+    NEED_INIT();
+    if (!node || !g || (ndeps && !deps)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = graph_add_free(g, dptr);
+    if (r) return r;
+    *node = &node_handles[g->n - 1];
+    return CUDA_SUCCESS;
+}
+
+static CUresult instantiate(CUgraphExec *e, CUgraph g)
+{
+    NEED_INIT();
+    if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphExec_st *x = calloc(1, sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    memcpy(x->nodes, g->nodes, sizeof g->nodes);
+    x->n = g->n;
+    pthread_mutex_unlock(&lock);
+    *e = x;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t len)
+{
+    count(FN_cuGraphInstantiate, 0);
+    if (log && len) log[0] = 0;
+    return instantiate(e, g);
+}
+EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t len)
+{
+    count(FN_cuGraphInstantiate_v2, 0);
+    if (log && len) log[0] = 0;
+    return instantiate(e, g);
+}
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+    count(FN_cuGraphInstantiateWithFlags, 0);
+    return instantiate(e, g);
+}
+EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    count(FN_cuGraphInstantiateWithParams, 0);
+    CUresult r = instantiate(e, g);
+    if (p) p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+    return r;
+}
+EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    count(FN_cuGraphInstantiateWithParams_ptsz, 0);
+    CUresult r = instantiate(e, g);
+    if (p) p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+    return r;
+}
+
+/* Runs the graph's memory nodes in order: an allocation becomes live (its bytes count as
+ * used), a free ends it. The device's graph pool grows, in 2 MiB steps, to hold the most
+ * that is live at once, each allocation rounded up to 2 MiB; it keeps that reserve (and
+ * the device keeps it charged) after the frees, until cuDeviceGraphMemTrim. */
+static CUresult launch(CUgraphExec x)
+{
+    NEED_CTX(cur);
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    size_t peak[MAX_DEVICES], live[MAX_DEVICES];
+    pthread_mutex_lock(&lock);
+    for (int d = 0; d < ndevices; d++) peak[d] = live[d] = devices[d].gm_used_rounded;
+    for (int i = 0; i < x->n; i++) {
+        struct galloc *a = x->nodes[i].a;
+        size_t r = round_up(a->size, GRAN);
+        if (x->nodes[i].is_free) live[a->dev] -= r;
+        else if (a->live) { /* not freed since the last launch */
+            pthread_mutex_unlock(&lock);
+            return CUDA_ERROR_INVALID_VALUE;
+        } else if ((live[a->dev] += r) > peak[a->dev]) peak[a->dev] = live[a->dev];
+    }
+    for (int d = 0; d < ndevices; d++)
+        if (peak[d] > devices[d].gm_reserved &&
+            peak[d] - devices[d].gm_reserved > devices[d].total - devices[d].used) {
+            pthread_mutex_unlock(&lock);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    for (int d = 0; d < ndevices; d++) {
+        struct device *dv = &devices[d];
+        if (peak[d] <= dv->gm_reserved) continue;
+        charge_locked(d, peak[d] - dv->gm_reserved, 0);
+        dv->gm_reserved = peak[d];
+        if (dv->gm_reserved > dv->gm_reserved_high) dv->gm_reserved_high = dv->gm_reserved;
+    }
+    for (int i = 0; i < x->n; i++) {
+        struct galloc *a = x->nodes[i].a;
+        struct device *dv = &devices[a->dev];
+        if (x->nodes[i].is_free) {
+            if (!a->live) continue;
+            a->live = 0;
+            dv->gm_used -= a->size;
+            dv->gm_used_rounded -= round_up(a->size, GRAN);
+        } else {
+            a->live = 1;
+            dv->gm_used += a->size;
+            dv->gm_used_rounded += round_up(a->size, GRAN);
+            if (dv->gm_used > dv->gm_used_high) dv->gm_used_high = dv->gm_used;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    (void)cur;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream s)
+{
+    count(FN_cuGraphLaunch, 0);
+    return launch(x);
+}
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s)
+{
+    count(FN_cuGraphLaunch_ptsz, 0);
+    return launch(x);
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
+{
+    count(FN_cuGraphExecDestroy, 0);
+    NEED_INIT();
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    free(x);
+    return CUDA_SUCCESS;
+}
+
+/* Gives the device back what its graph pool holds beyond its live allocations. */
+EXPORT CUresult cuDeviceGraphMemTrim(CUdevice dev)
+{
+    count(FN_cuDeviceGraphMemTrim, 0);
+    NEED_INIT();
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    struct device *d = &devices[dev];
+    uncharge_locked(dev, d->gm_reserved - d->gm_used_rounded, 0);
+    d->gm_reserved = d->gm_used_rounded;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
+{
+    count(FN_cuDeviceGetGraphMemAttribute, 0);
+    NEED_INIT();
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    cuuint64_t v = 0;
+    pthread_mutex_lock(&lock);
+    struct device *d = &devices[dev];
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: v = d->gm_used; break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: v = d->gm_used_high; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: v = d->gm_reserved; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: v = d->gm_reserved_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&lock);
+    if (r == CUDA_SUCCESS) memcpy(value, &v, sizeof v);
+    return r;
+}
+
+/* Only the high-water marks can be set, and only to 0 (they restart from the current). */
+EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
+{
+    count(FN_cuDeviceSetGraphMemAttribute, 0);
+    NEED_INIT();
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    cuuint64_t v = 1;
+    if (value) memcpy(&v, value, sizeof v);
+    if (v != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct device *d = &devices[dev];
+    CUresult r = CUDA_SUCCESS;
+    if (attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH) d->gm_used_high = d->gm_used;
+    else if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH) d->gm_reserved_high = d->gm_reserved;
+    else r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 {
     count(FN_cuMemAllocAsync, size);
-    return default_pool_alloc(dptr, size);
+    return async_alloc(dptr, size, s, NULL, 1);
 }
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
 {
     count(FN_cuMemAllocAsync_ptsz, size);
-    return default_pool_alloc(dptr, size);
+    return async_alloc(dptr, size, s, NULL, 1);
 }
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
 {
     count(FN_cuMemAllocFromPoolAsync, size);
     NEED_INIT();
-    return pool_alloc(dptr, size, pool);
+    return async_alloc(dptr, size, s, pool, 0);
 }
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s)
 {
     count(FN_cuMemAllocFromPoolAsync_ptsz, size);
     NEED_INIT();
-    return pool_alloc(dptr, size, pool);
+    return async_alloc(dptr, size, s, pool, 0);
 }
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
 {
     count(FN_cuMemFreeAsync, 0);
     NEED_INIT();
-    return pool_free(dptr);
+    return async_free(dptr, s);
 }
 EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
 {
     count(FN_cuMemFreeAsync_ptsz, 0);
     NEED_INIT();
-    return pool_free(dptr);
+    return async_free(dptr, s);
 }
 
 /* ------------------------------------------------------------------ streams and syncs */
-struct CUstream_st {
-    int dev;
-};
-
 EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
 {
     count(FN_cuStreamCreate, 0);
     NEED_CTX(dev);
     if (!ps) return CUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s = malloc(sizeof *s);
+    struct CUstream_st *s = calloc(1, sizeof *s);
     if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
     s->dev = dev;
     *ps = s;
@@ -906,7 +1387,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         free_blk(b);
         return CUDA_SUCCESS;
     }
-    /* cuMemFree also takes stream-ordered allocations (after synchronising). */
+    /* cuMemFree also takes stream-ordered and graph allocations (after synchronising). */
+    CUresult r;
+    if (graph_free_outside(dptr, &r)) return r;
     return pool_free(dptr);
 }
 
@@ -1421,60 +1904,6 @@ EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
-/* ------------------------------------------------------------------------------ graphs */
-struct CUgraph_st {
-    struct blk *allocs[64];
-    int n;
-};
-struct CUgraphNode_st {
-    int unused;
-};
-
-EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
-{
-    count(FN_cuGraphCreate, 0);
-    NEED_INIT();
-    if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
-    *g = calloc(1, sizeof **g);
-    return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-EXPORT CUresult cuGraphDestroy(CUgraph g)
-{
-    count(FN_cuGraphDestroy, 0);
-    NEED_INIT();
-    if (!g) return CUDA_ERROR_INVALID_VALUE;
-    for (int i = 0; i < g->n; i++) {
-        pthread_mutex_lock(&lock);
-        struct blk *b = blk_take_locked(g->allocs[i]->addr, 1u << BLK_GRAPH);
-        pthread_mutex_unlock(&lock);
-        if (b) free_blk(b);
-    }
-    free(g);
-    return CUDA_SUCCESS;
-}
-
-/* Minimal: the address is handed out at once; the real driver charges the memory when
- * the graph is instantiated and launched, which the fake never does. */
-EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
-                                       CUDA_MEM_ALLOC_NODE_PARAMS *params)
-{
-    count(FN_cuGraphAddMemAllocNode, params ? params->bytesize : 0);
-    NEED_INIT();
-    if (!node || !g || !params || (ndeps && !deps) || g->n == 64) return CUDA_ERROR_INVALID_VALUE;
-    int dev = params->poolProps.location.id;
-    if (params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE || dev < 0 || dev >= ndevices)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct blk *b;
-    CUresult r = alloc_blk(dev, params->bytesize, BLK_GRAPH, 0, &b);
-    if (r) return r;
-    g->allocs[g->n++] = b;
-    params->dptr = b->addr;
-    static struct CUgraphNode_st nodes[64];
-    *node = &nodes[g->n - 1];
-    return CUDA_SUCCESS;
-}
-
 EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mc, const void *prop)
 {
     count(FN_cuMulticastCreate, 0);
@@ -1654,12 +2083,14 @@ EXPORT CUresult cuModuleUnload(CUmodule m)
     X(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped")                                   \
     X(CUDA_ERROR_NOT_MAPPED, "resource not mapped")                                           \
     X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                   \
+    X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state")     \
     X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                         \
     X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                 \
     X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped") \
     X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region") \
     X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted")                                    \
     X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                    \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
     X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
@@ -1760,6 +2191,31 @@ enum sel { ANY, PTDS, LEGACY };
     X("cuGraphCreate", cuGraphCreate, 10000, ANY)                                             \
     X("cuGraphDestroy", cuGraphDestroy, 10000, ANY)                                           \
     X("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode, 11040, ANY)                           \
+    X("cuGraphAddMemFreeNode", cuGraphAddMemFreeNode, 11040, ANY)                             \
+    X("cuStreamBeginCapture", cuStreamBeginCapture, 10000, LEGACY)                            \
+    X("cuStreamBeginCapture", cuStreamBeginCapture_ptsz, 10000, PTDS)                         \
+    X("cuStreamBeginCapture", cuStreamBeginCapture_v2, 10010, LEGACY)                         \
+    X("cuStreamBeginCapture", cuStreamBeginCapture_v2_ptsz, 10010, PTDS)                      \
+    X("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph, 12030, LEGACY)              \
+    X("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph_ptsz, 12030, PTDS)           \
+    X("cuStreamEndCapture", cuStreamEndCapture, 10000, LEGACY)                                \
+    X("cuStreamEndCapture", cuStreamEndCapture_ptsz, 10000, PTDS)                             \
+    X("cuStreamIsCapturing", cuStreamIsCapturing, 10000, LEGACY)                              \
+    X("cuStreamIsCapturing", cuStreamIsCapturing_ptsz, 10000, PTDS)                           \
+    X("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3, 12030, LEGACY)                     \
+    X("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3_ptsz, 12030, PTDS)                  \
+    X("cuGraphInstantiate", cuGraphInstantiate, 10000, ANY)                                   \
+    X("cuGraphInstantiate", cuGraphInstantiate_v2, 11000, ANY)                                \
+    X("cuGraphInstantiate", cuGraphInstantiateWithFlags, 12000, ANY)                          \
+    X("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, 11040, ANY)                 \
+    X("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams, 12000, LEGACY)            \
+    X("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams_ptsz, 12000, PTDS)         \
+    X("cuGraphLaunch", cuGraphLaunch, 10000, LEGACY)                                          \
+    X("cuGraphLaunch", cuGraphLaunch_ptsz, 10000, PTDS)                                       \
+    X("cuGraphExecDestroy", cuGraphExecDestroy, 10000, ANY)                                   \
+    X("cuDeviceGraphMemTrim", cuDeviceGraphMemTrim, 11040, ANY)                               \
+    X("cuDeviceGetGraphMemAttribute", cuDeviceGetGraphMemAttribute, 11040, ANY)               \
+    X("cuDeviceSetGraphMemAttribute", cuDeviceSetGraphMemAttribute, 11040, ANY)               \
     X("cuMulticastCreate", cuMulticastCreate, 12010, ANY)                                     \
     X("cuArrayCreate", cuArrayCreate_v2, 3020, ANY)                                           \
     X("cuArray3DCreate", cuArray3DCreate_v2, 3020, ANY)                                       \

@@ -56,6 +56,17 @@
     X(pool_trim, "cuMemPoolTrimTo", 11020, 0, "cuMemPoolTrimTo")                              \
     X(ipc_open, "cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2")                      \
     X(graph_alloc_node, "cuGraphAddMemAllocNode", 11040, 0, "cuGraphAddMemAllocNode")         \
+    X(graph_free_node, "cuGraphAddMemFreeNode", 11040, 0, "cuGraphAddMemFreeNode")            \
+    X(graph_create, "cuGraphCreate", 10000, 0, "cuGraphCreate")                               \
+    X(capture_begin, "cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2")             \
+    X(capture_end, "cuStreamEndCapture", 10000, 0, "cuStreamEndCapture")                      \
+    X(capture_status, "cuStreamIsCapturing", 10000, 0, "cuStreamIsCapturing")                 \
+    X(graph_instantiate, "cuGraphInstantiate", 12000, 0, "cuGraphInstantiateWithFlags")       \
+    X(graph_launch, "cuGraphLaunch", 10000, 0, "cuGraphLaunch")                               \
+    X(graph_exec_destroy, "cuGraphExecDestroy", 10000, 0, "cuGraphExecDestroy")               \
+    X(graph_destroy, "cuGraphDestroy", 10000, 0, "cuGraphDestroy")                            \
+    X(graph_mem_trim, "cuDeviceGraphMemTrim", 11040, 0, "cuDeviceGraphMemTrim")               \
+    X(graph_mem_attr, "cuDeviceGetGraphMemAttribute", 11040, 0, "cuDeviceGetGraphMemAttribute") \
     X(array_create, "cuArrayCreate", 3020, 0, "cuArrayCreate_v2")                             \
     X(array3d_create, "cuArray3DCreate", 3020, 0, "cuArray3DCreate_v2")                       \
     X(mipmap_create, "cuMipmappedArrayCreate", 5000, 0, "cuMipmappedArrayCreate")             \
@@ -101,6 +112,17 @@ static struct {
     CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned);
     CUresult (*graph_alloc_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                  CUDA_MEM_ALLOC_NODE_PARAMS *);
+    CUresult (*graph_free_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUdeviceptr);
+    CUresult (*graph_create)(CUgraph *, unsigned);
+    CUresult (*capture_begin)(CUstream, CUstreamCaptureMode);
+    CUresult (*capture_end)(CUstream, CUgraph *);
+    CUresult (*capture_status)(CUstream, CUstreamCaptureStatus *);
+    CUresult (*graph_instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*graph_launch)(CUgraphExec, CUstream);
+    CUresult (*graph_exec_destroy)(CUgraphExec);
+    CUresult (*graph_destroy)(CUgraph);
+    CUresult (*graph_mem_trim)(CUdevice);
+    CUresult (*graph_mem_attr)(CUdevice, CUgraphMem_attribute, void *);
     CUresult (*array_create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
     CUresult (*array3d_create)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
     CUresult (*mipmap_create)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned);
@@ -202,6 +224,8 @@ static cudaError_t map(CUresult r)
     case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
     case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
     case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
+    case CUDA_ERROR_ILLEGAL_STATE: return cudaErrorIllegalState;
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return cudaErrorStreamCaptureUnsupported;
     case CUDA_ERROR_NOT_FOUND: return cudaErrorSymbolNotFound;
     case CUDA_ERROR_ILLEGAL_ADDRESS: return cudaErrorIllegalAddress;
     case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return cudaErrorHostMemoryAlreadyRegistered;
@@ -581,6 +605,101 @@ API cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t arr)
     return ret(drv.mipmap_destroy((CUmipmappedArray)(void *)arr));
 }
 
+/* ------------------------------------------------------- stream capture and graphs */
+/* cudaGraph_t, cudaGraphExec_t and cudaGraphNode_t are the driver's handles, as in the
+ * real runtime; every call goes to the driver through the entry points. */
+API cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    NEED_CTX();
+    NEED_FN(capture_begin);
+    return ret(drv.capture_begin(s, (CUstreamCaptureMode)mode));
+}
+
+API cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+    NEED_CTX();
+    NEED_FN(capture_end);
+    return ret(drv.capture_end(s, g));
+}
+
+API cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st)
+{
+    NEED_CTX();
+    NEED_FN(capture_status);
+    CUstreamCaptureStatus c = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = drv.capture_status(s, &c);
+    if (r == CUDA_SUCCESS && st) *st = (enum cudaStreamCaptureStatus)c;
+    return ret(r);
+}
+
+API cudaError_t cudaGraphCreate(cudaGraph_t *g, unsigned int flags)
+{
+    NEED_CTX();
+    NEED_FN(graph_create);
+    return ret(drv.graph_create(g, flags));
+}
+
+API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                         size_t ndeps, struct cudaMemAllocNodeParams *params)
+{
+    NEED_CTX();
+    NEED_FN(graph_alloc_node);
+    _Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS), "same layout");
+    _Static_assert(offsetof(struct cudaMemAllocNodeParams, dptr) == offsetof(CUDA_MEM_ALLOC_NODE_PARAMS, dptr),
+                   "same layout");
+    return ret(drv.graph_alloc_node(node, g, deps, ndeps, (CUDA_MEM_ALLOC_NODE_PARAMS *)(void *)params));
+}
+
+API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                        size_t ndeps, void *dptr)
+{
+    NEED_CTX();
+    NEED_FN(graph_free_node);
+    return ret(drv.graph_free_node(node, g, deps, ndeps, (CUdeviceptr)(uintptr_t)dptr));
+}
+
+API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags)
+{
+    NEED_CTX();
+    NEED_FN(graph_instantiate);
+    return ret(drv.graph_instantiate(e, g, flags));
+}
+
+API cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
+{
+    NEED_CTX();
+    NEED_FN(graph_launch);
+    return ret(drv.graph_launch(e, s));
+}
+
+API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
+{
+    NEED_CTX();
+    NEED_FN(graph_exec_destroy);
+    return ret(drv.graph_exec_destroy(e));
+}
+
+API cudaError_t cudaGraphDestroy(cudaGraph_t g)
+{
+    NEED_CTX();
+    NEED_FN(graph_destroy);
+    return ret(drv.graph_destroy(g));
+}
+
+API cudaError_t cudaDeviceGraphMemTrim(int device)
+{
+    NEED_CTX();
+    NEED_FN(graph_mem_trim);
+    return ret(drv.graph_mem_trim(device));
+}
+
+API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+{
+    NEED_CTX();
+    NEED_FN(graph_mem_attr);
+    return ret(drv.graph_mem_attr(device, (CUgraphMem_attribute)attr, value));
+}
+
 /* ------------------------------------------------------------- copies and streams */
 API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
@@ -677,6 +796,8 @@ API const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorDeviceUninitialized: return "invalid device context";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorSymbolNotFound: return "named symbol not found";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorHostMemoryAlreadyRegistered: return "part or all of the requested memory range is already mapped";

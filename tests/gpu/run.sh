@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh: real-GPU validation on a machine with 1 or 2 NVIDIA GPUs: the examples (one GPU: a single-rank communicator) and, on 2 GPUs, a PyTorch DDP job, with and without libgpumemtrace.so; same results, NCCL's own ALLOC log found in the trace.
 #
-# Usage: bash tests/gpu/run.sh [--dry-run] [--only cuda|nccl|ddp|gate]...
+# Usage: bash tests/gpu/run.sh [--dry-run] [--only cuda|graphs|nccl|ddp|gate]...
 # Builds nothing of ours: build/libgpumemtrace.so and build/gpumemtrace come from the
 # development machine (GPUMEMTRACE_BUILD=DIR to use another). Compiles the examples with
 # nvcc/cc here. Writes its outputs to $OUT/gpu when OUT is set, else to a fresh temp dir.
@@ -86,6 +86,7 @@ need_file "$lib" "build it on the development machine and copy build/ here"
 need_file "$cli" "idem"
 need_file "$check"
 need_file "$repo/examples/cuda_static/memcheck.cu"
+need_file "$here/graphs.cu"
 need_file "$repo/examples/nccl/nccl_multi.c"
 need_file "$repo/examples/pytorch_ddp/train.py"
 py=$(command -v python3 || true)
@@ -164,6 +165,39 @@ if wanted cuda; then
       elif "$py" "$check" allocs --dump $dumps --expect 67108864 33554432 8388608 | tee "$d/allocs.txt"; then
         result cuda_static ok "same output; 64 MiB, 32 MiB async, 8 MiB host in the trace"
       else result cuda_static FAIL "same output, allocations missing in the trace"; fi
+    fi
+  fi
+fi
+
+# ---------------------------------------------------------------- (a2) graph memory
+if wanted graphs; then
+  say "(a2) graph memory: tests/gpu/graphs.cu, static cudart"
+  d="$work/graphs"; mkdir -p "$d"
+  if [ -z "$nvcc" ]; then result graphs skip "no nvcc"
+  elif ! run_step "$d/build.log" "$nvcc" -o "$d/graphs" "$here/graphs.cu" -lcuda; then
+    result graphs FAIL "nvcc build failed ($d/build.log)"
+  else
+    run_step "$d/plain.out" "$d/graphs"; rc1=$?
+    run_step "$d/traced.out" traced "$d" trace "$d/graphs"; rc2=$?
+    if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then
+      result graphs FAIL "exit $rc1 untraced, $rc2 traced"
+    elif ! diff -u "$d/plain.out" <(grep -v '^gpumemtrace: ' "$d/traced.out") >"$d/diff.txt"; then
+      result graphs FAIL "output differs with the library ($d/diff.txt)"; cat "$d/diff.txt"
+    else
+      dumps=$(dump_traces "$d/trace.*.gmt")
+      if [ -z "$dumps" ]; then result graphs FAIL "no trace written"
+      else
+        # the captured allocation (flag GMT_ALLOC_CAPTURED), the built graph's node, and
+        # GRAPHMEM after launch 1, trim, destroy, the node graph's launch, trim, destroy, exit
+        captured=$(cat $dumps | grep -c 'kind=GRAPH_MEM.*flags=0x2')
+        nodes=$(cat $dumps | grep -c 'api=cuGraphAddMemAllocNode')
+        graphmem=$(cat $dumps | grep -c ' GRAPHMEM ')
+        differs=$(grep -c DIFFERS "$d/plain.out")
+        cat "$d/plain.out"
+        if [ "$captured" -ge 1 ] && [ "$nodes" -ge 1 ] && [ "$graphmem" -ge 5 ]; then
+          result graphs ok "same output; captured $captured, nodes $nodes, GRAPHMEM $graphmem; device delta != reserved: $differs of 4"
+        else result graphs FAIL "captured $captured, nodes $nodes, GRAPHMEM $graphmem (want >= 1, 1, 5)"; fi
+      fi
     fi
   fi
 fi

@@ -8,6 +8,7 @@
 #endif
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define V(x) printf("%s %lld\n", #x, (long long)(x));
@@ -53,6 +54,13 @@ int main(void)
     OFF(CUDA_ARRAY3D_DESCRIPTOR, Format) OFF(CUDA_ARRAY3D_DESCRIPTOR, Flags)
     V(cudaChannelFormatKindFloat) V(cudaArrayLayered) V(cudaArrayCubemap) V(cudaArraySurfaceLoadStore)
     SZ(struct cudaChannelFormatDesc) OFF(struct cudaChannelFormatDesc, f)
+    V(CUDA_ERROR_ILLEGAL_STATE) V(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) V(cudaErrorIllegalState)
+    V(cudaErrorStreamCaptureUnsupported) V(CU_STREAM_CAPTURE_STATUS_ACTIVE) V(CU_STREAM_CAPTURE_MODE_RELAXED)
+    V(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) V(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH) V((long long)(uintptr_t)CU_STREAM_PER_THREAD)
+    V(cudaStreamCaptureModeRelaxed) V(cudaStreamCaptureStatusActive) V(cudaGraphMemAttrReservedMemCurrent)
+    SZ(CUgraphEdgeData) SZ(CUDA_GRAPH_INSTANTIATE_PARAMS) OFF(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out)
+    SZ(struct cudaMemAllocNodeParams) OFF(struct cudaMemAllocNodeParams, bytesize) OFF(struct cudaMemAllocNodeParams, dptr)
+    SZ(struct cudaMemAccessDesc)
     V(ncclSuccess) V(ncclUnhandledCudaError) V(ncclSystemError) V(ncclInternalError) V(ncclInvalidArgument)
     V(ncclInvalidUsage) V(ncclRemoteError) V(ncclInProgress) V(ncclNumResults)
     V(ncclSum) V(ncclProd) V(ncclMax) V(ncclMin) V(ncclAvg) V(ncclNumOps)
