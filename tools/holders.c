@@ -76,3 +76,25 @@ const char *gmt_site_holder(const struct gmt_analysis *a, const struct gmt_site_
     }
     return NULL;
 }
+
+size_t gmt_held_at_end(const struct gmt_analysis *a, struct gmt_held *out, size_t max)
+{
+    const struct gmt_report *rep = &a->rep;
+    size_t n = 0;
+    for (size_t i = 0; i < rep->n_sites; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+        if (!who)
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(out[k].holder, who))
+            k++;
+        if (k == n && n == max)
+            continue;
+        if (k == n)
+            out[n++] = (struct gmt_held){who, 0, 0};
+        out[k].bytes += s->live_at_end;
+        out[k].count += s->count_at_end;
+    }
+    return n;
+}

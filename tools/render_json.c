@@ -196,30 +196,13 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
 /* What caches and communicators hold at the end, by holder (not leaks). */
 static void json_held(FILE *out, const struct gmt_analysis *a)
 {
-    const struct gmt_report *rep = &a->rep;
-    const char *names[16];
-    uint64_t bytes[16] = { 0 }, count[16] = { 0 };
-    size_t n = 0;
-    for (size_t i = 0; i < rep->n_sites; i++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
-        if (!who)
-            continue;
-        size_t k = 0;
-        while (k < n && strcmp(names[k], who))
-            k++;
-        if (k == n && n == 16)
-            continue;
-        if (k == n)
-            names[n++] = who;
-        bytes[k] += s->live_at_end;
-        count[k] += s->count_at_end;
-    }
+    struct gmt_held h[16];
+    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
     fprintf(out, "], \"held_at_end\": [");
     for (size_t k = 0; k < n; k++) {
         fprintf(out, "%s{\"holder\": ", k ? ", " : "");
-        gmt_fput_json_string(out, names[k]);
-        fprintf(out, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}", bytes[k], count[k]);
+        gmt_fput_json_string(out, h[k].holder);
+        fprintf(out, ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}", h[k].bytes, h[k].count);
     }
 }
 

@@ -272,27 +272,8 @@ out:
  * normal at exit, so apart from the leaks, by holder. */
 static void text_held(FILE *out, const struct gmt_analysis *a)
 {
-    const struct gmt_report *rep = &a->rep;
-    struct held {
-        const char *holder;
-        uint64_t bytes, count;
-    } h[8];
-    size_t n = 0;
-    for (size_t i = 0; i < rep->n_sites; i++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
-        if (!who)
-            continue;
-        size_t k = 0;
-        while (k < n && strcmp(h[k].holder, who))
-            k++;
-        if (k == n && n == sizeof h / sizeof h[0])
-            continue;
-        if (k == n)
-            h[n++] = (struct held){who, 0, 0};
-        h[k].bytes += s->live_at_end;
-        h[k].count += s->count_at_end;
-    }
+    struct gmt_held h[8];
+    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
     if (!n)
         return;
     fprintf(out, "\nHeld at the end for reuse (caches and live communicators: normal at exit)\n");
