@@ -130,6 +130,19 @@ static uint32_t stack_id(const void *frame)
     return gmt_stack_capture(frame);
 }
 
+/* The kinds that take memory of a device (for its FIRST and FAIL samples): not host
+ * memory, address space, mappings of what was counted already, nor a peer's memory. */
+static bool device_memory(enum gmt_kind kind)
+{
+    switch (kind) {
+    case GMT_KIND_DEVICE: case GMT_KIND_POOL_ALLOC: case GMT_KIND_PHYSICAL:
+    case GMT_KIND_NCCL_MEM: case GMT_KIND_ARRAY: case GMT_KIND_MIPMAPPED_ARRAY:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
                         uint64_t bytes, int device, uint64_t stream, uint64_t related,
                         uint64_t offset, const void *frame)
@@ -168,6 +181,8 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
     }
     if (api < GMT_API_cuMemAlloc) /* a runtime hook, after the runtime returned */
         gmt_version_note(GMT_COMP_RUNTIME);
+    if (device_memory(kind))
+        gmt_sample_first(device >= 0 ? device : cur.known ? cur.device : -1);
 }
 
 void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
@@ -207,6 +222,9 @@ static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int
     rec.kind = (uint8_t)kind;
     rec.device = clamp_device(device);
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));
+    /* the device's free and total next to the failure (an OOM's moment) */
+    if (device_memory(kind))
+        gmt_sample_fail(device >= 0 ? device : cur.known ? cur.device : -1);
 }
 
 /* The two that capture stacks count themselves in gmt_ts.guard.in_event: a signal handler that

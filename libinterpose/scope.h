@@ -221,5 +221,10 @@ GMT_HIDDEN int gmt_driver_current_device(void);
  * context on that device). Never creates a context: another device's primary context is
  * used only if active, and the caller's current context is left as it was. */
 GMT_HIDDEN int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b);
+/* The same for the calling thread's current device only (-1 when `device` is not it),
+ * asked in relaxed stream-capture mode: the allocating thread's samples. */
+GMT_HIDDEN int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b);
+/* 0 and `device`'s PCI bus id ("0000:65:00.0") in buf, or -1. Needs no context. */
+GMT_HIDDEN int gmt_driver_pci_bus_id(int device, char *buf, int len);
 
 #endif
