@@ -273,7 +273,7 @@ static void *flusher_main(void *arg)
     uint64_t period_ns = 0, last_clock_tick = 0;
     unsigned long owner_flushes = 0;
     /* sampling.c's periodic device samples: the wake-up comes no later than the next */
-    uint64_t sample_wait = gmt_sampler_tick(gmt_now_ns());
+    uint64_t sample_wait = UINT64_MAX;
     for (;;) {
         long ms = gmt_opt.flush_ms > 1 ? gmt_opt.flush_ms : 2;
         /* Wake every flush_ms/2 and flush what is at least flush_ms/2 old: a record then
@@ -318,7 +318,7 @@ static void *flusher_main(void *arg)
                 unlock(b);
             }
         }
-        sample_wait = gmt_sampler_tick(gmt_now_ns());
+        sample_wait = gmt_sampler_tick(now);
         unsigned long of = atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
         if (of != owner_flushes) {
             owner_flushes = of;

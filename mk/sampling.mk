@@ -30,6 +30,3 @@ test-extras: $(FAKE_NVML) $(FAKE_NVML_OLD) $(SAMPLE_PROG)
 $(BUILD)/tests/test_sampling: | $(FAKE_NVML) $(FAKE_NVML_OLD) $(SAMPLE_PROG) $(LIB_SO)
 $(BUILD)/tests/test_sampling: private ALLCFLAGS += -DSAMPLE_PROG='"$(abspath $(SAMPLE_PROG))"' \
   -DSAMPLE_LIB='"$(abspath $(LIB_SO))"' -DSAMPLE_FAKES='"$(FAKES_ABS)"'
-# Only the CLI's reader: the library's archive would put its dlsym in front of the
-# sanitizers' own start-up lookups.
-$(BUILD)/tests/test_sampling: TEST_LIBS = $(TOOL_A) $(TOOL_LIBS) -lcriterion -lpthread -ldl
