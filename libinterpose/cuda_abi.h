@@ -377,6 +377,11 @@ typedef CUresult gmt_fn_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
 typedef CUresult gmt_fn_cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 typedef CUresult gmt_fn_cuCtxPushCurrent_v2(CUcontext ctx);
 typedef CUresult gmt_fn_cuCtxPopCurrent_v2(CUcontext *pctx);
+/* sampling.c's device samples outside NCCL calls: the device's PCI bus id (NVML finds
+ * the device by it), and the thread's stream-capture mode (a sample is taken in relaxed
+ * mode, which no capture on another stream can refuse). */
+typedef CUresult gmt_fn_cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev);
+typedef CUresult gmt_fn_cuThreadExchangeStreamCaptureMode(int *mode); /* CUstreamCaptureMode */
 
 typedef CUresult gmt_fn_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 typedef CUresult gmt_fn_cuMemFree_v2(CUdeviceptr dptr);

@@ -20,7 +20,9 @@
     X(cuCtxPopCurrent_v2)                                                                    \
     X(cuStreamIsCapturing)                                                                   \
     X(cuStreamGetCaptureInfo_v3)                                                             \
-    X(cuDeviceGetGraphMemAttribute)
+    X(cuDeviceGetGraphMemAttribute)                                                          \
+    X(cuDeviceGetPCIBusId)                                                                   \
+    X(cuThreadExchangeStreamCaptureMode)
 
 enum {
 #define GMT_X(name) CALL_##name,
@@ -122,4 +124,36 @@ int gmt_driver_graph_mem(int device, uint64_t out[4])
         out[i] = v;
     }
     return 0;
+}
+
+/* CU_STREAM_CAPTURE_MODE_RELAXED: the calling thread may make calls that a capture in
+ * global mode (on any stream) would otherwise refuse and be invalidated by. */
+#define CAPTURE_MODE_RELAXED 2
+
+int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b)
+{
+    gmt_fn_cuMemGetInfo_v2 *info = DRIVER(cuMemGetInfo_v2);
+    if (!info || device < 0 || gmt_driver_current_device() != device)
+        return -1;
+    gmt_fn_cuThreadExchangeStreamCaptureMode *xchg = DRIVER(cuThreadExchangeStreamCaptureMode);
+    int mode = CAPTURE_MODE_RELAXED;
+    bool swapped = xchg && xchg(&mode) == 0;
+    size_t f = 0, t = 0;
+    int rc = info(&f, &t) == 0 ? 0 : -1;
+    if (swapped)
+        xchg(&mode); /* the thread's own mode back */
+    *free_b = f;
+    *total_b = t;
+    return rc;
+}
+
+int gmt_driver_pci_bus_id(int device, char *buf, int len)
+{
+    gmt_fn_cuDeviceGet *dget = DRIVER(cuDeviceGet);
+    gmt_fn_cuDeviceGetPCIBusId *bus = DRIVER(cuDeviceGetPCIBusId);
+    CUdevice dev;
+    if (!dget || !bus || len < 2 || dget(&dev, device) != 0 || bus(buf, len, dev) != 0)
+        return -1;
+    buf[len - 1] = 0;
+    return buf[0] ? 0 : -1;
 }

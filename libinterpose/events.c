@@ -22,6 +22,7 @@ static GMT_TLS struct {
     uint64_t context;
     int device;
     bool known;
+    bool first_done;   /* `device` had its FIRST sample (sampling.c): reset with the context */
 } cur;
 
 /* A fork child writes a file of its own: the forking thread's context must be written
@@ -91,6 +92,7 @@ static void note_context(void)
     cur.context = id;
     cur.device = device;
     cur.known = true;
+    cur.first_done = false;
     if (ctx)
         gmt_version_note(GMT_COMP_DRIVER);
 }
@@ -128,6 +130,31 @@ static int16_t clamp_device(int device)
 static uint32_t stack_id(const void *frame)
 {
     return gmt_stack_capture(frame);
+}
+
+/* The device of an allocation of device memory had its FIRST sample, or gets it now. The
+ * thread remembers it for its current context's device: a loop of allocations there pays
+ * a load and a test. */
+static __attribute__((noinline)) void first_sample(int device)
+{
+    int d = device >= 0 ? device : cur.known ? cur.device : -1;
+    gmt_sample_first(d);
+    if (d >= 0 && d == cur.device && d < GMT_SAMPLE_DEVICES &&
+        (atomic_load_explicit(&gmt_sample_seen, memory_order_acquire) & (1ull << d)))
+        cur.first_done = true;
+}
+
+/* The kinds that take memory of a device (for its FIRST and FAIL samples): not host
+ * memory, address space, mappings of what was counted already, nor a peer's memory. */
+static bool device_memory(enum gmt_kind kind)
+{
+    switch (kind) {
+    case GMT_KIND_DEVICE: case GMT_KIND_POOL_ALLOC: case GMT_KIND_PHYSICAL:
+    case GMT_KIND_NCCL_MEM: case GMT_KIND_ARRAY: case GMT_KIND_MIPMAPPED_ARRAY:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
@@ -168,6 +195,8 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
     }
     if (api < GMT_API_cuMemAlloc) /* a runtime hook, after the runtime returned */
         gmt_version_note(GMT_COMP_RUNTIME);
+    if (GMT_UNLIKELY(!cur.first_done || device >= 0) && device_memory(kind))
+        first_sample(device);
 }
 
 void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
@@ -207,6 +236,9 @@ static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int
     rec.kind = (uint8_t)kind;
     rec.device = clamp_device(device);
     gmt_emit(&rec, offsetof(struct gmt_rec_alloc_fail, dt));
+    /* the device's free and total next to the failure (an OOM's moment) */
+    if (device_memory(kind))
+        gmt_sample_fail(device >= 0 ? device : cur.known ? cur.device : -1);
 }
 
 /* The two that capture stacks count themselves in gmt_ts.guard.in_event: a signal handler that

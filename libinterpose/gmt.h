@@ -31,6 +31,9 @@
       "records older than this reach the file, ms, 1..60000")                               \
     X(MEMINFO, str_, meminfo, 0, "GPUMEMTRACE_MEMINFO",                                      \
       "device memory sampling around NCCL calls: never | always | first:N[,every:K]")       \
+    X(SAMPLE_MS, int_, sample_ms, 200, "GPUMEMTRACE_SAMPLE_MS",                              \
+      "each device with an allocation sampled through NVML by the library's thread, "       \
+      "every ms, 0..3600000; 0: never (and NVML is not loaded)")                             \
     X(TSC, bool_, tsc, 1, "GPUMEMTRACE_TSC",                                                 \
       "1: read the clock as the TSC where the kernel's clocksource is tsc; 0: clock_gettime") \
     X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")              \
@@ -142,6 +145,41 @@ _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
  * the parser's answer for a value it refuses, never a policy). */
 enum gmt_meminfo_kind { GMT_POLICY_INVALID, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS, GMT_POLICY_FIRST };
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
+
+/* ---- sampling.c: device memory outside NCCL calls (MEMINFO FIRST, FAIL, PERIODIC, EXIT) ----
+ * FIRST and FAIL are taken on the allocating thread with cuMemGetInfo (its context is
+ * current there); PERIODIC by the flusher and EXIT at exit through NVML, which needs no
+ * context: the library's own thread never calls CUDA. */
+#define GMT_SAMPLE_DEVICES 64
+GMT_HIDDEN extern _Atomic uint64_t gmt_sample_seen; /* bit d: device d had its first allocation */
+GMT_HIDDEN void gmt_sample_first_slow(int device);
+/* After a successful allocation of device memory on `device` (-1 unknown): the device's
+ * first one gets a FIRST sample. One load when the device has had one already. */
+static inline void gmt_sample_first(int device)
+{
+    if ((unsigned)device < GMT_SAMPLE_DEVICES &&
+        GMT_UNLIKELY(!(atomic_load_explicit(&gmt_sample_seen, memory_order_acquire) &
+                       (1ull << device))))
+        gmt_sample_first_slow(device);
+}
+/* After an allocation on `device` failed: a FAIL sample, when the thread's context is on
+ * that device. */
+GMT_HIDDEN void gmt_sample_fail(int device);
+/* The flusher, at each wake-up while the file is open: takes the periodic samples that are
+ * due. Returns how long, in ns, until the next one is due (UINT64_MAX: none will be). */
+GMT_HIDDEN uint64_t gmt_sampler_tick(uint64_t now_ns);
+
+/* ---- nvml.c: NVML, loaded on the flusher thread when present ---- */
+/* Each may be called by one thread at a time only (sampling.c's holder of the sampler). */
+/* Loads and initialises NVML once: 0 ready, -1 not available (absent, failing, lacking
+ * what it needs); never retried. Never shut down: another thread could be sampling. */
+GMT_HIDDEN int gmt_nvml_open(void);
+/* The NVML device of a CUDA device by its PCI bus id, or NULL. */
+GMT_HIDDEN void *gmt_nvml_device(const char *pci_bus_id);
+/* 0 and the device's free and total bytes and this process's bytes on it
+ * (GMT_MEMINFO_UNKNOWN when NVML does not list this pid or can't say), or -1. */
+GMT_HIDDEN int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b,
+                                uint64_t *process_b);
 
 /* ---- writer.c: per-thread buffers, one file per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the

@@ -1,8 +1,11 @@
-/* sampling.c: device-memory sampling around NCCL calls (MEMINFO records), as the GPUMEMTRACE_MEMINFO policy asks. */
+/* sampling.c: device-memory samples (MEMINFO): around NCCL calls as GPUMEMTRACE_MEMINFO asks, and outside them (a device's first allocation, failures, the periodic and exit samples). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "scope.h"
 
@@ -60,3 +63,204 @@ void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
 }
 
 
+/*
+ * ---- samples outside NCCL calls ----
+ *
+ * A program that makes no NCCL call (plain CUDA, PyTorch or JAX on one GPU) would
+ * otherwise have no device-used figure at all. Who samples, and how:
+ * - FIRST, after a device's first allocation, and FAIL, after an allocation failed: on
+ *   the allocating thread, whose context is current, with cuMemGetInfo (one call, in
+ *   relaxed capture mode). The device's PCI bus id is asked there too, once: the flusher
+ *   must not call CUDA, and NVML knows devices by bus id, not by CUDA's ordinals (which
+ *   CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER renumber).
+ * - PERIODIC: the flusher (writer.c) calls gmt_sampler_tick at each wake-up; every
+ *   GPUMEMTRACE_SAMPLE_MS it asks NVML about each device that had an allocation. No
+ *   NVML, no periodic samples: the flusher has no context, and borrowing the device's
+ *   primary context (retain, push, cuMemGetInfo, pop, release) could create one when the
+ *   program releases it at the same moment, or run during the program's CUDA teardown.
+ * - EXIT: at exit, before the writer's END, one NVML sample per device, on the exiting
+ *   thread. Never a CUDA call at exit.
+ * The sampler lock (`busy`) is held by whoever calls NVML; at_exit takes it for good, so
+ * nothing calls NVML once the process exits (its destructor may have run by the time our
+ * library's does).
+ */
+_Atomic uint64_t gmt_sample_seen;
+static _Atomic uint64_t dev_claimed;     /* bit d: a thread took device d's first allocation */
+static _Atomic uint64_t dev_has_bus;     /* bit d: dev_bus[d] holds its PCI bus id */
+static char dev_bus[GMT_SAMPLE_DEVICES][32];
+
+static _Atomic int busy;                 /* held while NVML is asked (flusher, at_exit) */
+static _Atomic int stopping;             /* the process is exiting: no more samples */
+static _Atomic int exit_hooked;          /* at_exit registered (inherited by fork children) */
+/* The holder of busy's: */
+static int nvml_state;                   /* 0 not tried, 1 ready, -1 not available */
+static void *nvml_dev[GMT_SAMPLE_DEVICES];
+static uint64_t nvml_asked;              /* bit d: nvml_dev[d] was looked up */
+static uint64_t next_due;                /* the flusher's: the next periodic sample, ns */
+
+static void emit_sample(int device, enum gmt_meminfo_phase phase, enum gmt_meminfo_source src,
+                        uint64_t free_b, uint64_t total_b, const uint64_t *process_b)
+{
+    struct gmt_rec_meminfo_ext r;
+    memset(&r, 0, sizeof r);
+    size_t size = process_b ? sizeof r : sizeof r.m;
+    r.m.h = (struct gmt_rec){.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
+                             .size = gmt_rec_padded(size)};
+    r.m.scope_id = gmt_current_scope();
+    r.m.device = device;
+    r.m.source = src;
+    r.m.free_bytes = free_b;
+    r.m.total_bytes = total_b;
+    if (process_b)
+        r.process_bytes = *process_b;
+    gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
+}
+
+/* The device's bus id, once per device, from the thread that allocated on it. */
+static void note_device(int device)
+{
+    uint64_t bit = 1ull << device;
+    char bus[sizeof dev_bus[0]];
+    int e = gmt_lib_enter();
+    int rc = gmt_driver_pci_bus_id(device, bus, (int)sizeof bus);
+    gmt_lib_leave(e);
+    if (rc == 0 && !(atomic_load(&dev_has_bus) & bit)) {
+        memcpy(dev_bus[device], bus, sizeof bus);
+        atomic_fetch_or_explicit(&dev_has_bus, bit, memory_order_release);
+    }
+}
+
+void gmt_sample_first_slow(int device)
+{
+    uint64_t bit = 1ull << device;
+    if (atomic_fetch_or_explicit(&dev_claimed, bit, memory_order_acq_rel) & bit)
+        return; /* another thread's first allocation there */
+    note_device(device);
+    uint64_t f, t;
+    int e = gmt_lib_enter();
+    int rc = gmt_driver_meminfo_here(device, &f, &t);
+    gmt_lib_leave(e);
+    if (rc == 0)
+        emit_sample(device, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+    atomic_fetch_or_explicit(&gmt_sample_seen, bit, memory_order_release);
+}
+
+void gmt_sample_fail(int device)
+{
+    if ((unsigned)device >= GMT_SAMPLE_DEVICES)
+        return;
+    uint64_t bit = 1ull << device;
+    /* a device whose first allocation fails is sampled from then on all the same */
+    if (!(atomic_fetch_or_explicit(&dev_claimed, bit, memory_order_acq_rel) & bit)) {
+        note_device(device);
+        atomic_fetch_or_explicit(&gmt_sample_seen, bit, memory_order_release);
+    }
+    uint64_t f, t;
+    int e = gmt_lib_enter();
+    int rc = gmt_driver_meminfo_here(device, &f, &t);
+    gmt_lib_leave(e);
+    if (rc == 0)
+        emit_sample(device, GMT_MEMINFO_FAIL, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+}
+
+/* One NVML sample of each device in `mask`; the caller holds busy and NVML is ready. */
+static void sample_nvml(uint64_t mask, enum gmt_meminfo_phase phase)
+{
+    while (mask) {
+        int d = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        if (!(nvml_asked & (1ull << d))) {
+            nvml_asked |= 1ull << d;
+            nvml_dev[d] = gmt_nvml_device(dev_bus[d]);
+        }
+        uint64_t f, t, p;
+        if (nvml_dev[d] && gmt_nvml_meminfo(nvml_dev[d], &f, &t, &p) == 0)
+            emit_sample(d, phase, GMT_MEMINFO_SRC_NVML, f, t, &p);
+    }
+}
+
+/* Takes busy, waiting at most about a second for its holder (a sample takes well under
+ * a millisecond; a hung NVML must not hang the program's exit). */
+static bool take_busy_bounded(void)
+{
+    for (int i = 0; i < 10000; i++) {
+        int zero = 0;
+        if (atomic_compare_exchange_strong(&busy, &zero, 1))
+            return true;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* The process began to exit (atexit: before any library's destructor, NVML's too). */
+static void at_exit(void)
+{
+    atomic_store(&stopping, 1);
+    if (!take_busy_bounded())
+        return;
+    /* busy stays taken: no NVML call by anyone from here on */
+    uint64_t mask = atomic_load_explicit(&gmt_sample_seen, memory_order_acquire) &
+                    atomic_load_explicit(&dev_has_bus, memory_order_acquire);
+    if (nvml_state > 0 && mask && gmt_writer_ready())
+        sample_nvml(mask, GMT_MEMINFO_EXIT);
+}
+
+uint64_t gmt_sampler_tick(uint64_t now)
+{
+    if (gmt_opt.sample_ms <= 0 || nvml_state < 0 || atomic_load(&stopping))
+        return UINT64_MAX;
+    uint64_t period = (uint64_t)gmt_opt.sample_ms * 1000000u;
+    uint64_t mask = atomic_load_explicit(&gmt_sample_seen, memory_order_acquire) &
+                    atomic_load_explicit(&dev_has_bus, memory_order_acquire);
+    if (!mask)
+        return period; /* no device yet: look again a period later */
+    if (next_due && now < next_due)
+        return next_due - now;
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&busy, &zero, 1))
+        return period;
+    if (atomic_load(&stopping)) {
+        atomic_store(&busy, 0);
+        return UINT64_MAX;
+    }
+    if (nvml_state == 0) {
+        /* at_exit first: once NVML is loaded, an exit must find it registered. A process
+         * that is exiting already refuses it, and then NVML is not loaded at all. */
+        int hooked = atomic_exchange(&exit_hooked, 1);
+        if (!hooked && atexit(at_exit) != 0)
+            nvml_state = -1;
+        else
+            nvml_state = gmt_nvml_open() == 0 ? 1 : -1;
+    }
+    if (nvml_state > 0)
+        sample_nvml(mask, GMT_MEMINFO_PERIODIC);
+    atomic_store(&busy, 0);
+    if (nvml_state < 0)
+        return UINT64_MAX;
+    /* Keep the cadence: the next sample a period after this one was due, unless the
+     * flusher fell a whole period behind. */
+    next_due = next_due && now - next_due < period ? next_due + period : now + period;
+    return next_due - now;
+}
+
+/* A fork child writes a file of its own: its devices get FIRST again. NVML that the
+ * parent had loaded (or was loading) is not used in the child: the parent's flusher may
+ * have held NVML's own locks at the fork, and the child shares the parent's descriptors
+ * to the driver. A child of a parent that never loaded it loads it itself. */
+static void fork_child(void)
+{
+    atomic_store(&gmt_sample_seen, 0);
+    atomic_store(&dev_claimed, 0);
+    atomic_store(&dev_has_bus, 0);
+    if (nvml_state != 0 || atomic_load(&busy))
+        nvml_state = -1;
+    nvml_asked = 0;
+    next_due = 0;
+    atomic_store(&busy, 0);
+}
+
+__attribute__((constructor)) static void register_fork_child(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}

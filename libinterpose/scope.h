@@ -227,5 +227,10 @@ GMT_HIDDEN int gmt_driver_capturing(uint64_t stream, uint64_t *graph);
 /* 0 and `device`'s four graph-memory figures (cuDeviceGetGraphMemAttribute: used
  * current, used high, reserved current, reserved high, bytes), or -1. */
 GMT_HIDDEN int gmt_driver_graph_mem(int device, uint64_t out[4]);
+/* The same for the calling thread's current device only (-1 when `device` is not it),
+ * asked in relaxed stream-capture mode: the allocating thread's samples. */
+GMT_HIDDEN int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b);
+/* 0 and `device`'s PCI bus id ("0000:65:00.0") in buf, or -1. Needs no context. */
+GMT_HIDDEN int gmt_driver_pci_bus_id(int device, char *buf, int len);
 
 #endif

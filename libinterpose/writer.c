@@ -272,6 +272,8 @@ static void *flusher_main(void *arg)
     prctl(PR_SET_NAME, "gpumemtrace", 0, 0, 0);
     uint64_t period_ns = 0, last_clock_tick = 0;
     unsigned long owner_flushes = 0;
+    /* sampling.c's periodic device samples: the wake-up comes no later than the next */
+    uint64_t sample_wait = UINT64_MAX;
     for (;;) {
         long ms = gmt_opt.flush_ms > 1 ? gmt_opt.flush_ms : 2;
         /* Wake every flush_ms/2 and flush what is at least flush_ms/2 old: a record then
@@ -279,7 +281,8 @@ static void *flusher_main(void *arg)
         uint64_t half_ns = (uint64_t)ms * 500000u;
         if (period_ns == 0 || period_ns > half_ns)
             period_ns = half_ns;
-        struct timespec ts = { (time_t)(period_ns / 1000000000u), (long)(period_ns % 1000000000u) };
+        uint64_t sleep_ns = sample_wait < period_ns ? sample_wait : period_ns;
+        struct timespec ts = { (time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u) };
         while (nanosleep(&ts, &ts) && errno == EINTR) {
         }
         int st = atomic_load(&gmt_hot.writer.state);
@@ -315,6 +318,7 @@ static void *flusher_main(void *arg)
                 unlock(b);
             }
         }
+        sample_wait = gmt_sampler_tick(now);
         unsigned long of = atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
         if (of != owner_flushes) {
             owner_flushes = of;
@@ -340,7 +344,8 @@ static void start_flusher(void)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
+    /* 256 KiB: it also runs the loader and NVML (sampling.c), whose stack use is theirs */
+    pthread_attr_setstacksize(&attr, 256 * 1024);
     pthread_t th;
     int rc = pthread_create(&th, &attr, flusher_main, NULL);
     pthread_attr_destroy(&attr);

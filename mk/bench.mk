@@ -5,13 +5,16 @@
 #   alloc_bench_stub   the same on stub/libcuda.so.1, whose calls return at once
 #   nccl_bench         ncclAllReduce against stub/libnccl.so.2 (returns at once)
 #   gen_trace          tests/bench/gen_trace.c: synthetic traces for `summary`
+#   sample_bench       tests/bench/sample_bench.c on the simulated driver: an allocation loop
+#                      of fixed length for `make bench-sampling` (tests/bench/sample.sh: the
+#                      periodic device samples on and off; --gpu on a GPU host)
 # BENCH_QUICK=1 runs fewer, shorter repetitions (a smoke test of the benchmark itself).
 
 BENCH_DIR  := $(BUILD)/bench
 BENCH_STUB := $(BENCH_DIR)/stub
 BENCH_STUB_ABS = $(abspath $(BENCH_STUB))
 BENCH_PROGS := $(BENCH_DIR)/alloc_bench_fake $(BENCH_DIR)/alloc_bench_stub $(BENCH_DIR)/nccl_bench \
-               $(BENCH_DIR)/gen_trace
+               $(BENCH_DIR)/gen_trace $(BENCH_DIR)/sample_bench
 BENCH_STUB_FLAGS = -L$(BENCH_STUB_ABS) -Wl,-rpath,$(BENCH_STUB_ABS) -Wl,--no-as-needed
 
 $(BENCH_STUB)/libcuda.so.1: tests/bench/stub_cuda.c $(FAKE_HDRS)
@@ -38,11 +41,18 @@ $(BENCH_DIR)/nccl_bench: tests/bench/nccl_bench.c $(FAKE_HDRS) $(BENCH_STUB)/lib
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(BENCH_STUB_FLAGS) -lnccl -lcuda
 
+$(BENCH_DIR)/sample_bench: tests/bench/sample_bench.c $(FAKE_HDRS) $$(FAKE_RT_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcuda
+
 $(BENCH_DIR)/gen_trace: tests/bench/gen_trace.c format/trace_format.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) -Iformat -o $@ $<
 
-.PHONY: bench bench-progs
+.PHONY: bench bench-progs bench-sampling
 bench-progs: $(BENCH_PROGS) $(LIB_SO) $(CLI)
 bench: all bench-progs
 	@BENCH_QUICK=$(BENCH_QUICK) ./tests/bench/run.sh $(BUILD)
+# The periodic samples' cost (docs/writer.md, "Device samples"); BENCH_QUICK=1: 2 short rounds.
+bench-sampling: all bench-progs $$(FAKE_NVML)
+	@./tests/bench/sample.sh $(BUILD) $(if $(BENCH_QUICK),--reps 2 --secs 0.5)

@@ -17,7 +17,7 @@
 # has those four names made local (objcopy): TSan and the tests get glibc's, every
 # line of the library stays instrumented. The suites below reach no code through them;
 # the dl hooks are checked by the preload suites (test_dlsym, test_robust).
-TSAN_SUITES  := writer clock stack modules crash nccl_hooks
+TSAN_SUITES  := writer clock stack modules crash nccl_hooks sampling
 TSAN_DIR     := $(BUILD)/tsan
 # -Wno-tsan: TSan does not model atomic_thread_fence (gmt_now_ns's seqlock has one); every
 # field that seqlock guards is an atomic, so no race can hide behind it.
@@ -62,10 +62,12 @@ $(TSAN_TOOL_A): $(TSAN_TOOL_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The same defines and extras as the plain suites (mk/nccl.mk, mk/stack.mk).
+# The same defines and extras as the plain suites (mk/nccl.mk, mk/stack.mk, mk/sampling.mk).
 $(TSAN_DIR)/tests/test_nccl_hooks: private ALLCFLAGS += -DLIB_SO='"$(abspath $(LIB_SO))"' \
   $(if $(wildcard tests/fakes/fake_nccl.c),-DNCCL_PROG='"$(abspath $(NCCL_PROG))"')
 $(TSAN_DIR)/tests/test_stack: private ALLCFLAGS += -rdynamic
+$(TSAN_DIR)/tests/test_sampling: private ALLCFLAGS += -DSAMPLE_PROG='"$(abspath $(SAMPLE_PROG))"' \
+  -DSAMPLE_LIB='"$(abspath $(LIB_SO))"' -DSAMPLE_FAKES='"$(FAKES_ABS)"'
 
 $(TSAN_DIR)/tests/test_%: tests/test_%.c tests/tsan/criterion/criterion.h $(TSAN_LIB_A) $(TSAN_TOOL_A) \
                           $(TSAN_UNWIND_A) $(TSAN_EXTRA_OBJ)

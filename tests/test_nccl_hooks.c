@@ -230,7 +230,9 @@ static void load(const char *path)
             const struct gmt_rec_comm *c = (const void *)h;
             T.comms[T.ncomms++] = (struct comm){c->comm, c->parent, c->unique_id_hash, c->rank,
                                                 c->nranks, c->device, index};
-        } else if (h->type == GMT_REC_MEMINFO && T.nmem < MAXR) {
+        } else if (h->type == GMT_REC_MEMINFO && h->aux <= GMT_MEMINFO_END && T.nmem < MAXR) {
+            /* the policy's samples around NCCL calls; FIRST, FAIL, PERIODIC and EXIT are
+             * test_sampling's */
             const struct gmt_rec_meminfo *m = (const void *)h;
             T.mem[T.nmem++] = (struct meminfo){h->aux, m->scope_id, m->device};
         }

@@ -2346,3 +2346,38 @@ EXPORT int fakecuda_lookup(unsigned index, const char **base, int *version, unsi
     *found = lookup_log[index].found;
     return 0;
 }
+
+/* ------------------------------------------------- PCI bus ids (for the simulated NVML)
+ * Added for tests/fakes/fake_nvml.c, which finds devices by bus id as real NVML does:
+ * device d sits on bus 0x18 + d. cuDeviceGetPCIBusId answers as the real one does
+ * ("0000:18:00.0"); fakecuda_pci_bus_id is the same for the fake NVML, uncounted, so
+ * that NVML's calls never look like CUDA calls. */
+static _Atomic unsigned long pci_bus_id_calls;
+
+static int pci_bus_id(int dev, char *buf, int len)
+{
+    pthread_mutex_lock(&lock);
+    init_devices_locked();
+    int ok = dev >= 0 && dev < ndevices;
+    pthread_mutex_unlock(&lock);
+    if (!ok || !buf || len < 13) return -1;
+    snprintf(buf, (size_t)len, "0000:%02X:00.0", 0x18 + dev);
+    return 0;
+}
+
+EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    atomic_fetch_add(&pci_bus_id_calls, 1);
+    if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    return pci_bus_id(dev, pciBusId, len) ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+EXPORT int fakecuda_pci_bus_id(int dev, char *buf, int len)
+{
+    return pci_bus_id(dev, buf, len);
+}
+
+EXPORT unsigned long fakecuda_pci_bus_id_calls(void)
+{
+    return atomic_load(&pci_bus_id_calls);
+}
