@@ -168,6 +168,8 @@ GMT_HIDDEN void gmt_sample_fail(int device);
 /* The flusher, at each wake-up while the file is open: takes the periodic samples that are
  * due. Returns how long, in ns, until the next one is due (UINT64_MAX: none will be). */
 GMT_HIDDEN uint64_t gmt_sampler_tick(uint64_t now_ns);
+/* sampling.c: the process began to exit (its atexit ran): no more samples or queries. */
+GMT_HIDDEN bool gmt_sampler_exiting(void);
 
 /* ---- nvml.c: NVML, loaded on the flusher thread when present ---- */
 /* Each may be called by one thread at a time only (sampling.c's holder of the sampler). */

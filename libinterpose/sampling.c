@@ -206,6 +206,11 @@ static void at_exit(void)
         sample_nvml(mask, GMT_MEMINFO_EXIT);
 }
 
+bool gmt_sampler_exiting(void)
+{
+    return atomic_load(&stopping) != 0;
+}
+
 uint64_t gmt_sampler_tick(uint64_t now)
 {
     if (gmt_opt.sample_ms <= 0 || nvml_state < 0 || atomic_load(&stopping))

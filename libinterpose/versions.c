@@ -68,7 +68,8 @@ void gmt_version_note_static_runtime(void)
     static _Atomic int tried;
     if (atomic_load_explicit(&gmt_hot.versions.noted[GMT_COMP_RUNTIME], memory_order_relaxed) ||
         !atomic_load_explicit(&gmt_hot.versions.noted[GMT_COMP_DRIVER], memory_order_relaxed) ||
-        atomic_load_explicit(&tried, memory_order_relaxed))
+        atomic_load_explicit(&tried, memory_order_relaxed) || !gmt_writer_ready() ||
+        gmt_sampler_exiting())
         return;
     int saved_errno = errno;
     bool shared = gmt_resolve(GMT_LIB_RUNTIME, "cudaRuntimeGetVersion") != NULL;

@@ -319,6 +319,7 @@ static void *flusher_main(void *arg)
             }
         }
         sample_wait = gmt_sampler_tick(now);
+        gmt_version_note_static_runtime();
         unsigned long of = atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
         if (of != owner_flushes) {
             owner_flushes = of;
