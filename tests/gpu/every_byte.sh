@@ -67,12 +67,14 @@ if [ -x hang ]; then
 fi
 
 # PyTorch, single GPU: eager, a CUDA graph from PyTorch's pool, a CUDA graph of stream-ordered allocations
+note "torch $(date -u +%T)"
 both torch_eager "$py" "$here/torch_mem.py" eager 200
 both torch_graph "$py" "$here/torch_mem.py" graph 200
 both torch_graph_async env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$py" "$here/torch_mem.py" graph 200
 
 # the periodic sample's cost: step times, interleaved pairs in this one run
 for i in 1 2 3; do
+  note "cost round $i $(date -u +%T)"
   for ms in off 0 10 default; do
     case $ms in
       off) "$py" "$here/torch_mem.py" eager 400 ;;
