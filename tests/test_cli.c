@@ -990,3 +990,36 @@ Test(cli, frames_and_internal_rules_shape_the_sites)
     RUN(&res, "summary", "--internal", "", "tests/golden/demo-r0.gmt");
     cr_expect_eq(res.status, 2);
 }
+
+/* NVML's free is cuMemGetInfo's, its total counts the driver's reserve too: both
+ * sources must say the same used memory. */
+Test(cli, nvml_and_cumemgetinfo_samples_say_the_same_used_memory)
+{
+    struct tb b = { 0 };
+    tb_header_current(&b);
+    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
+                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(&b, 100);
+    tb_thread_at(&b, 100, TB_T0 + 1000);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
+    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 64 * TB_MIB, 0, -1, 1000);
+    /* cuMemGetInfo: 1 GiB used of 141 GiB */
+    tb_meminfo(&b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 100);
+    /* NVML later, 2 GiB used: the same free as cuMemGetInfo would say, a total 645 MiB larger */
+    struct gmt_rec_meminfo_ext n = { .m = { .dt = 1000, .device = 0, .source = GMT_MEMINFO_SRC_NVML,
+                                            .free_bytes = 141 * TB_GIB - 2 * TB_GIB,
+                                            .total_bytes = 141 * TB_GIB + 645 * TB_MIB },
+                                     .process_bytes = 1900 * TB_MIB };
+    tb_rec(&b, GMT_REC_MEMINFO, GMT_MEMINFO_PERIODIC, &n, sizeof n, NULL, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(json_int(res.out, "device_used_max_bytes"), (long long)(2 * TB_GIB), "%s", res.out);
+    cr_expect_eq(json_int(res.out, "device_total_bytes"), (long long)(141 * TB_GIB));
+    cr_expect_eq(json_int(res.out, "process_used_max_bytes"), (long long)(1900 * TB_MIB));
+    unlink(path);
+    tb_free(&b);
+}

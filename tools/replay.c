@@ -232,6 +232,7 @@ struct state {
     /* per device slot: the latest sample of its free and total memory, for failures */
     uint64_t sample_free[GMT_MAX_DEVS], sample_total[GMT_MAX_DEVS], sample_time[GMT_MAX_DEVS];
     bool sampled[GMT_MAX_DEVS];
+    uint64_t cu_total[GMT_MAX_DEVS];       /* the latest cuMemGetInfo total, 0 none */
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
     const int32_t *row_of;     /* per scope index of a top scope: its row in rep->colls */
     struct row_count *rc;      /* per row */
@@ -596,7 +597,7 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
 
 /* A FAIL sample belongs to the latest failure of its thread on its device (the library
  * writes it right after the failed call): the device as the failure left it. */
-static void fail_sampled(struct state *S, const struct gmt_timed_event *e)
+static void fail_sampled(struct state *S, const struct gmt_timed_event *e, uint64_t total)
 {
     struct gmt_report *rep = S->rep;
     for (size_t i = rep->n_fails; i-- > 0;) {
@@ -606,27 +607,36 @@ static void fail_sampled(struct state *S, const struct gmt_timed_event *e)
         if (f->device == e->device && !f->dev_at_fail) {
             f->has_dev = f->dev_at_fail = true;
             f->dev_free = e->addr;
-            f->dev_total = e->bytes;
+            f->dev_total = total;
             f->dev_time = e->time;
         }
         return;
     }
 }
 
+/* A device sample. NVML's free is cuMemGetInfo's, but its total also counts what the
+ * driver reserves for itself (645 MiB more on an H200 with driver 580): used is taken
+ * against the device's cuMemGetInfo total where the trace has one, so that both sources
+ * say the same used memory. */
 static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
 {
-    if (e->bytes < e->addr)
-        return;
     struct gmt_dev_report *d = &S->rep->dev[dslot(S, e->device)];
     int ds = (int)(d - S->rep->dev);
-    uint64_t used = e->bytes - e->addr;
+    uint64_t total = e->bytes;
+    if (e->api != GMT_MEMINFO_SRC_NVML)
+        S->cu_total[ds] = e->bytes;
+    else if (S->cu_total[ds])
+        total = S->cu_total[ds];
+    if (total < e->addr)
+        return;
+    uint64_t used = total - e->addr;
     S->sampled[ds] = true;
     S->sample_free[ds] = e->addr;
-    S->sample_total[ds] = e->bytes;
+    S->sample_total[ds] = total;
     S->sample_time[ds] = e->time;
     if (e->kind == GMT_MEMINFO_FAIL)
-        fail_sampled(S, e);
-    d->total = e->bytes;
+        fail_sampled(S, e, total);
+    d->total = total;
     d->used_last = used;
     d->tracked_at_used_last = S->tracked[ds];
     if (in_window(S, e->time) && (!d->has_used || used > d->used_max)) {

@@ -71,7 +71,8 @@ enum gmt_timed_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO
  *   ALLOC:   addr, bytes, kind, api, stack, scope, device
  *   FREE:    addr, api, scope, device
  *   FAIL:    bytes, kind, api, stack, scope, device, error
- *   MEMINFO: addr = free bytes, bytes = total bytes, scope, device, phase in kind
+ *   MEMINFO: addr = free bytes, bytes = total bytes, scope, device, phase in kind,
+ *            source (enum gmt_meminfo_source) in api
  *   SCOPE_*: scope = index into gmt_trace.scopes (not the id) */
 struct gmt_timed_event {
     uint64_t time;

@@ -97,7 +97,7 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
         e->type = GMT_EV_MEMINFO;
         e->addr = m->free_bytes;
         e->bytes = m->total_bytes;
-        e->api = 0;
+        e->api = (uint16_t)m->source;
         e->kind = (uint8_t)h->aux;
         e->stack = 0;
         e->scope = m->scope_id;
