@@ -11,6 +11,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=$(cd "${GPUMEMTRACE_BUILD:-$repo/build}" && pwd)
+unset GPUMEMTRACE_BUILD # ours, not the library's: it would warn of an unknown option
 lib=$build/libgpumemtrace.so
 cli=$build/gpumemtrace
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -119,5 +120,7 @@ print(json.dumps({"nvml_meminfo_us": t_info, "nvml_procs_us": t_procs, "cudaMemG
                   "torch_reserved": torch.cuda.memory_reserved()}))
 EOF
 note "nvml: $(tail -n 1 nvml.txt)"
+rm -f devmem devmem_shared arrays graphs hang
+tar czf "$w/../every.tgz" -C "$w/.." "$(basename "$w")" 2>/dev/null
 note "== done; failed=$failed"
 exit $failed
