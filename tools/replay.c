@@ -233,6 +233,7 @@ struct state {
     uint64_t sample_free[GMT_MAX_DEVS], sample_total[GMT_MAX_DEVS], sample_time[GMT_MAX_DEVS];
     bool sampled[GMT_MAX_DEVS];
     uint64_t cu_total[GMT_MAX_DEVS];       /* the latest cuMemGetInfo total, 0 none */
+    int32_t *imported; size_t n_imported, cap_imported; /* digests of imported handles */
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
     const int32_t *row_of;     /* per scope index of a top scope: its row in rep->colls */
     struct row_count *rc;      /* per row */
@@ -431,6 +432,26 @@ static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
     return c;
 }
 
+/* Imported handles (a peer's memory), by digest: few in a process (one per peer buffer),
+ * looked up only for mappings. */
+static bool imported(const struct state *S, int32_t digest)
+{
+    for (size_t i = 0; i < S->n_imported; i++)
+        if (S->imported[i] == digest)
+            return true;
+    return false;
+}
+
+static int imported_add(struct state *S, int32_t digest)
+{
+    if (imported(S, digest))
+        return 0;
+    if (grow((void **)&S->imported, &S->cap_imported, S->n_imported + 1, sizeof *S->imported))
+        return -ENOMEM;
+    S->imported[S->n_imported++] = digest;
+    return 0;
+}
+
 /* Inlined by force, as on_free: the walk's copies then read the event from registers. */
 static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_timed_event *e)
 {
@@ -516,7 +537,10 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
         S->virt[ds] = live;
         if (S->virt[ds] > rep->dev[ds].virtual_peak)
             rep->dev[ds].virtual_peak = S->virt[ds];
-    } else if (is_peer(e->kind)) {
+    } else if (is_peer(e->kind) || (e->kind == GMT_KIND_MAPPING && e->error && imported(S, e->error))) {
+        if (e->kind == GMT_KIND_IMPORTED && imported_add(S, gmt_handle_digest(e->addr)))
+            return -ENOMEM;
+        l->kind = GMT_KIND_IMPORTED; /* a peer's memory mapped here: freed as such */
         uint64_t live = S->peer[ds] + e->bytes;
         if ((live | e->bytes) > GMT_BYTES_MAX)
             return -EOVERFLOW;
@@ -1334,6 +1358,7 @@ out:
     for (size_t d = 0; d < GMT_MAX_DEVS; d++)
         free(S.sdl[d]);
     free(S.open);
+    free(S.imported);
     free(S.live_by_key.s);
     free(S.site_by_stack);
     gmt_u64map_free(&S.site_by_big_stack);

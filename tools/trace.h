@@ -68,7 +68,8 @@ enum gmt_timed_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO
 /* A time-ordered event, decoded from its record when the replay asks for it (events are
  * never stored for the whole trace); the reader's struct gmt_event is a record as it
  * lies in the file, this is what it means in the replay's time order. Field use by type:
- *   ALLOC:   addr, bytes, kind, api, stack, scope, device
+ *   ALLOC:   addr, bytes, kind, api, stack, scope, device; a MAPPING's error is the
+ *            digest of the handle it maps (gmt_handle_digest), 0 unknown
  *   FREE:    addr, api, scope, device
  *   FAIL:    bytes, kind, api, stack, scope, device, error
  *   MEMINFO: addr = free bytes, bytes = total bytes, scope, device, phase in kind,
@@ -276,6 +277,14 @@ static inline long gmt_walk_scope(const struct gmt_trace *t, uint32_t id, uint64
     return gmt_trace_scope_at(t, id, off);
 }
 
+/* A 32-bit digest of a handle value, never 0 for a handle that is not 0. */
+static inline int32_t gmt_handle_digest(uint64_t h)
+{
+    uint64_t x = h * 0x9e3779b97f4a7c15ull;
+    uint32_t d = (uint32_t)(x >> 32);
+    return (int32_t)(d ? d : 1);
+}
+
 /* The common events, decoded from a whole record of their type at `h` (pos already past
  * it): the iteration decodes them with these too. */
 static inline void gmt_walk_alloc(struct gmt_walk *w, const struct gmt_rec_alloc *a,
@@ -289,7 +298,11 @@ static inline void gmt_walk_alloc(struct gmt_walk *w, const struct gmt_rec_alloc
     e->kind = a->kind;
     e->stack = a->stack_id;
     e->scope = a->scope_id;
+    /* a mapping's handle, as a digest: the replay tells a mapping of a peer's imported
+     * handle from one of local memory by it (a rare kind: a branch, not a load) */
     e->error = 0;
+    if (a->kind == GMT_KIND_MAPPING && a->h.size >= sizeof(struct gmt_rec_alloc_ext))
+        e->error = gmt_handle_digest(((const struct gmt_rec_alloc_ext *)(const void *)a)->related);
     e->device = a->device >= 0 ? a->device : w->device;
     e->tid = w->tid;
 }

@@ -439,6 +439,11 @@ static inline void tb_forensics(struct tb *b)
     tb_meminfo(b, GMT_MEMINFO_PERIODIC, GMT_MEMINFO_SRC_NVML, 2 * TB_GIB, 1 * TB_GIB, 3000);
     tb_alloc_at(b, GMT_API_cuMemImportFromShareableHandle, GMT_KIND_IMPORTED, 0, 0x77, 10 * TB_MIB, 0, -1,
              1000);
+    /* a peer's imported handle mapped here (as NCCL maps its peers' buffers) */
+    struct gmt_rec_alloc_ext mx = { .a = { .address = 0x7000000, .bytes = 4 * TB_MIB, .dt = 10,
+                                           .kind = GMT_KIND_MAPPING, .device = -1 },
+                                    .related = 0x77 };
+    tb_rec(b, GMT_REC_ALLOC, GMT_API_cuMemMap, &mx, sizeof mx, NULL, 0);
     struct gmt_rec_alloc_fail f = { .bytes = 200 * TB_GIB, .error = 2, .dt = 1000,
                                     .kind = GMT_KIND_DEVICE, .device = -1 };
     tb_rec(b, GMT_REC_ALLOC_FAIL, GMT_API_cudaMalloc, &f, sizeof f, NULL, 0);
