@@ -292,6 +292,10 @@ static void graphmem(int device, enum gmt_graphmem_phase phase, bool changed_onl
         .reserved_high = f[3],
     };
     gmt_emit(&r, 0);
+    /* graph memory is device memory: a program whose only memory is a graph's gets its
+     * device sampled too (FIRST here, then periodically) */
+    if (phase == GMT_GRAPHMEM_LAUNCH)
+        gmt_sample_first(device);
     errno = e;
 }
 _Static_assert(sizeof(struct gmt_rec_graphmem) % GMT_ALIGN == 0, "GRAPHMEM needs no padding");

@@ -13,6 +13,7 @@
 struct seen {
     struct gmt_rec_alloc_ext graph_mem[8];
     unsigned ngraph_mem, pool_alloc, async_alloc_driver, free_async, fail;
+    unsigned first;            /* MEMINFO FIRST records */
     struct gmt_rec_graphmem gm[16];
     unsigned ngm;
 };
@@ -33,6 +34,8 @@ static void visit(const struct gmt_rec *h, void *arg)
         s->free_async++;
     } else if (h->type == GMT_REC_ALLOC_FAIL) {
         s->fail++;
+    } else if (h->type == GMT_REC_MEMINFO && h->aux == GMT_MEMINFO_FIRST) {
+        s->first++;
     } else if (h->type == GMT_REC_GRAPHMEM && s->ngm < 16) {
         cr_assert_geq(h->size, sizeof s->gm[0]);
         memcpy(&s->gm[s->ngm++], h, sizeof s->gm[0]);
@@ -106,6 +109,9 @@ static void expect_sequence(const char *path, const char *flags, unsigned captur
     cr_expect_neq(n->related, 0u, "%s %s: the node names no graph", path, flags);
     cr_expect_neq(n->related, c->related, "%s %s: two graphs, one handle", path, flags);
     cr_expect_eq(s.pool_alloc, 0u, "%s %s: %u POOL_ALLOC records", path, flags, s.pool_alloc);
+    /* the graph's memory is the program's only device memory: its launch samples the device */
+    cr_expect_eq(s.first, 1u, "%s %s: %u FIRST samples, want 1 (at the first launch)", path, flags,
+                 s.first);
     if (captured_api != GMT_API_cuMemAllocAsync)
         cr_expect_eq(s.async_alloc_driver, 0u, "%s %s: the runtime's allocation counted twice",
                      path, flags);
