@@ -157,7 +157,7 @@ static bool device_memory(enum gmt_kind kind)
     }
 }
 
-static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
+static void event_alloc(enum gmt_api api, enum gmt_kind kind, unsigned flags, uint64_t address,
                         uint64_t bytes, int device, uint64_t stream, uint64_t related,
                         uint64_t offset, const void *frame)
 {
@@ -169,7 +169,7 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
     if (!stream && !related && !offset && !scope && dev == -1) {
         /* the common case (a cudaMalloc outside NCCL) in 32 bytes */
         struct gmt_rec_alloc_small rec = {
-            .h = {GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(api, kind, 0), sizeof rec},
+            .h = {GMT_REC_ALLOC_SMALL, GMT_SMALL_AUX(api, kind, flags), sizeof rec},
             .address = address,
             .bytes = bytes,
             .stack_id = stack,
@@ -187,6 +187,7 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
         rec.a.stack_id = stack;
         rec.a.scope_id = scope;
         rec.a.kind = (uint8_t)kind;
+        rec.a.flags = (uint8_t)flags;
         rec.a.device = dev;
         rec.stream = stream;
         rec.related = related;
@@ -250,7 +251,18 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
                                                uint64_t offset, const void *frame)
 {
     gmt_ts.guard.in_event++;
-    event_alloc(api, kind, address, bytes, device, stream, related, offset, frame);
+    event_alloc(api, kind, 0, address, bytes, device, stream, related, offset, frame);
+    gmt_ts.guard.in_event--;
+}
+
+__attribute__((noinline)) void gmt_event_alloc_flagged(enum gmt_api api, enum gmt_kind kind,
+                                                       unsigned flags, uint64_t address,
+                                                       uint64_t bytes, int device,
+                                                       uint64_t stream, uint64_t related,
+                                                       const void *frame)
+{
+    gmt_ts.guard.in_event++;
+    event_alloc(api, kind, flags, address, bytes, device, stream, related, 0, frame);
     gmt_ts.guard.in_event--;
 }
 

@@ -333,6 +333,10 @@ static inline void *gmt_resolve_cached(_Atomic(void *) *cache, enum gmt_lib lib,
 GMT_HIDDEN void gmt_event_alloc(enum gmt_api api, enum gmt_kind kind, uint64_t address,
                                 uint64_t bytes, int device, uint64_t stream,
                                 uint64_t related, uint64_t offset, const void *frame);
+/* The same with GMT_ALLOC_* flags (a captured allocation), no offset. */
+GMT_HIDDEN void gmt_event_alloc_flagged(enum gmt_api api, enum gmt_kind kind, unsigned flags,
+                                        uint64_t address, uint64_t bytes, int device,
+                                        uint64_t stream, uint64_t related, const void *frame);
 GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream);
 GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
                                int device, int error, const void *frame);

@@ -209,13 +209,8 @@ void gmt_graph_note_memory(uint64_t graph, int device)
     table_put(&graphs, graph, device);
 }
 
-static int16_t clamp_device(int device)
-{
-    return device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
-}
-
-/* Built here rather than by events.c's gmt_event_alloc, which has no flags to set. The
- * device is named in the record, so no CUCTX of this thread needs to precede it. */
+/* A captured allocation: noted for its graph, then recorded as a memory node. Its device
+ * is named in the record (the capturing context's). */
 __attribute__((noinline)) void gmt_graph_event_captured(enum gmt_api api, uint64_t address,
                                                         uint64_t bytes, uint64_t stream,
                                                         uint64_t graph, const void *frame)
@@ -226,30 +221,8 @@ __attribute__((noinline)) void gmt_graph_event_captured(enum gmt_api api, uint64
     gmt_lib_leave(e);
     if (graph)
         table_put(&graphs, graph, device);
-    if (!gmt_writer_ready())
-        return;
-    gmt_events_note_dl();
-    gmt_ts.guard.in_event++;
-    struct gmt_rec_alloc_ext rec;
-    memset(&rec, 0, sizeof rec);
-    rec.a.h.type = GMT_REC_ALLOC;
-    rec.a.h.aux = (uint16_t)api;
-    rec.a.h.size = sizeof rec;
-    rec.a.address = address;
-    rec.a.bytes = bytes;
-    rec.a.stack_id = gmt_stack_capture(frame);
-    rec.a.scope_id = gmt_current_scope();
-    if (!rec.a.scope_id)
-        rec.a.scope_id = gmt_scope_for_foreign_thread(device);
-    rec.a.kind = GMT_KIND_GRAPH_MEM;
-    rec.a.flags = GMT_ALLOC_CAPTURED;
-    rec.a.device = clamp_device(device);
-    rec.stream = stream;
-    rec.related = graph;
-    gmt_emit(&rec, offsetof(struct gmt_rec_alloc, dt));
-    gmt_ts.guard.in_event--;
-    if (api < GMT_API_cuMemAlloc) /* a runtime hook, after the runtime returned */
-        gmt_version_note(GMT_COMP_RUNTIME);
+    gmt_event_alloc_flagged(api, GMT_KIND_GRAPH_MEM, GMT_ALLOC_CAPTURED, address, bytes, device,
+                            stream, graph, frame);
 }
 
 /* ---- GRAPHMEM ---- */
