@@ -20,7 +20,8 @@
     X("PyTorch's caching allocator", "", "*CudaMallocAsync*")                         \
     X("CuPy's memory pool", "memory.cpython*", "*MemoryPool*")                        \
     X("XLA's BFC allocator", "", "*BFCAllocator*")                                    \
-    X("XLA's BFC allocator", "", "*CreatePhysicalAllocation*")
+    X("XLA's BFC allocator", "", "*CreatePhysicalAllocation*")                        \
+    X("cuBLAS handles (freed by cublasDestroy)", "", "cublasCreate*")
 
 struct rule {
     const char *holder, *module, *function;
