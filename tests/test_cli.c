@@ -770,14 +770,8 @@ Test(cli, summary_shows_what_the_device_said)
 Test(cli, a_failure_without_its_own_sample_takes_the_last_one)
 {
     struct tb b = { 0 };
-    tb_header_current(&b);
-    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
-                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
-    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
-    tb_chunk(&b, 100);
-    tb_thread_at(&b, 100, TB_T0 + 1000);
-    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
-    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_process_min(&b);
+    tb_thread_on_device0(&b, 100, 1000);
     tb_meminfo(&b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 1000);
     struct gmt_rec_alloc_fail f = { .bytes = 200 * TB_GIB, .error = 2, .dt = 1000,
                                     .kind = GMT_KIND_DEVICE, .device = -1 };
@@ -893,10 +887,7 @@ static void held_stack(struct tb *b, uint32_t id, uint64_t ip)
 Test(cli, memory_held_by_a_cache_at_exit_is_not_a_leak)
 {
     struct tb b = { 0 };
-    tb_header_current(&b);
-    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
-                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
-    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_process_min(&b);
     held_module(&b, 1, "/site-packages/torch/lib/libc10_cuda.so", 0x7f0000000000ull);
     held_module(&b, 2, "/site-packages/nvidia/nccl/lib/libnccl.so.2", 0x7f1000000000ull);
     held_module(&b, 3, "/home/u/train", 0x400000ull);
@@ -996,14 +987,8 @@ Test(cli, frames_and_internal_rules_shape_the_sites)
 Test(cli, nvml_and_cumemgetinfo_samples_say_the_same_used_memory)
 {
     struct tb b = { 0 };
-    tb_header_current(&b);
-    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
-                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
-    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
-    tb_chunk(&b, 100);
-    tb_thread_at(&b, 100, TB_T0 + 1000);
-    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
-    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_process_min(&b);
+    tb_thread_on_device0(&b, 100, 1000);
     tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 64 * TB_MIB, 0, -1, 1000);
     /* cuMemGetInfo: 1 GiB used of 141 GiB */
     tb_meminfo(&b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 100);

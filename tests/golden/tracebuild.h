@@ -410,6 +410,24 @@ static inline void tb_meminfo(struct tb *b, unsigned phase, unsigned source, uin
     tb_rec(b, GMT_REC_MEMINFO, (uint16_t)phase, &r, sizeof r, NULL, 0);
 }
 
+/* A 2.3 trace's start: header and a PROCESS of pid 9 (no rank). */
+static inline void tb_process_min(struct tb *b)
+{
+    tb_header_current(b);
+    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
+                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
+    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+}
+
+/* Thread `tid`'s first chunk at TB_T0 + t, its context on device 0. */
+static inline void tb_thread_on_device0(struct tb *b, uint32_t tid, uint64_t t)
+{
+    tb_chunk(b, tid);
+    tb_thread_at(b, tid, TB_T0 + t);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
+    tb_rec(b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+}
+
 /* One process on device 0: 64 MiB of cudaMalloc, a captured graph allocation (address
  * space) and its graph launched (32 MiB in the graph pool), a peer's 10 MiB imported, a
  * failed 200 GiB cudaMalloc with the sample after it, and an all_reduce that allocated
@@ -417,17 +435,11 @@ static inline void tb_meminfo(struct tb *b, unsigned phase, unsigned source, uin
  * host memory before any context was current. */
 static inline void tb_forensics(struct tb *b)
 {
-    tb_header_current(b);
-    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
-                                 .local_world_size = -1, .monotonic_ns = TB_T0 };
-    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_process_min(b);
     tb_chunk(b, 200);
     tb_thread_at(b, 200, TB_T0 + 100);
     tb_alloc_at(b, GMT_API_cuMemCreate, GMT_KIND_PHYSICAL_HOST, 0, 0x51, 2 * TB_MIB, 0, -1, 10);
-    tb_chunk(b, 100);
-    tb_thread_at(b, 100, TB_T0 + 1000);
-    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
-    tb_rec(b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_thread_on_device0(b, 100, 1000);
     tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 64 * TB_MIB, 0, -1, 1000);
     tb_meminfo(b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 1000);
     tb_alloc_at(b, GMT_API_cudaMallocAsync, GMT_KIND_GRAPH_MEM, GMT_ALLOC_CAPTURED, 0x9000000, 32 * TB_MIB,
