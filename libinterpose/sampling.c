@@ -43,25 +43,35 @@ static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes)
 }
 
 
+/* A MEMINFO record; with process_b, the extended one. */
+static void emit_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase,
+                        enum gmt_meminfo_source src, uint64_t free_b, uint64_t total_b,
+                        const uint64_t *process_b)
+{
+    struct gmt_rec_meminfo_ext r;
+    memset(&r, 0, sizeof r);
+    size_t size = process_b ? sizeof r : sizeof r.m;
+    r.m.h = (struct gmt_rec){.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
+                             .size = gmt_rec_padded(size)};
+    r.m.scope_id = scope_id;
+    r.m.device = device;
+    r.m.source = src;
+    r.m.free_bytes = free_b;
+    r.m.total_bytes = total_b;
+    if (process_b)
+        r.process_bytes = *process_b;
+    gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
+}
+
 void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
 {
     uint64_t f, t;
     int e = gmt_lib_enter(); /* the driver's calls may set errno */
     int rc = gmt_driver_meminfo(device, &f, &t);
     gmt_lib_leave(e);
-    if (rc)
-        return;
-    struct gmt_rec_meminfo r = {
-        .h = {.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
-              .size = gmt_rec_padded(sizeof r)},
-        .scope_id = scope_id,
-        .device = device,
-        .free_bytes = f,
-        .total_bytes = t,
-    };
-    gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
+    if (rc == 0)
+        emit_sample(scope_id, device, phase, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
 }
-
 
 /*
  * ---- samples outside NCCL calls ----
@@ -98,24 +108,6 @@ static void *nvml_dev[GMT_SAMPLE_DEVICES];
 static uint64_t nvml_asked;              /* bit d: nvml_dev[d] was looked up */
 static uint64_t next_due;                /* the flusher's: the next periodic sample, ns */
 
-static void emit_sample(int device, enum gmt_meminfo_phase phase, enum gmt_meminfo_source src,
-                        uint64_t free_b, uint64_t total_b, const uint64_t *process_b)
-{
-    struct gmt_rec_meminfo_ext r;
-    memset(&r, 0, sizeof r);
-    size_t size = process_b ? sizeof r : sizeof r.m;
-    r.m.h = (struct gmt_rec){.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
-                             .size = gmt_rec_padded(size)};
-    r.m.scope_id = gmt_current_scope();
-    r.m.device = device;
-    r.m.source = src;
-    r.m.free_bytes = free_b;
-    r.m.total_bytes = total_b;
-    if (process_b)
-        r.process_bytes = *process_b;
-    gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
-}
-
 /* The device's bus id, once per device, from the thread that allocated on it. */
 static void note_device(int device)
 {
@@ -130,37 +122,44 @@ static void note_device(int device)
     }
 }
 
-void gmt_sample_first_slow(int device)
+/* Claims device's first sample for this thread: false when another thread had it. The
+ * claimer notes the device's bus id (for NVML) and, after its sample, marks it seen. */
+static bool claim_device(int device)
 {
     uint64_t bit = 1ull << device;
     if (atomic_fetch_or_explicit(&dev_claimed, bit, memory_order_acq_rel) & bit)
-        return; /* another thread's first allocation there */
+        return false;
     note_device(device);
+    return true;
+}
+
+/* cuMemGetInfo on the calling thread, whose context is on `device`. */
+static void sample_here(int device, enum gmt_meminfo_phase phase)
+{
     uint64_t f, t;
     int e = gmt_lib_enter();
     int rc = gmt_driver_meminfo_here(device, &f, &t);
     gmt_lib_leave(e);
     if (rc == 0)
-        emit_sample(device, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
-    atomic_fetch_or_explicit(&gmt_sample_seen, bit, memory_order_release);
+        emit_sample(gmt_current_scope(), device, phase, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+}
+
+void gmt_sample_first_slow(int device)
+{
+    if (!claim_device(device))
+        return; /* another thread's first allocation there */
+    sample_here(device, GMT_MEMINFO_FIRST);
+    atomic_fetch_or_explicit(&gmt_sample_seen, 1ull << device, memory_order_release);
 }
 
 void gmt_sample_fail(int device)
 {
     if ((unsigned)device >= GMT_SAMPLE_DEVICES)
         return;
-    uint64_t bit = 1ull << device;
     /* a device whose first allocation fails is sampled from then on all the same */
-    if (!(atomic_fetch_or_explicit(&dev_claimed, bit, memory_order_acq_rel) & bit)) {
-        note_device(device);
-        atomic_fetch_or_explicit(&gmt_sample_seen, bit, memory_order_release);
-    }
-    uint64_t f, t;
-    int e = gmt_lib_enter();
-    int rc = gmt_driver_meminfo_here(device, &f, &t);
-    gmt_lib_leave(e);
-    if (rc == 0)
-        emit_sample(device, GMT_MEMINFO_FAIL, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+    if (claim_device(device))
+        atomic_fetch_or_explicit(&gmt_sample_seen, 1ull << device, memory_order_release);
+    sample_here(device, GMT_MEMINFO_FAIL);
 }
 
 /* One NVML sample of each device in `mask`; the caller holds busy and NVML is ready. */
@@ -175,7 +174,7 @@ static void sample_nvml(uint64_t mask, enum gmt_meminfo_phase phase)
         }
         uint64_t f, t, p;
         if (nvml_dev[d] && gmt_nvml_meminfo(nvml_dev[d], &f, &t, &p) == 0)
-            emit_sample(d, phase, GMT_MEMINFO_SRC_NVML, f, t, &p);
+            emit_sample(gmt_current_scope(), d, phase, GMT_MEMINFO_SRC_NVML, f, t, &p);
     }
 }
 

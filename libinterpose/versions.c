@@ -13,6 +13,17 @@ typedef int gmt_fn_get_version(int *);
  * waits for a dlopen or dlclose, instead of a lookup (and a CAS) at every event. */
 static _Atomic unsigned long failed_gen[4];
 
+static void emit_version(enum gmt_component c, int v)
+{
+    struct gmt_rec_version rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GMT_REC_VERSION;
+    rec.h.aux = (uint16_t)c;
+    rec.h.size = sizeof rec;
+    rec.version = v;
+    gmt_emit(&rec, 0);
+}
+
 void gmt_version_note_slow(enum gmt_component c)
 {
     if ((unsigned)c >= 4 || GMT_LIKELY(atomic_load_explicit(&gmt_hot.versions.noted[c], memory_order_relaxed)))
@@ -46,13 +57,7 @@ void gmt_version_note_slow(enum gmt_component c)
         atomic_store_explicit(&gmt_hot.versions.noted[c], 0, memory_order_relaxed);
         return;
     }
-    struct gmt_rec_version rec;
-    memset(&rec, 0, sizeof rec);
-    rec.h.type = GMT_REC_VERSION;
-    rec.h.aux = (uint16_t)c;
-    rec.h.size = sizeof rec;
-    rec.version = v;
-    gmt_emit(&rec, 0);
+    emit_version(c, v);
 }
 
 /*
@@ -87,11 +92,5 @@ void gmt_version_note_static_runtime(void)
         return; /* noted stays set: the program's runtime has no answer to give */
     }
     errno = saved_errno;
-    struct gmt_rec_version rec;
-    memset(&rec, 0, sizeof rec);
-    rec.h.type = GMT_REC_VERSION;
-    rec.h.aux = GMT_COMP_RUNTIME;
-    rec.h.size = sizeof rec;
-    rec.version = v;
-    gmt_emit(&rec, 0);
+    emit_version(GMT_COMP_RUNTIME, v);
 }

@@ -224,6 +224,9 @@ static int flush_wait(struct buf *b, const void *extra, size_t extra_len, uint64
     }
 }
 
+/* Deferred records (gmt.h): what the thread's client holds back goes in before anything
+ * that follows it. Not from inside gmt_emit (a signal handler's call: the buffer is
+ * mid-append) nor while the preamble is written (its records belong to no thread). */
 static void write_deferred(void)
 {
     if (GMT_UNLIKELY(gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) && !gmt_ts.writer.in_emit &&

@@ -90,3 +90,7 @@ tsan-test: all test-extras $(TSAN_BINS)
 	  [ $$st = ok ] || grep -v '^\[----\]   ' $$t.log | tail -n 80 | sed 's/^/    /'; \
 	done; \
 	if [ -n "$$fail" ]; then echo "tsan-test failed:$$fail" >&2; exit 1; fi; echo "tsan-test: no data race reported"
+
+# Its objects' header dependencies (-MMD): the top Makefile's include covers $(BUILD)'s
+# own objects only, so without this a changed header left these stale.
+-include $(wildcard $(TSAN_DIR)/obj/*/*.d $(TSAN_DIR)/obj/*.d $(TSAN_DIR)/tests/*.d)

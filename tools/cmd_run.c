@@ -74,17 +74,12 @@ static void closing_alerts(const struct gmt_analysis *a)
     const struct gmt_report *rep = &a->rep;
     if (rep->n_fails) {
         const struct gmt_fail_row *f = &rep->fails[0];
-        char b1[32], line[512];
-        const char *en = gmt_error_name(f->api, f->error);
+        char b1[32], line[512], err[48];
         gmt_stack_line(a, f->stack, 2, line, sizeof line);
-        fprintf(stderr, "    %zu allocation(s) failed; the first at %.3f s: %s of %s on device %d, ",
+        fprintf(stderr, "    %zu allocation(s) failed; the first at %.3f s: %s of %s on device %d, %s, at ",
                 rep->n_fails, (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
-                gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device);
-        if (en)
-            fprintf(stderr, "%s", en);
-        else
-            fprintf(stderr, "error %d", f->error);
-        fputs(", at ", stderr);
+                gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device,
+                gmt_error_text(f->api, f->error, err, sizeof err));
         gmt_fput_safe(stderr, line, strlen(line));
         fputc('\n', stderr);
     }

@@ -7,6 +7,9 @@
 
 #include "report.h"
 
+/* Holders there can be (the rules' distinct names), for callers' arrays. */
+#define GMT_MAX_HOLDERS 8
+
 /* What one holder keeps at the end. */
 struct gmt_held {
     const char *holder;

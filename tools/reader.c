@@ -66,6 +66,17 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- names ---- */
 
+/* The name of an id of one of trace_format.h's X(name, id) lists, "?" for one it lacks. */
+#define NAME_CASE(name, id) case id: return #name;
+#define NAME_OF(fn, LIST)                                                                  \
+    const char *fn(unsigned id)                                                            \
+    {                                                                                      \
+        switch (id) {                                                                      \
+            LIST(NAME_CASE)                                                                \
+        }                                                                                  \
+        return "?";                                                                        \
+    }
+
 const char *gmt_rec_type_name(unsigned type)
 {
     switch (type) {
@@ -76,15 +87,7 @@ const char *gmt_rec_type_name(unsigned type)
     return "?";
 }
 
-const char *gmt_api_name(unsigned api)
-{
-    switch (api) {
-#define GMT_X(name, id) case id: return #name;
-    GMT_APIS(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
+NAME_OF(gmt_api_name, GMT_APIS)
 
 /* The errors an allocation call returns, by family (the API's id says which): the values
  * are the CUDA and NCCL ABI's, stable across versions. */
@@ -118,41 +121,33 @@ const char *gmt_error_name(unsigned api, int32_t error)
 {
     if (api >= GMT_API_ncclMemAlloc) {
         switch (error) {
-#define GMT_X(name, v) case v: return #name;
-        GMT_NCCL_ERRORS(GMT_X)
+        GMT_NCCL_ERRORS(NAME_CASE)
         }
     } else if (api >= GMT_API_cuMemAlloc) {
         switch (error) {
-        GMT_CU_ERRORS(GMT_X)
+        GMT_CU_ERRORS(NAME_CASE)
         }
     } else {
         switch (error) {
-        GMT_CUDART_ERRORS(GMT_X)
-#undef GMT_X
+        GMT_CUDART_ERRORS(NAME_CASE)
         }
     }
     return NULL;
 }
 
-const char *gmt_kind_name(unsigned kind)
+const char *gmt_error_text(unsigned api, int32_t error, char *buf, size_t len)
 {
-    switch (kind) {
-#define GMT_X(name, id) case id: return #name;
-    GMT_KINDS(GMT_X)
-#undef GMT_X
-    }
-    return "?";
+    const char *name = gmt_error_name(api, error);
+    if (name)
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "error %d", (int)error);
+    return buf;
 }
 
-const char *gmt_op_name(unsigned op)
-{
-    switch (op) {
-#define GMT_X(name, id) case id: return #name;
-    GMT_OPS(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
+NAME_OF(gmt_kind_name, GMT_KINDS)
+
+NAME_OF(gmt_op_name, GMT_OPS)
 
 bool gmt_op_is_comm_init(unsigned op)
 {
@@ -165,45 +160,13 @@ bool gmt_op_is_comm_init(unsigned op)
     }
 }
 
-const char *gmt_component_name(unsigned component)
-{
-    switch (component) {
-#define GMT_X(name, val) case val: return #name;
-    GMT_COMPONENTS(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
+NAME_OF(gmt_component_name, GMT_COMPONENTS)
 
-const char *gmt_meminfo_phase_name(unsigned phase)
-{
-    switch (phase) {
-#define GMT_X(name, val) case val: return #name;
-    GMT_MEMINFO_PHASES(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
+NAME_OF(gmt_meminfo_phase_name, GMT_MEMINFO_PHASES)
 
-const char *gmt_meminfo_source_name(unsigned source)
-{
-    switch (source) {
-#define GMT_X(name, val) case val: return #name;
-    GMT_MEMINFO_SOURCES(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
+NAME_OF(gmt_meminfo_source_name, GMT_MEMINFO_SOURCES)
 
-const char *gmt_graphmem_phase_name(unsigned phase)
-{
-    switch (phase) {
-#define GMT_X(name, val) case val: return #name;
-    GMT_GRAPHMEM_PHASES(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
+NAME_OF(gmt_graphmem_phase_name, GMT_GRAPHMEM_PHASES)
 
 /* The fixed part's size of each known type, by type; 0 for ids no type has. */
 static const uint32_t fixed_size[GMT_REC_TYPE_MAX] = {

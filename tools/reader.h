@@ -46,6 +46,8 @@ const char *gmt_api_name(unsigned api);
 /* The name of an error an allocation API returned (CUresult, cudaError_t or ncclResult_t,
  * as the API's family says), or NULL for a value not in the table. */
 const char *gmt_error_name(unsigned api, int32_t error);
+/* The same for a person: the name, else "error N", into buf. */
+const char *gmt_error_text(unsigned api, int32_t error, char *buf, size_t len);
 const char *gmt_kind_name(unsigned kind);
 const char *gmt_op_name(unsigned op);
 /* An op that makes a communicator (an init or a split): its scope opens before the

@@ -272,7 +272,7 @@ out:
  * normal at exit, so apart from the leaks, by holder. */
 static void text_held(FILE *out, const struct gmt_analysis *a)
 {
-    struct gmt_held h[8];
+    struct gmt_held h[GMT_MAX_HOLDERS];
     size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
     if (!n)
         return;
@@ -297,11 +297,7 @@ static void text_fails(FILE *out, const struct gmt_analysis *a, const struct gmt
         if (!gmt_report_dev_selected(o, f->device))
             continue;
         char b1[32], b2[32], b3[32], b4[32], lab[96], line[1024], err[48];
-        const char *en = gmt_error_name(f->api, f->error);
-        if (en)
-            snprintf(err, sizeof err, "%s", en);
-        else
-            snprintf(err, sizeof err, "error %d", f->error);
+        gmt_error_text(f->api, f->error, err, sizeof err);
         fprintf(out, "  %.3f s  %s of %s on device %d failed: %s; %s tracked then; in flight: %s\n",
                 (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
                 gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device, err,

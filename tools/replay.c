@@ -230,7 +230,7 @@ struct state {
     uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
     uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS], peer[GMT_MAX_DEVS];
     /* per device slot: the latest sample of its free and total memory, for failures */
-    uint64_t sample_free[GMT_MAX_DEVS], sample_total[GMT_MAX_DEVS], sample_time[GMT_MAX_DEVS];
+    uint64_t sample_free[GMT_MAX_DEVS], sample_total[GMT_MAX_DEVS];
     bool sampled[GMT_MAX_DEVS];
     uint64_t cu_total[GMT_MAX_DEVS];       /* the latest cuMemGetInfo total, 0 none */
     int32_t *imported; size_t n_imported, cap_imported; /* digests of imported handles */
@@ -614,7 +614,6 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
         f->has_dev = true;
         f->dev_free = S->sample_free[ds];
         f->dev_total = S->sample_total[ds];
-        f->dev_time = S->sample_time[ds];
     }
     return 0;
 }
@@ -632,7 +631,6 @@ static void fail_sampled(struct state *S, const struct gmt_timed_event *e, uint6
             f->has_dev = f->dev_at_fail = true;
             f->dev_free = e->addr;
             f->dev_total = total;
-            f->dev_time = e->time;
         }
         return;
     }
@@ -657,7 +655,6 @@ static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
     S->sampled[ds] = true;
     S->sample_free[ds] = e->addr;
     S->sample_total[ds] = total;
-    S->sample_time[ds] = e->time;
     if (e->kind == GMT_MEMINFO_FAIL)
         fail_sampled(S, e, total);
     d->total = total;
@@ -1280,10 +1277,8 @@ static void device_samples(struct state *S)
         if ((o->device >= 0 && p->device != o->device) || !in_window(S, p->time))
             continue;
         struct gmt_dev_report *d = &rep->dev[dslot(S, p->device)];
-        if (!d->has_proc || p->process_bytes > d->proc_max) {
+        if (!d->has_proc || p->process_bytes > d->proc_max)
             d->proc_max = p->process_bytes;
-            d->proc_max_time = p->time;
-        }
         d->proc_last = p->process_bytes;
         d->has_proc = true;
     }
@@ -1292,10 +1287,8 @@ static void device_samples(struct state *S)
         if ((o->device >= 0 && g->device != o->device) || !in_window(S, g->time))
             continue;
         struct gmt_dev_report *d = &rep->dev[dslot(S, g->device)];
-        if (!d->has_graph || g->reserved > d->graph_peak) {
+        if (!d->has_graph || g->reserved > d->graph_peak)
             d->graph_peak = g->reserved;
-            d->graph_peak_time = g->time;
-        }
         if (g->used_high > d->graph_used_high)
             d->graph_used_high = g->used_high;
         d->graph_end = g->reserved;

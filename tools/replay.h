@@ -41,10 +41,10 @@ struct gmt_dev_report {
     uint64_t device_allocs;            /* of allocs, those of local device memory */
     /* NVML's figure for this process (MEMINFO with process_bytes), in the window */
     bool has_proc;
-    uint64_t proc_max, proc_max_time, proc_last;
+    uint64_t proc_max, proc_last;
     /* the device's graph memory (GRAPHMEM): what its pool holds, in the window */
     bool has_graph;
-    uint64_t graph_peak, graph_peak_time, graph_end, graph_used_high;
+    uint64_t graph_peak, graph_end, graph_used_high;
     uint64_t graph_at_used_max;        /* graph memory held when used_max was sampled */
     uint64_t peer_peak, peer_end;      /* peers' memory mapped here (imported handles, IPC) */
 };
@@ -95,7 +95,7 @@ struct gmt_fail_row {
     /* the device's free and total memory then: sampled right after the failure on its
      * thread (dev_at_fail), else the latest sample before it */
     bool has_dev, dev_at_fail;
-    uint64_t dev_free, dev_total, dev_time;
+    uint64_t dev_free, dev_total;
 };
 
 /* An NCCL call or group still open where the trace ends: the process stopped (hung,

@@ -89,21 +89,18 @@ struct gmt_timed_event {
     uint8_t kind;
 };
 
-/* What the device itself said, in time order (ties in file order): the MEMINFO samples
- * that carry a per-process figure (NVML's), and every GRAPHMEM. Kept beside the events:
- * few, and read by the report, not by the replay. */
+/* What the device itself said, in time order: the MEMINFO samples that carry a
+ * per-process figure (NVML's), and every GRAPHMEM. Kept beside the events, not among
+ * them: few, and read once, after the replay's walk (replay.c's device_samples). */
 struct gmt_proc_sample {
     uint64_t time;
     uint64_t process_bytes;    /* this process's device memory */
-    uint64_t total_bytes;
     int16_t device;
-    uint8_t phase;             /* enum gmt_meminfo_phase */
 };
 struct gmt_graph_sample {
     uint64_t time;
-    uint64_t used, used_high, reserved, reserved_high;
+    uint64_t used_high, reserved; /* GRAPHMEM's used_high and reserved_current */
     int16_t device;
-    uint8_t phase;             /* enum gmt_graphmem_phase */
 };
 
 struct gmt_reader;

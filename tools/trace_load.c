@@ -426,8 +426,7 @@ static int on_graphmem(struct loader *L, const struct gmt_event *e, char *err, s
                                                 &L->cap_graph, sizeof *p);
     if (!p)
         return -ENOMEM;
-    *p = (struct gmt_graph_sample){e->time_ns, g->used_current, g->used_high, g->reserved_current,
-                                   g->reserved_high, (int16_t)g->device, (uint8_t)e->rec->aux};
+    *p = (struct gmt_graph_sample){e->time_ns, g->used_high, g->reserved_current, (int16_t)g->device};
     if (t->n_graph_samples > 1 && p[-1].time > p->time)
         L->samples_unsorted = true;
     return 0;
@@ -456,8 +455,7 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
                                                    &L->cap_proc, sizeof *p);
         if (!p)
             return -ENOMEM;
-        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, m->total_bytes,
-                                      (int16_t)m->device, (uint8_t)e->rec->aux};
+        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, (int16_t)m->device};
         if (t->n_proc_samples > 1 && p[-1].time > p->time)
             L->samples_unsorted = true;
     }
