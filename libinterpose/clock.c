@@ -74,13 +74,28 @@ static uint64_t ticks_in(uint64_t ns, uint64_t mult)
 /* A new line. It holds from 1 ms of TSC before its base (another CPU's reading a hair
  * behind) to `horizon` after: a reading outside (the flusher late by more than its
  * steering horizon, a suspend that stopped CLOCK_MONOTONIC but not the TSC, a TSC that
- * went back) asks the kernel until the next tick publishes a line that fits. */
-static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
+ * went back) asks the kernel until the next tick publishes a line that fits.
+ *
+ * continued: the new line starts where the current one is at a TSC read once readers
+ * are locked out (base_tsc, base_ns are ignored). A reader reads the TSC inside its
+ * sequence window, so every reading of the old line is at a TSC before that point, and
+ * every reading of the new one after it: however the slope changes, no thread's clock
+ * goes back across the switch, even when the flusher was preempted between its tick's
+ * reading and here. */
+static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, bool continued)
 {
     uint64_t back = ticks_in(BACK_NS, mult);
     uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.seq, s + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (continued) {
+        _mm_lfence();
+        base_tsc = __rdtsc();
+        base_ns = gmt_clock_line_at(base_tsc,
+                                    atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
+                                    atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed),
+                                    atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed));
+    }
     atomic_store_explicit(&gmt_clock_line.base_tsc, base_tsc, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.base_ns, base_ns, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.mult, mult, memory_order_relaxed);
@@ -177,7 +192,7 @@ void gmt_clock_test_offset(int64_t ns)
         publish(atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
                 atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed) +
                     (uint64_t)ns,
-                atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed));
+                atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed), false);
 #else
     (void)ns;
 #endif
@@ -205,7 +220,7 @@ void gmt_clock_tick(void)
         origin_tsc = tsc;
         origin_ns = ns;
         if (on)
-            publish(tsc, ns, cur);
+            publish(tsc, ns, cur, false);
         return;
     }
     if (ns - origin_ns < MIN_CALIBRATION_NS || tsc <= origin_tsc)
@@ -215,7 +230,7 @@ void gmt_clock_tick(void)
     if (!rate)
         return;
     if (!on) {
-        publish(tsc, ns, rate);
+        publish(tsc, ns, rate, false);
         atomic_store_explicit(&gmt_clock_line.use_tsc, 1, memory_order_release);
         return;
     }
@@ -229,7 +244,7 @@ void gmt_clock_tick(void)
          * calibrate again from here, at the line's rate meanwhile. */
         origin_tsc = tsc;
         origin_ns = ns;
-        publish(tsc, ns, cur);
+        publish(tsc, ns, cur, false);
         return;
     }
     /* Steer: a rate that closes the offset over the horizon (1 s, or four ticks when they
@@ -241,6 +256,6 @@ void gmt_clock_tick(void)
         corr = lim;
     if (corr < -lim)
         corr = -lim;
-    publish(tsc, at, (uint64_t)((__int128)rate + corr));
+    publish(0, 0, (uint64_t)((__int128)rate + corr), true);
 #endif
 }

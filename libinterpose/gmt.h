@@ -82,17 +82,25 @@ static inline uint64_t gmt_now_ns(void)
 {
 #if defined(__x86_64__)
     if (GMT_LIKELY(atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_acquire))) {
-        for (int tries = 0; tries < 4; tries++) {
+        /* The TSC is read inside the sequence window: a reading validated against a line
+         * was taken while that line was current (clock.c, publish). While the flusher
+         * rewrites it (a few ns, unless it is preempted there) the reader spins a while
+         * before it asks the kernel, which may be a few ns from the line. */
+        for (int tries = 0; tries < 64; tries++) {
             uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_acquire);
+            if (GMT_UNLIKELY(s & 1)) {
+                __builtin_ia32_pause();
+                continue;
+            }
             uint64_t bt = atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed);
             uint64_t bn = atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed);
             uint64_t m = atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed);
             uint64_t lo = atomic_load_explicit(&gmt_clock_line.lo_tsc, memory_order_relaxed);
             uint64_t w = atomic_load_explicit(&gmt_clock_line.width, memory_order_relaxed);
-            atomic_thread_fence(memory_order_acquire);
-            if ((s & 1) || atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed) != s)
-                continue;
             uint64_t tsc = __builtin_ia32_rdtsc();
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed) != s)
+                continue;
             if (GMT_UNLIKELY(tsc - lo > w))
                 break; /* outside the line: the flusher is late, or the TSC jumped */
             return gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_line.skew_ns;

@@ -186,6 +186,10 @@ Test(clock, never_backwards_on_a_thread_while_steered)
     gmt_clock_init();
     /* ticks every millisecond: the line is replaced hundreds of times under the readers */
     pthread_t t = start_ticker(1);
+    /* from the first line on (before it the clock is the kernel's, and the first line
+     * starts within a read of clock_gettime of it) */
+    for (int i = 0; i < 200 && kernel_uses_tsc() && !gmt_clock_uses_tsc(); i++)
+        sleep_ms(1);
     atomic_store(&reading, 1);
     pthread_t r[2];
     for (int i = 0; i < 2; i++)
