@@ -982,6 +982,66 @@ Test(cli, frames_and_internal_rules_shape_the_sites)
     cr_expect_eq(res.status, 2);
 }
 
+/* Rank `rank`'s trace: the user's site (stack 3) allocates `user` bytes, NCCL's (stack
+ * 2) 10 MiB on every rank but rank 2; all live at the end. */
+static void merge_rank(struct tb *b, int rank, uint64_t user)
+{
+    tb_header_current(b);
+    struct gmt_rec_process p = { .pid = 9 + (uint32_t)rank, .ppid = 1, .rank = rank,
+                                 .local_rank = rank, .world_size = 3, .local_world_size = 3,
+                                 .monotonic_ns = TB_T0 };
+    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    held_module(b, 2, "/site-packages/nvidia/nccl/lib/libnccl.so.2", 0x7f1000000000ull);
+    held_module(b, 3, "/home/u/train", 0x400000ull);
+    tb_chunk(b, 100);
+    tb_thread_at(b, 100, TB_T0 + 1000);
+    held_stack(b, 2, 0x7f1000001000ull);
+    held_stack(b, 3, 0x401000ull);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = 0 };
+    tb_rec(b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    struct gmt_rec_alloc r = { .address = 0x10000000, .bytes = user, .dt = 100, .stack_id = 3,
+                               .kind = GMT_KIND_DEVICE, .device = -1 };
+    tb_rec(b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &r, sizeof r, NULL, 0);
+    if (rank != 2) {
+        r = (struct gmt_rec_alloc){ .address = 0x20000000, .bytes = 10 * TB_MIB, .dt = 100,
+                                    .stack_id = 2, .kind = GMT_KIND_DEVICE, .device = -1 };
+        tb_rec(b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &r, sizeof r, NULL, 0);
+    }
+    struct gmt_rec_end end = { .time_ns = TB_T0 + 9000 };
+    tb_rec(b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
+}
+
+Test(cli, merge_shows_the_sites_across_ranks)
+{
+    char path[3][PATH_MAX];
+    const uint64_t user[3] = { 6 * TB_MIB, 30 * TB_MIB, 6 * TB_MIB };
+    for (int i = 0; i < 3; i++) {
+        struct tb b = { 0 };
+        merge_rank(&b, i, user[i]);
+        trace_file(path[i], &b, b.len);
+        tb_free(&b);
+    }
+    RUN(&res, "merge", "--no-symbols", path[2], path[0], path[1]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *t = strstr(res.out, "Allocation sites across ranks");
+    cr_assert(t, "%s", res.out);
+    /* largest first; the rank with most and the one with least named */
+    const char *u = strstr(t, "42 MiB      3      6 MiB     30 MiB  train+0xfff  (rank 1 30 MiB, rank 0 6 MiB)");
+    const char *n = strstr(t, "20 MiB      2        0 B     10 MiB  libnccl.so.2+0xfff  (rank 0 10 MiB, rank 2 0 B)");
+    cr_expect(u && n && u < n, "%s", t);
+    RUN(&res, "merge", "--no-symbols", "--json", "--top", "1", path[0], path[1], path[2]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    expect_json("merge --json", res.out);
+    cr_expect(strstr(res.out, "\"sites\": [{\"site\": \"train+0xfff\", \"ranks\": 3, "
+                              "\"live_at_peak_bytes\": 44040192, \"min_bytes\": 6291456, "
+                              "\"max_bytes\": 31457280, \"min_rank\": 0, \"max_rank\": 1}]}"),
+              "%s", res.out);
+    RUN(&res, "merge", "--frames", "0", path[0]);
+    cr_expect_eq(res.status, 2);
+    for (int i = 0; i < 3; i++)
+        unlink(path[i]);
+}
+
 /* NVML's free is cuMemGetInfo's, its total counts the driver's reserve too: both
  * sources must say the same used memory. */
 Test(cli, nvml_and_cumemgetinfo_samples_say_the_same_used_memory)

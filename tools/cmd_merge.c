@@ -19,6 +19,11 @@ const char gmt_help_merge[] =
     "\n"
     "options:\n"
     "  --json            one JSON document (schema gpumemtrace.merge/1)\n"
+    "  --top N           allocation sites across ranks to show (default 10)\n"
+    "  --frames N        stack frames shown per site, from where the code asked (1..64;\n"
+    "                    default 3); never so few that two sites of a rank look alike\n"
+    "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
+    "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
     "  --no-symbols      open no binary (categories still come from module names)\n"
     "  --debug-paths DIR extra directories for binaries and debug files (repeatable)\n";
 
@@ -26,9 +31,12 @@ int gmt_cmd_merge(int argc, char **argv)
 {
     struct gmt_args args;
     gmt_args_init(&args);
+    args.ro.top = 10;
     const struct gmt_args_spec spec = {
         .cmd = "merge", .help = gmt_help_merge, .optstring = "", .unknown = "unknown option",
-        .shared = GMT_ARGS_JSON | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS};
+        .top_max = 100000,
+        .shared = GMT_ARGS_JSON | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP |
+                  GMT_ARGS_FRAMES};
     int status = gmt_args_parse(&spec, argc, argv, &args);
     if (status >= 0)
         return status;
@@ -51,9 +59,9 @@ int gmt_cmd_merge(int argc, char **argv)
     if (r)
         status = GMT_EXIT_ERROR;
     if (args.output == GMT_OUT_JSON)
-        gmt_render_merge_json(stdout, &m);
+        gmt_render_merge_json(stdout, &m, args.ro.top);
     else
-        gmt_render_merge_text(stdout, &m);
+        gmt_render_merge_text(stdout, &m, args.ro.top);
     size_t n = m.n_ranks;
     gmt_merge_free(&m);
     gmt_free_paths(files, n_files);

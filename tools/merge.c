@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "reader.h"
+#include "stacks.h"
 
 static int cmp_rank(const void *x, const void *y)
 {
@@ -105,6 +106,106 @@ static int add_colls(struct gmt_merge *m, const struct gmt_merge_rank *r)
     return 0;
 }
 
+#define SITE_LINE 512
+
+/* The site with this text, made at its first sight (the ranks before rank index i did
+ * not have it: its minimum is 0 there); NULL out of memory. */
+static struct gmt_merge_site *site_of(struct gmt_merge *m, const char *line)
+{
+    for (size_t j = 0; j < m->n_sites; j++)
+        if (!strcmp(m->sites[j].line, line))
+            return &m->sites[j];
+    if (m->n_sites == m->cap_sites) {
+        size_t nc = m->cap_sites ? m->cap_sites * 2 : 32;
+        struct gmt_merge_site *p = realloc(m->sites, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        m->sites = p;
+        m->cap_sites = nc;
+    }
+    char *copy = strdup(line);
+    if (!copy)
+        return NULL;
+    struct gmt_merge_site *s = &m->sites[m->n_sites++];
+    memset(s, 0, sizeof *s);
+    s->line = copy;
+    s->min = UINT64_MAX;
+    return s;
+}
+
+/* A value of site s on rank index i (ranks in order); ranks skipped since its last value
+ * had none of it. */
+static void site_value(struct gmt_merge *m, struct gmt_merge_site *s, size_t i, uint64_t v)
+{
+    if (s->next < i && s->min > 0) {
+        s->min = 0;
+        s->min_rank = m->ranks[s->next].rank;
+    }
+    if (v < s->min) {
+        s->min = v;
+        s->min_rank = m->ranks[i].rank;
+    }
+    if (v > s->max || !s->ranks) {
+        s->max = v;
+        s->max_rank = m->ranks[i].rank;
+    }
+    s->total += v;
+    s->ranks++;
+    s->next = i + 1;
+}
+
+/* Rank index i's sites, printed as its summary prints them, into the sites across
+ * ranks. -ENOMEM when one could not be kept. */
+static int add_sites(struct gmt_merge *m, size_t i, int frames)
+{
+    const struct gmt_analysis *a = &m->ranks[i].a;
+    const struct gmt_report *rep = &a->rep;
+    size_t n = 0;
+    for (size_t k = 0; k < rep->n_sites; k++)
+        n += rep->sites[k].live_at_peak > 0;
+    if (!n)
+        return 0;
+    uint32_t *stacks = malloc(n * sizeof *stacks);
+    char **lines = calloc(n, sizeof *lines);
+    char *text = malloc(n * SITE_LINE);
+    int r = stacks && lines && text ? 0 : -ENOMEM;
+    uint64_t *bytes = r ? NULL : malloc(n * sizeof *bytes);
+    if (!bytes)
+        r = -ENOMEM;
+    size_t j = 0;
+    for (size_t k = 0; !r && k < rep->n_sites; k++)
+        if (rep->sites[k].live_at_peak) {
+            stacks[j] = rep->sites[k].stack;
+            bytes[j] = rep->sites[k].live_at_peak;
+            lines[j] = text + j * SITE_LINE;
+            j++;
+        }
+    if (!r && gmt_site_lines(a, stacks, n, frames, SITE_LINE, lines))
+        r = -ENOMEM;
+    /* gmt_site_lines never prints two sites of one rank alike: each line is one value */
+    for (size_t k = 0; !r && k < n; k++) {
+        struct gmt_merge_site *s = site_of(m, lines[k]);
+        if (!s) {
+            r = -ENOMEM;
+            break;
+        }
+        site_value(m, s, i, bytes[k]);
+    }
+    free(stacks);
+    free(lines);
+    free(text);
+    free(bytes);
+    return r;
+}
+
+static int cmp_site(const void *x, const void *y)
+{
+    const struct gmt_merge_site *a = x, *b = y;
+    if (a->total != b->total)
+        return a->total > b->total ? -1 : 1;
+    return strcmp(a->line, b->line);
+}
+
 int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
                  const struct gmt_report_opts *ro, struct gmt_msgs *msgs)
 {
@@ -127,6 +228,19 @@ int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
     for (size_t i = 0; i < m->n_ranks; i++)
         if (add_colls(m, &m->ranks[i]))
             status = -EINVAL;
+    int frames = ro->frames ? ro->frames : 3;
+    for (size_t i = 0; i < m->n_ranks; i++)
+        if (add_sites(m, i, frames))
+            status = -EINVAL;
+    for (size_t j = 0; j < m->n_sites; j++) {
+        struct gmt_merge_site *s = &m->sites[j];
+        if (s->next < m->n_ranks && s->min > 0) {
+            s->min = 0;
+            s->min_rank = m->ranks[s->next].rank;
+        }
+    }
+    if (m->n_sites)
+        qsort(m->sites, m->n_sites, sizeof *m->sites, cmp_site);
     return status;
 }
 
@@ -136,5 +250,8 @@ void gmt_merge_free(struct gmt_merge *m)
         gmt_analysis_free(&m->ranks[i].a);
     free(m->ranks);
     free(m->colls);
+    for (size_t j = 0; j < m->n_sites; j++)
+        free(m->sites[j].line);
+    free(m->sites);
     memset(m, 0, sizeof *m);
 }

@@ -32,9 +32,21 @@ struct gmt_merge_coll {
     int ranks;                    /* ranks that made it */
 };
 
+/* One allocation site across ranks, matched by its text (as diff matches sites): the
+ * bytes it held live at each rank's peak. A rank without the site counts as 0. */
+struct gmt_merge_site {
+    char *line;                   /* the site as summary prints it (--frames) */
+    uint64_t total;               /* summed over the ranks */
+    uint64_t min, max;
+    int min_rank, max_rank;
+    int ranks;                    /* ranks where it held bytes at the peak */
+    size_t next;                  /* scratch: index of the next rank expected */
+};
+
 struct gmt_merge {
     struct gmt_merge_rank *ranks; size_t n_ranks; /* sorted by rank, then file */
     struct gmt_merge_coll *colls; size_t n_colls, cap_colls; /* in order of first sight */
+    struct gmt_merge_site *sites; size_t n_sites, cap_sites; /* by total, largest first */
 };
 
 /* Analyses the traces at paths[0..n) into m. Returns 0; -EINVAL when some trace could

@@ -6,7 +6,7 @@
 
 #include "util.h"
 
-void gmt_render_merge_json(FILE *o, const struct gmt_merge *m)
+void gmt_render_merge_json(FILE *o, const struct gmt_merge *m, long top)
 {
     fprintf(o, "{\"schema\": \"gpumemtrace.merge/1\", \"ranks\": [");
     for (size_t i = 0; i < m->n_ranks; i++) {
@@ -33,10 +33,20 @@ void gmt_render_merge_json(FILE *o, const struct gmt_merge *m)
                k->nranks, k->bytes, k->ranks, k->min_first, k->max_first, k->min_rank, k->max_rank,
                k->calls_min, k->calls_max);
     }
+    fprintf(o, "], \"sites\": [");
+    for (size_t j = 0; j < m->n_sites && (long)j < top; j++) {
+        const struct gmt_merge_site *s = &m->sites[j];
+        fprintf(o, "%s{\"site\": ", j ? ", " : "");
+        gmt_fput_json_string(o, s->line);
+        fprintf(o, ", \"ranks\": %d, \"live_at_peak_bytes\": %" PRIu64
+               ", \"min_bytes\": %" PRIu64 ", \"max_bytes\": %" PRIu64
+               ", \"min_rank\": %d, \"max_rank\": %d}",
+               s->ranks, s->total, s->min, s->max, s->min_rank, s->max_rank);
+    }
     fprintf(o, "]}\n");
 }
 
-void gmt_render_merge_text(FILE *o, const struct gmt_merge *m)
+void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top)
 {
     fprintf(o, "gpumemtrace merge: %zu trace(s)\n\n", m->n_ranks);
     fprintf(o, "  %-5s %-8s %10s %10s %10s %10s %12s %12s  %s\n", "rank", "host", "peak", "at end",
@@ -75,5 +85,20 @@ void gmt_render_merge_text(FILE *o, const struct gmt_merge *m)
         else if (k->calls_min != k->calls_max)
             snprintf(note, sizeof note, "calls differ: %" PRIu64 "..%" PRIu64, k->calls_min, k->calls_max);
         fprintf(o, "  %-28.28s %5d %10s %6d %10s %10s  %s\n", k->label, k->nranks, bb, k->ranks, mn, mx, note);
+    }
+    if (!m->n_sites || top <= 0)
+        return;
+    fprintf(o, "\n  Allocation sites across ranks (live at each rank's peak; a rank without one: 0)\n");
+    fprintf(o, "  %10s %6s %10s %10s  %s\n", "all ranks", "ranks", "min", "max", "site");
+    for (size_t j = 0; j < m->n_sites && (long)j < top; j++) {
+        const struct gmt_merge_site *s = &m->sites[j];
+        char t[GMT_FMT_LEN], mn[GMT_FMT_LEN], mx[GMT_FMT_LEN];
+        gmt_fmt_bytes(t, sizeof t, s->total);
+        gmt_fmt_bytes(mn, sizeof mn, s->min);
+        gmt_fmt_bytes(mx, sizeof mx, s->max);
+        fprintf(o, "  %10s %6d %10s %10s  %s", t, s->ranks, mn, mx, s->line);
+        if (s->min != s->max && m->n_ranks > 1)
+            fprintf(o, "  (rank %d %s, rank %d %s)", s->max_rank, mx, s->min_rank, mn);
+        fputc('\n', o);
     }
 }

@@ -6,7 +6,8 @@
 
 #include "merge.h"
 
-void gmt_render_merge_text(FILE *o, const struct gmt_merge *m);
-void gmt_render_merge_json(FILE *o, const struct gmt_merge *m);
+/* top: allocation sites across ranks shown */
+void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top);
+void gmt_render_merge_json(FILE *o, const struct gmt_merge *m, long top);
 
 #endif
