@@ -265,7 +265,7 @@ Test(check, unchanged_rerun_passes)
     struct synth s = normal;
     s.host = "node-b";
     struct result res;
-    RUN(&res, NULL, "check", new_run(s), "--baseline", bl);
+    RUN(&res, NULL, "check", new_run(s), "--baseline", bl, "--verbose");
     cr_expect_eq(res.status, 0, "out:\n%s\nerr:\n%s", res.out, res.err);
     cr_expect(strstr(res.out, "PASS  rank 0  first_call AllReduce 2 ranks 1 MiB/call") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "PASS  rank 1  init CommInitRank 2 ranks") != NULL, "%s", res.out);
@@ -279,7 +279,7 @@ Test(check, doubled_buffer_fails_and_names_the_collective)
     struct synth s = normal;
     s.buffsize = 2 * MiB;
     struct result res;
-    RUN(&res, NULL, "check", new_run(s), "--baseline", bl);
+    RUN(&res, NULL, "check", new_run(s), "--baseline", bl, "--verbose");
     cr_expect_eq(res.status, 1, "out:\n%s\nerr:\n%s", res.out, res.err);
     cr_expect(strstr(res.out, "FAIL  rank 0  first_call AllReduce 2 ranks 1 MiB/call  2 MiB ->  4 MiB  +2 MiB (limit +102 KiB)") != NULL,
               "%s", res.out);
@@ -305,7 +305,7 @@ Test(check, leak_per_step_is_caught)
     struct synth s = normal;
     s.leak = MiB;
     struct result res;
-    RUN(&res, NULL, "check", new_run(s), "--baseline", bl, "--max-growth", "peak=100%");
+    RUN(&res, NULL, "check", new_run(s), "--baseline", bl, "--verbose", "--max-growth", "peak=100%");
     cr_expect_eq(res.status, 1, "%s", res.out);
     cr_expect(strstr(res.out, "FAIL  rank 0  leak device 0") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "+3 MiB") != NULL, "three steps, one MiB each: %s", res.out);
@@ -354,14 +354,14 @@ Test(check, new_collective_is_growth_from_zero_and_gone_is_reported)
     struct synth s = normal;
     s.allgather = true;
     struct result res;
-    RUN(&res, NULL, "check", new_run(s), "--baseline", bl, "--max-growth", "100%");
+    RUN(&res, NULL, "check", new_run(s), "--baseline", bl, "--verbose", "--max-growth", "100%");
     cr_expect_eq(res.status, 1, "%s", res.out);
     cr_expect(strstr(res.out, "FAIL  rank 0  first_call AllGather 2 ranks 4 KiB/call") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "new ->  2 MiB") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "PASS  rank 0  steady AllGather") != NULL, "%s", res.out);
 
     const char *bl2 = baseline_of(s, NULL);
-    RUN(&res, NULL, "check", new_run(normal), "--baseline", bl2);
+    RUN(&res, NULL, "check", new_run(normal), "--baseline", bl2, "--verbose");
     cr_expect_eq(res.status, 0, "a collective that went away fails nothing: %s", res.out);
     cr_expect(strstr(res.out, "GONE  rank 1  first_call AllGather 2 ranks 4 KiB/call") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "4 gone") != NULL, "%s", res.out);
@@ -493,9 +493,21 @@ Test(check, junit_and_github_annotations)
     cr_expect(strstr(res.out, "max(5%25 of the base") != NULL, "%% is escaped: %s", res.out);
     const char *x = read_all(junit);
     cr_expect(strstr(x, "<testsuite name=\"gpumemtrace check\" tests=\"10\" failures=\"6\"") != NULL, "%s", x);
-    cr_expect(strstr(x, "<testcase classname=\"gpumemtrace.rank 0\" name=\"first_call AllReduce 2 ranks 1 MiB/call\">\n"
+    /* only the failures, and the verdict, without --verbose */
+    cr_expect(strstr(res.out, "PASS") == NULL, "%s", res.out);
+    cr_expect(strstr(res.out, "FAILED: 6 of 10 checks") != NULL, "%s", res.out);
+    cr_expect(strstr(x, "<testcase classname=\"gpumemtrace.rank 0\" name=\"first_call AllReduce 2 ranks 1 MiB/call\" time=\"0\">\n"
                         "      <failure message=\"2 MiB -&gt; 4 MiB: +2 MiB (2097152 B)") != NULL, "%s", x);
-    cr_expect(strstr(x, "name=\"steady AllReduce 2 ranks 1 MiB/call\"/>") != NULL, "%s", x);
+    cr_expect(strstr(x, "name=\"steady AllReduce 2 ranks 1 MiB/call\" time=\"0\"/>") != NULL, "%s", x);
+    /* the suite says when, where and how long */
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char want[400];
+    snprintf(want, sizeof want, "errors=\"0\" time=\"");
+    cr_expect(strstr(x, want) != NULL, "%s", x);
+    snprintf(want, sizeof want, "hostname=\"%s\">", host);
+    cr_expect(strstr(x, want) != NULL, "%s", x);
+    cr_expect(strstr(x, " timestamp=\"20") != NULL, "%s", x);
     RUN(&res, NULL, "check", d, "--baseline", bl);
     cr_expect(strstr(res.out, "::error") == NULL, "no annotations outside Actions");
 }
@@ -632,7 +644,7 @@ Test(fakes, doubled_nccl_buffsize_fails_naming_the_collective, .timeout = 60)
     struct result res;
     RUN(&res, NULL, "check", base, "--write-baseline", bl);
     cr_assert_eq(res.status, 0, "%s", res.err);
-    RUN(&res, NULL, "check", big, "--baseline", bl);
+    RUN(&res, NULL, "check", big, "--baseline", bl, "--verbose");
     cr_expect_eq(res.status, 1, "out:\n%s\nerr:\n%s", res.out, res.err);
     for (int r = 0; r < 2; r++) {
         char want[128];
@@ -653,7 +665,7 @@ Test(fakes, unchanged_rerun_passes_and_the_baseline_is_clean, .timeout = 60)
     struct result res;
     RUN(&res, NULL, "check", one, "--write-baseline", bl, "--max-growth", "5%,steady=0%");
     cr_assert_eq(res.status, 0, "%s", res.err);
-    RUN(&res, NULL, "check", two, "--baseline", bl);
+    RUN(&res, NULL, "check", two, "--baseline", bl, "--verbose");
     cr_expect_eq(res.status, 0, "out:\n%s\nerr:\n%s", res.out, res.err);
     cr_expect(strstr(res.out, "PASS  rank 1  init CommInitRank 2 ranks") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "(0 new, 0 gone;") != NULL, "%s", res.out);
@@ -696,7 +708,7 @@ Test(fakes, leak_of_one_buffer_per_step_is_caught, .timeout = 60)
     cr_expect_eq(res.status, 1, "out:\n%s\nerr:\n%s", res.out, res.err);
     cr_expect(strstr(res.out, "FAIL  rank 0  leak device 0") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "FAIL  rank 1  leak device 1") != NULL, "%s", res.out);
-    cr_expect(strstr(res.out, "0 B ->  4 MiB  +4 MiB (limit +0 B)") != NULL, "four steps, 1 MiB each: %s", res.out);
+    cr_expect(strstr(res.out, "0 B -> 4 MiB  +4 MiB (limit +0 B)") != NULL, "four steps, 1 MiB each: %s", res.out);
     cr_expect(strstr(res.out, "FAILED: 2 of 10") != NULL, "only the leaks: %s", res.out);
 }
 
@@ -713,9 +725,118 @@ Test(fakes, category_restricts_peak_and_leak, .timeout = 60)
     /* the 4 MiB user buffer is not NCCL's: the nccl peak is init + first call */
     cr_expect(strstr(text, "{\"bytes\": 31457280, \"category\": \"nccl\", \"check\": \"peak\", \"device\": 0, \"rank\": 0}") != NULL,
               "%s", text);
-    RUN(&res, NULL, "check", d, "--baseline", bl);
+    RUN(&res, NULL, "check", d, "--baseline", bl, "--verbose");
     cr_expect_eq(res.status, 0, "%s", res.out);
     cr_expect(strstr(res.out, "peak device 0 nccl") != NULL, "%s", res.out);
     RUN(&res, NULL, "check", d, "--baseline", bl, "--category", "user");
     cr_expect_eq(res.status, 2, "%s", res.err);
+}
+
+/* ---- a job of many ranks ---- */
+
+/* n ranks of one run into a new directory; rank `odd` (-1 none) with buffsize `odd_buf`. */
+static const char *job_of(int n, int odd, uint64_t odd_buf)
+{
+    char *d = tmpdir();
+    for (int r = 0; r < n; r++) {
+        struct synth s = normal;
+        s.rank = r;
+        s.pid = 60000 + (uint32_t)r;
+        if (r == odd)
+            s.buffsize = odd_buf;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/gpumemtrace.%s.%u.gmt", d, s.host, s.pid);
+        synth_write(path, &s);
+    }
+    return d;
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+Test(check, a_rank_set_change_is_one_message_until_told_how_to_compare)
+{
+    const char *bl = baseline_of(normal, NULL); /* 2 ranks */
+    const char *eight = job_of(8, -1, 0);
+    struct result res;
+    static const char *const gh[] = {"GITHUB_ACTIONS=true", NULL};
+    RUN(&res, gh, "check", eight, "--baseline", bl);
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect_eq(count_of(res.out, "\n"), 2, "one message and one annotation: %s", res.out);
+    cr_expect(strstr(res.out, "FAILED: the baseline has 2 ranks (0-1), the traces have 8 ranks "
+                              "(0-7): compare with --per-rank") == res.out, "%s", res.out);
+    cr_expect_eq(count_of(res.out, "::error"), 1, "%s", res.out);
+    RUN(&res, NULL, "check", eight, "--baseline", bl, "--per-rank");
+    cr_expect_eq(res.status, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "not in the baseline, not checked: 6 ranks (2-7)\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "ok: 10 checks within their limits"), "the two ranks both have: %s", res.out);
+    RUN(&res, NULL, "check", eight, "--baseline", bl, "--aggregate");
+    cr_expect_eq(res.status, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "the job across ranks: the baseline has 2 ranks (0-1), the traces have 8 ranks (0-7)\n"),
+              "%s", res.out);
+    /* 5 quantities (init, first_call, steady, peak, leak) x min/median/max */
+    cr_expect(strstr(res.out, "ok: 15 checks within their limits"), "%s", res.out);
+    RUN(&res, NULL, "check", eight, "--baseline", bl, "--aggregate", "--per-rank");
+    cr_expect_eq(res.status, 2);
+}
+
+Test(check, aggregate_names_the_statistic_an_outlier_moves)
+{
+    const char *base = job_of(8, -1, 0);
+    char bl[PATH_MAX];
+    snprintf(bl, sizeof bl, "%s/nccl-baseline.json", base);
+    struct result res;
+    RUN(&res, NULL, "check", base, "--write-baseline", bl);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *odd = job_of(8, 5, 4 * MiB); /* rank 5's first AllReduce: 8 MiB, not 2 */
+    RUN(&res, NULL, "check", odd, "--baseline", bl, "--aggregate", "--verbose");
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect(strstr(res.out, "FAIL  ranks max     first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    cr_expect(strstr(res.out, "PASS  ranks median  first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    cr_expect(strstr(res.out, "PASS  ranks min     first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    /* per rank, the same run fails rank 5 only */
+    RUN(&res, NULL, "check", odd, "--baseline", bl);
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect(strstr(res.out, "FAIL  rank 5  first_call AllReduce"), "%s", res.out);
+    cr_expect(!strstr(res.out, "rank 4 "), "%s", res.out);
+}
+
+Test(check, github_gets_at_most_ten_errors_and_a_step_summary)
+{
+    const char *base = job_of(8, -1, 0);
+    char bl[PATH_MAX], sum[PATH_MAX], env_sum[PATH_MAX + 32];
+    snprintf(bl, sizeof bl, "%s/nccl-baseline.json", base);
+    snprintf(sum, sizeof sum, "%s/step-summary.md", base);
+    snprintf(env_sum, sizeof env_sum, "GITHUB_STEP_SUMMARY=%s", sum);
+    struct result res;
+    RUN(&res, NULL, "check", base, "--write-baseline", bl);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    /* every rank's buffers doubled: 3 failures per rank, 24 in all */
+    char *d = tmpdir();
+    for (int r = 0; r < 8; r++) {
+        struct synth s = normal;
+        s.rank = r;
+        s.pid = 61000 + (uint32_t)r;
+        s.buffsize = 2 * MiB;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/t.%u.gmt", d, s.pid);
+        synth_write(path, &s);
+    }
+    const char *const gh[] = {"GITHUB_ACTIONS=true", env_sum, NULL};
+    RUN(&res, gh, "check", d, "--baseline", bl);
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect(strstr(res.out, "FAILED: 24 of 40 checks"), "%s", res.out);
+    cr_expect_eq(count_of(res.out, "::error"), 10, "%s", res.out);
+    cr_expect(strstr(res.out, "::error title=gpumemtrace::15 more checks grew beyond their limits (24 in all)"),
+              "%s", res.out);
+    const char *md = read_all(sum);
+    cr_expect(strstr(md, "### gpumemtrace check: FAILED\n\n24 of 40 checks grew beyond their limits.\n"), "%s", md);
+    cr_expect(strstr(md, "| rank 5 | first_call AllReduce 2 ranks 1 MiB/call | 2 MiB | 4 MiB | +2 MiB | +102 KiB |\n"),
+              "%s", md);
+    cr_expect_eq(count_of(md, "\n| rank "), 24, "%s", md);
 }

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "baseline.h"
+#include "check_ranks.h"
 #include "args.h"
 #include "cli.h"
 #include "report.h"
@@ -39,10 +41,18 @@ const char gmt_help_check[] =
     "                         (B, KiB, MiB, GiB, TiB; K/M/G/T the same; KB/MB/GB decimal)\n"
     "  --category NAME        peak and leak count only this category (nccl, pytorch, ...)\n"
     "  --junit FILE           also write JUnit XML, one test case per check\n"
+    "  --verbose              print every check, not only the failures\n"
+    "  --per-rank             compare rank by rank, the ranks both sides have (the others\n"
+    "                         are named); the default when both have the same ranks\n"
+    "  --aggregate            compare the job: each check's min, median and max across\n"
+    "                         ranks (world sizes may differ)\n"
     "  --debug-paths DIR      extra directories for binaries and debug files (repeatable)\n"
     "Limits given here override the baseline's, check by check; a default given here\n"
-    "overrides all of the baseline's. With GITHUB_ACTIONS set, failures are also printed\n"
-    "as ::error annotations.\n"
+    "overrides all of the baseline's. When the baseline and the traces cover different\n"
+    "ranks, the check fails with one message unless --per-rank or --aggregate says how\n"
+    "to compare. With GITHUB_ACTIONS set, failures are also printed as ::error\n"
+    "annotations (at most 10; the last counts the rest); with GITHUB_STEP_SUMMARY set,\n"
+    "the verdict and a table of failures are appended to that file.\n"
     "\n"
     "Exit status: 0 within limits (or baseline written), 1 a limit exceeded, 2 bad usage\n"
     "or unreadable input.\n";
@@ -50,13 +60,15 @@ const char gmt_help_check[] =
 struct check_args {
     const char *baseline_path, *write_path, *junit, *category;
     struct gmt_limits cli;
+    bool verbose, per_rank, aggregate;
 };
 
 static const struct option check_opts[] = {
     {"baseline", required_argument, 0, 'b'}, {"write-baseline", required_argument, 0, 'w'},
     {"max-growth", required_argument, 0, 'g'}, {"max-bytes", required_argument, 0, 'm'},
     {"category", required_argument, 0, 'c'}, {"junit", required_argument, 0, 'j'},
-    {0, 0, 0, 0}};
+    {"verbose", no_argument, 0, 'v'}, {"per-rank", no_argument, 0, 'p'},
+    {"aggregate", no_argument, 0, 'a'}, {0, 0, 0, 0}};
 
 static int check_opt(void *ctx, int c, const char *arg)
 {
@@ -66,6 +78,9 @@ static int check_opt(void *ctx, int c, const char *arg)
     case 'b': ca->baseline_path = arg; break;
     case 'w': ca->write_path = arg; break;
     case 'j': ca->junit = arg; break;
+    case 'v': ca->verbose = true; break;
+    case 'p': ca->per_rank = true; break;
+    case 'a': ca->aggregate = true; break;
     case 'g':
         if (gmt_limits_parse_growth(&ca->cli, arg, err, sizeof err))
             return gmt_cli_usage_error("check", "%s", err);
@@ -165,31 +180,114 @@ static int write_new_baseline(const char *path, const struct gmt_metrics *now,
     return GMT_EXIT_OK;
 }
 
-/* --baseline: each metric against the baseline's, rendered; the exit status. */
-static int compare(const struct gmt_baseline *base, const struct gmt_metrics *now,
-                   const struct gmt_limits *cli, const char *junit)
+static double seconds_since(const struct timespec *t0)
 {
-    struct gmt_verdicts vs;
-    if (gmt_verdicts_of(&vs, &base->metrics, &base->limits, now, cli)) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* The one message of a rank-set change: printed, annotated, summarised; exit 1. */
+static int ranks_differ(const struct gmt_whos *bw, const struct gmt_whos *nw)
+{
+    char b[600], n[600], msg[1400];
+    snprintf(msg, sizeof msg, "the baseline has %s, the traces have %s: compare with "
+             "--per-rank (the ranks both have) or --aggregate (min/median/max across ranks)",
+             gmt_whos_text(bw, b, sizeof b), gmt_whos_text(nw, n, sizeof n));
+    printf("FAILED: %s\n", msg);
+    const char *gh = getenv("GITHUB_ACTIONS");
+    if (gh && *gh)
+        printf("::error title=gpumemtrace::%s\n", msg);
+    const char *sum = getenv("GITHUB_STEP_SUMMARY");
+    FILE *o = sum && *sum ? fopen(sum, "a") : NULL;
+    if (o) {
+        fprintf(o, "### gpumemtrace check: FAILED\n\n%s\n\n", msg);
+        fclose(o);
+    }
+    return GMT_EXIT_FAIL;
+}
+
+/* --baseline: each metric against the baseline's, rendered; the exit status. `base` and
+ * `now` are the side's own, changed here (ranks kept, or the job's aggregates). */
+static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const struct check_args *ca,
+                   const struct timespec *t0)
+{
+    struct gmt_whos bw = {0}, nw = {0};
+    struct gmt_metrics bagg = {0}, nagg = {0};
+    const struct gmt_metrics *bm = &base->metrics, *nm = now;
+    int status = GMT_EXIT_OK;
+    if (gmt_whos_of(&bw, bm) || gmt_whos_of(&nw, nm))
+        status = GMT_EXIT_ERROR;
+    bool same = status == GMT_EXIT_OK && gmt_whos_equal(&bw, &nw);
+    if (status == GMT_EXIT_OK && ca->aggregate) {
+        if (gmt_metrics_across_ranks(&bagg, bm) || gmt_metrics_across_ranks(&nagg, nm))
+            status = GMT_EXIT_ERROR;
+        bm = &bagg;
+        nm = &nagg;
+        if (!same) {
+            char b[600], n[600];
+            printf("the job across ranks: the baseline has %s, the traces have %s\n",
+                   gmt_whos_text(&bw, b, sizeof b), gmt_whos_text(&nw, n, sizeof n));
+        }
+    } else if (status == GMT_EXIT_OK && !same) {
+        if (!ca->per_rank) {
+            status = ranks_differ(&bw, &nw);
+            goto out;
+        }
+        char only[600];
+        if (gmt_whos_minus(&nw, &bw, only, sizeof only)[0])
+            printf("not in the baseline, not checked: %s\n", only);
+        if (gmt_whos_minus(&bw, &nw, only, sizeof only)[0])
+            printf("not in the traces, not checked: %s\n", only);
+        /* nw becomes the ranks both sides have */
+        gmt_whos_intersect(&nw, &bw);
+        gmt_metrics_keep(&base->metrics, &nw);
+        gmt_metrics_keep(now, &nw);
+    }
+    if (status != GMT_EXIT_OK) {
         gmt_err("gpumemtrace: out of memory");
-        return GMT_EXIT_ERROR;
+        goto out;
+    }
+    struct gmt_verdicts vs;
+    if (gmt_verdicts_of(&vs, bm, &base->limits, nm, &ca->cli)) {
+        gmt_err("gpumemtrace: out of memory");
+        status = GMT_EXIT_ERROR;
+        goto out;
     }
     const char *gh = getenv("GITHUB_ACTIONS");
-    gmt_render_check_text(stdout, &vs, gh && *gh);
-    int status = vs.fails ? GMT_EXIT_FAIL : GMT_EXIT_OK;
-    if (junit) {
-        int r = gmt_render_check_junit(junit, &vs);
+    gmt_render_check_text(stdout, &vs, ca->verbose, gh && *gh);
+    status = vs.fails ? GMT_EXIT_FAIL : GMT_EXIT_OK;
+    const char *sum = getenv("GITHUB_STEP_SUMMARY");
+    if (sum && *sum) {
+        FILE *o = fopen(sum, "a");
+        if (o) {
+            gmt_render_check_step_summary(o, &vs);
+            fclose(o);
+        } else {
+            gmt_err("gpumemtrace: GITHUB_STEP_SUMMARY %s: %s (the step summary is not written)",
+                    sum, strerror(errno));
+        }
+    }
+    if (ca->junit) {
+        int r = gmt_render_check_junit(ca->junit, &vs, seconds_since(t0));
         if (r) {
-            gmt_err("gpumemtrace: %s: cannot write JUnit XML: %s", junit, strerror(-r));
+            gmt_err("gpumemtrace: %s: cannot write JUnit XML: %s", ca->junit, strerror(-r));
             status = GMT_EXIT_ERROR;
         }
     }
     gmt_verdicts_free(&vs);
+out:
+    gmt_whos_free(&bw);
+    gmt_whos_free(&nw);
+    gmt_metrics_free(&bagg);
+    gmt_metrics_free(&nagg);
     return status;
 }
 
 int gmt_cmd_check(int argc, char **argv)
 {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     struct check_args ca = {0};
     struct gmt_args args;
     gmt_args_init(&args);
@@ -204,8 +302,10 @@ int gmt_cmd_check(int argc, char **argv)
         return gmt_cli_usage_error("check", "no trace given");
     if (!ca.baseline_path == !ca.write_path)
         return gmt_cli_usage_error("check", "give one of --baseline FILE or --write-baseline FILE");
-    if (ca.write_path && ca.junit)
-        return gmt_cli_usage_error("check", "--junit goes with --baseline");
+    if (ca.write_path && (ca.junit || ca.per_rank || ca.aggregate))
+        return gmt_cli_usage_error("check", "--junit, --per-rank and --aggregate go with --baseline");
+    if (ca.per_rank && ca.aggregate)
+        return gmt_cli_usage_error("check", "give one of --per-rank or --aggregate");
 
     struct gmt_baseline base;
     memset(&base, 0, sizeof base);
@@ -220,7 +320,7 @@ int gmt_cmd_check(int argc, char **argv)
                          category);
     if (status == GMT_EXIT_OK)
         status = ca.write_path ? write_new_baseline(ca.write_path, &now, &ca.cli, category)
-                               : compare(&base, &now, &ca.cli, ca.junit);
+                               : compare(&base, &now, &ca, &t0);
     gmt_metrics_free(&now);
     gmt_baseline_free(&base);
     return status;

@@ -55,7 +55,10 @@ int gmt_metric_cmp(const struct gmt_metric *a, const struct gmt_metric *b)
 
 const char *gmt_metric_who(const struct gmt_metric *m, char *buf, size_t len)
 {
-    if (m->rank >= 0 && m->process > 1)
+    static const char *const stat[] = {"?", "min", "median", "max"};
+    if (m->rank == -2) /* check_ranks.h: GMT_RANK_JOB, the job's min/median/max */
+        snprintf(buf, len, "ranks %s", stat[m->process >= 1 && m->process <= 3 ? m->process : 0]);
+    else if (m->rank >= 0 && m->process > 1)
         snprintf(buf, len, "rank %d #%d", m->rank, m->process);
     else if (m->rank >= 0)
         snprintf(buf, len, "rank %d", m->rank);

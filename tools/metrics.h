@@ -60,7 +60,7 @@ struct gmt_metric {
 /* Identity order: rank, process, check, op, comm size, comm rank, bytes, device, category,
  * occurrence. 0 when two metrics are the same quantity. */
 int gmt_metric_cmp(const struct gmt_metric *a, const struct gmt_metric *b);
-/* "rank 0", "process 2", "rank 0 #2". */
+/* "rank 0", "process 2", "rank 0 #2"; "ranks max" for the job's (check_ranks.h). */
 const char *gmt_metric_who(const struct gmt_metric *m, char *buf, size_t len);
 /* "first_call AllReduce 2 ranks 1 MiB/call", "peak device 0 nccl". */
 const char *gmt_metric_what(const struct gmt_metric *m, char *buf, size_t len);

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -61,17 +63,28 @@ static void xml_text(FILE *o, const char *s)
     }
 }
 
-int gmt_render_check_junit(const char *path, const struct gmt_verdicts *vs)
+int gmt_render_check_junit(const char *path, const struct gmt_verdicts *vs, double seconds)
 {
     const struct gmt_verdict *res = vs->v;
     size_t n = vs->n, fails = vs->fails, gone = vs->gone;
     FILE *o = fopen(path, "w");
     if (!o)
         return -errno;
+    char host[256] = "", stamp[32] = "";
+    if (gethostname(host, sizeof host - 1))
+        host[0] = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\">\n"
+               "<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
+               "time=\"%.3f\">\n"
                "  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
-               "skipped=\"%zu\" errors=\"0\">\n", n, fails, n, fails, gone);
+               "skipped=\"%zu\" errors=\"0\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
+            n, fails, seconds, n, fails, gone, seconds, stamp);
+    xml_text(o, host);
+    fprintf(o, "\">\n");
     for (size_t i = 0; i < n; i++) {
         const struct gmt_verdict *r = &res[i];
         const struct gmt_metric *m = r->now ? r->now : r->base;
@@ -83,7 +96,7 @@ int gmt_render_check_junit(const char *path, const struct gmt_verdicts *vs)
         xml_text(o, who);
         fprintf(o, "\" name=\"");
         xml_text(o, what);
-        fprintf(o, "\"");
+        fprintf(o, "\" time=\"0\"");
         if (r->kind == GMT_PASS) {
             fprintf(o, "/>\n");
             continue;
@@ -126,13 +139,16 @@ static void gh_escape(FILE *o, const char *s)
     }
 }
 
-/* The verdicts as an aligned table, widths from the rows themselves, and the tally. */
-static void text_table(FILE *o, const struct gmt_verdicts *vs)
+/* The verdicts shown (failures; all with verbose) as an aligned table, widths from the
+ * rows themselves, and the tally. */
+static void text_table(FILE *o, const struct gmt_verdicts *vs, bool verbose)
 {
     const struct gmt_verdict *res = vs->v;
     size_t n = vs->n;
     int ww = 0, wt = 0, wb = 0, wn = 0, wd = 0;
     for (size_t k = 0; k < n; k++) {
+        if (!verbose && res[k].kind != GMT_FAIL)
+            continue;
         const struct gmt_metric *m = res[k].now ? res[k].now : res[k].base;
         char s[256], b[GMT_FMT_LEN];
         int l;
@@ -146,6 +162,8 @@ static void text_table(FILE *o, const struct gmt_verdicts *vs)
     if (wn < 1) wn = 1;
     for (size_t k = 0; k < n; k++) {
         const struct gmt_verdict *r = &res[k];
+        if (!verbose && r->kind != GMT_FAIL)
+            continue;
         const struct gmt_metric *m = r->now ? r->now : r->base;
         char who[64], what[256], b[GMT_FMT_LEN], nw[GMT_FMT_LEN], d[GMT_FMT_LEN], l[GMT_FMT_LEN];
         gmt_metric_who(m, who, sizeof who);
@@ -170,34 +188,92 @@ static void text_table(FILE *o, const struct gmt_verdicts *vs)
         fprintf(o, "FAILED: %zu of %zu checks grew beyond their limits", vs->fails, n - vs->gone);
     else
         fprintf(o, "ok: %zu checks within their limits", n - vs->gone);
-    fprintf(o, " (%zu new, %zu gone; fails when new - base > max(base * max_growth, max_bytes))\n",
-            vs->added, vs->gone);
+    fprintf(o, " (%zu new, %zu gone; fails when new - base > max(base * max_growth, max_bytes))%s\n",
+            vs->added, vs->gone, verbose || !vs->fails ? "" : "; --verbose shows every check");
 }
 
-/* Each failure as a GitHub workflow ::error annotation. */
+/* One failure as a GitHub workflow ::error annotation. */
+static void github_error(FILE *o, const struct gmt_verdict *r)
+{
+    char who[64], what[256], msg[512];
+    gmt_metric_who(r->now, who, sizeof who);
+    gmt_metric_what(r->now, what, sizeof what);
+    describe(r, msg, sizeof msg);
+    fprintf(o, "::error title=gpumemtrace::");
+    gh_escape(o, who);
+    fprintf(o, " ");
+    gh_escape(o, what);
+    fprintf(o, " grew beyond its limit: ");
+    gh_escape(o, msg);
+    fprintf(o, "\n");
+}
+
+/* The failures as ::error annotations; beyond GitHub's 10, the last one counts the rest. */
 static void github_annotations(FILE *o, const struct gmt_verdicts *vs)
 {
-    const struct gmt_verdict *res = vs->v;
-    for (size_t k = 0; k < vs->n; k++) {
-        if (res[k].kind != GMT_FAIL)
-            continue;
-        char who[64], what[256], msg[512];
-        gmt_metric_who(res[k].now, who, sizeof who);
-        gmt_metric_what(res[k].now, what, sizeof what);
-        describe(&res[k], msg, sizeof msg);
-        fprintf(o, "::error title=gpumemtrace::");
-        gh_escape(o, who);
-        fprintf(o, " ");
-        gh_escape(o, what);
-        fprintf(o, " grew beyond its limit: ");
-        gh_escape(o, msg);
-        fprintf(o, "\n");
+    size_t shown = 0, room = vs->fails > GMT_GITHUB_MAX_ERRORS ? GMT_GITHUB_MAX_ERRORS - 1
+                                                               : GMT_GITHUB_MAX_ERRORS;
+    for (size_t k = 0; k < vs->n && shown < room; k++)
+        if (vs->v[k].kind == GMT_FAIL) {
+            github_error(o, &vs->v[k]);
+            shown++;
+        }
+    if (vs->fails > shown)
+        fprintf(o, "::error title=gpumemtrace::%zu more checks grew beyond their limits (%zu in "
+                   "all): see the step's log\n", vs->fails - shown, vs->fails);
+}
+
+void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose, bool github)
+{
+    text_table(o, vs, verbose);
+    if (github)
+        github_annotations(o, vs);
+}
+
+/* Markdown table cells: no '|' or newline may end one. */
+static void md_cell(FILE *o, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", o);
+        else if (*s == '\n' || *s == '\r')
+            fputc(' ', o);
+        else
+            fputc(*s, o);
     }
 }
 
-void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool github)
+void gmt_render_check_step_summary(FILE *o, const struct gmt_verdicts *vs)
 {
-    text_table(o, vs);
-    if (github)
-        github_annotations(o, vs);
+    size_t checked = vs->n - vs->gone;
+    if (!vs->fails) {
+        fprintf(o, "### gpumemtrace check: ok\n\n%zu checks within their limits (%zu new, %zu gone).\n\n",
+                checked, vs->added, vs->gone);
+        return;
+    }
+    fprintf(o, "### gpumemtrace check: FAILED\n\n%zu of %zu checks grew beyond their limits.\n\n"
+               "| who | check | base | now | growth | limit |\n|---|---|---:|---:|---:|---:|\n",
+            vs->fails, checked);
+    size_t shown = 0;
+    for (size_t k = 0; k < vs->n; k++) {
+        const struct gmt_verdict *r = &vs->v[k];
+        if (r->kind != GMT_FAIL)
+            continue;
+        if (++shown > 100) {
+            fprintf(o, "\n%zu more not shown: see the step's log.\n", vs->fails - 100);
+            break;
+        }
+        char who[64], what[256], b[GMT_FMT_LEN], nw[GMT_FMT_LEN], d[GMT_FMT_LEN], l[GMT_FMT_LEN];
+        gmt_metric_who(r->now, who, sizeof who);
+        gmt_metric_what(r->now, what, sizeof what);
+        fputs("| ", o);
+        md_cell(o, who);
+        fputs(" | ", o);
+        md_cell(o, what);
+        gmt_fmt_bytes(l, sizeof l, r->allowed);
+        fprintf(o, " | %s | %s | %s | +%s |\n",
+                r->base ? fmt_value(b, sizeof b, r->base->value) : "new",
+                fmt_value(nw, sizeof nw, r->now->value), fmt_delta(d, sizeof d, r->growth), l);
+    }
+    fputc('\n', o);
 }

@@ -7,10 +7,16 @@
 
 #include "growth.h"
 
-/* The table of verdicts and the tally; with `github`, each failure again as a GitHub
- * workflow ::error annotation. */
-void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool github);
-/* The verdicts as JUnit XML, one test case each, into a new file at path. 0 or -errno. */
-int gmt_render_check_junit(const char *path, const struct gmt_verdicts *vs);
+#define GMT_GITHUB_MAX_ERRORS 10 /* GitHub shows at most 10 error annotations per step */
+
+/* The failures (every verdict with `verbose`) as an aligned table, then a one-line
+ * verdict; with `github`, the failures again as GitHub ::error annotations, at most
+ * GMT_GITHUB_MAX_ERRORS (the last one then counts the rest). */
+void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose, bool github);
+/* The verdict and the failures as a Markdown table, appended to a GitHub step summary. */
+void gmt_render_check_step_summary(FILE *o, const struct gmt_verdicts *vs);
+/* The verdicts as JUnit XML, one test case each, into a new file at path: `seconds` the
+ * check took, the time it ran and this host. 0 or -errno. */
+int gmt_render_check_junit(const char *path, const struct gmt_verdicts *vs, double seconds);
 
 #endif
