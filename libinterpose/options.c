@@ -143,6 +143,10 @@ static void parse_str_(const char **out, const char *env, const char *v, const c
 
 static int known(const char *name, size_t len)
 {
+    /* recorded in the trace's ENV, read by the CLI, no option of the library's */
+    static const char job_id[] = "GPUMEMTRACE_JOB_ID";
+    if (len == sizeof job_id - 1 && !strncmp(name, job_id, len))
+        return 1;
 #define GMT_X(ID, type, field, def, env, help)                                               \
     if (len == sizeof(env) - 1 && !strncmp(name, env, len))                                  \
         return 1;

@@ -27,7 +27,8 @@ static int env_int(const char *const *names, int n)
 
 int gmt_outfile_rank(void)
 {
-    static const char *const n[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
+    static const char *const n[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                     "SLURM_PROCID" };
     return env_int(n, (int)GMT_COUNTOF(n));
 }
 
@@ -150,8 +151,12 @@ static size_t copy_strings(char *dst, size_t room, const char *src, size_t n)
 
 static bool env_wanted(const char *e)
 {
+    /* what changes GPU memory use, and what names the job a process belongs to (the
+     * launchers' job ids; GPUMEMTRACE_JOB_ID, which `gpumemtrace run` sets) */
     static const char *const prefixes[] = { "NCCL_", "CUDA_", "GPUMEMTRACE_",
-                                            "PYTORCH_CUDA_ALLOC_CONF=" };
+                                            "PYTORCH_CUDA_ALLOC_CONF=", "TORCHELASTIC_RUN_ID=",
+                                            "SLURM_JOB_ID=", "OMPI_MCA_ess_base_jobid=",
+                                            "PMIX_NAMESPACE=" };
     for (size_t i = 0; i < GMT_COUNTOF(prefixes); i++)
         if (!strncmp(e, prefixes[i], strlen(prefixes[i])))
             return true;

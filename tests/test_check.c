@@ -150,6 +150,7 @@ struct synth {
     uint64_t leak;             /* bytes leaked per call, outside NCCL */
     uint64_t steady_growth;    /* bytes each later call allocates inside the call */
     bool allgather;            /* one more collective */
+    const char *job;           /* GPUMEMTRACE_JOB_ID in an ENV record, NULL none */
 };
 
 static void synth_write(const char *path, const struct synth *s)
@@ -164,6 +165,12 @@ static void synth_write(const char *path, const struct synth *s)
         .world_size = 2, .local_world_size = 2, .realtime_ns = 1700000000000000000ull + s->pid,
         .monotonic_ns = TB_T0, .host_len = (uint32_t)hl, .cmdline_len = 6};
     tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, var, hl + 6);
+    if (s->job) {
+        char ev[128];
+        int el = snprintf(ev, sizeof ev, "GPUMEMTRACE_JOB_ID=%s", s->job) + 1;
+        struct gmt_rec_env e = {.count = 1, .bytes = (uint32_t)el};
+        tb_rec(&b, GMT_REC_ENV, 0, &e, sizeof e, ev, (size_t)el);
+    }
     struct gmt_rec_chunk ch = {.tid = s->pid};
     tb_rec(&b, GMT_REC_CHUNK, 0, &ch, sizeof ch, NULL, 0);
     struct gmt_rec_thread th = {.time_ns = TB_T0 + s->pid, .tid = s->pid, .name = "train"};
@@ -839,4 +846,50 @@ Test(check, github_gets_at_most_ten_errors_and_a_step_summary)
     cr_expect(strstr(md, "| rank 5 | first_call AllReduce 2 ranks 1 MiB/call | 2 MiB | 4 MiB | +2 MiB | +102 KiB |\n"),
               "%s", md);
     cr_expect_eq(count_of(md, "\n| rank "), 24, "%s", md);
+}
+
+/* ---- merge: the rank that stands out, and runs that must not mix ---- */
+
+Test(merge, the_rank_that_stands_out_is_the_farthest_from_the_median)
+{
+    struct result res;
+    /* rank 3's first AllReduce adds 1 MiB where the others add 2 MiB: below, not above */
+    RUN(&res, NULL, "merge", "--no-symbols", job_of(8, 3, MiB / 2));
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "rank 3 stands out: +1 MiB (median +2 MiB)"), "%s", res.out);
+    RUN(&res, NULL, "merge", "--no-symbols", "--json", job_of(8, 6, 8 * MiB));
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\"first_tracked_median_bytes\": 2097152, \"outlier_rank\": 6, "
+                              "\"outlier_first_tracked_bytes\": 16777216}"), "%s", res.out);
+    RUN(&res, NULL, "merge", "--no-symbols", job_of(4, -1, 0));
+    cr_expect(!strstr(res.out, "stands out"), "all alike: %s", res.out);
+}
+
+Test(merge, refuses_duplicate_ranks_and_other_jobs_unless_allowed)
+{
+    struct result res;
+    const char *a = job_of(2, -1, 0), *b = job_of(2, -1, 0);
+    RUN(&res, NULL, "merge", "--no-symbols", a, b);
+    cr_expect_eq(res.status, 2, "%s", res.out);
+    cr_expect(strstr(res.err, "gpumemtrace merge: two traces of rank 0: "), "%s", res.err);
+    cr_expect(strstr(res.err, "(--allow-mixed merges them anyway)\n"), "%s", res.err);
+    cr_expect_str_empty(res.out);
+    RUN(&res, NULL, "merge", "--no-symbols", "--allow-mixed", a, b);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    /* rank 0 of job x beside rank 1 of job y */
+    char *d = tmpdir();
+    const char *jobs[2] = {"x", "y"};
+    for (int r = 0; r < 2; r++) {
+        struct synth s = normal;
+        s.rank = r;
+        s.pid = 62000 + (uint32_t)r;
+        s.job = jobs[r];
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/t%d.gmt", d, r);
+        synth_write(path, &s);
+    }
+    RUN(&res, NULL, "merge", "--no-symbols", d);
+    cr_expect_eq(res.status, 2, "%s", res.out);
+    cr_expect(strstr(res.err, "traces of different jobs: ") && strstr(res.err, " is job run:x, ") &&
+              strstr(res.err, " is job run:y "), "%s", res.err);
 }

@@ -93,3 +93,41 @@ Test(run, the_site_of_a_static_runtime_program_is_its_own_code)
     /* no shared runtime answers: the program's own cudaRuntimeGetVersion did */
     cr_expect(strstr(out, "versions  CUDA driver 13.0, runtime 13.0"), "%s", out);
 }
+
+/* ---- runs never mix ---- */
+
+Test(run, a_directory_that_holds_traces_is_refused_unless_appending)
+{
+    cr_expect_eq(sh("$G run -q -o t -- '%s/fakes/progs/fake_cudart'", build_dir), 0);
+    cr_expect_eq(sh("$G run -q -o t -- '%s/fakes/progs/fake_cudart'", build_dir), 2);
+    char err[4096];
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "gpumemtrace run: -o t holds 1 trace(s) of an earlier run: give a new "
+                          "directory, or --append to add this run's\n"), "%s", err);
+    cr_expect_eq(count_traces("t"), 1, "nothing was run");
+    cr_expect_eq(sh("$G run -q -o t --append -- '%s/fakes/progs/fake_cudart'", build_dir), 0);
+    cr_expect_eq(count_traces("t"), 2);
+    /* --append keeps the directory's job id: the two traces are one job */
+    cr_expect_eq(sh("for f in t/*.gmt; do $G dump \"$f\" | grep -o 'GPUMEMTRACE_JOB_ID=[^ \"]*'; done | sort -u | wc -l"), 0);
+    char out[256];
+    slurp("out", out, sizeof out);
+    cr_expect_eq(atoi(out), 1, "one job id in both traces: %s", out);
+    /* an empty directory is fine; --append without -o is not */
+    cr_expect_eq(sh("mkdir empty && $G run -q -o empty -- true"), 0);
+    cr_expect_eq(sh("$G run -q --append -- true"), 2);
+}
+
+Test(run, two_runs_in_one_second_get_two_directories_and_two_job_ids)
+{
+    cr_expect_eq(sh("$G run -q -- '%s/fakes/progs/fake_cudart' && $G run -q -- '%s/fakes/progs/fake_cudart'",
+                    build_dir, build_dir), 0);
+    cr_expect_eq(sh("ls -d gpumemtrace-* | wc -l"), 0);
+    char out[256];
+    slurp("out", out, sizeof out);
+    cr_expect_eq(atoi(out), 2, "%s", out);
+    cr_expect_eq(sh("for f in gpumemtrace-*/*.gmt; do $G dump \"$f\" | grep -o 'GPUMEMTRACE_JOB_ID=[^ \"]*'; done | sort -u | wc -l"), 0);
+    slurp("out", out, sizeof out);
+    cr_expect_eq(atoi(out), 2, "two job ids: %s", out);
+    /* a job id the user gives is kept */
+    cr_expect_eq(sh("GPUMEMTRACE_JOB_ID=mine $G run -q -o u -- '%s/fakes/progs/fake_cudart' && $G dump u/*.gmt | grep -c 'GPUMEMTRACE_JOB_ID=mine'", build_dir), 0);
+}

@@ -24,16 +24,29 @@ const char gmt_help_merge[] =
     "                    default 3); never so few that two sites of a rank look alike\n"
     "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
     "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
+    "  --allow-mixed     merge traces of different runs or with duplicate ranks anyway\n"
     "  --no-symbols      open no binary (categories still come from module names)\n"
     "  --debug-paths DIR extra directories for binaries and debug files (repeatable)\n";
 
+static const struct option merge_opts[] = {{"allow-mixed", no_argument, 0, 'm'}, {0, 0, 0, 0}};
+
+static int merge_opt(void *ctx, int c, const char *arg)
+{
+    (void)arg;
+    if (c == 'm')
+        *(bool *)ctx = true;
+    return 0;
+}
+
 int gmt_cmd_merge(int argc, char **argv)
 {
+    bool allow_mixed = false;
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.top = 10;
     const struct gmt_args_spec spec = {
         .cmd = "merge", .help = gmt_help_merge, .optstring = "", .unknown = "unknown option",
+        .own = merge_opts, .own_opt = merge_opt, .ctx = &allow_mixed,
         .top_max = 100000,
         .shared = GMT_ARGS_JSON | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP |
                   GMT_ARGS_FRAMES};
@@ -58,6 +71,13 @@ int gmt_cmd_merge(int argc, char **argv)
     }
     if (r)
         status = GMT_EXIT_ERROR;
+    char why[1024];
+    if (!allow_mixed && !gmt_merge_one_run(&m, why, sizeof why)) {
+        gmt_err("gpumemtrace merge: %s (--allow-mixed merges them anyway)", why);
+        gmt_merge_free(&m);
+        gmt_free_paths(files, n_files);
+        return GMT_EXIT_ERROR;
+    }
     if (args.output == GMT_OUT_JSON)
         gmt_render_merge_json(stdout, &m, args.ro.top);
     else

@@ -27,13 +27,17 @@ const char gmt_help_run[] =
     "exit status through, and prints a short summary of the traces at the end.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR   output directory (default: a new ./gpumemtrace-YYYYmmdd-HHMMSS)\n"
+    "  -o, --output DIR   output directory, new or empty (default: a new\n"
+    "                     ./gpumemtrace-YYYYmmdd-HHMMSS, -2, -3, ... when taken)\n"
+    "  --append           write into -o DIR although it holds traces (the same job's\n"
+    "                     other ranks: its job id is taken from them)\n"
     "  --lib PATH         the preload library (default: libgpumemtrace.so beside this\n"
     "                     program, or $GPUMEMTRACE_LIB)\n"
     "  -q, --quiet        no summary at the end\n"
     "\n"
     "Environment variables GPUMEMTRACE_* given to run reach the traced processes\n"
-    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); GPUMEMTRACE_OUTPUT is set by run.\n";
+    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); GPUMEMTRACE_OUTPUT is set by run,\n"
+    "and GPUMEMTRACE_JOB_ID (recorded in every trace, so that runs never mix) unless given.\n";
 
 /* The library beside the running executable: build/gpumemtrace and build/libgpumemtrace.so,
  * or bin/gpumemtrace and lib/libgpumemtrace.so in an installed tree. */
@@ -145,12 +149,12 @@ static void short_summary(const char *dir)
 
 struct run_args {
     const char *dir, *lib;
-    int quiet;
+    int quiet, append;
 };
 
 static const struct option run_opts[] = {
     {"output", required_argument, 0, 'o'}, {"lib", required_argument, 0, 'l'},
-    {"quiet", no_argument, 0, 'q'}, {0, 0, 0, 0}};
+    {"quiet", no_argument, 0, 'q'}, {"append", no_argument, 0, 'a'}, {0, 0, 0, 0}};
 
 static int run_opt(void *ctx, int c, const char *arg)
 {
@@ -159,6 +163,7 @@ static int run_opt(void *ctx, int c, const char *arg)
     case 'o': ra->dir = arg; break;
     case 'l': ra->lib = arg; break;
     case 'q': ra->quiet = 1; break;
+    case 'a': ra->append = 1; break;
     }
     return 0;
 }
@@ -180,18 +185,49 @@ static int resolve_lib(const char *lib_arg, char *lib)
     return 0;
 }
 
-/* The output directory (-o's, else one named after the time, in dirbuf), made if new;
- * its absolute path in absdir. 0, or the exit status after saying why not. */
-static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir)
+/* The number of traces in dir (0 when none or unreadable). */
+static size_t traces_in(const char *dir)
+{
+    char **files = NULL;
+    size_t n = 0;
+    if (gmt_list_traces(dir, &files, &n))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+    return n;
+}
+
+/* The output directory, new for this run: -o's (made if missing; an existing one must
+ * hold no trace unless --append), else one named after the time, created exclusively
+ * (-2, -3, ... when two runs start in the same second), in dirbuf. Its absolute path in
+ * absdir. 0, or the exit status after saying why not. */
+static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir, bool append)
 {
     if (!*dir) {
         time_t now = time(NULL);
         struct tm tm;
         localtime_r(&now, &tm);
-        strftime(dirbuf, len, "gpumemtrace-%Y%m%d-%H%M%S", &tm);
+        char stamp[40];
+        strftime(stamp, sizeof stamp, "gpumemtrace-%Y%m%d-%H%M%S", &tm);
+        int made = -1;
+        for (int k = 1; k <= 1000 && made; k++) {
+            if (k == 1)
+                snprintf(dirbuf, len, "%s", stamp);
+            else
+                snprintf(dirbuf, len, "%s-%d", stamp, k);
+            made = mkdir(dirbuf, 0755);
+            if (made && errno != EEXIST) {
+                gmt_err("gpumemtrace run: cannot create %s: %s", dirbuf, strerror(errno));
+                return GMT_EXIT_ERROR;
+            }
+        }
+        if (made) {
+            gmt_err("gpumemtrace run: cannot create a new %s-N: all taken", stamp);
+            return GMT_EXIT_ERROR;
+        }
         *dir = dirbuf;
-    }
-    if (mkdir(*dir, 0755) && errno != EEXIST) {
+    } else if (mkdir(*dir, 0755) && errno != EEXIST) {
         gmt_err("gpumemtrace run: cannot create %s: %s", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
@@ -209,11 +245,57 @@ static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir)
         gmt_err("gpumemtrace run: -o %s: %s", *dir, why);
         return GMT_EXIT_ERROR;
     }
+    size_t held = traces_in(*dir);
+    if (held && !append) {
+        gmt_err("gpumemtrace run: -o %s holds %zu trace(s) of an earlier run: give a new "
+                "directory, or --append to add this run's", *dir, held);
+        return GMT_EXIT_ERROR;
+    }
     if (!realpath(*dir, absdir)) {
         gmt_err("gpumemtrace run: %s: %s", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
     return 0;
+}
+
+/* GPUMEMTRACE_JOB_ID for the command, unless the user set it: with --append, the job id
+ * of a trace already in absdir (its other ranks), else a new one: the time, this pid
+ * and random bits, so that two runs never share one. */
+static int set_job_id(const char *absdir, bool append)
+{
+    const char *have = getenv("GPUMEMTRACE_JOB_ID");
+    if (have && *have)
+        return 0;
+    char id[128] = "";
+    char **files = NULL;
+    size_t n = 0;
+    if (append && !gmt_list_traces(absdir, &files, &n)) {
+        for (size_t i = 0; i < n; i++) {
+            struct gmt_trace t;
+            char err[256];
+            if (!id[0] && !gmt_trace_load(&t, files[i], err, sizeof err)) {
+                const char *v = gmt_trace_env(&t, "GPUMEMTRACE_JOB_ID");
+                if (v)
+                    snprintf(id, sizeof id, "%s", v);
+                gmt_trace_free(&t);
+            }
+            free(files[i]);
+        }
+        free(files);
+    }
+    if (!id[0]) {
+        uint64_t rnd = 0;
+        FILE *u = fopen("/dev/urandom", "rb");
+        if (!u || fread(&rnd, sizeof rnd, 1, u) != 1)
+            rnd = (uint64_t)clock() * 0x9e3779b97f4a7c15ull;
+        if (u)
+            fclose(u);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(id, sizeof id, "%" PRIx64 "-%d-%08" PRIx32, (uint64_t)ts.tv_sec, (int)getpid(),
+                 (uint32_t)rnd);
+    }
+    return setenv("GPUMEMTRACE_JOB_ID", id, 1) ? GMT_EXIT_ERROR : 0;
 }
 
 /* The environment the command runs in: the library preloaded (before any the user
@@ -269,7 +351,7 @@ static int run_and_wait(char **argv)
 
 int gmt_cmd_run(int argc, char **argv)
 {
-    struct run_args ra = {NULL, NULL, 0};
+    struct run_args ra = {NULL, NULL, 0, 0};
     struct gmt_args args;
     gmt_args_init(&args);
     /* '+': stop at the first non-option, so the command's own options stay its own */
@@ -281,10 +363,13 @@ int gmt_cmd_run(int argc, char **argv)
         return rc;
     if (args.first >= argc)
         return gmt_cli_usage_error("run", "no command given");
-    char lib[PATH_MAX], dirbuf[64], absdir[PATH_MAX];
+    char lib[PATH_MAX], dirbuf[80], absdir[PATH_MAX];
     const char *dir = ra.dir;
-    if ((rc = resolve_lib(ra.lib, lib)) || (rc = make_dir(&dir, dirbuf, sizeof dirbuf, absdir)) ||
-        (rc = set_env(lib, absdir)))
+    if (ra.append && !ra.dir)
+        return gmt_cli_usage_error("run", "--append wants -o DIR");
+    if ((rc = resolve_lib(ra.lib, lib)) ||
+        (rc = make_dir(&dir, dirbuf, sizeof dirbuf, absdir, ra.append)) ||
+        (rc = set_job_id(absdir, ra.append)) || (rc = set_env(lib, absdir)))
         return rc;
     if ((rc = run_and_wait(argv + args.first)) < 0)
         return GMT_EXIT_ERROR;

@@ -97,6 +97,16 @@ static int add_colls(struct gmt_merge *m, const struct gmt_merge_rank *r)
                 key->max_dev = cr->first_dev;
             key->has_dev = true;
         }
+        if (key->n_vals == key->cap_vals) {
+            size_t nc = key->cap_vals ? key->cap_vals * 2 : 8;
+            void *p = realloc(key->vals, nc * sizeof *key->vals);
+            if (!p)
+                return -ENOMEM;
+            key->vals = p;
+            key->cap_vals = nc;
+        }
+        key->vals[key->n_vals].rank = r->rank;
+        key->vals[key->n_vals++].first = cr->first_tracked;
         if (cr->calls < key->calls_min)
             key->calls_min = cr->calls;
         if (cr->calls > key->calls_max)
@@ -104,6 +114,84 @@ static int add_colls(struct gmt_merge *m, const struct gmt_merge_rank *r)
         key->ranks++;
     }
     return 0;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of a collective's first calls over its ranks and the rank farthest from
+ * it (the first such rank on a tie); -ENOMEM. */
+static int outlier_of(struct gmt_merge_coll *k)
+{
+    k->out_rank = -1;
+    if (!k->n_vals)
+        return 0;
+    int64_t *v = malloc(k->n_vals * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < k->n_vals; i++)
+        v[i] = k->vals[i].first;
+    qsort(v, k->n_vals, sizeof *v, cmp_i64);
+    /* the lower median: a value some rank really has */
+    k->median_first = v[(k->n_vals - 1) / 2];
+    free(v);
+    uint64_t best = 0;
+    for (size_t i = 0; i < k->n_vals; i++) {
+        int64_t d = k->vals[i].first - k->median_first;
+        uint64_t ad = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+        if (ad > best) {
+            best = ad;
+            k->out_rank = k->vals[i].rank;
+            k->out_first = k->vals[i].first;
+        }
+    }
+    return 0;
+}
+
+bool gmt_merge_one_run(const struct gmt_merge *m, char *why, size_t len)
+{
+    const char *job0 = NULL, *cmd0 = NULL;
+    char id0[160] = "", id[160];
+    size_t i0 = 0;
+    for (size_t i = 0; i < m->n_ranks; i++) {
+        const struct gmt_trace *t = &m->ranks[i].a.t;
+        bool forked = t->has_proc && (t->proc.flags & GMT_PROC_FORKED);
+        /* ranks are sorted: a duplicate is next to its twin */
+        if (i && !forked && m->ranks[i].rank >= 0 && m->ranks[i].rank == m->ranks[i - 1].rank) {
+            snprintf(why, len, "two traces of rank %d: %s and %s", m->ranks[i].rank,
+                     m->ranks[i - 1].a.t.path, t->path);
+            return false;
+        }
+        const char *j = gmt_trace_job_id(t, id, sizeof id);
+        if (j && !job0) {
+            snprintf(id0, sizeof id0, "%s", j);
+            job0 = id0;
+            i0 = i;
+        } else if (j && strcmp(j, job0)) {
+            snprintf(why, len, "traces of different jobs: %s is job %s, %s is job %s",
+                     m->ranks[i0].a.t.path, job0, t->path, j);
+            return false;
+        }
+    }
+    if (job0)
+        return true;
+    for (size_t i = 0; i < m->n_ranks; i++) {
+        const char *c = m->ranks[i].a.t.cmdline;
+        if (!c)
+            continue;
+        if (!cmd0) {
+            cmd0 = c;
+            i0 = i;
+        } else if (strcmp(c, cmd0)) {
+            snprintf(why, len, "traces of different commands and no job id: %s ran '%.60s', "
+                     "%s ran '%.60s'", m->ranks[i0].a.t.path, cmd0, m->ranks[i].a.t.path, c);
+            return false;
+        }
+    }
+    return true;
 }
 
 #define SITE_LINE 512
@@ -228,6 +316,9 @@ int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
     for (size_t i = 0; i < m->n_ranks; i++)
         if (add_colls(m, &m->ranks[i]))
             status = -EINVAL;
+    for (size_t j = 0; j < m->n_colls; j++)
+        if (outlier_of(&m->colls[j]))
+            status = -EINVAL;
     int frames = ro->frames ? ro->frames : 3;
     for (size_t i = 0; i < m->n_ranks; i++)
         if (add_sites(m, i, frames))
@@ -249,6 +340,8 @@ void gmt_merge_free(struct gmt_merge *m)
     for (size_t i = 0; i < m->n_ranks; i++)
         gmt_analysis_free(&m->ranks[i].a);
     free(m->ranks);
+    for (size_t j = 0; j < m->n_colls; j++)
+        free(m->colls[j].vals);
     free(m->colls);
     for (size_t j = 0; j < m->n_sites; j++)
         free(m->sites[j].line);

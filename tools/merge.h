@@ -30,6 +30,12 @@ struct gmt_merge_coll {
     bool has_dev;
     uint64_t calls_min, calls_max;
     int ranks;                    /* ranks that made it */
+    /* the rank that stands out: the largest absolute deviation of its first call's
+     * tracked bytes from the median over the ranks (negative deviations too) */
+    int64_t median_first;
+    int out_rank;                 /* -1 when every rank added the same */
+    int64_t out_first;            /* what it added */
+    struct { int rank; int64_t first; } *vals; size_t n_vals, cap_vals; /* per rank */
 };
 
 /* One allocation site across ranks, matched by its text (as diff matches sites): the
@@ -54,6 +60,10 @@ struct gmt_merge {
  * kept; -ENOMEM (m then holds nothing). */
 int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
                  const struct gmt_report_opts *ro, struct gmt_msgs *msgs);
+/* Whether m's traces are one run of one job: no two traces of one rank (fork children
+ * aside), one job id (GPUMEMTRACE_JOB_ID or the launcher's), and, where no trace names
+ * a job, one command line. False with the reason in why. */
+bool gmt_merge_one_run(const struct gmt_merge *m, char *why, size_t len);
 void gmt_merge_free(struct gmt_merge *m);
 
 #endif

@@ -29,9 +29,15 @@ void gmt_render_merge_json(FILE *o, const struct gmt_merge *m, long top)
         gmt_fput_json_string(o, k->label);
         fprintf(o, ", \"comm_size\": %d, \"bytes_per_call\": %" PRIu64 ", \"ranks\": %d"
                ", \"first_tracked_min_bytes\": %" PRId64 ", \"first_tracked_max_bytes\": %" PRId64
-               ", \"min_rank\": %d, \"max_rank\": %d, \"calls_min\": %" PRIu64 ", \"calls_max\": %" PRIu64 "}",
+               ", \"min_rank\": %d, \"max_rank\": %d, \"calls_min\": %" PRIu64 ", \"calls_max\": %" PRIu64,
                k->nranks, k->bytes, k->ranks, k->min_first, k->max_first, k->min_rank, k->max_rank,
                k->calls_min, k->calls_max);
+        fprintf(o, ", \"first_tracked_median_bytes\": %" PRId64, k->median_first);
+        if (k->out_rank >= 0)
+            fprintf(o, ", \"outlier_rank\": %d, \"outlier_first_tracked_bytes\": %" PRId64 "}",
+                   k->out_rank, k->out_first);
+        else
+            fprintf(o, ", \"outlier_rank\": null, \"outlier_first_tracked_bytes\": null}");
     }
     fprintf(o, "], \"sites\": [");
     for (size_t j = 0; j < m->n_sites && (long)j < top; j++) {
@@ -79,9 +85,13 @@ void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top)
         gmt_fmt_bytes(bb, sizeof bb, k->bytes);
         gmt_fmt_sbytes(mn, sizeof mn, k->min_first);
         gmt_fmt_sbytes(mx, sizeof mx, k->max_first);
-        char note[96] = "";
-        if (k->max_first != k->min_first)
-            snprintf(note, sizeof note, "ranks differ: rank %d added most", k->max_rank);
+        char note[128] = "";
+        if (k->out_rank >= 0) {
+            char ob[GMT_FMT_LEN], md[GMT_FMT_LEN];
+            gmt_fmt_sbytes(ob, sizeof ob, k->out_first);
+            gmt_fmt_sbytes(md, sizeof md, k->median_first);
+            snprintf(note, sizeof note, "rank %d stands out: %s (median %s)", k->out_rank, ob, md);
+        }
         else if (k->calls_min != k->calls_max)
             snprintf(note, sizeof note, "calls differ: %" PRIu64 "..%" PRIu64, k->calls_min, k->calls_max);
         fprintf(o, "  %-28.28s %5d %10s %6d %10s %10s  %s\n", k->label, k->nranks, bb, k->ranks, mn, mx, note);

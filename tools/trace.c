@@ -1,6 +1,7 @@
 /* trace.c: lookups in a loaded trace: communicators, scopes by id, their samples and records, threads, modules, environment. */
 #include "trace.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "u64map.h"
@@ -60,6 +61,22 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name)
     for (size_t i = 0; i < t->n_env; i++)
         if (!strncmp(t->env[i], name, n) && t->env[i][n] == '=')
             return t->env[i] + n + 1;
+    return NULL;
+}
+
+const char *gmt_trace_job_id(const struct gmt_trace *t, char *buf, size_t len)
+{
+    static const struct { const char *var, *kind; } ids[] = {
+        {"GPUMEMTRACE_JOB_ID", "run"},         {"TORCHELASTIC_RUN_ID", "torchelastic"},
+        {"SLURM_JOB_ID", "slurm"},             {"OMPI_MCA_ess_base_jobid", "openmpi"},
+        {"PMIX_NAMESPACE", "pmix"}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        const char *v = gmt_trace_env(t, ids[i].var);
+        if (v && *v) {
+            snprintf(buf, len, "%s:%s", ids[i].kind, v);
+            return buf;
+        }
+    }
     return NULL;
 }
 

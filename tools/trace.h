@@ -205,6 +205,10 @@ const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid);
 const struct gmt_module *gmt_trace_module_at(const struct gmt_trace *t, uint64_t ip);
 /* An environment variable recorded in the trace, or NULL. */
 const char *gmt_trace_env(const struct gmt_trace *t, const char *name);
+/* The job the process belongs to, as "KIND:ID" (run:…, torchelastic:…, slurm:…,
+ * openmpi:…, pmix:…) into buf: GPUMEMTRACE_JOB_ID, which `gpumemtrace run` sets, else
+ * the launcher's; NULL when the trace names none. */
+const char *gmt_trace_job_id(const struct gmt_trace *t, char *buf, size_t len);
 
 /* The trace's events in time order (ties in file order), decoded in batches from the
  * file's image. new returns NULL when out of memory; next fills up to max events and

@@ -11,6 +11,7 @@
 #include "growth.h"
 #include "merge.h"
 #include "metrics.h"
+#include "check_ranks.h"
 #include "render_check.h"
 #include "render_diff.h"
 #include "render_merge.h"
@@ -42,9 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gmt_merge m;
     if (gmt_merge_of(&m, paths, 2, &ro, &msgs) != -ENOMEM) {
         struct fuzz_out o;
-        gmt_render_merge_text(fuzz_out_open(&o), &m);
+        char why[512];
+        (void)gmt_merge_one_run(&m, why, sizeof why);
+        gmt_render_merge_text(fuzz_out_open(&o), &m, 10);
         fuzz_out_close(&o, 0);
-        gmt_render_merge_json(fuzz_out_open(&o), &m);
+        gmt_render_merge_json(fuzz_out_open(&o), &m, 10);
         fuzz_out_close(&o, 1);
         gmt_merge_free(&m);
     }
@@ -82,12 +85,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gmt_limits cli = {0};
         struct gmt_verdicts vs;
         if (gmt_verdicts_of(&vs, &back.metrics, &back.limits, &ma, &cli) == 0) {
-            gmt_render_check_text(fuzz_out_open(&o), &vs, true);
+            gmt_render_check_text(fuzz_out_open(&o), &vs, true, true);
+            fuzz_out_close(&o, 0);
+            gmt_render_check_step_summary(fuzz_out_open(&o), &vs);
             fuzz_out_close(&o, 0);
             char junit[64];
             snprintf(junit, sizeof junit, "/dev/null");
-            gmt_render_check_junit(junit, &vs);
+            gmt_render_check_junit(junit, &vs, 0.0);
             gmt_verdicts_free(&vs);
+        }
+        /* the job's min/median/max across ranks, checked against itself */
+        struct gmt_metrics agg;
+        if (gmt_metrics_across_ranks(&agg, &ma) == 0) {
+            if (gmt_verdicts_of(&vs, &agg, &back.limits, &agg, &cli) == 0) {
+                if (vs.fails)
+                    abort(); /* a job never outgrows itself */
+                gmt_verdicts_free(&vs);
+            }
+            gmt_metrics_free(&agg);
         }
         gmt_baseline_free(&back);
     }
