@@ -151,6 +151,8 @@ struct synth {
     uint64_t steady_growth;    /* bytes each later call allocates inside the call */
     bool allgather;            /* one more collective */
     const char *job;           /* GPUMEMTRACE_JOB_ID in an ENV record, NULL none */
+    const char *env;           /* one more NAME=value in the ENV record, NULL none */
+    int world;                 /* world size; 0: 2 */
 };
 
 static void synth_write(const char *path, const struct synth *s)
@@ -162,13 +164,22 @@ static void synth_write(const char *path, const struct synth *s)
     memcpy(var, s->host, hl);
     memcpy(var + hl, "train\0", 6);
     struct gmt_rec_process p = {.pid = s->pid, .ppid = 1, .rank = s->rank, .local_rank = s->rank,
-        .world_size = 2, .local_world_size = 2, .realtime_ns = 1700000000000000000ull + s->pid,
+        .world_size = s->world ? s->world : 2, .local_world_size = 2, .realtime_ns = 1700000000000000000ull + s->pid,
         .monotonic_ns = TB_T0, .host_len = (uint32_t)hl, .cmdline_len = 6};
     tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, var, hl + 6);
-    if (s->job) {
-        char ev[128];
-        int el = snprintf(ev, sizeof ev, "GPUMEMTRACE_JOB_ID=%s", s->job) + 1;
-        struct gmt_rec_env e = {.count = 1, .bytes = (uint32_t)el};
+    if (s->job || s->env) {
+        char ev[256];
+        int el = 0;
+        uint32_t count = 0;
+        if (s->job) {
+            el += snprintf(ev, sizeof ev, "GPUMEMTRACE_JOB_ID=%s", s->job) + 1;
+            count++;
+        }
+        if (s->env) {
+            el += snprintf(ev + el, sizeof ev - (size_t)el, "%s", s->env) + 1;
+            count++;
+        }
+        struct gmt_rec_env e = {.count = count, .bytes = (uint32_t)el};
         tb_rec(&b, GMT_REC_ENV, 0, &e, sizeof e, ev, (size_t)el);
     }
     struct gmt_rec_chunk ch = {.tid = s->pid};
@@ -749,8 +760,13 @@ static const char *job_of(int n, int odd, uint64_t odd_buf)
         struct synth s = normal;
         s.rank = r;
         s.pid = 60000 + (uint32_t)r;
-        if (r == odd)
+        s.world = n;
+        if (r == odd) {
             s.buffsize = odd_buf;
+            static char env[64];
+            snprintf(env, sizeof env, "NCCL_BUFFSIZE=%llu", (unsigned long long)(2 * odd_buf));
+            s.env = env;
+        }
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/gpumemtrace.%s.%u.gmt", d, s.host, s.pid);
         synth_write(path, &s);
@@ -892,4 +908,55 @@ Test(merge, refuses_duplicate_ranks_and_other_jobs_unless_allowed)
     cr_expect_eq(res.status, 2, "%s", res.out);
     cr_expect(strstr(res.err, "traces of different jobs: ") && strstr(res.err, " is job run:x, ") &&
               strstr(res.err, " is job run:y "), "%s", res.err);
+}
+
+/* ---- summary of a job ---- */
+
+Test(job, the_overview_names_the_outlier_and_its_setting)
+{
+    struct result res;
+    const char *d = job_of(8, 5, 4 * MiB); /* rank 5: NCCL_BUFFSIZE=8 MiB, its AllReduce adds 8 MiB */
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "gpumemtrace summary of a job: 8 trace(s), 8 with a rank, on 1 host(s)\n"
+                              "  world size 8, every rank here\n"
+                              "  peak per rank      min 8 MiB (rank 0)  median 8 MiB  max 14 MiB (rank 5)\n") == res.out,
+              "%s", res.out);
+    cr_expect(strstr(res.out, "    rank 5: peak 14 MiB, NCCL 0 B; recorded differences: NCCL_BUFFSIZE=8388608 "
+                              "(most ranks: unset)\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "    AllReduce 2 ranks 1 MiB/call on 8 rank(s): median +2 MiB, rank 5 +8 MiB\n"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "    ranks 0-4, 6-7 (7): report of rank 0 below\n    ranks 5 (1): report of rank 5 below\n"),
+              "%s", res.out);
+    /* two reports, not eight: short enough to read */
+    cr_expect_eq(count_of(res.out, "gpumemtrace summary of /"), 2, "%s", res.out);
+    cr_expect(strstr(res.out, "== ranks 0-4, 6-7: 7 ranks alike; the report of rank 0 stands for them =="), "%s", res.out);
+    cr_expect_lt(count_of(res.out, "\n"), 150, "%s", res.out);
+    /* the settings block lists what is set */
+    cr_expect(strstr(res.out, "  NCCL env  NCCL_BUFFSIZE=8388608; the rest unset (NCCL's defaults)\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "  NCCL env  none set (NCCL's defaults)\n"), "%s", res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", "--per-rank", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(count_of(res.out, "gpumemtrace summary of /"), 8, "%s", res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", "--json", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\"world_size\": 8, \"missing_ranks\": 0, \"peak\": {\"min_bytes\": 8388608, "
+                              "\"min_rank\": 0, \"median_bytes\": 8388608, \"max_bytes\": 14680064, \"max_rank\": 5}"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "\"peak_bytes\": 14680064, \"nccl_bytes\": 0, \"differences\": "
+                              "\"NCCL_BUFFSIZE=8388608 (most ranks: unset)\"}]"), "%s", res.out);
+    cr_expect_eq(count_of(res.out, "\"file\": "), 9, "every trace in JSON, and the outlier: %s", res.out);
+}
+
+Test(job, a_missing_rank_is_said)
+{
+    const char *d = job_of(8, -1, 0);
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "%s/gpumemtrace.node-a.60003.gmt", d);
+    cr_assert_eq(unlink(cmd), 0);
+    struct result res;
+    RUN(&res, NULL, "summary", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "  world size 8, 1 rank(s) MISSING\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "    ranks 0-2, 4-7 (7): report of rank 0 below\n"), "%s", res.out);
 }

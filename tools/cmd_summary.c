@@ -5,10 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
+#include "job.h"
+#include "metrics.h"
 #include "reader.h"
 #include "replay.h"
 #include "render.h"
@@ -39,7 +42,15 @@ const char gmt_help_summary[] =
     "                    default 3, 5 from width 140); never so few that two sites look alike\n"
     "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
     "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
-    "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n";
+    "  --per-rank        of several traces, every trace's report (default: one report for\n"
+    "                    each group of ranks that behave alike, after the job's overview)\n"
+    "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n"
+    "\n"
+    "Several traces (files, directories searched for *.gmt, globs) are one job: the\n"
+    "summary opens with the job's overview (ranks, hosts, world size, the spread of each\n"
+    "figure over the ranks, the ranks and collectives that stand out and the recorded\n"
+    "differences that explain them), then one report per group of ranks alike.\n"
+    "JSON and CSV always hold every trace.\n";
 
 static int term_width(void)
 {
@@ -49,9 +60,25 @@ static int term_width(void)
     return 100;
 }
 
+static const struct option summary_opts[] = {
+    {"device", required_argument, 0, 'd'},
+    {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
+    {"op", required_argument, 0, 'o'},   {"category", required_argument, 0, 'C'},
+    {"width", required_argument, 0, 'w'}, {"per-rank", no_argument, 0, 'p'}, {0, 0, 0, 0}};
+
+struct summary_ctx {
+    struct gmt_report_opts *ro;
+    bool per_rank;
+};
+
 static int summary_opt(void *ctx, int c, const char *arg)
 {
-    struct gmt_report_opts *ro = ctx;
+    struct summary_ctx *sc = ctx;
+    struct gmt_report_opts *ro = sc->ro;
+    if (c == 'p') {
+        sc->per_rank = true;
+        return 0;
+    }
     long v;
     switch (c) {
     case 'd':
@@ -85,22 +112,131 @@ static int summary_opt(void *ctx, int c, const char *arg)
     return GMT_EXIT_ERROR;
 }
 
-static const struct option summary_opts[] = {
-    {"device", required_argument, 0, 'd'},
-    {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
-    {"op", required_argument, 0, 'o'},   {"category", required_argument, 0, 'C'},
-    {"width", required_argument, 0, 'w'}, {0, 0, 0, 0}};
+/* One trace's report, the i-th written. 0, or -1 after saying why it could not be read. */
+static int summarise_one(const struct gmt_renderer *out, const char *path,
+                         const struct gmt_report_opts *ro, size_t i)
+{
+    struct gmt_analysis a;
+    char err[512];
+    if (gmt_analyze(&a, path, ro, err, sizeof err)) {
+        gmt_err("gpumemtrace: %s", err);
+        return -1;
+    }
+    out->trace(stdout, &a, ro, i);
+    gmt_analysis_free(&a);
+    return 0;
+}
+
+/*
+ * Several traces as one job. A first pass reads each trace for its figures only (no
+ * binary is opened) and keeps them (job.h), so memory holds one trace at a time; then
+ * the overview, then the reports: every trace's with `all`, else one per group of
+ * ranks that behave alike (the rank at the group's median peak stands for it). Traces
+ * of processes that used no GPU (a launcher) are left out of the job. The exit status.
+ */
+static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
+                         const struct gmt_report_opts *ro, bool all)
+{
+    int status = GMT_EXIT_OK;
+    struct gmt_report_opts quick = *ro;
+    quick.no_symbols = true;
+    struct gmt_job j;
+    gmt_job_init(&j);
+    size_t idle = 0;
+    bool *unread = calloc(n ? n : 1, sizeof *unread); /* said once, in the first pass */
+    if (!unread) {
+        gmt_err("gpumemtrace: out of memory");
+        return GMT_EXIT_ERROR;
+    }
+    bool tty = isatty(STDERR_FILENO);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t i = 0; i < n; i++) {
+        struct gmt_analysis a;
+        char err[512];
+        if (gmt_analyze(&a, files[i], &quick, err, sizeof err)) {
+            gmt_err("gpumemtrace: %s", err);
+            status = GMT_EXIT_ERROR;
+            unread[i] = true;
+            continue;
+        }
+        int r = 0;
+        if (gmt_analysis_used_gpu(&a))
+            r = gmt_job_add(&j, &a);
+        else
+            idle++;
+        gmt_analysis_free(&a);
+        if (r) {
+            gmt_err("gpumemtrace: out of memory");
+            gmt_job_free(&j);
+            free(unread);
+            return GMT_EXIT_ERROR;
+        }
+        /* a progress line on a terminal for anything that takes more than a second */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (tty && (t.tv_sec - t0.tv_sec) >= 1)
+            fprintf(stderr, "\rgpumemtrace: read %zu of %zu traces", i + 1, n);
+    }
+    if (tty && (t.tv_sec - t0.tv_sec) >= 1)
+        fprintf(stderr, "\r%*s\r", 60, "");
+    if (gmt_job_finish(&j)) {
+        gmt_err("gpumemtrace: out of memory");
+        gmt_job_free(&j);
+        free(unread);
+        return GMT_EXIT_ERROR;
+    }
+    if (out->begin)
+        out->begin(stdout, &j, ro);
+    if (idle && !all)
+        printf("  (%zu trace(s) of processes that used no GPU, a launcher for one, left out)\n\n", idle);
+    size_t written = 0;
+    if (all) {
+        for (size_t i = 0; i < n; i++)
+            if (!unread[i] && summarise_one(out, files[i], ro, written) == 0)
+                written++;
+    } else {
+        size_t *order = malloc((j.n_groups ? j.n_groups : 1) * sizeof *order);
+        if (!order) {
+            gmt_err("gpumemtrace: out of memory");
+            gmt_job_free(&j);
+            free(unread);
+            return GMT_EXIT_ERROR;
+        }
+        gmt_job_group_order(&j, order);
+        for (size_t k = 0; k < j.n_groups && k < GMT_JOB_MAX_REPORTS; k++) {
+            char ranks[512];
+            size_t cnt, rep;
+            gmt_job_group_ranks(&j, order[k], ranks, sizeof ranks, &cnt, &rep);
+            if (written)
+                printf("\n");
+            if (cnt > 1)
+                printf("== ranks %s: %zu ranks alike; the report of rank %d stands for them ==\n\n",
+                       ranks, cnt, j.r[rep].rank);
+            else
+                printf("== rank %s ==\n\n", ranks);
+            if (summarise_one(out, j.r[rep].path, ro, 0) == 0)
+                written++;
+            else
+                status = GMT_EXIT_ERROR;
+        }
+        free(order);
+    }
+    gmt_job_free(&j);
+    free(unread);
+    return status;
+}
 
 int gmt_cmd_summary(int argc, char **argv)
 {
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.width = term_width();
+    struct summary_ctx sc = {&args.ro, false};
     const struct gmt_args_spec spec = {
         .cmd = "summary", .help = gmt_help_summary, .top_max = 100000,
         .shared = GMT_ARGS_JSON | GMT_ARGS_CSV | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS |
                   GMT_ARGS_TOP | GMT_ARGS_FRAMES,
-        .own = summary_opts, .own_opt = summary_opt, .ctx = &args.ro, .optstring = "",
+        .own = summary_opts, .own_opt = summary_opt, .ctx = &sc, .optstring = "",
         .unknown = "unknown option"};
     int rc = gmt_args_parse(&spec, argc, argv, &args);
     if (rc >= 0)
@@ -114,8 +250,6 @@ int gmt_cmd_summary(int argc, char **argv)
                                      : args.output == GMT_OUT_CSV ? &gmt_render_csv
                                                                   : &gmt_render_text;
     int status = GMT_EXIT_OK;
-    if (out->begin)
-        out->begin(stdout);
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
     size_t n_files = 0;
@@ -129,17 +263,19 @@ int gmt_cmd_summary(int argc, char **argv)
     }
     if (r)
         status = GMT_EXIT_ERROR;
-    size_t written = 0;
-    for (size_t i = 0; i < n_files; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        out->trace(stdout, &a, &ro, written++);
-        gmt_analysis_free(&a);
+    /* several traces: summarise_job begins the document with the job's overview */
+    if (n_files > 1 &&
+        summarise_job(out, files, n_files,  &ro, sc.per_rank || out != &gmt_render_text))
+        status = GMT_EXIT_ERROR;
+    if (n_files <= 1) {
+        if (out->begin)
+            out->begin(stdout, NULL, &ro);
+        size_t written = 0;
+        for (size_t i = 0; i < n_files; i++)
+            if (summarise_one(out, files[i], &ro, written))
+                status = GMT_EXIT_ERROR;
+            else
+                written++;
     }
     gmt_free_paths(files, n_files);
     if (out->end)

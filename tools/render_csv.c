@@ -67,4 +67,4 @@ static void csv_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_
     }
 }
 
-const struct gmt_renderer gmt_render_csv = {NULL, csv_trace, NULL};
+const struct gmt_renderer gmt_render_csv = {.trace = csv_trace};

@@ -1,5 +1,6 @@
 /* render_json.c: the summary as one JSON document (schema gpumemtrace.summary/1, docs/summary-json.md). */
 #include "render.h"
+#include "render_job.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -262,9 +263,12 @@ static void json_open(FILE *out, const struct gmt_analysis *a)
     }
 }
 
-static void json_begin(FILE *out)
+static void json_begin(FILE *out, const struct gmt_job *j, const struct gmt_report_opts *o)
 {
-    fprintf(out, "{\"schema\": \"gpumemtrace.summary/1\", \"traces\": [");
+    (void)o;
+    fprintf(out, "{\"schema\": \"gpumemtrace.summary/1\", ");
+    gmt_render_job_json(out, j);
+    fprintf(out, "\"traces\": [");
 }
 
 static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
@@ -287,4 +291,4 @@ static void json_end(FILE *out)
     fprintf(out, "]}\n");
 }
 
-const struct gmt_renderer gmt_render_json = {json_begin, json_trace, json_end};
+const struct gmt_renderer gmt_render_json = {.begin = json_begin, .trace = json_trace, .end = json_end};

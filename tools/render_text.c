@@ -1,5 +1,6 @@
 /* render_text.c: the summary as text for a person: the process, peaks, NCCL calls, sites, leaks, failures. */
 #include "render.h"
+#include "render_job.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -68,23 +69,40 @@ static void text_header(FILE *out, const struct gmt_analysis *a, const struct gm
         fprintf(out, "INCOMPLETE (no end record: the process crashed, was killed or exec'd)");
     if (t->records_dropped)
         fprintf(out, ", %" PRIu64 " records dropped", t->records_dropped);
+    /* what is set, not every default: NCCL's settings that shape memory first (in the
+     * table's order), then any other NCCL_* the process had */
     fprintf(out, "\n  NCCL env  ");
-    int col = 12, first = 1;
-    for (size_t i = 0; i < GMT_N_NCCL_SETTINGS; i++) {
-        const char *v = gmt_trace_env(t, gmt_nccl_settings[i].name);
-        char item[160];
-        snprintf(item, sizeof item, "%s=%s%s", gmt_nccl_settings[i].name, v ? v : gmt_nccl_settings[i].unset,
-                 v ? "" : "*");
-        int w = (int)strlen(item) + 2;
-        if (!first && col + w > o->width) {
-            fprintf(out, "\n            ");
-            col = 12;
+    int col = 12, shown = 0;
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < (pass ? t->n_env : GMT_N_NCCL_SETTINGS); i++) {
+            char item[160];
+            if (!pass) {
+                const char *v = gmt_trace_env(t, gmt_nccl_settings[i].name);
+                if (!v)
+                    continue;
+                snprintf(item, sizeof item, "%s=%s", gmt_nccl_settings[i].name, v);
+            } else {
+                const char *e = t->env[i];
+                size_t nl = strcspn(e, "=");
+                bool known = strncmp(e, "NCCL_", 5) != 0;
+                for (size_t k = 0; !known && k < GMT_N_NCCL_SETTINGS; k++)
+                    known = strlen(gmt_nccl_settings[k].name) == nl &&
+                            !strncmp(gmt_nccl_settings[k].name, e, nl);
+                if (known)
+                    continue;
+                snprintf(item, sizeof item, "%s", e);
+            }
+            int w = (int)strlen(item) + 2;
+            if (shown && col + w > o->width) {
+                fprintf(out, "\n            ");
+                col = 12;
+            }
+            fprintf(out, "%s", shown ? "  " : "");
+            gmt_fput_safe(out, item, strlen(item));
+            col += w;
+            shown++;
         }
-        fprintf(out, "%s%s", first ? "" : "  ", item);
-        col += w;
-        first = 0;
-    }
-    fprintf(out, "\n            (* unset: NCCL's default)\n");
+    fprintf(out, "%s\n", shown ? "; the rest unset (NCCL's defaults)" : "none set (NCCL's defaults)");
 }
 
 static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -368,4 +386,10 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
                 a->rep.unmatched_frees);
 }
 
-const struct gmt_renderer gmt_render_text = {NULL, text_trace, NULL};
+static void text_begin(FILE *out, const struct gmt_job *j, const struct gmt_report_opts *o)
+{
+    if (j)
+        gmt_render_job_text(out, j, o);
+}
+
+const struct gmt_renderer gmt_render_text = {.begin = text_begin, .trace = text_trace};

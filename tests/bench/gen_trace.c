@@ -167,11 +167,13 @@ static void free_event(uint32_t tid, uint32_t scope)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: gen_trace EVENTS OUT.gmt\n");
+    if (argc != 3 && argc != 5) {
+        fprintf(stderr, "usage: gen_trace EVENTS OUT.gmt [RANK WORLD_SIZE]\n");
         return 2;
     }
     uint64_t want = strtoull(argv[1], NULL, 10);
+    int32_t rank = argc == 5 ? (int32_t)atoi(argv[3]) : 0;
+    int32_t world = argc == 5 ? (int32_t)atoi(argv[4]) : 2;
     out = fopen(argv[2], "wb");
     if (!out) {
         perror(argv[2]);
@@ -187,8 +189,8 @@ int main(int argc, char **argv)
     memcpy(fh.magic, GMT_MAGIC, 8);
     put(&fh, sizeof fh);
     static const char var[] = "gen-host\0train.py\0--synthetic";
-    struct gmt_rec_process p = {.pid = 1000, .ppid = 1, .rank = 0, .local_rank = 0,
-                                .world_size = 2, .local_world_size = 2,
+    struct gmt_rec_process p = {.pid = 1000 + (uint32_t)rank, .ppid = 1, .rank = rank,
+                                .local_rank = rank % 8, .world_size = world, .local_world_size = 8,
                                 .realtime_ns = 1767225600000000000ull, .monotonic_ns = T0,
                                 .host_len = 9, .cmdline_len = sizeof var - 9};
     rec_var(GMT_REC_PROCESS, &p, sizeof p, var, sizeof var);

@@ -15,7 +15,7 @@ static void render_all(const struct gmt_analysis *a, const struct gmt_report_opt
         struct fuzz_out o;
         FILE *f = fuzz_out_open(&o);
         if (rs[k]->begin)
-            rs[k]->begin(f);
+            rs[k]->begin(f, NULL, ro);
         rs[k]->trace(f, a, ro, 0);
         if (rs[k]->end)
             rs[k]->end(f);

@@ -1,0 +1,177 @@
+/* render_job.c: the job overview that opens a summary of several traces: as text for a person, as the "job" object of the JSON document. */
+#include "render_job.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "util.h"
+
+#define MAX_SHOWN 10 /* ranks and collectives named as standing out, at most */
+
+static void spread_line(FILE *o, const char *what, const struct gmt_job_spread *s)
+{
+    char a[GMT_FMT_LEN], b[GMT_FMT_LEN], c[GMT_FMT_LEN];
+    if (!s->known) {
+        fprintf(o, "  %-18s not sampled\n", what);
+        return;
+    }
+    if (s->min == s->max) {
+        fprintf(o, "  %-18s %s on every rank\n", what, gmt_fmt_bytes(a, sizeof a, s->min));
+        return;
+    }
+    gmt_fmt_bytes(a, sizeof a, s->min);
+    gmt_fmt_bytes(b, sizeof b, s->median);
+    gmt_fmt_bytes(c, sizeof c, s->max);
+    fprintf(o, "  %-18s min %s (rank %" PRId32 ")  median %s  max %s (rank %" PRId32 ")\n", what,
+            a, s->min_rank, b, c, s->max_rank);
+}
+
+void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_report_opts *ro)
+{
+    (void)ro;
+    fprintf(o, "gpumemtrace summary of a job: %zu trace(s), %zu with a rank, on %zu host(s)", j->n,
+            j->n_ranked, j->n_hosts);
+    if (j->n && j->r[0].job_id)
+        fprintf(o, ", job %s", j->r[0].job_id);
+    fputc('\n', o);
+    if (j->world_mixed)
+        fprintf(o, "  world size differs between the traces\n");
+    else if (j->world_size > 0 && j->all_there)
+        fprintf(o, "  world size %" PRId32 ", every rank here\n", j->world_size);
+    else if (j->world_size > 0)
+        fprintf(o, "  world size %" PRId32 ", %zu rank(s) MISSING\n", j->world_size, j->n_missing);
+    spread_line(o, "peak per rank", &j->peak);
+    spread_line(o, "NCCL per rank", &j->nccl);
+    spread_line(o, "untracked per rank", &j->untracked);
+    /* what stands out, and what the traces say is different there */
+    size_t shown = 0, out = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        if (!gmt_job_rank_stands_out(j, i))
+            continue;
+        if (out++ == 0)
+            fprintf(o, "\n  Ranks that stand out\n");
+        if (shown >= MAX_SHOWN)
+            continue;
+        shown++;
+        const struct gmt_job_rank *r = &j->r[i];
+        char p[GMT_FMT_LEN], n[GMT_FMT_LEN], diff[1024];
+        gmt_fmt_bytes(p, sizeof p, r->peak);
+        gmt_fmt_bytes(n, sizeof n, r->nccl);
+        fprintf(o, "    rank %" PRId32 ": peak %s, NCCL %s", r->rank, p, n);
+        gmt_job_differences(j, i, diff, sizeof diff);
+        if (diff[0]) {
+            fprintf(o, "; recorded differences: ");
+            gmt_fput_safe(o, diff, strlen(diff));
+        } else {
+            fprintf(o, "; no recorded setting, version or device count differs");
+        }
+        fputc('\n', o);
+    }
+    if (out > shown)
+        fprintf(o, "    ... and %zu more (--per-rank shows every report)\n", out - shown);
+    size_t cs = 0;
+    for (size_t k = 0; k < j->n_colls; k++) {
+        const struct gmt_job_coll_spread *c = &j->colls[k];
+        if (c->out_rank < 0)
+            continue;
+        if (cs++ == 0)
+            fprintf(o, "\n  Collectives that differ across ranks (what the first call added)\n");
+        if (cs > MAX_SHOWN)
+            continue;
+        char m[GMT_FMT_LEN], x[GMT_FMT_LEN], b[GMT_FMT_LEN];
+        gmt_fmt_sbytes(m, sizeof m, c->c.first);
+        gmt_fmt_sbytes(x, sizeof x, c->out_first);
+        gmt_fmt_bytes(b, sizeof b, c->c.bytes);
+        fprintf(o, "    %s %" PRId32 " ranks %s/call on %d rank(s): median %s, rank %" PRId32 " %s\n",
+                c->c.label, c->c.nranks, b, c->ranks, m, c->out_rank, x);
+    }
+    if (cs > MAX_SHOWN)
+        fprintf(o, "    ... and %zu more\n", cs - MAX_SHOWN);
+    fprintf(o, "\n  Ranks alike: %zu group(s)\n", j->n_groups);
+    size_t order[j->n_groups ? j->n_groups : 1];
+    gmt_job_group_order(j, order);
+    for (size_t k = 0; k < j->n_groups && k < GMT_JOB_MAX_REPORTS; k++) {
+        char ranks[512];
+        size_t n, rep;
+        gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &n, &rep);
+        fprintf(o, "    ranks %s (%zu): report of rank %" PRId32 " below\n", ranks, n, j->r[rep].rank);
+    }
+    if (j->n_groups > GMT_JOB_MAX_REPORTS)
+        fprintf(o, "    ... and %zu smaller group(s), not shown (--per-rank shows every report)\n",
+                j->n_groups - GMT_JOB_MAX_REPORTS);
+    fputc('\n', o);
+}
+
+static void json_spread(FILE *o, const char *key, const struct gmt_job_spread *s)
+{
+    if (!s->known) {
+        fprintf(o, "\"%s\": null", key);
+        return;
+    }
+    fprintf(o, "\"%s\": {\"min_bytes\": %" PRIu64 ", \"min_rank\": %" PRId32 ", \"median_bytes\": %" PRIu64
+               ", \"max_bytes\": %" PRIu64 ", \"max_rank\": %" PRId32 "}",
+            key, s->min, s->min_rank, s->median, s->max, s->max_rank);
+}
+
+void gmt_render_job_json(FILE *o, const struct gmt_job *j)
+{
+    if (!j) {
+        fprintf(o, "\"job\": null, ");
+        return;
+    }
+    fprintf(o, "\"job\": {\"traces\": %zu, \"ranked\": %zu, \"hosts\": %zu, \"job_id\": ", j->n,
+            j->n_ranked, j->n_hosts);
+    if (j->n && j->r[0].job_id)
+        gmt_fput_json_string(o, j->r[0].job_id);
+    else
+        fputs("null", o);
+    if (j->world_size > 0 && !j->world_mixed)
+        fprintf(o, ", \"world_size\": %" PRId32 ", \"missing_ranks\": %zu", j->world_size, j->n_missing);
+    else
+        fprintf(o, ", \"world_size\": null, \"missing_ranks\": null");
+    fputs(", ", o);
+    json_spread(o, "peak", &j->peak);
+    fputs(", ", o);
+    json_spread(o, "nccl", &j->nccl);
+    fputs(", ", o);
+    json_spread(o, "untracked", &j->untracked);
+    fputs(", \"stand_out\": [", o);
+    size_t n = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        if (!gmt_job_rank_stands_out(j, i))
+            continue;
+        char diff[1024];
+        fprintf(o, "%s{\"rank\": %" PRId32 ", \"file\": ", n++ ? ", " : "", j->r[i].rank);
+        gmt_fput_json_string(o, j->r[i].path);
+        fprintf(o, ", \"peak_bytes\": %" PRIu64 ", \"nccl_bytes\": %" PRIu64 ", \"differences\": ",
+                j->r[i].peak, j->r[i].nccl);
+        gmt_fput_json_string(o, gmt_job_differences(j, i, diff, sizeof diff));
+        fputc('}', o);
+    }
+    fputs("], \"collectives\": [", o);
+    for (size_t k = 0; k < j->n_colls; k++) {
+        const struct gmt_job_coll_spread *c = &j->colls[k];
+        fprintf(o, "%s{\"op\": ", k ? ", " : "");
+        gmt_fput_json_string(o, c->c.label);
+        fprintf(o, ", \"comm_size\": %" PRId32 ", \"bytes_per_call\": %" PRIu64 ", \"ranks\": %d"
+                   ", \"first_tracked_median_bytes\": %" PRId64,
+                c->c.nranks, c->c.bytes, c->ranks, c->c.first);
+        if (c->out_rank >= 0)
+            fprintf(o, ", \"outlier_rank\": %" PRId32 ", \"outlier_first_tracked_bytes\": %" PRId64 "}",
+                    c->out_rank, c->out_first);
+        else
+            fputs(", \"outlier_rank\": null, \"outlier_first_tracked_bytes\": null}", o);
+    }
+    fputs("], \"groups\": [", o);
+    size_t order[j->n_groups ? j->n_groups : 1];
+    gmt_job_group_order(j, order);
+    for (size_t k = 0; k < j->n_groups; k++) {
+        char ranks[512];
+        size_t cnt, rep, g = order[k];
+        gmt_job_group_ranks(j, g, ranks, sizeof ranks, &cnt, &rep);
+        fprintf(o, "%s{\"ranks\": ", k ? ", " : "");
+        gmt_fput_json_string(o, ranks);
+        fprintf(o, ", \"count\": %zu, \"representative_rank\": %" PRId32 "}", cnt, j->r[rep].rank);
+    }
+    fputs("]}, ", o);
+}
