@@ -960,3 +960,27 @@ Test(job, a_missing_rank_is_said)
     cr_expect(strstr(res.out, "  world size 8, 1 rank(s) MISSING\n"), "%s", res.out);
     cr_expect(strstr(res.out, "    ranks 0-2, 4-7 (7): report of rank 0 below\n"), "%s", res.out);
 }
+
+/* 40 traces: read by worker processes (2 or more cores), the same answer as one by one */
+Test(job, many_traces_read_in_parallel_give_the_same_job)
+{
+    const char *d = job_of(40, 17, 2 * MiB);
+    char bad[PATH_MAX];
+    snprintf(bad, sizeof bad, "%s/zz-cut.gmt", d);
+    write_text(bad, "GMTRACE-cut");
+    struct result res;
+    RUN(&res, NULL, "summary", "--no-symbols", "--json", d);
+    cr_expect_eq(res.status, 2, "one trace is unreadable: %s", res.err);
+    cr_expect_eq(count_of(res.err, "\n"), 1, "said once: %s", res.err);
+    cr_expect(strstr(res.err, "zz-cut.gmt"), "%s", res.err);
+    cr_expect(strstr(res.out, "\"job\": {\"traces\": 40, \"ranked\": 40, \"hosts\": 1, \"job_id\": null, "
+                              "\"world_size\": 40, \"missing_ranks\": 0, \"peak\": {\"min_bytes\": 8388608, "
+                              "\"min_rank\": 0, \"median_bytes\": 8388608, \"max_bytes\": 10485760, \"max_rank\": 17}"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "\"rank\": 17, \"file\": "), "%s", res.out);
+    unlink(bad);
+    RUN(&res, NULL, "summary", "--no-symbols", d);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "    ranks 0-16, 18-39 (39): report of rank 0 below\n    ranks 17 (1): report of rank 17 below\n"),
+              "%s", res.out);
+}

@@ -11,6 +11,7 @@
 #include "args.h"
 #include "cli.h"
 #include "job.h"
+#include "job_read.h"
 #include "metrics.h"
 #include "reader.h"
 #include "replay.h"
@@ -129,7 +130,8 @@ static int summarise_one(const struct gmt_renderer *out, const char *path,
 
 /*
  * Several traces as one job. A first pass reads each trace for its figures only (no
- * binary is opened) and keeps them (job.h), so memory holds one trace at a time; then
+ * binary is opened), on the machine's cores (job_read.c), and keeps them (job.h), so
+ * memory holds a few traces at a time; then
  * the overview, then the reports: every trace's with `all`, else one per group of
  * ranks that behave alike (the rank at the group's median peak stands for it). Traces
  * of processes that used no GPU (a launcher) are left out of the job. The exit status.
@@ -142,47 +144,26 @@ static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
     quick.no_symbols = true;
     struct gmt_job j;
     gmt_job_init(&j);
-    size_t idle = 0;
-    bool *unread = calloc(n ? n : 1, sizeof *unread); /* said once, in the first pass */
-    if (!unread) {
-        gmt_err("gpumemtrace: out of memory");
+    struct gmt_job_read_result res = {.progress = isatty(STDERR_FILENO)};
+    int rr = gmt_job_read(&j, files, n, &quick, &res);
+    for (size_t i = 0; res.err && i < n; i++)
+        if (res.unread[i]) {
+            gmt_err("gpumemtrace: %s", res.err[i]);
+            status = GMT_EXIT_ERROR;
+        }
+    bool *unread = res.unread;
+    size_t idle = res.idle;
+    if (rr) {
+        gmt_err("gpumemtrace: %s", rr == -ENOMEM ? "out of memory"
+                                                  : "a process reading the traces died");
+        gmt_job_free(&j);
+        gmt_job_read_result_free(&res, n);
         return GMT_EXIT_ERROR;
     }
-    bool tty = isatty(STDERR_FILENO);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (size_t i = 0; i < n; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], &quick, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            unread[i] = true;
-            continue;
-        }
-        int r = 0;
-        if (gmt_analysis_used_gpu(&a))
-            r = gmt_job_add(&j, &a);
-        else
-            idle++;
-        gmt_analysis_free(&a);
-        if (r) {
-            gmt_err("gpumemtrace: out of memory");
-            gmt_job_free(&j);
-            free(unread);
-            return GMT_EXIT_ERROR;
-        }
-        /* a progress line on a terminal for anything that takes more than a second */
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if (tty && (t.tv_sec - t0.tv_sec) >= 1)
-            fprintf(stderr, "\rgpumemtrace: read %zu of %zu traces", i + 1, n);
-    }
-    if (tty && (t.tv_sec - t0.tv_sec) >= 1)
-        fprintf(stderr, "\r%*s\r", 60, "");
     if (gmt_job_finish(&j)) {
         gmt_err("gpumemtrace: out of memory");
         gmt_job_free(&j);
-        free(unread);
+        gmt_job_read_result_free(&res, n);
         return GMT_EXIT_ERROR;
     }
     if (out->begin)
@@ -199,7 +180,7 @@ static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
         if (!order) {
             gmt_err("gpumemtrace: out of memory");
             gmt_job_free(&j);
-            free(unread);
+            gmt_job_read_result_free(&res, n);
             return GMT_EXIT_ERROR;
         }
         gmt_job_group_order(&j, order);
@@ -222,7 +203,7 @@ static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
         free(order);
     }
     gmt_job_free(&j);
-    free(unread);
+    gmt_job_read_result_free(&res, n);
     return status;
 }
 

@@ -87,6 +87,18 @@ for r in $(seq 1 3); do
   echo "cli.wall $wall" >>"$res"; echo "cli.cpu $(awk -v u="$usr" -v s="$sys" 'BEGIN { print u + s }')" >>"$res"
 done
 
+echo "== CLI: summary of a job of 1,024 rank traces"
+mkdir -p "$tmp/job"
+for r in $(seq 0 1023); do "$b/gen_trace" 20000 "$tmp/job/r$r.gmt" "$r" 1024 >/dev/null; done
+jsize=$(cat "$tmp"/job/*.gmt | wc -c)
+for r in $(seq 1 3); do
+  /usr/bin/env time -f "%e %M" -o "$tmp/time" "$cli" summary "$tmp/job" >"$tmp/job.txt" 2>"$tmp/cli.err" ||
+    { echo "   summary of the job failed:"; cat "$tmp/cli.err"; }
+  read -r wall rss <"$tmp/time"
+  echo "job.wall $wall" >>"$res"; echo "job.rss $rss" >>"$res"
+done
+rm -rf "$tmp/job"
+
 # ---- the table
 echo
 echo "gpumemtrace bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2; exit}'), medians of $reps"
@@ -115,5 +127,8 @@ wall=$(med cli.wall); cpu=$(med cli.cpu)
 row "summary, $cli_events events: wall (s)" "" "" "$wall s" "< 5 s (10M events)"
 row "summary: records/s per CPU second" "" "" \
   "$(awk -v n="$grec" -v c="$cpu" 'BEGIN { printf "%.2fM", n / c / 1e6 }')" ">= 20M"
+row "summary of 1,024 rank traces: wall (s)" "" "" "$(med job.wall) s" "< 30 s"
+row "summary of 1,024 rank traces: max RSS" "" "" "$(awk -v k="$(med job.rss)" 'BEGIN { printf "%.1f MiB", k / 1024 }')" ""
+echo "(job: 1,024 traces of 20,000 events, $jsize bytes, read on $(nproc) cores)"
 echo "($grec records, $gsize bytes; summary CPU $cpu s; stub driver and stub NCCL return at once,"
 echo " so their rows show the tracer's own cost; the fake driver's mmap/munmap per pair adds noise)"
