@@ -1042,6 +1042,67 @@ Test(cli, merge_shows_the_sites_across_ranks)
         unlink(path[i]);
 }
 
+/* ---- options that do what they say ---- */
+
+Test(cli, op_matches_case_insensitively_and_takes_the_groups_of_the_op)
+{
+    RUN(&res, "summary", "--no-symbols", "--op", "allreduce", "tests/golden/demo-r0.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *t = strstr(res.out, "\nNCCL calls");
+    cr_assert(t, "%s", res.out);
+    cr_expect(strstr(t, "\n  Group(AllReduce) "), "the group of all_reduces is AllReduce's: %s", t);
+    cr_expect(strstr(t, "\n  AllReduce "), "%s", t);
+    cr_expect(!strstr(t, "\n  AllGather ") && !strstr(t, "\n  CommInitRank "), "%s", t);
+    cr_expect_str_empty(res.err);
+    RUN(&res, "summary", "--no-symbols", "--op", "Reduce", "tests/golden/demo-r0.gmt");
+    cr_expect_eq(res.status, 0);
+    cr_expect(strstr(res.err, "tests/golden/demo-r0.gmt: no NCCL call matches --op Reduce (the trace has: "
+                              "CommInitRank, Group(AllReduce), AllReduce, AllGather, CommDestroy)\n"), "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
+}
+
+Test(cli, device_and_window_say_when_they_select_nothing)
+{
+    RUN(&res, "summary", "--no-symbols", "--device", "3", "tests/golden/demo-r0.gmt");
+    cr_expect_eq(res.status, 0);
+    cr_expect(strstr(res.err, "tests/golden/demo-r0.gmt: device 3 is not in the trace (it has 0)\n"), "%s", res.err);
+    RUN(&res, "summary", "--no-symbols", "--from", "100", "tests/golden/demo-r0.gmt");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "--from 100.000 s is past the trace's end (5.266 s)"), "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
+    /* the window applies to the NCCL calls too: none began after 5 s */
+    RUN(&res, "summary", "--no-symbols", "--from", "5", "tests/golden/demo-r0.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *t = strstr(res.out, "\nNCCL calls");
+    cr_assert(t, "%s", res.out);
+    cr_expect(!strstr(t, "\n  AllReduce ") && !strstr(t, "\n  CommInitRank "), "%s", t);
+    RUN(&res, "summary", "--no-symbols", "--to", "1", "tests/golden/demo-r0.gmt");
+    t = strstr(res.out, "\nNCCL calls");
+    cr_assert(t, "%s", res.out);
+    cr_expect(strstr(t, "\n  CommInitRank "), "the init began before 1 s: %s", t);
+    cr_expect(!strstr(t, "\n  AllGather "), "%s", t);
+}
+
+Test(cli, directories_are_searched_below_and_dump_takes_them)
+{
+    char dir[] = "/tmp/gmt-test-cli-dir-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char sub[PATH_MAX], cmd[3 * PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/node-a/ranks", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp tests/golden/demo-r0.gmt '%s/' && cp tests/golden/demo-r1.gmt '%s/'",
+             sub, sub, dir);
+    cr_assert_eq(system(cmd), 0);
+    RUN(&res, "summary", "--no-symbols", dir);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "gpumemtrace summary of a job: 2 trace(s)"), "%s", res.out);
+    RUN(&res, "dump", dir);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "/node-a/ranks/demo-r0.gmt <==\n"), "%.300s", res.out);
+    cr_expect(strstr(res.out, "/demo-r1.gmt <==\n"), "%.300s", res.out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
 /* NVML's free is cuMemGetInfo's, its total counts the driver's reserve too: both
  * sources must say the same used memory. */
 Test(cli, nvml_and_cumemgetinfo_samples_say_the_same_used_memory)

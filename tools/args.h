@@ -54,7 +54,8 @@ void gmt_args_init(struct gmt_args *a);
  * error (reported on stderr) returned. */
 int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, struct gmt_args *a);
 
-/* The traces (*.gmt) in dir, sorted by name; *out and each path are malloc'd.
+/* The traces (*.gmt) in dir and its subdirectories (8 levels; no symbolic link to a
+ * directory is followed), sorted by path; *out and each path are malloc'd.
  * Returns 0 or -errno. */
 int gmt_list_traces(const char *dir, char ***out, size_t *n);
 /* Trace arguments with each directory replaced by the traces in it (what `run -o DIR`

@@ -5,15 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 #include "reader.h"
 #include "trace.h"
 #include "util.h"
 
 const char gmt_help_dump[] =
-    "usage: gpumemtrace dump [--help] [--expand] FILE...\n"
+    "usage: gpumemtrace dump [--help] [--expand] FILE|DIR...\n"
     "\n"
-    "Prints every record of each trace, one line each, in file order:\n"
+    "Prints every record of each trace (a directory: every *.gmt below it), one line\n"
+    "each, in file order:\n"
     "  OFFSET  the record's byte offset in the file\n"
     "  TID     the thread that made it (from the enclosing CHUNK), '-' for none\n"
     "  TIME    seconds since the PROCESS record's monotonic anchor, '-' when the\n"
@@ -483,15 +485,32 @@ int gmt_cmd_dump(int argc, char **argv)
     if (nfiles == 0)
         return gmt_cli_usage_error("dump", "no trace file given");
     int status = GMT_EXIT_OK, shown = 0;
+    /* the file operands, a directory standing for the traces in it */
+    char **ops = malloc((size_t)nfiles * sizeof *ops);
+    if (!ops) {
+        gmt_err("gpumemtrace: out of memory");
+        return GMT_EXIT_ERROR;
+    }
+    int k = 0;
     opts = 1;
-    for (int i = 1; i < argc && !ferror(stdout); i++) {
-        if (!is_file_arg(argv[i], &opts))
-            continue;
-        if (nfiles > 1)
-            printf("%s==> %s <==\n", shown++ ? "\n" : "", argv[i]);
-        int rc = dump_one(argv[i], expand);
+    for (int i = 1; i < argc; i++)
+        if (is_file_arg(argv[i], &opts))
+            ops[k++] = argv[i];
+    char **files = NULL;
+    size_t n = 0;
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    int r = gmt_expand_paths(ops, (size_t)k, &files, &n, &msgs);
+    free(ops);
+    gmt_msgs_print(&msgs, stderr);
+    if (r)
+        status = GMT_EXIT_ERROR;
+    for (size_t i = 0; i < n && !ferror(stdout); i++) {
+        if (n > 1)
+            printf("%s==> %s <==\n", shown++ ? "\n" : "", files[i]);
+        int rc = dump_one(files[i], expand);
         if (rc > status)
             status = rc;
     }
+    gmt_free_paths(files, n);
     return status;
 }

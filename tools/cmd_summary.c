@@ -113,6 +113,45 @@ static int summary_opt(void *ctx, int c, const char *arg)
     return GMT_EXIT_ERROR;
 }
 
+/* --device and --op that select nothing in this trace: said on stderr, with what the
+ * trace has (the report then shows the empty sections). */
+static void say_unmatched(const struct gmt_analysis *a, const struct gmt_report_opts *ro)
+{
+    const struct gmt_report *rep = &a->rep;
+    char have[512];
+    size_t at = 0;
+    have[0] = 0;
+    if (ro->device >= 0) {
+        bool found = false;
+        for (size_t d = 0; d < rep->n_dev; d++) {
+            found |= rep->dev[d].device == ro->device;
+            if (at < sizeof have)
+                at += (size_t)snprintf(have + at, sizeof have - at, "%s%d", d ? ", " : "",
+                                       rep->dev[d].device);
+        }
+        if (!found)
+            gmt_err("gpumemtrace: %s: device %d is not in the trace (it has %s)", a->t.path,
+                    ro->device, rep->n_dev ? have : "none");
+    }
+    if (ro->op) {
+        bool found = false;
+        at = 0;
+        have[0] = 0;
+        for (size_t k = 0; k < rep->n_colls; k++) {
+            found |= gmt_report_coll_selected(ro, &rep->colls[k]);
+            bool dup = false;
+            for (size_t k2 = 0; k2 < k && !dup; k2++)
+                dup = !strcmp(rep->colls[k2].label, rep->colls[k].label);
+            if (!dup && at < sizeof have)
+                at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", at ? ", " : "",
+                                       rep->colls[k].label);
+        }
+        if (!found)
+            gmt_err("gpumemtrace: %s: no NCCL call matches --op %s (the trace has: %s)", a->t.path,
+                    ro->op, rep->n_colls ? have : "none");
+    }
+}
+
 /* One trace's report, the i-th written. 0, or -1 after saying why it could not be read. */
 static int summarise_one(const struct gmt_renderer *out, const char *path,
                          const struct gmt_report_opts *ro, size_t i)
@@ -123,6 +162,7 @@ static int summarise_one(const struct gmt_renderer *out, const char *path,
         gmt_err("gpumemtrace: %s", err);
         return -1;
     }
+    say_unmatched(&a, ro);
     out->trace(stdout, &a, ro, i);
     gmt_analysis_free(&a);
     return 0;

@@ -1145,7 +1145,7 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
  * replay found: the bytes each call tracked, and the allocation counts.
  */
 static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                       int32_t *row_of, uint32_t **order_p)
+                       int32_t *row_of, uint32_t **order_p, uint64_t t_from, uint64_t t_to)
 {
     uint32_t *order;
     struct group_sums g = {NULL, NULL, NULL};
@@ -1155,7 +1155,9 @@ static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const 
         r = group_sums_of(t, order, &g);
     for (size_t k = 0; !r && k < t->n_scopes; k++) {
         size_t i = order ? order[k] : k;
-        if (top[i] == (int32_t)i)
+        /* --from/--to: the calls that began in the window (their row_of stays -1) */
+        const struct gmt_scope *sc = &t->scopes[i];
+        if (top[i] == (int32_t)i && sc->t_begin >= t_from && (!t_to || sc->t_begin <= t_to))
             r = add_call(t, rep, &cap, i, &g, row_of);
     }
     group_sums_free(&g);
@@ -1181,7 +1183,7 @@ static int finish_colls(const struct gmt_trace *t, struct gmt_report *rep, const
         return -ENOMEM;
     for (size_t k = 0; k < t->n_scopes; k++) {
         size_t i = order ? order[k] : k;
-        if (top[i] != (int32_t)i)
+        if (top[i] != (int32_t)i || row_of[i] < 0)
             continue;
         struct gmt_coll_row *row = &rep->colls[row_of[i]];
         int64_t tracked = rep->scope_tracked[i];
@@ -1322,7 +1324,7 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     gmt_hint_huge(rep->scope_tracked, ns * sizeof *rep->scope_tracked);
     gmt_hint_huge(row_of, ns * sizeof *row_of);
     gmt_hint_huge(top, ns * sizeof *top);
-    if ((r = build_colls(t, rep, S.top, row_of, &order)))
+    if ((r = build_colls(t, rep, S.top, row_of, &order, o->t_from, o->t_to)))
         goto out;
     r = -ENOMEM;
     if (!(S.rc = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *S.rc)))

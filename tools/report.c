@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "category.h"
 #include "reader.h"
@@ -133,6 +134,13 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
         a->stack_cat[s] = cat_index(a, name);
     }
     a->stack_cat[0] = cat_index(a, GMT_CAT_UNKNOWN);
+    uint64_t span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
+    if (o->from_ns && o->from_ns > span) {
+        snprintf(err, errlen, "%s: --from %.3f s is past the trace's end (%.3f s)", path,
+                 (double)o->from_ns / 1e9, (double)span / 1e9);
+        gmt_analysis_free(a);
+        return -1;
+    }
     struct gmt_replay_opts ro = {
         .stack_cat = a->stack_cat,
         .device = o->device,
@@ -171,7 +179,24 @@ bool gmt_report_dev_selected(const struct gmt_report_opts *o, int device)
     return o->device < 0 || o->device == device;
 }
 
+/* Whether `label` names op `op` as a whole word: "AllReduce" in "Group(AllReduce+
+ * AllGather)", not "Reduce" in it; case-insensitive. */
+static bool label_names(const char *label, const char *op)
+{
+    size_t n = strlen(op);
+    for (const char *p = label; n && *p; p++) {
+        if (strncasecmp(p, op, n))
+            continue;
+        bool start = p == label || p[-1] == '(' || p[-1] == '+';
+        bool end = !p[n] || p[n] == ')' || p[n] == '+';
+        if (start && end)
+            return true;
+    }
+    return false;
+}
+
 bool gmt_report_coll_selected(const struct gmt_report_opts *o, const struct gmt_coll_row *c)
 {
-    return !o->op || !strcmp(o->op, gmt_op_name(c->op)) || !strncmp(c->label, o->op, strlen(o->op));
+    /* by op name, case-insensitively; a group that holds the op is its too */
+    return !o->op || !strcasecmp(o->op, gmt_op_name(c->op)) || label_names(c->label, o->op);
 }
