@@ -984,3 +984,23 @@ Test(job, many_traces_read_in_parallel_give_the_same_job)
     cr_expect(strstr(res.out, "    ranks 0-16, 18-39 (39): report of rank 0 below\n    ranks 17 (1): report of rank 17 below\n"),
               "%s", res.out);
 }
+
+Test(job, ranks_are_grouped_by_host)
+{
+    char *d = tmpdir();
+    for (int r = 0; r < 8; r++) {
+        struct synth s = normal;
+        s.rank = r;
+        s.pid = 63000 + (uint32_t)r;
+        s.world = 8;
+        s.host = r < 3 || r == 7 ? "node-a" : "node-b";
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/t%d.gmt", d, r);
+        synth_write(path, &s);
+    }
+    struct result res;
+    RUN(&res, NULL, "summary", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "on 2 host(s)\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "\n  hosts  node-a: ranks 0-2,7; node-b: ranks 3-6\n"), "%s", res.out);
+}

@@ -26,6 +26,44 @@ static void spread_line(FILE *o, const char *what, const struct gmt_job_spread *
             a, s->min_rank, b, c, s->max_rank);
 }
 
+/* "  hosts  node-a: ranks 0-3; node-b: ranks 4-7", at most 8 hosts named. */
+static void hosts_line(FILE *o, const struct gmt_job *j)
+{
+    fprintf(o, "  hosts  ");
+    size_t named = 0;
+    for (size_t i = 0; i < j->n && named < 8; i++) {
+        const char *h = j->r[i].host ? j->r[i].host : "?";
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = !strcmp(j->r[k].host ? j->r[k].host : "?", h);
+        if (seen)
+            continue;
+        fprintf(o, "%s", named++ ? "; " : "");
+        gmt_fput_safe(o, h, strlen(h));
+        fprintf(o, ":");
+        /* its ranks (sorted already), as runs */
+        int32_t start = -1, prev = -1;
+        size_t runs = 0;
+        for (size_t k = i; k < j->n; k++) {
+            if (j->r[k].rank < 0 || strcmp(j->r[k].host ? j->r[k].host : "?", h) ||
+                j->r[k].rank == prev)
+                continue;
+            if (prev >= 0 && j->r[k].rank == prev + 1) {
+                prev = j->r[k].rank;
+                continue;
+            }
+            if (prev >= 0)
+                fprintf(o, start == prev ? "%s%d" : "%s%d-%d", runs++ ? "," : " ranks ", start, prev);
+            start = prev = j->r[k].rank;
+        }
+        if (prev >= 0)
+            fprintf(o, start == prev ? "%s%d" : "%s%d-%d", runs++ ? "," : " ranks ", start, prev);
+    }
+    if (j->n_hosts > named)
+        fprintf(o, "; and %zu more", j->n_hosts - named);
+    fputc('\n', o);
+}
+
 void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_report_opts *ro)
 {
     (void)ro;
@@ -40,6 +78,8 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
         fprintf(o, "  world size %" PRId32 ", every rank here\n", j->world_size);
     else if (j->world_size > 0)
         fprintf(o, "  world size %" PRId32 ", %zu rank(s) MISSING\n", j->world_size, j->n_missing);
+    if (j->n_hosts > 1)
+        hosts_line(o, j);
     spread_line(o, "peak per rank", &j->peak);
     spread_line(o, "NCCL per rank", &j->nccl);
     spread_line(o, "untracked per rank", &j->untracked);
