@@ -310,6 +310,97 @@ static void trace_json(FILE *o, const struct gmt_analysis *a, const struct gmt_n
     fprintf(o, "]}");
 }
 
+/* ------------------------------------------------------------ the short form in summary */
+
+/* The purposes of a communicator, largest first, as "receive 20 MiB, send 4 MiB". */
+static void purposes_line(FILE *o, const struct gmt_nccl_comm *c)
+{
+    bool done[GMT_NCCL_NPURPOSES] = {0};
+    for (int shown = 0; shown < 4; shown++) {
+        int best = -1;
+        for (int p = 0; p < GMT_NCCL_NPURPOSES; p++)
+            if (!done[p] && c->by_purpose[p] && (best < 0 || c->by_purpose[p] > c->by_purpose[best]))
+                best = p;
+        if (best < 0)
+            break;
+        done[best] = true;
+        char b[32];
+        fprintf(o, "%s%s %s", shown ? ", " : "", gmt_nccl_purpose_key(best),
+                mb(b, sizeof b, c->by_purpose[best]));
+    }
+}
+
+void gmt_explain_brief_text(FILE *o, const struct gmt_analysis *a)
+{
+    struct gmt_nccl_model m;
+    if (gmt_nccl_model_build(a, &m))
+        return;
+    if (!m.n_c) {
+        gmt_nccl_model_free(&m);
+        return;
+    }
+    char b1[32], b2[32];
+    fprintf(o, "\nNCCL memory by purpose ('gpumemtrace explain' says why, and what other settings would do)\n");
+    for (size_t i = 0; i < m.n_c && i < 4; i++) {
+        const struct gmt_nccl_comm *c = &m.c[i];
+        if (c->comm)
+            fprintf(o, "  comm #%d rank %d/%d", c->index, c->rank, c->nranks);
+        else
+            fprintf(o, "  no communicator");
+        fprintf(o, ": %s device, %s host: ", mb(b1, sizeof b1, c->dev_bytes),
+                mb(b2, sizeof b2, c->host_bytes));
+        purposes_line(o, c);
+        if (c->coll_channels)
+            fprintf(o, "; %d channels", c->coll_channels);
+        fprintf(o, "\n");
+    }
+    if (m.n_c > 4)
+        fprintf(o, "  ... %zu more communicators\n", m.n_c - 4);
+    struct gmt_nccl_saving sv[3];
+    size_t ns = gmt_nccl_savings(&m, sv, 3);
+    for (size_t i = 0; i < ns; i++)
+        fprintf(o, "  %s %s would save %s (%s)\n", i ? "   " : "try", sv[i].setting,
+                mb(b1, sizeof b1, sv[i].saves), sv[i].cost);
+    gmt_nccl_model_free(&m);
+}
+
+void gmt_explain_brief_json(FILE *o, const struct gmt_analysis *a)
+{
+    struct gmt_nccl_model m;
+    if (gmt_nccl_model_build(a, &m) || !m.n_c) {
+        gmt_nccl_model_free(&m);
+        fprintf(o, "null");
+        return;
+    }
+    fprintf(o, "{\"modelled\": %s, \"communicators\": [", m.modelled ? "true" : "false");
+    for (size_t i = 0; i < m.n_c; i++) {
+        const struct gmt_nccl_comm *c = &m.c[i];
+        fprintf(o, "%s{\"index\": %d, \"rank\": %d, \"nranks\": %d, \"device_bytes\": %" PRIu64
+                ", \"host_bytes\": %" PRIu64 ", \"channels\": %d, \"by_purpose\": {", i ? ", " : "",
+                c->index, c->rank, c->nranks, c->dev_bytes, c->host_bytes, c->coll_channels);
+        bool first = true;
+        for (int p = 0; p < GMT_NCCL_NPURPOSES; p++)
+            if (c->by_purpose[p]) {
+                fprintf(o, "%s\"%s\": %" PRIu64, first ? "" : ", ", gmt_nccl_purpose_key(p),
+                        c->by_purpose[p]);
+                first = false;
+            }
+        fprintf(o, "}}");
+    }
+    fprintf(o, "], \"savings\": [");
+    struct gmt_nccl_saving sv[3];
+    size_t ns = gmt_nccl_savings(&m, sv, 3);
+    for (size_t i = 0; i < ns; i++) {
+        fprintf(o, "%s{\"setting\": ", i ? ", " : "");
+        gmt_fput_json_string(o, sv[i].setting);
+        fprintf(o, ", \"saves\": %" PRIu64 ", \"cost\": ", sv[i].saves);
+        gmt_fput_json_string(o, sv[i].cost);
+        fprintf(o, "}");
+    }
+    fprintf(o, "]}");
+    gmt_nccl_model_free(&m);
+}
+
 int gmt_cmd_explain(int argc, char **argv)
 {
     struct opts w = {0};

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report.h"
 
@@ -152,6 +153,11 @@ struct gmt_nccl_saving {
     const char *cost;
 };
 size_t gmt_nccl_savings(const struct gmt_nccl_model *m, struct gmt_nccl_saving *out, size_t max);
+
+/* explain's short form inside summary (cmd_explain.c): a few lines per trace with NCCL
+ * memory, nothing without; JSON: an object (null without NCCL memory). */
+void gmt_explain_brief_text(FILE *out, const struct gmt_analysis *a);
+void gmt_explain_brief_json(FILE *out, const struct gmt_analysis *a);
 
 /* The NCCL version and settings that differ between two traces, as
  * "NCCL_BUFFSIZE 4194304 -> 8388608, NCCL 2.28.9 -> 2.29.1" into buf ("" when none). */
