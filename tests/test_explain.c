@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "json.h"
 #include "nccl_model.h"
 #include "golden/tracebuild.h"
@@ -466,6 +467,42 @@ Test(explain, diff_names_the_setting_next_to_the_growth, .timeout = 90)
                               "-- NCCL_BUFFSIZE unset -> 8388608") != NULL, "%s", res.out);
     RUN(&res, NULL, "diff", a, a);
     cr_expect(strstr(res.out, "NCCL changed") == NULL, "%s", res.out);
+}
+
+Test(explain, check_and_merge_name_the_setting, .timeout = 90)
+{
+    static const char *const big[] = {"NCCL_BUFFSIZE=8388608", NULL};
+    const char *a = traced(NULL), *b = traced(big);
+    char bl[PATH_MAX];
+    snprintf(bl, sizeof bl, "%s/nccl-baseline.json", a);
+    static struct result res;
+    RUN(&res, NULL, "check", a, "--write-baseline", bl);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    RUN(&res, NULL, "check", b, "--baseline", bl);
+    cr_expect_eq(res.status, 1, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.out, "NCCL changed since the baseline: NCCL_BUFFSIZE unset -> 8388608\n") != NULL,
+              "%s", res.out);
+    RUN(&res, NULL, "check", a, "--baseline", bl);
+    cr_expect_eq(res.status, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "NCCL changed") == NULL, "%s", res.out);
+    /* one rank of each run side by side */
+    char **fa, **fb;
+    size_t na, nb;
+    cr_assert_eq(gmt_list_traces(a, &fa, &na), 0);
+    cr_assert_eq(gmt_list_traces(b, &fb, &nb), 0);
+    cr_assert(na == 2 && nb == 2);
+    RUN(&res, NULL, "merge", fa[0], fb[1]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "ranks differ: rank 1 added most -- NCCL_BUFFSIZE unset -> 8388608") != NULL,
+              "%s", res.out);
+    cr_expect(strstr(res.out, "rank 1's NCCL differs from rank 0's: NCCL_BUFFSIZE unset -> 8388608") != NULL,
+              "%s", res.out);
+    for (size_t i = 0; i < 2; i++) {
+        free(fa[i]);
+        free(fb[i]);
+    }
+    free(fa);
+    free(fb);
 }
 
 Test(explain, summary_shows_the_short_form, .timeout = 60)
