@@ -408,6 +408,26 @@ Test(explain, a_version_without_model_shows_only_what_was_observed)
     cr_expect(strstr(res.out, "transport buffers") == NULL, "%s", res.out);
 }
 
+/* A real trace: PyTorch's init_process_group on one H200 (NCCL 2.28.9, 2026-12-01), a
+ * single-rank communicator, traced by `gpumemtrace run -- python3 one.py`. The same run
+ * with NCCL_MAX_NCHANNELS=8 made init 52 MiB (diff: 388 MiB -> 52 MiB, initChannel's
+ * three sites 128 MiB -> 16 MiB each). Read here without NCCL's binary: no frames. */
+Test(explain, real_single_rank_init_predicts_max_nchannels)
+{
+    static struct result res;
+    RUN(&res, NULL, "explain", "--json", "--what-if", "NCCL_MAX_NCHANNELS=8",
+        "tests/explain/h200-one-rank.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    struct gmt_json *j = parse(res.out);
+    const struct gmt_json *c = first_comm(j);
+    cr_expect_eq(num(c, "device_bytes"), (int64_t)(388 * MiB));
+    cr_expect_eq(num(c, "channels_init"), 64, "194 allocations: 3 per channel and 2");
+    const struct gmt_json *w = &gmt_json_get(c, "what_if")->items[0];
+    cr_expect_eq(num(w, "device_bytes"), (int64_t)(52 * MiB), "as the rerun measured");
+    cr_expect_str_eq(str(w, "confidence"), "likely");
+    gmt_json_free(j);
+}
+
 /* ---- the model's parts ---- */
 
 Test(explain, nccl_functions_name_their_purpose)

@@ -84,9 +84,12 @@ static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_n
     if (c->coll_channels)
         fprintf(o, "    channels   %d at the first collective (%d receive buffers, one ring peer each)\n",
                 c->coll_channels, c->coll_channels);
-    if (c->init_channels)
+    if (c->init_channels && !c->init_guessed)
         fprintf(o, "    channels   %d with device structures from initChannel at init\n",
                 c->init_channels);
+    else if (c->init_channels)
+        fprintf(o, "    channels   %d with device structures at init, read from their count "
+                "(3 per channel and 2, as NCCL 2.28 makes them; no frames)\n", c->init_channels);
     if (!m->modelled) {
         fprintf(o, "    no model for NCCL %s: only what was observed is shown\n",
                 m->version ? "of this version" : "of unknown version");

@@ -304,11 +304,14 @@ static void plain_name(const char *fn, char *buf, size_t len)
     char dm[512];
     const char *d = gmt_demangle(fn, dm, sizeof dm);
     snprintf(buf, len, "%s", d ? d : "");
-    buf[strcspn(buf, "(.")] = 0;
-    /* a C++ scope or template: the last component names the function */
-    char *colon = strrchr(buf, ':');
-    if (colon)
-        memmove(buf, colon + 1, strlen(colon + 1) + 1);
+    /* no arguments, template arguments or clone suffix; then the last word of what is
+     * left ("ncclResult_t ncclCudaCallocAsyncDebug<int>") after any C++ scope */
+    buf[strcspn(buf, "(.<")] = 0;
+    char *cut = strrchr(buf, ':'), *sp = strrchr(buf, ' ');
+    if (sp && (!cut || sp > cut))
+        cut = sp;
+    if (cut)
+        memmove(buf, cut + 1, strlen(cut + 1) + 1);
 }
 
 static bool is_nccl_module(const char *path)
@@ -615,6 +618,27 @@ static int add_alloc(struct build *B, const struct gmt_timed_event *e)
     return 0;
 }
 
+/* The channel structures and device comm at init, without frames to tell them apart:
+ * NCCL 2.28 makes 3 small allocations per channel and 2 for the device comm, each its
+ * own buffer; a count of that form is read so (a count of another form is left alone). */
+static void guess_init_channels(struct gmt_nccl_comm *c)
+{
+    uint64_t n = 0, each = 0;
+    for (size_t i = 0; i < c->n_g; i++) {
+        const struct gmt_nccl_group *g = &c->g[i];
+        if (g->purpose != GMT_NCCL_CHANNEL || g->host)
+            continue;
+        if (g->how == GMT_NCCL_BY_STACK || (each && g->each != each))
+            return;
+        each = g->each;
+        n += g->count;
+    }
+    if (n > 2 && (n - 2) % 3 == 0 && (n - 2) / 3 <= MAXCHANNELS) {
+        c->init_channels = (int)((n - 2) / 3);
+        c->init_guessed = true;
+    }
+}
+
 static void implied_counts(struct gmt_nccl_comm *c)
 {
     for (size_t i = 0; i < c->n_g; i++) {
@@ -629,6 +653,8 @@ static void implied_counts(struct gmt_nccl_comm *c)
         if (g->purpose == GMT_NCCL_SEND && g->first_coll && !c->send_each)
             c->send_each = g->each;
     }
+    if (!c->init_channels)
+        guess_init_channels(c);
 }
 
 int gmt_nccl_model_build(const struct gmt_analysis *a, struct gmt_nccl_model *m)
@@ -669,7 +695,8 @@ int gmt_nccl_model_build(const struct gmt_analysis *a, struct gmt_nccl_model *m)
         }
     }
     for (size_t i = 0; i < m->n_c; i++)
-        implied_counts(&m->c[i]);
+        if (m->modelled)
+            implied_counts(&m->c[i]);
     if (!m->n_c)
         m->cumem = false;
 out:
@@ -731,7 +758,9 @@ void gmt_nccl_predict(const struct gmt_nccl_model *m, const struct gmt_nccl_comm
     struct gmt_nccl_p2p_sizes was, will;
     gmt_nccl_p2p_sizes(&m->set, &was);
     gmt_nccl_p2p_sizes(to, &will);
-    bool assumed = false, disagree = false;
+    bool assumed = false, disagree = false, guessed_done = false;
+    bool chans_change = to->v[GMT_NCCL_K_MIN_NCHANNELS] != m->set.v[GMT_NCCL_K_MIN_NCHANNELS] ||
+                        to->v[GMT_NCCL_K_MAX_NCHANNELS] != m->set.v[GMT_NCCL_K_MAX_NCHANNELS];
     int ch_coll = c->coll_channels, ch_init = c->init_channels;
     int new_coll = ch_coll ? channels_under(ch_coll, &m->set, to, &assumed) : 0;
     int new_init = ch_init ? channels_under(ch_init, &m->set, to, &assumed) : 0;
@@ -743,10 +772,20 @@ void gmt_nccl_predict(const struct gmt_nccl_model *m, const struct gmt_nccl_comm
         uint64_t count = g->count, each = g->each;
         switch (g->purpose) {
         case GMT_NCCL_CHANNEL:
-            if (ch_init && g->how == GMT_NCCL_BY_STACK)
+            if (ch_init && g->how == GMT_NCCL_BY_STACK) {
                 count = g->count * (uint64_t)new_init / (uint64_t)ch_init;
-            else if (ch_coll && g->how != GMT_NCCL_BY_STACK && new_coll != ch_coll)
+            } else if (g->how != GMT_NCCL_BY_STACK && !g->host && c->init_guessed) {
+                /* 3 per channel and 2 more, over all such groups: charged once, here */
+                if (!guessed_done)
+                    count = 3 * (uint64_t)new_init + 2;
+                else
+                    count = 0;
+                guessed_done = true;
+                if (new_init != ch_init)
+                    assumed = true;
+            } else if (g->how != GMT_NCCL_BY_STACK && chans_change) {
                 assumed = true; /* structures at init with no frames to count channels by */
+            }
             break;
         case GMT_NCCL_RECV:
         case GMT_NCCL_SEND: {

@@ -114,6 +114,9 @@ struct gmt_nccl_comm {
     uint64_t by_purpose[GMT_NCCL_NPURPOSES];
     /* counts the buffers imply, 0 unknown */
     int init_channels;         /* channels whose structures initChannel made at init */
+    bool init_guessed;         /* init_channels read from the count of init's device
+                                * allocations (no frames): NCCL 2.28 makes 3 per channel
+                                * (initChannel) and 2 more (devCommSetup) */
     int coll_channels;         /* receive buffers of the first collective, one ring peer each */
     uint64_t recv_each, send_each; /* their sizes, 0 none */
 };
