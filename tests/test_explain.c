@@ -426,6 +426,10 @@ Test(explain, real_single_rank_init_predicts_max_nchannels)
     cr_expect_eq(num(w, "device_bytes"), (int64_t)(52 * MiB), "as the rerun measured");
     cr_expect_str_eq(str(w, "confidence"), "likely");
     gmt_json_free(j);
+    /* summary's advice: half the channels, 96 of the 192 structures */
+    RUN(&res, NULL, "summary", "tests/explain/h200-one-rank.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "try NCCL_MAX_NCHANNELS=32 would save 192 MiB") != NULL, "%s", res.out);
 }
 
 /* ---- the model's parts ---- */

@@ -164,9 +164,12 @@ static void trace_text(FILE *o, const struct gmt_analysis *a, const struct gmt_n
     const struct gmt_trace *t = &a->t;
     char b1[32], b2[32], b3[32];
     fprintf(o, "gpumemtrace explain: NCCL memory of %s\n", t->path);
-    if (t->has_proc)
-        fprintf(o, "  process   pid %u%s%s, rank %d\n", t->proc.pid, t->host ? " on " : "",
-                t->host ? t->host : "", t->proc.rank);
+    if (t->has_proc) {
+        fprintf(o, "  process   pid %u%s%s", t->proc.pid, t->host ? " on " : "", t->host ? t->host : "");
+        if (t->proc.rank >= 0)
+            fprintf(o, ", rank %d", t->proc.rank);
+        fprintf(o, "\n");
+    }
     int32_t v = m->version;
     if (v > 0)
         fprintf(o, "  NCCL      %d.%d.%d: %s", v / 10000, v / 100 % 100, v % 100,

@@ -613,7 +613,7 @@ static int add_alloc(struct build *B, const struct gmt_timed_event *e)
     else
         cm->dev_bytes += e->bytes;
     cm->by_purpose[purpose] += e->bytes;
-    if (!host && e->kind != GMT_KIND_PHYSICAL)
+    if (!host && e->kind != GMT_KIND_PHYSICAL && e->kind != GMT_KIND_NCCL_MEM)
         B->m->cumem = false;
     return 0;
 }
@@ -837,9 +837,12 @@ size_t gmt_nccl_savings(const struct gmt_nccl_model *m, struct gmt_nccl_saving *
     if (!m->modelled || !m->n_c)
         return 0;
     int chans = 0;
-    for (size_t i = 0; i < m->n_c; i++)
+    for (size_t i = 0; i < m->n_c; i++) {
         if (m->c[i].coll_channels > chans)
             chans = m->c[i].coll_channels;
+        if (m->c[i].init_channels > chans)
+            chans = m->c[i].init_channels;
+    }
     struct {
         int knob;
         int64_t value;
