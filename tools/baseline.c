@@ -103,7 +103,25 @@ int gmt_baseline_write(FILE *out, const struct gmt_baseline *b)
         fprintf(out, "%s\n    ", i ? "," : "");
         write_metric(out, &b->metrics.v[i]);
     }
-    fprintf(out, "%s],\n  \"schema\": \"%s\"\n}\n", b->metrics.n ? "\n  " : "", GMT_BASELINE_SCHEMA);
+    fprintf(out, "%s]", b->metrics.n ? "\n  " : "");
+    if (b->nccl.known) {
+        /* what diff and check name when NCCL memory changed */
+        fprintf(out, ",\n  \"nccl\": {\"env\": {");
+        int k = 0;
+        for (const char *l = b->nccl.env; *l;) {
+            const char *nl = strchr(l, '\n'), *eq = strchr(l, '=');
+            size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+            if (eq && eq < l + ll) {
+                fprintf(out, "%s", k++ ? ", " : "");
+                gmt_fput_json_stringn(out, l, (size_t)(eq - l));
+                fprintf(out, ": ");
+                gmt_fput_json_stringn(out, eq + 1, ll - (size_t)(eq - l) - 1);
+            }
+            l += ll + (nl ? 1 : 0);
+        }
+        fprintf(out, "}, \"version\": %d}", b->nccl.version);
+    }
+    fprintf(out, ",\n  \"schema\": \"%s\"\n}\n", GMT_BASELINE_SCHEMA);
     return ferror(out) ? -EIO : 0;
 }
 
@@ -326,6 +344,35 @@ static int parse_metrics(const struct gmt_json *v, struct gmt_metrics *ms, char 
     return 0;
 }
 
+/* "nccl": {"env": {"NCCL_X": "value", ...}, "version": N}, the run's NCCL. */
+static int parse_nccl(const struct gmt_json *v, struct gmt_nccl_print *p, char *err, size_t errlen)
+{
+    if (v->type != GMT_JSON_OBJECT)
+        return bad(v, err, errlen, "\"nccl\" wants an object");
+    memset(p, 0, sizeof *p);
+    const struct gmt_json *env = gmt_json_get(v, "env"), *ver = gmt_json_get(v, "version");
+    int64_t x = 0;
+    if (ver && (gmt_json_int64(ver, &x) || x < 0 || x > INT32_MAX))
+        return bad(ver, err, errlen, "\"version\" wants NCCL's version number (22809)");
+    p->version = (int32_t)x;
+    if (env && env->type != GMT_JSON_OBJECT)
+        return bad(env, err, errlen, "\"env\" wants an object of strings");
+    size_t at = 0;
+    for (size_t i = 0; env && i < env->n; i++) {
+        const struct gmt_json *e = &env->items[i];
+        const char *name = env->keys[i];
+        if (e->type != GMT_JSON_STRING || strncmp(name, "NCCL_", 5) || strpbrk(name, "=\n") ||
+            memchr(e->str, '\n', e->len))
+            return bad(e, err, errlen, "\"env\" wants NCCL_* names and one-line strings");
+        size_t need = strlen(name) + 1 + e->len + 1;
+        if (at + need + 1 > sizeof p->env)
+            return bad(e, err, errlen, "\"env\" is longer than %d bytes", GMT_NCCL_PRINT_MAX);
+        at += (size_t)snprintf(p->env + at, sizeof p->env - at, "%s=%s\n", name, e->str);
+    }
+    p->known = true;
+    return 0;
+}
+
 /* One key of the baseline's object. 0, -EINVAL or -ENOMEM with the message in err. */
 static int parse_key(struct gmt_baseline *b, const char *k, const struct gmt_json *v, char *err,
                      size_t errlen)
@@ -342,6 +389,8 @@ static int parse_key(struct gmt_baseline *b, const char *k, const struct gmt_jso
     }
     if (!strcmp(k, "limits"))
         return parse_limits(v, &b->limits, err, errlen);
+    if (!strcmp(k, "nccl"))
+        return parse_nccl(v, &b->nccl, err, errlen);
     if (!strcmp(k, "metrics"))
         return parse_metrics(v, &b->metrics, err, errlen);
     return bad(v, err, errlen, "unknown key \"%s\" in a baseline", k);

@@ -6,12 +6,14 @@
 
 #include "growth.h"
 #include "metrics.h"
+#include "nccl_model.h"
 
 /* A baseline: what a reviewed run measured, and the limits it was written with. */
 struct gmt_baseline {
     struct gmt_metrics metrics;
     struct gmt_limits limits;
     char category[GMT_CAT_NAME_MAX + 1]; /* "" none */
+    struct gmt_nccl_print nccl;          /* the run's NCCL version and NCCL_* variables */
 };
 void gmt_baseline_free(struct gmt_baseline *b);
 

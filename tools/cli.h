@@ -19,6 +19,7 @@
     X(run, "run a command with the tracer preloaded, then summarise its traces") \
     X(summary, "where the device memory went: peak, NCCL calls, sites, leaks, failures") \
     X(merge, "the traces of many ranks side by side: peaks, NCCL calls across ranks") \
+    X(explain, "what NCCL's memory is for: buffers by purpose, why that size, what if") \
     X(diff, "what grew or shrank between two runs: categories, collectives, sites, peaks") \
     X(check, "fail CI when NCCL memory grew beyond a baseline's limits; write baselines") \
     X(export, "device memory by call stack for other tools: folded stacks for flame graphs") \

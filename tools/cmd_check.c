@@ -165,9 +165,10 @@ static int write_baseline(const char *path, const struct gmt_baseline *b)
 
 /* --write-baseline: the metrics measured and the limits given, as a new baseline. */
 static int write_new_baseline(const char *path, const struct gmt_metrics *now,
-                              const struct gmt_limits *cli, const char *category)
+                              const struct gmt_limits *cli, const char *category,
+                              const struct gmt_nccl_print *nccl)
 {
-    struct gmt_baseline nb = {.metrics = *now, .limits = *cli};
+    struct gmt_baseline nb = {.metrics = *now, .limits = *cli, .nccl = *nccl};
     if (category)
         snprintf(nb.category, sizeof nb.category, "%s", category);
     int r = write_baseline(path, &nb);
@@ -210,8 +211,11 @@ static int ranks_differ(const struct gmt_whos *bw, const struct gmt_whos *nw)
 /* --baseline: each metric against the baseline's, rendered; the exit status. `base` and
  * `now` are the side's own, changed here (ranks kept, or the job's aggregates). */
 static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const struct check_args *ca,
-                   const struct timespec *t0)
+                   const struct timespec *t0, const struct gmt_nccl_print *nccl)
 {
+    char changed[1024];
+    if (gmt_nccl_print_diff(&base->nccl, nccl, changed, sizeof changed)[0])
+        printf("NCCL changed since the baseline: %s\n", changed);
     struct gmt_whos bw = {0}, nw = {0};
     struct gmt_metrics bagg = {0}, nagg = {0};
     const struct gmt_metrics *bm = &base->metrics, *nm = now;
@@ -318,9 +322,21 @@ int gmt_cmd_check(int argc, char **argv)
     if (status == GMT_EXIT_OK)
         status = measure(&now, argv + args.first, (size_t)(argc - args.first), &args.ro,
                          category);
+    /* what of NCCL the run had: the first trace's (the ranks of a job share it) */
+    static struct gmt_nccl_print nccl;
+    if (status == GMT_EXIT_OK) {
+        char **paths = NULL;
+        size_t n_paths = 0;
+        struct gmt_msgs msgs = GMT_MSGS_INIT;
+        if (gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &paths, &n_paths,
+                             &msgs) == 0)
+            (void)gmt_nccl_print_of_paths(paths, n_paths, &nccl);
+        gmt_msgs_print(&msgs, stderr); /* measure() read the same paths: none, normally */
+        gmt_free_paths(paths, n_paths);
+    }
     if (status == GMT_EXIT_OK)
-        status = ca.write_path ? write_new_baseline(ca.write_path, &now, &ca.cli, category)
-                               : compare(&base, &now, &ca, &t0);
+        status = ca.write_path ? write_new_baseline(ca.write_path, &now, &ca.cli, category, &nccl)
+                               : compare(&base, &now, &ca, &t0, &nccl);
     gmt_metrics_free(&now);
     gmt_baseline_free(&base);
     return status;

@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "metrics.h"
+#include "nccl_model.h"
 #include "stacks.h"
 
 struct row {
@@ -236,6 +237,7 @@ static int pair_of(struct gmt_diff_pair *p, const struct gmt_analysis *ab,
 {
     p->base = ab;
     p->now = an;
+    gmt_nccl_settings_diff(&ab->t, &an->t, p->nccl_changed, sizeof p->nccl_changed);
     p->rb = (struct gmt_vec)GMT_VEC_INIT(struct row);
     p->rn = (struct gmt_vec)GMT_VEC_INIT(struct row);
     int r = rows_of(ab, frames, &p->rb);

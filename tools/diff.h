@@ -32,6 +32,8 @@ struct gmt_diff_pair {
     const struct gmt_analysis *base, *now;
     struct gmt_diff_change *c; size_t n; /* biggest change first */
     struct gmt_vec rb, rn;     /* the two processes' rows, which own the keys */
+    char nccl_changed[512];    /* NCCL version and settings that differ, "" none
+                                * (gmt_nccl_settings_diff) */
 };
 
 /* A process of one side that the other lacks. */

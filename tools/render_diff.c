@@ -23,6 +23,8 @@ static void pair_json(FILE *o, const struct gmt_diff_pair *p, bool first)
     gmt_fput_json_stringn(o, p->base->t.path, strlen(p->base->t.path));
     fprintf(o, ", \"new_file\": ");
     gmt_fput_json_stringn(o, p->now->t.path, strlen(p->now->t.path));
+    fprintf(o, ", \"nccl_changed\": ");
+    gmt_fput_json_string(o, p->nccl_changed);
     fprintf(o, ", \"changes\": [");
     for (size_t i = 0; i < p->n; i++) {
         const char *tab = strchr(p->c[i].key, '\t');
@@ -50,6 +52,8 @@ static void pair_text(FILE *o, const struct gmt_diff_pair *p, long top, bool all
         changed += p->c[i].delta != 0 || p->c[i].in_base != p->c[i].in_new;
     fprintf(o, "\n%s: %s -> %s: %zu change%s\n", p->who, p->base->t.path, p->now->t.path,
             changed, changed == 1 ? "" : "s");
+    if (p->nccl_changed[0])
+        fprintf(o, "  NCCL changed: %s\n", p->nccl_changed);
     size_t shown = 0, limit = top > 0 ? (size_t)top : SIZE_MAX;
     int wk = 4;
     for (size_t i = 0; i < p->n; i++) {
@@ -71,10 +75,15 @@ static void pair_text(FILE *o, const struct gmt_diff_pair *p, long top, bool all
         else
             snprintf(d, sizeof d, "0 B");
         const struct gmt_diff_change *c = &p->c[i];
-        fprintf(o, "  %10s  %10s -> %10s  %-*.*s  %s%s\n", d,
+        /* NCCL's own rows carry what changed in NCCL next to their growth */
+        bool nccl_row = p->nccl_changed[0] && c->delta &&
+                        (!strncmp(c->key, "init\t", 5) || !strncmp(c->key, "first_call\t", 11) ||
+                         !strncmp(c->key, "steady\t", 7));
+        fprintf(o, "  %10s  %10s -> %10s  %-*.*s  %s%s%s%s\n", d,
                 fmt_val(b, sizeof b, c->in_base, c->base), fmt_val(w, sizeof w, c->in_new, c->now),
                 wk, (int)(tab - c->key), c->key, tab + 1,
-                !c->in_base ? "  (new)" : !c->in_new ? "  (gone)" : "");
+                !c->in_base ? "  (new)" : !c->in_new ? "  (gone)" : "", nccl_row ? "  -- " : "",
+                nccl_row ? p->nccl_changed : "");
         shown++;
     }
     size_t hidden = 0;

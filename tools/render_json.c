@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "holders.h"
+#include "nccl_model.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -283,7 +284,9 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_held(out, a);
     json_fails(out, a);
     json_open(out, a);
-    fprintf(out, "], \"unmatched_frees\": %" PRIu64 "}", a->rep.unmatched_frees);
+    fprintf(out, "], \"unmatched_frees\": %" PRIu64 ", \"nccl_memory\": ", a->rep.unmatched_frees);
+    gmt_explain_brief_json(out, a);
+    fprintf(out, "}");
 }
 
 static void json_end(FILE *out)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "holders.h"
+#include "nccl_model.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -375,6 +376,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_header(out, a, o);
     text_peaks(out, a, o);
     text_colls(out, a, o);
+    gmt_explain_brief_text(out, a);
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);
     text_held(out, a);

@@ -4,14 +4,17 @@
  * the driver, and when and where it allocates):
  * - links the CUDA runtime statically and imports no cu* or cuda* symbol: its driver entry
  *   points come from cudaGetDriverEntryPointByVersion (-> the driver's cuGetProcAddress);
- * - ncclCommInitRank*: per-channel metadata and the device comm (small buffers, each a
- *   cuMemCreate rounded to 2 MiB), a 1 MiB host-pinned work FIFO (cudaHostAlloc) and, at
+ * - ncclCommInitRank*: per-channel metadata (initChannel) and the device comm
+ *   (devCommSetup; small buffers, each a cuMemCreate rounded to 2 MiB), a 1 MiB
+ *   host-pinned work FIFO (devCommSetup, cudaHostAlloc) and, at
  *   the first init on a device, its kernels loaded into the context (hidden device
  *   memory, FAKENCCL_KERNEL_BYTES, that no allocation call shows);
  * - the first collective connects the channels: the calling thread hands the work to the
  *   communicator's proxy service thread ("NCCL Service <rank>", created at init) and
- *   waits while that thread allocates, per channel, a receive buffer of
- *   roundup(4096 + LL + LL128 + NCCL_BUFFSIZE, 2 MiB) and a 2 MiB send buffer, each
+ *   waits while that thread (ncclProxyService) allocates, per channel, a receive buffer of
+ *   roundup(4096 + LL + LL128 + NCCL_BUFFSIZE, 2 MiB) (p2pRecvProxySetup) and a 2 MiB send
+ *   buffer (p2pSendProxySetup; with NCCL_P2P_READ_ENABLE=1 Simple moves from the receive
+ *   to the send side), each through ncclP2pAllocateShareableBuffer and ncclCuMemAlloc:
  *   cuMemCreate -> cuMemAddressReserve -> cuMemMap -> cuMemSetAccess; the first
  *   collective on a device also loads more kernels (hidden, FAKENCCL_LAZY_BYTES); each
  *   rank then maps the next rank's receive buffers (cuMemExportToShareableHandle there,
@@ -53,6 +56,14 @@
 #include <unistd.h>
 
 #define API __attribute__((visibility("default")))
+/* The allocation paths carry the names of NCCL's own functions and stay out of line, so a
+ * stack recorded in them reads as one recorded in the real library does. */
+#define NCCL_FN __attribute__((noinline, noipa))
+/* after a call that must keep its caller's frame: no tail call past it */
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+#define FAKENCCL_DEV_CHANNEL_PEER_BYTES 608 /* sizeof(struct ncclDevChannelPeer), NCCL 2.28 */
+#define FAKENCCL_RECV_MEM_BYTES 4096        /* sizeof(struct ncclRecvMem) */
+#define FAKENCCL_SEND_MEM_BYTES 4096        /* sizeof(struct ncclSendMem) */
 #define MAXR 16
 #define CHUNK ((size_t)1 << 20) /* bytes per exchange slot */
 #define MIB ((size_t)1 << 20)
@@ -164,8 +175,9 @@ static int cumem_enabled(void)
     return env_long("NCCL_CUMEM_ENABLE", 1, 0, 1) == 1;
 }
 
-/* NCCL's cuMem path: create, reserve, map, give the device read-write access. */
-static ncclResult_t buf_alloc(int dev, size_t size, CUdeviceptr *out, size_t *mapped, CUmemGenericAllocationHandle *hout)
+/* NCCL's cuMem path (ncclCuMemAlloc): create, reserve, map, give the device read-write
+ * access; with cuMem off, cudaMalloc of the size asked. */
+static NCCL_FN ncclResult_t ncclCuMemAlloc(int dev, size_t size, CUdeviceptr *out, size_t *mapped, CUmemGenericAllocationHandle *hout)
 {
     if (!cumem_enabled()) {
         void *p = NULL;
@@ -234,7 +246,9 @@ struct bufs {
     int n, cap;
 };
 
-static ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, enum alloc_log kind)
+/* One device buffer kept in b (ncclCudaCalloc, or ncclP2pAllocateShareableBuffer's
+ * allocation when kind is LOG_SHAREABLE). */
+static NCCL_FN ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, enum alloc_log kind)
 {
     if (b->n == b->cap) {
         int cap = b->cap ? 2 * b->cap : 16;
@@ -246,7 +260,7 @@ static ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, enum alloc_lo
     CUdeviceptr p;
     size_t mapped;
     CUmemGenericAllocationHandle h = 0;
-    ncclResult_t r = buf_alloc(dev, size, &p, &mapped, &h);
+    ncclResult_t r = ncclCuMemAlloc(dev, size, &p, &mapped, &h);
     if (r) return r;
     if (mapped) log_alloc(kind, size, (void *)(uintptr_t)p);
     b->v[b->n].p = p;
@@ -461,11 +475,36 @@ static ncclResult_t import_next(struct ncclComm *c)
     return ncclSuccess;
 }
 
+/* NCCL's ncclP2pAllocateShareableBuffer: a transport buffer peers can import. */
+static NCCL_FN ncclResult_t ncclP2pAllocateShareableBuffer(struct ncclComm *c, size_t size)
+{
+    ncclResult_t r = bufs_add(&c->conn, c->dev, size, LOG_SHAREABLE);
+    KEEP_FRAME();
+    return r;
+}
+
+/* The P2P transport's proxy side (p2p.cc): the receive buffer holds the ncclRecvMem
+ * header and the LL, LL128 and (unless P2P read) Simple buffers; the send side holds
+ * ncclSendMem (and Simple with P2P read). */
+static NCCL_FN ncclResult_t p2pRecvProxySetup(struct ncclComm *c)
+{
+    ncclResult_t r = ncclP2pAllocateShareableBuffer(c, c->recv_bytes);
+    KEEP_FRAME();
+    return r;
+}
+
+static NCCL_FN ncclResult_t p2pSendProxySetup(struct ncclComm *c)
+{
+    ncclResult_t r = ncclP2pAllocateShareableBuffer(c, c->send_bytes);
+    KEEP_FRAME();
+    return r;
+}
+
 static ncclResult_t connect_channels(struct ncclComm *c, int peer)
 {
     struct peer_export *e = &c->hdr->exports[c->rank];
     for (int ch = 0; ch < (peer < 0 ? c->nch : c->p2p_nch); ch++) {
-        ncclResult_t r = bufs_add(&c->conn, c->dev, c->recv_bytes, LOG_SHAREABLE);
+        ncclResult_t r = p2pRecvProxySetup(c);
         if (r) return r;
         if (peer < 0 && ch < MAXCH) {
             int fd = -1;
@@ -475,7 +514,7 @@ static ncclResult_t connect_channels(struct ncclComm *c, int peer)
             e->fds[ch] = fd;
             e->size = c->conn.v[c->conn.n - 1].mapped;
         }
-        if ((r = bufs_add(&c->conn, c->dev, c->send_bytes, LOG_SHAREABLE))) return r;
+        if ((r = p2pSendProxySetup(c))) return r;
     }
     if (peer >= 0 || c->nranks == 1) return ncclSuccess;
     e->pid = (int32_t)getpid();
@@ -483,7 +522,8 @@ static ncclResult_t connect_channels(struct ncclComm *c, int peer)
     return import_next(c);
 }
 
-static void *service_main(void *arg)
+/* The proxy service thread ("NCCL Service <rank>"), as NCCL's ncclProxyService. */
+static NCCL_FN void *ncclProxyService(void *arg)
 {
     struct ncclComm *c = arg;
     cudaSetDevice(c->dev);
@@ -563,6 +603,31 @@ static struct ncclComm *comm_new(int nranks, int rank, const struct id_payload *
     return c;
 }
 
+/* NCCL's initChannel: a channel's device structures. The real one makes three small
+ * allocations per channel (the ncclDevChannelPeer array, 608 B per rank; the peer
+ * pointers; the ring's user ranks), each its own 2 MiB under cuMem; this one makes the
+ * first of them only. */
+static NCCL_FN ncclResult_t initChannel(struct ncclComm *c, int channel)
+{
+    (void)channel;
+    ncclResult_t r = bufs_add(&c->meta, c->dev, FAKENCCL_DEV_CHANNEL_PEER_BYTES * (size_t)c->nranks, LOG_CUDA);
+    KEEP_FRAME();
+    return r;
+}
+
+/* NCCL's devCommSetup: the device communicator (ncclDevCommAndChannels, 23,648 B in the
+ * real one; 4096 here) and the work FIFO in host-pinned memory (NCCL_WORK_FIFO_BYTES). */
+static NCCL_FN ncclResult_t devCommSetup(struct ncclComm *c)
+{
+    ncclResult_t r = bufs_add(&c->meta, c->dev, 4096, LOG_CUDA);
+    if (r) return r;
+    size_t fifo = (size_t)env_long("NCCL_WORK_FIFO_BYTES", 1 << 20, 4096, 1L << 30);
+    if (cudaHostAlloc(&c->fifo, fifo, cudaHostAllocMapped) != cudaSuccess)
+        return fail(ncclUnhandledCudaError, "%s", "cudaHostAlloc failed");
+    log_alloc(LOG_HOST, fifo, c->fifo);
+    return ncclSuccess;
+}
+
 /* Runs on a thread whose current device is c->dev. */
 static ncclResult_t comm_init(struct ncclComm *c)
 {
@@ -573,20 +638,19 @@ static ncclResult_t comm_init(struct ncclComm *c)
     size_t ll = (size_t)env_long("NCCL_LL_BUFFSIZE", 512 * 1024, 0, 1L << 30);
     size_t ll128 = (size_t)env_long("NCCL_LL128_BUFFSIZE", 4915200, 0, 1L << 30);
     size_t simple = (size_t)env_long("NCCL_BUFFSIZE", 4 << 20, 4096, 1L << 31);
-    c->recv_bytes = 4096 + ll + ll128 + simple;
-    c->send_bytes = 2 * MIB;
+    /* p2p.cc: sizes aligned to CUDA_IPC_MIN (2 MiB) before they are asked for; with P2P
+     * read the Simple buffer sits on the send side */
+    int read = env_long("NCCL_P2P_READ_ENABLE", 0, 0, 1) == 1;
+    c->recv_bytes = round_up(FAKENCCL_RECV_MEM_BYTES + ll + ll128 + (read ? 0 : simple), 2 * MIB);
+    c->send_bytes = round_up(FAKENCCL_SEND_MEM_BYTES + (read ? simple : 0), 2 * MIB);
     ncclResult_t r = attach(c);
     if (r) return r;
     if (fakecudart_load_module_once(0, FAKENCCL_KERNEL_BYTES) != cudaSuccess)
         return fail(ncclUnhandledCudaError, "%s", "loading the NCCL kernels failed (out of device memory?)");
-    for (int ch = 0; ch <= c->nch && !r; ch++) /* per channel, plus the device comm */
-        r = bufs_add(&c->meta, c->dev, 4096, LOG_CUDA);
-    if (r) return r;
-    size_t fifo = (size_t)env_long("NCCL_WORK_FIFO_BYTES", 1 << 20, 4096, 1L << 30);
-    if (cudaHostAlloc(&c->fifo, fifo, cudaHostAllocMapped) != cudaSuccess)
-        return fail(ncclUnhandledCudaError, "%s", "cudaHostAlloc failed");
-    log_alloc(LOG_HOST, fifo, c->fifo);
-    if (pthread_create(&c->service, NULL, service_main, c))
+    for (int ch = 0; ch < c->nch && !r; ch++)
+        r = initChannel(c, ch);
+    if (r || (r = devCommSetup(c))) return r;
+    if (pthread_create(&c->service, NULL, ncclProxyService, c))
         return fail(ncclSystemError, "%s", "pthread_create failed");
     c->service_started = 1;
     char name[16];
@@ -1313,7 +1377,7 @@ API ncclResult_t ncclMemAlloc(void **ptr, size_t size)
     if (cudaGetDevice(&dev) != cudaSuccess) return fail(ncclUnhandledCudaError, "%s", "cudaGetDevice failed");
     struct memrec *m = malloc(sizeof *m);
     if (!m) return fail(ncclSystemError, "%s", "out of host memory");
-    ncclResult_t r = buf_alloc(dev, size, &m->p, &m->mapped, NULL);
+    ncclResult_t r = ncclCuMemAlloc(dev, size, &m->p, &m->mapped, NULL);
     if (r) {
         free(m);
         return r;
