@@ -36,6 +36,7 @@
  * with ncclRemoteError. */
 
 #include "fake_nccl.h"
+#include "fake_nccl_profiler.h" /* the profiler plugin interface */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -344,6 +345,7 @@ struct ncclComm {
     /* ops queued in the current group */
     struct op *ops;
     int nops, cap_ops;
+    struct fakeprof prof; /* the profiler plugin's context (fake_nccl_profiler.c) */
 };
 
 static int comm_ok(const struct ncclComm *c)
@@ -586,6 +588,7 @@ static ncclResult_t comm_init(struct ncclComm *c)
     if (cudaHostAlloc(&c->fifo, fifo, cudaHostAllocMapped) != cudaSuccess)
         return fail(ncclUnhandledCudaError, "%s", "cudaHostAlloc failed");
     log_alloc(LOG_HOST, fifo, c->fifo);
+    fakeprof_init(&c->prof, &c->id, sizeof c->id, 1, c->nranks, c->rank); /* before the proxy thread */
     if (pthread_create(&c->service, NULL, service_main, c))
         return fail(ncclSystemError, "%s", "pthread_create failed");
     c->service_started = 1;
@@ -621,6 +624,7 @@ static void comm_free(struct ncclComm *c)
     free(c->ops);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
+    fakeprof_fini(&c->prof);
     c->magic = 0;
     free(c);
 }
@@ -903,6 +907,12 @@ static ncclResult_t run_comm(struct ncclComm *c)
             r = fail(ncclUnhandledCudaError, "%s", "loading kernels failed (out of device memory?)");
         if (!r) r = proxy_connect(c, coll, peers);
     }
+    static const char *const prof_names[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                             "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+    for (int i = 0; i < c->nops && !r; i++) /* launched: the profiler plugin's events */
+        if (c->ops[i].type != OP_SPLIT)
+            fakeprof_launch(&c->prof, prof_names[c->ops[i].type], c->nranks, c->rank, c->nch, c->p2p_nch,
+                            c->ops[i].send, c->ops[i].recv, c->ops[i].count, c->ops[i].dt, c->ops[i].root);
     for (int i = 0; i < c->nops && !r; i++) {
         struct op *o = &c->ops[i];
         if (o->type == OP_SPLIT) r = run_split(c, o);
