@@ -142,6 +142,12 @@ static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
                 c->host_calls);
         char line[8192];
         gmt_fput_json_string(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
+        struct gmt_nccl_pick pk;
+        if (gmt_nccl_pick(&a->t, c, &pk))
+            fprintf(out, ", \"nccl_choice\": {\"algo\": \"%s\", \"proto\": \"%s\", \"nchannels\": %u"
+                         ", \"nwarps\": %u, \"launches\": %" PRIu64 ", \"launches_total\": %" PRIu64 "}",
+                    gmt_nccl_algo_name(pk.algo), gmt_nccl_proto_name(pk.proto), pk.nchannels,
+                    pk.nwarps, pk.calls, pk.total);
         fprintf(out, "}");
         first = 0;
     }
