@@ -1,6 +1,7 @@
 /* nccl_profiler.c: the library as NCCL's profiler plugin: one NCCL_COLL_INFO record per collective and send/receive NCCL launches (algorithm, protocol, channels). */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "gmt.h"
@@ -22,10 +23,12 @@
  * launch of the graph, and for a nonblocking communicator NCCL's group job thread: no
  * scope there (scope_id 0), and the CLI ties the record to its communicator by `context`.
  *
- * Cost: the library asks for collective and send/receive events only, and records at the
- * event's start; every handle it gives back is NULL, so NCCL calls no stopEvent for them
+ * Cost: the library asks for collective and send/receive events only, records at the
+ * event's start, and only launches whose shape its communicator did not just have
+ * (repeats, below); every handle it gives back is NULL, so NCCL calls no stopEvent for them
  * and none of the other events' (groups, API events) either. Each event is one record
- * through the writer's general path, no lock, no allocation.
+ * through the writer's fast path for records without dt: no lock, no allocation, and
+ * each of NCCL's names is decoded once (memo, below).
  */
 
 #define ACTIVATION (GMT_NCCL_PROF_COLL | GMT_NCCL_PROF_P2P)
@@ -33,10 +36,13 @@
 /* One per communicator initialised with the plugin: what its events' records carry.
  * Claimed at init, freed at finalize; a communicator past the table's end shares
  * `overflow`, whose records carry no hash. */
+#define SHAPES 4
 struct prof_comm {
     _Atomic int used;
     uint64_t hash;      /* NCCL's commHash */
     uint64_t slot;      /* the address of NCCL's context slot, in its ncclComm */
+    _Atomic uint64_t shape[SHAPES]; /* the last launches' shapes recorded (shape_of), 0 none */
+    _Atomic unsigned next;          /* the shape a new one replaces */
 };
 static struct prof_comm comms[256];
 static struct prof_comm overflow;
@@ -57,6 +63,8 @@ static void prof_init(void **context, uint64_t hash, int *mask)
             c = &comms[i];
             c->hash = hash;
             c->slot = (uint64_t)(uintptr_t)context;
+            for (int k = 0; k < SHAPES; k++)
+                atomic_store_explicit(&c->shape[k], 0, memory_order_relaxed);
             break;
         }
     }
@@ -156,12 +164,57 @@ static inline void memo_put(int which, const char *s, int v)
         v_;                                                                                  \
     })
 
-static void record(const struct prof_comm *c, uint8_t type, const struct gmt_nccl_prof_descr *d)
+/*
+ * Repeats. A training loop launches the same few collectives with the same choices
+ * millions of times: a launch whose shape (function, count, datatype, root or peer,
+ * rank, algorithm, protocol, channels, warps: NCCL's own pointers and numbers, so
+ * nothing is decoded) equals one of the last SHAPES recorded for its communicator is not
+ * written again. The trace then holds each choice where it first appears and wherever
+ * it changes. Two threads racing may both write a shape: a record too many, never a
+ * choice missing.
+ */
+/* Each field times its own odd constant, summed: a few independent multiplies, and two
+ * shapes that differ collide with odds of about 2^-64. */
+static inline uint64_t shape_of(uint8_t type, const struct gmt_nccl_prof_descr *d)
+{
+    uint64_t h = ((uint64_t)type << 32 | (uint32_t)d->rank) * 0x9e3779b97f4a7c15ull;
+    if (type == GMT_NCCL_PROF_COLL) {
+        const struct gmt_nccl_prof_coll *k = &d->u.coll;
+        h += (uint64_t)(uintptr_t)k->func * 0xc2b2ae3d27d4eb4full +
+             (uint64_t)(uintptr_t)k->datatype * 0x165667b19e3779f9ull +
+             (uint64_t)(uintptr_t)k->algo * 0xd6e8feb86659fd93ull +
+             (uint64_t)(uintptr_t)k->proto * 0xff51afd7ed558ccdull +
+             (uint64_t)k->count * 0xc4ceb9fe1a85ec53ull +
+             ((uint64_t)(uint32_t)k->root << 16 | (uint64_t)k->nchannels << 8 | k->nwarps) *
+                 0x94d049bb133111ebull;
+    } else {
+        const struct gmt_nccl_prof_p2p *p = &d->u.p2p;
+        h += (uint64_t)(uintptr_t)p->func * 0xc2b2ae3d27d4eb4full +
+             (uint64_t)(uintptr_t)p->datatype * 0x165667b19e3779f9ull +
+             (uint64_t)p->count * 0xc4ceb9fe1a85ec53ull +
+             ((uint64_t)(uint32_t)p->peer << 8 | p->nchannels) * 0x94d049bb133111ebull;
+    }
+    return h | 1; /* never 0, the empty slot */
+}
+/* True when the shape is new to the communicator (and now remembered). */
+static inline bool shape_new(struct prof_comm *c, uint64_t shape)
+{
+    for (int k = 0; k < SHAPES; k++)
+        if (atomic_load_explicit(&c->shape[k], memory_order_relaxed) == shape)
+            return false;
+    unsigned at = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed) % SHAPES;
+    atomic_store_explicit(&c->shape[at], shape, memory_order_relaxed);
+    return true;
+}
+
+static void record(struct prof_comm *c, uint8_t type, const struct gmt_nccl_prof_descr *d)
 {
     if (type != GMT_NCCL_PROF_COLL && type != GMT_NCCL_PROF_P2P)
         return;
     if (GMT_UNLIKELY(gmt_ts.guard.in_lib) || GMT_UNLIKELY(gmt_hot.options.off) ||
         !c || c == &disabled)
+        return;
+    if (GMT_LIKELY(!shape_new(c, shape_of(type, d))))
         return;
     int e = errno;
     if (!gmt_writer_ready()) {
@@ -198,7 +251,9 @@ static void record(const struct prof_comm *c, uint8_t type, const struct gmt_ncc
         r.nchannels = p->nchannels;
     }
     r.time_ns = gmt_now_ns();
-    gmt_emit(&r, 0);
+    /* no dt: the writer's fast path that reads no clock takes it as it is */
+    if (GMT_UNLIKELY(!gmt_emit_untimed(&r, sizeof r)))
+        gmt_emit(&r, 0);
     errno = e;
 }
 _Static_assert(sizeof(struct gmt_rec_nccl_coll_info) == 72, "NCCL_COLL_INFO is 72 bytes");

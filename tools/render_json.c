@@ -145,9 +145,10 @@ static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         struct gmt_nccl_pick pk;
         if (gmt_nccl_pick(&a->t, c, &pk))
             fprintf(out, ", \"nccl_choice\": {\"algo\": \"%s\", \"proto\": \"%s\", \"nchannels\": %u"
-                         ", \"nwarps\": %u, \"launches\": %" PRIu64 ", \"launches_total\": %" PRIu64 "}",
+                         ", \"nwarps\": %u, \"records\": %" PRIu64 ", \"records_total\": %" PRIu64
+                         ", \"choices\": %u}",
                     gmt_nccl_algo_name(pk.algo), gmt_nccl_proto_name(pk.proto), pk.nchannels,
-                    pk.nwarps, pk.calls, pk.total);
+                    pk.nwarps, pk.calls, pk.total, pk.choices);
         fprintf(out, "}");
         first = 0;
     }

@@ -1390,7 +1390,7 @@ uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row
                           seen[k].nchannels == c->nchannels && seen[k].nwarps == c->nwarps))
             k++;
         if (k == n && n < sizeof seen / sizeof seen[0])
-            seen[n++] = (struct gmt_nccl_pick){c->algo, c->proto, c->nchannels, c->nwarps, 0, 0};
+            seen[n++] = (struct gmt_nccl_pick){c->algo, c->proto, c->nchannels, c->nwarps, 0, 0, 0};
         if (k < n)
             seen[k].calls++;
     }
@@ -1398,5 +1398,6 @@ uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row
         if (seen[k].calls > out->calls)
             *out = seen[k];
     out->total = total;
+    out->choices = (uint32_t)n;
     return total;
 }
