@@ -196,9 +196,12 @@ static inline uint64_t shape_of(uint8_t type, const struct gmt_nccl_prof_descr *
     }
     return h | 1; /* never 0, the empty slot */
 }
-/* True when the shape is new to the communicator (and now remembered). */
+/* True when the shape is new to the communicator (and now remembered). The overflow
+ * context is many communicators': everything is new there. */
 static inline bool shape_new(struct prof_comm *c, uint64_t shape)
 {
+    if (GMT_UNLIKELY(c == &overflow))
+        return true;
     for (int k = 0; k < SHAPES; k++)
         if (atomic_load_explicit(&c->shape[k], memory_order_relaxed) == shape)
             return false;
