@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 3           /* compatible additions: new types, appended fields, ids */
+#define GMT_VERSION_MINOR 4           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -61,7 +61,8 @@ struct gmt_rec {
     X(END,          18, gmt_rec_end)                                \
     X(ALLOC_SMALL,  19, gmt_rec_alloc_small)                        \
     X(GROUP_REPEAT, 20, gmt_rec_group_repeat)                       \
-    X(GRAPHMEM,     21, gmt_rec_graphmem)
+    X(GRAPHMEM,     21, gmt_rec_graphmem)                           \
+    X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -452,6 +453,49 @@ struct gmt_rec_graphmem {
     uint64_t used_high;        /* ..._USED_MEM_HIGH */
     uint64_t reserved_current; /* ..._RESERVED_MEM_CURRENT: bytes the device's graph pool holds */
     uint64_t reserved_high;    /* ..._RESERVED_MEM_HIGH */
+};
+
+/* NCCL_COLL_INFO (2.4): what NCCL chose for one collective or send/receive as it launched
+ * it, told to the library loaded as NCCL's profiler plugin (docs/nccl-profiler.md). No dt:
+ * its time is its own. The ids below are NCCL's own numbers for its algorithms and
+ * protocols; OTHER: a name this list lacks, NONE: NCCL gave none (send/receive). */
+#define GMT_NCCL_ALGOS(X)                                                \
+    X(TREE, 0) X(RING, 1) X(COLLNET_DIRECT, 2) X(COLLNET_CHAIN, 3)       \
+    X(NVLS, 4) X(NVLS_TREE, 5) X(PAT, 6)
+#define GMT_NCCL_PROTOS(X) X(LL, 0) X(LL128, 1) X(SIMPLE, 2)
+enum gmt_nccl_algo {
+#define GMT_X(name, val) GMT_NCCL_ALGO_##name = val,
+    GMT_NCCL_ALGOS(GMT_X)
+#undef GMT_X
+};
+enum gmt_nccl_proto {
+#define GMT_X(name, val) GMT_NCCL_PROTO_##name = val,
+    GMT_NCCL_PROTOS(GMT_X)
+#undef GMT_X
+};
+#define GMT_NCCL_CHOICE_OTHER 254  /* algo/proto: a name not in the lists above */
+#define GMT_NCCL_CHOICE_NONE 255   /* algo/proto: none given */
+enum gmt_nccl_info_kind { GMT_NCCL_INFO_COLL = 1, GMT_NCCL_INFO_P2P = 2 };
+struct gmt_rec_nccl_coll_info {
+    struct gmt_rec h;          /* aux: enum gmt_op from NCCL's function name, 0 unknown */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint64_t comm_hash;        /* NCCL's commHash of the communicator (not COMM's unique_id_hash) */
+    uint64_t context;          /* address of the communicator's profiler-context slot, an
+                                * address inside the ncclComm (the CLI ties it to COMM) */
+    uint64_t seq;              /* collectives: how many of this function the communicator
+                                * launched before; send/receive: 0 */
+    uint64_t count;            /* elements, as NCCL counts them */
+    uint32_t scope_id;         /* the NCCL call in flight on this thread, 0 none */
+    int32_t rank;              /* the rank that launched it */
+    int32_t root;              /* collectives: root (-1 none); send/receive: the peer */
+    int16_t datatype;          /* ncclDataType_t from NCCL's name for it, -1 unknown */
+    uint8_t algo;              /* enum gmt_nccl_algo, or GMT_NCCL_CHOICE_* */
+    uint8_t proto;             /* enum gmt_nccl_proto, or GMT_NCCL_CHOICE_* */
+    uint8_t nchannels;         /* channels NCCL runs it on */
+    uint8_t nwarps;            /* warps per channel's block; 0 unknown (send/receive) */
+    uint8_t kind;              /* enum gmt_nccl_info_kind */
+    uint8_t reserved;          /* 0 */
+    uint32_t reserved2;        /* 0 */
 };
 
 /* END: clean shutdown. A file without it was cut (crash, kill, exec). */

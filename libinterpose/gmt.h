@@ -39,7 +39,10 @@
     X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")              \
     X(GROUP_REPEAT, bool_, group_repeat, 1, "GPUMEMTRACE_GROUP_REPEAT",                      \
       "1: a user group with the same members as the thread's last one is written as one "   \
-      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")
+      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")   \
+    X(NCCL_PROFILER, bool_, nccl_profiler, 1, "GPUMEMTRACE_NCCL_PROFILER",                   \
+      "1: loaded as NCCL's profiler plugin (gpumemtrace run sets NCCL_PROFILER_PLUGIN), "   \
+      "record each collective's algorithm, protocol and channels; 0: ask NCCL for nothing")
 
 struct gmt_options {
 #define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;

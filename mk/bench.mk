@@ -4,6 +4,9 @@
 #   alloc_bench_fake   tests/bench/alloc_bench.c on the simulated driver (tests/fakes)
 #   alloc_bench_stub   the same on stub/libcuda.so.1, whose calls return at once
 #   nccl_bench         ncclAllReduce against stub/libnccl.so.2 (returns at once)
+#   nccl_bench_prof    the same against stub-prof/libnccl.so.2, which also loads
+#                      NCCL_PROFILER_PLUGIN and makes NCCL 2.28's plugin events per call
+#   libnull-profiler.so  tests/bench/null_profiler.c: a plugin that does nothing
 #   gen_trace          tests/bench/gen_trace.c: synthetic traces for `summary`
 #   sample_bench       tests/bench/sample_bench.c on the simulated driver: an allocation loop
 #                      of fixed length for `make bench-sampling` (tests/bench/sample.sh: the
@@ -14,6 +17,7 @@ BENCH_DIR  := $(BUILD)/bench
 BENCH_STUB := $(BENCH_DIR)/stub
 BENCH_STUB_ABS = $(abspath $(BENCH_STUB))
 BENCH_PROGS := $(BENCH_DIR)/alloc_bench_fake $(BENCH_DIR)/alloc_bench_stub $(BENCH_DIR)/nccl_bench \
+               $(BENCH_DIR)/nccl_bench_prof $(BENCH_DIR)/libnull-profiler.so \
                $(BENCH_DIR)/gen_trace $(BENCH_DIR)/sample_bench
 BENCH_STUB_FLAGS = -L$(BENCH_STUB_ABS) -Wl,-rpath,$(BENCH_STUB_ABS) -Wl,--no-as-needed
 
@@ -25,6 +29,14 @@ $(BENCH_STUB)/libcuda.so.1: tests/bench/stub_cuda.c $(FAKE_HDRS)
 $(BENCH_STUB)/libnccl.so.2: tests/bench/stub_nccl.c $(FAKE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $<
+	ln -sf libnccl.so.2 $(@D)/libnccl.so
+
+BENCH_STUB_PROF := $(BENCH_DIR)/stub-prof
+BENCH_STUB_PROF_ABS = $(abspath $(BENCH_STUB_PROF))
+$(BENCH_STUB_PROF)/libnccl.so.2: tests/bench/stub_nccl.c tests/fakes/fake_nccl_profiler.c $(FAKE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -DSTUB_PROFILER -Wl,-soname,libnccl.so.2 -o $@ $< \
+	  tests/fakes/fake_nccl_profiler.c -ldl
 	ln -sf libnccl.so.2 $(@D)/libnccl.so
 
 # FAKE_LIBS comes from mk/fakes.mk, which is read after this file.
@@ -40,6 +52,14 @@ $(BENCH_DIR)/alloc_bench_stub: tests/bench/alloc_bench.c $(FAKE_HDRS) $(BENCH_ST
 $(BENCH_DIR)/nccl_bench: tests/bench/nccl_bench.c $(FAKE_HDRS) $(BENCH_STUB)/libcuda.so.1 $(BENCH_STUB)/libnccl.so.2
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(BENCH_STUB_FLAGS) -lnccl -lcuda
+
+$(BENCH_DIR)/libnull-profiler.so: tests/bench/null_profiler.c
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -o $@ $<
+
+$(BENCH_DIR)/nccl_bench_prof: tests/bench/nccl_bench.c $(FAKE_HDRS) $(BENCH_STUB)/libcuda.so.1 $(BENCH_STUB_PROF)/libnccl.so.2
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< -L$(BENCH_STUB_PROF_ABS) -Wl,-rpath,$(BENCH_STUB_PROF_ABS) $(BENCH_STUB_FLAGS) -lnccl -lcuda
 
 $(BENCH_DIR)/sample_bench: tests/bench/sample_bench.c $(FAKE_HDRS) $$(FAKE_RT_LIBS)
 	@mkdir -p $(@D)

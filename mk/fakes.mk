@@ -73,10 +73,11 @@ $(FAKE_RT_STATIC): $(FAKE_OBJDIR)/fake_runtime_static.o
 	@rm -f $@
 	ar rcs $@ $^
 
-$(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/fake_nccl.map $(FAKE_RT_STATIC) $(FAKE_HDRS)
+# With its profiler plugin loader (fake_nccl_profiler.c), as NCCL 2.23 and later have one.
+$(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/fake_nccl_profiler.c tests/fakes/fake_nccl.map $(FAKE_RT_STATIC) $(FAKE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/fakes/fake_nccl.map \
-	  -o $@ $< $(FAKE_RT_STATIC) -ldl -lrt
+	  -o $@ $< tests/fakes/fake_nccl_profiler.c $(FAKE_RT_STATIC) -ldl -lrt
 
 $(FAKES_DIR)/libcuda.so: | $(FAKE_DRIVER)
 	ln -sf libcuda.so.1 $@

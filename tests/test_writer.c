@@ -206,6 +206,13 @@ Test(writer, round_trips_every_record_type)
                                    1, 0, 32ull << 20, 64ull << 20, 32ull << 20, 64ull << 20 };
     gmt_emit(&gm, 0);
 
+    struct gmt_rec_nccl_coll_info ci = {
+        .h = { GMT_REC_NCCL_COLL_INFO, GMT_OP_AllReduce, sizeof ci }, .time_ns = gmt_now_ns(),
+        .comm_hash = 0x77, .context = 0xa8, .seq = 3, .count = 1024, .scope_id = 9, .rank = 1,
+        .datatype = 7, .algo = GMT_NCCL_ALGO_RING, .proto = GMT_NCCL_PROTO_SIMPLE, .nchannels = 24,
+        .nwarps = 16, .kind = GMT_NCCL_INFO_COLL };
+    gmt_emit(&ci, 0);
+
     struct gmt_rec_module_unload mu = { { GMT_REC_MODULE_UNLOAD, 0, sizeof mu }, gmt_now_ns(), 7, 0 };
     gmt_emit(&mu, 0);
 
@@ -375,6 +382,13 @@ Test(writer, round_trips_every_record_type)
             cr_expect_eq(ev.time_ns, g->time_ns, "GRAPHMEM's time is its own");
             break;
         }
+        case GMT_REC_NCCL_COLL_INFO: {
+            const struct gmt_rec_nccl_coll_info *c = (const void *)h;
+            cr_expect(h->aux == GMT_OP_AllReduce && c->comm_hash == 0x77 && c->seq == 3 &&
+                      c->nchannels == 24 && c->proto == GMT_NCCL_PROTO_SIMPLE);
+            cr_expect_eq(ev.time_ns, c->time_ns, "NCCL_COLL_INFO's time is its own");
+            break;
+        }
         case GMT_REC_END: {
             const struct gmt_rec_end *e = (const void *)h;
             cr_expect_eq(e->records_dropped, 0);
@@ -390,7 +404,7 @@ Test(writer, round_trips_every_record_type)
     gmt_reader_close(r);
     /* TIME has its own test: a gap over 4.29 s. */
     for (int t = 1; t < GMT_REC_TYPE_MAX; t++) {
-        if (t == GMT_REC_TIME)
+        if (t == GMT_REC_TIME || !gmt_rec_fixed_size((unsigned)t)) /* no type has the id */
             continue;
         cr_expect_eq(seen[t], 1, "%s seen %d times", gmt_rec_type_name((unsigned)t), seen[t]);
     }

@@ -327,6 +327,28 @@ static uint32_t fields_graphmem(FILE *o, const struct gmt_rec *h)
     return sizeof *r;
 }
 
+static uint32_t fields_nccl_coll_info(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_nccl_coll_info *r = (const void *)h;
+    named(o, "op", gmt_op_name(h->aux), h->aux);
+    u64(o, "time_ns", r->time_ns);
+    named(o, "kind", r->kind == GMT_NCCL_INFO_COLL ? "coll" : r->kind == GMT_NCCL_INFO_P2P ? "p2p" : "?",
+          r->kind);
+    u64(o, "scope", r->scope_id);
+    hex(o, "comm_hash", r->comm_hash);
+    hex(o, "context", r->context);
+    i64(o, "rank", r->rank);
+    u64(o, "seq", r->seq);
+    u64(o, "count", r->count);
+    i64(o, "datatype", r->datatype);
+    i64(o, r->kind == GMT_NCCL_INFO_P2P ? "peer" : "root", r->root);
+    named(o, "algo", gmt_nccl_algo_name(r->algo), r->algo);
+    named(o, "proto", gmt_nccl_proto_name(r->proto), r->proto);
+    u64(o, "nchannels", r->nchannels);
+    u64(o, "nwarps", r->nwarps);
+    return sizeof *r;
+}
+
 static uint32_t fields_end(FILE *o, const struct gmt_rec *h)
 {
     const struct gmt_rec_end *r = (const void *)h;
@@ -365,6 +387,7 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_GROUP_REPEAT] = fields_group_repeat,
     [GMT_REC_MEMINFO] = fields_meminfo,
     [GMT_REC_GRAPHMEM] = fields_graphmem,
+    [GMT_REC_NCCL_COLL_INFO] = fields_nccl_coll_info,
     [GMT_REC_END] = fields_end,
 };
 

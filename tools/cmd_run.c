@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,8 +37,11 @@ const char gmt_help_run[] =
     "  -q, --quiet        no summary at the end\n"
     "\n"
     "Environment variables GPUMEMTRACE_* given to run reach the traced processes\n"
-    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); GPUMEMTRACE_OUTPUT is set by run,\n"
-    "and GPUMEMTRACE_JOB_ID (recorded in every trace, so that runs never mix) unless given.\n";
+    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); run sets GPUMEMTRACE_OUTPUT,\n"
+    "GPUMEMTRACE_JOB_ID (recorded in every trace, so that runs never mix) unless given,\n"
+    "and NCCL_PROFILER_PLUGIN (to the library, unless already set or\n"
+    "GPUMEMTRACE_NCCL_PROFILER=0): NCCL then says which algorithm, protocol and channels\n"
+    "each collective ran with.\n";
 
 /* The library beside the running executable: build/gpumemtrace and build/libgpumemtrace.so,
  * or bin/gpumemtrace and lib/libgpumemtrace.so in an installed tree. */
@@ -298,6 +302,28 @@ static int set_job_id(const char *absdir, bool append)
     return setenv("GPUMEMTRACE_JOB_ID", id, 1) ? GMT_EXIT_ERROR : 0;
 }
 
+/* NCCL (2.27 on) loads the library once more as its profiler plugin when
+ * NCCL_PROFILER_PLUGIN names it: the same object as the preloaded one, recording each
+ * collective's algorithm, protocol and channels (docs/nccl-profiler.md). A plugin the
+ * user chose is left alone, with one line saying so; GPUMEMTRACE_NCCL_PROFILER=0 sets
+ * nothing. 0 or -1. */
+static int set_nccl_profiler(const char *lib)
+{
+    const char *off = getenv("GPUMEMTRACE_NCCL_PROFILER");
+    if (off && (!strcmp(off, "0") || !strcasecmp(off, "false") || !strcasecmp(off, "no") ||
+                !strcasecmp(off, "off")))
+        return 0;
+    const char *user = getenv("NCCL_PROFILER_PLUGIN");
+    if (user && *user) {
+        if (strcmp(user, lib) != 0)
+            fprintf(stderr, "gpumemtrace run: NCCL_PROFILER_PLUGIN=%s is set: left as it is, so "
+                    "NCCL's algorithm, protocol and channels per collective are not recorded\n",
+                    user);
+        return 0;
+    }
+    return setenv("NCCL_PROFILER_PLUGIN", lib, 1);
+}
+
 /* The environment the command runs in: the library preloaded (before any the user
  * preloads), its traces written into absdir. 0 or GMT_EXIT_ERROR. */
 static int set_env(const char *lib, const char *absdir)
@@ -312,6 +338,7 @@ static int set_env(const char *lib, const char *absdir)
     snprintf(preload, pl, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
     snprintf(pattern, sizeof pattern, "%s/gpumemtrace.%%h.%%p.gmt", absdir);
     int bad = setenv("LD_PRELOAD", preload, 1) || setenv("GPUMEMTRACE_OUTPUT", pattern, 1);
+    bad = bad || set_nccl_profiler(lib);
     free(preload);
     return bad ? GMT_EXIT_ERROR : 0;
 }

@@ -168,6 +168,21 @@ NAME_OF(gmt_meminfo_source_name, GMT_MEMINFO_SOURCES)
 
 NAME_OF(gmt_graphmem_phase_name, GMT_GRAPHMEM_PHASES)
 
+/* NCCL_COLL_INFO's algorithm and protocol: NCCL's names, "other" and "none" beyond them. */
+#define CHOICE_NAME(fn, LIST)                                                              \
+    const char *fn(unsigned id)                                                            \
+    {                                                                                      \
+        switch (id) {                                                                      \
+            LIST(NAME_CASE)                                                                \
+        case GMT_NCCL_CHOICE_OTHER: return "other";                                        \
+        case GMT_NCCL_CHOICE_NONE: return "none";                                          \
+        }                                                                                  \
+        return "?";                                                                        \
+    }
+CHOICE_NAME(gmt_nccl_algo_name, GMT_NCCL_ALGOS)
+CHOICE_NAME(gmt_nccl_proto_name, GMT_NCCL_PROTOS)
+#undef CHOICE_NAME
+
 /* The fixed part's size of each known type, by type; 0 for ids no type has. */
 static const uint32_t fixed_size[GMT_REC_TYPE_MAX] = {
 #define GMT_X(name, val, st) [val] = (uint32_t)sizeof(struct st),
@@ -227,6 +242,7 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_END] = { CLOCK_ABS, RULE_STATE, offsetof(struct gmt_rec_end, time_ns) },
     [GMT_REC_ALLOC_SMALL] = RULE_DT(gmt_rec_alloc_small),
     [GMT_REC_GRAPHMEM] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_graphmem, time_ns) },
+    [GMT_REC_NCCL_COLL_INFO] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nccl_coll_info, time_ns) },
 };
 #undef RULE_ABS
 #undef RULE_DT

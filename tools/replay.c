@@ -1371,3 +1371,35 @@ void gmt_report_free(struct gmt_report *rep)
     free(rep->scope_tracked);
     memset(rep, 0, sizeof *rep);
 }
+
+/* ---- NCCL's choices per collective row (NCCL_COLL_INFO, gmt_trace.choices) ---- */
+
+uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
+                       struct gmt_nccl_pick *out)
+{
+    struct gmt_nccl_pick seen[8];
+    size_t n = 0;
+    uint64_t total = 0;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < t->n_choices; i++) {
+        const struct gmt_nccl_choice *c = &t->choices[i];
+        if (c->kind != GMT_NCCL_INFO_COLL || c->comm != row->comm || c->op != row->op ||
+            c->count * gmt_nccl_type_size(c->datatype) != row->bytes_per_call)
+            continue;
+        total++;
+        size_t k = 0;
+        while (k < n && !(seen[k].algo == c->algo && seen[k].proto == c->proto &&
+                          seen[k].nchannels == c->nchannels && seen[k].nwarps == c->nwarps))
+            k++;
+        if (k == n && n < sizeof seen / sizeof seen[0])
+            seen[n++] = (struct gmt_nccl_pick){c->algo, c->proto, c->nchannels, c->nwarps, 0, 0, 0};
+        if (k < n)
+            seen[k].calls++;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (seen[k].calls > out->calls)
+            *out = seen[k];
+    out->total = total;
+    out->choices = (uint32_t)n;
+    return total;
+}

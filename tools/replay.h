@@ -138,6 +138,20 @@ static inline bool gmt_dev_shown(const struct gmt_dev_report *d)
            d->peer_peak;
 }
 
+/* What NCCL chose for the calls of one collective row (its NCCL_COLL_INFO records of the
+ * row's communicator, op and bytes per call; the library writes a choice where it first
+ * appears and where it changes, not at every launch): the choice most records have, how
+ * many have it, of how many, and how many different choices there were. */
+struct gmt_nccl_pick {
+    uint8_t algo, proto, nchannels, nwarps; /* as in NCCL_COLL_INFO */
+    uint64_t calls;                         /* records with this choice */
+    uint64_t total;                         /* records of the row */
+    uint32_t choices;                       /* different choices among them (up to 8 told apart) */
+};
+/* 0 none (no record: NCCL's profiler interface was not in use), else the pick's total. */
+uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
+                       struct gmt_nccl_pick *out);
+
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
 void gmt_report_free(struct gmt_report *rep);
 

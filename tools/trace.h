@@ -103,6 +103,19 @@ struct gmt_graph_sample {
     int16_t device;
 };
 
+/* What NCCL chose for one collective or send/receive it launched (NCCL_COLL_INFO), in
+ * time order. `comm` is the communicator it was tied to (gmt_trace_load: the scope in
+ * flight on its thread names it, else the COMM whose ncclComm holds `context`), 0 none. */
+struct gmt_nccl_choice {
+    uint64_t time;
+    uint64_t comm, comm_hash, context, seq, count;
+    uint32_t scope_id;         /* the NCCL call in flight on its thread, 0 none */
+    int32_t rank, root;
+    int16_t datatype;
+    uint16_t op;               /* enum gmt_op */
+    uint8_t algo, proto, nchannels, nwarps, kind;
+};
+
 struct gmt_reader;
 struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
 struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
@@ -146,6 +159,7 @@ struct gmt_trace {
     size_t scope_dense_reserved; /* bytes of address space reserved for it; 0: malloc'd */
     struct gmt_proc_sample *proc_samples; size_t n_proc_samples;
     struct gmt_graph_sample *graph_samples; size_t n_graph_samples;
+    struct gmt_nccl_choice *choices; size_t n_choices; /* NCCL_COLL_INFO, by time */
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by

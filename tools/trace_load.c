@@ -35,8 +35,8 @@ struct loader {
     int cur_device;                 /* thread_device() of its thread: a map lookup per
                                      * CHUNK and CUCTX, not per scope */
     struct meminfo_note *mi; size_t n_mi, cap_mi;
-    size_t cap_proc, cap_graph;
-    bool samples_unsorted;
+    size_t cap_proc, cap_graph, cap_choice;
+    bool samples_unsorted, choices_unsorted;
 };
 
 static char *dupn(const char *s, size_t n)
@@ -432,6 +432,73 @@ static int on_graphmem(struct loader *L, const struct gmt_event *e, char *err, s
     return 0;
 }
 
+static int on_nccl_coll_info(struct loader *L, const struct gmt_event *e)
+{
+    const struct gmt_rec_nccl_coll_info *r = (const void *)e->rec;
+    struct gmt_trace *t = L->t;
+    struct gmt_nccl_choice *c = gmt_array_push((void **)&t->choices, &t->n_choices,
+                                               &L->cap_choice, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    *c = (struct gmt_nccl_choice){
+        .time = e->time_ns, .comm_hash = r->comm_hash, .context = r->context, .seq = r->seq,
+        .count = r->count, .scope_id = r->scope_id, .rank = r->rank, .root = r->root,
+        .datatype = r->datatype, .op = e->rec->aux, .algo = r->algo, .proto = r->proto,
+        .nchannels = r->nchannels, .nwarps = r->nwarps, .kind = r->kind,
+    };
+    if (t->n_choices > 1 && c[-1].time > c->time)
+        L->choices_unsorted = true;
+    return 0;
+}
+
+static int cmp_choice(const void *a, const void *b)
+{
+    const struct gmt_nccl_choice *x = a, *y = b;
+    return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* The communicator profiler's context slot lies in: NCCL keeps it inside its ncclComm, so
+ * the COMM with the highest handle at or below it, within the largest ncclComm plausible. */
+#define NCCL_COMM_SPAN ((uint64_t)64 << 20)
+static uint64_t comm_holding(const struct gmt_trace *t, uint64_t context)
+{
+    uint64_t best = 0;
+    for (size_t i = 0; i < t->n_comms; i++) {
+        uint64_t c = t->comms[i].comm;
+        if (c && c <= context && context - c < NCCL_COMM_SPAN && c > best)
+            best = c;
+    }
+    return best;
+}
+
+/* Ties each NCCL_COLL_INFO to its communicator: the scope in flight on its thread, when
+ * that names one; else the COMM whose ncclComm holds its context slot; else another
+ * record's of the same context. */
+static int tie_choices(struct gmt_trace *t, bool unsorted)
+{
+    if (unsorted)
+        qsort(t->choices, t->n_choices, sizeof *t->choices, cmp_choice);
+    struct gmt_u64map by_context;
+    gmt_u64map_init(&by_context);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < t->n_choices; i++) {
+            struct gmt_nccl_choice *c = &t->choices[i];
+            if (pass == 0) {
+                const struct gmt_scope *s = c->scope_id ? gmt_trace_scope_by_id(t, c->scope_id) : NULL;
+                c->comm = s && s->comm ? s->comm : comm_holding(t, c->context);
+                if (c->comm && c->context && gmt_u64map_put(&by_context, c->context, c->comm)) {
+                    gmt_u64map_free(&by_context);
+                    return -ENOMEM;
+                }
+            } else if (!c->comm && c->context) {
+                const uint64_t *v = gmt_u64map_get(&by_context, c->context);
+                c->comm = v ? *v : 0;
+            }
+        }
+    gmt_u64map_free(&by_context);
+    return 0;
+}
+
 static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     const struct gmt_rec_meminfo *m = (const void *)e->rec;
@@ -498,6 +565,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_SCOPE_END: return on_scope_end(L, e);
     case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
     case GMT_REC_GRAPHMEM: return on_graphmem(L, e, err, errlen);
+    case GMT_REC_NCCL_COLL_INFO: return on_nccl_coll_info(L, e);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
@@ -844,6 +912,8 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto nomem;
     if (L.samples_unsorted)
         sort_samples(t);
+    if (tie_choices(t, L.choices_unsorted))
+        goto nomem;
     rc = 0;
     goto out;
 nomem:
@@ -915,6 +985,7 @@ void gmt_trace_free(struct gmt_trace *t)
     gmt_u64map_free(&t->scope_mem_of);
     free(t->proc_samples);
     free(t->graph_samples);
+    free(t->choices);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);

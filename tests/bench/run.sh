@@ -61,6 +61,21 @@ for r in $(seq 1 "$reps"); do
   done
 done
 
+echo "== NCCL profiler plugin (the stub NCCL also making NCCL 2.28's plugin events per call)"
+# pnull: untraced, a plugin that does nothing; tnull: traced, the same plugin; tlib: traced,
+# the library as the plugin. tlib - tnull is what the library's plugin adds.
+for r in $(seq 1 "$reps"); do
+  for v in $(echo "pnull tnull tlib pnull tnull" | cut -d' ' -f$((r % 3 + 1))-$((r % 3 + 3))); do
+    case $v in
+      pnull) x=$(NCCL_PROFILER_PLUGIN="$b/libnull-profiler.so" "$b/nccl_bench_prof" "$nccl_calls") ;;
+      tnull) x=$(NCCL_PROFILER_PLUGIN="$b/libnull-profiler.so" traced "$b/nccl_bench_prof" "$nccl_calls") ;;
+      tlib) x=$(NCCL_PROFILER_PLUGIN="$lib" traced "$b/nccl_bench_prof" "$nccl_calls") ;;
+    esac
+    echo "prof.$v $x" >>"$res"
+    rm -f "$tmp"/t.*.gmt
+  done
+done
+
 echo "== the GPU benchmark's iteration (ncclGroupStart, ncclAllReduce on 2 communicators, ncclGroupEnd)"
 ab group2 "$b/nccl_bench" "$((nccl_calls / 2))" group2
 
@@ -119,6 +134,13 @@ for v in never default always; do
   row "ncclAllReduce, MEMINFO=$v (ns/call)" "$np" "$(med nccl.$v)" \
     "$(awk -v x="$(med nccl.$v)" -v p="$np" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" "$t"
 done
+pn=$(med prof.pnull)
+row "ncclAllReduce + plugin events, null plugin" "$pn" "$(med prof.tnull)" \
+  "$(awk -v x="$(med prof.tnull)" -v p="$pn" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" ""
+row "ncclAllReduce + plugin events, library plugin" "$pn" "$(med prof.tlib)" \
+  "$(awk -v x="$(med prof.tlib)" -v p="$pn" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" "<= 0.2 us"
+row "  of which the plugin (library - null plugin)" "" "" \
+  "$(awk -v x="$(med prof.tlib)" -v p="$(med prof.tnull)" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" ""
 row "group of 2 ncclAllReduce, default (ns/iter)" "$(med group2.plain)" "$(med group2.traced)" \
   "$(awk -v x="$(med group2.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" ""
 row "trace bytes per alloc/free event (steady)" "" "" "$bpe B" "<= 32 B"

@@ -39,6 +39,7 @@
  * with ncclRemoteError. */
 
 #include "fake_nccl.h"
+#include "fake_nccl_profiler.h" /* the profiler plugin interface */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -358,6 +359,7 @@ struct ncclComm {
     /* ops queued in the current group */
     struct op *ops;
     int nops, cap_ops;
+    struct fakeprof prof; /* the profiler plugin's context (fake_nccl_profiler.c) */
 };
 
 static int comm_ok(const struct ncclComm *c)
@@ -650,6 +652,7 @@ static ncclResult_t comm_init(struct ncclComm *c)
     for (int ch = 0; ch < c->nch && !r; ch++)
         r = initChannel(c, ch);
     if (r || (r = devCommSetup(c))) return r;
+    fakeprof_init(&c->prof, &c->id, sizeof c->id, 1, c->nranks, c->rank); /* before the proxy thread */
     if (pthread_create(&c->service, NULL, ncclProxyService, c))
         return fail(ncclSystemError, "%s", "pthread_create failed");
     c->service_started = 1;
@@ -685,6 +688,7 @@ static void comm_free(struct ncclComm *c)
     free(c->ops);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
+    fakeprof_fini(&c->prof);
     c->magic = 0;
     free(c);
 }
@@ -967,6 +971,12 @@ static ncclResult_t run_comm(struct ncclComm *c)
             r = fail(ncclUnhandledCudaError, "%s", "loading kernels failed (out of device memory?)");
         if (!r) r = proxy_connect(c, coll, peers);
     }
+    static const char *const prof_names[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                             "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+    for (int i = 0; i < c->nops && !r; i++) /* launched: the profiler plugin's events */
+        if (c->ops[i].type != OP_SPLIT)
+            fakeprof_launch(&c->prof, prof_names[c->ops[i].type], c->nranks, c->rank, c->nch, c->p2p_nch,
+                            c->ops[i].send, c->ops[i].recv, c->ops[i].count, c->ops[i].dt, c->ops[i].root);
     for (int i = 0; i < c->nops && !r; i++) {
         struct op *o = &c->ops[i];
         if (o->type == OP_SPLIT) r = run_split(c, o);
