@@ -1083,6 +1083,30 @@ Test(cli, device_and_window_say_when_they_select_nothing)
     cr_expect(!strstr(t, "\n  AllGather "), "%s", t);
 }
 
+/* --width narrows the tables: at 80 columns no line of the device and NCCL tables is
+ * longer; the right-hand columns go first, op, rank, bytes/call and 1st track stay */
+Test(cli, width_narrows_the_tables)
+{
+    RUN(&res, "summary", "--no-symbols", "--width", "80", "tests/golden/demo-r0.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *p = strstr(res.out, "\nPeak device memory\n");
+    const char *e = strstr(res.out, "\n  host time = ");
+    cr_assert(p && e, "%s", res.out);
+    int over = 0;
+    for (const char *l = strchr(p + 1, '\n') + 1; l < e; l = strchr(l, '\n') + 1) {
+        size_t n = strcspn(l, "\n");
+        /* prose lines (titles, notes, stacks) are not table rows */
+        bool row = !strncmp(l, "  ", 2) && strncmp(l, "    ", 4) && strncmp(l, "  untracked", 11) &&
+                   strncmp(l, "  kernels", 9);
+        if (row && n > 80)
+            over++;
+    }
+    cr_expect_eq(over, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "  op                           rank       calls bytes/call  1st track  later max\n"), "%s", res.out);
+    RUN(&res, "summary", "--no-symbols", "--width", "200", "tests/golden/demo-r0.gmt");
+    cr_expect(strstr(res.out, "allocs(proxy) host time\n"), "every column at 200: %s", res.out);
+}
+
 Test(cli, directories_are_searched_below_and_dump_takes_them)
 {
     char dir[] = "/tmp/gmt-test-cli-dir-XXXXXX";

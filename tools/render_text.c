@@ -110,8 +110,11 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
 {
     const struct gmt_report *rep = &a->rep;
     fprintf(out, "\nPeak device memory\n");
-    fprintf(out, "  %-6s %10s %12s %10s %10s %10s  %s\n", "device", "peak", "at", "at end",
-            "untracked", "dev used", "in flight at the peak");
+    /* the last column, the call in flight, is cut to the width (a narrow one: dropped) */
+    int room = o->width - 67;
+    fprintf(out, "  %-6s %10s %12s %10s %10s %10s%s%.*s\n", "device", "peak", "at", "at end",
+            "untracked", "dev used", room >= 8 ? "  " : "", room >= 8 ? room : 0,
+            room >= 21 ? "in flight at the peak" : "in flight");
     uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
@@ -134,8 +137,9 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         }
         char dn[16];
         snprintf(dn, sizeof dn, "%d", r->device);
-        fprintf(out, "  %-6s %10s %10s s %10s %10s %10s  %s\n", r->device < 0 ? "?" : dn, bpeak,
-                bt, bend, bu, bused, op_label(a, r->peak_scope, lab, sizeof lab));
+        fprintf(out, "  %-6s %10s %10s s %10s %10s %10s%s%.*s\n", r->device < 0 ? "?" : dn, bpeak,
+                bt, bend, bu, bused, room >= 8 ? "  " : "", room >= 8 ? room : 0,
+                op_label(a, r->peak_scope, lab, sizeof lab));
         fprintf(out, "         at the peak:");
         for (size_t c = 0; c < a->n_cats; c++)
             if (r->peak_by_cat[c]) {
@@ -173,6 +177,43 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
                  "  kernels and pool reserves that no allocation call shows. '?' = never sampled.\n");
 }
 
+/* The NCCL calls table's columns: a narrow --width drops the right-hand ones first
+ * (host time, allocation counts, the device deltas, later max, calls) and then narrows
+ * the op column; op, rank, bytes/call and the first call's tracked bytes always stay. */
+enum { C_OP, C_RANK, C_CALLS, C_BPC, C_FT, C_FD, C_LM, C_LD, C_AL, C_HT, C_N };
+static const int coll_width[C_N] = {28, 9, 6, 10, 10, 10, 10, 10, 13, 9};
+static const char *const coll_heads[C_N] = {"op", "rank", "calls", "bytes/call", "1st track",
+                                            "1st dev", "later max", "later dev", "allocs(proxy)",
+                                            "host time"};
+
+/* Which columns fit in width; the op column's width. */
+static int coll_columns(int width, bool show[C_N])
+{
+    static const int drop[] = {C_HT, C_AL, C_LD, C_FD, C_LM, C_CALLS};
+    int total = 2;
+    for (int c = 0; c < C_N; c++) {
+        show[c] = true;
+        total += coll_width[c] + (c ? 1 : 0);
+    }
+    for (size_t k = 0; k < sizeof drop / sizeof drop[0] && total > width; k++) {
+        show[drop[k]] = false;
+        total -= coll_width[drop[k]] + 1;
+    }
+    int opw = coll_width[C_OP];
+    if (total > width)
+        opw = opw - (total - width) > 12 ? opw - (total - width) : 12;
+    return opw;
+}
+
+static void print_coll_row(FILE *out, int opw, const bool show[C_N], const char *const cells[C_N])
+{
+    fprintf(out, "  %-*.*s", opw, opw, cells[C_OP]);
+    for (int c = 1; c < C_N; c++)
+        if (show[c])
+            fprintf(out, c == C_RANK ? " %-*s" : " %*s", coll_width[c], cells[c]);
+    fputc('\n', out);
+}
+
 static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_report *rep = &a->rep;
@@ -181,8 +222,9 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         fprintf(out, "  none\n");
         return;
     }
-    fprintf(out, "  %-28s %-9s %6s %10s %10s %10s %10s %10s %13s %9s\n", "op", "rank", "calls",
-            "bytes/call", "1st track", "1st dev", "later max", "later dev", "allocs(proxy)", "host time");
+    bool show[C_N];
+    int opw = coll_columns(o->width, show);
+    print_coll_row(out, opw, show, coll_heads);
     for (size_t i = 0; i < rep->n_colls; i++) {
         const struct gmt_coll_row *c = &rep->colls[i];
         if (!gmt_report_coll_selected(o, c) || !gmt_report_dev_selected(o, c->device))
@@ -208,8 +250,10 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
             snprintf(ld, sizeof ld, c->calls > 1 ? "?" : "-");
         snprintf(al, sizeof al, "%" PRIu64 "(%" PRIu64 ")", c->allocs, c->allocs_other_thread);
         gmt_fmt_duration(ht, sizeof ht, c->host_calls ? c->host_ns_total / c->host_calls : 0);
-        fprintf(out, "  %-28.28s %-9s %6" PRIu64 " %10s %10s %10s %10s %10s %13s %9s\n", c->label,
-                rank, c->calls, bpc, ft, fd, lm, ld, al, ht);
+        char calls[24];
+        snprintf(calls, sizeof calls, "%" PRIu64, c->calls);
+        const char *cells[C_N] = {c->label, rank, calls, bpc, ft, fd, lm, ld, al, ht};
+        print_coll_row(out, opw, show, cells);
         if (c->failed)
             fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
         struct gmt_nccl_pick pk;
