@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 3           /* compatible additions: new types, appended fields, ids */
+#define GMT_VERSION_MINOR 4           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -61,7 +61,9 @@ struct gmt_rec {
     X(END,          18, gmt_rec_end)                                \
     X(ALLOC_SMALL,  19, gmt_rec_alloc_small)                        \
     X(GROUP_REPEAT, 20, gmt_rec_group_repeat)                       \
-    X(GRAPHMEM,     21, gmt_rec_graphmem)
+    X(GRAPHMEM,     21, gmt_rec_graphmem)                           \
+    X(NVTX_STRING,  24, gmt_rec_nvtx_string)                        \
+    X(NVTX_RANGE,   25, gmt_rec_nvtx_range)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -452,6 +454,42 @@ struct gmt_rec_graphmem {
     uint64_t used_high;        /* ..._USED_MEM_HIGH */
     uint64_t reserved_current; /* ..._RESERVED_MEM_CURRENT: bytes the device's graph pool holds */
     uint64_t reserved_high;    /* ..._RESERVED_MEM_HIGH */
+};
+
+/* NVTX (2.4): the process's NVTX ranges, recorded by the library as an NVTX injection.
+ * NVTX_STRING defines a name or a domain once (per file), NVTX_RANGE refers to them by
+ * id. Like every type added after 2.0 neither moves a clock; NVTX_RANGE has its own
+ * time. The thread is the enclosing CHUNK's. */
+#define GMT_NVTX_STRING_KINDS(X) X(DOMAIN, 1) X(NAME, 2)
+enum gmt_nvtx_string_kind {
+#define GMT_X(name, val) GMT_NVTX_STR_##name = val,
+    GMT_NVTX_STRING_KINDS(GMT_X)
+#undef GMT_X
+};
+#define GMT_NVTX_STRING_MAX 1024       /* bytes of a name kept, its NUL included */
+struct gmt_rec_nvtx_string {
+    struct gmt_rec h;          /* aux: enum gmt_nvtx_string_kind */
+    uint32_t id;               /* from 1, unique within the file among both kinds */
+    uint32_t len;              /* bytes of the string that follows, its NUL included, >= 1 */
+};
+/* What a range record says happened. PUSH/POP nest per thread and domain; START/END
+ * pair by range_id and may be on different threads; MARK is an instant. */
+#define GMT_NVTX_OPS(X) X(PUSH, 1) X(POP, 2) X(START, 3) X(END, 4) X(MARK, 5)
+enum gmt_nvtx_op {
+#define GMT_X(name, val) GMT_NVTX_##name = val,
+    GMT_NVTX_OPS(GMT_X)
+#undef GMT_X
+};
+struct gmt_rec_nvtx_range {
+    struct gmt_rec h;          /* aux: enum gmt_nvtx_op */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint64_t range_id;         /* START/END: the id START returned; 0 otherwise */
+    uint32_t domain;           /* NVTX_STRING id of kind DOMAIN; 0 the default domain */
+    uint32_t name;             /* NVTX_STRING id of kind NAME; 0 unnamed (POP: the name of
+                                * the range it closed, as the library knew it; END: 0) */
+    int32_t level;             /* PUSH: the thread's nesting level in the domain before
+                                * it (0 outermost); POP: the level it closed; -1 otherwise */
+    uint32_t reserved;         /* 0 */
 };
 
 /* END: clean shutdown. A file without it was cut (crash, kill, exec). */

@@ -39,7 +39,9 @@
     X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")              \
     X(GROUP_REPEAT, bool_, group_repeat, 1, "GPUMEMTRACE_GROUP_REPEAT",                      \
       "1: a user group with the same members as the thread's last one is written as one "   \
-      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")
+      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)") \
+    X(NVTX, bool_, nvtx, 1, "GPUMEMTRACE_NVTX",                                              \
+      "1: record NVTX ranges when NVTX loads the library (NVTX_INJECTION64_PATH); 0: decline")
 
 struct gmt_options {
 #define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;
@@ -400,6 +402,17 @@ static inline void gmt_version_note(enum gmt_component c)
         gmt_version_note_slow(c);
 }
 
+/* ---- nvtx.c: the NVTX v3 injection (InitializeInjectionNvtx2, exported) ---- */
+/* The ranges pushed and not yet popped on this thread (innermost last), for NVTX's
+ * per-domain nesting levels and the POP record's name. */
+#define GMT_NVTX_DEPTH 32
+struct gmt_nvtx_thread {
+    uint32_t depth;            /* open push ranges, also those past open[] */
+    struct {
+        uint32_t domain, name; /* NVTX_STRING ids */
+    } open[GMT_NVTX_DEPTH];
+};
+
 /* ---- per thread: gmt_ts, one member per owning file ---- */
 struct buf; /* writer.c's */
 
@@ -521,6 +534,7 @@ struct gmt_thread_state {
     struct {
         uint32_t ids[32];                    /* open user groups' scopes, innermost last */
     } nccl_groups;                           /* hooks_nccl.c */
+    struct gmt_nvtx_thread nvtx;             /* nvtx.c */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gmt_thread_state, scope.frames) == 64,
                "the hot part in one line, the frames from the next");

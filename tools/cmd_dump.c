@@ -325,6 +325,28 @@ static uint32_t fields_graphmem(FILE *o, const struct gmt_rec *h)
     return sizeof *r;
 }
 
+static uint32_t fields_nvtx_string(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_nvtx_string *r = (const void *)h;
+    named(o, "kind", gmt_nvtx_string_kind_name(h->aux), h->aux);
+    u64(o, "id", r->id);
+    str(o, "string", (const char *)(r + 1), r->len);
+    return (uint32_t)sizeof *r + r->len;
+}
+
+static uint32_t fields_nvtx_range(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_nvtx_range *r = (const void *)h;
+    named(o, "op", gmt_nvtx_op_name(h->aux), h->aux);
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "domain", r->domain);
+    u64(o, "name", r->name);
+    if (r->range_id)
+        u64(o, "range_id", r->range_id);
+    i64(o, "level", r->level);
+    return sizeof *r;
+}
+
 static uint32_t fields_end(FILE *o, const struct gmt_rec *h)
 {
     const struct gmt_rec_end *r = (const void *)h;
@@ -363,6 +385,8 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_GROUP_REPEAT] = fields_group_repeat,
     [GMT_REC_MEMINFO] = fields_meminfo,
     [GMT_REC_GRAPHMEM] = fields_graphmem,
+    [GMT_REC_NVTX_STRING] = fields_nvtx_string,
+    [GMT_REC_NVTX_RANGE] = fields_nvtx_range,
     [GMT_REC_END] = fields_end,
 };
 

@@ -1,6 +1,7 @@
 /* cmd_summary.c: `gpumemtrace summary`: what was traced, the peak, per-collective deltas, sites, leaks, failures. */
 #include <errno.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,10 @@ const char gmt_help_summary[] =
     "                    default 3, 5 from width 140); never so few that two sites look alike\n"
     "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
     "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
-    "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n";
+    "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n"
+    "  --step REGEX      the NVTX range that marks a training step (POSIX ERE, any case;\n"
+    "                    default: step, train_step, iteration, iter N, ProfilerStep#N,\n"
+    "                    batch ...: docs/phases.md)\n";
 
 static int term_width(void)
 {
@@ -76,6 +80,15 @@ static int summary_opt(void *ctx, int c, const char *arg)
         if (gmt_report_opts_add_category(ro, arg))
             return gmt_cli_usage_error("summary", "--category wants NAME=GLOB, not '%s'", arg);
         return 0;
+    case 's':
+    {
+        regex_t re;
+        if (!arg[0] || regcomp(&re, arg, REG_EXTENDED | REG_ICASE | REG_NOSUB))
+            return gmt_cli_usage_error("summary", "--step wants a regular expression, not '%s'", arg);
+        regfree(&re);
+        ro->step = arg;
+        return 0;
+    }
     case 'w':
         if (gmt_cli_long(arg, 40, 1000, &v))
             return gmt_cli_usage_error("summary", "--width wants 40..1000, not '%s'", arg);
@@ -89,7 +102,8 @@ static const struct option summary_opts[] = {
     {"device", required_argument, 0, 'd'},
     {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
     {"op", required_argument, 0, 'o'},   {"category", required_argument, 0, 'C'},
-    {"width", required_argument, 0, 'w'}, {0, 0, 0, 0}};
+    {"width", required_argument, 0, 'w'}, {"step", required_argument, 0, 's'},
+    {0, 0, 0, 0}};
 
 int gmt_cmd_summary(int argc, char **argv)
 {

@@ -94,6 +94,8 @@ const char *gmt_component_name(unsigned component);
 const char *gmt_meminfo_phase_name(unsigned phase);
 const char *gmt_meminfo_source_name(unsigned source);
 const char *gmt_graphmem_phase_name(unsigned phase);
+const char *gmt_nvtx_op_name(unsigned op);
+const char *gmt_nvtx_string_kind_name(unsigned kind);
 
 /* ---- additions: in-memory traces ---- */
 
