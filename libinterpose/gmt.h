@@ -413,6 +413,10 @@ struct gmt_nvtx_thread {
     } open[GMT_NVTX_DEPTH];
 };
 
+/* NVTX's entry point (exported): patches the calling NVTX copy's function table through
+ * its export-table getter; 1 when it did, 0 to decline (off, or a table we can't use). */
+GMT_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t id));
+
 /* ---- per thread: gmt_ts, one member per owning file ---- */
 struct buf; /* writer.c's */
 

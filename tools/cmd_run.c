@@ -33,7 +33,9 @@ const char gmt_help_run[] =
     "  -q, --quiet        no summary at the end\n"
     "\n"
     "Environment variables GPUMEMTRACE_* given to run reach the traced processes\n"
-    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); GPUMEMTRACE_OUTPUT is set by run.\n";
+    "(GPUMEMTRACE_STACK_DEPTH, GPUMEMTRACE_MEMINFO, ...); GPUMEMTRACE_OUTPUT is set by run.\n"
+    "NVTX_INJECTION64_PATH is set to the library too (NVTX ranges become phases in\n"
+    "`summary`), unless it is set already: then it is left as it is, with a note.\n";
 
 /* The library beside the running executable: build/gpumemtrace and build/libgpumemtrace.so,
  * or bin/gpumemtrace and lib/libgpumemtrace.so in an installed tree. */
@@ -231,6 +233,14 @@ static int set_env(const char *lib, const char *absdir)
     snprintf(pattern, sizeof pattern, "%s/gpumemtrace.%%h.%%p.gmt", absdir);
     int bad = setenv("LD_PRELOAD", preload, 1) || setenv("GPUMEMTRACE_OUTPUT", pattern, 1);
     free(preload);
+    /* NVTX loads its injection library by this path: the preloaded one, whose ranges then
+     * land in the same trace (docs/phases.md). A tool the user chose keeps its place. */
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx && *nvtx)
+        gmt_err("gpumemtrace run: NVTX_INJECTION64_PATH is set (%s): left as it is, NVTX ranges "
+                "are not traced", nvtx);
+    else
+        bad = bad || setenv("NVTX_INJECTION64_PATH", lib, 1);
     return bad ? GMT_EXIT_ERROR : 0;
 }
 
