@@ -483,13 +483,14 @@ enum gmt_nvtx_op {
 struct gmt_rec_nvtx_range {
     struct gmt_rec h;          /* aux: enum gmt_nvtx_op */
     uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
-    uint64_t range_id;         /* START/END: the id START returned; 0 otherwise */
     uint32_t domain;           /* NVTX_STRING id of kind DOMAIN; 0 the default domain */
     uint32_t name;             /* NVTX_STRING id of kind NAME; 0 unnamed (POP: the name of
                                 * the range it closed, as the library knew it; END: 0) */
-    int32_t level;             /* PUSH: the thread's nesting level in the domain before
-                                * it (0 outermost); POP: the level it closed; -1 otherwise */
-    uint32_t reserved;         /* 0 */
+    /* START and END, present when h.size >= sizeof(struct gmt_rec_nvtx_range_ext): */
+};
+struct gmt_rec_nvtx_range_ext {
+    struct gmt_rec_nvtx_range r;
+    uint64_t range_id;         /* the id START returned to the program, from 1 */
 };
 
 /* END: clean shutdown. A file without it was cut (crash, kill, exec). */

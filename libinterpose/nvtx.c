@@ -290,21 +290,34 @@ static uint32_t domain_id(const void *domain)
 
 /* ---- the records ---- */
 
-static void range(unsigned op, uint32_t domain, uint32_t name, uint64_t range_id, int32_t level)
+static void range(unsigned op, uint32_t domain, uint32_t name)
 {
     if (!gmt_writer_ready())
         return;
     struct gmt_rec_nvtx_range r = {
         .h = {GMT_REC_NVTX_RANGE, (uint16_t)op, sizeof r},
         .time_ns = gmt_now_ns(),
-        .range_id = range_id,
         .domain = domain,
         .name = name,
-        .level = level,
     };
     if (!gmt_emit_untimed(&r, sizeof r))
         gmt_emit(&r, 0);
 }
+
+/* START and END: the range's id too. */
+static void range_ext(unsigned op, uint32_t domain, uint32_t name, uint64_t range_id)
+{
+    if (!gmt_writer_ready())
+        return;
+    struct gmt_rec_nvtx_range_ext r = {
+        .r = {.h = {GMT_REC_NVTX_RANGE, (uint16_t)op, sizeof r}, .time_ns = gmt_now_ns(),
+              .domain = domain, .name = name},
+        .range_id = range_id,
+    };
+    if (!gmt_emit_untimed(&r, sizeof r))
+        gmt_emit(&r, 0);
+}
+_Static_assert(sizeof(struct gmt_rec_nvtx_range_ext) % GMT_ALIGN == 0, "no padding");
 _Static_assert(sizeof(struct gmt_rec_nvtx_range) % GMT_ALIGN == 0, "no padding");
 
 /* Push and pop nest per thread and domain: the level NVTX returns is the count of the
@@ -326,7 +339,7 @@ static int push(uint32_t domain, uint32_t name)
     }
     atomic_signal_fence(memory_order_seq_cst);
     t->depth = d + 1;
-    range(GMT_NVTX_PUSH, domain, name, 0, level);
+    range(GMT_NVTX_PUSH, domain, name);
     errno = e;
     return level;
 }
@@ -356,7 +369,7 @@ static int pop(uint32_t domain)
             t->depth = d - 1;
         }
     }
-    range(GMT_NVTX_POP, domain, name, 0, level);
+    range(GMT_NVTX_POP, domain, name);
     errno = e;
     return level;
 }
@@ -365,7 +378,7 @@ static uint64_t start(uint32_t domain, uint32_t name)
 {
     int e = errno;
     uint64_t id = atomic_fetch_add_explicit(&next_range, 1, memory_order_relaxed);
-    range(GMT_NVTX_START, domain, name, id, -1);
+    range_ext(GMT_NVTX_START, domain, name, id);
     errno = e;
     return id;
 }
@@ -373,14 +386,14 @@ static uint64_t start(uint32_t domain, uint32_t name)
 static void end(uint32_t domain, uint64_t id)
 {
     int e = errno;
-    range(GMT_NVTX_END, domain, 0, id, -1);
+    range_ext(GMT_NVTX_END, domain, 0, id);
     errno = e;
 }
 
 static void mark(uint32_t domain, uint32_t name)
 {
     int e = errno;
-    range(GMT_NVTX_MARK, domain, name, 0, -1);
+    range(GMT_NVTX_MARK, domain, name);
     errno = e;
 }
 

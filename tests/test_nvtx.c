@@ -146,7 +146,7 @@ struct seen {
         char s[64];
     } str[64];
     size_t n_str;
-    struct gmt_rec_nvtx_range rng[64];
+    struct gmt_rec_nvtx_range_ext rng[64]; /* range_id 0 where the record has none */
     size_t n_rng;
 };
 
@@ -167,7 +167,8 @@ static void read_trace(const char *file, uint32_t tid, struct seen *s)
             snprintf(s->str[s->n_str].s, 64, "%s", (const char *)(x + 1));
             s->n_str++;
         } else if (ev.rec->type == GMT_REC_NVTX_RANGE && s->n_rng < 64) {
-            memcpy(&s->rng[s->n_rng++], ev.rec, sizeof s->rng[0]);
+            size_t n = ev.rec->size < sizeof s->rng[0] ? ev.rec->size : sizeof s->rng[0];
+            memcpy(&s->rng[s->n_rng++], ev.rec, n);
             cr_expect(!tid || ev.tid == tid, "a range in its own thread's chunk");
         }
     }
@@ -289,27 +290,28 @@ Test(nvtx, records_each_name_once_and_every_range)
     cr_expect_neq(step, regd);
     cr_assert_eq(s.n_rng, 3 * 6 + 3);
     for (int i = 0; i < 3; i++) {
-        const struct gmt_rec_nvtx_range *r = &s.rng[6 * i];
+        const struct gmt_rec_nvtx_range_ext *x = &s.rng[6 * i];
         uint32_t want_dom[6] = {0, dom, 0, 0, dom, 0}, want_name[6] = {step, regd, wide, wide, regd, step};
         unsigned want_op[6] = {GMT_NVTX_PUSH, GMT_NVTX_PUSH, GMT_NVTX_PUSH, GMT_NVTX_POP, GMT_NVTX_POP, GMT_NVTX_POP};
-        int want_level[6] = {0, 0, 1, 1, 0, 0};
         for (int k = 0; k < 6; k++) {
-            cr_expect_eq(r[k].h.aux, want_op[k], "step %d record %d op", i, k);
-            cr_expect_eq(r[k].domain, want_dom[k], "step %d record %d domain", i, k);
-            cr_expect_eq(r[k].name, want_name[k], "step %d record %d name", i, k);
-            cr_expect_eq(r[k].level, want_level[k], "step %d record %d level", i, k);
+            const struct gmt_rec_nvtx_range *r = &x[k].r;
+            cr_expect_eq(r->h.aux, want_op[k], "step %d record %d op", i, k);
+            cr_expect_eq(r->h.size, sizeof *r, "push, pop: no range id");
+            cr_expect_eq(r->domain, want_dom[k], "step %d record %d domain", i, k);
+            cr_expect_eq(r->name, want_name[k], "step %d record %d name", i, k);
             if (k)
-                cr_expect_geq(r[k].time_ns, r[k - 1].time_ns, "time goes forward");
+                cr_expect_geq(r->time_ns, x[k - 1].r.time_ns, "time goes forward");
         }
     }
-    const struct gmt_rec_nvtx_range *t = &s.rng[18];
-    cr_expect_eq(t[0].h.aux, GMT_NVTX_START);
+    const struct gmt_rec_nvtx_range_ext *t = &s.rng[18];
+    cr_expect_eq(t[0].r.h.aux, GMT_NVTX_START);
+    cr_expect_eq(t[0].r.h.size, sizeof t[0]);
     cr_expect_eq(t[0].range_id, id);
-    cr_expect_eq(t[0].name, async);
-    cr_expect_eq(t[1].h.aux, GMT_NVTX_END);
+    cr_expect_eq(t[0].r.name, async);
+    cr_expect_eq(t[1].r.h.aux, GMT_NVTX_END);
     cr_expect_eq(t[1].range_id, id);
-    cr_expect_eq(t[1].domain, dom);
-    cr_expect_eq(t[2].h.aux, GMT_NVTX_MARK);
+    cr_expect_eq(t[1].r.domain, dom);
+    cr_expect_eq(t[2].r.h.aux, GMT_NVTX_MARK);
 }
 
 Test(nvtx, two_nvtx_copies_share_one_set_of_names)

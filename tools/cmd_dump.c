@@ -341,10 +341,11 @@ static uint32_t fields_nvtx_range(FILE *o, const struct gmt_rec *h)
     u64(o, "time_ns", r->time_ns);
     u64(o, "domain", r->domain);
     u64(o, "name", r->name);
-    if (r->range_id)
-        u64(o, "range_id", r->range_id);
-    i64(o, "level", r->level);
-    return sizeof *r;
+    const struct gmt_rec_nvtx_range_ext *x = (const void *)h;
+    if (h->size < sizeof *x)
+        return sizeof *r;
+    u64(o, "range_id", x->range_id);
+    return sizeof *x;
 }
 
 static uint32_t fields_end(FILE *o, const struct gmt_rec *h)

@@ -218,6 +218,9 @@ static void live_changed(struct pass *S)
 static int on_range(struct pass *S, size_t i)
 {
     const struct gmt_rec_nvtx_range *r = range_rec(S->t, i);
+    const struct gmt_rec_nvtx_range_ext *x = (const void *)r;
+    if ((r->h.aux == GMT_NVTX_START || r->h.aux == GMT_NVTX_END) && r->h.size < sizeof *x)
+        return 0; /* a start or end without its id pairs with nothing */
     uint64_t time = S->t->nvtx[i].time;
     S->p->ranges++;
     bool step;
@@ -250,12 +253,12 @@ static int on_range(struct pass *S, size_t i)
     case GMT_NVTX_START: {
         long row = row_for(S, r->domain, r->name, &step);
         long o = row < 0 ? -1 : occ_open(S, row, step, time);
-        if (o < 0 || gmt_u64map_put(&S->start_occ, r->range_id, (uint64_t)o))
+        if (o < 0 || gmt_u64map_put(&S->start_occ, x->range_id, (uint64_t)o))
             return -ENOMEM;
         return 0;
     }
     case GMT_NVTX_END: {
-        uint64_t *v = gmt_u64map_get(&S->start_occ, r->range_id);
+        uint64_t *v = gmt_u64map_get(&S->start_occ, x->range_id);
         if (v) {
             uint32_t o = (uint32_t)*v;
             gmt_u64map_del_at(&S->start_occ, v);
