@@ -321,8 +321,10 @@ _Static_assert(sizeof(struct gmt_rec_nvtx_range_ext) % GMT_ALIGN == 0, "no paddi
 _Static_assert(sizeof(struct gmt_rec_nvtx_range) % GMT_ALIGN == 0, "no padding");
 
 /* Push and pop nest per thread and domain: the level NVTX returns is the count of the
- * domain's ranges open below. Changes to the stack are made before depth moves, behind
- * a signal fence: a handler's push or pop in between sees a consistent stack. */
+ * domain's ranges open below. A signal handler's push and pop come in balanced pairs:
+ * one that runs between a push's store of its entry and its move of depth takes the
+ * same slot, so the entry is stored again once depth has moved (and the handler's own
+ * would go above it); a pop shifts the entries above its own before depth moves. */
 static int push(uint32_t domain, uint32_t name)
 {
     int e = errno;
@@ -339,6 +341,11 @@ static int push(uint32_t domain, uint32_t name)
     }
     atomic_signal_fence(memory_order_seq_cst);
     t->depth = d + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (d < GMT_NVTX_DEPTH) {
+        t->open[d].domain = domain;
+        t->open[d].name = name;
+    }
     range(GMT_NVTX_PUSH, domain, name);
     errno = e;
     return level;

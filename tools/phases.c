@@ -270,6 +270,10 @@ static int on_range(struct pass *S, size_t i)
     return 0; /* MARK, and ops of a newer version */
 }
 
+/* Ranges of a thread's stack named in its path: the outermost ones (a program that
+ * pushes without popping must not make each allocation cost its whole stack). */
+#define PATH_DEPTH 64
+
 /* The stack of ranges open on the thread of a device allocation: its row. */
 static int attribute(struct pass *S, uint32_t tid, uint64_t bytes)
 {
@@ -283,13 +287,14 @@ static int attribute(struct pass *S, uint32_t tid, uint64_t bytes)
     struct gmt_phase_row *inner = &p->rows[S->occ[th->f[th->n - 1].occ].row];
     inner->allocs++;
     inner->alloc_bytes += bytes;
+    size_t depth = th->n < PATH_DEPTH ? th->n : PATH_DEPTH;
     uint64_t h = FNV0;
-    for (size_t k = 0; k < th->n; k++)
+    for (size_t k = 0; k < depth; k++)
         h = fnv(&S->occ[th->f[k].occ].row, sizeof(uint32_t), h);
     uint64_t *si = gmt_u64map_get(&S->stack_of, h);
     if (!si) {
         size_t len = 1;
-        for (size_t k = 0; k < th->n; k++)
+        for (size_t k = 0; k < depth; k++)
             len += strlen(p->rows[S->occ[th->f[k].occ].row].name) + 3;
         char *path = malloc(len);
         struct gmt_phase_stack *ps = path ? gmt_array_push((void **)&p->stacks, &p->n_stacks,
@@ -299,7 +304,7 @@ static int attribute(struct pass *S, uint32_t tid, uint64_t bytes)
             return -ENOMEM;
         }
         path[0] = 0;
-        for (size_t k = 0; k < th->n; k++) {
+        for (size_t k = 0; k < depth; k++) {
             if (k)
                 strcat(path, " > ");
             strcat(path, p->rows[S->occ[th->f[k].occ].row].name);

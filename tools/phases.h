@@ -49,8 +49,8 @@ struct gmt_phases {
     int64_t later_min;         /* the least one of them grew */
     bool grows_every_step;     /* at least 3 steps, and each after the first grew */
     uint32_t grow_stack;       /* the stack holding most of what steps 2..N allocated and
-                                * was still live at the end, 0 none */
-    uint64_t grow_stack_bytes;
+                                * was still live at the end (0: not captured) */
+    uint64_t grow_stack_bytes; /* what it holds of that; 0: none of it is live */
 };
 
 /* Computes the phases of a loaded trace: 0, -ENOMEM, -EINVAL with a one-line message

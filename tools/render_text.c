@@ -395,8 +395,8 @@ static void text_phases(FILE *out, const struct gmt_analysis *a, const struct gm
         int64_t per = p->later_growth / (int64_t)(p->steps - 1);
         fprintf(out, "  grows every step: %s per step over %" PRIu64 " steps, from %s\n",
                 gmt_fmt_sbytes(b1, sizeof b1, per), p->steps - 1,
-                p->grow_stack ? gmt_stack_line(a, p->grow_stack, o->frames ? o->frames : 3, line, sizeof line)
-                              : "(no allocation of those steps is still live)");
+                p->grow_stack_bytes ? gmt_stack_line(a, p->grow_stack, o->frames ? o->frames : 3, line, sizeof line)
+                                    : "(no allocation of those steps is still live)");
     }
 }
 

@@ -124,7 +124,7 @@ row "group of 2 ncclAllReduce, default (ns/iter)" "$(med group2.plain)" "$(med g
   "$(awk -v x="$(med group2.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" ""
 row "nvtxRangePushA+Pop (ns/pair)" "$(med nvtxa.plain)" "$(med nvtxa.traced)" \
   "$(awk -v x="$(med nvtxa.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" "<= 0.2 us/pair"
-row "nvtxDomainRangePushEx+Pop, registered (ns/pair)" "$(med nvtxd.plain)" "$(med nvtxd.traced)" \
+row "nvtxDomainRangePushEx+Pop (ns/pair)" "$(med nvtxd.plain)" "$(med nvtxd.traced)" \
   "$(awk -v x="$(med nvtxd.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" ""
 row "trace bytes per alloc/free event (steady)" "" "" "$bpe B" "<= 32 B"
 row "trace bytes per event, whole file" "" "" "$bpe_all B" ""
