@@ -68,7 +68,8 @@ enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
 struct entry {
     uint64_t hash;
     _Atomic uint32_t gen;      /* the file generation that has its record */
-    uint32_t reserved;
+    uint32_t quiet;            /* a domain whose ranges are not recorded (CORE2, below);
+                                * atomic accesses: every creator of the domain sets it */
     struct gmt_rec_nvtx_string rec; /* then the string, NUL-terminated, padded */
 };
 _Static_assert(offsetof(struct entry, rec) % 8 == 0, "the record is 8-byte aligned");
@@ -282,10 +283,15 @@ static uint32_t name_attr(const void *attr)
     return 0;
 }
 
-static uint32_t domain_id(const void *domain)
+/* A domain's id (0 the default domain); *quiet: its ranges are not recorded. */
+static uint32_t domain_id(const void *domain, bool *quiet)
 {
     struct entry *e = domain ? ours(domain) : NULL;
-    return e && e->rec.h.aux == GMT_NVTX_STR_DOMAIN ? id_of(e) : 0;
+    *quiet = false;
+    if (!e || e->rec.h.aux != GMT_NVTX_STR_DOMAIN)
+        return 0;
+    *quiet = __atomic_load_n(&e->quiet, __ATOMIC_RELAXED);
+    return *quiet ? entry_id(e) : id_of(e);
 }
 
 /* ---- the records ---- */
@@ -325,7 +331,7 @@ _Static_assert(sizeof(struct gmt_rec_nvtx_range) % GMT_ALIGN == 0, "no padding")
  * one that runs between a push's store of its entry and its move of depth takes the
  * same slot, so the entry is stored again once depth has moved (and the handler's own
  * would go above it); a pop shifts the entries above its own before depth moves. */
-static int push(uint32_t domain, uint32_t name)
+static int push(uint32_t domain, uint32_t name, bool quiet)
 {
     int e = errno;
     struct gmt_nvtx_thread *t = &gmt_ts.nvtx;
@@ -346,12 +352,13 @@ static int push(uint32_t domain, uint32_t name)
         t->open[d].domain = domain;
         t->open[d].name = name;
     }
-    range(GMT_NVTX_PUSH, domain, name);
+    if (!quiet)
+        range(GMT_NVTX_PUSH, domain, name);
     errno = e;
     return level;
 }
 
-static int pop(uint32_t domain)
+static int pop(uint32_t domain, bool quiet)
 {
     int e = errno;
     struct gmt_nvtx_thread *t = &gmt_ts.nvtx;
@@ -376,56 +383,87 @@ static int pop(uint32_t domain)
             t->depth = d - 1;
         }
     }
-    range(GMT_NVTX_POP, domain, name);
+    if (!quiet)
+        range(GMT_NVTX_POP, domain, name);
     errno = e;
     return level;
 }
 
-static uint64_t start(uint32_t domain, uint32_t name)
+static uint64_t start(uint32_t domain, uint32_t name, bool quiet)
 {
     int e = errno;
     uint64_t id = atomic_fetch_add_explicit(&next_range, 1, memory_order_relaxed);
-    range_ext(GMT_NVTX_START, domain, name, id);
+    if (!quiet)
+        range_ext(GMT_NVTX_START, domain, name, id);
     errno = e;
     return id;
 }
 
-static void end(uint32_t domain, uint64_t id)
+static void end(uint32_t domain, uint64_t id, bool quiet)
 {
+    if (quiet)
+        return;
     int e = errno;
     range_ext(GMT_NVTX_END, domain, 0, id);
     errno = e;
 }
 
-static void mark(uint32_t domain, uint32_t name)
+static void mark(uint32_t domain, uint32_t name, bool quiet)
 {
+    if (quiet)
+        return;
     int e = errno;
     range(GMT_NVTX_MARK, domain, name);
     errno = e;
 }
 
 /* ---- CORE (module 1): the default domain ---- */
-static void mark_ex(const void *attr) { mark(0, name_attr(attr)); }
-static void mark_a(const char *s) { mark(0, name_ascii(s)); }
-static void mark_w(const wchar_t *s) { mark(0, name_wide(s)); }
-static uint64_t start_ex(const void *attr) { return start(0, name_attr(attr)); }
-static uint64_t start_a(const char *s) { return start(0, name_ascii(s)); }
-static uint64_t start_w(const wchar_t *s) { return start(0, name_wide(s)); }
-static void range_end(uint64_t id) { end(0, id); }
-static int push_ex(const void *attr) { return push(0, name_attr(attr)); }
-static int push_a(const char *s) { return push(0, name_ascii(s)); }
-static int push_w(const wchar_t *s) { return push(0, name_wide(s)); }
-static int range_pop(void) { return pop(0); }
+static void mark_ex(const void *attr) { mark(0, name_attr(attr), false); }
+static void mark_a(const char *s) { mark(0, name_ascii(s), false); }
+static void mark_w(const wchar_t *s) { mark(0, name_wide(s), false); }
+static uint64_t start_ex(const void *attr) { return start(0, name_attr(attr), false); }
+static uint64_t start_a(const char *s) { return start(0, name_ascii(s), false); }
+static uint64_t start_w(const wchar_t *s) { return start(0, name_wide(s), false); }
+static void range_end(uint64_t id) { end(0, id, false); }
+static int push_ex(const void *attr) { return push(0, name_attr(attr), false); }
+static int push_a(const char *s) { return push(0, name_ascii(s), false); }
+static int push_w(const wchar_t *s) { return push(0, name_wide(s), false); }
+static int range_pop(void) { return pop(0, false); }
 
-/* ---- CORE2 (module 5): domains and registered strings ---- */
-static void d_mark_ex(const void *dom, const void *attr) { mark(domain_id(dom), name_attr(attr)); }
+/* ---- CORE2 (module 5): domains and registered strings ----
+ * A quiet domain's ranges keep their nesting and ids but write nothing, and their
+ * names are not looked at: NCCL's ("NCCL"), whose ranges around each of its calls the
+ * NCCL scopes already record; a range there would double a collective's cost. */
+static void d_mark_ex(const void *dom, const void *attr)
+{
+    bool q;
+    uint32_t d = domain_id(dom, &q);
+    mark(d, q ? 0 : name_attr(attr), q);
+}
 static uint64_t d_start_ex(const void *dom, const void *attr)
 {
-    return start(domain_id(dom), name_attr(attr));
+    bool q;
+    uint32_t d = domain_id(dom, &q);
+    return start(d, q ? 0 : name_attr(attr), q);
 }
-static void d_range_end(const void *dom, uint64_t id) { end(domain_id(dom), id); }
-static int d_push_ex(const void *dom, const void *attr) { return push(domain_id(dom), name_attr(attr)); }
-static int d_pop(const void *dom) { return pop(domain_id(dom)); }
+static void d_range_end(const void *dom, uint64_t id)
+{
+    bool q;
+    uint32_t d = domain_id(dom, &q);
+    end(d, id, q);
+}
+static int d_push_ex(const void *dom, const void *attr)
+{
+    bool q;
+    uint32_t d = domain_id(dom, &q);
+    return push(d, q ? 0 : name_attr(attr), q);
+}
+static int d_pop(const void *dom)
+{
+    bool q;
+    uint32_t d = domain_id(dom, &q);
+    return pop(d, q);
+}
 
 static const void *d_register_a(const void *dom, const char *s)
 {
@@ -441,17 +479,25 @@ static const void *d_register_w(const void *dom, const wchar_t *s)
     errno = e;
     return x;
 }
+/* A domain made quiet by its name, as stored in its entry. */
+static struct entry *domain_made(struct entry *x)
+{
+    if (x != &unnamed && x->rec.len == 5 && !memcmp(x + 1, "NCCL", 5))
+        __atomic_store_n(&x->quiet, 1, __ATOMIC_RELAXED);
+    return x;
+}
+
 static const void *d_create_a(const char *s)
 {
     int e = errno;
-    struct entry *x = intern(GMT_NVTX_STR_DOMAIN, s ? s : "", s ? strnlen(s, GMT_NVTX_STRING_MAX) : 0);
+    struct entry *x = domain_made(intern(GMT_NVTX_STR_DOMAIN, s ? s : "", s ? strnlen(s, GMT_NVTX_STRING_MAX) : 0));
     errno = e;
     return x;
 }
 static const void *d_create_w(const wchar_t *s)
 {
     int e = errno;
-    struct entry *x = s ? intern_wide(GMT_NVTX_STR_DOMAIN, s) : intern(GMT_NVTX_STR_DOMAIN, "", 0);
+    struct entry *x = domain_made(s ? intern_wide(GMT_NVTX_STR_DOMAIN, s) : intern(GMT_NVTX_STR_DOMAIN, "", 0));
     errno = e;
     return x;
 }

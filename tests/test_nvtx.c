@@ -370,3 +370,30 @@ Test(nvtx, a_fork_child_defines_the_names_it_uses_in_its_own_file)
     cr_expect_neq(id_of(&s, GMT_NVTX_STR_DOMAIN, "forked", &n), 0, "so is the domain");
     cr_expect_eq(n, 1);
 }
+
+Test(nvtx, nccls_own_domain_nests_but_writes_nothing)
+{
+    cr_assert_eq(init(&A, get_table), 1);
+    const void *nccl = D_CREATE(&A, "NCCL"), *mine = D_CREATE(&A, "NCCLX");
+    struct attr a = msg(1, "AllReduce"), b = msg(1, "mine");
+    cr_expect_eq(D_PUSH(&A, nccl, &a), 0);
+    cr_expect_eq(D_PUSH(&A, nccl, &a), 1, "its nesting is kept");
+    cr_expect_eq(D_PUSH(&A, mine, &b), 0);
+    cr_expect_eq(D_POP(&A, mine), 0);
+    cr_expect_eq(D_POP(&A, nccl), 1);
+    cr_expect_eq(D_POP(&A, nccl), 0);
+    uint64_t id = D_START(&A, nccl, &a);
+    cr_expect_neq(id, 0);
+    D_END(&A, nccl, id);
+    gmt_writer_finish();
+    struct seen s;
+    read_trace(path, (uint32_t)gettid(), &s);
+    int n;
+    cr_expect_eq(id_of(&s, GMT_NVTX_STR_NAME, "AllReduce", &n), 0, "NCCL's names are not written");
+    cr_expect_eq(id_of(&s, GMT_NVTX_STR_DOMAIN, "NCCL", &n), 0);
+    uint32_t dm = id_of(&s, GMT_NVTX_STR_DOMAIN, "NCCLX", &n);
+    cr_expect_neq(dm, 0, "another domain is recorded");
+    cr_assert_eq(s.n_rng, 2, "only the other domain's push and pop");
+    cr_expect_eq(s.rng[0].r.domain, dm);
+    cr_expect_eq(s.rng[1].r.domain, dm);
+}
