@@ -487,8 +487,10 @@ static int run(struct pass *S)
     p->grows_every_step = p->steps >= 3 && p->later_min > 0;
     if (p->grows_every_step && (r = grow_site(S)))
         return r;
-    qsort(p->rows, p->n_rows, sizeof *p->rows, cmp_row);
-    qsort(p->stacks, p->n_stacks, sizeof *p->stacks, cmp_stack);
+    if (p->n_rows)
+        qsort(p->rows, p->n_rows, sizeof *p->rows, cmp_row);
+    if (p->n_stacks)
+        qsort(p->stacks, p->n_stacks, sizeof *p->stacks, cmp_stack);
     return 0;
 }
 
