@@ -1,5 +1,6 @@
 /* test_nvtx.c: the NVTX injection protocol, driven by a fake NVTX client that follows NVTX v3's documented export-table ABI, and the records it leaves in the trace. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,4 +397,67 @@ Test(nvtx, nccls_own_domain_nests_but_writes_nothing)
     cr_assert_eq(s.n_rng, 2, "only the other domain's push and pop");
     cr_expect_eq(s.rng[0].r.domain, dm);
     cr_expect_eq(s.rng[1].r.domain, dm);
+}
+
+/* Threads pushing the same names at once: each name is defined once, and every range of
+ * every thread names the right one. */
+#define MT_THREADS 4
+#define MT_NAMES 40
+#define MT_ROUNDS 200
+static void *mt_worker(void *arg)
+{
+    (void)arg;
+    char name[32];
+    for (int r = 0; r < MT_ROUNDS; r++) {
+        snprintf(name, sizeof name, "range-%d", r % MT_NAMES);
+        if (PUSH_A(&A, name) != 0 || POP(&A) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+Test(nvtx, threads_intern_each_name_once)
+{
+    cr_assert_eq(init(&A, get_table), 1);
+    pthread_t th[MT_THREADS];
+    for (int i = 0; i < MT_THREADS; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, mt_worker, NULL), 0);
+    for (int i = 0; i < MT_THREADS; i++) {
+        void *rv;
+        pthread_join(th[i], &rv);
+        cr_expect_null(rv, "levels on thread %d", i);
+    }
+    gmt_writer_finish();
+    struct gmt_reader *r;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&r, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    char names[MT_NAMES * 2 + 1][32] = {{0}};
+    int defined = 0;
+    uint32_t *ids = calloc(MT_THREADS * MT_ROUNDS * 2, sizeof *ids);
+    size_t n = 0;
+    while (gmt_reader_next(r, &ev, err, sizeof err) > 0) {
+        if (ev.rec->type == GMT_REC_NVTX_STRING) {
+            const struct gmt_rec_nvtx_string *x = (const void *)ev.rec;
+            cr_assert_leq(x->id, MT_NAMES * 2);
+            cr_expect_eq(names[x->id][0], 0, "id %u defined twice", x->id);
+            snprintf(names[x->id], 32, "%s", (const char *)(x + 1));
+            defined++;
+        } else if (ev.rec->type == GMT_REC_NVTX_RANGE && n < MT_THREADS * MT_ROUNDS * 2) {
+            ids[n++] = ((const struct gmt_rec_nvtx_range *)(const void *)ev.rec)->name;
+        }
+    }
+    gmt_reader_close(r);
+    cr_expect_eq(defined, MT_NAMES);
+    cr_expect_eq(n, MT_THREADS * MT_ROUNDS * 2);
+    int per_name[MT_NAMES] = {0};
+    for (size_t i = 0; i < n; i++) {
+        int k = -1;
+        cr_assert(ids[i] <= MT_NAMES * 2 && sscanf(names[ids[i]], "range-%d", &k) == 1,
+                  "range %zu names id %u", i, ids[i]);
+        per_name[k]++;
+    }
+    for (int k = 0; k < MT_NAMES; k++)
+        cr_expect_eq(per_name[k], MT_THREADS * (MT_ROUNDS / MT_NAMES) * 2, "range-%d", k);
+    free(ids);
 }
