@@ -62,6 +62,8 @@ struct gmt_rec {
     X(ALLOC_SMALL,  19, gmt_rec_alloc_small)                        \
     X(GROUP_REPEAT, 20, gmt_rec_group_repeat)                       \
     X(GRAPHMEM,     21, gmt_rec_graphmem)                           \
+    X(NVTX_STRING,  24, gmt_rec_nvtx_string)                        \
+    X(NVTX_RANGE,   25, gmt_rec_nvtx_range)                         \
     X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)
 
 enum gmt_rec_type {
@@ -496,6 +498,43 @@ struct gmt_rec_nccl_coll_info {
     uint8_t kind;              /* enum gmt_nccl_info_kind */
     uint8_t reserved;          /* 0 */
     uint32_t reserved2;        /* 0 */
+};
+
+/* NVTX (2.4): the process's NVTX ranges, recorded by the library as an NVTX injection.
+ * NVTX_STRING defines a name or a domain once (per file), NVTX_RANGE refers to them by
+ * id. Like every type added after 2.0 neither moves a clock; NVTX_RANGE has its own
+ * time. The thread is the enclosing CHUNK's. */
+#define GMT_NVTX_STRING_KINDS(X) X(DOMAIN, 1) X(NAME, 2)
+enum gmt_nvtx_string_kind {
+#define GMT_X(name, val) GMT_NVTX_STR_##name = val,
+    GMT_NVTX_STRING_KINDS(GMT_X)
+#undef GMT_X
+};
+#define GMT_NVTX_STRING_MAX 1024       /* bytes of a name kept, its NUL included */
+struct gmt_rec_nvtx_string {
+    struct gmt_rec h;          /* aux: enum gmt_nvtx_string_kind */
+    uint32_t id;               /* from 1, unique within the file among both kinds */
+    uint32_t len;              /* bytes of the string that follows, its NUL included, >= 1 */
+};
+/* What a range record says happened. PUSH/POP nest per thread and domain; START/END
+ * pair by range_id and may be on different threads; MARK is an instant. */
+#define GMT_NVTX_OPS(X) X(PUSH, 1) X(POP, 2) X(START, 3) X(END, 4) X(MARK, 5)
+enum gmt_nvtx_op {
+#define GMT_X(name, val) GMT_NVTX_##name = val,
+    GMT_NVTX_OPS(GMT_X)
+#undef GMT_X
+};
+struct gmt_rec_nvtx_range {
+    struct gmt_rec h;          /* aux: enum gmt_nvtx_op */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint32_t domain;           /* NVTX_STRING id of kind DOMAIN; 0 the default domain */
+    uint32_t name;             /* NVTX_STRING id of kind NAME; 0 unnamed (POP: the name of
+                                * the range it closed, as the library knew it; END: 0) */
+    /* START and END, present when h.size >= sizeof(struct gmt_rec_nvtx_range_ext): */
+};
+struct gmt_rec_nvtx_range_ext {
+    struct gmt_rec_nvtx_range r;
+    uint64_t range_id;         /* the id START returned to the program, from 1 */
 };
 
 /* END: clean shutdown. A file without it was cut (crash, kill, exec). */

@@ -42,7 +42,9 @@
       "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")   \
     X(NCCL_PROFILER, bool_, nccl_profiler, 1, "GPUMEMTRACE_NCCL_PROFILER",                   \
       "1: loaded as NCCL's profiler plugin (gpumemtrace run sets NCCL_PROFILER_PLUGIN), "   \
-      "record each collective's algorithm, protocol and channels; 0: ask NCCL for nothing")
+      "record each collective's algorithm, protocol and channels; 0: ask NCCL for nothing") \
+    X(NVTX, bool_, nvtx, 1, "GPUMEMTRACE_NVTX",                                              \
+      "1: record NVTX ranges when NVTX loads the library (NVTX_INJECTION64_PATH); 0: decline")
 
 struct gmt_options {
 #define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;
@@ -403,6 +405,21 @@ static inline void gmt_version_note(enum gmt_component c)
         gmt_version_note_slow(c);
 }
 
+/* ---- nvtx.c: the NVTX v3 injection (InitializeInjectionNvtx2, exported) ---- */
+/* The ranges pushed and not yet popped on this thread (innermost last), for NVTX's
+ * per-domain nesting levels and the POP record's name. */
+#define GMT_NVTX_DEPTH 32
+struct gmt_nvtx_thread {
+    uint32_t depth;            /* open push ranges, also those past open[] */
+    struct {
+        uint32_t domain, name; /* NVTX_STRING ids */
+    } open[GMT_NVTX_DEPTH];
+};
+
+/* NVTX's entry point (exported): patches the calling NVTX copy's function table through
+ * its export-table getter; 1 when it did, 0 to decline (off, or a table we can't use). */
+GMT_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t id));
+
 /* ---- per thread: gmt_ts, one member per owning file ---- */
 struct buf; /* writer.c's */
 
@@ -524,6 +541,7 @@ struct gmt_thread_state {
     struct {
         uint32_t ids[32];                    /* open user groups' scopes, innermost last */
     } nccl_groups;                           /* hooks_nccl.c */
+    struct gmt_nvtx_thread nvtx;             /* nvtx.c */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gmt_thread_state, scope.frames) == 64,
                "the hot part in one line, the frames from the next");

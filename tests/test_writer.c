@@ -216,6 +216,15 @@ Test(writer, round_trips_every_record_type)
     struct gmt_rec_module_unload mu = { { GMT_REC_MODULE_UNLOAD, 0, sizeof mu }, gmt_now_ns(), 7, 0 };
     gmt_emit(&mu, 0);
 
+    struct {
+        struct gmt_rec_nvtx_string s;
+        char name[16];
+    } ns = { { { GMT_REC_NVTX_STRING, GMT_NVTX_STR_NAME, sizeof ns }, 3, 5 }, "step" };
+    gmt_emit(&ns, 0);
+    struct gmt_rec_nvtx_range_ext nr = { { { GMT_REC_NVTX_RANGE, GMT_NVTX_START, sizeof nr },
+                                           gmt_now_ns(), 0, 3 }, 11 };
+    gmt_emit(&nr, 0);
+
     gmt_writer_finish();
 
     struct gmt_reader *r = open_trace(path);
@@ -387,6 +396,18 @@ Test(writer, round_trips_every_record_type)
             cr_expect(h->aux == GMT_OP_AllReduce && c->comm_hash == 0x77 && c->seq == 3 &&
                       c->nchannels == 24 && c->proto == GMT_NCCL_PROTO_SIMPLE);
             cr_expect_eq(ev.time_ns, c->time_ns, "NCCL_COLL_INFO's time is its own");
+            break;
+        }
+        case GMT_REC_NVTX_STRING: {
+            const struct gmt_rec_nvtx_string *n = (const void *)h;
+            cr_expect(n->id == 3 && n->len == 5 && h->aux == GMT_NVTX_STR_NAME);
+            cr_expect_str_eq((const char *)(n + 1), "step");
+            break;
+        }
+        case GMT_REC_NVTX_RANGE: {
+            const struct gmt_rec_nvtx_range_ext *n = (const void *)h;
+            cr_expect(h->aux == GMT_NVTX_START && n->r.name == 3 && n->range_id == 11);
+            cr_expect_eq(ev.time_ns, n->r.time_ns, "NVTX_RANGE's time is its own");
             break;
         }
         case GMT_REC_END: {

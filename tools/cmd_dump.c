@@ -349,6 +349,29 @@ static uint32_t fields_nccl_coll_info(FILE *o, const struct gmt_rec *h)
     return sizeof *r;
 }
 
+static uint32_t fields_nvtx_string(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_nvtx_string *r = (const void *)h;
+    named(o, "kind", gmt_nvtx_string_kind_name(h->aux), h->aux);
+    u64(o, "id", r->id);
+    str(o, "string", (const char *)(r + 1), r->len);
+    return (uint32_t)sizeof *r + r->len;
+}
+
+static uint32_t fields_nvtx_range(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_nvtx_range *r = (const void *)h;
+    named(o, "op", gmt_nvtx_op_name(h->aux), h->aux);
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "domain", r->domain);
+    u64(o, "name", r->name);
+    const struct gmt_rec_nvtx_range_ext *x = (const void *)h;
+    if (h->size < sizeof *x)
+        return sizeof *r;
+    u64(o, "range_id", x->range_id);
+    return sizeof *x;
+}
+
 static uint32_t fields_end(FILE *o, const struct gmt_rec *h)
 {
     const struct gmt_rec_end *r = (const void *)h;
@@ -388,6 +411,8 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_MEMINFO] = fields_meminfo,
     [GMT_REC_GRAPHMEM] = fields_graphmem,
     [GMT_REC_NCCL_COLL_INFO] = fields_nccl_coll_info,
+    [GMT_REC_NVTX_STRING] = fields_nvtx_string,
+    [GMT_REC_NVTX_RANGE] = fields_nvtx_range,
     [GMT_REC_END] = fields_end,
 };
 

@@ -41,7 +41,8 @@ const char gmt_help_run[] =
     "GPUMEMTRACE_JOB_ID (recorded in every trace, so that runs never mix) unless given,\n"
     "and NCCL_PROFILER_PLUGIN (to the library, unless already set or\n"
     "GPUMEMTRACE_NCCL_PROFILER=0): NCCL then says which algorithm, protocol and channels\n"
-    "each collective ran with.\n";
+    "each collective ran with; and NVTX_INJECTION64_PATH to the library (NVTX ranges\n"
+    "become phases in `summary`) unless it is set already: then it is left, with a note.\n";
 
 /* The library beside the running executable: build/gpumemtrace and build/libgpumemtrace.so,
  * or bin/gpumemtrace and lib/libgpumemtrace.so in an installed tree. */
@@ -340,6 +341,14 @@ static int set_env(const char *lib, const char *absdir)
     int bad = setenv("LD_PRELOAD", preload, 1) || setenv("GPUMEMTRACE_OUTPUT", pattern, 1);
     bad = bad || set_nccl_profiler(lib);
     free(preload);
+    /* NVTX loads its injection library by this path: the preloaded one, whose ranges then
+     * land in the same trace (docs/phases.md). A tool the user chose keeps its place. */
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx && *nvtx)
+        gmt_err("gpumemtrace run: NVTX_INJECTION64_PATH is set (%s): left as it is, NVTX ranges "
+                "are not traced", nvtx);
+    else
+        bad = bad || setenv("NVTX_INJECTION64_PATH", lib, 1);
     return bad ? GMT_EXIT_ERROR : 0;
 }
 

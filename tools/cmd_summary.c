@@ -1,6 +1,7 @@
 /* cmd_summary.c: `gpumemtrace summary`: what was traced, the peak, per-collective deltas, sites, leaks, failures. */
 #include <errno.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,9 @@ const char gmt_help_summary[] =
     "  --per-rank        of several traces, every trace's report (default: one report for\n"
     "                    each group of ranks that behave alike, after the job's overview)\n"
     "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n"
+    "  --step REGEX      the NVTX range that marks a training step (POSIX ERE, any case;\n"
+    "                    default: step, train_step, iteration, iter N, ProfilerStep#N,\n"
+    "                    batch ...: docs/phases.md)\n"
     "\n"
     "Several traces (files, directories searched for *.gmt, globs) are one job: the\n"
     "summary opens with the job's overview (ranks, hosts, world size, the spread of each\n"
@@ -65,7 +69,8 @@ static const struct option summary_opts[] = {
     {"device", required_argument, 0, 'd'},
     {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
     {"op", required_argument, 0, 'o'},   {"category", required_argument, 0, 'C'},
-    {"width", required_argument, 0, 'w'}, {"per-rank", no_argument, 0, 'p'}, {0, 0, 0, 0}};
+    {"width", required_argument, 0, 'w'}, {"per-rank", no_argument, 0, 'p'},
+    {"step", required_argument, 0, 's'}, {0, 0, 0, 0}};
 
 struct summary_ctx {
     struct gmt_report_opts *ro;
@@ -104,6 +109,15 @@ static int summary_opt(void *ctx, int c, const char *arg)
         if (gmt_report_opts_add_category(ro, arg))
             return gmt_cli_usage_error("summary", "--category wants NAME=GLOB, not '%s'", arg);
         return 0;
+    case 's':
+    {
+        regex_t re;
+        if (!arg[0] || regcomp(&re, arg, REG_EXTENDED | REG_ICASE | REG_NOSUB))
+            return gmt_cli_usage_error("summary", "--step wants a regular expression, not '%s'", arg);
+        regfree(&re);
+        ro->step = arg;
+        return 0;
+    }
     case 'w':
         if (gmt_cli_long(arg, 40, 1000, &v))
             return gmt_cli_usage_error("summary", "--width wants 40..1000, not '%s'", arg);

@@ -182,6 +182,9 @@ NAME_OF(gmt_graphmem_phase_name, GMT_GRAPHMEM_PHASES)
 CHOICE_NAME(gmt_nccl_algo_name, GMT_NCCL_ALGOS)
 CHOICE_NAME(gmt_nccl_proto_name, GMT_NCCL_PROTOS)
 #undef CHOICE_NAME
+NAME_OF(gmt_nvtx_op_name, GMT_NVTX_OPS)
+
+NAME_OF(gmt_nvtx_string_kind_name, GMT_NVTX_STRING_KINDS)
 
 /* The fixed part's size of each known type, by type; 0 for ids no type has. */
 static const uint32_t fixed_size[GMT_REC_TYPE_MAX] = {
@@ -243,6 +246,8 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_ALLOC_SMALL] = RULE_DT(gmt_rec_alloc_small),
     [GMT_REC_GRAPHMEM] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_graphmem, time_ns) },
     [GMT_REC_NCCL_COLL_INFO] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nccl_coll_info, time_ns) },
+    [GMT_REC_NVTX_STRING] = { CLOCK_NONE, RULE_PARTS, 0 },
+    [GMT_REC_NVTX_RANGE] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nvtx_range, time_ns) },
 };
 #undef RULE_ABS
 #undef RULE_DT
@@ -523,6 +528,17 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
         if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
             return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
                         "NUL-terminated", r->path, (unsigned long long)off);
+        break;
+    }
+    case GMT_REC_NVTX_STRING: {
+        const struct gmt_rec_nvtx_string *n = (const void *)rec;
+        if ((uint64_t)sizeof *n + n->len > size)
+            return fail(err, errlen, "%s: offset %llu: NVTX_STRING of %u bytes overflows the "
+                        "%llu-byte record", r->path, (unsigned long long)off, n->len,
+                        (unsigned long long)size);
+        if (!n->len || !nul_ended(rec + sizeof *n, n->len))
+            return fail(err, errlen, "%s: offset %llu: NVTX_STRING is not NUL-terminated",
+                        r->path, (unsigned long long)off);
         break;
     }
     case GMT_REC_ENV: {

@@ -97,6 +97,8 @@ const char *gmt_graphmem_phase_name(unsigned phase);
 /* NCCL_COLL_INFO's algo and proto by NCCL's names ("RING", "SIMPLE"); "other", "none", "?" */
 const char *gmt_nccl_algo_name(unsigned id);
 const char *gmt_nccl_proto_name(unsigned id);
+const char *gmt_nvtx_op_name(unsigned op);
+const char *gmt_nvtx_string_kind_name(unsigned kind);
 
 /* ---- additions: in-memory traces ---- */
 

@@ -271,6 +271,46 @@ static void json_open(FILE *out, const struct gmt_analysis *a)
     }
 }
 
+/* Device memory by NVTX phase (phases.c; docs/summary-json.md "phases"). */
+static void json_phases(FILE *out, const struct gmt_analysis *a)
+{
+    const struct gmt_phases *p = &a->phases;
+    fprintf(out, "], \"phases\": {\"ranges\": %" PRIu64 ", \"rows\": [", p->ranges);
+    for (size_t i = 0; i < p->n_rows; i++) {
+        const struct gmt_phase_row *r = &p->rows[i];
+        fprintf(out, "%s{\"name\": ", i ? ", " : "");
+        gmt_fput_json_string(out, r->name);
+        fprintf(out, ", \"step\": %s, \"count\": %" PRIu64 ", \"open_at_end\": %" PRIu64
+                     ", \"peak_bytes\": %" PRIu64 ", \"growth_bytes\": %" PRId64
+                     ", \"growth_max_bytes\": %" PRId64 ", \"time_ns\": %" PRIu64
+                     ", \"allocs\": %" PRIu64 ", \"alloc_bytes\": %" PRIu64 "}",
+                r->step ? "true" : "false", r->count, r->open_at_end, r->peak, r->growth,
+                r->growth_max, r->time_ns, r->allocs, r->alloc_bytes);
+    }
+    fprintf(out, "], \"stacks\": [");
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        fprintf(out, "%s{\"ranges\": ", i ? ", " : "");
+        gmt_fput_json_string(out, p->stacks[i].path);
+        fprintf(out, ", \"allocs\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", p->stacks[i].allocs,
+                p->stacks[i].bytes);
+    }
+    fprintf(out, "], \"allocs_outside_ranges\": %" PRIu64 ", \"steps\": {\"regex\": ",
+            p->unnamed_allocs);
+    gmt_fput_json_string(out, p->step_regex ? p->step_regex : "");
+    fprintf(out, ", \"count\": %" PRIu64 ", \"first_growth_bytes\": %" PRId64
+                 ", \"later_growth_bytes\": %" PRId64 ", \"grows_every_step\": %s",
+            p->steps, p->steps ? p->first_step_growth : 0, p->later_growth,
+            p->grows_every_step ? "true" : "false");
+    if (p->grows_every_step) {
+        char line[8192];
+        fprintf(out, ", \"growth_per_step_bytes\": %" PRId64 ", \"growth_steps\": %" PRIu64
+                     ", \"site_bytes\": %" PRIu64 ", \"site\": ",
+                p->later_growth / (int64_t)(p->steps - 1), p->steps - 1, p->grow_stack_bytes);
+        gmt_fput_json_string(out, p->grow_stack_bytes ? gmt_stack_full(a, p->grow_stack, 64, line, sizeof line) : "");
+    }
+    fprintf(out, "}}");
+}
+
 static void json_begin(FILE *out, const struct gmt_job *j, const struct gmt_report_opts *o)
 {
     (void)o;
@@ -291,7 +331,8 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_held(out, a);
     json_fails(out, a);
     json_open(out, a);
-    fprintf(out, "], \"unmatched_frees\": %" PRIu64 ", \"nccl_memory\": ", a->rep.unmatched_frees);
+    json_phases(out, a);
+    fprintf(out, ", \"unmatched_frees\": %" PRIu64 ", \"nccl_memory\": ", a->rep.unmatched_frees);
     gmt_explain_brief_json(out, a);
     fprintf(out, "}");
 }

@@ -417,6 +417,57 @@ static void text_open(FILE *out, const struct gmt_analysis *a, const struct gmt_
     }
 }
 
+/* Device memory by NVTX phase (phases.c): the ranges, the stacks of ranges open at the
+ * allocations, and the step marker's verdict. */
+static void text_phases(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_phases *p = &a->phases;
+    if (!p->ranges)
+        return;
+    fprintf(out, "\nDevice memory by phase (NVTX ranges; peak while open, growth = live at end - at start)\n");
+    fprintf(out, "  %-40s %8s %10s %11s %11s %8s %10s\n", "RANGE", "COUNT", "PEAK", "GROWTH",
+            "MAX GROWTH", "ALLOCS", "ALLOCATED");
+    long shown = 0;
+    for (size_t i = 0; i < p->n_rows && shown < o->top; i++, shown++) {
+        const struct gmt_phase_row *r = &p->rows[i];
+        char b1[32], b2[32], b3[32], b4[32];
+        fprintf(out, "  %-40.*s %8" PRIu64 " %10s %11s %11s %8" PRIu64 " %10s%s\n", 40, r->name,
+                r->count, gmt_fmt_bytes(b1, sizeof b1, r->peak), gmt_fmt_sbytes(b2, sizeof b2, r->growth),
+                gmt_fmt_sbytes(b3, sizeof b3, r->growth_max), r->allocs,
+                gmt_fmt_bytes(b4, sizeof b4, r->alloc_bytes), r->open_at_end ? "  (open at end)" : "");
+    }
+    if (p->n_stacks) {
+        fprintf(out, "  allocations by the ranges open on their thread:\n");
+        for (size_t i = 0; i < p->n_stacks && (long)i < o->top; i++) {
+            char b[32];
+            fprintf(out, "    %10s in %8" PRIu64 "  %s\n", gmt_fmt_bytes(b, sizeof b, p->stacks[i].bytes),
+                    p->stacks[i].allocs, p->stacks[i].path);
+        }
+        if (p->unnamed_allocs)
+            fprintf(out, "    %" PRIu64 " allocation(s) with no range open on their thread\n",
+                    p->unnamed_allocs);
+    }
+    if (!p->steps) {
+        fprintf(out, "  steps: no range matches --step\n");
+        return;
+    }
+    char b1[32], b2[32];
+    fprintf(out, "  steps: %" PRIu64 "; the first grew %s", p->steps,
+            gmt_fmt_sbytes(b1, sizeof b1, p->first_step_growth));
+    if (p->steps > 1)
+        fprintf(out, ", the %" PRIu64 " after it %s together", p->steps - 1,
+                gmt_fmt_sbytes(b2, sizeof b2, p->later_growth));
+    fprintf(out, "\n");
+    if (p->grows_every_step) {
+        char line[1024];
+        int64_t per = p->later_growth / (int64_t)(p->steps - 1);
+        fprintf(out, "  grows every step: %s per step over %" PRIu64 " steps, from %s\n",
+                gmt_fmt_sbytes(b1, sizeof b1, per), p->steps - 1,
+                p->grow_stack_bytes ? gmt_stack_line(a, p->grow_stack, o->frames ? o->frames : 3, line, sizeof line)
+                                    : "(no allocation of those steps is still live)");
+    }
+}
+
 static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                        size_t i)
 {
@@ -426,6 +477,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_peaks(out, a, o);
     text_colls(out, a, o);
     gmt_explain_brief_text(out, a);
+    text_phases(out, a, o);
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);
     text_held(out, a);

@@ -88,6 +88,18 @@ static uint64_t key_of(int ns, uint64_t addr)
     return addr ^ ((uint64_t)ns << 58);
 }
 
+/* The live set's key of an allocation and of a release, for other passes over the events
+ * (phases.c) that must match them as the replay does. */
+uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr)
+{
+    return key_of(kind < 256 ? ns_of_kind((uint8_t)kind) : NS_PTR, addr);
+}
+
+uint64_t gmt_replay_free_key(unsigned api, uint64_t addr)
+{
+    return key_of(ns_of_free_api(api), addr);
+}
+
 /*
  * The live set, by (namespace, address): open addressing whose slots are the entries
  * themselves (no second array to reach: one cache line per allocation or free),

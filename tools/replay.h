@@ -151,6 +151,10 @@ struct gmt_nccl_pick {
 /* 0 none (no record: NCCL's profiler interface was not in use), else the pick's total. */
 uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
                        struct gmt_nccl_pick *out);
+/* The key the replay's live set gives an allocation of `kind` at `addr`, and the one a
+ * release by `api` of `addr` looks up (the namespaces of handles, pointers, arrays...). */
+uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr);
+uint64_t gmt_replay_free_key(unsigned api, uint64_t addr);
 
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
 void gmt_report_free(struct gmt_report *rep);

@@ -155,6 +155,11 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
     }
     if (r)
         goto nomem;
+    r = gmt_phases_compute(t, o->step, o->device, &a->phases, err, errlen);
+    if (r) {
+        gmt_analysis_free(a);
+        return -1;
+    }
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -165,6 +170,7 @@ nomem:
 void gmt_analysis_free(struct gmt_analysis *a)
 {
     gmt_report_free(&a->rep);
+    gmt_phases_free(&a->phases);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

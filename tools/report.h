@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "phases.h"
 #include "replay.h"
 #include "trace.h"
 
@@ -26,6 +27,7 @@ struct gmt_report_opts {
     const char *internal[GMT_MAX_INTERNAL_RULES]; /* --internal globs (stacks.c) */
     int n_internal;
     bool no_symbols;           /* module+offset only, no binary is opened */
+    const char *step;          /* --step: the NVTX range that marks a step (phases.h), NULL default */
 };
 
 void gmt_report_opts_init(struct gmt_report_opts *o);
@@ -45,6 +47,7 @@ struct gmt_analysis {
     const char *cat_names[GMT_MAX_CATS]; /* by category index */
     size_t n_cats;
     const struct gmt_report_opts *opts;  /* as given to gmt_analyze: outlives the analysis */
+    struct gmt_phases phases;            /* device memory by NVTX range (phases.c) */
 };
 
 /* Loads, categorises and replays one trace. Returns 0, or -1 with a one-line message. */

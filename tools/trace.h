@@ -116,6 +116,13 @@ struct gmt_nccl_choice {
     uint8_t algo, proto, nchannels, nwarps, kind;
 };
 
+/* An NVTX record (NVTX_STRING, NVTX_RANGE), whole in the image: phases.c reads them. */
+struct gmt_nvtx_note {
+    uint64_t offset;           /* of the record in the image */
+    uint64_t time;             /* NVTX_RANGE's time_ns; 0 for NVTX_STRING */
+    uint32_t tid;
+};
+
 struct gmt_reader;
 struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
 struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
@@ -160,6 +167,7 @@ struct gmt_trace {
     struct gmt_proc_sample *proc_samples; size_t n_proc_samples;
     struct gmt_graph_sample *graph_samples; size_t n_graph_samples;
     struct gmt_nccl_choice *choices; size_t n_choices; /* NCCL_COLL_INFO, by time */
+    struct gmt_nvtx_note *nvtx; size_t n_nvtx; /* in file order */
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by

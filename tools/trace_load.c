@@ -36,6 +36,7 @@ struct loader {
                                      * CHUNK and CUCTX, not per scope */
     struct meminfo_note *mi; size_t n_mi, cap_mi;
     size_t cap_proc, cap_graph, cap_choice;
+    size_t cap_nvtx;
     bool samples_unsorted, choices_unsorted;
 };
 
@@ -499,6 +500,19 @@ static int tie_choices(struct gmt_trace *t, bool unsorted)
     return 0;
 }
 
+static int on_nvtx(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    struct gmt_nvtx_note *n = gmt_array_push((void **)&t->nvtx, &t->n_nvtx, &L->cap_nvtx, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    uint64_t time = 0;
+    if (e->rec->type == GMT_REC_NVTX_RANGE)
+        time = ((const struct gmt_rec_nvtx_range *)(const void *)e->rec)->time_ns;
+    *n = (struct gmt_nvtx_note){e->offset, time, e->tid};
+    return 0;
+}
+
 static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     const struct gmt_rec_meminfo *m = (const void *)e->rec;
@@ -566,6 +580,8 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
     case GMT_REC_GRAPHMEM: return on_graphmem(L, e, err, errlen);
     case GMT_REC_NCCL_COLL_INFO: return on_nccl_coll_info(L, e);
+    case GMT_REC_NVTX_STRING:
+    case GMT_REC_NVTX_RANGE: return on_nvtx(L, e);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
@@ -986,6 +1002,7 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->proc_samples);
     free(t->graph_samples);
     free(t->choices);
+    free(t->nvtx);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);

@@ -79,6 +79,19 @@ done
 echo "== the GPU benchmark's iteration (ncclGroupStart, ncclAllReduce on 2 communicators, ncclGroupEnd)"
 ab group2 "$b/nccl_bench" "$((nccl_calls / 2))" group2
 
+echo "== NVTX ranges (push+pop pairs through an NVTX copy's slots; traced: the library injected)"
+for r in $(seq 1 "$reps"); do
+  for m in a d; do
+    if [ $((r % 2)) = 1 ]; then u=$("$b/nvtx_bench" $m "$stub_pairs" | awk '{print $1}')
+      t=$(NVTX_INJECTION64_PATH="$lib" traced "$b/nvtx_bench" $m "$stub_pairs" | awk '{print $1}')
+    else t=$(NVTX_INJECTION64_PATH="$lib" traced "$b/nvtx_bench" $m "$stub_pairs" | awk '{print $1}')
+      u=$("$b/nvtx_bench" $m "$stub_pairs" | awk '{print $1}'); fi
+    rm -f "$tmp"/t.*.gmt
+    echo "nvtx$m.plain $u" >>"$res"; echo "nvtx$m.traced $t" >>"$res"
+    echo "nvtx$m.diff $(awk -v t="$t" -v u="$u" 'BEGIN { print t - u }')" >>"$res"
+  done
+done
+
 echo "== trace size: two traced runs of different length; bytes per event of the difference"
 size_of() { # PAIRS -> "bytes events"
   rm -f "$tmp"/t.*.gmt
@@ -143,6 +156,10 @@ row "  of which the plugin (library - null plugin)" "" "" \
   "$(awk -v x="$(med prof.tlib)" -v p="$(med prof.tnull)" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" ""
 row "group of 2 ncclAllReduce, default (ns/iter)" "$(med group2.plain)" "$(med group2.traced)" \
   "$(awk -v x="$(med group2.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" ""
+row "nvtxRangePushA+Pop (ns/pair)" "$(med nvtxa.plain)" "$(med nvtxa.traced)" \
+  "$(awk -v x="$(med nvtxa.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" "<= 0.2 us/pair"
+row "nvtxDomainRangePushEx+Pop (ns/pair)" "$(med nvtxd.plain)" "$(med nvtxd.traced)" \
+  "$(awk -v x="$(med nvtxd.diff)" 'BEGIN { printf "%.3f us", x / 1000 }')" ""
 row "trace bytes per alloc/free event (steady)" "" "" "$bpe B" "<= 32 B"
 row "trace bytes per event, whole file" "" "" "$bpe_all B" ""
 wall=$(med cli.wall); cpu=$(med cli.cpu)
