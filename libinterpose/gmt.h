@@ -39,7 +39,10 @@
     X(QUIET, bool_, quiet, 0, "GPUMEMTRACE_QUIET", "1: no warnings on stderr")              \
     X(GROUP_REPEAT, bool_, group_repeat, 1, "GPUMEMTRACE_GROUP_REPEAT",                      \
       "1: a user group with the same members as the thread's last one is written as one "   \
-      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")
+      "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")    \
+    X(PYTHON, bool_, python, 1, "GPUMEMTRACE_PYTHON",                                        \
+      "1: stacks hold the Python frames of threads that run Python (CPython 3.9-3.13); "    \
+      "0: native frames only")
 
 struct gmt_options {
 #define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;
@@ -303,6 +306,22 @@ GMT_HIDDEN extern _Atomic unsigned long gmt_stack_slow_captures;
  * functions: use it in the hook itself or code always inlined into it, never in a helper
  * that is a function of its own (its frame would be gone or be the wrong one). */
 #define GMT_HOOK_FRAME() __builtin_frame_address(0)
+
+/* ---- python.c: the calling thread's Python frames (CPython 3.9-3.13) ---- */
+#define GMT_PY_DEPTH_MAX 128 /* innermost Python frames kept per stack */
+struct gmt_py_stack {
+    uint32_t n, ngroups;
+    uint64_t ip[GMT_PY_DEPTH_MAX];     /* GMT_PYFRAME values, innermost first */
+    uint16_t group[GMT_PY_DEPTH_MAX];  /* frames run by each activation of the interpreter's
+                                        * evaluation loop, innermost first (may be 0) */
+};
+/* Fills *out with the thread's Python frames (interning their code objects: PYCODE
+ * records) and returns their number; 0 when the thread runs no Python, the option is
+ * off, or anything looks wrong. Never takes the GIL, never faults on a valid chain. */
+GMT_HIDDEN uint32_t gmt_python_frames(struct gmt_py_stack *out);
+/* Whether a return address lies in the interpreter's evaluation loop
+ * (_PyEval_EvalFrameDefault), where a group of Python frames belongs. */
+GMT_HIDDEN bool gmt_python_eval_frame(uint64_t ip);
 
 /* ---- modules.c: the module map ---- */
 GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */
