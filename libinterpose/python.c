@@ -33,13 +33,13 @@
  */
 
 #define PY_ITER_MAX 4096                 /* frames walked, skipped ones included */
-#define SLOT_BITS 16                     /* 65536 code objects, 4 MiB of address space */
+#define SLOT_BITS 16                     /* 65536 code objects, 8 MiB of address space */
 #define SLOT_COUNT (1u << SLOT_BITS)
 #define SLOT_LIMIT (SLOT_COUNT / 4 * 3)
 #define ARENA_BYTES ((size_t)16 << 20)   /* PYCODE records, address space */
 #define LINETABLE_MAX (1u << 20)         /* bytes; a larger table is not believed */
 #define CODE_COPY 224                    /* bytes of a code object checked on first sight */
-#define LINE_WAYS 3
+#define LINE_WAYS 10
 
 struct offsets {
     unsigned minor;
@@ -73,9 +73,11 @@ struct code_slot {
     _Atomic uint32_t id;           /* 0 until its PYCODE record is written */
     int32_t firstlineno;
     uintptr_t name, filename, linetable; /* the object's fields when it was seen */
+    uint32_t table_len;            /* bytes of the line table, checked readable once; 0 none */
+    _Atomic uint32_t next_way;     /* the way a miss overwrites when all are taken */
     _Atomic uint64_t lines[LINE_WAYS];   /* (lasti + 1) << 32 | line; 0 empty */
 };
-_Static_assert(sizeof(struct code_slot) == 64, "one slot, one line");
+_Static_assert(sizeof(struct code_slot) == 128, "one slot, two lines");
 
 static _Atomic int state = PY_NEW;
 static _Atomic unsigned retry_countdown;
@@ -474,6 +476,10 @@ static struct code_slot *code_slot(uintptr_t co)
             continue;
         }
         atomic_fetch_add_explicit(&nslots, 1, memory_order_relaxed);
+        /* the line table is an immutable bytes object the code holds: checked once */
+        uint32_t tl = 0;
+        const uint8_t *t = table_bytes(lt, &tl);
+        s->table_len = t && readable((uintptr_t)t, tl) ? tl : 0;
         s->name = name;
         s->filename = file;
         s->linetable = lt;
@@ -493,15 +499,18 @@ static uint32_t code_line(struct code_slot *s, uintptr_t co, int64_t lasti)
     if (lasti < 0)
         return s->firstlineno > 0 ? (uint32_t)s->firstlineno : 0;
     uint64_t key = (uint64_t)(lasti + 1) << 32;
+    int empty = -1;
     for (int w = 0; w < LINE_WAYS; w++) {
         uint64_t v = atomic_load_explicit(&s->lines[w], memory_order_relaxed);
         if ((v & 0xffffffff00000000ull) == key)
             return (uint32_t)v;
+        if (!v && empty < 0)
+            empty = w;
     }
-    uint32_t n = 0;
-    const uint8_t *t = table_bytes(s->linetable, &n);
+    uint32_t n = s->table_len;
+    const uint8_t *t = n ? (const uint8_t *)(s->linetable + 32) : NULL;
     int line = -1;
-    if (t && readable((uintptr_t)t, n)) {
+    if (t) {
         if (off->minor == 9)
             line = line_39(t, n, s->firstlineno, lasti);
         else if (off->minor == 10)
@@ -511,7 +520,9 @@ static uint32_t code_line(struct code_slot *s, uintptr_t co, int64_t lasti)
     }
     uint32_t l = line > 0 && line < (1 << 24) ? (uint32_t)line : 0;
     if (lasti < (1ll << 31)) {
-        int w = (int)((uint64_t)lasti % LINE_WAYS);
+        int w = empty >= 0 ? empty
+                           : (int)(atomic_fetch_add_explicit(&s->next_way, 1, memory_order_relaxed) %
+                                   LINE_WAYS);
         atomic_store_explicit(&s->lines[w], key | l, memory_order_relaxed);
     }
     (void)co;
