@@ -52,8 +52,10 @@
     X(PYHOST, "python3*", "")                                                      \
     X(PYHOST, "_ctypes*", "")                                                      \
     X(PYHOST, "libffi*", "")                                                       \
-    /* PyTorch's Python layers between the user's line and the native op */        \
-    X(PY, "*/torch/nn/modules/module.py", "")                                      \
+    /* PyTorch's Python, installed; and its layers between the user's line and the  \
+     * native op where torch is a source checkout */                               \
+    X(PY, "*-packages/torch/*", "")                                                \
+    X(PY, "*/torch/nn/modules/*.py", "")                                           \
     X(PY, "*/torch/nn/functional.py", "")                                          \
     X(PY, "*/torch/functional.py", "")                                             \
     X(PY, "*/torch/_tensor.py", "")                                                \
