@@ -206,6 +206,12 @@ Test(writer, round_trips_every_record_type)
                                    1, 0, 32ull << 20, 64ull << 20, 32ull << 20, 64ull << 20 };
     gmt_emit(&gm, 0);
 
+    struct {
+        struct gmt_rec_pycode c;
+        char s[24];
+    } pc = { { { GMT_REC_PYCODE, 0, sizeof pc }, 3, 17, 2, 4, 6, 0 }, "f\0A.f\0m.py\0" };
+    gmt_emit(&pc, 0);
+
     struct gmt_rec_module_unload mu = { { GMT_REC_MODULE_UNLOAD, 0, sizeof mu }, gmt_now_ns(), 7, 0 };
     gmt_emit(&mu, 0);
 
@@ -378,6 +384,13 @@ Test(writer, round_trips_every_record_type)
         case GMT_REC_END: {
             const struct gmt_rec_end *e = (const void *)h;
             cr_expect_eq(e->records_dropped, 0);
+            break;
+        }
+        case GMT_REC_PYCODE: {
+            const struct gmt_rec_pycode *c = (const void *)h;
+            cr_expect_eq(c->code_id, 3);
+            cr_expect_eq(c->firstlineno, 17);
+            cr_expect_str_eq((const char *)(c + 1) + c->name_len + c->qualname_len, "m.py");
             break;
         }
         default:
