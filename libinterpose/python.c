@@ -26,8 +26,10 @@
  *   Python frames (or a frame without a line), never a fault.
  * - Code objects are interned by address in one lock-free table. An address can be reused
  *   by another code object once the first is freed: a slot also holds the object's
- *   name, filename and line-table pointers and first line as seen, and only an object
- *   that still has all four is that slot's; another gets a new slot, id and PYCODE record.
+ *   name, filename and line-table pointers, first line and a fingerprint of the name's
+ *   and file name's text (their strings can be freed and made again at the same
+ *   addresses too: exec in a loop), and only an object that still has all of them is
+ *   that slot's; another gets a new slot, id and PYCODE record.
  *   Each slot caches a few (instruction offset, line) pairs, so a line table is decoded
  *   once per call site, not per event.
  */
@@ -39,7 +41,8 @@
 #define ARENA_BYTES ((size_t)16 << 20)   /* PYCODE records, address space */
 #define LINETABLE_MAX (1u << 20)         /* bytes; a larger table is not believed */
 #define CODE_COPY 224                    /* bytes of a code object checked on first sight */
-#define LINE_WAYS 10
+#define LINE_WAYS 8
+#define NO_TABLE UINT32_MAX
 
 struct offsets {
     unsigned minor;
@@ -73,7 +76,9 @@ struct code_slot {
     _Atomic uint32_t id;           /* 0 until its PYCODE record is written */
     int32_t firstlineno;
     uintptr_t name, filename, linetable; /* the object's fields when it was seen */
-    uint32_t table_len;            /* bytes of the line table, checked readable once; 0 none */
+    uint64_t name_fp, file_fp;     /* str_fp of the name and the file name then */
+    uint32_t table_len;            /* bytes of the line table, checked readable once;
+                                    * NO_TABLE: none to believe */
     _Atomic uint32_t next_way;     /* the way a miss overwrites when all are taken */
     _Atomic uint64_t lines[LINE_WAYS];   /* (lasti + 1) << 32 | line; 0 empty */
 };
@@ -310,6 +315,28 @@ unknown:
     return 2;
 }
 
+/* A str's length and last 8 bytes of text: two strings that differ there are not the
+ * same name, whatever their addresses. s is a field of a code object; first: its first
+ * sight, when every byte read is checked readable first. */
+static uint64_t str_fp(uintptr_t s, bool first)
+{
+    if (!ptr_ok(s) || (first && !readable(s, (size_t)off->compact_size)) ||
+        word(s, 8) != unicode_type)
+        return 0;
+    uint64_t len = word(s, 16);
+    uint32_t st = *(const uint32_t *)(s + 32);
+    unsigned kind = st >> 2 & 7;
+    if (!(st >> 5 & 1) || len > 65536 || (kind != 1 && kind != 2 && kind != 4))
+        return len;
+    uintptr_t data = s + (uintptr_t)((st >> 6 & 1) ? off->ascii_size : off->compact_size);
+    size_t bytes = (size_t)len * kind, k = bytes < 8 ? bytes : 8;
+    uint64_t tail = 0;
+    if (first && !readable(data + bytes - k, k))
+        return len;
+    memcpy(&tail, (const void *)(data + bytes - k), k);
+    return tail ^ len << 48;
+}
+
 /* The line table's bytes, NULL when the object is not a bytes object of sane size. */
 static const uint8_t *table_bytes(uintptr_t b, uint32_t *len)
 {
@@ -456,7 +483,8 @@ static struct code_slot *code_slot(uintptr_t co)
         uintptr_t k = atomic_load_explicit(&s->code, memory_order_acquire);
         if (k == co) {
             if (atomic_load_explicit(&s->id, memory_order_acquire) && s->name == name &&
-                s->filename == file && s->linetable == lt && s->firstlineno == first)
+                s->filename == file && s->linetable == lt && s->firstlineno == first &&
+                s->name_fp == str_fp(name, false) && s->file_fp == str_fp(file, false))
                 return s;
             continue; /* another object that had this address, or being written */
         }
@@ -479,9 +507,11 @@ static struct code_slot *code_slot(uintptr_t co)
         /* the line table is an immutable bytes object the code holds: checked once */
         uint32_t tl = 0;
         const uint8_t *t = table_bytes(lt, &tl);
-        s->table_len = t && readable((uintptr_t)t, tl) ? tl : 0;
+        s->table_len = t && readable((uintptr_t)t, tl) ? tl : NO_TABLE;
         s->name = name;
         s->filename = file;
+        s->name_fp = str_fp(name, true);
+        s->file_fp = str_fp(file, true);
         s->linetable = lt;
         s->firstlineno = first;
         uint32_t id = emit_code(co, first, name, qual, file);
@@ -508,9 +538,9 @@ static uint32_t code_line(struct code_slot *s, uintptr_t co, int64_t lasti)
             empty = w;
     }
     uint32_t n = s->table_len;
-    const uint8_t *t = n ? (const uint8_t *)(s->linetable + 32) : NULL;
+    const uint8_t *t = (const uint8_t *)(s->linetable + 32);
     int line = -1;
-    if (t) {
+    if (n != NO_TABLE) { /* an empty table is a table: 3.9's then says the first line */
         if (off->minor == 9)
             line = line_39(t, n, s->firstlineno, lasti);
         else if (off->minor == 10)

@@ -167,6 +167,18 @@ def check_on(py, minor, trace, dump, folded, text, L):
     expect(py_frames(s)[1] == ("in_thread", PROG_BASE, L["thread"]), "thread: %r" % (py_frames(s)[:2],))
     s = by_bytes(trace, 1007)
     expect(not py_frames(s), "a native thread has Python frames: %r" % (py_frames(s),))
+    # code objects at reused addresses, each named as itself
+    codes = set()
+    for i in range(40):
+        s = by_bytes(trace, 2000 + i)
+        expect(py_frames(s)[1] == ("<module>", "gen_%d.py" % i, 2),
+               "exec'd code %d named %r" % (i, py_frames(s)[1:2]))
+    ids = re.findall(r'PYCODE +code=(\d+) .*file="gen_\d+\.py"', dump)
+    expect(len(set(ids)) == 40, "%d PYCODE ids for the 40 exec'd codes" % len(set(ids)))
+    # 6 threads capturing at once, 10 allocations each, from one line: one stack
+    s = by_bytes(trace, 10 * sum(3000 + k for k in range(6)))
+    expect(s["allocs"] == 60 and py_frames(s)[1] == ("worker", PROG_BASE, L["worker"]),
+           "threads: %d allocs, %r" % (s["allocs"], py_frames(s)[1:2]))
     expect(re.search(r'PYCODE .*qualname="%s"' % ("Model.forward" if qual else "forward"), dump),
            "dump shows no PYCODE for the method")
     expect(re.search(r"ip=\[[^\]]*py:\d+:%d" % L["alloc"], dump), "dump shows no Python frame")

@@ -12,6 +12,7 @@ import threading
 rt = ctypes.CDLL(os.environ["FAKES_DIR"] + "/libcudart.so.13")
 helper = ctypes.CDLL(os.environ["PYHELPER"])
 rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+REUSE, THREADS = 40, 6
 
 
 def alloc(n):
@@ -64,6 +65,29 @@ def in_thread():
     alloc(1006)  # SITE thread
 
 
+def reuse(n):
+    # code objects made and freed in turn: a new one (and its strings) can take the
+    # freed one's addresses; each must still be named as itself
+    for i in range(n):
+        code = compile("\nalloc(%d)\n" % (2000 + i), "gen_%d.py" % i, "exec")
+        exec(code, {"alloc": alloc})
+        del code
+
+
+def worker(k):
+    for _ in range(10):
+        alloc(3000 + k)  # SITE worker
+
+
+def many_threads(n):
+    # captures at the same time: ctypes drops the GIL around each call
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
 def native_thread():
     # a thread that C made, with no Python state: cudaMalloc(1007) from pthread_create
     if helper.alloc_on_native_thread(ctypes.c_size_t(1007)) != 0:
@@ -82,6 +106,8 @@ def run_all():
     t.start()
     t.join()
     native_thread()
+    reuse(REUSE)
+    many_threads(THREADS)
     # the same call site again, many times: the line cache and the stack interning
     for _ in range(200):
         inner()
