@@ -317,11 +317,15 @@ unknown:
 
 /* A str's length and last 8 bytes of text: two strings that differ there are not the
  * same name, whatever their addresses. s is a field of a code object; first: its first
- * sight, when every byte read is checked readable first. */
-static uint64_t str_fp(uintptr_t s, bool first)
+ * sight, when every byte read is checked readable first. A text shorter than 8 bytes is
+ * read as one word from its start, masked: the NUL and the object's padding follow it
+ * inside its allocation (pymalloc and malloc round sizes up to 8 bytes or more). */
+static inline __attribute__((always_inline)) uint64_t str_fp(uintptr_t s, bool first)
 {
-    if (!ptr_ok(s) || (first && !readable(s, (size_t)off->compact_size)) ||
-        word(s, 8) != unicode_type)
+    /* later sights: s is the field of a live code object (its frame holds it) and equal
+     * to the one checked at first sight, so a live str */
+    if (first && (!ptr_ok(s) || !readable(s, (size_t)off->compact_size) ||
+                  word(s, 8) != unicode_type))
         return 0;
     uint64_t len = word(s, 16);
     uint32_t st = *(const uint32_t *)(s + 32);
@@ -329,11 +333,14 @@ static uint64_t str_fp(uintptr_t s, bool first)
     if (!(st >> 5 & 1) || len > 65536 || (kind != 1 && kind != 2 && kind != 4))
         return len;
     uintptr_t data = s + (uintptr_t)((st >> 6 & 1) ? off->ascii_size : off->compact_size);
-    size_t bytes = (size_t)len * kind, k = bytes < 8 ? bytes : 8;
-    uint64_t tail = 0;
-    if (first && !readable(data + bytes - k, k))
+    size_t bytes = (size_t)len * kind;
+    uintptr_t at = bytes >= 8 ? data + bytes - 8 : data;
+    if (first && !readable(at, 8))
         return len;
-    memcpy(&tail, (const void *)(data + bytes - k), k);
+    uint64_t tail;
+    memcpy(&tail, (const void *)at, 8);
+    if (bytes < 8)
+        tail &= (1ull << (8 * bytes)) - 1; /* bytes 0: 1 << 0 - 1 = 0 */
     return tail ^ len << 48;
 }
 
