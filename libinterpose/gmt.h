@@ -311,6 +311,7 @@ GMT_HIDDEN extern _Atomic unsigned long gmt_stack_slow_captures;
 #define GMT_PY_DEPTH_MAX 128 /* innermost Python frames kept per stack */
 struct gmt_py_stack {
     uint32_t n, ngroups;
+    uint64_t eval_lo, eval_span;       /* _PyEval_EvalFrameDefault's code, 0 0 unknown */
     uint64_t ip[GMT_PY_DEPTH_MAX];     /* GMT_PYFRAME values, innermost first */
     uint16_t group[GMT_PY_DEPTH_MAX];  /* frames run by each activation of the interpreter's
                                         * evaluation loop, innermost first (may be 0) */
@@ -319,9 +320,12 @@ struct gmt_py_stack {
  * records) and returns their number; 0 when the thread runs no Python, the option is
  * off, or anything looks wrong. Never takes the GIL, never faults on a valid chain. */
 GMT_HIDDEN uint32_t gmt_python_frames(struct gmt_py_stack *out);
-/* Whether a return address lies in the interpreter's evaluation loop
- * (_PyEval_EvalFrameDefault), where a group of Python frames belongs. */
-GMT_HIDDEN bool gmt_python_eval_frame(uint64_t ip);
+/* Whether a return address (the call is at ip - 1) lies in the interpreter's evaluation
+ * loop (_PyEval_EvalFrameDefault), where a group of Python frames belongs. */
+static inline bool gmt_python_eval_frame(const struct gmt_py_stack *p, uint64_t ip)
+{
+    return ip - 1 - p->eval_lo < p->eval_span;
+}
 
 /* ---- modules.c: the module map ---- */
 GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */

@@ -21,8 +21,9 @@
  *   Still, every pointer followed is checked first: aligned and in user space, the
  *   thread state's thread id is pthread_self(), a code object's type is &PyCode_Type, a
  *   string's &PyUnicode_Type, a line table's &PyBytes_Type with a bounded size, loops
- *   bounded; the first sighting of a code object also copies its fields through
- *   process_vm_readv, which fails instead of faulting on unmapped memory. Any doubt: no
+ *   bounded; the first sighting of a code object also checks, through process_vm_readv
+ *   (which fails instead of faulting on unmapped memory), that the object, its strings
+ *   and its line table can be read. Any doubt: no
  *   Python frames (or a frame without a line), never a fault.
  * - Code objects are interned by address in one lock-free table. An address can be reused
  *   by another code object once the first is freed: a slot also holds the object's
@@ -254,11 +255,6 @@ static inline bool setup(void)
     return setup_slow();
 }
 
-bool gmt_python_eval_frame(uint64_t ip)
-{
-    /* return addresses: the call is at ip - 1 */
-    return ip - 1 - eval_lo < eval_hi - eval_lo;
-}
 
 /* ---- strings and line tables ---- */
 
@@ -315,28 +311,36 @@ unknown:
     return 2;
 }
 
-/* A str's length and last 8 bytes of text: two strings that differ there are not the
- * same name, whatever their addresses. s is a field of a code object; first: its first
- * sight, when every byte read is checked readable first. A text shorter than 8 bytes is
- * read as one word from its start, masked: the NUL and the object's padding follow it
- * inside its allocation (pymalloc and malloc round sizes up to 8 bytes or more). */
-static inline __attribute__((always_inline)) uint64_t str_fp(uintptr_t s, bool first)
+/* Whether s is a compact str whose header and text can be read: names and file names
+ * are (made by the compiler or unmarshalled); first sight of a code object only. */
+static bool str_ok(uintptr_t s)
 {
-    /* later sights: s is the field of a live code object (its frame holds it) and equal
-     * to the one checked at first sight, so a live str */
-    if (first && (!ptr_ok(s) || !readable(s, (size_t)off->compact_size) ||
-                  word(s, 8) != unicode_type))
-        return 0;
+    if (!ptr_ok(s) || !readable(s, (size_t)off->compact_size) || word(s, 8) != unicode_type)
+        return false;
     uint64_t len = word(s, 16);
     uint32_t st = *(const uint32_t *)(s + 32);
     unsigned kind = st >> 2 & 7;
     if (!(st >> 5 & 1) || len > 65536 || (kind != 1 && kind != 2 && kind != 4))
-        return len;
+        return false;
     uintptr_t data = s + (uintptr_t)((st >> 6 & 1) ? off->ascii_size : off->compact_size);
-    size_t bytes = (size_t)len * kind;
+    return readable(data, (size_t)len * kind + 1);
+}
+
+/* A str's length and last 8 bytes of text: two strings that differ there are not the
+ * same name, whatever their addresses. s is a code object's field that str_ok accepted
+ * when the code was first seen, and later the field of a live code object (its frame
+ * holds it) equal to that one: a live compact str. A text shorter than 8 bytes is read
+ * as one word from its start, masked: its NUL and the object's padding follow it inside
+ * its allocation (pymalloc and malloc round sizes up to 8 bytes or more). */
+static inline __attribute__((always_inline)) uint64_t str_fp(uintptr_t s)
+{
+    uint64_t len = word(s, 16);
+    uint32_t st = *(const uint32_t *)(s + 32);
+    if (len > 65536)
+        return len; /* not the string that was checked, so not the same */
+    uintptr_t data = s + (uintptr_t)((st >> 6 & 1) ? off->ascii_size : off->compact_size);
+    size_t bytes = (size_t)len * (st >> 2 & 7);
     uintptr_t at = bytes >= 8 ? data + bytes - 8 : data;
-    if (first && !readable(at, 8))
-        return len;
     uint64_t tail;
     memcpy(&tail, (const void *)at, 8);
     if (bytes < 8)
@@ -460,6 +464,11 @@ static uint32_t emit_code(uintptr_t co, int32_t first, uintptr_t name, uintptr_t
     uint32_t bytes = (uint32_t)sizeof *r + r->name_len + r->qualname_len + r->filename_len;
     uint32_t padded = gmt_rec_padded(bytes);
     memset((char *)r + bytes, 0, padded - bytes);
+    /* give back what the strings did not need, unless another record was placed since
+     * (then that room stays unused) */
+    size_t end = at + max;
+    atomic_compare_exchange_strong_explicit(&arena_cursor, &end, at + padded,
+                                            memory_order_relaxed, memory_order_relaxed);
     r->h.type = GMT_REC_PYCODE;
     r->h.aux = 0;
     r->h.size = padded;
@@ -491,7 +500,7 @@ static struct code_slot *code_slot(uintptr_t co)
         if (k == co) {
             if (atomic_load_explicit(&s->id, memory_order_acquire) && s->name == name &&
                 s->filename == file && s->linetable == lt && s->firstlineno == first &&
-                s->name_fp == str_fp(name, false) && s->file_fp == str_fp(file, false))
+                s->name_fp == str_fp(name) && s->file_fp == str_fp(file))
                 return s;
             continue; /* another object that had this address, or being written */
         }
@@ -499,7 +508,7 @@ static struct code_slot *code_slot(uintptr_t co)
             continue;
         /* first sight: check the object and its strings before anything is believed */
         uintptr_t qual = off->co_qualname >= 0 ? word(co, off->co_qualname) : 0;
-        if (!readable(co, CODE_COPY) || !ptr_ok(name) || !ptr_ok(file) ||
+        if (!readable(co, CODE_COPY) || !str_ok(name) || !str_ok(file) ||
             (qual && !ptr_ok(qual)))
             return NULL;
         if (atomic_load_explicit(&nslots, memory_order_relaxed) >= SLOT_LIMIT)
@@ -517,8 +526,8 @@ static struct code_slot *code_slot(uintptr_t co)
         s->table_len = t && readable((uintptr_t)t, tl) ? tl : NO_TABLE;
         s->name = name;
         s->filename = file;
-        s->name_fp = str_fp(name, true);
-        s->file_fp = str_fp(file, true);
+        s->name_fp = str_fp(name);
+        s->file_fp = str_fp(file);
         s->linetable = lt;
         s->firstlineno = first;
         uint32_t id = emit_code(co, first, name, qual, file);
@@ -571,47 +580,51 @@ static uint32_t code_line(struct code_slot *s, uintptr_t co, int64_t lasti)
 uint32_t gmt_python_frames(struct gmt_py_stack *out)
 {
     out->n = out->ngroups = 0;
+    out->eval_lo = out->eval_span = 0;
     if (!gmt_opt.python || !setup())
         return 0;
+    out->eval_lo = eval_lo;
+    out->eval_span = eval_hi - eval_lo;
     if (is_finalizing && is_finalizing())
         return 0;
+    const struct offsets o = *off; /* in registers or the stack: no reload after stores */
     uintptr_t ts = (uintptr_t)get_tstate();
-    if (!ptr_ok(ts) || word(ts, off->ts_thread_id) != (uintptr_t)pthread_self())
+    if (!ptr_ok(ts) || word(ts, o.ts_thread_id) != (uintptr_t)pthread_self())
         return 0;
     uintptr_t f;
-    if (off->ts_frame >= 0) {
-        f = word(ts, off->ts_frame);
+    if (o.ts_frame >= 0) {
+        f = word(ts, o.ts_frame);
     } else {
-        uintptr_t cf = word(ts, off->ts_cframe);
+        uintptr_t cf = word(ts, o.ts_cframe);
         if (!ptr_ok(cf))
             return 0;
-        f = word(cf, off->cf_current);
+        f = word(cf, o.cf_current);
     }
     uint32_t n = 0, g = 0, in_group = 0;
-    bool old = off->minor <= 10;
+    bool old = o.minor <= 10;
     for (unsigned iter = 0; f && iter < PY_ITER_MAX; iter++) {
         if (!ptr_ok(f))
             break;
-        uintptr_t co = word(f, off->fr_code);
-        uintptr_t back = word(f, off->fr_back);
+        uintptr_t co = word(f, o.fr_code);
+        uintptr_t back = word(f, o.fr_back);
         bool end_group = old, skip = false;
         int64_t lasti = -1;
         if (old) {
-            lasti = i32(f, off->fr_instr);
+            lasti = i32(f, o.fr_instr);
         } else {
-            int owner = *(const int8_t *)(f + (uintptr_t)off->fr_owner);
-            if (owner == OWNER_CSTACK && off->minor >= 12) {
+            int owner = *(const int8_t *)(f + (uintptr_t)o.fr_owner);
+            if (owner == OWNER_CSTACK && o.minor >= 12) {
                 skip = true;
                 end_group = true;
             } else {
-                if (off->fr_is_entry >= 0 && *(const uint8_t *)(f + (uintptr_t)off->fr_is_entry))
+                if (o.fr_is_entry >= 0 && *(const uint8_t *)(f + (uintptr_t)o.fr_is_entry))
                     end_group = true;
                 if (!ptr_ok(co) || word(co, 8) != code_type) {
                     skip = true;
                 } else {
-                    uintptr_t code0 = co + (uintptr_t)off->co_code;
-                    uintptr_t ip = word(f, off->fr_instr);
-                    int32_t firsttr = i32(co, off->co_firsttraceable);
+                    uintptr_t code0 = co + (uintptr_t)o.co_code;
+                    uintptr_t ip = word(f, o.fr_instr);
+                    int32_t firsttr = i32(co, o.co_firsttraceable);
                     if (owner != OWNER_GENERATOR &&
                         (intptr_t)(ip - code0) < (intptr_t)firsttr * 2)
                         skip = true; /* incomplete: its first instructions not yet run */

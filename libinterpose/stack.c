@@ -381,7 +381,7 @@ static uint32_t merge_python(uint64_t *ip, uint32_t n, const struct gmt_py_stack
 {
     uint32_t evals = 0, groups = 0, used = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (gmt_python_eval_frame(ip[i])) {
+        if (gmt_python_eval_frame(p, ip[i])) {
             if (groups < p->ngroups)
                 used += p->group[groups++];
             evals++;
@@ -392,7 +392,7 @@ static uint32_t merge_python(uint64_t *ip, uint32_t n, const struct gmt_py_stack
     uint32_t pj = used, e = evals;
     for (uint32_t i = n; i-- > 0 && pj;) {
         ip[i + pj] = ip[i];
-        if (gmt_python_eval_frame(ip[i]) && --e < groups) {
+        if (gmt_python_eval_frame(p, ip[i]) && --e < groups) {
             uint32_t k = p->group[e] <= pj ? p->group[e] : pj;
             pj -= k;
             memcpy(ip + i + pj, p->ip + pj, (size_t)k * sizeof *ip);

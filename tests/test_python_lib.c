@@ -12,6 +12,7 @@ Test(python, no_interpreter_no_frames)
     for (int i = 0; i < 10000; i++)
         cr_assert_eq(gmt_python_frames(&py), 0);
     cr_assert_eq(py.n, 0);
-    cr_assert(!gmt_python_eval_frame(0));
-    cr_assert(!gmt_python_eval_frame((uint64_t)(uintptr_t)&py));
+    cr_assert(!gmt_python_eval_frame(&py, 0));
+    cr_assert(!gmt_python_eval_frame(&py, 1));
+    cr_assert(!gmt_python_eval_frame(&py, (uint64_t)(uintptr_t)&py));
 }
