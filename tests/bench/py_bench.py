@@ -32,7 +32,7 @@ def timed():
     return time.process_time_ns() - t0
 
 
-# 20 distinct functions f1 .. f17 (each its own code object, as in a real program),
+# 20 frames: distinct functions f1 .. f17 (each its own code object, as in a program),
 # then timed() and loop(): f1 calls f2 ... f17 calls timed
 src = "".join("def f%d():\n    return f%d() + 0\n" % (k, k + 1) for k in range(1, depth - 3))
 src += "def f%d():\n    return timed()\n" % (depth - 3)
