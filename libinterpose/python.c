@@ -86,7 +86,7 @@ struct code_slot {
 _Static_assert(sizeof(struct code_slot) == 128, "one slot, two lines");
 
 static _Atomic int state = PY_NEW;
-static _Atomic unsigned retry_countdown;
+static GMT_TLS unsigned retry_count; /* this thread's captures since it last looked */
 static const struct offsets *off;
 static void *(*get_tstate)(void);
 static int (*is_finalizing)(void);
@@ -172,8 +172,9 @@ static bool setup_slow(void)
 {
     int st = atomic_load_explicit(&state, memory_order_acquire);
     if (st == PY_ABSENT) {
-        /* a program without Python pays one decrement; dlsym again every 4096 captures */
-        if (atomic_fetch_sub_explicit(&retry_countdown, 1, memory_order_relaxed) != 1)
+        /* a program without Python pays one thread-local increment; each thread looks
+         * again every 4096 of its captures */
+        if (++retry_count & 4095)
             return false;
         int expect = PY_ABSENT;
         if (!atomic_compare_exchange_strong(&state, &expect, PY_NEW))
@@ -242,8 +243,6 @@ static bool setup_slow(void)
                      "not free-threaded): native frames only", getversion());
         }
     }
-    if (result == PY_ABSENT)
-        atomic_store_explicit(&retry_countdown, 4096, memory_order_relaxed);
     atomic_store_explicit(&state, result, memory_order_release);
     return result == PY_READY;
 }
