@@ -62,6 +62,7 @@ struct gmt_rec {
     X(ALLOC_SMALL,  19, gmt_rec_alloc_small)                        \
     X(GROUP_REPEAT, 20, gmt_rec_group_repeat)                       \
     X(GRAPHMEM,     21, gmt_rec_graphmem)                           \
+    X(PYCODE,       22, gmt_rec_pycode)                             \
     X(NVTX_STRING,  24, gmt_rec_nvtx_string)                        \
     X(NVTX_RANGE,   25, gmt_rec_nvtx_range)                         \
     X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)
@@ -457,6 +458,29 @@ struct gmt_rec_graphmem {
     uint64_t reserved_high;    /* ..._RESERVED_MEM_HIGH */
 };
 
+/* PYCODE (2.4): a Python code object, defined once, referred to by id from Python
+ * frames in STACK records (GMT_PYFRAME). Followed by name, qualname and filename, each
+ * NUL-terminated (UTF-8, cut at GMT_PYCODE_STR_MAX bytes), then zero padding. Ids start
+ * at 1 and are below 2^24; one code object can have several ids (its address reused by
+ * another code object gets a new id). Carries no dt. */
+struct gmt_rec_pycode {
+    struct gmt_rec h;          /* aux: 0 */
+    uint32_t code_id;          /* 1 .. 2^24 - 1 */
+    int32_t firstlineno;       /* co_firstlineno, 1-based */
+    uint32_t name_len;         /* bytes of co_name incl. its NUL */
+    uint32_t qualname_len;     /* bytes of co_qualname incl. its NUL (co_name before 3.11) */
+    uint32_t filename_len;     /* bytes of co_filename incl. its NUL */
+    uint32_t reserved;         /* 0 */
+};
+#define GMT_PYCODE_STR_MAX 1024u
+/* A Python frame as a STACK ip[] entry (2.4): no user-space address has these top 16
+ * bits. Bits 24..47 the PYCODE id, bits 0..23 the line (0 unknown). */
+#define GMT_PYFRAME_TAG 0xfffe000000000000ull
+#define GMT_PYFRAME(code_id, line) \
+    (GMT_PYFRAME_TAG | (uint64_t)((code_id) & 0xffffffu) << 24 | (uint64_t)((line) & 0xffffffu))
+#define GMT_PYFRAME_IS(ip) (((ip) & 0xffff000000000000ull) == GMT_PYFRAME_TAG)
+#define GMT_PYFRAME_CODE(ip) ((uint32_t)((ip) >> 24) & 0xffffffu)
+#define GMT_PYFRAME_LINE(ip) ((uint32_t)(ip) & 0xffffffu)
 /* NCCL_COLL_INFO (2.4): what NCCL chose for one collective or send/receive as it launched
  * it, told to the library loaded as NCCL's profiler plugin (docs/nccl-profiler.md). No dt:
  * its time is its own. The ids below are NCCL's own numbers for its algorithms and

@@ -44,7 +44,10 @@
       "1: loaded as NCCL's profiler plugin (gpumemtrace run sets NCCL_PROFILER_PLUGIN), "   \
       "record each collective's algorithm, protocol and channels; 0: ask NCCL for nothing") \
     X(NVTX, bool_, nvtx, 1, "GPUMEMTRACE_NVTX",                                              \
-      "1: record NVTX ranges when NVTX loads the library (NVTX_INJECTION64_PATH); 0: decline")
+      "1: record NVTX ranges when NVTX loads the library (NVTX_INJECTION64_PATH); 0: decline") \
+    X(PYTHON, bool_, python, 1, "GPUMEMTRACE_PYTHON",                                        \
+      "1: stacks hold the Python frames of threads that run Python (CPython 3.9-3.13); "    \
+      "0: native frames only")
 
 struct gmt_options {
 #define GMT_X(ID, type, field, def, env, help) GMT_OPT_FIELD_##type field;
@@ -308,6 +311,26 @@ GMT_HIDDEN extern _Atomic unsigned long gmt_stack_slow_captures;
  * functions: use it in the hook itself or code always inlined into it, never in a helper
  * that is a function of its own (its frame would be gone or be the wrong one). */
 #define GMT_HOOK_FRAME() __builtin_frame_address(0)
+
+/* ---- python.c: the calling thread's Python frames (CPython 3.9-3.13) ---- */
+#define GMT_PY_DEPTH_MAX 128 /* innermost Python frames kept per stack */
+struct gmt_py_stack {
+    uint32_t n, ngroups;
+    uint64_t eval_lo, eval_span;       /* _PyEval_EvalFrameDefault's code, 0 0 unknown */
+    uint64_t ip[GMT_PY_DEPTH_MAX];     /* GMT_PYFRAME values, innermost first */
+    uint16_t group[GMT_PY_DEPTH_MAX];  /* frames run by each activation of the interpreter's
+                                        * evaluation loop, innermost first (may be 0) */
+};
+/* Fills *out with the thread's Python frames (interning their code objects: PYCODE
+ * records) and returns their number; 0 when the thread runs no Python, the option is
+ * off, or anything looks wrong. Never takes the GIL, never faults on a valid chain. */
+GMT_HIDDEN uint32_t gmt_python_frames(struct gmt_py_stack *out);
+/* Whether a return address (the call is at ip - 1) lies in the interpreter's evaluation
+ * loop (_PyEval_EvalFrameDefault), where a group of Python frames belongs. */
+static inline bool gmt_python_eval_frame(const struct gmt_py_stack *p, uint64_t ip)
+{
+    return ip - 1 - p->eval_lo < p->eval_span;
+}
 
 /* ---- modules.c: the module map ---- */
 GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */

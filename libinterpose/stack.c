@@ -42,6 +42,7 @@
 #define DEPTH_MAX 256                          /* largest GPUMEMTRACE_STACK_DEPTH */
 #define SLACK 8                                /* libunwind's and our own frames above the anchor */
 #define RAW_MAX (DEPTH_MAX + 32 + SLACK)
+#define MERGED_MAX (RAW_MAX + GMT_PY_DEPTH_MAX) /* native frames and the Python frames */
 #define ID_SPIN_LIMIT (1u << 22)
 
 struct entry {
@@ -80,9 +81,11 @@ _Atomic unsigned long gmt_stack_slow_captures;
 /* Frames as libunwind returns them; thread-local because a capture can be 2 KiB and
  * hooks run on stacks we don't own. */
 static GMT_TLS union {
-    void *p[RAW_MAX];
-    uint64_t u[RAW_MAX];
+    void *p[MERGED_MAX];
+    uint64_t u[MERGED_MAX];
 } raw;
+/* The thread's Python frames, when it runs Python (python.c). */
+static GMT_TLS struct gmt_py_stack py;
 static GMT_TLS int capturing;
 /* The stack this thread interned last: a program allocating in a loop asks for the same
  * stack again and again, and then the compare alone answers, without hash or probe. */
@@ -367,6 +370,37 @@ static uint32_t drop_own(uint64_t *ip, uint32_t n)
     return k;
 }
 
+/* The Python frames merged into the n native frames of ip (which has room for them all),
+ * as py-spy's --native does: each activation of the evaluation loop on the native stack,
+ * innermost first, gets the next group of Python frames, just inside it (the frames it
+ * runs, innermost first, then its own native frame); groups left over (the native stack
+ * was cut at its depth, or the loop's frames were not recognised) go after the native
+ * frames, outermost last. Done in place from the end: a native frame only moves out.
+ * Returns the new depth. */
+static uint32_t merge_python(uint64_t *ip, uint32_t n, const struct gmt_py_stack *p)
+{
+    uint32_t evals = 0, groups = 0, used = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (gmt_python_eval_frame(p, ip[i])) {
+            if (groups < p->ngroups)
+                used += p->group[groups++];
+            evals++;
+        }
+    if (used > p->n)
+        used = p->n; /* cannot be: groups sum to n */
+    memcpy(ip + n + used, p->ip + used, (size_t)(p->n - used) * sizeof *ip);
+    uint32_t pj = used, e = evals;
+    for (uint32_t i = n; i-- > 0 && pj;) {
+        ip[i + pj] = ip[i];
+        if (gmt_python_eval_frame(p, ip[i]) && --e < groups) {
+            uint32_t k = p->group[e] <= pj ? p->group[e] : pj;
+            pj -= k;
+            memcpy(ip + i + pj, p->ip + pj, (size_t)k * sizeof *ip);
+        }
+    }
+    return n + p->n;
+}
+
 __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
 {
     long depth = gmt_opt.stack_depth;
@@ -416,6 +450,8 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
         memmove(raw.u, raw.u + first, (size_t)n * sizeof(uint64_t));
         n = drop_own(raw.u, n);
     }
+    if (gmt_opt.python && gmt_python_frames(&py))
+        n = merge_python(raw.u, n, &py);
 
     uint32_t id = 0;
     struct entry *e = last;

@@ -212,6 +212,11 @@ Test(writer, round_trips_every_record_type)
         .datatype = 7, .algo = GMT_NCCL_ALGO_RING, .proto = GMT_NCCL_PROTO_SIMPLE, .nchannels = 24,
         .nwarps = 16, .kind = GMT_NCCL_INFO_COLL };
     gmt_emit(&ci, 0);
+    struct {
+        struct gmt_rec_pycode c;
+        char s[24];
+    } pc = { { { GMT_REC_PYCODE, 0, sizeof pc }, 3, 17, 2, 4, 6, 0 }, "f\0A.f\0m.py\0" };
+    gmt_emit(&pc, 0);
 
     struct gmt_rec_module_unload mu = { { GMT_REC_MODULE_UNLOAD, 0, sizeof mu }, gmt_now_ns(), 7, 0 };
     gmt_emit(&mu, 0);
@@ -413,6 +418,13 @@ Test(writer, round_trips_every_record_type)
         case GMT_REC_END: {
             const struct gmt_rec_end *e = (const void *)h;
             cr_expect_eq(e->records_dropped, 0);
+            break;
+        }
+        case GMT_REC_PYCODE: {
+            const struct gmt_rec_pycode *c = (const void *)h;
+            cr_expect_eq(c->code_id, 3);
+            cr_expect_eq(c->firstlineno, 17);
+            cr_expect_str_eq((const char *)(c + 1) + c->name_len + c->qualname_len, "m.py");
             break;
         }
         default:

@@ -165,10 +165,28 @@ static uint32_t fields_stack(FILE *o, const struct gmt_rec *h)
     u64(o, "stack", r->stack_id);
     u64(o, "depth", r->depth);
     fputs(" ip=[", o);
-    for (uint32_t i = 0; i < r->depth; i++)
-        fprintf(o, i ? " 0x%" PRIx64 : "0x%" PRIx64, r->ip[i]);
+    for (uint32_t i = 0; i < r->depth; i++) {
+        if (GMT_PYFRAME_IS(r->ip[i])) /* a Python frame: py:CODE_ID:LINE */
+            fprintf(o, "%spy:%u:%u", i ? " " : "", GMT_PYFRAME_CODE(r->ip[i]),
+                    GMT_PYFRAME_LINE(r->ip[i]));
+        else
+            fprintf(o, i ? " 0x%" PRIx64 : "0x%" PRIx64, r->ip[i]);
+    }
     putc(']', o);
     return (uint32_t)sizeof *r + r->depth * 8u;
+}
+
+/* PYCODE: the reader checked that the strings lie within the record, NUL-terminated. */
+static uint32_t fields_pycode(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_pycode *r = (const void *)h;
+    const char *s = (const char *)(r + 1);
+    u64(o, "code", r->code_id);
+    i64(o, "firstlineno", r->firstlineno);
+    str(o, "name", s, r->name_len);
+    str(o, "qualname", s + r->name_len, r->qualname_len);
+    str(o, "file", s + r->name_len + r->qualname_len, r->filename_len);
+    return (uint32_t)sizeof *r + r->name_len + r->qualname_len + r->filename_len;
 }
 
 static uint32_t fields_cuctx(FILE *o, const struct gmt_rec *h)
@@ -400,6 +418,7 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_TIME] = fields_time,
     [GMT_REC_STACK] = fields_stack,
     [GMT_REC_CUCTX] = fields_cuctx,
+    [GMT_REC_PYCODE] = fields_pycode,
     [GMT_REC_ALLOC] = fields_alloc,
     [GMT_REC_ALLOC_SMALL] = fields_alloc_small,
     [GMT_REC_FREE] = fields_free,

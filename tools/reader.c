@@ -245,6 +245,7 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_END] = { CLOCK_ABS, RULE_STATE, offsetof(struct gmt_rec_end, time_ns) },
     [GMT_REC_ALLOC_SMALL] = RULE_DT(gmt_rec_alloc_small),
     [GMT_REC_GRAPHMEM] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_graphmem, time_ns) },
+    [GMT_REC_PYCODE] = { CLOCK_NONE, RULE_PARTS, 0 },
     [GMT_REC_NCCL_COLL_INFO] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nccl_coll_info, time_ns) },
     [GMT_REC_NVTX_STRING] = { CLOCK_NONE, RULE_PARTS, 0 },
     [GMT_REC_NVTX_RANGE] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nvtx_range, time_ns) },
@@ -576,6 +577,20 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
         if (!memchr(t->name, 0, sizeof t->name))
             return fail(err, errlen, "%s: offset %llu: THREAD name is not NUL-terminated",
                         r->path, (unsigned long long)off);
+        break;
+    }
+    case GMT_REC_PYCODE: {
+        const struct gmt_rec_pycode *c = (const void *)rec;
+        const uint8_t *v = rec + sizeof *c;
+        if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
+            return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
+                        "overflow the %llu-byte record", r->path, (unsigned long long)off,
+                        c->name_len, c->qualname_len, c->filename_len,
+                        (unsigned long long)size);
+        if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
+            !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
+            return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
+                        "NUL-terminated", r->path, (unsigned long long)off);
         break;
     }
     case GMT_REC_STACK: {

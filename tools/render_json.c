@@ -160,10 +160,11 @@ static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
  * frame outside allocator and runtime internals), after the "stack" string. */
 static void json_frames(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 {
-    static char buf[65536];
-    static const char *frames[256];
+    /* 256 native frames at most, and up to 128 Python frames among them */
+    static char buf[131072];
+    static const char *frames[512];
     size_t site;
-    size_t n = gmt_stack_frames(a, stack, buf, sizeof buf, frames, 256, &site);
+    size_t n = gmt_stack_frames(a, stack, buf, sizeof buf, frames, 512, &site);
     fprintf(out, ", \"frames\": [");
     for (size_t i = 0; i < n; i++) {
         if (i)

@@ -126,6 +126,11 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
         if (r == -ENOMEM)
             goto nomem;
     }
+    for (size_t i = 1; i < t->n_pycodes; i++)
+        if (t->pycodes[i].name &&
+            gmt_sym_add_pycode(a->sym, (uint32_t)i, t->pycodes[i].qualname, t->pycodes[i].file,
+                               t->pycodes[i].firstlineno) == -ENOMEM)
+            goto nomem;
     cat_index(a, GMT_CAT_USER); /* index 0: where stacks without a category land */
     for (size_t s = 1; s < t->n_stacks; s++) {
         const struct gmt_stack *st = &t->stacks[s];

@@ -11,38 +11,70 @@
 
 /*
  * A site is where the user's code asked: the first frame, innermost first, that is not
- * an allocator's or a runtime's own. X(module glob, function glob): a frame is internal
- * when its module's base name or its (demangled) function matches; an empty glob
- * matches nothing. --internal GLOB adds a glob tried against both.
+ * an allocator's or a runtime's own; when the stack holds Python frames, the first
+ * Python frame that is not a framework's own (the user's line), wherever native frames
+ * are. X(kind, where, function), one row per rule; a row matches a frame of its kind
+ * when each of its non-empty globs matches:
+ *   NATIVE  where: the module's base name; function: the demangled function
+ *   PYHOST  the same, for native frames of a stack that holds Python frames: the
+ *           interpreter's own (its evaluation loop, call machinery), which the Python
+ *           frames stand for
+ *   PY      where: the code's file (co_filename, whole path); function: its qualified
+ *           name
+ * --internal GLOB adds a glob tried against a native frame's module and function, and
+ * a Python frame's file and function.
  */
 #define GMT_INTERNAL_RULES(X)                                                      \
-    X("libgpumemtrace*", "")                                                       \
-    X("libcudart*", "")                                                            \
-    X("libcuda.so*", "")                                                           \
-    X("libc.so*", "")                                                              \
-    X("ld-linux*", "")                                                             \
+    X(NATIVE, "libgpumemtrace*", "")                                               \
+    X(NATIVE, "libcudart*", "")                                                    \
+    X(NATIVE, "libcuda.so*", "")                                                   \
+    X(NATIVE, "libc.so*", "")                                                      \
+    X(NATIVE, "ld-linux*", "")                                                     \
     /* the CUDA runtime linked into a program (nvcc's default) or an extension */  \
-    X("", "libcudart_static_*")                                                    \
-    X("", "cuda[A-Z]*")                                                            \
+    X(NATIVE, "", "libcudart_static_*")                                            \
+    X(NATIVE, "", "cuda[A-Z]*")                                                    \
     /* caching allocators: PyTorch's, CuPy's, XLA's */                             \
-    X("", "c10::cuda::CUDACachingAllocator::*")                                    \
-    X("", "c10::cuda::CudaMallocAsync::*")                                         \
-    X("", "*cupy_4cuda_6memory*")                                                  \
-    X("", "tsl::BFCAllocator::*")                                                  \
-    X("", "stream_executor::*Alloc*")                                              \
+    X(NATIVE, "", "c10::cuda::CUDACachingAllocator::*")                            \
+    X(NATIVE, "", "c10::cuda::CudaMallocAsync::*")                                 \
+    X(NATIVE, "", "*cupy_4cuda_6memory*")                                          \
+    X(NATIVE, "", "tsl::BFCAllocator::*")                                          \
+    X(NATIVE, "", "stream_executor::*Alloc*")                                      \
     /* NCCL's allocation helpers (its alloc.h): the NCCL function that asked is next */ \
-    X("", "ncclCudaCalloc*")                                                       \
-    X("", "ncclCudaMalloc*")                                                       \
-    X("", "ncclCudaHostCalloc*")                                                   \
-    X("", "ncclCuMemAlloc*")                                                       \
-    X("", "ncclCuMemHostAlloc*")                                                   \
-    X("", "ncclCalloc*")                                                           \
-    X("", "ncclRealloc*")
+    X(NATIVE, "", "ncclCudaCalloc*")                                               \
+    X(NATIVE, "", "ncclCudaMalloc*")                                               \
+    X(NATIVE, "", "ncclCudaHostCalloc*")                                           \
+    X(NATIVE, "", "ncclCuMemAlloc*")                                               \
+    X(NATIVE, "", "ncclCuMemHostAlloc*")                                           \
+    X(NATIVE, "", "ncclCalloc*")                                                   \
+    X(NATIVE, "", "ncclRealloc*")                                                  \
+    /* the interpreter, shared or linked into the executable, and ctypes' call path */ \
+    X(PYHOST, "libpython*", "")                                                    \
+    X(PYHOST, "python3*", "")                                                      \
+    X(PYHOST, "_ctypes*", "")                                                      \
+    X(PYHOST, "libffi*", "")                                                       \
+    /* PyTorch's Python, installed; and its layers between the user's line and the  \
+     * native op where torch is a source checkout */                               \
+    X(PY, "*-packages/torch/*", "")                                                \
+    X(PY, "*/torch/nn/modules/*.py", "")                                           \
+    X(PY, "*/torch/nn/functional.py", "")                                          \
+    X(PY, "*/torch/functional.py", "")                                             \
+    X(PY, "*/torch/_tensor.py", "")                                                \
+    X(PY, "*/torch/_ops.py", "")                                                   \
+    X(PY, "*/torch/cuda/memory.py", "")                                            \
+    X(PY, "*/torch/utils/_contextlib.py", "")                                      \
+    X(PY, "*/torch/autograd/__init__.py", "")                                      \
+    X(PY, "*/torch/autograd/graph.py", "")                                         \
+    X(PY, "*/torch/nn/parallel/distributed.py", "")                                \
+    X(PY, "*/torch/distributed/distributed_c10d.py", "")                           \
+    X(PY, "*/torch/distributed/c10d_logger.py", "")
+
+enum rule_kind { NATIVE, PYHOST, PY };
 
 static const struct {
-    const char *module, *function;
+    enum rule_kind kind;
+    const char *where, *function;
 } internal_rules[] = {
-#define GMT_X(m, f) { m, f },
+#define GMT_X(k, m, f) { k, m, f },
     GMT_INTERNAL_RULES(GMT_X)
 #undef GMT_X
 };
@@ -52,27 +84,50 @@ static bool glob_match(const char *glob, const char *s)
     return glob[0] && s && fnmatch(glob, s, 0) == 0;
 }
 
+/* A row's verdict: each of its non-empty globs matches (a row has at least one). */
+static bool row_match(size_t i, const char *where, const char *fn)
+{
+    const char *w = internal_rules[i].where, *f = internal_rules[i].function;
+    return (w[0] || f[0]) && (!w[0] || glob_match(w, where)) && (!f[0] || glob_match(f, fn));
+}
+
 /* Whether a module only passes requests on (a module rule): its frames are left out of
- * the folded line beyond the site too. */
-static bool layer_module(const char *mod)
+ * the folded line beyond the site too; the interpreter's, when Python frames are there. */
+static bool layer_module(const char *mod, bool has_py)
 {
     for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++)
-        if (glob_match(internal_rules[i].module, mod))
+        if ((internal_rules[i].kind == NATIVE || (has_py && internal_rules[i].kind == PYHOST)) &&
+            !internal_rules[i].function[0] && glob_match(internal_rules[i].where, mod))
             return true;
     return false;
 }
 
-/* Whether frame fr (of module mod, base name) is an allocator's or runtime's own. */
-static bool internal_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr)
+/* Whether frame fr (of module mod, base name) is an allocator's, runtime's or
+ * framework's own; has_py: the stack holds Python frames. */
+static bool internal_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr,
+                           bool has_py)
 {
     char dm[512];
-    const char *fn = fr && fr->function ? gmt_demangle(fr->function, dm, sizeof dm) : NULL;
-    for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++)
-        if (glob_match(internal_rules[i].module, mod) || glob_match(internal_rules[i].function, fn))
+    bool py = fr && fr->python;
+    const char *fn = fr && fr->function ? (py ? fr->function : gmt_demangle(fr->function, dm, sizeof dm))
+                                        : NULL;
+    const char *where = py ? fr->file : mod;
+    for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++) {
+        enum rule_kind k = internal_rules[i].kind;
+        if ((py ? k == PY : k == NATIVE || (has_py && k == PYHOST)) && row_match(i, where, fn))
             return true;
+    }
     const struct gmt_report_opts *o = a->opts;
     for (int i = 0; o && i < o->n_internal; i++)
-        if (glob_match(o->internal[i], mod) || glob_match(o->internal[i], fn))
+        if (glob_match(o->internal[i], where) || glob_match(o->internal[i], fn))
+            return true;
+    return false;
+}
+
+static bool has_python(const struct gmt_stack *st)
+{
+    for (uint32_t i = 0; i < st->depth; i++)
+        if (GMT_PYFRAME_IS(st->ip[i]))
             return true;
     return false;
 }
@@ -88,7 +143,8 @@ static const char *base_name(const char *path)
 static void frame_text(const struct gmt_frame *f, char *buf, size_t len)
 {
     char dm[512];
-    const char *fn = f->function ? gmt_demangle(f->function, dm, sizeof dm) : NULL;
+    const char *fn = f->function && !f->python ? gmt_demangle(f->function, dm, sizeof dm)
+                                               : f->function;
     const char *mod = base_name(f->module);
     const char *file = base_name(f->file);
     if (fn && file)
@@ -117,6 +173,7 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int 
         return buf;
     }
     const struct gmt_stack *st = &t->stacks[stack];
+    bool has_py = has_python(st);
     uint32_t site_i = 0;
     size_t site_k = 0;
     if (fold || from_site)
@@ -130,7 +187,7 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int 
         const char *mod = gmt_sym_module_of(a->sym, st->ip[i], &off);
         /* pass-through layers are left out: beyond the site when folded; unfolded, all
          * but an innermost one that nothing else precedes */
-        if (layer_module(base_name(mod)) &&
+        if (layer_module(base_name(mod), has_py) &&
             (fold || from_site ? i > site_i : shown > 0 || i + 1 < st->depth))
             continue;
         const struct gmt_frame *fr;
@@ -168,12 +225,24 @@ bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_i
     if (!stack || stack >= t->n_stacks || !t->stacks[stack].ip)
         return false;
     const struct gmt_stack *st = &t->stacks[stack];
+    bool has_py = has_python(st);
+    /* the user's Python line, when there is one, whatever native frames lead to it */
+    for (uint32_t i = 0; has_py && i < st->depth; i++) {
+        const struct gmt_frame *fr;
+        size_t n;
+        if (!GMT_PYFRAME_IS(st->ip[i]) || gmt_sym_resolve(a->sym, st->ip[i], &fr, &n) || !n)
+            continue;
+        if (!internal_frame(a, NULL, &fr[0], true)) {
+            *ip_index = i;
+            return true;
+        }
+    }
     for (uint32_t i = 0; i < st->depth; i++) {
         const char *mod = base_name(gmt_sym_module_of(a->sym, st->ip[i], NULL));
         const struct gmt_frame *fr;
         size_t n;
         if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &n) || n == 0) {
-            if (!internal_frame(a, mod, NULL)) {
+            if (!internal_frame(a, mod, NULL, has_py)) {
                 *ip_index = i;
                 return true;
             }
@@ -181,7 +250,7 @@ bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_i
         }
         /* inlined frames first (innermost), then the function they are inlined into */
         for (size_t k = 0; k < n; k++)
-            if (!internal_frame(a, mod, &fr[k])) {
+            if (!internal_frame(a, mod, &fr[k], has_py)) {
                 *ip_index = i;
                 *inline_index = k;
                 return true;
@@ -229,11 +298,15 @@ const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char 
     static uint32_t at[MAX_FRAMES];
     size_t used = 0, n = 0;
     const struct gmt_stack *st = &t->stacks[stack];
+    bool has_py = has_python(st);
     for (uint32_t i = 0; i < st->depth && n < MAX_FRAMES; i++) {
         uint64_t off;
         const char *mod = gmt_sym_module_of(a->sym, st->ip[i], &off);
         const char *b = base_name(mod);
         if (b && !strncmp(b, "libgpumemtrace", 14))
+            continue;
+        /* as py-spy --native: the Python frames stand for the interpreter's own */
+        if (has_py && b && layer_module(b, true) && !layer_module(b, false))
             continue;
         const struct gmt_frame *fr;
         size_t nf;

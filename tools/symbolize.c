@@ -49,6 +49,11 @@ struct gmt_symbolizer {
     char *debuginfo_path;   /* the debug directories, for libdwfl's own searches */
     Dwfl_Callbacks cb;      /* must outlive every Dwfl */
     struct gmt_u64map cache; /* looked-up pc -> struct result * */
+    struct pycode {
+        char *qualname, *file;
+        int32_t firstlineno;
+    } *py;                  /* by PYCODE id; qualname NULL: not defined */
+    size_t npy;
     bool offline;           /* never open a file: module+offset only */
 };
 
@@ -197,6 +202,11 @@ void gmt_sym_free(struct gmt_symbolizer *s)
         free(s->mods[i].build_id);
     }
     free(s->mods);
+    for (size_t i = 0; i < s->npy; i++) {
+        free(s->py[i].qualname);
+        free(s->py[i].file);
+    }
+    free(s->py);
     for (size_t i = 0; s->dirs && s->dirs[i]; i++)
         free(s->dirs[i]);
     free(s->dirs);
@@ -491,9 +501,70 @@ int gmt_sym_resolve_pc(struct gmt_symbolizer *s, uint64_t pc, const struct gmt_f
     return 0;
 }
 
+int gmt_sym_add_pycode(struct gmt_symbolizer *s, uint32_t id, const char *qualname,
+                       const char *file, int32_t firstlineno)
+{
+    if (id == 0 || id >= (1u << 24))
+        return -EINVAL;
+    if (id >= s->npy) {
+        size_t n = s->npy ? s->npy : 64;
+        while (n <= id)
+            n *= 2;
+        struct pycode *p = realloc(s->py, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + s->npy, 0, (n - s->npy) * sizeof *p);
+        s->py = p;
+        s->npy = n;
+    }
+    struct pycode *c = &s->py[id];
+    if (c->qualname)
+        return 0;
+    c->qualname = strdup(qualname ? qualname : "?");
+    c->file = strdup(file ? file : "?");
+    c->firstlineno = firstlineno;
+    return c->qualname && c->file ? 0 : -ENOMEM;
+}
+
+/* A Python frame: one frame, its code's name and file and the frame's line; a code the
+ * trace does not define shows as "[python code ID]". */
+static struct result *lookup_python(struct gmt_symbolizer *s, uint64_t ip)
+{
+    struct result *r = calloc(1, sizeof *r + sizeof r->f[0]);
+    if (!r)
+        return NULL;
+    uint32_t id = GMT_PYFRAME_CODE(ip);
+    r->n = 1;
+    r->f[0].python = true;
+    r->f[0].line = GMT_PYFRAME_LINE(ip);
+    if (id < s->npy && s->py[id].qualname) {
+        r->f[0].function = s->py[id].qualname;
+        r->f[0].file = s->py[id].file;
+    } else {
+        static const char unknown[] = "[python code]";
+        r->f[0].function = unknown;
+    }
+    return r;
+}
+
 int gmt_sym_resolve(struct gmt_symbolizer *s, uint64_t ip, const struct gmt_frame **frames,
                     size_t *n)
 {
+    if (GMT_PYFRAME_IS(ip)) {
+        uint64_t *v = gmt_u64map_get(&s->cache, ip);
+        struct result *r = v ? (struct result *)(uintptr_t)*v : NULL;
+        if (!r) {
+            if (!(r = lookup_python(s, ip)))
+                return -ENOMEM;
+            if (gmt_u64map_put(&s->cache, ip, (uint64_t)(uintptr_t)r) < 0) {
+                free(r);
+                return -ENOMEM;
+            }
+        }
+        *frames = r->f;
+        *n = r->n;
+        return 0;
+    }
     return gmt_sym_resolve_pc(s, ip ? ip - 1 : 0, frames, n);
 }
 

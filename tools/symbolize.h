@@ -17,6 +17,8 @@ struct gmt_frame {
     const char *module;    /* path of the module from the trace, NULL when no module holds the address */
     uint64_t offset;       /* address minus the module's load bias: what addr2line -e MODULE takes */
     bool inlined;          /* inlined into the next frame */
+    bool python;           /* a Python frame: function is the code's qualified name, file
+                            * its co_filename, line the line running; module NULL */
 };
 
 struct gmt_symbolizer;
@@ -42,7 +44,12 @@ int gmt_sym_add_module(struct gmt_symbolizer *s, uint32_t id, const char *path,
  * Returns 0, -EINVAL (malformed), -ENOMEM. */
 int gmt_sym_add_module_rec(struct gmt_symbolizer *s, const struct gmt_rec *rec);
 
-/* Resolves a return address, as stacks hold: the call instruction before it (ip - 1)
+/* A Python code object (a PYCODE record): frames GMT_PYFRAME(id, line) in stacks resolve
+ * to it. Returns 0, -EINVAL (id 0 or not below 2^24), -ENOMEM. */
+int gmt_sym_add_pycode(struct gmt_symbolizer *s, uint32_t id, const char *qualname,
+                       const char *file, int32_t firstlineno);
+
+/* Resolves a return address, as stacks hold (or a Python frame, GMT_PYFRAME_IS): the call instruction before it (ip - 1)
  * is what is looked up. *frames (owned by s, valid until gmt_sym_free) gets at least
  * one frame; *n their number. Returns 0 or -ENOMEM. */
 int gmt_sym_resolve(struct gmt_symbolizer *s, uint64_t ip, const struct gmt_frame **frames,

@@ -29,6 +29,12 @@ struct gmt_stack {
     uint64_t *ip;              /* NULL when the trace never defined this id */
 };
 
+/* A Python code object (PYCODE), which Python frames in stacks name by id. */
+struct gmt_pycode {
+    char *name, *qualname, *file; /* NULL when the trace never defined this id */
+    int32_t firstlineno;
+};
+
 struct gmt_thread {
     uint32_t tid;
     char name[GMT_THREAD_NAME_LEN + 1];
@@ -137,6 +143,7 @@ struct gmt_trace {
     int32_t version[4];        /* by enum gmt_component; 0 unknown */
     struct gmt_module *modules; size_t n_modules;
     struct gmt_stack *stacks; size_t n_stacks;      /* indexed by stack id */
+    struct gmt_pycode *pycodes; size_t n_pycodes;   /* indexed by PYCODE id */
     struct gmt_thread *threads; size_t n_threads;
     struct gmt_comm *comms; size_t n_comms;
     struct gmt_scope *scopes; size_t n_scopes;

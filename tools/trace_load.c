@@ -201,6 +201,37 @@ static int on_module(struct loader *L, const struct gmt_event *e)
     return mod->path && mod->build_id ? 0 : -ENOMEM;
 }
 
+/* PYCODE: ids below 2^24 (the width a Python frame has for them), stored by id; the
+ * reader checked that the three strings are within the record and NUL-terminated. */
+static int on_pycode(struct loader *L, const struct gmt_rec *r)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_pycode *c = (const void *)r;
+    if (c->code_id == 0 || c->code_id >= (1u << 24) ||
+        c->code_id > t->image_len / sizeof(struct gmt_rec_pycode))
+        return 0; /* no frame can name it */
+    if (c->code_id >= t->n_pycodes) {
+        size_t n = t->n_pycodes ? t->n_pycodes : 64;
+        while (n <= c->code_id)
+            n *= 2;
+        struct gmt_pycode *p = realloc(t->pycodes, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + t->n_pycodes, 0, (n - t->n_pycodes) * sizeof *p);
+        t->pycodes = p;
+        t->n_pycodes = n;
+    }
+    struct gmt_pycode *pc = &t->pycodes[c->code_id];
+    if (pc->name)
+        return 0; /* defined twice: keep the first */
+    const char *s = (const char *)(c + 1);
+    pc->name = strdup(s);
+    pc->qualname = strdup(s + c->name_len);
+    pc->file = strdup(s + c->name_len + c->qualname_len);
+    pc->firstlineno = c->firstlineno;
+    return pc->name && pc->qualname && pc->file ? 0 : -ENOMEM;
+}
+
 static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t errlen,
                     uint64_t off)
 {
@@ -572,6 +603,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_MODULE_UNLOAD: return on_module_unload(L, r);
     case GMT_REC_THREAD: return on_thread(L, r);
     case GMT_REC_STACK: return on_stack(L, r, err, errlen, e->offset);
+    case GMT_REC_PYCODE: return on_pycode(L, r);
     case GMT_REC_CUCTX: return on_cuctx(L, e);
     case GMT_REC_CHUNK: return on_chunk(L, e);
     case GMT_REC_COMM: return on_comm(L, e);
@@ -991,6 +1023,12 @@ void gmt_trace_free(struct gmt_trace *t)
     for (size_t i = 0; i < t->n_stacks; i++)
         free(t->stacks[i].ip);
     free(t->stacks);
+    for (size_t i = 0; i < t->n_pycodes; i++) {
+        free(t->pycodes[i].name);
+        free(t->pycodes[i].qualname);
+        free(t->pycodes[i].file);
+    }
+    free(t->pycodes);
     free(t->threads);
     free(t->comms);
     if (t->scopes_reserved)

@@ -8,13 +8,16 @@
 # the writer's flushes included), measured inside the program around the timed loop.
 set -u
 build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 b=$build/bench
 lib=$build/libgpumemtrace.so
 cli=$build/gpumemtrace
 if [ "${BENCH_QUICK:-}" = 1 ]; then
   reps=3 stub_pairs=100000 fake_pairs=20000 nccl_calls=100000 cli_events=1000000
+  py_pairs=30000
 else
   reps=${BENCH_REPS:-7} stub_pairs=500000 fake_pairs=100000 nccl_calls=500000 cli_events=10000000
+  py_pairs=200000
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumemtrace-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -46,6 +49,20 @@ for d in 0 8 20 64; do
   ab "fake$d" "$b/alloc_bench_fake" "$d" "$fake_pairs"
   echo "   depth $d done"
 done
+
+# Python frames: the same traced loop with GPUMEMTRACE_PYTHON=0 and =1, alternating which
+# goes first; the interpreter itself (not a pyenv shim, which is a shell script)
+pybin=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+if [ -n "$pybin" ]; then
+  echo "== Python: cuMemAlloc_v2 + cuMemFree_v2 through ctypes from 20 nested Python functions ($("$pybin" -V 2>&1))"
+  pyrun() { GPUMEMTRACE_PYTHON=$1 traced "$pybin" "$here/py_bench.py" "$b/stub" "$py_pairs" 20 | awk '{print $1}'; }
+  for r in $(seq 1 "$reps"); do
+    if [ $((r % 2)) = 1 ]; then u=$(pyrun 0); t=$(pyrun 1); else t=$(pyrun 1); u=$(pyrun 0); fi
+    rm -f "$tmp"/t.*.gmt
+    echo "py.plain $u" >>"$res"; echo "py.traced $t" >>"$res"
+    echo "py.diff $(awk -v t="$t" -v u="$u" 'BEGIN { print t - u }')" >>"$res"
+  done
+fi
 
 echo "== NCCL hook (ncclAllReduce against a stub NCCL that returns at once)"
 for r in $(seq 1 "$reps"); do
@@ -141,6 +158,12 @@ for d in 0 8 20 64; do
   row "alloc+free, depth $d, fake driver (ns/pair)" "$(med fake$d.plain)" "$(med fake$d.traced)" \
     "$(awk -v x="$(med fake$d.diff)" 'BEGIN { printf "%.3f us/ev", x / 2000 }')" ""
 done
+if [ -n "$pybin" ]; then
+  # only the allocation captures a stack (a free does not): the difference is per allocation
+  row "ctypes alloc+free, Python depth 20 (ns/pair)" "$(med py.plain)" "$(med py.traced)" \
+    "$(awk -v x="$(med py.diff)" 'BEGIN { printf "%.3f us/alloc", x / 1000 }')" "<= 1 us/event"
+  echo "(that row: both runs traced, GPUMEMTRACE_PYTHON=0 then =1; added = the Python frames)"
+fi
 np=$(med nccl.plain)
 for v in never default always; do
   t=""; [ $v = never ] && t="<= 0.2 us"
