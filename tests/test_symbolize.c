@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "category.h"
+#include "stacks.h"
 #include "symbolize.h"
 
 struct loaded {
@@ -361,4 +362,20 @@ Test(category, stack_through_the_module_map)
     cr_expect_str_eq(gmt_cat_of_stack(c, s, outside, 2), "user");
     gmt_cat_free(c);
     gmt_sym_free(s);
+}
+
+/* NCCL's allocation helpers are function templates: their demangled names begin with the
+ * return type, which the site rules (ncclCudaCalloc*) must not see */
+Test(symbolize, a_template_s_return_type_is_not_its_name)
+{
+    cr_expect_str_eq(gmt_without_return_type("ncclResult_t ncclCudaCallocAsyncDebug<int>(int**, unsigned long, "
+                                             "CUstream_st*, char const*, int)"),
+                     "ncclCudaCallocAsyncDebug<int>(int**, unsigned long, CUstream_st*, char const*, int)");
+    cr_expect_str_eq(gmt_without_return_type("ncclProxyConnect(ncclComm*, int, int, int, ncclProxyConnector*)"),
+                     "ncclProxyConnect(ncclComm*, int, int, int, ncclProxyConnector*)");
+    cr_expect_str_eq(gmt_without_return_type("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"),
+                     "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)");
+    cr_expect_str_eq(gmt_without_return_type("main"), "main");
+    cr_expect_str_eq(gmt_without_return_type("operator new(unsigned long)"), "operator new(unsigned long)");
+    cr_expect_null(gmt_without_return_type(NULL));
 }

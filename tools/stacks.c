@@ -104,6 +104,18 @@ static bool layer_module(const char *mod, bool has_py)
 
 /* Whether frame fr (of module mod, base name) is an allocator's, runtime's or
  * framework's own; has_py: the stack holds Python frames. */
+const char *gmt_without_return_type(const char *fn)
+{
+    if (!fn)
+        return NULL;
+    size_t end = strcspn(fn, "<(");
+    const char *sp = NULL;
+    for (size_t i = 0; i < end; i++)
+        if (fn[i] == ' ')
+            sp = fn + i;
+    return sp && !strncmp(fn, "operator", 8) ? fn : sp ? sp + 1 : fn;
+}
+
 static bool internal_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr,
                            bool has_py)
 {
@@ -111,6 +123,8 @@ static bool internal_frame(const struct gmt_analysis *a, const char *mod, const 
     bool py = fr && fr->python;
     const char *fn = fr && fr->function ? (py ? fr->function : gmt_demangle(fr->function, dm, sizeof dm))
                                         : NULL;
+    if (!py)
+        fn = gmt_without_return_type(fn);
     const char *where = py ? fr->file : mod;
     for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++) {
         enum rule_kind k = internal_rules[i].kind;

@@ -38,4 +38,9 @@ int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t 
 size_t gmt_stack_frames(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len,
                         const char **frames, size_t max, size_t *site);
 
+/* A demangled C++ name without the return type a function template's name starts with
+ * ("ncclResult_t ncclCudaCallocAsyncDebug<int>(int**, ...)" -> "ncclCudaCallocAsyncDebug
+ * <int>(int**, ...)"), as the site rules match it; the name itself when it has none. */
+const char *gmt_without_return_type(const char *fn);
+
 #endif
