@@ -62,10 +62,10 @@ run_py() { # run_py NAME [VAR=VALUE...] ARGS...: untraced and with `gpumemtrace 
   "$cli" summary --json "$n.traces" >"$n.summary.json" 2>&1
   "$cli" export --format folded "$n.traces"/*.gmt >"$n.folded" 2>&1
 }
-run_py torch 30
+run_py torch 20
 # without PyTorch's cache each kept 4 MiB tensor is a cudaMalloc of its own (with it, a
 # 20 MiB segment holds five): growth every step is then 4 MiB exactly
-run_py torch_grow PYTORCH_NO_CUDA_MEMORY_CACHING=1 30 grow
+run_py torch_grow PYTORCH_NO_CUDA_MEMORY_CACHING=1 20 grow
 check "torch: same loss with and without the library" \
   "$py" -c 'import json,sys; a=json.loads(open(sys.argv[1]).read().splitlines()[-1]); b=json.loads(open(sys.argv[2]).read().splitlines()[-1]); print(a["loss"], b["loss"]); assert a["loss"] == b["loss"]' torch.plain.txt torch.traced.txt
 check "torch: sites name train_loop.py's lines, phases from torch.cuda.nvtx" \
