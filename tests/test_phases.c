@@ -72,6 +72,18 @@ Test(phases, a_loop_that_leaks_every_step_is_flagged)
     cr_expect(strstr(out, "grows every step: +3 MiB per step over 4 steps, from "), "%s", out);
 }
 
+/* What the steps kept is freed after the last one (a process's exit does that): the
+ * growth and its site are what stood at the end of the last step. */
+Test(phases, the_site_of_the_growth_is_named_when_the_exit_frees_it)
+{
+    need_nvtx();
+    client("leak-freed", "");
+    char out[16384];
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "grows every step: +3 MiB per step over 4 steps, from Model.malloc (phases_client.py:"),
+              "%s", out);
+}
+
 Test(phases, a_loop_that_gives_back_what_it_takes_is_not)
 {
     need_nvtx();

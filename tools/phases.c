@@ -48,6 +48,8 @@ struct pass {
     struct gmt_u64map stack_of;    /* hash of a row sequence -> stack index */
     struct gmt_u64map start_occ;   /* START's range id -> occ index */
     struct gmt_u64map live_of;     /* live-set key -> alloc index */
+    struct gmt_u64map kept_after;  /* stack -> bytes that steps 2.. made and that were freed
+                                    * after the latest step ended, none begun since */
     struct occ *occ; size_t n_occ, cap_occ;
     uint32_t *active; size_t n_active, cap_active;
     struct thr *thr; size_t n_thr, cap_thr;
@@ -167,6 +169,9 @@ static long occ_open(struct pass *S, long row, bool step, uint64_t time)
     if (step && !S->step_open) { /* a step inside a step is no step of its own */
         o->step = ++S->steps_begun;
         S->step_open = i + 1;
+        /* what was freed between the steps was not kept across them */
+        gmt_u64map_free(&S->kept_after);
+        gmt_u64map_init(&S->kept_after);
     }
     return i;
 }
@@ -364,6 +369,15 @@ static int on_free(struct pass *S, const struct gmt_timed_event *e)
         return 0;
     }
     S->live -= a->bytes;
+    if (a->step >= 2 && !S->step_open && S->steps_begun) {
+        /* freed after the latest step ended: it was still there when that step ended
+         * (a process's exit frees what its last step kept) */
+        uint64_t stack = a->stack, bytes = a->bytes;
+        uint64_t *k = gmt_u64map_get(&S->kept_after, stack);
+        uint64_t sum = (k ? *k : 0) + bytes;
+        if (gmt_u64map_put(&S->kept_after, stack, sum)) /* another map: v stays valid */
+            return -ENOMEM;
+    }
     uint32_t idx = (uint32_t)*v;
     gmt_u64map_del_at(&S->live_of, v);
     uint32_t *f = gmt_array_push((void **)&S->al_free, &S->n_al_free, &S->cap_al_free, sizeof *f);
@@ -400,13 +414,27 @@ static int cmp_stack(const void *a, const void *b)
     return strcmp(x->path, y->path);
 }
 
-/* What grew every step: the stack holding most of what later steps allocated and never
- * gave back. */
+/* What grew every step: the stack holding most of what later steps allocated and that
+ * was still there when the last step ended (live at the end, or freed after the last
+ * step: at the process's exit). */
 static int grow_site(struct pass *S)
 {
     struct gmt_u64map by_stack;
     gmt_u64map_init(&by_stack);
     struct gmt_phases *p = S->p;
+    for (size_t i = 0; i < S->kept_after.cap; i++) {
+        if (S->kept_after.state[i] != 1)
+            continue;
+        uint64_t stack = S->kept_after.keys[i], sum = S->kept_after.vals[i];
+        if (gmt_u64map_put(&by_stack, stack, sum)) {
+            gmt_u64map_free(&by_stack);
+            return -ENOMEM;
+        }
+        if (sum > p->grow_stack_bytes || (sum == p->grow_stack_bytes && stack < p->grow_stack)) {
+            p->grow_stack_bytes = sum;
+            p->grow_stack = (uint32_t)stack;
+        }
+    }
     for (size_t i = 0; i < S->live_of.cap; i++) {
         if (S->live_of.state[i] != 1)
             continue;
@@ -512,7 +540,7 @@ int gmt_phases_compute(const struct gmt_trace *t, const char *step_regex, int de
         return 0;
     }
     struct gmt_u64map *maps[] = {&S.string_at, &S.row_of, &S.stack_of, &S.start_occ,
-                                 &S.live_of, &S.thr_of};
+                                 &S.live_of, &S.thr_of, &S.kept_after};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         gmt_u64map_init(maps[i]);
     rc = run(&S);

@@ -89,7 +89,8 @@ static void text_header(FILE *out, const struct gmt_analysis *a, const struct gm
                 for (size_t k = 0; !known && k < GMT_N_NCCL_SETTINGS; k++)
                     known = strlen(gmt_nccl_settings[k].name) == nl &&
                             !strncmp(gmt_nccl_settings[k].name, e, nl);
-                if (known)
+                /* the plugin `gpumemtrace run` set is this tool, not a setting */
+                if (known || (!strncmp(e, "NCCL_PROFILER_PLUGIN=", 21) && strstr(e, "libgpumemtrace")))
                     continue;
                 snprintf(item, sizeof item, "%s", e);
             }

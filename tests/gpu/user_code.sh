@@ -38,11 +38,10 @@ if [ -n "$nvcc" ] && "$nvcc" -o plain "$here/plain.cu" >build.txt 2>&1; then
     "$py" - plain.summary.json <<'PYEOF'
 import json, sys
 t = json.load(open(sys.argv[1]))["traces"][0]
-sites = t["sites"]
-top = sites[0]["site"] if isinstance(sites[0].get("site"), str) else sites[0]["site"][0]
-print("top site:", top)
-assert top.startswith("main"), top
-assert any("main" in (l["site"] if isinstance(l.get("site"), str) else l["site"][0]) for l in t["leaks"])
+site = lambda s: s["frames"][s["site"]]
+print("top site:", site(t["sites"][0]))
+assert site(t["sites"][0]).startswith("main"), site(t["sites"][0])
+assert any(site(l).startswith("main") for l in t["leaks"])
 PYEOF
 else
   note "FAIL plain nvcc: no nvcc or it did not build"; failed=1
