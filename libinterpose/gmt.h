@@ -299,6 +299,29 @@ GMT_HIDDEN void gmt_init(void);
 /* gmt_init once per process, from the constructor or the first hook, whichever is first. */
 GMT_HIDDEN void gmt_init_once(void);
 
+/* ---- tables.c: tables mapped once, at first use ---- */
+/* A spinning wait's pause: lets the other hyperthread run. */
+static inline void gmt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+/* A one-time setup that any thread may reach first. gmt_once_enter returns
+ * GMT_ONCE_READY or GMT_ONCE_FAILED when it is done, or GMT_ONCE_BUSY when the caller
+ * is the one to do it and then call gmt_once_leave. A fork child calls gmt_once_forked:
+ * a setup that another thread was inside starts again there (that thread is gone). */
+enum { GMT_ONCE_NEW, GMT_ONCE_BUSY, GMT_ONCE_READY, GMT_ONCE_FAILED };
+struct gmt_once { _Atomic int state; };
+GMT_HIDDEN int gmt_once_enter(struct gmt_once *o);
+GMT_HIDDEN void gmt_once_leave(struct gmt_once *o, bool ok);
+GMT_HIDDEN void gmt_once_forked(struct gmt_once *o);
+/* Two tables of reserved address space (pages taken as they are written): both, or
+ * neither and false. */
+GMT_HIDDEN bool gmt_map_tables(void **a, size_t a_bytes, void **b, size_t b_bytes);
+
 /* ---- stack.c: stacks captured with libunwind, each written once ---- */
 /* Captures a stack, writes a STACK record the first time it is seen, and returns its id
  * (0 when disabled/failed). The stack starts in the caller of the function whose frame is

@@ -4,7 +4,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gmt.h"
@@ -71,15 +70,8 @@ static bool map_tables(void)
 {
     if (mapped_ok)
         return true;
-    void *m = mmap(NULL, MOD_MAX * sizeof(struct mod), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *p = mmap(NULL, PATHS_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED || p == MAP_FAILED) {
-        if (m != MAP_FAILED)
-            munmap(m, MOD_MAX * sizeof(struct mod));
-        if (p != MAP_FAILED)
-            munmap(p, PATHS_BYTES);
+    void *m, *p;
+    if (!gmt_map_tables(&m, MOD_MAX * sizeof(struct mod), &p, PATHS_BYTES)) {
         warn_once("no memory for the table: modules are not recorded");
         return false;
     }

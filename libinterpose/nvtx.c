@@ -3,18 +3,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <wchar.h>
 
 #include "gmt.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 /*
  * The protocol (NVTX v3's nvtxInit.h and nvtxTypes.h, restated here from its documented
@@ -74,8 +65,7 @@ struct entry {
 };
 _Static_assert(offsetof(struct entry, rec) % 8 == 0, "the record is 8-byte aligned");
 
-enum { ST_NEW, ST_BUSY, ST_READY, ST_FAILED };
-static _Atomic int state = ST_NEW;
+static struct gmt_once setup_once;
 static _Atomic uint64_t *table;
 static unsigned char *arena;
 static _Atomic size_t arena_cursor = 8; /* offset 0 means "empty slot" */
@@ -92,8 +82,7 @@ static void fork_child(void)
     atomic_fetch_add_explicit(&file_gen, 1, memory_order_relaxed);
     /* the parent's open ranges are not in the child's file */
     gmt_ts.nvtx.depth = 0;
-    if (atomic_load_explicit(&state, memory_order_relaxed) == ST_BUSY)
-        atomic_store_explicit(&state, ST_NEW, memory_order_relaxed);
+    gmt_once_forked(&setup_once);
 }
 
 __attribute__((constructor)) static void register_fork_child(void)
@@ -103,33 +92,20 @@ __attribute__((constructor)) static void register_fork_child(void)
 
 static bool setup(void)
 {
-    int st = atomic_load_explicit(&state, memory_order_acquire);
-    if (GMT_LIKELY(st == ST_READY))
+    int st = gmt_once_enter(&setup_once);
+    if (GMT_LIKELY(st == GMT_ONCE_READY))
         return true;
-    if (st == ST_FAILED)
+    if (st == GMT_ONCE_FAILED)
         return false;
-    int expect = ST_NEW;
-    if (!atomic_compare_exchange_strong(&state, &expect, ST_BUSY)) {
-        while ((st = atomic_load_explicit(&state, memory_order_acquire)) == ST_BUSY)
-            cpu_relax();
-        return st == ST_READY;
-    }
-    void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (t == MAP_FAILED || a == MAP_FAILED) {
-        if (t != MAP_FAILED)
-            munmap(t, TABLE_SLOTS * sizeof(uint64_t));
-        if (a != MAP_FAILED)
-            munmap(a, ARENA_BYTES);
+    void *t, *a;
+    if (!gmt_map_tables(&t, TABLE_SLOTS * sizeof(uint64_t), &a, ARENA_BYTES)) {
         gmt_warn("no memory for NVTX names: ranges are recorded unnamed");
-        atomic_store_explicit(&state, ST_FAILED, memory_order_release);
+        gmt_once_leave(&setup_once, false);
         return false;
     }
     table = t;
     arena = a;
-    atomic_store_explicit(&state, ST_READY, memory_order_release);
+    gmt_once_leave(&setup_once, true);
     return true;
 }
 
@@ -212,7 +188,7 @@ static struct entry *intern(unsigned kind, const char *s, size_t n)
         if (e->hash == h && e->rec.h.aux == kind && e->rec.len == n + 1 &&
             !memcmp(e + 1, s, n)) {
             while (!entry_id(e)) /* its inserter draws the id in a moment */
-                cpu_relax();
+                gmt_cpu_relax();
             return e; /* `mine`, if made, stays unused in the arena */
         }
     }

@@ -214,11 +214,10 @@ static bool setup_slow(void)
                 off = NULL;
         }
         if (off && ptr_ok((uintptr_t)ct)) {
-            slots = mmap(NULL, SLOT_COUNT * sizeof *slots, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            arena = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (slots != MAP_FAILED && arena != MAP_FAILED) {
+            void *sl, *ar;
+            if (gmt_map_tables(&sl, SLOT_COUNT * sizeof *slots, &ar, ARENA_BYTES)) {
+                slots = sl;
+                arena = ar;
                 get_tstate = (void *(*)(void))gts;
                 is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
                 if (!is_finalizing)

@@ -65,9 +65,7 @@ _Static_assert(offsetof(struct entry, ip) - offsetof(struct entry, h) ==
                "entry must end in a STACK record");
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "atomic id has the plain layout");
 
-enum { ST_NEW, ST_BUSY, ST_READY, ST_FAILED };
-
-static _Atomic int state = ST_NEW;
+static struct gmt_once setup_once;
 static _Atomic uint64_t *table;
 static unsigned char *arena;
 static _Atomic size_t arena_cursor = 8; /* offset 0 means "empty slot" */
@@ -92,14 +90,6 @@ static GMT_TLS int capturing;
 static GMT_TLS struct entry *last;
 
 _Static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit targets only");
-
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 struct own_search {
     uintptr_t probe;
@@ -147,14 +137,13 @@ static void fork_child(void)
     last = NULL;
 }
 
-/* A child forked while another thread was inside setup() would wait for ST_BUSY to
- * end forever: that thread does not exist in the child. It starts the setup again
- * (what the half-done one mapped stays mapped, unused). Registered at load, since
- * fork_child above is registered only once setup is done. */
+/* A child forked while another thread was inside setup() would wait for it forever:
+ * that thread does not exist in the child. It starts the setup again (what the
+ * half-done one mapped stays mapped, unused). Registered at load, since fork_child
+ * above is registered only once setup is done. */
 static void fork_child_setup(void)
 {
-    if (atomic_load_explicit(&state, memory_order_relaxed) == ST_BUSY)
-        atomic_store_explicit(&state, ST_NEW, memory_order_relaxed);
+    gmt_once_forked(&setup_once);
 }
 
 __attribute__((constructor)) static void register_fork_child_setup(void)
@@ -164,28 +153,15 @@ __attribute__((constructor)) static void register_fork_child_setup(void)
 
 static bool setup(void)
 {
-    int st = atomic_load_explicit(&state, memory_order_acquire);
-    if (GMT_LIKELY(st == ST_READY))
+    int st = gmt_once_enter(&setup_once);
+    if (GMT_LIKELY(st == GMT_ONCE_READY))
         return true;
-    if (st == ST_FAILED)
+    if (st == GMT_ONCE_FAILED)
         return false;
-    int expect = ST_NEW;
-    if (!atomic_compare_exchange_strong(&state, &expect, ST_BUSY)) {
-        while ((st = atomic_load_explicit(&state, memory_order_acquire)) == ST_BUSY)
-            cpu_relax();
-        return st == ST_READY;
-    }
-    void *t = mmap(NULL, TABLE_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (t == MAP_FAILED || a == MAP_FAILED) {
-        if (t != MAP_FAILED)
-            munmap(t, TABLE_SLOTS * sizeof(uint64_t));
-        if (a != MAP_FAILED)
-            munmap(a, ARENA_BYTES);
+    void *t, *a;
+    if (!gmt_map_tables(&t, TABLE_SLOTS * sizeof(uint64_t), &a, ARENA_BYTES)) {
         gmt_warn("no memory for the stack table: stacks are not recorded");
-        atomic_store_explicit(&state, ST_FAILED, memory_order_release);
+        gmt_once_leave(&setup_once, false);
         return false;
     }
     table = t;
@@ -197,7 +173,7 @@ static bool setup(void)
      * Per-thread caches need neither; their TLS is reserved whether used or not. */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     pthread_atfork(NULL, NULL, fork_child);
-    atomic_store_explicit(&state, ST_READY, memory_order_release);
+    gmt_once_leave(&setup_once, true);
     return true;
 }
 
@@ -237,7 +213,7 @@ static uint32_t wait_id(struct entry *e)
         uint32_t id = atomic_load_explicit(&e->stack_id, memory_order_acquire);
         if (id)
             return id;
-        cpu_relax();
+        gmt_cpu_relax();
     }
     return 0;
 }
