@@ -1,4 +1,4 @@
-/* cmd_export.c: `gpumemtrace export`: a trace's device memory by stack for other tools (folded stacks for flame graphs). */
+/* cmd_export.c: `gpumemtrace export`: traces for other tools: folded stacks (flame graphs), Chrome trace events, SQLite, CSV. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,24 +7,37 @@
 
 #include "args.h"
 #include "cli.h"
+#include "export.h"
 #include "report.h"
 #include "stacks.h"
 #include "util.h"
 
 const char gmt_help_export[] =
     "usage: gpumemtrace export --format folded [options] TRACE...\n"
+    "       gpumemtrace export --format chrome|sqlite|csv -o OUT [options] TRACE...\n"
     "\n"
-    "Device memory by call stack, one line per stack: its frames outermost first,\n"
-    "separated by ';', a space and the bytes (the folded format of flamegraph.pl,\n"
-    "inferno and speedscope). Stacks of no bytes are left out. With several traces\n"
-    "each line starts with a frame naming its trace.\n"
+    "folded: device memory by call stack, one line per stack: its frames outermost\n"
+    "first, separated by ';', a space and the bytes (flamegraph.pl, inferno,\n"
+    "speedscope), on stdout or into OUT. Stacks of no bytes are left out. With several\n"
+    "traces each line starts with a frame naming its trace.\n"
+    "chrome: one JSON file of Chrome trace events for Perfetto UI or chrome://tracing:\n"
+    "device memory per GPU and category as counters, device use as sampled, each NCCL\n"
+    "call on its thread, allocations NCCL's proxy thread made for a call, failed\n"
+    "allocations; one process per rank, on one time line.\n"
+    "sqlite: one SQLite database OUT of the tables traces, allocations, nccl_calls,\n"
+    "sites, device_samples and failures (docs/export.md).\n"
+    "csv: the same tables as OUT/TABLE.csv, one file each (OUT is made if missing).\n"
+    "A directory among the TRACEs stands for the traces in it.\n"
     "\n"
     "options:\n"
-    "  --format folded   the output format (the only one so far)\n"
-    "  --cost WHAT       what a stack's bytes are: peak (default: live at each device's\n"
-    "                    peak), allocated (every allocation's bytes, summed), leaked\n"
-    "                    (still allocated at the end), at=SEC (live SEC seconds in)\n"
-    "  --device N        only device N\n"
+    "  --format F        folded, chrome, sqlite or csv\n"
+    "  -o, --output OUT  where to write (required but for folded)\n"
+    "  --max-points N    chrome: points per counter track at most (default 10000, >= 3);\n"
+    "                    each track keeps its lowest and highest value per time bucket\n"
+    "  --cost WHAT       folded: what a stack's bytes are: peak (default: live at each\n"
+    "                    device's peak), allocated (every allocation's bytes, summed),\n"
+    "                    leaked (still allocated at the end), at=SEC (live SEC seconds in)\n"
+    "  --device N        folded: only device N\n"
     "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
     "  --no-symbols      show module+offset, open no binary\n";
 
@@ -33,7 +46,10 @@ enum cost { COST_PEAK, COST_ALLOCATED, COST_LEAKED, COST_AT };
 struct export_args {
     struct gmt_report_opts *ro;
     enum cost cost;
-    int format;                /* 1: folded */
+    enum { FMT_NONE, FMT_FOLDED, FMT_CHROME, FMT_SQLITE, FMT_CSV } format;
+    const char *output;
+    long max_points;
+    bool folded_only;          /* --cost or --device given */
 };
 
 static int export_opt(void *ctx, int c, const char *arg)
@@ -42,11 +58,29 @@ static int export_opt(void *ctx, int c, const char *arg)
     long v;
     switch (c) {
     case 'F':
-        if (strcmp(arg, "folded"))
-            return gmt_cli_usage_error("export", "--format wants folded, not '%s'", arg);
-        ea->format = 1;
+        if (!strcmp(arg, "folded"))
+            ea->format = FMT_FOLDED;
+        else if (!strcmp(arg, "chrome"))
+            ea->format = FMT_CHROME;
+        else if (!strcmp(arg, "sqlite"))
+            ea->format = FMT_SQLITE;
+        else if (!strcmp(arg, "csv"))
+            ea->format = FMT_CSV;
+        else
+            return gmt_cli_usage_error("export", "--format wants folded, chrome, sqlite or csv, not '%s'", arg);
+        return 0;
+    case 'o':
+        if (!*arg)
+            return gmt_cli_usage_error("export", "-o wants a path");
+        ea->output = arg;
+        return 0;
+    case 'm':
+        if (gmt_cli_long(arg, 3, 100000000, &v))
+            return gmt_cli_usage_error("export", "--max-points wants a number from 3 to 100000000, not '%s'", arg);
+        ea->max_points = v;
         return 0;
     case 'c':
+        ea->folded_only = true;
         if (!strcmp(arg, "peak"))
             ea->cost = COST_PEAK;
         else if (!strcmp(arg, "allocated"))
@@ -63,6 +97,7 @@ static int export_opt(void *ctx, int c, const char *arg)
         if (gmt_cli_long(arg, 0, 4096, &v))
             return gmt_cli_usage_error("export", "--device wants a device ordinal, not '%s'", arg);
         ea->ro->device = (int)v;
+        ea->folded_only = true;
         return 0;
     }
     return GMT_EXIT_ERROR;
@@ -70,7 +105,8 @@ static int export_opt(void *ctx, int c, const char *arg)
 
 static const struct option export_opts[] = {
     {"format", required_argument, 0, 'F'}, {"cost", required_argument, 0, 'c'},
-    {"device", required_argument, 0, 'd'}, {0, 0, 0, 0}};
+    {"device", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
+    {"max-points", required_argument, 0, 'm'}, {0, 0, 0, 0}};
 
 static uint64_t site_cost(const struct gmt_site_row *s, enum cost c)
 {
@@ -114,17 +150,22 @@ int gmt_cmd_export(int argc, char **argv)
 {
     struct gmt_args args;
     gmt_args_init(&args);
-    struct export_args ea = {.ro = &args.ro, .cost = COST_PEAK};
+    struct export_args ea = {.ro = &args.ro, .cost = COST_PEAK, .max_points = GMT_CHROME_POINTS_DEFAULT};
     const struct gmt_args_spec spec = {
         .cmd = "export", .help = gmt_help_export,
         .shared = GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS,
-        .own = export_opts, .own_opt = export_opt, .ctx = &ea, .optstring = "",
+        .own = export_opts, .own_opt = export_opt, .ctx = &ea, .optstring = "o:",
         .unknown = "unknown option"};
     int rc = gmt_args_parse(&spec, argc, argv, &args);
     if (rc >= 0)
         return rc;
     if (!ea.format)
-        return gmt_cli_usage_error("export", "--format folded is required");
+        return gmt_cli_usage_error("export", "--format is required (folded, chrome, sqlite or csv)");
+    if (ea.format != FMT_FOLDED && !ea.output)
+        return gmt_cli_usage_error("export", "--format %s needs -o OUT",
+                                   ea.format == FMT_CHROME ? "chrome" : ea.format == FMT_SQLITE ? "sqlite" : "csv");
+    if (ea.format != FMT_FOLDED && ea.folded_only)
+        return gmt_cli_usage_error("export", "--cost and --device are for --format folded");
     if (args.first >= argc)
         return gmt_cli_usage_error("export", "no trace given");
     char **files = NULL;
@@ -137,6 +178,20 @@ int gmt_cmd_export(int argc, char **argv)
         return GMT_EXIT_ERROR;
     }
     int status = r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
+    if (ea.format != FMT_FOLDED) {
+        int x = !n_files ? GMT_EXIT_ERROR
+              : ea.format == FMT_CHROME ? gmt_export_chrome(files, n_files, &args.ro, ea.output, ea.max_points)
+              : ea.format == FMT_SQLITE ? gmt_export_sqlite(files, n_files, &args.ro, ea.output)
+                                        : gmt_export_csv(files, n_files, &args.ro, ea.output);
+        gmt_free_paths(files, n_files);
+        return x ? x : status;
+    }
+    FILE *out = stdout;
+    if (ea.output && !(out = fopen(ea.output, "w"))) {
+        gmt_err("gpumemtrace: export: cannot create %s: %s", ea.output, strerror(errno));
+        gmt_free_paths(files, n_files);
+        return GMT_EXIT_ERROR;
+    }
     for (size_t i = 0; i < n_files; i++) {
         struct gmt_analysis a;
         char err[512], root[256];
@@ -146,12 +201,12 @@ int gmt_cmd_export(int argc, char **argv)
             continue;
         }
         root_frame(files[i], root, sizeof root);
-        if (folded(stdout, &a, ea.cost, n_files > 1 ? root : NULL))
+        if (folded(out, &a, ea.cost, n_files > 1 ? root : NULL))
             status = GMT_EXIT_ERROR;
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);
-    if (fflush(stdout) || ferror(stdout)) {
+    if (out != stdout ? (ferror(out) | fclose(out)) : (fflush(stdout) || ferror(stdout))) {
         gmt_err("gpumemtrace: export: cannot write the output");
         status = GMT_EXIT_ERROR;
     }

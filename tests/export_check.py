@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""export_check.py: checks what `gpumemtrace export` wrote against the trace-event format and
+against `summary --json` of the same traces (tests/test_export.c runs it).
+
+  export_check.py chrome OUT.json SUMMARY.json MAX_POINTS
+  export_check.py sqlite JOB.db SUMMARY.json [QUERIES.sql]
+  export_check.py csv DIR SUMMARY.json
+
+Exits 1 with one line per problem found; prints what it compared."""
+import collections
+import csv
+import json
+import os
+import sqlite3
+import sys
+
+problems = []
+
+
+def bad(msg):
+    problems.append(msg)
+
+
+def traces_of(summary_path):
+    with open(summary_path) as f:
+        d = json.load(f)
+    return d["traces"] if "traces" in d else [d]
+
+
+def expected(traces):
+    """(trace index, device) -> peak, allocs; trace index -> top-level NCCL calls."""
+    peaks, allocs, calls = {}, {}, {}
+    for i, t in enumerate(traces):
+        for d in t["devices"]:
+            peaks[(i, d["device"])] = d["peak_bytes"]
+            allocs[(i, d["device"])] = d["allocs"]
+        calls[i] = sum(c["calls"] for c in t["collectives"])
+    return peaks, allocs, calls
+
+
+def live_peaks(allocs):
+    """Peak of device memory live per (trace, device) from allocation rows
+    (trace, device, time, freed_at, bytes, id): allocations in time order, frees before
+    allocations at the same nanosecond."""
+    ev = collections.defaultdict(list)
+    for tr, dev, t, freed, b, aid in allocs:
+        ev[(tr, dev)].append((t, 1, aid, b))
+        if freed is not None:
+            ev[(tr, dev)].append((freed, 0, aid, -b))
+    out = {}
+    for k, lst in ev.items():
+        lst.sort()
+        live = peak = 0
+        for _, _, _, b in lst:
+            live += b
+            peak = max(peak, live)
+        out[k] = peak
+    return out
+
+
+def compare_tables(name, peaks_got, allocs_got, calls_got, traces):
+    peaks, allocs, calls = expected(traces)
+    for k, v in peaks.items():
+        if peaks_got.get(k, 0) != v:
+            bad(f"{name}: trace {k[0]} device {k[1]}: peak {peaks_got.get(k, 0)}, summary says {v}")
+        if allocs_got.get(k, 0) != allocs[k]:
+            bad(f"{name}: trace {k[0]} device {k[1]}: {allocs_got.get(k, 0)} allocations, summary says {allocs[k]}")
+    for i, v in calls.items():
+        if calls_got.get(i, 0) != v:
+            bad(f"{name}: trace {i}: {calls_got.get(i, 0)} outermost NCCL calls, summary says {v}")
+    print(f"{name}: {len(peaks)} device peaks, allocation counts and {len(calls)} traces' NCCL calls compared")
+
+
+REQUIRED = {"X": ("name", "ts", "dur", "pid", "tid"), "C": ("name", "ts", "pid", "args"),
+            "i": ("name", "ts", "pid", "tid", "s"), "M": ("name", "pid", "args"),
+            "s": ("name", "ts", "pid", "tid", "id"), "f": ("name", "ts", "pid", "tid", "id", "bp")}
+META = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
+
+
+def check_chrome(path, summary, max_points):
+    with open(path) as f:
+        doc = json.load(f)
+    evs = doc.get("traceEvents")
+    if not isinstance(evs, list) or not evs:
+        bad("chrome: no traceEvents array")
+        return
+    last = {}
+    points = collections.Counter()
+    cmax = {}
+    names = collections.defaultdict(set)
+    flows = collections.Counter()
+    xcount = collections.Counter()
+    for n, e in enumerate(evs):
+        ph = e.get("ph")
+        if ph not in REQUIRED:
+            bad(f"chrome: event {n}: phase {ph!r} not one this export writes")
+            continue
+        for k in REQUIRED[ph]:
+            if k not in e:
+                bad(f"chrome: event {n} ({ph}): no {k}")
+        if ph != "M" and not (isinstance(e.get("ts"), (int, float)) and e["ts"] >= 0):
+            bad(f"chrome: event {n}: ts {e.get('ts')!r}")
+        if ph == "M":
+            if e["name"] not in META or not isinstance(e["args"], dict) or not e["args"]:
+                bad(f"chrome: event {n}: metadata {e['name']!r} {e.get('args')!r}")
+            if e["name"] in ("process_name", "thread_name"):
+                names[e["name"]].add((e["pid"], e.get("tid")))
+                if not isinstance(e["args"].get("name"), str) or not e["args"]["name"]:
+                    bad(f"chrome: event {n}: empty name")
+            continue
+        if ph == "X":
+            if not isinstance(e["dur"], (int, float)) or e["dur"] < 0:
+                bad(f"chrome: event {n}: dur {e['dur']!r}")
+            xcount[e["pid"]] += 1
+        if ph == "C":
+            track = (e["pid"], e["name"])
+            points[track] += 1
+            vals = list(e["args"].values())
+            if not vals or not all(isinstance(v, (int, float)) for v in vals):
+                bad(f"chrome: event {n}: counter args {e['args']!r}")
+            else:
+                cmax[track] = max(cmax.get(track, 0), max(vals))
+        else:
+            track = (e["pid"], e["tid"], ph)
+        if ph in "sf":
+            flows[(e["id"], ph)] += 1
+        if track in last and e["ts"] < last[track]:
+            bad(f"chrome: event {n}: track {track}: ts {e['ts']} before {last[track]}")
+        last[track] = e["ts"]
+    for (fid, ph), c in flows.items():
+        if c != 1 or flows.get((fid, "f" if ph == "s" else "s")) != 1:
+            bad(f"chrome: flow {fid}: not one start and one end")
+    for track, c in points.items():
+        if c > max_points:
+            bad(f"chrome: counter {track}: {c} points, more than {max_points}")
+    traces = traces_of(summary)
+    pids = sorted({p for p, _ in names["process_name"]})
+    if len(pids) != len(traces):
+        bad(f"chrome: {len(pids)} named processes for {len(traces)} traces")
+    peaks, _, calls = expected(traces)
+    for (i, dev), v in peaks.items():
+        if i >= len(pids):
+            break
+        got = cmax.get((pids[i], f"GPU {dev} tracked bytes"), 0)
+        if got != v:
+            bad(f"chrome: process {pids[i]} GPU {dev}: highest counter point {got}, summary peak {v}")
+    for i, v in calls.items():
+        if i < len(pids) and xcount[pids[i]] < v:
+            bad(f"chrome: process {pids[i]}: {xcount[pids[i]]} NCCL slices, fewer than its {v} calls")
+    print(f"chrome: {len(evs)} events, {len(points)} counter tracks (most points: "
+          f"{max(points.values()) if points else 0}), {len(peaks)} peaks compared")
+
+
+def check_sqlite(path, summary, queries):
+    db = sqlite3.connect(path)
+    traces = traces_of(summary)
+    n = db.execute("SELECT count(*) FROM traces").fetchone()[0]
+    if n != len(traces):
+        bad(f"sqlite: {n} traces, summary has {len(traces)}")
+    rows = db.execute("SELECT trace, device, time_ns, freed_at_ns, bytes, id FROM allocations "
+                      "WHERE memory = 'device'").fetchall()
+    peaks = live_peaks(rows)
+    allocs = dict(((t, d), c) for t, d, c in
+                  db.execute("SELECT trace, device, count(*) FROM allocations GROUP BY trace, device"))
+    calls = dict(db.execute("SELECT trace, count(*) FROM nccl_calls WHERE counted_as = scope GROUP BY trace"))
+    compare_tables("sqlite", peaks, allocs, calls, traces)
+    for t in ("traces", "allocations", "nccl_calls", "sites", "device_samples", "failures"):
+        idx = db.execute("SELECT count(*) FROM sqlite_master WHERE type='index' AND tbl_name=?", (t,)).fetchone()[0]
+        if not idx:
+            bad(f"sqlite: table {t} has no index")
+    if queries:
+        # the queries of docs/export.md, each after a line "-- name", all must run and
+        # the peak query must agree with the summary
+        with open(queries) as f:
+            text = f.read()
+        for block in text.split("\n-- ")[1:]:
+            name, _, sql = block.partition("\n")
+            got = db.execute(sql).fetchall()
+            print(f"query {name!r}: {got[:4]}")
+            if not got:
+                bad(f"sqlite: query {name!r} returned nothing")
+            if name.startswith("peak per rank"):
+                want = {}
+                for t in traces:
+                    want[t["rank"]] = max([d["peak_bytes"] for d in t["devices"]] or [0])
+                if {r: p for r, p in got} != want:
+                    bad(f"sqlite: query {name!r}: {got}, summary peaks {want}")
+
+
+def check_csv(d, summary):
+    tables = {}
+    for t in ("traces", "allocations", "nccl_calls", "sites", "device_samples", "failures"):
+        with open(os.path.join(d, t + ".csv"), newline="") as f:
+            r = list(csv.reader(f, strict=True))
+        if not r:
+            bad(f"csv: {t}.csv has no header")
+            continue
+        width = len(r[0])
+        for k, row in enumerate(r[1:]):
+            if len(row) != width:
+                bad(f"csv: {t}.csv row {k + 1}: {len(row)} fields, header has {width}")
+        tables[t] = [dict(zip(r[0], row)) for row in r[1:]]
+
+    def num(s):
+        return int(s) if s != "" else None
+    rows = [(num(a["trace"]), num(a["device"]), num(a["time_ns"]), num(a["freed_at_ns"]),
+             num(a["bytes"]), num(a["id"])) for a in tables["allocations"] if a["memory"] == "device"]
+    peaks = live_peaks(rows)
+    allocs = collections.Counter((num(a["trace"]), num(a["device"])) for a in tables["allocations"])
+    calls = collections.Counter(num(c["trace"]) for c in tables["nccl_calls"] if c["counted_as"] == c["scope"])
+    traces = traces_of(summary)
+    if len(tables["traces"]) != len(traces):
+        bad(f"csv: {len(tables['traces'])} traces, summary has {len(traces)}")
+    compare_tables("csv", peaks, allocs, calls, traces)
+
+
+def main():
+    mode, out, summary = sys.argv[1:4]
+    if mode == "chrome":
+        check_chrome(out, summary, int(sys.argv[4]))
+    elif mode == "sqlite":
+        check_sqlite(out, summary, sys.argv[4] if len(sys.argv) > 4 else None)
+    elif mode == "csv":
+        check_csv(out, summary)
+    else:
+        sys.exit(f"unknown mode {mode}")
+    for p in problems[:40]:
+        print(p)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()

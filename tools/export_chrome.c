@@ -1,0 +1,375 @@
+/* export_chrome.c: the job as Chrome trace events (Perfetto UI, chrome://tracing): counters of device memory, NCCL calls as slices, one process per rank. */
+#include "export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util.h"
+
+/*
+ * A counter track is downsampled as it streams: the trace's span is cut into B equal
+ * buckets, and of the values a bucket sees only its lowest and highest are written, in
+ * time order, then the last value at the trace's end. So a track has at most 2B + 1
+ * points, and no peak is lost: the highest value of all is its bucket's highest. A
+ * point equal to the one before it changes nothing on a step chart and is left out.
+ */
+struct track {
+    uint64_t b;                /* the bucket being filled */
+    bool has, emitted;
+    uint64_t min_t, max_t, min_v, max_v;
+    uint64_t last_v, out_v;    /* the latest value, the latest written */
+    uint64_t points;
+};
+
+enum { TR_TRACKED, TR_USED, TR_CAT0 }; /* per device: tracked bytes, device used, each category */
+#define TR_PER_DEV (TR_CAT0 + GMT_MAX_CATS)
+
+struct chrome {
+    FILE *out;
+    const char *path;
+    bool first;                /* no event written yet */
+    uint64_t base_ns;          /* the job's earliest anchor, CLOCK_REALTIME */
+    uint64_t buckets;
+    uint64_t flows;
+    /* the trace being written */
+    const struct gmt_analysis *a;
+    int64_t pid;
+    int64_t shift;             /* trace time + shift = ns since base_ns */
+    uint64_t t0, span;
+    struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
+    uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
+};
+
+static void sep(struct chrome *C)
+{
+    fputs(C->first ? "\n" : ",\n", C->out);
+    C->first = false;
+}
+
+/* A trace time as the viewer's microseconds since the job's start, ns exact. */
+static void ts(struct chrome *C, uint64_t t)
+{
+    int64_t ns = (int64_t)t + C->shift;
+    if (ns < 0)
+        ns = 0;
+    fprintf(C->out, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+}
+
+static void track_name(const struct chrome *C, int ds, int k, char *buf, size_t len)
+{
+    int dev = C->a->rep.dev[ds].device;
+    if (k == TR_TRACKED)
+        snprintf(buf, len, "GPU %d tracked bytes", dev);
+    else if (k == TR_USED)
+        snprintf(buf, len, "GPU %d device used bytes", dev);
+    else {
+        size_t cat = (size_t)(k - TR_CAT0);
+        snprintf(buf, len, "GPU %d %s bytes", dev, cat < C->a->n_cats ? C->a->cat_names[cat] : "?");
+    }
+}
+
+static void point(struct chrome *C, int ds, int k, uint64_t t, uint64_t v)
+{
+    struct track *x = &C->tr[ds][k];
+    if (x->emitted && v == x->out_v)
+        return;
+    char name[128];
+    track_name(C, ds, k, name, sizeof name);
+    sep(C);
+    fprintf(C->out, "{\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"name\":", C->pid);
+    gmt_fput_json_string(C->out, name);
+    fputs(",\"ts\":", C->out);
+    ts(C, t);
+    fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", v);
+    x->emitted = true;
+    x->out_v = v;
+    x->points++;
+}
+
+static void flush_bucket(struct chrome *C, int ds, int k)
+{
+    struct track *x = &C->tr[ds][k];
+    if (!x->has)
+        return;
+    if (x->min_t <= x->max_t) {
+        point(C, ds, k, x->min_t, x->min_v);
+        point(C, ds, k, x->max_t, x->max_v);
+    } else {
+        point(C, ds, k, x->max_t, x->max_v);
+        point(C, ds, k, x->min_t, x->min_v);
+    }
+    x->has = false;
+}
+
+static void sample(struct chrome *C, int ds, int k, uint64_t t, uint64_t v)
+{
+    struct track *x = &C->tr[ds][k];
+    uint64_t off = t > C->t0 ? t - C->t0 : 0;
+    uint64_t b = (uint64_t)((unsigned __int128)off * C->buckets / (C->span + 1));
+    if (x->has && b != x->b)
+        flush_bucket(C, ds, k);
+    if (!x->has) {
+        x->has = true;
+        x->b = b;
+        x->min_t = x->max_t = t;
+        x->min_v = x->max_v = v;
+    } else if (v > x->max_v) {
+        x->max_v = v;
+        x->max_t = t;
+    } else if (v < x->min_v) {
+        x->min_v = v;
+        x->min_t = t;
+    }
+    x->last_v = v;
+}
+
+static void instant(struct chrome *C, const char *name, uint32_t tid, uint64_t t)
+{
+    sep(C);
+    fprintf(C->out, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"name\":",
+            C->pid, tid);
+    gmt_fput_json_string(C->out, name);
+    fputs(",\"ts\":", C->out);
+    ts(C, t);
+}
+
+static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
+{
+    struct chrome *C = ctx;
+    if (!freed_at || !gmt_kind_is_device(l->kind))
+        return 0;
+    int ds = gmt_export_dslot(C->a, l->device);
+    if (ds < 0)
+        return 0;
+    C->tracked[ds] -= l->bytes;
+    C->by_cat[ds][l->cat] -= l->bytes;
+    sample(C, ds, TR_TRACKED, freed_at, C->tracked[ds]);
+    sample(C, ds, TR_CAT0 + l->cat, freed_at, C->by_cat[ds][l->cat]);
+    return 0;
+}
+
+static void call_slice(struct chrome *C, size_t i)
+{
+    const struct gmt_trace *t = &C->a->t;
+    const struct gmt_scope *s = &t->scopes[i];
+    uint64_t end = s->t_end ? s->t_end : t->t_last;
+    sep(C);
+    fprintf(C->out, "{\"ph\":\"X\",\"cat\":\"nccl\",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"name\":\"%s\",\"ts\":",
+            C->pid, s->tid, gmt_op_name(s->op));
+    ts(C, s->t_begin);
+    uint64_t dur = end > s->t_begin ? end - s->t_begin : 0;
+    fprintf(C->out, ",\"dur\":%" PRIu64 ".%03d,\"args\":{\"scope\":%" PRIu32 ",\"comm\":%d,\"count\":%" PRIu64
+                    ",\"result\":%d,\"tracked_added\":%" PRId64 "%s}}",
+            dur / 1000, (int)(dur % 1000), s->id, gmt_trace_comm_index(t, s->comm), s->count, s->result,
+            C->a->rep.scope_tracked ? C->a->rep.scope_tracked[i] : 0, s->t_end ? "" : ",\"open_at_end\":true");
+}
+
+static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt_xlive *l)
+{
+    struct chrome *C = ctx;
+    const struct gmt_trace *t = &C->a->t;
+    switch (e->type) {
+    case GMT_EV_ALLOC: {
+        if (!l)
+            break;
+        if (gmt_kind_is_device(l->kind)) {
+            int ds = gmt_export_dslot(C->a, l->device);
+            if (ds >= 0) {
+                C->tracked[ds] += l->bytes;
+                C->by_cat[ds][l->cat] += l->bytes;
+                sample(C, ds, TR_TRACKED, e->time, C->tracked[ds]);
+                sample(C, ds, TR_CAT0 + l->cat, e->time, C->by_cat[ds][l->cat]);
+            }
+        }
+        /* made on another thread for a call in flight: NCCL's proxy thread */
+        if (l->scope >= 0 && t->scopes[l->scope].tid != l->tid) {
+            const struct gmt_scope *s = &t->scopes[l->scope];
+            uint64_t id = ++C->flows;
+            instant(C, "NCCL proxy allocation", l->tid, e->time);
+            fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"api\":\"%s\",\"scope\":%" PRIu32
+                            ",\"op\":\"%s\",\"site\":%" PRIu32 "}}",
+                    l->bytes, gmt_kind_name(l->kind), gmt_api_name(l->api), s->id, gmt_op_name(s->op), l->stack);
+            /* a flow arrow from the call to the allocation */
+            sep(C);
+            fprintf(C->out, "{\"ph\":\"s\",\"cat\":\"nccl\",\"name\":\"proxy allocation\",\"id\":%" PRIu64
+                            ",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"ts\":", id, C->pid, s->tid);
+            ts(C, e->time);
+            fputs("}", C->out);
+            sep(C);
+            fprintf(C->out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"nccl\",\"name\":\"proxy allocation\",\"id\":%" PRIu64
+                            ",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"ts\":", id, C->pid, l->tid);
+            ts(C, e->time);
+            fputs("}", C->out);
+        }
+        break;
+    }
+    case GMT_EV_FAIL: {
+        char buf[128];
+        instant(C, "allocation failed", e->tid, e->time);
+        fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"api\":\"%s\",\"device\":%d,\"error\":",
+                e->bytes, gmt_kind_name(e->kind), gmt_api_name(e->api), e->device);
+        gmt_fput_json_string(C->out, gmt_error_text(e->api, e->error, buf, sizeof buf));
+        fprintf(C->out, ",\"site\":%" PRIu32 "}}", e->stack);
+        break;
+    }
+    case GMT_EV_MEMINFO: {
+        int ds = gmt_export_dslot(C->a, e->device);
+        if (ds >= 0 && e->bytes >= e->addr)
+            sample(C, ds, TR_USED, e->time, e->bytes - e->addr);
+        break;
+    }
+    case GMT_EV_SCOPE_BEGIN:
+        if (e->scope < t->n_scopes)
+            call_slice(C, e->scope);
+        break;
+    }
+    return ferror(C->out) ? -EIO : 0;
+}
+
+static void meta(struct chrome *C, const char *what, uint32_t tid, const char *name)
+{
+    sep(C);
+    fprintf(C->out, "{\"ph\":\"M\",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"name\":\"%s\",\"args\":{\"name\":",
+            C->pid, tid, what);
+    gmt_fput_json_string(C->out, name);
+    fputs("}}", C->out);
+}
+
+static void trace_meta(struct chrome *C, const char *file)
+{
+    const struct gmt_trace *t = &C->a->t;
+    char name[512];
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    if (t->has_proc && t->proc.rank >= 0)
+        snprintf(name, sizeof name, "rank %d (%s pid %" PRIu32 ")", t->proc.rank, t->host ? t->host : "?",
+                 t->proc.pid);
+    else if (t->has_proc)
+        snprintf(name, sizeof name, "%s (%s pid %" PRIu32 ")", base, t->host ? t->host : "?", t->proc.pid);
+    else
+        snprintf(name, sizeof name, "%s", base);
+    meta(C, "process_name", 0, name);
+    sep(C);
+    fprintf(C->out, "{\"ph\":\"M\",\"pid\":%" PRId64 ",\"tid\":0,\"name\":\"process_sort_index\","
+                    "\"args\":{\"sort_index\":%" PRId64 "}}", C->pid, C->pid);
+    for (size_t i = 0; i < t->n_threads; i++) {
+        char tn[64];
+        if (t->threads[i].name[0])
+            snprintf(tn, sizeof tn, "%s", t->threads[i].name);
+        else
+            snprintf(tn, sizeof tn, "thread %" PRIu32, t->threads[i].tid);
+        meta(C, "thread_name", t->threads[i].tid, tn);
+    }
+}
+
+/* The PROCESS record of a trace (its rank and time anchor), read without loading it. */
+static int anchor(const char *path, struct gmt_rec_process *p)
+{
+    struct gmt_reader *r;
+    char err[256];
+    struct gmt_event ev;
+    if (gmt_reader_open(&r, path, err, sizeof err))
+        return -1;
+    int rc = gmt_reader_next(r, &ev, err, sizeof err);
+    const struct gmt_rec_process *q = rc > 0 ? gmt_reader_process(r) : NULL;
+    if (q)
+        *p = *q;
+    gmt_reader_close(r);
+    return q ? 0 : -1;
+}
+
+int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts *ro,
+                      const char *out, long max_points)
+{
+    /* one time line: every trace's times moved to CLOCK_REALTIME, from the job's
+     * earliest anchor; one process per rank where the ranks are known and distinct,
+     * else per trace in the order given */
+    struct gmt_rec_process *procs = calloc(n ? n : 1, sizeof *procs);
+    bool *has = calloc(n ? n : 1, sizeof *has);
+    if (!procs || !has) {
+        free(procs);
+        free(has);
+        gmt_err("gpumemtrace: out of memory");
+        return GMT_EXIT_ERROR;
+    }
+    uint64_t base = UINT64_MAX;
+    bool by_rank = true;
+    for (size_t i = 0; i < n; i++) {
+        has[i] = !anchor(files[i], &procs[i]);
+        if (has[i] && procs[i].realtime_ns < base)
+            base = procs[i].realtime_ns;
+        if (!has[i] || procs[i].rank < 0)
+            by_rank = false;
+        for (size_t j = 0; by_rank && j < i; j++)
+            by_rank = procs[j].rank != procs[i].rank;
+    }
+    struct chrome *C = calloc(1, sizeof *C);
+    FILE *f = C ? fopen(out, "w") : NULL;
+    if (!f) {
+        if (C)
+            gmt_err("gpumemtrace: export: cannot create %s: %s", out, strerror(errno));
+        else
+            gmt_err("gpumemtrace: out of memory");
+        free(C);
+        free(procs);
+        free(has);
+        return GMT_EXIT_ERROR;
+    }
+    C->out = f;
+    C->path = out;
+    C->first = true;
+    C->base_ns = base == UINT64_MAX ? 0 : base;
+    C->buckets = (uint64_t)(max_points - 1) / 2;
+    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+    int status = GMT_EXIT_OK;
+    for (size_t i = 0; i < n; i++) {
+        struct gmt_analysis a;
+        char err[512];
+        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
+            gmt_err("gpumemtrace: %s", err);
+            status = GMT_EXIT_ERROR;
+            continue;
+        }
+        const struct gmt_trace *t = &a.t;
+        C->a = &a;
+        C->pid = by_rank ? procs[i].rank : (int64_t)i;
+        memset(C->tr, 0, sizeof C->tr);
+        memset(C->tracked, 0, sizeof C->tracked);
+        memset(C->by_cat, 0, sizeof C->by_cat);
+        C->t0 = t->t_first;
+        C->span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
+        /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
+         * first record at the job's start */
+        C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
+                               : -(int64_t)t->t_first;
+        trace_meta(C, files[i]);
+        const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = C};
+        int r = gmt_export_walk(&a, &ops);
+        for (size_t ds = 0; ds < a.rep.n_dev && ds < GMT_MAX_DEVS; ds++)
+            for (int k = 0; k < TR_PER_DEV; k++) {
+                flush_bucket(C, (int)ds, k);
+                if (C->tr[ds][k].emitted)
+                    point(C, (int)ds, k, t->t_last, C->tr[ds][k].last_v);
+            }
+        gmt_analysis_free(&a);
+        if (r) {
+            gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"
+                                 : "gpumemtrace: export: cannot write %s", out);
+            status = GMT_EXIT_ERROR;
+            break;
+        }
+    }
+    fprintf(f, "\n],\"otherData\":{\"source\":\"gpumemtrace\",\"max_points_per_counter\":%ld}}\n", max_points);
+    if (ferror(f) | fclose(f)) {
+        gmt_err("gpumemtrace: export: cannot write %s", out);
+        status = GMT_EXIT_ERROR;
+    }
+    free(C);
+    free(procs);
+    free(has);
+    return status;
+}
