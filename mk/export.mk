@@ -9,3 +9,6 @@ SQLITE_STATIC := -Wl$(comma)-Bstatic -lsqlite3 -Wl$(comma)-Bdynamic
 TOOL_LIBS += $(if $(SQLITE_A),$(SQLITE_STATIC),-lsqlite3) -lm -ldl -lpthread
 
 $(BUILD)/tests/test_export: | $(CLI) $(BENCH_DIR)/gen_trace $(FAKE_PROG_fake_nccl_2proc) $(LIB_SO)
+# it runs programs only: no need of the library's archive (whose dlsym override would
+# interpose on ASan's own start-up lookups, as for test_check)
+$(BUILD)/tests/test_export: TEST_LIBS = $(TOOL_A) $(TOOL_LIBS) -lcriterion -lpthread -ldl

@@ -169,12 +169,16 @@ def check_sqlite(path, summary, queries):
         if not idx:
             bad(f"sqlite: table {t} has no index")
     if queries:
-        # the queries of docs/export.md, each after a line "-- name", all must run and
-        # the peak query must agree with the summary
+        # the queries of docs/export.md: each ```sql block, its first line "-- name"; all
+        # must answer, and the peak query as the summary does
         with open(queries) as f:
             text = f.read()
-        for block in text.split("\n-- ")[1:]:
+        blocks = [b.split("\n```", 1)[0] for b in text.split("```sql\n")[1:]]
+        if len(blocks) < 3:
+            bad(f"sqlite: {queries} has {len(blocks)} queries")
+        for block in blocks:
             name, _, sql = block.partition("\n")
+            name = name.removeprefix("-- ")
             got = db.execute(sql).fetchall()
             print(f"query {name!r}: {got[:4]}")
             if not got:

@@ -80,6 +80,10 @@ struct gmt_xwalk_ops {
 };
 int gmt_export_walk(const struct gmt_analysis *a, const struct gmt_xwalk_ops *ops);
 
+/* What the replay charges an allocation of `kind` to: "device" (tracked device memory),
+ * "host" (pinned host), "virtual" (address space), "other" (mappings, peers' memory). */
+const char *gmt_export_memory(unsigned kind);
+
 /* The device list of an analysis, as the replay numbers them. */
 int gmt_export_dslot(const struct gmt_analysis *a, int device);
 

@@ -190,9 +190,10 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
             const struct gmt_scope *s = &t->scopes[l->scope];
             uint64_t id = ++C->flows;
             instant(C, "NCCL proxy allocation", l->tid, e->time);
-            fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"api\":\"%s\",\"scope\":%" PRIu32
-                            ",\"op\":\"%s\",\"site\":%" PRIu32 "}}",
-                    l->bytes, gmt_kind_name(l->kind), gmt_api_name(l->api), s->id, gmt_op_name(s->op), l->stack);
+            fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"memory\":\"%s\",\"api\":\"%s\","
+                            "\"scope\":%" PRIu32 ",\"op\":\"%s\",\"site\":%" PRIu32 "}}",
+                    l->bytes, gmt_kind_name(l->kind), gmt_export_memory(l->kind), gmt_api_name(l->api), s->id,
+                    gmt_op_name(s->op), l->stack);
             /* a flow arrow from the call to the allocation */
             sep(C);
             fprintf(C->out, "{\"ph\":\"s\",\"cat\":\"nccl\",\"name\":\"proxy allocation\",\"id\":%" PRIu64

@@ -85,24 +85,12 @@ static struct gmt_xval scope_val(const struct gmt_trace *t, int32_t idx)
     return idx >= 0 && (size_t)idx < t->n_scopes ? vi(t->scopes[idx].id) : VNULL;
 }
 
-/* What the replay charges an allocation's bytes to (docs/export.md) */
-static const char *memory_of(unsigned kind)
-{
-    if (gmt_kind_is_device(kind))
-        return "device";
-    if (gmt_kind_is_host(kind))
-        return "host";
-    if (kind == GMT_KIND_VIRTUAL)
-        return "virtual";
-    return "other";
-}
-
 static int alloc_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
 {
     struct rows *R = ctx;
     const struct gmt_trace *t = &R->a->t;
     struct gmt_xval v[] = {vi(R->trace), vi((int64_t)l->id), vi(rel(t, l->time)), vi(l->device),
-                           vs(gmt_kind_name(l->kind)), vs(memory_of(l->kind)), vs(gmt_api_name(l->api)),
+                           vs(gmt_kind_name(l->kind)), vs(gmt_export_memory(l->kind)), vs(gmt_api_name(l->api)),
                            vi((int64_t)l->bytes), vi(l->stack), vs(cat_name(R->a, l->cat)),
                            scope_val(t, l->scope), vi(l->tid),
                            freed_at ? vi(rel(t, freed_at)) : VNULL};

@@ -15,6 +15,7 @@ struct db {
     sqlite3 *db;
     sqlite3_stmt *ins[GMT_XT_COUNT];
     const char *path;
+    uint64_t traces;           /* rows of the traces table */
 };
 
 static int db_fail(const struct db *D, const char *what)
@@ -38,6 +39,7 @@ static int db_row(void *ctx, enum gmt_xtable t, const struct gmt_xval *v)
 {
     struct db *D = ctx;
     sqlite3_stmt *st = D->ins[t];
+    D->traces += t == GMT_XT_TRACES;
     const struct gmt_xtable_def *def = &gmt_xtables[t];
     for (size_t c = 0; c < def->n_cols; c++) {
         int rc;
@@ -105,7 +107,7 @@ int gmt_export_sqlite(char *const *files, size_t n, const struct gmt_report_opts
         goto done;
     const struct gmt_xsink sink = {.row = db_row, .ctx = &D};
     int r = gmt_export_rows(files, n, ro, &sink);
-    if (r < 0)
+    if (r < 0 || !D.traces) /* no trace could be read: no database */
         goto done;
     for (int t = 0; t < GMT_XT_COUNT; t++)
         if (gmt_xtables[t].indices && exec(&D, gmt_xtables[t].indices))

@@ -15,6 +15,17 @@ int gmt_export_dslot(const struct gmt_analysis *a, int device)
     return -1;
 }
 
+const char *gmt_export_memory(unsigned kind)
+{
+    if (gmt_kind_is_device(kind))
+        return "device";
+    if (gmt_kind_is_host(kind))
+        return "host";
+    if (kind == GMT_KIND_VIRTUAL)
+        return "virtual";
+    return "other";
+}
+
 struct walk {
     const struct gmt_analysis *a;
     const struct gmt_xwalk_ops *ops;

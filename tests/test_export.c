@@ -1,0 +1,406 @@
+/* test_export.c: `export --format chrome|sqlite|csv` on stored, generated and traced jobs, checked by tests/export_check.py against the trace-event format and `summary --json`. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "golden/tracebuild.h"
+
+#define MiB (1ull << 20)
+
+struct result {
+    int status;                /* exit status, or 128 + signal */
+    char out[65536];
+    char err[8192];
+};
+
+static const char *build_dir(void)
+{
+    static char dir[PATH_MAX];
+    if (!dir[0]) {
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        cr_assert_gt(n, 0);
+        exe[n] = 0;
+        snprintf(dir, sizeof dir, "%s", dirname(dirname(exe)));
+    }
+    return dir;
+}
+
+static void slurp(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    ssize_t k;
+    lseek(fd, 0, SEEK_SET);
+    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
+        n += (size_t)k;
+    buf[n] = 0;
+    close(fd);
+}
+
+static int tmpfd(void)
+{
+    char p[] = "/tmp/gmt-test-export-XXXXXX";
+    int fd = mkstemp(p);
+    cr_assert_geq(fd, 0);
+    unlink(p);
+    return fd;
+}
+
+/* argv[0] is a program path, or "gpumemtrace" for the CLI; stdout to `out` when given */
+static void exec_argv(struct result *res, const char *out, const char *const *argv)
+{
+    char cli[PATH_MAX + 16];
+    const char *prog = argv[0];
+    if (!strcmp(prog, "gpumemtrace")) {
+        snprintf(cli, sizeof cli, "%s/gpumemtrace", build_dir());
+        cr_assert_eq(access(cli, X_OK), 0, "%s not built", cli);
+        prog = cli;
+    }
+    int ofd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : tmpfd(), efd = tmpfd();
+    cr_assert_geq(ofd, 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
+            _exit(126);
+        if (strchr(prog, '/'))
+            execv(prog, (char *const *)argv);
+        else
+            execvp(prog, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    res->out[0] = 0;
+    if (out)
+        close(ofd);
+    else
+        slurp(ofd, res->out, sizeof res->out);
+    slurp(efd, res->err, sizeof res->err);
+}
+
+#define RUN(res, ...) exec_argv((res), NULL, (const char *const[]){"gpumemtrace", __VA_ARGS__, NULL})
+#define CHECK(res, ...) exec_argv((res), NULL, (const char *const[]){"python3", "tests/export_check.py", __VA_ARGS__, NULL})
+
+static char *tmpdir(void)
+{
+    static char dirs[16][64];
+    static int n;
+    cr_assert_lt(n, 16);
+    char *d = dirs[n++];
+    snprintf(d, 64, "/tmp/gmt-test-export-XXXXXX");
+    cr_assert_not_null(mkdtemp(d));
+    return d;
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static const char *read_text(const char *path)
+{
+    static char buf[1 << 20];
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+static const char *in(const char *dir, const char *name)
+{
+    static char bufs[16][PATH_MAX];
+    static int k;
+    char *b = bufs[k++ % 16];
+    snprintf(b, PATH_MAX, "%s/%s", dir, name);
+    return b;
+}
+
+/* ---- a job of ranks that differ in one thing (as tests/test_check.c builds them) ---- */
+
+/* One rank: CommInitRank (2 MiB), a user buffer (4 MiB), `calls` AllReduces of which the
+ * first allocates 2 x buffsize inside the call, on a thread with a name. */
+static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsize, int calls)
+{
+    struct tb b = {0};
+    tb_header(&b);
+    char var[64] = "node-a\0train";
+    struct gmt_rec_process p = {.pid = pid, .ppid = 1, .rank = rank, .local_rank = rank, .world_size = 4,
+        .local_world_size = 4, .realtime_ns = 1700000000000000000ull + 1000ull * (uint64_t)rank,
+        .monotonic_ns = TB_T0, .host_len = 7, .cmdline_len = 6};
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, var, 13);
+    struct gmt_rec_chunk ch = {.tid = pid};
+    tb_rec(&b, GMT_REC_CHUNK, 0, &ch, sizeof ch, NULL, 0);
+    struct gmt_rec_thread th = {.time_ns = TB_T0 + 5, .tid = pid, .name = "train"};
+    tb_rec(&b, GMT_REC_THREAD, 0, &th, sizeof th, NULL, 0);
+    struct gmt_rec_cuctx cx = {.context = 0xc0ffee00ull + pid, .device = 0};
+    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    uint64_t comm = 0x5500000000ull + pid * 16ull, addr = 0x7e0000000000ull + pid * 0x10000000ull;
+    uint32_t sid = 1;
+    struct gmt_rec_scope_begin ib = {.dt = 10, .scope_id = sid, .count = 2, .datatype = -1, .peer = rank};
+    tb_rec(&b, GMT_REC_SCOPE_BEGIN, GMT_OP_CommInitRank, &ib, sizeof ib, NULL, 0);
+    struct gmt_rec_alloc a = {.address = addr++, .bytes = 2 * MiB, .dt = 10, .scope_id = sid,
+                              .kind = GMT_KIND_PHYSICAL, .device = 0};
+    tb_rec(&b, GMT_REC_ALLOC, GMT_API_cuMemCreate, &a, sizeof a, NULL, 0);
+    struct gmt_rec_comm cm = {.comm = comm, .unique_id_hash = 0x1234, .rank = rank, .nranks = 4, .device = 0, .dt = 10};
+    tb_rec(&b, GMT_REC_COMM, 0, &cm, sizeof cm, NULL, 0);
+    struct gmt_rec_scope_end ie = {.dt = 10, .scope_id = sid};
+    tb_rec(&b, GMT_REC_SCOPE_END, GMT_OP_CommInitRank, &ie, sizeof ie, NULL, 0);
+    struct gmt_rec_alloc ua = {.address = addr++, .bytes = 4 * MiB, .dt = 10, .kind = GMT_KIND_DEVICE, .device = -1};
+    tb_rec(&b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &ua, sizeof ua, NULL, 0);
+    for (int k = 0; k < calls; k++) {
+        sid++;
+        struct gmt_rec_scope_begin cb = {.dt = 10, .scope_id = sid, .comm = comm, .count = MiB / 4,
+                                         .datatype = 7, .peer = -1};
+        tb_rec(&b, GMT_REC_SCOPE_BEGIN, GMT_OP_AllReduce, &cb, sizeof cb, NULL, 0);
+        if (k == 0) {
+            struct gmt_rec_alloc ca = {.address = addr++, .bytes = 2 * buffsize, .dt = 10, .scope_id = sid,
+                                       .kind = GMT_KIND_PHYSICAL, .device = 0};
+            tb_rec(&b, GMT_REC_ALLOC, GMT_API_cuMemCreate, &ca, sizeof ca, NULL, 0);
+        }
+        struct gmt_rec_scope_end ce = {.dt = 10, .scope_id = sid};
+        tb_rec(&b, GMT_REC_SCOPE_END, GMT_OP_AllReduce, &ce, sizeof ce, NULL, 0);
+    }
+    struct gmt_rec_free fr = {.address = 0x7e0000000000ull + pid * 0x10000000ull + 1, .dt = 10};
+    tb_rec(&b, GMT_REC_FREE, GMT_API_cudaFree, &fr, sizeof fr, NULL, 0);
+    struct gmt_rec_end end = {.time_ns = TB_T0 + 1000000};
+    tb_rec(&b, GMT_REC_END, 0, &end, sizeof end, NULL, 0);
+    cr_assert_eq(tb_write(&b, path), 0);
+    tb_free(&b);
+}
+
+/* four ranks; rank 2's first AllReduce allocates 8 MiB, the others' 2 */
+static const char *job_dir(void)
+{
+    char *d = tmpdir();
+    for (int r = 0; r < 4; r++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/gpumemtrace.node-a.%u.gmt", d, 70000u + (unsigned)r);
+        rank_write(path, r, 70000u + (unsigned)r, r == 2 ? 4 * MiB : MiB, 3);
+    }
+    return d;
+}
+
+static void summary_of(const char *json, const char *const *traces, size_t n)
+{
+    const char *argv[16] = {"gpumemtrace", "summary", "--json", "--no-symbols"};
+    size_t k = 4;
+    for (size_t i = 0; i < n; i++)
+        argv[k++] = traces[i];
+    argv[k] = NULL;
+    struct result res;
+    exec_argv(&res, json, argv);
+    cr_assert_eq(res.status, 0, "summary: %s", res.err);
+}
+
+static const char *const goldens[] = {"tests/golden/demo-r0.gmt", "tests/golden/demo-r1.gmt",
+                                      "tests/golden/sample.gmt", "tests/golden/nvtx.gmt",
+                                      "tests/golden/cut.gmt"};
+
+Test(export, stored_traces_in_all_three_formats_agree_with_the_summary, .timeout = 60)
+{
+    const char *d = tmpdir();
+    const char *sum = in(d, "summary.json"), *json = in(d, "trace.json"), *db = in(d, "job.db"),
+               *csv = in(d, "csv");
+    summary_of(sum, goldens, 5);
+    struct result res;
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, goldens[0], goldens[1], goldens[2],
+        goldens[3], goldens[4]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_str_empty(res.out);
+    CHECK(&res, "chrome", json, sum, "10000");
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    RUN(&res, "export", "--format", "sqlite", "--no-symbols", "-o", db, goldens[0], goldens[1], goldens[2],
+        goldens[3], goldens[4]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "sqlite", db, sum);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    RUN(&res, "export", "--format", "csv", "--no-symbols", "-o", csv, goldens[0], goldens[1], goldens[2],
+        goldens[3], goldens[4]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "csv", csv, sum);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+}
+
+Test(export, two_ranks_are_two_processes_named_by_rank, .timeout = 60)
+{
+    const char *d = tmpdir();
+    const char *json = in(d, "trace.json");
+    struct result res;
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, goldens[1], goldens[0]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    FILE *f = fopen(json, "r");
+    cr_assert_not_null(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    cr_expect(strstr(text, "{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0 (vm pid 24186)\"}}"),
+              "rank 0's process");
+    cr_expect(strstr(text, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 1 (vm pid 24187)\"}}"),
+              "rank 1's process");
+    cr_expect(strstr(text, "\"name\":\"thread_name\",\"args\":{\"name\":\"NCCL Service 0\"}"), "NCCL's thread named");
+}
+
+Test(export, a_big_trace_keeps_its_peak_in_few_points, .timeout = 120)
+{
+    const char *d = tmpdir();
+    const char *tr = in(d, "big.gmt"), *sum = in(d, "summary.json"), *json = in(d, "trace.json");
+    char gen[PATH_MAX + 32];
+    snprintf(gen, sizeof gen, "%s/bench/gen_trace", build_dir());
+    struct result res;
+    exec_argv(&res, NULL, (const char *const[]){gen, "200000", tr, NULL});
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    summary_of(sum, &tr, 1);
+    RUN(&res, "export", "--format", "chrome", "--max-points", "300", "--no-symbols", "-o", json, tr);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "chrome", json, sum, "300");
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    /* the check itself: 300 points were needed, fewer would not have held them */
+    cr_expect(strstr(res.out, "most points: 2") != NULL, "%s", res.out);
+    CHECK(&res, "chrome", json, sum, "150");
+    cr_expect_eq(res.status, 1, "a track of up to 300 points passed a limit of 150: %s", res.out);
+    const char *db = in(d, "big.db");
+    RUN(&res, "export", "--format", "sqlite", "--no-symbols", "-o", db, tr);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "sqlite", db, sum);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+}
+
+Test(export, the_documented_queries_answer_as_the_summary_does, .timeout = 60)
+{
+    const char *d = job_dir(), *o = tmpdir();
+    const char *sum = in(o, "summary.json"), *db = in(o, "job.db"), *json = in(o, "trace.json");
+    const char *dir[] = {d};
+    summary_of(sum, dir, 1);
+    struct result res;
+    RUN(&res, "export", "--format", "sqlite", "--no-symbols", "-o", db, d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "sqlite", db, sum, "docs/export.md");
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.out, "query \"which rank's first all_reduce added most\": [(2, 8388608)]"), "%s", res.out);
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "chrome", json, sum, "10000");
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+}
+
+Test(export, nccl_proxy_allocations_are_tied_to_their_call, .timeout = 60)
+{
+    const char *d = tmpdir(), *o = tmpdir();
+    char prog[PATH_MAX + 32];
+    snprintf(prog, sizeof prog, "%s/fakes/progs/fake_nccl_2proc", build_dir());
+    cr_assert_eq(access(prog, X_OK), 0, "%s not built (make test-extras)", prog);
+    struct result res;
+    RUN(&res, "run", "-q", "-o", d, "--", prog);
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+    const char *sum = in(o, "summary.json"), *json = in(o, "trace.json"), *csv = in(o, "csv");
+    const char *dir[] = {d};
+    summary_of(sum, dir, 1);
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "chrome", json, sum, "10000");
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    FILE *f = fopen(json, "r");
+    cr_assert_not_null(f);
+    static char text[1 << 22];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    int proxy = 0, device = 0;
+    for (const char *p = text; (p = strstr(p, "\"name\":\"NCCL proxy allocation\"")); p++) {
+        proxy++;
+        const char *end = strchr(p, '}');
+        const char *m = strstr(p, "\"memory\":\"device\"");
+        device += m && m < end;
+    }
+    /* of device memory, as many as the summary's allocs_other_thread (4 per rank); with
+     * the reservations and mappings around them, more */
+    const char *s = read_text(sum);
+    cr_expect_eq(count_of(s, "\"allocs_other_thread\": 4,"), 2, "%s", s);
+    cr_expect_eq(device, 8, "%d proxy allocations of device memory", device);
+    cr_expect_gt(proxy, device);
+    cr_expect(strstr(text, "\"op\":\"AllReduce\""), "tied to AllReduce");
+    RUN(&res, "export", "--format", "csv", "--no-symbols", "-o", csv, d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "csv", csv, sum);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+}
+
+Test(export, the_check_finds_a_lost_peak)
+{
+    /* a counter whose highest point is not the summary's peak must fail the check */
+    const char *d = tmpdir();
+    const char *sum = in(d, "summary.json"), *json = in(d, "trace.json");
+    summary_of(sum, &goldens[0], 1);
+    struct result res;
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, goldens[0]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    FILE *f = fopen(json, "r+");
+    cr_assert_not_null(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    /* the peak's point, 975178752 bytes, made one byte less (same length) */
+    char *p = strstr(text, "\"bytes\":975178752}");
+    cr_assert_not_null(p);
+    p[16] = '1';
+    rewind(f);
+    fwrite(text, 1, n, f);
+    fclose(f);
+    CHECK(&res, "chrome", json, sum, "10000");
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect(strstr(res.out, "summary peak 975178752"), "%s", res.out);
+}
+
+Test(export, bad_usage_and_unwritable_output_are_one_line_and_status_2)
+{
+    unlink("/tmp/gmt-export-unused.db");
+    static const char *const bad[][8] = {
+        {"export", "--format", "chrome", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "sqlite", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "csv", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "parquet", "-o", "/tmp/gmt-export-unused", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "chrome", "-o", "/nonexistent/dir/t.json", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "sqlite", "-o", "/nonexistent/dir/t.db", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "csv", "-o", "/nonexistent/dir/csv", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "csv", "-o", "/dev/null", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "chrome", "--max-points", "2", "-o", "/tmp/gmt-export-unused", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "chrome", "--cost", "leaked", "-o", "/tmp/gmt-export-unused", "tests/golden/demo-r0.gmt"},
+        {"export", "--format", "sqlite", "-o", "/tmp/gmt-export-unused.db", "/nonexistent.gmt"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct result res;
+        const char *argv[10] = {"gpumemtrace"};
+        for (size_t k = 0; k < 8 && bad[i][k]; k++)
+            argv[k + 1] = bad[i][k];
+        exec_argv(&res, NULL, argv);
+        cr_expect_eq(res.status, 2, "case %zu: %s", i, res.err);
+        cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
+        cr_expect_str_empty(res.out, "case %zu", i);
+    }
+    cr_expect_neq(access("/tmp/gmt-export-unused.db", F_OK), 0, "no database made of no trace");
+}
