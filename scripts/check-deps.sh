@@ -8,6 +8,8 @@ have_pkg libunwind-dev || [ -f /usr/include/libunwind.h ] || missing="$missing l
 # libdw.a needs libbz2.a beside it to be linked in statically (libdw-dev does not pull it in)
 have_pkg libbz2-dev || [ -f /usr/include/bzlib.h ] || missing="$missing libbz2-dev"
 [ -f /usr/include/criterion/criterion.h ] || missing="$missing libcriterion-dev"
+# the CLI writes SQLite (export --format sqlite) through libsqlite3, linked in from libsqlite3.a
+[ -f /usr/include/sqlite3.h ] || missing="$missing libsqlite3-dev"
 command -v patch >/dev/null 2>&1 || missing="$missing patch"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else

@@ -95,7 +95,7 @@ int gmt_export_sqlite(char *const *files, size_t n, const struct gmt_report_opts
     unlink(tmp);
     struct db D = {.path = out};
     int status = GMT_EXIT_ERROR;
-    if (sqlite3_open_v2(tmp, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(tmp, &D.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         gmt_err("gpumemtrace: export: cannot create %s: %s", out,
                 D.db ? sqlite3_errmsg(D.db) : "out of memory");
         goto done;
