@@ -163,6 +163,8 @@ int gmt_export_walk(const struct gmt_analysis *a, const struct gmt_xwalk_ops *op
                 break;
             }
             case GMT_EV_SCOPE_BEGIN:
+                if (e->scope >= a->t.n_scopes) /* a begin the loader did not take */
+                    break;
                 if (grow((void **)&W.open, &W.cap_open, W.n_open + 1, sizeof *W.open))
                     r = -ENOMEM;
                 else
