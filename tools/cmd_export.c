@@ -179,8 +179,13 @@ int gmt_cmd_export(int argc, char **argv)
     }
     int status = r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
     if (ea.format != FMT_FOLDED) {
-        int x = !n_files ? GMT_EXIT_ERROR
-              : ea.format == FMT_CHROME ? gmt_export_chrome(files, n_files, &args.ro, ea.output, ea.max_points)
+        if (!n_files) {
+            if (!r)
+                gmt_err("gpumemtrace: export: no trace found");
+            gmt_free_paths(files, n_files);
+            return GMT_EXIT_ERROR;
+        }
+        int x = ea.format == FMT_CHROME ? gmt_export_chrome(files, n_files, &args.ro, ea.output, ea.max_points)
               : ea.format == FMT_SQLITE ? gmt_export_sqlite(files, n_files, &args.ro, ea.output)
                                         : gmt_export_csv(files, n_files, &args.ro, ea.output);
         gmt_free_paths(files, n_files);
