@@ -15,6 +15,7 @@ import sqlite3
 import sys
 
 problems = []
+FAILS = {}  # trace index -> failed allocations, from the summary
 
 
 def bad(msg):
@@ -31,6 +32,7 @@ def expected(traces):
     """(trace index, device) -> peak, allocs; trace index -> top-level NCCL calls."""
     peaks, allocs, calls = {}, {}, {}
     for i, t in enumerate(traces):
+        FAILS[i] = len(t["failures"])
         for d in t["devices"]:
             peaks[(i, d["device"])] = d["peak_bytes"]
             allocs[(i, d["device"])] = d["allocs"]
@@ -58,8 +60,11 @@ def live_peaks(allocs):
     return out
 
 
-def compare_tables(name, peaks_got, allocs_got, calls_got, traces):
+def compare_tables(name, peaks_got, allocs_got, calls_got, traces, fails_got):
     peaks, allocs, calls = expected(traces)
+    for i, v in FAILS.items():
+        if fails_got.get(i, 0) != v:
+            bad(f"{name}: trace {i}: {fails_got.get(i, 0)} failures, summary says {v}")
     for k, v in peaks.items():
         if peaks_got.get(k, 0) != v:
             bad(f"{name}: trace {k[0]} device {k[1]}: peak {peaks_got.get(k, 0)}, summary says {v}")
@@ -68,7 +73,8 @@ def compare_tables(name, peaks_got, allocs_got, calls_got, traces):
     for i, v in calls.items():
         if calls_got.get(i, 0) != v:
             bad(f"{name}: trace {i}: {calls_got.get(i, 0)} outermost NCCL calls, summary says {v}")
-    print(f"{name}: {len(peaks)} device peaks, allocation counts and {len(calls)} traces' NCCL calls compared")
+    print(f"{name}: {len(peaks)} device peaks, allocation counts, {len(calls)} traces' NCCL calls "
+          f"and {sum(FAILS.values())} failures compared")
 
 
 REQUIRED = {"X": ("name", "ts", "dur", "pid", "tid"), "C": ("name", "ts", "pid", "args"),
@@ -90,6 +96,7 @@ def check_chrome(path, summary, max_points):
     names = collections.defaultdict(set)
     flows = collections.Counter()
     xcount = collections.Counter()
+    fails = collections.Counter()
     for n, e in enumerate(evs):
         ph = e.get("ph")
         if ph not in REQUIRED:
@@ -108,6 +115,8 @@ def check_chrome(path, summary, max_points):
                 if not isinstance(e["args"].get("name"), str) or not e["args"]["name"]:
                     bad(f"chrome: event {n}: empty name")
             continue
+        if ph == "i" and e["name"] == "allocation failed":
+            fails[e["pid"]] += 1
         if ph == "X":
             if not isinstance(e["dur"], (int, float)) or e["dur"] < 0:
                 bad(f"chrome: event {n}: dur {e['dur']!r}")
@@ -144,6 +153,9 @@ def check_chrome(path, summary, max_points):
         got = cmax.get((pids[i], f"GPU {dev} tracked bytes"), 0)
         if got != v:
             bad(f"chrome: process {pids[i]} GPU {dev}: highest counter point {got}, summary peak {v}")
+    for i, v in FAILS.items():
+        if i < len(pids) and fails[pids[i]] != v:
+            bad(f"chrome: process {pids[i]}: {fails[pids[i]]} failure events, summary says {v}")
     for i, v in calls.items():
         if i < len(pids) and xcount[pids[i]] < v:
             bad(f"chrome: process {pids[i]}: {xcount[pids[i]]} NCCL slices, fewer than its {v} calls")
@@ -154,16 +166,17 @@ def check_chrome(path, summary, max_points):
 def check_sqlite(path, summary, queries):
     db = sqlite3.connect(path)
     traces = traces_of(summary)
-    n = db.execute("SELECT count(*) FROM traces").fetchone()[0]
-    if n != len(traces):
-        bad(f"sqlite: {n} traces, summary has {len(traces)}")
+    got = db.execute("SELECT host, pid FROM traces ORDER BY trace").fetchall()
+    if got != [(t["host"], t["pid"]) for t in traces]:
+        bad(f"sqlite: traces {got}, summary has {[(t['host'], t['pid']) for t in traces]}")
     rows = db.execute("SELECT trace, device, time_ns, freed_at_ns, bytes, id FROM allocations "
                       "WHERE memory = 'device'").fetchall()
     peaks = live_peaks(rows)
     allocs = dict(((t, d), c) for t, d, c in
                   db.execute("SELECT trace, device, count(*) FROM allocations GROUP BY trace, device"))
     calls = dict(db.execute("SELECT trace, count(*) FROM nccl_calls WHERE counted_as = scope GROUP BY trace"))
-    compare_tables("sqlite", peaks, allocs, calls, traces)
+    fails = dict(db.execute("SELECT trace, count(*) FROM failures GROUP BY trace"))
+    compare_tables("sqlite", peaks, allocs, calls, traces, fails)
     for t in ("traces", "allocations", "nccl_calls", "sites", "device_samples", "failures"):
         idx = db.execute("SELECT count(*) FROM sqlite_master WHERE type='index' AND tbl_name=?", (t,)).fetchone()[0]
         if not idx:
@@ -215,7 +228,11 @@ def check_csv(d, summary):
     traces = traces_of(summary)
     if len(tables["traces"]) != len(traces):
         bad(f"csv: {len(tables['traces'])} traces, summary has {len(traces)}")
-    compare_tables("csv", peaks, allocs, calls, traces)
+    for row, t in zip(tables["traces"], traces):
+        if (row["host"], num(row["pid"])) != (t["host"], t["pid"]):
+            bad(f"csv: trace {row['trace']}: host {row['host']!r} pid {row['pid']}, summary says {t['host']!r} {t['pid']}")
+    fails = collections.Counter(num(f["trace"]) for f in tables["failures"])
+    compare_tables("csv", peaks, allocs, calls, traces, fails)
 
 
 def main():

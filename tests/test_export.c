@@ -92,16 +92,32 @@ static void exec_argv(struct result *res, const char *out, const char *const *ar
 #define RUN(res, ...) exec_argv((res), NULL, (const char *const[]){"gpumemtrace", __VA_ARGS__, NULL})
 #define CHECK(res, ...) exec_argv((res), NULL, (const char *const[]){"python3", "tests/export_check.py", __VA_ARGS__, NULL})
 
+static char dirs[16][64];
+static int n_dirs;
+
 static char *tmpdir(void)
 {
-    static char dirs[16][64];
-    static int n;
-    cr_assert_lt(n, 16);
-    char *d = dirs[n++];
+    cr_assert_lt(n_dirs, 16);
+    char *d = dirs[n_dirs++];
     snprintf(d, 64, "/tmp/gmt-test-export-XXXXXX");
     cr_assert_not_null(mkdtemp(d));
     return d;
 }
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+/* each test's directories go when it ends */
+static void cleanup(void)
+{
+    for (int i = 0; i < n_dirs; i++)
+        nftw(dirs[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    n_dirs = 0;
+}
+
+TestSuite(export, .fini = cleanup);
 
 static int lines(const char *s)
 {
@@ -147,11 +163,15 @@ static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsi
 {
     struct tb b = {0};
     tb_header(&b);
-    char var[64] = "node-a\0train";
+    /* a host name that CSV must quote */
+    static const char host[] = "node \"a\",1";
+    char var[64];
+    memcpy(var, host, sizeof host);
+    memcpy(var + sizeof host, "train", 6);
     struct gmt_rec_process p = {.pid = pid, .ppid = 1, .rank = rank, .local_rank = rank, .world_size = 4,
         .local_world_size = 4, .realtime_ns = 1700000000000000000ull + 1000ull * (uint64_t)rank,
-        .monotonic_ns = TB_T0, .host_len = 7, .cmdline_len = 6};
-    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, var, 13);
+        .monotonic_ns = TB_T0, .host_len = sizeof host, .cmdline_len = 6};
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, var, sizeof host + 6);
     struct gmt_rec_chunk ch = {.tid = pid};
     tb_rec(&b, GMT_REC_CHUNK, 0, &ch, sizeof ch, NULL, 0);
     struct gmt_rec_thread th = {.time_ns = TB_T0 + 5, .tid = pid, .name = "train"};
@@ -306,6 +326,21 @@ Test(export, the_documented_queries_answer_as_the_summary_does, .timeout = 60)
     cr_assert_eq(res.status, 0, "%s", res.err);
     CHECK(&res, "chrome", json, sum, "10000");
     cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    /* the ranks as processes 0-3, by rank */
+    const char *text = read_text(json);
+    for (int r = 0; r < 4; r++) {
+        char want[128];
+        snprintf(want, sizeof want, "\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank %d (", r, r);
+        cr_expect(strstr(text, want) != NULL, "%s", want);
+    }
+    const char *csv = in(o, "csv");
+    RUN(&res, "export", "--format", "csv", "--no-symbols", "-o", csv, d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "csv", csv, sum);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    char tp[PATH_MAX + 16];
+    snprintf(tp, sizeof tp, "%s/traces.csv", csv);
+    cr_expect(strstr(read_text(tp), ",\"node \"\"a\"\",1\","), "the host quoted");
 }
 
 Test(export, nccl_proxy_allocations_are_tied_to_their_call, .timeout = 60)
