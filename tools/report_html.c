@@ -224,7 +224,8 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
         if (s && !is_call(s->op))
             continue;
         uint64_t beg = s ? (s->t_begin > P->t0 ? s->t_begin - P->t0 : 0) : 0;
-        uint64_t end = s ? ((s->t_end ? s->t_end : t->t_last) - P->t0) : 0;
+        uint64_t te = s ? (s->t_end ? s->t_end : t->t_last) : 0;
+        uint64_t end = te > P->t0 ? te - P->t0 : 0;
         if (end < beg)
             end = beg;
         uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (P->span + 1)) : i) : UINT64_MAX - 1;
