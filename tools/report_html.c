@@ -15,18 +15,12 @@
 #include "stacks.h"
 #include "util.h"
 
-/*
- * A counter track downsampled as it streams, as the Chrome export does: the trace's
- * span is cut into B equal buckets and of the values a bucket sees only its lowest and
- * highest are kept, in time order, then the last value at the trace's end: at most
- * 2B + 1 points, and the highest value of all is always among them.
- */
+/* A counter track: downsampled as the Chrome export's (export.h, struct gmt_xtrack), its
+ * points kept as time (ns from the trace's start), value pairs. */
 struct track {
-    uint64_t b;                /* the bucket being filled */
-    bool has, emitted;
-    uint64_t min_t, max_t, min_v, max_v;
-    uint64_t last_v, out_v;
-    uint64_t *tv;              /* time (ns from the trace's start), value; pairs */
+    struct gmt_xtrack x;
+    struct page *P;
+    uint64_t *tv;
     size_t n, cap;
 };
 
@@ -35,66 +29,35 @@ enum { TR_TRACKED, TR_USED, TR_CAT0 };
 
 struct page {
     const struct gmt_analysis *a;
-    uint64_t t0, span, buckets;
+    struct gmt_xbuckets bk;
     struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
     uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
     bool oom;
 };
 
-static void point(struct page *P, struct track *x, uint64_t t, uint64_t v)
+static void point(void *ctx, uint64_t t, uint64_t v)
 {
-    if (x->emitted && v == x->out_v)
-        return;
+    struct track *x = ctx;
     if (x->n + 2 > x->cap) {
         size_t c = x->cap ? x->cap * 2 : 64;
         uint64_t *q = realloc(x->tv, c * sizeof *q);
         if (!q) {
-            P->oom = true;
+            x->P->oom = true;
             return;
         }
         x->tv = q;
         x->cap = c;
     }
-    x->tv[x->n++] = t > P->t0 ? t - P->t0 : 0;
+    x->tv[x->n++] = t > x->P->bk.t0 ? t - x->P->bk.t0 : 0;
     x->tv[x->n++] = v;
-    x->emitted = true;
-    x->out_v = v;
-}
-
-static void flush_bucket(struct page *P, struct track *x)
-{
-    if (!x->has)
-        return;
-    if (x->min_t <= x->max_t) {
-        point(P, x, x->min_t, x->min_v);
-        point(P, x, x->max_t, x->max_v);
-    } else {
-        point(P, x, x->max_t, x->max_v);
-        point(P, x, x->min_t, x->min_v);
-    }
-    x->has = false;
 }
 
 static void sample(struct page *P, int ds, int k, uint64_t t, uint64_t v)
 {
     struct track *x = &P->tr[ds][k];
-    uint64_t off = t > P->t0 ? t - P->t0 : 0;
-    uint64_t b = (uint64_t)((unsigned __int128)off * P->buckets / (P->span + 1));
-    if (x->has && b != x->b)
-        flush_bucket(P, x);
-    if (!x->has) {
-        x->has = true;
-        x->b = b;
-        x->min_t = x->max_t = t;
-        x->min_v = x->max_v = v;
-    } else if (v > x->max_v) {
-        x->max_v = v;
-        x->max_t = t;
-    } else if (v < x->min_v) {
-        x->min_v = v;
-        x->min_t = t;
-    }
-    x->last_v = v;
+    const struct gmt_xtrack_out o = {point, x};
+    x->P = P;
+    gmt_xtrack_sample(&x->x, &P->bk, t, v, &o);
 }
 
 static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
@@ -164,7 +127,7 @@ static void put_devices(FILE *o, struct page *P, const struct gmt_report_opts *r
             continue;
         fprintf(o, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
                    ",\"end_bytes\":%" PRIu64 ",\"failures\":%" PRIu64,
-                first ? "" : ",", r->device, r->peak, r->peak_time > P->t0 ? r->peak_time - P->t0 : 0,
+                first ? "" : ",", r->device, r->peak, r->peak_time > P->bk.t0 ? r->peak_time - P->bk.t0 : 0,
                 r->end, r->failures);
         if (r->has_used)
             fprintf(o, ",\"device_used_max_bytes\":%" PRIu64 ",\"device_total_bytes\":%" PRIu64,
@@ -223,12 +186,12 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
         const struct gmt_scope *s = i < t->n_scopes ? &t->scopes[i] : NULL;
         if (s && !is_call(s->op))
             continue;
-        uint64_t beg = s ? (s->t_begin > P->t0 ? s->t_begin - P->t0 : 0) : 0;
+        uint64_t beg = s ? (s->t_begin > P->bk.t0 ? s->t_begin - P->bk.t0 : 0) : 0;
         uint64_t te = s ? (s->t_end ? s->t_end : t->t_last) : 0;
-        uint64_t end = te > P->t0 ? te - P->t0 : 0;
+        uint64_t end = te > P->bk.t0 ? te - P->bk.t0 : 0;
         if (end < beg)
             end = beg;
-        uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (P->span + 1)) : i) : UINT64_MAX - 1;
+        uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (P->bk.span + 1)) : i) : UINT64_MAX - 1;
         if (cnt && b != cur) {
             fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",", first ? "" : ",", b0, b1);
             gmt_fput_json_string(o, op >= 0 ? gmt_op_name((unsigned)op) : "several");
@@ -301,18 +264,19 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
 {
     const struct gmt_analysis *a = P->a;
     const struct gmt_trace *t = &a->t;
-    P->t0 = t->t_first;
-    P->span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
-    P->buckets = (uint64_t)(max_points - 1) / 2;
+    P->bk.t0 = t->t_first;
+    P->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
+    P->bk.n = (uint64_t)(max_points - 1) / 2;
     const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = P};
     int r = gmt_export_walk(a, &ops);
     if (r)
         return r;
     for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
         for (int k = 0; k < TR_PER_DEV; k++) {
-            flush_bucket(P, &P->tr[ds][k]);
-            if (P->tr[ds][k].emitted)
-                point(P, &P->tr[ds][k], t->t_last, P->tr[ds][k].last_v);
+            struct track *x = &P->tr[ds][k];
+            const struct gmt_xtrack_out to = {point, x};
+            x->P = P;
+            gmt_xtrack_end(&x->x, t->t_last, &to);
         }
     if (P->oom)
         return -ENOMEM;
@@ -320,11 +284,11 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
     gmt_fput_json_string(o, file);
     fputs(",\"name\":", o);
     put_name(o, t, file);
-    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->span,
+    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->bk.span,
             t->complete ? "true" : "false");
     put_devices(o, P, ro);
     put_spans(o, P, GMT_HTML_SPANS_DEFAULT);
-    put_fails(o, a, P->t0);
+    put_fails(o, a, P->bk.t0);
     put_sites(o, a, ro);
     fputc('}', o);
     return ferror(o) ? -EIO : 0;
