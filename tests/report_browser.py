@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """report_browser.py: loads a `gpumemtrace report` page in headless Chromium, offline:
 no console message, the page's script ran to its end (it marks <body> with its chart
-count), and a screenshot shows the charts (pixels counted in the decoded PNG).
+count), a screenshot shows the charts (pixels counted in the decoded PNG), and one opened at a
+zoomed view (#t=FROM-TO) differs from it.
 
 usage: report_browser.py REPORT.html SHOT.png CHARTS
 exit 0 when it holds, 1 (with the reason) when not, 77 when no chromium is installed."""
@@ -90,7 +91,17 @@ def main():
         r = chromium(["--window-size=1200,900", "--screenshot=" + os.path.abspath(shot), url], profile)
         if r.returncode != 0 or not os.path.exists(shot):
             fail("no screenshot: " + r.stderr[-500:])
+        # a zoomed view (#t=FROM-TO) draws differently from the whole
+        zshot = os.path.splitext(os.path.abspath(shot))[0] + "-zoom.png"
+        r = chromium(["--window-size=1200,900", "--screenshot=" + zshot, url + "#t=2.7-3.2"], profile)
+        console = [l for l in r.stderr.splitlines() if ":CONSOLE" in l]
+        if console or not os.path.exists(zshot):
+            fail("zoomed view: " + (console[0] if console else "no screenshot"))
     w, h, bpp, rows = png_pixels(shot)
+    zw, zh, zbpp, zrows = png_pixels(zshot)
+    changed = sum(1 for a, b in zip(rows, zrows) if a != b) if (zw, zh) == (w, h) else h
+    if changed < h // 10:
+        fail("the zoomed view looks like the whole: %d of %d rows differ" % (changed, h))
     ink = colour = 0
     for line in rows:
         for x in range(0, w * bpp, bpp):
@@ -102,7 +113,8 @@ def main():
     # text alone is grey; the charts' areas and lines are in colour
     if ink < w * h // 50 or colour < w * h // 200:
         fail("screenshot nearly blank: %d non-white, %d coloured pixels of %d" % (ink, colour, w * h))
-    print("report_browser: %d charts, %d non-white and %d coloured pixels of %d" % (charts, ink, colour, w * h))
+    print("report_browser: %d charts, %d non-white and %d coloured pixels of %d, zoom changed %d rows" %
+          (charts, ink, colour, w * h, changed))
 
 
 main()
