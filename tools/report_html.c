@@ -214,6 +214,8 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
                 b1 = end;
             if (op != s->op)
                 op = -1;
+            if (dev != s->device) /* calls of several devices: on every chart */
+                dev = -1;
         }
         cnt++;
     }
