@@ -23,6 +23,7 @@
     X(diff, "what grew or shrank between two runs: categories, collectives, sites, peaks") \
     X(check, "fail CI when NCCL memory grew beyond a baseline's limits; write baselines") \
     X(export, "device memory by call stack for other tools: folded stacks for flame graphs") \
+    X(report, "one offline HTML page: memory over time per rank, NCCL calls, top sites") \
     X(dump, "print every record of traces, one line each")
 
 #define GMT_X(name, summary)                   \

@@ -3,6 +3,7 @@
 #ifndef GMT_EXPORT_H
 #define GMT_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,6 +84,33 @@ int gmt_export_walk(const struct gmt_analysis *a, const struct gmt_xwalk_ops *op
 /* What the replay charges an allocation of `kind` to: "device" (tracked device memory),
  * "host" (pinned host), "virtual" (address space), "other" (mappings, peers' memory). */
 const char *gmt_export_memory(unsigned kind);
+
+/*
+ * A counter track downsampled as it streams (export_track.c): the trace's span is cut
+ * into n equal buckets, and of the values a bucket sees only its lowest and highest are
+ * written, in time order, then the last value at the trace's end (gmt_xtrack_end). So a
+ * track has at most 2n + 1 points, and no peak is lost: the highest value of all is its
+ * bucket's highest. A point equal to the one before it changes nothing on a step chart
+ * and is left out.
+ */
+struct gmt_xtrack {
+    uint64_t b;                /* the bucket being filled */
+    bool has, emitted;
+    uint64_t min_t, max_t, min_v, max_v;
+    uint64_t last_v, out_v;    /* the latest value, the latest written */
+};
+struct gmt_xbuckets {
+    uint64_t t0, span, n;      /* the trace's first time and span (ns), the bucket count */
+};
+struct gmt_xtrack_out {        /* where a track's points go */
+    void (*point)(void *ctx, uint64_t t, uint64_t v);
+    void *ctx;
+};
+void gmt_xtrack_sample(struct gmt_xtrack *x, const struct gmt_xbuckets *b, uint64_t t, uint64_t v,
+                       const struct gmt_xtrack_out *o);
+void gmt_xtrack_point(struct gmt_xtrack *x, uint64_t t, uint64_t v, const struct gmt_xtrack_out *o);
+void gmt_xtrack_flush(struct gmt_xtrack *x, const struct gmt_xtrack_out *o);
+void gmt_xtrack_end(struct gmt_xtrack *x, uint64_t t_last, const struct gmt_xtrack_out *o);
 
 /* The device list of an analysis, as the replay numbers them. */
 int gmt_export_dslot(const struct gmt_analysis *a, int device);

@@ -10,21 +10,7 @@
 #include "cli.h"
 #include "util.h"
 
-/*
- * A counter track is downsampled as it streams: the trace's span is cut into B equal
- * buckets, and of the values a bucket sees only its lowest and highest are written, in
- * time order, then the last value at the trace's end. So a track has at most 2B + 1
- * points, and no peak is lost: the highest value of all is its bucket's highest. A
- * point equal to the one before it changes nothing on a step chart and is left out.
- */
-struct track {
-    uint64_t b;                /* the bucket being filled */
-    bool has, emitted;
-    uint64_t min_t, max_t, min_v, max_v;
-    uint64_t last_v, out_v;    /* the latest value, the latest written */
-    uint64_t points;
-};
-
+/* Counter tracks are downsampled as they stream (export.h, struct gmt_xtrack). */
 enum { TR_TRACKED, TR_USED, TR_CAT0 }; /* per device: tracked bytes, device used, each category */
 #define TR_PER_DEV (TR_CAT0 + GMT_MAX_CATS)
 
@@ -33,14 +19,13 @@ struct chrome {
     const char *path;
     bool first;                /* no event written yet */
     uint64_t base_ns;          /* the job's earliest anchor, CLOCK_REALTIME */
-    uint64_t buckets;
     uint64_t flows;
     /* the trace being written */
     const struct gmt_analysis *a;
     int64_t pid;
     int64_t shift;             /* trace time + shift = ns since base_ns */
-    uint64_t t0, span;
-    struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
+    struct gmt_xbuckets bk;
+    struct gmt_xtrack tr[GMT_MAX_DEVS][TR_PER_DEV];
     uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
 };
 
@@ -72,59 +57,31 @@ static void track_name(const struct chrome *C, int ds, int k, char *buf, size_t 
     }
 }
 
-static void point(struct chrome *C, int ds, int k, uint64_t t, uint64_t v)
+/* a track's point: which track, for the callback */
+struct chrome_track {
+    struct chrome *C;
+    int ds, k;
+};
+
+static void point(void *ctx, uint64_t t, uint64_t v)
 {
-    struct track *x = &C->tr[ds][k];
-    if (x->emitted && v == x->out_v)
-        return;
+    const struct chrome_track *w = ctx;
+    struct chrome *C = w->C;
     char name[128];
-    track_name(C, ds, k, name, sizeof name);
+    track_name(C, w->ds, w->k, name, sizeof name);
     sep(C);
     fprintf(C->out, "{\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"name\":", C->pid);
     gmt_fput_json_string(C->out, name);
     fputs(",\"ts\":", C->out);
     ts(C, t);
     fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", v);
-    x->emitted = true;
-    x->out_v = v;
-    x->points++;
-}
-
-static void flush_bucket(struct chrome *C, int ds, int k)
-{
-    struct track *x = &C->tr[ds][k];
-    if (!x->has)
-        return;
-    if (x->min_t <= x->max_t) {
-        point(C, ds, k, x->min_t, x->min_v);
-        point(C, ds, k, x->max_t, x->max_v);
-    } else {
-        point(C, ds, k, x->max_t, x->max_v);
-        point(C, ds, k, x->min_t, x->min_v);
-    }
-    x->has = false;
 }
 
 static void sample(struct chrome *C, int ds, int k, uint64_t t, uint64_t v)
 {
-    struct track *x = &C->tr[ds][k];
-    uint64_t off = t > C->t0 ? t - C->t0 : 0;
-    uint64_t b = (uint64_t)((unsigned __int128)off * C->buckets / (C->span + 1));
-    if (x->has && b != x->b)
-        flush_bucket(C, ds, k);
-    if (!x->has) {
-        x->has = true;
-        x->b = b;
-        x->min_t = x->max_t = t;
-        x->min_v = x->max_v = v;
-    } else if (v > x->max_v) {
-        x->max_v = v;
-        x->max_t = t;
-    } else if (v < x->min_v) {
-        x->min_v = v;
-        x->min_t = t;
-    }
-    x->last_v = v;
+    struct chrome_track w = {C, ds, k};
+    const struct gmt_xtrack_out o = {point, &w};
+    gmt_xtrack_sample(&C->tr[ds][k], &C->bk, t, v, &o);
 }
 
 static void instant(struct chrome *C, const char *name, uint32_t tid, uint64_t t)
@@ -324,7 +281,7 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
     C->path = out;
     C->first = true;
     C->base_ns = base == UINT64_MAX ? 0 : base;
-    C->buckets = (uint64_t)(max_points - 1) / 2;
+    C->bk.n = (uint64_t)(max_points - 1) / 2;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
     int status = GMT_EXIT_OK;
     for (size_t i = 0; i < n; i++) {
@@ -341,8 +298,8 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
         memset(C->tr, 0, sizeof C->tr);
         memset(C->tracked, 0, sizeof C->tracked);
         memset(C->by_cat, 0, sizeof C->by_cat);
-        C->t0 = t->t_first;
-        C->span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
+        C->bk.t0 = t->t_first;
+        C->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
         /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
          * first record at the job's start */
         C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
@@ -352,9 +309,9 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
         int r = gmt_export_walk(&a, &ops);
         for (size_t ds = 0; ds < a.rep.n_dev && ds < GMT_MAX_DEVS; ds++)
             for (int k = 0; k < TR_PER_DEV; k++) {
-                flush_bucket(C, (int)ds, k);
-                if (C->tr[ds][k].emitted)
-                    point(C, (int)ds, k, t->t_last, C->tr[ds][k].last_v);
+                struct chrome_track w = {C, (int)ds, k};
+                const struct gmt_xtrack_out o = {point, &w};
+                gmt_xtrack_end(&C->tr[ds][k], t->t_last, &o);
             }
         gmt_analysis_free(&a);
         if (r) {

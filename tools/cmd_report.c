@@ -1,0 +1,91 @@
+/* cmd_report.c: `gpumemtrace report`: a job's traces as one HTML page that works offline (docs/report.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "report_html.h"
+#include "util.h"
+
+const char gmt_help_report[] =
+    "usage: gpumemtrace report -o REPORT.html [options] TRACE...\n"
+    "\n"
+    "One HTML file, self-contained (it fetches nothing; open it from disk): each\n"
+    "device's memory over time stacked by category, with the device use as sampled,\n"
+    "the peak marked, NCCL calls on a lane below and failed allocations as markers;\n"
+    "one chart per rank on one time axis; the job's spread of peaks; the top sites.\n"
+    "Drag or scroll on a chart to zoom, shift-drag to pan, double-click to reset.\n"
+    "A directory among the TRACEs stands for the traces in it (docs/report.md).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT  the page to write (required)\n"
+    "  --max-points N    points per counter track at most (default 2000, >= 3); each\n"
+    "                    track keeps its lowest and highest value per time bucket\n"
+    "  --top N           sites in the table (default as summary's)\n"
+    "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
+    "  --no-symbols      show module+offset, open no binary\n";
+
+struct report_args {
+    const char *output;
+    long max_points;
+};
+
+static int report_opt(void *ctx, int c, const char *arg)
+{
+    struct report_args *ra = ctx;
+    long v;
+    switch (c) {
+    case 'o':
+        if (!*arg)
+            return gmt_cli_usage_error("report", "-o wants a path");
+        ra->output = arg;
+        return 0;
+    case 'm':
+        if (gmt_cli_long(arg, 3, 1000000, &v))
+            return gmt_cli_usage_error("report", "--max-points wants a number from 3 to 1000000, not '%s'", arg);
+        ra->max_points = v;
+        return 0;
+    }
+    return GMT_EXIT_ERROR;
+}
+
+static const struct option report_opts[] = {
+    {"output", required_argument, 0, 'o'}, {"max-points", required_argument, 0, 'm'}, {0, 0, 0, 0}};
+
+int gmt_cmd_report(int argc, char **argv)
+{
+    struct gmt_args args;
+    gmt_args_init(&args);
+    struct report_args ra = {.max_points = GMT_HTML_POINTS_DEFAULT};
+    const struct gmt_args_spec spec = {
+        .cmd = "report", .help = gmt_help_report,
+        .shared = GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP, .top_max = 10000,
+        .own = report_opts, .own_opt = report_opt, .ctx = &ra, .optstring = "o:",
+        .unknown = "unknown option"};
+    int rc = gmt_args_parse(&spec, argc, argv, &args);
+    if (rc >= 0)
+        return rc;
+    if (!ra.output)
+        return gmt_cli_usage_error("report", "-o REPORT.html is required");
+    if (args.first >= argc)
+        return gmt_cli_usage_error("report", "no trace given");
+    char **files = NULL;
+    size_t n_files = 0;
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files, &msgs);
+    gmt_msgs_print(&msgs, stderr);
+    if (r == -ENOMEM) {
+        gmt_err("gpumemtrace: out of memory");
+        return GMT_EXIT_ERROR;
+    }
+    if (!n_files) {
+        if (!r)
+            gmt_err("gpumemtrace: report: no trace found");
+        gmt_free_paths(files, n_files);
+        return GMT_EXIT_ERROR;
+    }
+    int x = gmt_report_html(files, n_files, &args.ro, ra.output, ra.max_points);
+    gmt_free_paths(files, n_files);
+    return x ? x : r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
+}

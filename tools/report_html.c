@@ -1,0 +1,426 @@
+/* report_html.c: `gpumemtrace report`'s page: each trace's device memory over time (export walk, counters downsampled), NCCL spans, failures, sites and the job's spread, as JSON inside one offline HTML file. */
+#include "report_html.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "export.h"
+#include "job.h"
+#include "reader.h"
+#include "render_job.h"
+#include "stacks.h"
+#include "util.h"
+
+/* A counter track: downsampled as the Chrome export's (export.h, struct gmt_xtrack), its
+ * points kept as time (ns from the trace's start), value pairs. */
+struct track {
+    struct gmt_xtrack x;
+    struct page *P;
+    uint64_t *tv;
+    size_t n, cap;
+};
+
+enum { TR_TRACKED, TR_USED, TR_CAT0 };
+#define TR_PER_DEV (TR_CAT0 + GMT_MAX_CATS)
+
+struct page {
+    const struct gmt_analysis *a;
+    struct gmt_xbuckets bk;
+    struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
+    uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
+    bool oom;
+};
+
+static void point(void *ctx, uint64_t t, uint64_t v)
+{
+    struct track *x = ctx;
+    if (x->n + 2 > x->cap) {
+        size_t c = x->cap ? x->cap * 2 : 64;
+        uint64_t *q = realloc(x->tv, c * sizeof *q);
+        if (!q) {
+            x->P->oom = true;
+            return;
+        }
+        x->tv = q;
+        x->cap = c;
+    }
+    x->tv[x->n++] = t > x->P->bk.t0 ? t - x->P->bk.t0 : 0;
+    x->tv[x->n++] = v;
+}
+
+static void sample(struct page *P, int ds, int k, uint64_t t, uint64_t v)
+{
+    struct track *x = &P->tr[ds][k];
+    const struct gmt_xtrack_out o = {point, x};
+    x->P = P;
+    gmt_xtrack_sample(&x->x, &P->bk, t, v, &o);
+}
+
+static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
+{
+    struct page *P = ctx;
+    if (!freed_at || !gmt_kind_is_device(l->kind))
+        return 0;
+    int ds = gmt_export_dslot(P->a, l->device);
+    if (ds < 0 || ds >= GMT_MAX_DEVS)
+        return 0;
+    P->tracked[ds] -= l->bytes;
+    P->by_cat[ds][l->cat] -= l->bytes;
+    sample(P, ds, TR_TRACKED, freed_at, P->tracked[ds]);
+    sample(P, ds, TR_CAT0 + l->cat, freed_at, P->by_cat[ds][l->cat]);
+    return P->oom ? -ENOMEM : 0;
+}
+
+static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt_xlive *l)
+{
+    struct page *P = ctx;
+    if (e->type == GMT_EV_ALLOC && l && gmt_kind_is_device(l->kind)) {
+        int ds = gmt_export_dslot(P->a, l->device);
+        if (ds >= 0 && ds < GMT_MAX_DEVS) {
+            P->tracked[ds] += l->bytes;
+            P->by_cat[ds][l->cat] += l->bytes;
+            sample(P, ds, TR_TRACKED, e->time, P->tracked[ds]);
+            sample(P, ds, TR_CAT0 + l->cat, e->time, P->by_cat[ds][l->cat]);
+        }
+    } else if (e->type == GMT_EV_MEMINFO) {
+        int ds = gmt_export_dslot(P->a, e->device);
+        if (ds >= 0 && ds < GMT_MAX_DEVS && e->bytes >= e->addr)
+            sample(P, ds, TR_USED, e->time, e->bytes - e->addr);
+    }
+    return P->oom ? -ENOMEM : 0;
+}
+
+static void put_track(FILE *o, const struct track *x)
+{
+    fputc('[', o);
+    for (size_t i = 0; i < x->n; i++)
+        fprintf(o, "%s%" PRIu64, i ? "," : "", x->tv[i]);
+    fputc(']', o);
+}
+
+static void put_name(FILE *o, const struct gmt_trace *t, const char *file)
+{
+    char name[512];
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    if (t->has_proc && t->proc.rank >= 0)
+        snprintf(name, sizeof name, "rank %d (%s pid %" PRIu32 ")", t->proc.rank, t->host ? t->host : "?",
+                 t->proc.pid);
+    else
+        snprintf(name, sizeof name, "%s", base);
+    gmt_fput_json_string(o, name);
+}
+
+static void put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro)
+{
+    const struct gmt_analysis *a = P->a;
+    const struct gmt_report *rep = &a->rep;
+    fputs(",\"devices\":[", o);
+    int first = 1;
+    for (size_t d = 0; d < rep->n_dev && d < GMT_MAX_DEVS; d++) {
+        const struct gmt_dev_report *r = &rep->dev[d];
+        if (!gmt_report_dev_selected(ro, r->device) || !gmt_dev_shown(r))
+            continue;
+        fprintf(o, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
+                   ",\"end_bytes\":%" PRIu64 ",\"failures\":%" PRIu64,
+                first ? "" : ",", r->device, r->peak, r->peak_time > P->bk.t0 ? r->peak_time - P->bk.t0 : 0,
+                r->end, r->failures);
+        if (r->has_used)
+            fprintf(o, ",\"device_used_max_bytes\":%" PRIu64 ",\"device_total_bytes\":%" PRIu64,
+                    r->used_max, r->total);
+        fputs(",\"peak_by_category\":{", o);
+        int fc = 1;
+        for (size_t c = 0; c < a->n_cats; c++)
+            if (r->peak_by_cat[c]) {
+                fputs(fc ? "" : ",", o);
+                gmt_fput_json_string(o, a->cat_names[c]);
+                fprintf(o, ":%" PRIu64, r->peak_by_cat[c]);
+                fc = 0;
+            }
+        fputs("},\"tracked\":", o);
+        put_track(o, &P->tr[d][TR_TRACKED]);
+        fputs(",\"used\":", o);
+        put_track(o, &P->tr[d][TR_USED]);
+        fputs(",\"categories\":[", o);
+        fc = 1;
+        for (size_t c = 0; c < a->n_cats && c < GMT_MAX_CATS; c++) {
+            const struct track *x = &P->tr[d][TR_CAT0 + c];
+            if (!x->n)
+                continue;
+            fputs(fc ? "{\"name\":" : ",{\"name\":", o);
+            gmt_fput_json_string(o, a->cat_names[c]);
+            fputs(",\"points\":", o);
+            put_track(o, x);
+            fputc('}', o);
+            fc = 0;
+        }
+        fputs("]}", o);
+        first = 0;
+    }
+    fputc(']', o);
+}
+
+static bool is_call(uint16_t op)
+{
+    return op != GMT_OP_MemAlloc && op != GMT_OP_MemFree;
+}
+
+/* NCCL calls as [begin, end, op, device, calls]: each call while there are at most
+ * max_spans, else per time bucket one span from its first begin to its last end. */
+static void put_spans(FILE *o, const struct page *P, long max_spans)
+{
+    const struct gmt_trace *t = &P->a->t;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_scopes; i++)
+        n += is_call(t->scopes[i].op);
+    fputs(",\"nccl\":[", o);
+    uint64_t B = n > (size_t)max_spans ? (uint64_t)max_spans : 0;
+    int first = 1;
+    uint64_t cur = UINT64_MAX, b0 = 0, b1 = 0, cnt = 0;
+    int op = -1, dev = -1;
+    for (size_t i = 0; i <= t->n_scopes; i++) {
+        const struct gmt_scope *s = i < t->n_scopes ? &t->scopes[i] : NULL;
+        if (s && !is_call(s->op))
+            continue;
+        uint64_t beg = s ? (s->t_begin > P->bk.t0 ? s->t_begin - P->bk.t0 : 0) : 0;
+        uint64_t te = s ? (s->t_end ? s->t_end : t->t_last) : 0;
+        uint64_t end = te > P->bk.t0 ? te - P->bk.t0 : 0;
+        if (end < beg)
+            end = beg;
+        uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (P->bk.span + 1)) : i) : UINT64_MAX - 1;
+        if (cnt && b != cur) {
+            fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",", first ? "" : ",", b0, b1);
+            gmt_fput_json_string(o, op >= 0 ? gmt_op_name((unsigned)op) : "several");
+            fprintf(o, ",%d,%" PRIu64 "]", dev, cnt);
+            first = 0;
+            cnt = 0;
+        }
+        if (!s)
+            break;
+        if (!cnt) {
+            cur = b;
+            b0 = beg;
+            b1 = end;
+            op = s->op;
+            dev = s->device;
+        } else {
+            if (beg < b0)
+                b0 = beg;
+            if (end > b1)
+                b1 = end;
+            if (op != s->op)
+                op = -1;
+            if (dev != s->device) /* calls of several devices: on every chart */
+                dev = -1;
+        }
+        cnt++;
+    }
+    fputc(']', o);
+}
+
+static void put_fails(FILE *o, const struct gmt_analysis *a, uint64_t t0)
+{
+    const struct gmt_report *rep = &a->rep;
+    fputs(",\"failures\":[", o);
+    for (size_t i = 0; i < rep->n_fails && i < 1000; i++) {
+        const struct gmt_fail_row *f = &rep->fails[i];
+        fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",%d,", i ? "," : "", f->time > t0 ? f->time - t0 : 0, f->bytes,
+                f->device);
+        gmt_fput_json_string(o, gmt_api_name(f->api));
+        fputc(']', o);
+    }
+    fputc(']', o);
+}
+
+/* As summary --json selects them: sites that allocated, the first --top. */
+static void put_sites(FILE *o, const struct gmt_analysis *a, const struct gmt_report_opts *ro)
+{
+    const struct gmt_report *rep = &a->rep;
+    fputs(",\"sites\":[", o);
+    long shown = 0;
+    for (size_t i = 0; i < rep->n_sites && shown < ro->top; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        if (!s->allocs)
+            continue;
+        char line[8192];
+        fputs(shown ? ",{\"category\":" : "{\"category\":", o);
+        gmt_fput_json_string(o, a->cat_names[s->cat]);
+        fprintf(o, ",\"live_at_peak_bytes\":%" PRIu64 ",\"live_at_end_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
+                   ",\"line\":",
+                s->live_at_peak, s->live_at_end, s->allocs);
+        gmt_fput_json_string(o, gmt_stack_line(a, s->stack, ro->frames ? ro->frames : 4, line, sizeof line));
+        fputs(",\"stack\":", o);
+        gmt_fput_json_string(o, gmt_stack_full(a, s->stack, 64, line, sizeof line));
+        fputc('}', o);
+        shown++;
+    }
+    fputc(']', o);
+}
+
+static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt_report_opts *ro,
+                     long max_points)
+{
+    const struct gmt_analysis *a = P->a;
+    const struct gmt_trace *t = &a->t;
+    P->bk.t0 = t->t_first;
+    P->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
+    P->bk.n = (uint64_t)(max_points - 1) / 2;
+    const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = P};
+    int r = gmt_export_walk(a, &ops);
+    if (r)
+        return r;
+    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
+        for (int k = 0; k < TR_PER_DEV; k++) {
+            struct track *x = &P->tr[ds][k];
+            const struct gmt_xtrack_out to = {point, x};
+            x->P = P;
+            gmt_xtrack_end(&x->x, t->t_last, &to);
+        }
+    if (P->oom)
+        return -ENOMEM;
+    fputs("{\"file\":", o);
+    gmt_fput_json_string(o, file);
+    fputs(",\"name\":", o);
+    put_name(o, t, file);
+    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->bk.span,
+            t->complete ? "true" : "false");
+    put_devices(o, P, ro);
+    put_spans(o, P, GMT_HTML_SPANS_DEFAULT);
+    put_fails(o, a, P->bk.t0);
+    put_sites(o, a, ro);
+    fputc('}', o);
+    return ferror(o) ? -EIO : 0;
+}
+
+static void page_reset(struct page *P)
+{
+    for (size_t d = 0; d < GMT_MAX_DEVS; d++)
+        for (size_t k = 0; k < TR_PER_DEV; k++)
+            free(P->tr[d][k].tv);
+    memset(P, 0, sizeof *P);
+}
+
+/* The data into the page: '<' only ever stands inside a JSON string, where \u003c reads
+ * the same, so nothing in it can close the script element. */
+static void put_escaped(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '<')
+            fputs("\\u003c", f);
+        else
+            fputc(s[i], f);
+    }
+}
+
+int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
+                    const char *out, long max_points)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct page *P = calloc(1, sizeof *P);
+    int64_t *start = calloc(n ? n : 1, sizeof *start);
+    bool *ok = calloc(n ? n : 1, sizeof *ok);
+    struct gmt_job j;
+    gmt_job_init(&j);
+    int status = GMT_EXIT_OK, r = 0;
+    if (!m || !P || !start || !ok)
+        r = -ENOMEM;
+    uint64_t base = UINT64_MAX;
+    size_t written = 0;
+    struct { uint64_t real, mono, first; bool has; } *anch = calloc(n ? n : 1, sizeof *anch);
+    if (!anch)
+        r = -ENOMEM;
+    for (size_t i = 0; i < n && !r; i++) {
+        struct gmt_analysis a;
+        char err[512];
+        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
+            gmt_err("gpumemtrace: %s", err);
+            status = GMT_EXIT_ERROR;
+            continue;
+        }
+        page_reset(P);
+        P->a = &a;
+        if (written)
+            fputc(',', m);
+        r = put_trace(m, P, files[i], ro, max_points);
+        if (!r && n > 1)
+            r = gmt_job_add(&j, &a);
+        ok[i] = true;
+        anch[i].has = a.t.has_proc;
+        anch[i].real = a.t.proc.realtime_ns;
+        anch[i].mono = a.t.proc.monotonic_ns;
+        anch[i].first = a.t.t_first;
+        if (a.t.has_proc && a.t.proc.realtime_ns < base)
+            base = a.t.proc.realtime_ns;
+        written++;
+        gmt_analysis_free(&a);
+    }
+    if (!r && n > 1 && written)
+        r = gmt_job_finish(&j);
+    if (m && fclose(m))
+        r = r ? r : -ENOMEM;
+    m = NULL;
+    if (r || !written) {
+        if (r)
+            gmt_err("gpumemtrace: report: out of memory");
+        else if (status == GMT_EXIT_OK)
+            gmt_err("gpumemtrace: report: no trace found");
+        status = GMT_EXIT_ERROR;
+        goto done;
+    }
+    /* one time axis: each trace's start in ns from the job's earliest anchor */
+    for (size_t i = 0; i < n; i++)
+        if (ok[i] && anch[i].has && base != UINT64_MAX)
+            start[i] = (int64_t)(anch[i].real - base) + (int64_t)anch[i].first - (int64_t)anch[i].mono;
+    FILE *f = fopen(out, "w");
+    if (!f) {
+        gmt_err("gpumemtrace: report: cannot create %s: %s", out, strerror(errno));
+        status = GMT_EXIT_ERROR;
+        goto done;
+    }
+    const char *mark = strstr(gmt_report_page, "<!--GMT-DATA-->");
+    size_t pre = mark ? (size_t)(mark - gmt_report_page) : strlen(gmt_report_page);
+    fwrite(gmt_report_page, 1, pre, f);
+    fputs("<script type=\"application/json\" id=\"gmt-data\">", f);
+    char *jb = NULL;
+    size_t jl = 0;
+    FILE *h = open_memstream(&jb, &jl);
+    if (h) {
+        fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", max_points);
+        gmt_render_job_json(h, n > 1 ? &j : NULL);
+        fputs("\"start_ns\":[", h);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ok[i])
+                fprintf(h, "%s%" PRId64, k++ ? "," : "", start[i]);
+        fputs("],\"traces\":[", h);
+        fclose(h);
+        put_escaped(f, jb, jl);
+    }
+    free(jb);
+    put_escaped(f, buf, len);
+    fputs("]}</script>\n", f);
+    if (mark)
+        fputs(mark + strlen("<!--GMT-DATA-->"), f);
+    if (!h || ferror(f) | fclose(f)) {
+        gmt_err("gpumemtrace: report: cannot write %s", out);
+        status = GMT_EXIT_ERROR;
+    }
+done:
+    if (m)
+        fclose(m);
+    free(buf);
+    if (P)
+        page_reset(P);
+    free(P);
+    free(start);
+    free(ok);
+    free(anch);
+    gmt_job_free(&j);
+    return status;
+}

@@ -1,0 +1,22 @@
+/* report_html.h: `gpumemtrace report`: a job's traces as one self-contained HTML page. */
+#ifndef GMT_REPORT_HTML_H
+#define GMT_REPORT_HTML_H
+
+#include <stddef.h>
+
+#include "report.h"
+
+#define GMT_HTML_POINTS_DEFAULT 2000  /* points per counter track */
+#define GMT_HTML_SPANS_DEFAULT 4000   /* NCCL spans per trace */
+
+/* The page of the readable traces into `out`. GMT_EXIT_OK, or GMT_EXIT_ERROR (each
+ * trace that could not be read, or the output that could not be written, said in one
+ * line; nothing is written when no trace could be read). */
+int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
+                    const char *out, long max_points);
+
+/* The page around the data (tools/report_page.html, built into the CLI by mk/report.mk):
+ * its text before and after the line that holds the data. */
+extern const char gmt_report_page[];
+
+#endif
