@@ -45,6 +45,9 @@
       "record each collective's algorithm, protocol and channels; 0: ask NCCL for nothing") \
     X(NVTX, bool_, nvtx, 1, "GPUMEMTRACE_NVTX",                                              \
       "1: record NVTX ranges when NVTX loads the library (NVTX_INJECTION64_PATH); 0: decline") \
+    X(FAST_UNWIND, bool_, fast_unwind, 1, "GPUMEMTRACE_FAST_UNWIND",                         \
+      "1: walk stacks by frame rules read once per return address from .eh_frame (libunwind " \
+      "for frames they do not cover); 0: libunwind's tracer for every stack")              \
     X(PYTHON, bool_, python, 1, "GPUMEMTRACE_PYTHON",                                        \
       "1: stacks hold the Python frames of threads that run Python (CPython 3.9-3.13); "    \
       "0: native frames only")
@@ -328,12 +331,24 @@ GMT_HIDDEN bool gmt_map_tables(void **a, size_t a_bytes, void **b, size_t b_byte
  * `frame` (GMT_HOOK_FRAME() in that function: the hook the application called), or, with
  * NULL, in the caller of gmt_stack_capture; frames of the library itself are dropped. */
 GMT_HIDDEN uint32_t gmt_stack_capture(const void *frame);
+/* The same stack as gmt_unwind_walk's, by libunwind's tracer (-1 when it gives up): tests. */
+GMT_HIDDEN int gmt_stack_walk_libunwind(const void *frame, uint64_t *out, int max);
 /* Captures given a frame that took the slow way (libunwind's tracer gave up): tests. */
 GMT_HIDDEN extern _Atomic unsigned long gmt_stack_slow_captures;
 /* The frame of the function this is written in, for gmt_stack_capture and the event
  * functions: use it in the hook itself or code always inlined into it, never in a helper
  * that is a function of its own (its frame would be gone or be the wrong one). */
 #define GMT_HOOK_FRAME() __builtin_frame_address(0)
+
+/* ---- unwind.c: the fast stack walk ----
+ * The return addresses above the frame record `frame` ({saved rbp, return address}, as
+ * a function's caller resumes): the return addresses, innermost first, as libunwind's
+ * tracer gives them; at most max. -1 when a frame's
+ * rule is one this walk does not follow (then libunwind walks the stack). */
+GMT_HIDDEN bool gmt_unwind_setup(void); /* once, before the first walk */
+GMT_HIDDEN int gmt_unwind_walk(const void *frame, uint64_t *out, int max);
+/* Rules decoded so far, and how many of them send the walk to libunwind. */
+GMT_HIDDEN void gmt_unwind_counts(unsigned long *decoded, unsigned long *gave_up);
 
 /* ---- python.c: the calling thread's Python frames (CPython 3.9-3.13) ---- */
 #define GMT_PY_DEPTH_MAX 128 /* innermost Python frames kept per stack */

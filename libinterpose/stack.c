@@ -73,6 +73,7 @@ static _Atomic uint32_t next_id = 1;
 static _Atomic uint32_t entries;
 static _Atomic int warned_full;
 static uintptr_t own_lo, own_hi; /* our shared object's code, when we are one */
+static bool fast_walk;           /* unwind.c's walk is set up and wanted */
 /* Captures given a frame that the fast tracer could not finish (then unw_backtrace did). */
 _Atomic unsigned long gmt_stack_slow_captures;
 
@@ -172,6 +173,7 @@ static bool setup(void)
      * seen before) behind a lock taken with signals blocked, two syscalls each time.
      * Per-thread caches need neither; their TLS is reserved whether used or not. */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    fast_walk = gmt_opt.fast_unwind && gmt_unwind_setup();
     pthread_atfork(NULL, NULL, fork_child);
     gmt_once_leave(&setup_once, true);
     return true;
@@ -328,6 +330,13 @@ static int trace_from_frame(const void *frame, void **out, int max)
 }
 #endif
 
+int gmt_stack_walk_libunwind(const void *frame, uint64_t *out, int max)
+{
+    if (!setup())
+        return -1;
+    return trace_from_frame(frame, (void **)out, max);
+}
+
 /* Frames inside this library (a hook reached again through the program's callbacks, a
  * wrapper) are dropped; the check is one unsigned compare per frame, and the copy is
  * made only when there is something to drop. */
@@ -389,7 +398,11 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     capturing = 1;
     gmt_ts.guard.in_lib++;
 
-    int got = frame ? trace_from_frame(frame, raw.p, (int)depth) : -1;
+    int got = -1;
+    if (frame && fast_walk)
+        got = gmt_unwind_walk(frame, raw.u, (int)depth);
+    if (got < 0 && frame)
+        got = trace_from_frame(frame, raw.p, (int)depth);
     uint32_t n;
     if (got >= 0) {
         n = (uint32_t)got;
