@@ -7,6 +7,7 @@
 #include "cuda_abi.h"
 #include "gmt.h"
 #include "hooks.h"
+#include "probe.h"
 
 
 /*
@@ -202,6 +203,7 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, unsigned flags, ui
 
 void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
 {
+    GMT_PROBE_BEGIN(t0);
     if (!begin())
         return;
     struct gmt_rec_free_ext rec;
@@ -218,6 +220,7 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
         gmt_emit_rec(&rec.f);
     else
         gmt_emit(&rec, offsetof(struct gmt_rec_free, dt));
+    GMT_PROBE_END(t0, GMT_PROBE_FREE);
 }
 
 static void event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes, int device,
@@ -250,9 +253,11 @@ __attribute__((noinline)) void gmt_event_alloc(enum gmt_api api, enum gmt_kind k
                                                uint64_t stream, uint64_t related,
                                                uint64_t offset, const void *frame)
 {
+    GMT_PROBE_BEGIN(t0);
     gmt_ts.guard.in_event++;
     event_alloc(api, kind, 0, address, bytes, device, stream, related, offset, frame);
     gmt_ts.guard.in_event--;
+    GMT_PROBE_END(t0, GMT_PROBE_ALLOC);
 }
 
 __attribute__((noinline)) void gmt_event_alloc_flagged(enum gmt_api api, enum gmt_kind kind,

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "gmt.h"
+#include "probe.h"
 
 /*
  * Interning. A stack is hashed, then looked up in one global open-addressing table
@@ -397,6 +398,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
         return 0;
     capturing = 1;
     gmt_ts.guard.in_lib++;
+    GMT_PROBE_BEGIN(t0);
 
     int got = -1;
     if (frame && fast_walk)
@@ -449,6 +451,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     else if (n)
         id = intern(raw.u, n, &last);
 
+    GMT_PROBE_END(t0, GMT_PROBE_STACK);
     gmt_ts.guard.in_lib--;
     capturing = 0;
     return id;
