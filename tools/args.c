@@ -237,6 +237,40 @@ void gmt_free_paths(char **p, size_t n)
     free(p);
 }
 
+/* ---- outputs ---- */
+
+FILE *gmt_output_open(const char *cmd, const char *path)
+{
+    if (!path)
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        gmt_err("gpumemtrace: %s: cannot create %s: %s", cmd, path, strerror(errno));
+    return f;
+}
+
+int gmt_output_close(const char *cmd, FILE *f, const char *path)
+{
+    if (f == stdout || !(ferror(f) | fclose(f)))
+        return GMT_EXIT_OK;
+    gmt_err("gpumemtrace: %s: cannot write %s", cmd, path);
+    return GMT_EXIT_ERROR;
+}
+
+int gmt_output_dir(const char *cmd, const char *dir)
+{
+    struct stat st;
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        gmt_err("gpumemtrace: %s: cannot create %s: %s", cmd, dir, strerror(errno));
+        return GMT_EXIT_ERROR;
+    }
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        gmt_err("gpumemtrace: %s: %s is not a directory", cmd, dir);
+        return GMT_EXIT_ERROR;
+    }
+    return 0;
+}
+
 int gmt_cli_seconds(const char *s, uint64_t *ns)
 {
     char *end;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report.h"
 #include "util.h"
@@ -65,6 +66,21 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n);
 int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
                      struct gmt_msgs *msgs);
 void gmt_free_paths(char **p, size_t n);
+
+/* ---- where a command writes (-o OUT) ---- */
+
+/* The file at path, created or truncated for writing; stdout when path is NULL. NULL
+ * after saying "gpumemtrace: CMD: cannot create PATH: REASON" on stderr: the command
+ * then exits GMT_EXIT_ERROR. */
+FILE *gmt_output_open(const char *cmd, const char *path);
+/* Closes what gmt_output_open returned: GMT_EXIT_OK, or GMT_EXIT_ERROR after saying
+ * "gpumemtrace: CMD: cannot write PATH" when something written to it was lost (a full
+ * disk, an I/O error). stdout is left open: main() flushes and checks it at exit. */
+int gmt_output_close(const char *cmd, FILE *f, const char *path);
+/* The directory dir, made when missing (its parent must exist), for files of a command's
+ * output: 0, or GMT_EXIT_ERROR after saying why not on one line (cannot create it, or it
+ * is something else than a directory). */
+int gmt_output_dir(const char *cmd, const char *dir);
 
 /* Seconds as a decimal number (no sign, hex, inf or nan), 0..1e9, into ns: 0 or -EINVAL. */
 int gmt_cli_seconds(const char *s, uint64_t *ns);

@@ -191,9 +191,8 @@ int gmt_cmd_export(int argc, char **argv)
         gmt_free_paths(files, n_files);
         return x ? x : status;
     }
-    FILE *out = stdout;
-    if (ea.output && !(out = fopen(ea.output, "w"))) {
-        gmt_err("gpumemtrace: export: cannot create %s: %s", ea.output, strerror(errno));
+    FILE *out = gmt_output_open("export", ea.output);
+    if (!out) {
         gmt_free_paths(files, n_files);
         return GMT_EXIT_ERROR;
     }
@@ -211,9 +210,6 @@ int gmt_cmd_export(int argc, char **argv)
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);
-    if (out != stdout ? (ferror(out) | fclose(out)) : (fflush(stdout) || ferror(stdout))) {
-        gmt_err("gpumemtrace: export: cannot write the output");
-        status = GMT_EXIT_ERROR;
-    }
-    return status;
+    int closed = gmt_output_close("export", out, ea.output);
+    return closed ? closed : status;
 }
