@@ -25,6 +25,7 @@ static const struct {
     {GMT_ARGS_TOP, {"top", required_argument, 0, OPT_TOP}},
     {GMT_ARGS_FRAMES, {"frames", required_argument, 0, OPT_FRAMES}},
     {GMT_ARGS_FRAMES, {"internal", required_argument, 0, OPT_INTERNAL}},
+    {GMT_ARGS_OUTPUT, {"output", required_argument, 0, 'o'}},
     {0, {"help", no_argument, 0, OPT_HELP}},
 };
 #define N_SHARED (sizeof shared_opts / sizeof shared_opts[0])
@@ -85,6 +86,11 @@ static int shared_opt(const struct gmt_args_spec *spec, int c, const char *arg, 
             return gmt_cli_usage_error(spec->cmd, "--internal wants a glob (at most %d), not '%s'",
                                        GMT_MAX_INTERNAL_RULES, arg);
         return -1;
+    case 'o':
+        if (!arg[0])
+            return gmt_cli_usage_error(spec->cmd, "-o wants a path");
+        a->out_path = arg;
+        return -1;
     case OPT_HELP:
         fputs(spec->help, stdout);
         return GMT_EXIT_OK;
@@ -102,7 +108,7 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     opterr = 0;
     while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
         int r;
-        if (c >= OPT_JSON)
+        if (c >= OPT_JSON || (c == 'o' && (spec->shared & GMT_ARGS_OUTPUT)))
             r = shared_opt(spec, c, optarg, a);
         else if (c != '?' && spec->own_opt)
             r = (r = spec->own_opt(spec->ctx, c, optarg)) ? r : -1;

@@ -20,12 +20,14 @@
 #define GMT_ARGS_CSV         (1u << 4) /* --csv: the tables as CSV */
 #define GMT_ARGS_FRAMES      (1u << 5) /* --frames N: frames shown per stack from its site;
                                         * --internal GLOB: more allocator-internal frames */
+#define GMT_ARGS_OUTPUT      (1u << 6) /* -o, --output OUT: where to write (the command's
+                                        * optstring holds "o:") */
 
 /* The output a command renders; of --json and --csv the last given wins. */
 enum gmt_output { GMT_OUT_TEXT, GMT_OUT_JSON, GMT_OUT_CSV };
 
 /* What a command's options are. Its own options are getopt_long entries whose values
- * lie below 256 (the shared ones take values above), handled by own_opt. */
+ * lie below 256 (the shared ones take values above, but for -o), handled by own_opt. */
 struct gmt_args_spec {
     const char *cmd;           /* the command's name, for messages */
     const char *help;          /* printed for --help */
@@ -44,6 +46,7 @@ struct gmt_args_spec {
 struct gmt_args {
     struct gmt_report_opts ro; /* no_symbols, debug_paths, top */
     enum gmt_output output;
+    const char *out_path;      /* -o OUT, NULL: not given */
     int first;                 /* argv index of the first operand */
 };
 

@@ -76,14 +76,13 @@ static const struct option summary_opts[] = {
     {"device", required_argument, 0, 'd'},
     {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
     {"op", required_argument, 0, 'O'},   {"category", required_argument, 0, 'C'},
-    {"output", required_argument, 0, 'o'}, {"table", required_argument, 0, 't'},
+    {"table", required_argument, 0, 't'},
     {"width", required_argument, 0, 'w'}, {"per-rank", no_argument, 0, 'p'},
     {"step", required_argument, 0, 's'}, {0, 0, 0, 0}};
 
 struct summary_ctx {
     struct gmt_report_opts *ro;
     bool per_rank;
-    const char *output;        /* -o: a file, or with --csv a directory; NULL: stdout */
     int table;                 /* --table: an enum gmt_csv_table, -1 none */
 };
 
@@ -107,11 +106,6 @@ static int summary_opt(void *ctx, int c, const char *arg)
     }
     long v;
     switch (c) {
-    case 'o':
-        if (!*arg)
-            return gmt_cli_usage_error("summary", "-o wants a path");
-        sc->output = arg;
-        return 0;
     case 't':
         if ((sc->table = gmt_csv_find(arg)) < 0)
             return gmt_cli_usage_error("summary", "--table wants one of %s, not '%s'",
@@ -353,26 +347,27 @@ int gmt_cmd_summary(int argc, char **argv)
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.width = term_width();
-    struct summary_ctx sc = {&args.ro, false, NULL, -1};
+    struct summary_ctx sc = {&args.ro, false, -1};
     const struct gmt_args_spec spec = {
         .cmd = "summary", .help = gmt_help_summary, .top_max = 100000,
         .shared = GMT_ARGS_JSON | GMT_ARGS_CSV | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS |
-                  GMT_ARGS_TOP | GMT_ARGS_FRAMES,
+                  GMT_ARGS_TOP | GMT_ARGS_FRAMES | GMT_ARGS_OUTPUT,
         .own = summary_opts, .own_opt = summary_opt, .ctx = &sc, .optstring = "o:",
         .unknown = "unknown option"};
     int rc = gmt_args_parse(&spec, argc, argv, &args);
     if (rc >= 0)
         return rc;
+    const char *output = args.out_path; /* a file, or with --csv a directory; NULL: stdout */
     if (args.ro.to_ns && args.ro.from_ns >= args.ro.to_ns)
         return gmt_cli_usage_error("summary", "--from wants a time before --to's");
     bool csv = args.output == GMT_OUT_CSV;
     if (sc.table >= 0 && !csv)
         return gmt_cli_usage_error("summary", "--table is for --csv");
-    if (csv && sc.table >= 0 && sc.output)
+    if (csv && sc.table >= 0 && output)
         return gmt_cli_usage_error("summary", "--table writes one table on stdout, -o DIR every "
                                    "table into DIR: give one of them");
     /* --csv alone: the tables are many, and a stream of several is no CSV file */
-    if (csv && sc.table < 0 && !sc.output)
+    if (csv && sc.table < 0 && !output)
         return gmt_cli_usage_error("summary", "--csv wants -o DIR (every table as DIR/TABLE.csv) "
                                    "or --table NAME (one on stdout), NAME one of %s", table_list());
     if (args.first >= argc)
@@ -394,7 +389,7 @@ int gmt_cmd_summary(int argc, char **argv)
     if (r)
         status = GMT_EXIT_ERROR;
     if (csv && sc.table < 0) {
-        if (outs_tables(&out, sc.output)) {
+        if (outs_tables(&out, output)) {
             gmt_free_paths(files, n_files);
             return outs_close(&out, GMT_EXIT_ERROR, false);
         }
@@ -403,9 +398,9 @@ int gmt_cmd_summary(int argc, char **argv)
         out.r[0] = csv                               ? &gmt_render_csv[sc.table]
                    : args.output == GMT_OUT_JSON     ? &gmt_render_json
                                                      : &gmt_render_text;
-        if (sc.output && !(out.path[0] = strdup(sc.output)))
+        if (output && !(out.path[0] = strdup(output)))
             gmt_err("gpumemtrace: out of memory");
-        if ((sc.output && !out.path[0]) || outs_open(&out)) {
+        if ((output && !out.path[0]) || outs_open(&out)) {
             gmt_free_paths(files, n_files);
             return outs_close(&out, GMT_EXIT_ERROR, false);
         }

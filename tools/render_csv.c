@@ -76,6 +76,23 @@ static void cell_null(struct row *r)
     sep(r);
 }
 
+/* A figure the trace may not have: empty (NULL) when it has not. */
+static void cell_u_if(struct row *r, bool has, uint64_t v)
+{
+    if (has)
+        cell_u(r, v);
+    else
+        cell_null(r);
+}
+
+static void cell_i_if(struct row *r, bool has, int64_t v)
+{
+    if (has)
+        cell_i(r, v);
+    else
+        cell_null(r);
+}
+
 /* A row of a trace's table: its first cell, the trace's file. */
 static struct row trace_row(FILE *f, const struct gmt_analysis *a)
 {
@@ -128,10 +145,7 @@ static void rows_traces(FILE *f, const struct gmt_analysis *a, const struct gmt_
     cell_u(&r, t->t_last > t->t_first ? t->t_last - t->t_first : 0);
     cell_u(&r, t->records);
     cell_u(&r, t->complete);
-    if (t->cut)
-        cell_u(&r, t->cut_offset);
-    else
-        cell_null(&r);
+    cell_u_if(&r, t->cut, t->cut_offset);
     cell_u(&r, t->records_dropped);
     cell_u(&r, a->rep.unmatched_frees);
     cell_u(&r, host_only);
@@ -152,32 +166,16 @@ static void rows_devices(FILE *f, const struct gmt_analysis *a, const struct gmt
         cell_u(&r, v->end);
         cell_u(&r, v->host_peak);
         cell_u(&r, v->virtual_peak);
-        const uint64_t used[] = {v->used_max, v->tracked_at_used_max};
-        for (size_t k = 0; k < 2; k++)
-            if (v->has_used)
-                cell_u(&r, used[k]);
-            else
-                cell_null(&r);
-        if (v->has_used) {
-            cell_i(&r, gmt_dev_untracked(v));
-            cell_u(&r, v->total);
-        } else {
-            cell_null(&r);
-            cell_null(&r);
-        }
-        const uint64_t proc[] = {v->proc_max, v->proc_last};
-        for (size_t k = 0; k < 2; k++)
-            if (v->has_proc)
-                cell_u(&r, proc[k]);
-            else
-                cell_null(&r);
-        const uint64_t graph[] = {v->graph_peak, v->graph_end, v->graph_used_high,
-                                  v->graph_at_used_max};
-        for (size_t k = 0; k < 4; k++)
-            if (v->has_graph)
-                cell_u(&r, graph[k]);
-            else
-                cell_null(&r);
+        cell_u_if(&r, v->has_used, v->used_max);
+        cell_u_if(&r, v->has_used, v->tracked_at_used_max);
+        cell_i_if(&r, v->has_used, gmt_dev_untracked(v));
+        cell_u_if(&r, v->has_used, v->total);
+        cell_u_if(&r, v->has_proc, v->proc_max);
+        cell_u_if(&r, v->has_proc, v->proc_last);
+        cell_u_if(&r, v->has_graph, v->graph_peak);
+        cell_u_if(&r, v->has_graph, v->graph_end);
+        cell_u_if(&r, v->has_graph, v->graph_used_high);
+        cell_u_if(&r, v->has_graph, v->graph_at_used_max);
         cell_u(&r, v->peer_peak);
         cell_u(&r, v->peer_end);
         cell_u(&r, v->allocs);
@@ -221,16 +219,10 @@ static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct
         cell_u(&r, c->calls);
         cell_u(&r, c->failed);
         cell_i(&r, c->first_tracked);
-        if (c->first_has_dev)
-            cell_i(&r, c->first_dev);
-        else
-            cell_null(&r);
+        cell_i_if(&r, c->first_has_dev, c->first_dev);
         cell_i(&r, c->later_tracked_max);
         cell_i(&r, c->later_tracked_total);
-        if (c->later_has_dev)
-            cell_i(&r, c->later_dev_max);
-        else
-            cell_null(&r);
+        cell_i_if(&r, c->later_has_dev, c->later_dev_max);
         cell_u(&r, c->allocs);
         cell_u(&r, c->alloc_bytes);
         cell_u(&r, c->allocs_other_thread);
@@ -238,15 +230,10 @@ static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct
         cell_u(&r, c->host_ns_total);
         cell_u(&r, c->host_calls);
         struct gmt_nccl_pick pk;
-        if (gmt_nccl_pick(&a->t, c, &pk)) {
-            cell_s(&r, gmt_nccl_algo_name(pk.algo));
-            cell_s(&r, gmt_nccl_proto_name(pk.proto));
-            cell_u(&r, pk.nchannels);
-        } else {
-            cell_null(&r);
-            cell_null(&r);
-            cell_null(&r);
-        }
+        bool picked = gmt_nccl_pick(&a->t, c, &pk);
+        cell_s(&r, picked ? gmt_nccl_algo_name(pk.algo) : NULL);
+        cell_s(&r, picked ? gmt_nccl_proto_name(pk.proto) : NULL);
+        cell_u_if(&r, picked, picked ? pk.nchannels : 0);
         cell_s(&r, stack_text(a, c->first_stack));
         row_end(&r);
     }
@@ -315,16 +302,11 @@ static void rows_steps(FILE *f, const struct gmt_analysis *a, const struct gmt_r
     cell_u(&r, p->steps);
     cell_i(&r, p->steps ? p->first_step_growth : 0);
     cell_i(&r, p->later_growth);
-    cell_u(&r, p->grows_every_step);
-    if (p->grows_every_step) {
-        cell_i(&r, p->later_growth / (int64_t)(p->steps - 1));
-        cell_u(&r, p->grow_stack_bytes);
-        cell_s(&r, p->grow_stack_bytes ? stack_text(a, p->grow_stack) : "");
-    } else {
-        cell_null(&r);
-        cell_null(&r);
-        cell_null(&r);
-    }
+    bool grows = p->grows_every_step;
+    cell_u(&r, grows);
+    cell_i_if(&r, grows, grows ? p->later_growth / (int64_t)(p->steps - 1) : 0);
+    cell_u_if(&r, grows, p->grow_stack_bytes);
+    cell_s(&r, !grows ? NULL : p->grow_stack_bytes ? stack_text(a, p->grow_stack) : "");
     row_end(&r);
 }
 
@@ -396,15 +378,9 @@ static void rows_failures(FILE *f, const struct gmt_analysis *a, const struct gm
         cell_s(&r, gmt_error_name(v->api, v->error));
         cell_u(&r, v->tracked);
         cell_u(&r, v->scope);
-        if (v->has_dev) {
-            cell_u(&r, v->dev_free);
-            cell_u(&r, v->dev_total);
-            cell_s(&r, v->dev_at_fail ? "after_failure" : "before");
-        } else {
-            cell_null(&r);
-            cell_null(&r);
-            cell_null(&r);
-        }
+        cell_u_if(&r, v->has_dev, v->dev_free);
+        cell_u_if(&r, v->has_dev, v->dev_total);
+        cell_s(&r, !v->has_dev ? NULL : v->dev_at_fail ? "after_failure" : "before");
         cell_s(&r, site_frame(a, v->stack));
         cell_s(&r, stack_text(a, v->stack));
         row_end(&r);
@@ -455,10 +431,7 @@ static void job_ranks(FILE *f, const struct gmt_job *j)
         cell_s(&r, v->job_id);
         cell_u(&r, v->peak);
         cell_u(&r, v->nccl);
-        if (v->has_used)
-            cell_u(&r, v->untracked);
-        else
-            cell_null(&r);
+        cell_u_if(&r, v->has_used, v->untracked);
         cell_u(&r, v->complete);
         cell_u(&r, v->fails);
         cell_u(&r, v->n_dev);
@@ -481,13 +454,8 @@ static void job_collectives(FILE *f, const struct gmt_job *j)
         cell_u(&r, c->c.bytes);
         cell_i(&r, c->ranks);
         cell_i(&r, c->c.first);
-        if (c->out_rank >= 0) {
-            cell_i(&r, c->out_rank);
-            cell_i(&r, c->out_first);
-        } else {
-            cell_null(&r);
-            cell_null(&r);
-        }
+        cell_i_if(&r, c->out_rank >= 0, c->out_rank);
+        cell_i_if(&r, c->out_rank >= 0, c->out_first);
         row_end(&r);
     }
 }
