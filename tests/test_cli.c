@@ -11,101 +11,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "cli.h"
 #include "json.h"
 #include "util.h"
 #include "golden/tracebuild.h"
 
-struct result {
-    int status;      /* exit status, or 128 + signal */
-    char out[65536];
-    char err[4096];
-};
-
-/* BUILD/tests/test_cli -> BUILD/gpumemtrace: the CLI of the same build (and sanitizers). */
-static const char *cli_path(void)
-{
-    static char path[PATH_MAX];
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = 0;
-    char *dir = dirname(dirname(exe));
-    snprintf(path, sizeof path, "%s/gpumemtrace", dir);
-    cr_assert_eq(access(path, X_OK), 0, "%s not built", path);
-    return path;
-}
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    lseek(fd, 0, SEEK_SET);
-    ssize_t k;
-    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = 0;
-    close(fd);
-}
-
-static int tmpfd(void)
-{
-    char p[] = "/tmp/gmt-test-cli-XXXXXX";
-    int fd = mkstemp(p);
-    cr_assert_geq(fd, 0);
-    unlink(p);
-    return fd;
-}
-
 /* Runs the CLI with args (NULL-terminated); stdout goes to `out_path` when given,
- * stdin comes from `in_path` when given. */
+ * stdin comes from `in_path` when given. A hang ends as SIGALRM (status 142), not as a
+ * stuck test run. */
 static void run_io(struct result *res, const char *out_path, const char *in_path,
                    const char *const *args)
 {
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = "gpumemtrace";
+    const char *argv[32] = { "gpumemtrace" };
+    size_t n = 1;
     for (; args[n - 1] && n < 31; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    int ofd = out_path ? open(out_path, O_WRONLY) : tmpfd();
-    int efd = tmpfd();
-    cr_assert_geq(ofd, 0);
-    const char *path = cli_path();
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        if (in_path) {
-            int ifd = open(in_path, O_RDONLY);
-            if (ifd < 0 || dup2(ifd, 0) < 0)
-                _exit(126);
-        }
-        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
-            _exit(126);
-        alarm(30); /* a hang ends as SIGALRM (status 142), not as a stuck test run */
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    res->out[0] = 0;
-    if (out_path)
-        close(ofd);
-    else
-        slurp(ofd, res->out, sizeof res->out);
-    slurp(efd, res->err, sizeof res->err);
+    cli_exec(res, &(struct cli_io){ .out = out_path, .in = in_path, .timeout_s = 30 }, argv);
 }
 
 #define RUN(res, ...) run_io((res), NULL, NULL, (const char *const[]){ __VA_ARGS__, NULL })
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
 
 /* Writes the first len bytes of b to a temp file named in path (PATH_MAX). */
 static void trace_file(char *path, const struct tb *b, size_t len)
