@@ -305,6 +305,7 @@ static void rows_steps(FILE *f, const struct gmt_analysis *a, const struct gmt_r
     bool grows = p->grows_every_step;
     cell_u(&r, grows);
     cell_i_if(&r, grows, grows ? p->later_growth / (int64_t)(p->steps - 1) : 0);
+    cell_u_if(&r, grows, p->steps - 1);
     cell_u_if(&r, grows, p->grow_stack_bytes);
     cell_s(&r, !grows ? NULL : p->grow_stack_bytes ? stack_text(a, p->grow_stack) : "");
     row_end(&r);
@@ -495,7 +496,7 @@ static const struct table tables[GMT_CSV_COUNT] = {
                         rows_phases, NULL},
     [GMT_CSV_phase_stacks] = {"file,ranges,allocs,bytes", rows_phase_stacks, NULL},
     [GMT_CSV_steps] = {"file,regex,count,first_growth_bytes,later_growth_bytes,grows_every_step,"
-                       "growth_per_step_bytes,site_bytes,site",
+                       "growth_per_step_bytes,growth_steps,site_bytes,site",
                        rows_steps, NULL},
     [GMT_CSV_sites] = {"file,category,live_at_peak_bytes,live_at_end_bytes,live_at_end_count,allocs,"
                        "bytes_total,held_by,frame,stack",
