@@ -368,8 +368,6 @@ static void rows_failures(FILE *f, const struct gmt_analysis *a, const struct gm
 {
     for (size_t i = 0; i < a->rep.n_fails; i++) {
         const struct gmt_fail_row *v = &a->rep.fails[i];
-        if (!gmt_report_dev_selected(o, v->device))
-            continue;
         struct row r = trace_row(f, a);
         cell_u(&r, v->time - a->t.t_first);
         cell_s(&r, gmt_api_name(v->api));
@@ -393,8 +391,6 @@ static void rows_open_at_end(FILE *f, const struct gmt_analysis *a, const struct
     const struct gmt_trace *t = &a->t;
     for (size_t i = 0; i < a->rep.n_open; i++) {
         const struct gmt_open_row *v = &a->rep.open[i];
-        if (!gmt_report_dev_selected(o, v->device))
-            continue;
         const struct gmt_comm *c = gmt_trace_comm(t, v->comm);
         struct row r = trace_row(f, a);
         cell_u(&r, v->scope);
