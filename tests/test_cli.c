@@ -805,13 +805,19 @@ static const char *const csv_tables[] = { "traces", "devices", "categories", "co
                                           "sites", "leaks", "held", "failures", "open_at_end",
                                           "job_ranks", "job_collectives" };
 
+/* tb_allocs' trace in a file named in path; a new directory for the outputs. */
+static const char *csv_setup(struct tb *b, char *path)
+{
+    tb_allocs(b, 0);
+    trace_file(path, b, b->len);
+    return cli_tmpdir();
+}
+
 Test(cli, summary_csv_writes_each_table_to_its_file_with_one_header)
 {
     struct tb b = { 0 };
-    tb_allocs(&b, 0);
     char path[PATH_MAX], dir[PATH_MAX + 16];
-    trace_file(path, &b, b.len);
-    const char *top = cli_tmpdir();
+    const char *top = csv_setup(&b, path);
     snprintf(dir, sizeof dir, "%s/tables", top); /* made by summary */
     RUN(&res, "summary", "--no-symbols", "--csv", "-o", dir, path);
     cr_assert_eq(res.status, 0, "%s", res.err);
@@ -855,10 +861,8 @@ Test(cli, summary_csv_writes_each_table_to_its_file_with_one_header)
 Test(cli, summary_csv_rejects_bad_usage_with_one_line_and_status_2)
 {
     struct tb b = { 0 };
-    tb_allocs(&b, 0);
     char path[PATH_MAX], file[PATH_MAX + 16];
-    trace_file(path, &b, b.len);
-    const char *top = cli_tmpdir();
+    const char *top = csv_setup(&b, path);
     snprintf(file, sizeof file, "%s/plain", top);
     cr_assert_eq(close(open(file, O_WRONLY | O_CREAT, 0644)), 0);
     const char *const cases[][5] = {
