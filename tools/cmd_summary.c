@@ -36,7 +36,7 @@ const char gmt_help_summary[] =
     "  --table NAME      with --csv: only this table, on stdout: one of traces,\n"
     "                    devices, categories, collectives, nccl_memory, phases,\n"
     "                    phase_stacks, steps, sites, leaks, held, failures, open_at_end,\n"
-    "                    job_ranks, job_collectives (docs/summary-json.md, \"CSV\")\n"
+    "                    job_ranks, job_collectives (docs/summary-json.md)\n"
     "  -o, --output OUT  write there, not on stdout: the document, or with --csv the\n"
     "                    directory of the tables (made if missing)\n"
     "  --top N           allocation sites and leaks to show (default 10)\n"
@@ -263,6 +263,7 @@ static int summarise_one(const struct outs *out, const char *path,
     gmt_analysis_free(&a);
     return 0;
 }
+
 /*
  * Several traces as one job. A first pass reads each trace for its figures only (no
  * binary is opened), on the machine's cores (job_read.c), and keeps them (job.h), so
