@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "args.h"
 #include "baseline.h"
 #include "json.h"
@@ -21,115 +22,7 @@
 
 /* ---- running the CLI and programs ---- */
 
-struct result {
-    int status;                /* exit status, or 128 + signal */
-    char out[65536];
-    char err[8192];
-};
-
-static const char *build_dir(void)
-{
-    static char dir[PATH_MAX];
-    if (!dir[0]) {
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        cr_assert_gt(n, 0);
-        exe[n] = 0;
-        snprintf(dir, sizeof dir, "%s", dirname(dirname(exe)));
-    }
-    return dir;
-}
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    ssize_t k;
-    lseek(fd, 0, SEEK_SET);
-    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = 0;
-    close(fd);
-}
-
-static int tmpfd(void)
-{
-    char p[] = "/tmp/gmt-test-check-XXXXXX";
-    int fd = mkstemp(p);
-    cr_assert_geq(fd, 0);
-    unlink(p);
-    return fd;
-}
-
-/* Runs `gpumemtrace ARGS...` with env changes ("NAME=VALUE" sets, "NAME" unsets).
- * GITHUB_ACTIONS is unset unless a test sets it: these tests may run inside Actions. */
-static void run(struct result *res, const char *const *env, const char *const *args)
-{
-    char cli[PATH_MAX + 16];
-    snprintf(cli, sizeof cli, "%s/gpumemtrace", build_dir());
-    cr_assert_eq(access(cli, X_OK), 0, "%s not built", cli);
-    const char *argv[40];
-    size_t n = 0;
-    argv[n++] = "gpumemtrace";
-    for (size_t i = 0; args[i] && n < 39; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    int ofd = tmpfd(), efd = tmpfd();
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        unsetenv("GITHUB_ACTIONS");
-        for (size_t i = 0; env && env[i]; i++) {
-            if (strchr(env[i], '='))
-                putenv((char *)env[i]);
-            else
-                unsetenv(env[i]);
-        }
-        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
-            _exit(126);
-        execv(cli, (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(ofd, res->out, sizeof res->out);
-    slurp(efd, res->err, sizeof res->err);
-}
-
-#define RUN(res, env, ...) run((res), (env), (const char *const[]){__VA_ARGS__, NULL})
-
-static char *tmpdir(void)
-{
-    static char dirs[8][64];
-    static int n;
-    cr_assert_lt(n, 8);
-    char *d = dirs[n++];
-    snprintf(d, 64, "/tmp/gmt-test-check-XXXXXX");
-    cr_assert_not_null(mkdtemp(d));
-    return d;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
-static void rmtree(const char *d)
-{
-    nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    static char buf[1 << 18];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
+#define RUN(res, e, ...) CLI_RUN((res), &(struct cli_io){.env = (e)}, __VA_ARGS__)
 
 static void write_text(const char *path, const char *text)
 {
@@ -257,7 +150,7 @@ static const struct synth normal = {.host = "node-a", .buffsize = MiB, .calls = 
 /* A baseline written from a normal run in its own directory; returns its path. */
 static const char *baseline_of(struct synth s, const char *extra)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     synth_run(d, s, 41000);
     static char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/nccl-baseline.json", d);
@@ -272,7 +165,7 @@ static const char *baseline_of(struct synth s, const char *extra)
 
 static const char *new_run(struct synth s)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     synth_run(d, s, 52000);
     return d;
 }
@@ -352,7 +245,7 @@ Test(check, baseline_limits_apply_and_the_command_line_overrides)
 {
     struct synth s = normal;
     const char *bl = baseline_of(s, "--max-growth=100%");
-    cr_expect(strstr(read_all(bl), "\"max_growth_percent\": {\"default\": 100}") != NULL, "%s", read_all(bl));
+    cr_expect(strstr(cli_read_file(bl), "\"max_growth_percent\": {\"default\": 100}") != NULL, "%s", cli_read_file(bl));
     s.buffsize = 2 * MiB;
     const char *d = new_run(s);
     struct result res;
@@ -387,7 +280,7 @@ Test(check, new_collective_is_growth_from_zero_and_gone_is_reported)
 
 Test(check, baseline_is_stable_and_names_no_address_time_pid_or_host)
 {
-    char *d1 = tmpdir(), *d2 = tmpdir(), p1[PATH_MAX], p2[PATH_MAX];
+    char *d1 = cli_tmpdir(), *d2 = cli_tmpdir(), p1[PATH_MAX], p2[PATH_MAX];
     struct synth s = normal;
     s.host = "gpu-node-17";
     synth_run(d1, s, 48213);
@@ -400,9 +293,9 @@ Test(check, baseline_is_stable_and_names_no_address_time_pid_or_host)
     cr_assert_eq(res.status, 0, "%s", res.err);
     RUN(&res, NULL, "check", d2, "--write-baseline", p2);
     cr_assert_eq(res.status, 0, "%s", res.err);
-    char *a = strdup(read_all(p1));
+    char *a = strdup(cli_read_file(p1));
     cr_assert_not_null(a);
-    cr_expect_str_eq(a, read_all(p2), "two runs on other hosts and pids: the same baseline");
+    cr_expect_str_eq(a, cli_read_file(p2), "two runs on other hosts and pids: the same baseline");
     static const char *const banned[] = {"48213", "48214", "gpu-node", "0x", "time", "pid", "host",
                                          "train", "\"comm\"", "1700000000"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
@@ -418,8 +311,8 @@ Test(check, baseline_is_stable_and_names_no_address_time_pid_or_host)
     }
     cr_expect_eq(lines, 10);
     free(a);
-    rmtree(d1);
-    rmtree(d2);
+    cli_rmtree(d1);
+    cli_rmtree(d2);
 }
 
 Test(check, baseline_round_trips_through_the_parser)
@@ -456,7 +349,7 @@ Test(check, baseline_round_trips_through_the_parser)
 
 Test(check, malformed_baseline_exits_2_with_file_line_col)
 {
-    char *d = tmpdir(), bl[PATH_MAX];
+    char *d = cli_tmpdir(), bl[PATH_MAX];
     synth_run(d, normal, 41000);
     snprintf(bl, sizeof bl, "%s/bad.json", d);
     static const struct { const char *text, *where; } cases[] = {
@@ -490,7 +383,7 @@ Test(check, malformed_baseline_exits_2_with_file_line_col)
     RUN(&res, NULL, "check", d, "--baseline", "/nonexistent/b.json");
     cr_expect_eq(res.status, 2);
     cr_expect(strstr(res.err, "/nonexistent/b.json") != NULL, "%s", res.err);
-    rmtree(d);
+    cli_rmtree(d);
 }
 
 Test(check, junit_and_github_annotations)
@@ -509,7 +402,7 @@ Test(check, junit_and_github_annotations)
     cr_expect(strstr(res.out, "::error title=gpumemtrace::rank 0 first_call AllReduce 2 ranks 1 MiB/call "
                               "grew beyond its limit: 2 MiB -> 4 MiB: +2 MiB") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "max(5%25 of the base") != NULL, "%% is escaped: %s", res.out);
-    const char *x = read_all(junit);
+    const char *x = cli_read_file(junit);
     cr_expect(strstr(x, "<testsuite name=\"gpumemtrace check\" tests=\"10\" failures=\"6\"") != NULL, "%s", x);
     /* only the failures, and the verdict, without --verbose */
     cr_expect(strstr(res.out, "PASS") == NULL, "%s", res.out);
@@ -636,9 +529,9 @@ Test(check, diff_puts_the_biggest_change_first)
 
 static const char *traced(const char *const *env, const char *prog, const char *a1, const char *a2)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     char path[2 * PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", build_dir(), prog);
+    snprintf(path, sizeof path, "%s/%s", cli_build_dir(), prog);
     cr_assert_eq(access(path, X_OK), 0, "%s not built (make test-extras)", path);
     struct result res;
     if (a1)
@@ -687,7 +580,7 @@ Test(fakes, unchanged_rerun_passes_and_the_baseline_is_clean, .timeout = 60)
     cr_expect_eq(res.status, 0, "out:\n%s\nerr:\n%s", res.out, res.err);
     cr_expect(strstr(res.out, "PASS  rank 1  init CommInitRank 2 ranks") != NULL, "%s", res.out);
     cr_expect(strstr(res.out, "(0 new, 0 gone;") != NULL, "%s", res.out);
-    const char *text = read_all(bl);
+    const char *text = cli_read_file(bl);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     cr_expect(!host[0] || strstr(text, host) == NULL, "host name in the baseline:\n%s", text);
@@ -738,7 +631,7 @@ Test(fakes, category_restricts_peak_and_leak, .timeout = 60)
     struct result res;
     RUN(&res, NULL, "check", d, "--write-baseline", bl, "--category", "nccl");
     cr_assert_eq(res.status, 0, "%s", res.err);
-    const char *text = read_all(bl);
+    const char *text = cli_read_file(bl);
     cr_expect(strstr(text, "\"category\": \"nccl\"") != NULL, "%s", text);
     /* the 4 MiB user buffer is not NCCL's: the nccl peak is init + first call */
     cr_expect(strstr(text, "{\"bytes\": 31457280, \"category\": \"nccl\", \"check\": \"peak\", \"device\": 0, \"rank\": 0}") != NULL,
@@ -755,7 +648,7 @@ Test(fakes, category_restricts_peak_and_leak, .timeout = 60)
 /* n ranks of one run into a new directory; rank `odd` (-1 none) with buffsize `odd_buf`. */
 static const char *job_of(int n, int odd, uint64_t odd_buf)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     for (int r = 0; r < n; r++) {
         struct synth s = normal;
         s.rank = r;
@@ -772,14 +665,6 @@ static const char *job_of(int n, int odd, uint64_t odd_buf)
         synth_write(path, &s);
     }
     return d;
-}
-
-static int count_of(const char *s, const char *what)
-{
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
 }
 
 Test(check, a_rank_set_change_is_one_message_until_told_how_to_compare)
@@ -840,7 +725,7 @@ Test(check, github_gets_at_most_ten_errors_and_a_step_summary)
     RUN(&res, NULL, "check", base, "--write-baseline", bl);
     cr_assert_eq(res.status, 0, "%s", res.err);
     /* every rank's buffers doubled: 3 failures per rank, 24 in all */
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     for (int r = 0; r < 8; r++) {
         struct synth s = normal;
         s.rank = r;
@@ -857,7 +742,7 @@ Test(check, github_gets_at_most_ten_errors_and_a_step_summary)
     cr_expect_eq(count_of(res.out, "::error"), 10, "%s", res.out);
     cr_expect(strstr(res.out, "::error title=gpumemtrace::15 more checks grew beyond their limits (24 in all)"),
               "%s", res.out);
-    const char *md = read_all(sum);
+    const char *md = cli_read_file(sum);
     cr_expect(strstr(md, "### gpumemtrace check: FAILED\n\n24 of 40 checks grew beyond their limits.\n"), "%s", md);
     cr_expect(strstr(md, "| rank 5 | first_call AllReduce 2 ranks 1 MiB/call | 2 MiB | 4 MiB | +2 MiB | +102 KiB |\n"),
               "%s", md);
@@ -893,7 +778,7 @@ Test(merge, refuses_duplicate_ranks_and_other_jobs_unless_allowed)
     RUN(&res, NULL, "merge", "--no-symbols", "--allow-mixed", a, b);
     cr_expect_eq(res.status, 0, "%s", res.err);
     /* rank 0 of job x beside rank 1 of job y */
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     const char *jobs[2] = {"x", "y"};
     for (int r = 0; r < 2; r++) {
         struct synth s = normal;
@@ -987,7 +872,7 @@ Test(job, many_traces_read_in_parallel_give_the_same_job)
 
 Test(job, ranks_are_grouped_by_host)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     for (int r = 0; r < 8; r++) {
         struct synth s = normal;
         s.rank = r;

@@ -11,101 +11,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "cli.h"
 #include "json.h"
 #include "util.h"
 #include "golden/tracebuild.h"
 
-struct result {
-    int status;      /* exit status, or 128 + signal */
-    char out[65536];
-    char err[4096];
-};
-
-/* BUILD/tests/test_cli -> BUILD/gpumemtrace: the CLI of the same build (and sanitizers). */
-static const char *cli_path(void)
-{
-    static char path[PATH_MAX];
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert_gt(n, 0);
-    exe[n] = 0;
-    char *dir = dirname(dirname(exe));
-    snprintf(path, sizeof path, "%s/gpumemtrace", dir);
-    cr_assert_eq(access(path, X_OK), 0, "%s not built", path);
-    return path;
-}
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    lseek(fd, 0, SEEK_SET);
-    ssize_t k;
-    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = 0;
-    close(fd);
-}
-
-static int tmpfd(void)
-{
-    char p[] = "/tmp/gmt-test-cli-XXXXXX";
-    int fd = mkstemp(p);
-    cr_assert_geq(fd, 0);
-    unlink(p);
-    return fd;
-}
-
 /* Runs the CLI with args (NULL-terminated); stdout goes to `out_path` when given,
- * stdin comes from `in_path` when given. */
+ * stdin comes from `in_path` when given. A hang ends as SIGALRM (status 142), not as a
+ * stuck test run. */
 static void run_io(struct result *res, const char *out_path, const char *in_path,
                    const char *const *args)
 {
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = "gpumemtrace";
+    const char *argv[32] = { "gpumemtrace" };
+    size_t n = 1;
     for (; args[n - 1] && n < 31; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    int ofd = out_path ? open(out_path, O_WRONLY) : tmpfd();
-    int efd = tmpfd();
-    cr_assert_geq(ofd, 0);
-    const char *path = cli_path();
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        if (in_path) {
-            int ifd = open(in_path, O_RDONLY);
-            if (ifd < 0 || dup2(ifd, 0) < 0)
-                _exit(126);
-        }
-        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
-            _exit(126);
-        alarm(30); /* a hang ends as SIGALRM (status 142), not as a stuck test run */
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    res->out[0] = 0;
-    if (out_path)
-        close(ofd);
-    else
-        slurp(ofd, res->out, sizeof res->out);
-    slurp(efd, res->err, sizeof res->err);
+    cli_exec(res, &(struct cli_io){ .out = out_path, .in = in_path, .timeout_s = 30 }, argv);
 }
 
 #define RUN(res, ...) run_io((res), NULL, NULL, (const char *const[]){ __VA_ARGS__, NULL })
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
 
 /* Writes the first len bytes of b to a temp file named in path (PATH_MAX). */
 static void trace_file(char *path, const struct tb *b, size_t len)
@@ -433,25 +359,29 @@ Test(cli, dump_prints_alloc_small_with_the_fields_of_alloc)
     tb_free(&b);
 }
 
-/* Writes t to path, then runs `form[0] [form[1]] path` into *r. */
-static void run_on_file(struct result *r, const char *const form[2], const char *path,
+/* Writes t to path, then runs `form... path` (form: up to 3 words) into *r. */
+static void run_on_file(struct result *r, const char *const form[4], const char *path,
                         const struct tb *t)
 {
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
     cr_assert_eq(fwrite(t->p, 1, t->len, f), t->len);
     fclose(f);
-    if (form[1])
-        RUN(r, form[0], form[1], path);
-    else
-        RUN(r, form[0], path);
+    const char *args[5];
+    size_t n = 0;
+    for (; n < 3 && form[n]; n++)
+        args[n] = form[n];
+    args[n++] = path;
+    args[n] = NULL;
+    run_io(r, NULL, NULL, args);
 }
 
 /* The same trace written with ALLOC or with ALLOC_SMALL records reads the same. */
 Test(cli, summary_is_the_same_with_alloc_small)
 {
-    static const char *const forms[][2] = { { "summary", NULL }, { "summary", "--json" },
-                                            { "summary", "--csv" },
+    static const char *const forms[][4] = { { "summary" }, { "summary", "--json" },
+                                            { "summary", "--csv", "--table=devices" },
+                                            { "summary", "--csv", "--table=sites" },
                                             { "summary", "--no-symbols" } };
     struct tb big = { 0 }, small = { 0 };
     tb_allocs(&big, 0);
@@ -866,6 +796,108 @@ Test(cli, export_rejects_bad_usage_with_status_2)
         cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
         cr_expect_str_empty(res.out);
     }
+}
+
+/* ---- summary --csv: one table per file ---- */
+
+static const char *const csv_tables[] = { "traces", "devices", "categories", "collectives",
+                                          "nccl_memory", "phases", "phase_stacks", "steps",
+                                          "sites", "leaks", "held", "failures", "open_at_end",
+                                          "job_ranks", "job_collectives" };
+
+/* tb_allocs' trace in a file named in path; a new directory for the outputs. */
+static const char *csv_setup(struct tb *b, char *path)
+{
+    tb_allocs(b, 0);
+    trace_file(path, b, b->len);
+    return cli_tmpdir();
+}
+
+Test(cli, summary_csv_writes_each_table_to_its_file_with_one_header)
+{
+    struct tb b = { 0 };
+    char path[PATH_MAX], dir[PATH_MAX + 16];
+    const char *top = csv_setup(&b, path);
+    snprintf(dir, sizeof dir, "%s/tables", top); /* made by summary */
+    RUN(&res, "summary", "--no-symbols", "--csv", "-o", dir, path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_str_empty(res.out);
+    cr_expect_str_empty(res.err);
+    for (size_t i = 0; i < sizeof csv_tables / sizeof csv_tables[0]; i++) {
+        char file[PATH_MAX + 64];
+        snprintf(file, sizeof file, "%s/%s.csv", dir, csv_tables[i]);
+        static char text[1 << 20];
+        snprintf(text, sizeof text, "%s", cli_read_file(file));
+        cr_expect(!strncmp(text, "file,", 5) || !strncmp(text, "op,", 3), "%s: %.80s",
+                  csv_tables[i], text);
+        cr_expect_null(strstr(text, "section"), "%s", csv_tables[i]);
+        /* a table without rows still has its header */
+        if (!strcmp(csv_tables[i], "failures") || !strcmp(csv_tables[i], "job_ranks"))
+            cr_expect_eq(lines(text), 1, "%s: %s", csv_tables[i], text);
+        if (!strcmp(csv_tables[i], "devices"))
+            cr_expect_eq(lines(text), 3, "a header and the trace's two devices: %s", text);
+        /* --table prints what the file holds */
+        char opt[64];
+        snprintf(opt, sizeof opt, "--table=%s", csv_tables[i]);
+        RUN(&res, "summary", "--no-symbols", "--csv", opt, path);
+        cr_expect_eq(res.status, 0, "%s: %s", opt, res.err);
+        cr_expect_str_eq(res.out, text, "%s", opt);
+    }
+    /* the directory may exist: the files are written again */
+    RUN(&res, "summary", "--no-symbols", "--csv", "--output", dir, path);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    /* and -o without --csv writes the document there */
+    char json[PATH_MAX + 16];
+    snprintf(json, sizeof json, "%s/s.json", top);
+    RUN(&res, "summary", "--no-symbols", "--json", "-o", json, path);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect_str_empty(res.out);
+    cr_expect(strstr(cli_read_file(json), "\"schema\": \"gpumemtrace.summary/1\"") != NULL);
+    unlink(path);
+    cli_rmtree(top);
+    tb_free(&b);
+}
+
+Test(cli, summary_csv_rejects_bad_usage_with_one_line_and_status_2)
+{
+    struct tb b = { 0 };
+    char path[PATH_MAX], file[PATH_MAX + 16];
+    const char *top = csv_setup(&b, path);
+    snprintf(file, sizeof file, "%s/plain", top);
+    cr_assert_eq(close(open(file, O_WRONLY | O_CREAT, 0644)), 0);
+    const char *const cases[][5] = {
+        { "--csv", NULL, NULL, NULL, "--csv wants -o DIR (every table as DIR/TABLE.csv) or "
+                                     "--table NAME (one on stdout), NAME one of traces, " },
+        { "--csv", "--table=frob", NULL, NULL, "--table wants one of traces, devices, " },
+        { "--csv", "--table=sites", "-o", top, "--table writes one table on stdout, -o DIR" },
+        { "--table=sites", NULL, NULL, NULL, "--table is for --csv" },
+        { "--json", "--table=sites", NULL, NULL, "--table is for --csv" },
+        { "--csv", "-o", "/nonexistent/a/b", NULL,
+          "gpumemtrace: summary: cannot create /nonexistent/a/b: No such file or directory" },
+        { "--csv", "-o", file, NULL, " is not a directory" },
+        { "--json", "-o", "/nonexistent/a.json", NULL, "summary: cannot create /nonexistent/a.json" },
+        { "--csv", "-o", "", NULL, "-o wants a path" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[8] = { "summary" };
+        size_t n = 1;
+        for (size_t k = 0; k < 4 && cases[i][k]; k++)
+            args[n++] = cases[i][k];
+        args[n++] = path;
+        args[n] = NULL;
+        run_io(&res, NULL, NULL, args);
+        cr_expect_eq(res.status, 2, "case %zu: status %d", i, res.status);
+        cr_expect(strstr(res.err, cases[i][4]) != NULL, "case %zu: %s", i, res.err);
+        cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
+        cr_expect_str_empty(res.out, "case %zu", i);
+    }
+    /* the message names every table */
+    RUN(&res, "summary", "--csv", path);
+    for (size_t i = 0; i < sizeof csv_tables / sizeof csv_tables[0]; i++)
+        cr_expect(strstr(res.err, csv_tables[i]) != NULL, "%s: %s", csv_tables[i], res.err);
+    unlink(path);
+    cli_rmtree(top);
+    tb_free(&b);
 }
 
 /* ---- caches are not leaks ---- */

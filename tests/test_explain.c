@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "args.h"
 #include "json.h"
 #include "nccl_model.h"
@@ -15,95 +16,14 @@
 
 #define MiB (1ull << 20)
 
-struct result {
-    int status;
-    char out[1 << 17];
-    char err[8192];
-};
-
-static const char *build_dir(void)
-{
-    static char dir[PATH_MAX];
-    if (!dir[0]) {
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        cr_assert_gt(n, 0);
-        exe[n] = 0;
-        snprintf(dir, sizeof dir, "%s", dirname(dirname(exe)));
-    }
-    return dir;
-}
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    ssize_t k;
-    lseek(fd, 0, SEEK_SET);
-    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = 0;
-    close(fd);
-}
-
-static int tmpfd(void)
-{
-    char p[] = "/tmp/gmt-test-explain-XXXXXX";
-    int fd = mkstemp(p);
-    cr_assert_geq(fd, 0);
-    unlink(p);
-    return fd;
-}
-
-/* `gpumemtrace ARGS...` with "NAME=VALUE" entries of env set. */
-static void run(struct result *res, const char *const *env, const char *const *args)
-{
-    char cli[PATH_MAX + 16];
-    snprintf(cli, sizeof cli, "%s/gpumemtrace", build_dir());
-    cr_assert_eq(access(cli, X_OK), 0, "%s not built", cli);
-    const char *argv[40];
-    size_t n = 0;
-    argv[n++] = "gpumemtrace";
-    for (size_t i = 0; args[i] && n < 39; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    int ofd = tmpfd(), efd = tmpfd();
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        for (size_t i = 0; env && env[i]; i++)
-            putenv((char *)env[i]);
-        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
-            _exit(126);
-        execv(cli, (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(ofd, res->out, sizeof res->out);
-    slurp(efd, res->err, sizeof res->err);
-}
-
-#define RUN(res, env, ...) run((res), (env), (const char *const[]){__VA_ARGS__, NULL})
-
-static char *tmpdir(void)
-{
-    static char dirs[8][64];
-    static int n;
-    cr_assert_lt(n, 8);
-    char *d = dirs[n++];
-    snprintf(d, 64, "/tmp/gmt-test-explain-XXXXXX");
-    cr_assert_not_null(mkdtemp(d));
-    return d;
-}
+#define RUN(res, e, ...) CLI_RUN((res), &(struct cli_io){.env = (e)}, __VA_ARGS__)
 
 /* The fake two-rank NCCL job traced into a new directory, with env set for it. */
 static const char *traced(const char *const *env)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     char prog[PATH_MAX + 64];
-    snprintf(prog, sizeof prog, "%s/fakes/progs/fake_nccl_2proc", build_dir());
+    snprintf(prog, sizeof prog, "%s/fakes/progs/fake_nccl_2proc", cli_build_dir());
     cr_assert_eq(access(prog, X_OK), 0, "%s not built (make test-extras)", prog);
     static struct result res;
     RUN(&res, env, "run", "-q", "-o", d, "--", prog);
@@ -362,7 +282,7 @@ static void synth(const char *path, bool version)
 Test(explain, stackless_trace_falls_back_on_api_size_and_timing)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/synth.gmt", tmpdir());
+    snprintf(path, sizeof path, "%s/synth.gmt", cli_tmpdir());
     synth(path, true);
     static struct result res;
     RUN(&res, NULL, "explain", "--json", "--what-if", "NCCL_MAX_NCHANNELS=1", path);
@@ -396,7 +316,7 @@ Test(explain, stackless_trace_falls_back_on_api_size_and_timing)
 Test(explain, a_version_without_model_shows_only_what_was_observed)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/nover.gmt", tmpdir());
+    snprintf(path, sizeof path, "%s/nover.gmt", cli_tmpdir());
     synth(path, false);
     static struct result res;
     RUN(&res, NULL, "explain", "--what-if", "NCCL_BUFFSIZE=1M", path);
@@ -555,7 +475,7 @@ Test(explain, bad_input_exits_2_with_one_line)
     cr_expect_eq(res.status, 2);
     cr_expect(strchr(res.err, '\n') == res.err + strlen(res.err) - 1, "one line: %s", res.err);
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/junk.gmt", tmpdir());
+    snprintf(path, sizeof path, "%s/junk.gmt", cli_tmpdir());
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
     fputs("GMTRACE\nthis is not a trace at all, but it begins like one", f);

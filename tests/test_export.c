@@ -11,140 +11,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "golden/tracebuild.h"
 
 #define MiB (1ull << 20)
 
-struct result {
-    int status;                /* exit status, or 128 + signal */
-    char out[65536];
-    char err[8192];
-};
+#define RUN(res, ...) CLI_RUN((res), NULL, __VA_ARGS__)
+#define CHECK(res, ...) cli_exec((res), NULL, (const char *const[]){"python3", "tests/export_check.py", __VA_ARGS__, NULL})
 
-static const char *build_dir(void)
-{
-    static char dir[PATH_MAX];
-    if (!dir[0]) {
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        cr_assert_gt(n, 0);
-        exe[n] = 0;
-        snprintf(dir, sizeof dir, "%s", dirname(dirname(exe)));
-    }
-    return dir;
-}
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    ssize_t k;
-    lseek(fd, 0, SEEK_SET);
-    while (n + 1 < cap && (k = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)k;
-    buf[n] = 0;
-    close(fd);
-}
-
-static int tmpfd(void)
-{
-    char p[] = "/tmp/gmt-test-export-XXXXXX";
-    int fd = mkstemp(p);
-    cr_assert_geq(fd, 0);
-    unlink(p);
-    return fd;
-}
-
-/* argv[0] is a program path, or "gpumemtrace" for the CLI; stdout to `out` when given */
-static void exec_argv(struct result *res, const char *out, const char *const *argv)
-{
-    char cli[PATH_MAX + 16];
-    const char *prog = argv[0];
-    if (!strcmp(prog, "gpumemtrace")) {
-        snprintf(cli, sizeof cli, "%s/gpumemtrace", build_dir());
-        cr_assert_eq(access(cli, X_OK), 0, "%s not built", cli);
-        prog = cli;
-    }
-    int ofd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : tmpfd(), efd = tmpfd();
-    cr_assert_geq(ofd, 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        if (dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
-            _exit(126);
-        if (strchr(prog, '/'))
-            execv(prog, (char *const *)argv);
-        else
-            execvp(prog, (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    res->out[0] = 0;
-    if (out)
-        close(ofd);
-    else
-        slurp(ofd, res->out, sizeof res->out);
-    slurp(efd, res->err, sizeof res->err);
-}
-
-#define RUN(res, ...) exec_argv((res), NULL, (const char *const[]){"gpumemtrace", __VA_ARGS__, NULL})
-#define CHECK(res, ...) exec_argv((res), NULL, (const char *const[]){"python3", "tests/export_check.py", __VA_ARGS__, NULL})
-
-static char dirs[16][64];
-static int n_dirs;
-
-static char *tmpdir(void)
-{
-    cr_assert_lt(n_dirs, 16);
-    char *d = dirs[n_dirs++];
-    snprintf(d, 64, "/tmp/gmt-test-export-XXXXXX");
-    cr_assert_not_null(mkdtemp(d));
-    return d;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
-/* each test's directories go when it ends */
-static void cleanup(void)
-{
-    for (int i = 0; i < n_dirs; i++)
-        nftw(dirs[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    n_dirs = 0;
-}
-
-TestSuite(export, .fini = cleanup);
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
-static const char *read_text(const char *path)
-{
-    static char buf[1 << 20];
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
-static int count_of(const char *s, const char *what)
-{
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
-}
+TestSuite(export, .fini = cli_tmpdirs_remove);
 
 static const char *in(const char *dir, const char *name)
 {
@@ -215,7 +90,7 @@ static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsi
 /* four ranks; rank 2's first AllReduce allocates 8 MiB, the others' 2 */
 static const char *job_dir(void)
 {
-    char *d = tmpdir();
+    char *d = cli_tmpdir();
     for (int r = 0; r < 4; r++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/gpumemtrace.node-a.%u.gmt", d, 70000u + (unsigned)r);
@@ -232,7 +107,7 @@ static void summary_of(const char *json, const char *const *traces, size_t n)
         argv[k++] = traces[i];
     argv[k] = NULL;
     struct result res;
-    exec_argv(&res, json, argv);
+    cli_exec(&res, &(struct cli_io){.out = json}, argv);
     cr_assert_eq(res.status, 0, "summary: %s", res.err);
 }
 
@@ -242,7 +117,7 @@ static const char *const goldens[] = {"tests/golden/demo-r0.gmt", "tests/golden/
 
 Test(export, stored_traces_in_all_three_formats_agree_with_the_summary, .timeout = 60)
 {
-    const char *d = tmpdir();
+    const char *d = cli_tmpdir();
     const char *sum = in(d, "summary.json"), *json = in(d, "trace.json"), *db = in(d, "job.db"),
                *csv = in(d, "csv");
     summary_of(sum, goldens, 5);
@@ -267,7 +142,7 @@ Test(export, stored_traces_in_all_three_formats_agree_with_the_summary, .timeout
 
 Test(export, two_ranks_are_two_processes_named_by_rank, .timeout = 60)
 {
-    const char *d = tmpdir();
+    const char *d = cli_tmpdir();
     const char *json = in(d, "trace.json");
     struct result res;
     RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, goldens[1], goldens[0]);
@@ -287,12 +162,12 @@ Test(export, two_ranks_are_two_processes_named_by_rank, .timeout = 60)
 
 Test(export, a_big_trace_keeps_its_peak_in_few_points, .timeout = 120)
 {
-    const char *d = tmpdir();
+    const char *d = cli_tmpdir();
     const char *tr = in(d, "big.gmt"), *sum = in(d, "summary.json"), *json = in(d, "trace.json");
     char gen[PATH_MAX + 32];
-    snprintf(gen, sizeof gen, "%s/bench/gen_trace", build_dir());
+    snprintf(gen, sizeof gen, "%s/bench/gen_trace", cli_build_dir());
     struct result res;
-    exec_argv(&res, NULL, (const char *const[]){gen, "200000", tr, NULL});
+    cli_exec(&res, NULL, (const char *const[]){gen, "200000", tr, NULL});
     cr_assert_eq(res.status, 0, "%s", res.err);
     summary_of(sum, &tr, 1);
     RUN(&res, "export", "--format", "chrome", "--max-points", "300", "--no-symbols", "-o", json, tr);
@@ -312,7 +187,7 @@ Test(export, a_big_trace_keeps_its_peak_in_few_points, .timeout = 120)
 
 Test(export, the_documented_queries_answer_as_the_summary_does, .timeout = 60)
 {
-    const char *d = job_dir(), *o = tmpdir();
+    const char *d = job_dir(), *o = cli_tmpdir();
     const char *sum = in(o, "summary.json"), *db = in(o, "job.db"), *json = in(o, "trace.json");
     const char *dir[] = {d};
     summary_of(sum, dir, 1);
@@ -327,7 +202,7 @@ Test(export, the_documented_queries_answer_as_the_summary_does, .timeout = 60)
     CHECK(&res, "chrome", json, sum, "10000");
     cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
     /* the ranks as processes 0-3, by rank */
-    const char *text = read_text(json);
+    const char *text = cli_read_file(json);
     for (int r = 0; r < 4; r++) {
         char want[128];
         snprintf(want, sizeof want, "\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank %d (", r, r);
@@ -340,14 +215,14 @@ Test(export, the_documented_queries_answer_as_the_summary_does, .timeout = 60)
     cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
     char tp[PATH_MAX + 16];
     snprintf(tp, sizeof tp, "%s/traces.csv", csv);
-    cr_expect(strstr(read_text(tp), ",\"node \"\"a\"\",1\","), "the host quoted");
+    cr_expect(strstr(cli_read_file(tp), ",\"node \"\"a\"\",1\","), "the host quoted");
 }
 
 Test(export, nccl_proxy_allocations_are_tied_to_their_call, .timeout = 60)
 {
-    const char *d = tmpdir(), *o = tmpdir();
+    const char *d = cli_tmpdir(), *o = cli_tmpdir();
     char prog[PATH_MAX + 32];
-    snprintf(prog, sizeof prog, "%s/fakes/progs/fake_nccl_2proc", build_dir());
+    snprintf(prog, sizeof prog, "%s/fakes/progs/fake_nccl_2proc", cli_build_dir());
     cr_assert_eq(access(prog, X_OK), 0, "%s not built (make test-extras)", prog);
     struct result res;
     RUN(&res, "run", "-q", "-o", d, "--", prog);
@@ -374,7 +249,7 @@ Test(export, nccl_proxy_allocations_are_tied_to_their_call, .timeout = 60)
     }
     /* of device memory, as many as the summary's allocs_other_thread (4 per rank); with
      * the reservations and mappings around them, more */
-    const char *s = read_text(sum);
+    const char *s = cli_read_file(sum);
     cr_expect_eq(count_of(s, "\"allocs_other_thread\": 4,"), 2, "%s", s);
     cr_expect_eq(device, 8, "%d proxy allocations of device memory", device);
     cr_expect_gt(proxy, device);
@@ -388,7 +263,7 @@ Test(export, nccl_proxy_allocations_are_tied_to_their_call, .timeout = 60)
 Test(export, the_check_finds_a_lost_peak)
 {
     /* a counter whose highest point is not the summary's peak must fail the check */
-    const char *d = tmpdir();
+    const char *d = cli_tmpdir();
     const char *sum = in(d, "summary.json"), *json = in(d, "trace.json");
     summary_of(sum, &goldens[0], 1);
     struct result res;
@@ -432,7 +307,7 @@ Test(export, bad_usage_and_unwritable_output_are_one_line_and_status_2)
         const char *argv[10] = {"gpumemtrace"};
         for (size_t k = 0; k < 8 && bad[i][k]; k++)
             argv[k + 1] = bad[i][k];
-        exec_argv(&res, NULL, argv);
+        cli_exec(&res, NULL, argv);
         cr_expect_eq(res.status, 2, "case %zu: %s", i, res.err);
         cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
         cr_expect_str_empty(res.out, "case %zu", i);

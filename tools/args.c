@@ -25,6 +25,7 @@ static const struct {
     {GMT_ARGS_TOP, {"top", required_argument, 0, OPT_TOP}},
     {GMT_ARGS_FRAMES, {"frames", required_argument, 0, OPT_FRAMES}},
     {GMT_ARGS_FRAMES, {"internal", required_argument, 0, OPT_INTERNAL}},
+    {GMT_ARGS_OUTPUT, {"output", required_argument, 0, 'o'}},
     {0, {"help", no_argument, 0, OPT_HELP}},
 };
 #define N_SHARED (sizeof shared_opts / sizeof shared_opts[0])
@@ -85,6 +86,11 @@ static int shared_opt(const struct gmt_args_spec *spec, int c, const char *arg, 
             return gmt_cli_usage_error(spec->cmd, "--internal wants a glob (at most %d), not '%s'",
                                        GMT_MAX_INTERNAL_RULES, arg);
         return -1;
+    case 'o':
+        if (!arg[0])
+            return gmt_cli_usage_error(spec->cmd, "-o wants a path");
+        a->out_path = arg;
+        return -1;
     case OPT_HELP:
         fputs(spec->help, stdout);
         return GMT_EXIT_OK;
@@ -102,7 +108,7 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     opterr = 0;
     while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
         int r;
-        if (c >= OPT_JSON)
+        if (c >= OPT_JSON || (c == 'o' && (spec->shared & GMT_ARGS_OUTPUT)))
             r = shared_opt(spec, c, optarg, a);
         else if (c != '?' && spec->own_opt)
             r = (r = spec->own_opt(spec->ctx, c, optarg)) ? r : -1;
@@ -235,6 +241,40 @@ void gmt_free_paths(char **p, size_t n)
     for (size_t i = 0; i < n; i++)
         free(p[i]);
     free(p);
+}
+
+/* ---- outputs ---- */
+
+FILE *gmt_output_open(const char *cmd, const char *path)
+{
+    if (!path)
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        gmt_err("gpumemtrace: %s: cannot create %s: %s", cmd, path, strerror(errno));
+    return f;
+}
+
+int gmt_output_close(const char *cmd, FILE *f, const char *path)
+{
+    if (f == stdout || !(ferror(f) | fclose(f)))
+        return GMT_EXIT_OK;
+    gmt_err("gpumemtrace: %s: cannot write %s", cmd, path);
+    return GMT_EXIT_ERROR;
+}
+
+int gmt_output_dir(const char *cmd, const char *dir)
+{
+    struct stat st;
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        gmt_err("gpumemtrace: %s: cannot create %s: %s", cmd, dir, strerror(errno));
+        return GMT_EXIT_ERROR;
+    }
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        gmt_err("gpumemtrace: %s: %s is not a directory", cmd, dir);
+        return GMT_EXIT_ERROR;
+    }
+    return 0;
 }
 
 int gmt_cli_seconds(const char *s, uint64_t *ns)

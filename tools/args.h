@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report.h"
 #include "util.h"
@@ -19,12 +20,14 @@
 #define GMT_ARGS_CSV         (1u << 4) /* --csv: the tables as CSV */
 #define GMT_ARGS_FRAMES      (1u << 5) /* --frames N: frames shown per stack from its site;
                                         * --internal GLOB: more allocator-internal frames */
+#define GMT_ARGS_OUTPUT      (1u << 6) /* -o, --output OUT: where to write (the command's
+                                        * optstring holds "o:") */
 
 /* The output a command renders; of --json and --csv the last given wins. */
 enum gmt_output { GMT_OUT_TEXT, GMT_OUT_JSON, GMT_OUT_CSV };
 
 /* What a command's options are. Its own options are getopt_long entries whose values
- * lie below 256 (the shared ones take values above), handled by own_opt. */
+ * lie below 256 (the shared ones take values above, but for -o), handled by own_opt. */
 struct gmt_args_spec {
     const char *cmd;           /* the command's name, for messages */
     const char *help;          /* printed for --help */
@@ -43,6 +46,7 @@ struct gmt_args_spec {
 struct gmt_args {
     struct gmt_report_opts ro; /* no_symbols, debug_paths, top */
     enum gmt_output output;
+    const char *out_path;      /* -o OUT, NULL: not given */
     int first;                 /* argv index of the first operand */
 };
 
@@ -65,6 +69,21 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n);
 int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
                      struct gmt_msgs *msgs);
 void gmt_free_paths(char **p, size_t n);
+
+/* ---- where a command writes (-o OUT) ---- */
+
+/* The file at path, created or truncated for writing; stdout when path is NULL. NULL
+ * after saying "gpumemtrace: CMD: cannot create PATH: REASON" on stderr: the command
+ * then exits GMT_EXIT_ERROR. */
+FILE *gmt_output_open(const char *cmd, const char *path);
+/* Closes what gmt_output_open returned: GMT_EXIT_OK, or GMT_EXIT_ERROR after saying
+ * "gpumemtrace: CMD: cannot write PATH" when something written to it was lost (a full
+ * disk, an I/O error). stdout is left open: main() flushes and checks it at exit. */
+int gmt_output_close(const char *cmd, FILE *f, const char *path);
+/* The directory dir, made when missing (its parent must exist), for files of a command's
+ * output: 0, or GMT_EXIT_ERROR after saying why not on one line (cannot create it, or it
+ * is something else than a directory). */
+int gmt_output_dir(const char *cmd, const char *dir);
 
 /* Seconds as a decimal number (no sign, hex, inf or nan), 0..1e9, into ns: 0 or -EINVAL. */
 int gmt_cli_seconds(const char *s, uint64_t *ns);

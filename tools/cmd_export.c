@@ -47,7 +47,6 @@ struct export_args {
     struct gmt_report_opts *ro;
     enum cost cost;
     enum { FMT_NONE, FMT_FOLDED, FMT_CHROME, FMT_SQLITE, FMT_CSV } format;
-    const char *output;
     long max_points;
     bool folded_only;          /* --cost or --device given */
 };
@@ -68,11 +67,6 @@ static int export_opt(void *ctx, int c, const char *arg)
             ea->format = FMT_CSV;
         else
             return gmt_cli_usage_error("export", "--format wants folded, chrome, sqlite or csv, not '%s'", arg);
-        return 0;
-    case 'o':
-        if (!*arg)
-            return gmt_cli_usage_error("export", "-o wants a path");
-        ea->output = arg;
         return 0;
     case 'm':
         if (gmt_cli_long(arg, 3, 100000000, &v))
@@ -105,8 +99,8 @@ static int export_opt(void *ctx, int c, const char *arg)
 
 static const struct option export_opts[] = {
     {"format", required_argument, 0, 'F'}, {"cost", required_argument, 0, 'c'},
-    {"device", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
-    {"max-points", required_argument, 0, 'm'}, {0, 0, 0, 0}};
+    {"device", required_argument, 0, 'd'}, {"max-points", required_argument, 0, 'm'},
+    {0, 0, 0, 0}};
 
 static uint64_t site_cost(const struct gmt_site_row *s, enum cost c)
 {
@@ -153,15 +147,16 @@ int gmt_cmd_export(int argc, char **argv)
     struct export_args ea = {.ro = &args.ro, .cost = COST_PEAK, .max_points = GMT_CHROME_POINTS_DEFAULT};
     const struct gmt_args_spec spec = {
         .cmd = "export", .help = gmt_help_export,
-        .shared = GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS,
+        .shared = GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_OUTPUT,
         .own = export_opts, .own_opt = export_opt, .ctx = &ea, .optstring = "o:",
         .unknown = "unknown option"};
     int rc = gmt_args_parse(&spec, argc, argv, &args);
     if (rc >= 0)
         return rc;
+    const char *output = args.out_path;
     if (!ea.format)
         return gmt_cli_usage_error("export", "--format is required (folded, chrome, sqlite or csv)");
-    if (ea.format != FMT_FOLDED && !ea.output)
+    if (ea.format != FMT_FOLDED && !output)
         return gmt_cli_usage_error("export", "--format %s needs -o OUT",
                                    ea.format == FMT_CHROME ? "chrome" : ea.format == FMT_SQLITE ? "sqlite" : "csv");
     if (ea.format != FMT_FOLDED && ea.folded_only)
@@ -185,15 +180,14 @@ int gmt_cmd_export(int argc, char **argv)
             gmt_free_paths(files, n_files);
             return GMT_EXIT_ERROR;
         }
-        int x = ea.format == FMT_CHROME ? gmt_export_chrome(files, n_files, &args.ro, ea.output, ea.max_points)
-              : ea.format == FMT_SQLITE ? gmt_export_sqlite(files, n_files, &args.ro, ea.output)
-                                        : gmt_export_csv(files, n_files, &args.ro, ea.output);
+        int x = ea.format == FMT_CHROME ? gmt_export_chrome(files, n_files, &args.ro, output, ea.max_points)
+              : ea.format == FMT_SQLITE ? gmt_export_sqlite(files, n_files, &args.ro, output)
+                                        : gmt_export_csv(files, n_files, &args.ro, output);
         gmt_free_paths(files, n_files);
         return x ? x : status;
     }
-    FILE *out = stdout;
-    if (ea.output && !(out = fopen(ea.output, "w"))) {
-        gmt_err("gpumemtrace: export: cannot create %s: %s", ea.output, strerror(errno));
+    FILE *out = gmt_output_open("export", output);
+    if (!out) {
         gmt_free_paths(files, n_files);
         return GMT_EXIT_ERROR;
     }
@@ -211,9 +205,6 @@ int gmt_cmd_export(int argc, char **argv)
         gmt_analysis_free(&a);
     }
     gmt_free_paths(files, n_files);
-    if (out != stdout ? (ferror(out) | fclose(out)) : (fflush(stdout) || ferror(stdout))) {
-        gmt_err("gpumemtrace: export: cannot write the output");
-        status = GMT_EXIT_ERROR;
-    }
-    return status;
+    int closed = gmt_output_close("export", out, output);
+    return closed ? closed : status;
 }

@@ -31,7 +31,14 @@ const char gmt_help_summary[] =
     "\n"
     "options:\n"
     "  --json            one JSON document (schema: docs/summary-json.md)\n"
-    "  --csv             the tables as CSV (section,columns...)\n"
+    "  --csv             the tables as CSV, each with one header line: every table as\n"
+    "                    DIR/TABLE.csv with -o DIR, or --table NAME alone on stdout\n"
+    "  --table NAME      with --csv: only this table, on stdout: one of traces,\n"
+    "                    devices, categories, collectives, nccl_memory, phases,\n"
+    "                    phase_stacks, steps, sites, leaks, held, failures, open_at_end,\n"
+    "                    job_ranks, job_collectives (docs/summary-json.md)\n"
+    "  -o, --output OUT  write there, not on stdout: the document, or with --csv the\n"
+    "                    directory of the tables (made if missing)\n"
     "  --top N           allocation sites and leaks to show (default 10)\n"
     "  --device N        only device N\n"
     "  --from SEC        ignore peaks and failures before SEC seconds into the trace\n"
@@ -68,14 +75,26 @@ static int term_width(void)
 static const struct option summary_opts[] = {
     {"device", required_argument, 0, 'd'},
     {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 'T'},
-    {"op", required_argument, 0, 'o'},   {"category", required_argument, 0, 'C'},
+    {"op", required_argument, 0, 'O'},   {"category", required_argument, 0, 'C'},
+    {"table", required_argument, 0, 't'},
     {"width", required_argument, 0, 'w'}, {"per-rank", no_argument, 0, 'p'},
     {"step", required_argument, 0, 's'}, {0, 0, 0, 0}};
 
 struct summary_ctx {
     struct gmt_report_opts *ro;
     bool per_rank;
+    int table;                 /* --table: an enum gmt_csv_table, -1 none */
 };
+
+/* The CSV tables' names, "traces, devices, ...". */
+static const char *table_list(void)
+{
+    static char buf[512];
+    size_t at = 0;
+    for (int t = 0; t < GMT_CSV_COUNT && at < sizeof buf; t++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s", t ? ", " : "", gmt_csv_names[t]);
+    return buf;
+}
 
 static int summary_opt(void *ctx, int c, const char *arg)
 {
@@ -87,6 +106,11 @@ static int summary_opt(void *ctx, int c, const char *arg)
     }
     long v;
     switch (c) {
+    case 't':
+        if ((sc->table = gmt_csv_find(arg)) < 0)
+            return gmt_cli_usage_error("summary", "--table wants one of %s, not '%s'",
+                                       table_list(), arg);
+        return 0;
     case 'd':
         if (gmt_cli_long(arg, 0, 4096, &v))
             return gmt_cli_usage_error("summary", "--device wants a device ordinal, not '%s'", arg);
@@ -100,7 +124,7 @@ static int summary_opt(void *ctx, int c, const char *arg)
         if (gmt_cli_seconds(arg, &ro->to_ns))
             return gmt_cli_usage_error("summary", "--to wants seconds, not '%s'", arg);
         return 0;
-    case 'o':
+    case 'O':
         if (!arg[0])
             return gmt_cli_usage_error("summary", "--op wants an op name, not ''");
         ro->op = arg;
@@ -166,8 +190,65 @@ static void say_unmatched(const struct gmt_analysis *a, const struct gmt_report_
     }
 }
 
+/* Where the summary goes: a renderer and its file each; CSV: one per table. */
+struct outs {
+    size_t n;
+    const struct gmt_renderer *r[GMT_CSV_COUNT];
+    FILE *f[GMT_CSV_COUNT];
+    char *path[GMT_CSV_COUNT]; /* NULL: stdout */
+};
+
+/* out->r[0..n) are set: each one's file, out->path[k] or stdout. 0, or GMT_EXIT_ERROR
+ * after saying which could not be created. */
+static int outs_open(struct outs *out)
+{
+    for (size_t k = 0; k < out->n; k++)
+        if (!(out->f[k] = gmt_output_open("summary", out->path[k])))
+            return GMT_EXIT_ERROR;
+    return 0;
+}
+
+/* Every table of --csv -o DIR as DIR/TABLE.csv. 0 or GMT_EXIT_ERROR (said why). */
+static int outs_tables(struct outs *out, const char *dir)
+{
+    if (gmt_output_dir("summary", dir))
+        return GMT_EXIT_ERROR;
+    for (int t = 0; t < GMT_CSV_COUNT; t++) {
+        out->r[out->n] = &gmt_render_csv[t];
+        if (asprintf(&out->path[out->n], "%s/%s.csv", dir, gmt_csv_names[t]) < 0) {
+            out->path[out->n] = NULL;
+            gmt_err("gpumemtrace: out of memory");
+            return GMT_EXIT_ERROR;
+        }
+        out->n++;
+    }
+    return outs_open(out);
+}
+
+/* Ends each document and closes its file: status, or GMT_EXIT_ERROR when one was lost. */
+static int outs_close(struct outs *out, int status, bool ends)
+{
+    for (size_t k = 0; k < out->n; k++) {
+        if (out->f[k]) {
+            if (ends && out->r[k]->end)
+                out->r[k]->end(out->f[k]);
+            if (gmt_output_close("summary", out->f[k], out->path[k]))
+                status = GMT_EXIT_ERROR;
+        }
+        free(out->path[k]);
+    }
+    return status;
+}
+
+static void outs_begin(const struct outs *out, const struct gmt_job *j, const struct gmt_report_opts *ro)
+{
+    for (size_t k = 0; k < out->n; k++)
+        if (out->r[k]->begin)
+            out->r[k]->begin(out->f[k], j, ro);
+}
+
 /* One trace's report, the i-th written. 0, or -1 after saying why it could not be read. */
-static int summarise_one(const struct gmt_renderer *out, const char *path,
+static int summarise_one(const struct outs *out, const char *path,
                          const struct gmt_report_opts *ro, size_t i)
 {
     struct gmt_analysis a;
@@ -177,7 +258,8 @@ static int summarise_one(const struct gmt_renderer *out, const char *path,
         return -1;
     }
     say_unmatched(&a, ro);
-    out->trace(stdout, &a, ro, i);
+    for (size_t k = 0; k < out->n; k++)
+        out->r[k]->trace(out->f[k], &a, ro, i);
     gmt_analysis_free(&a);
     return 0;
 }
@@ -190,9 +272,10 @@ static int summarise_one(const struct gmt_renderer *out, const char *path,
  * ranks that behave alike (the rank at the group's median peak stands for it). Traces
  * of processes that used no GPU (a launcher) are left out of the job. The exit status.
  */
-static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
+static int summarise_job(const struct outs *out, char **files, size_t n,
                          const struct gmt_report_opts *ro, bool all)
 {
+    FILE *text = out->f[0]; /* where the text's headings go (all: none are written) */
     int status = GMT_EXIT_OK;
     struct gmt_report_opts quick = *ro;
     quick.no_symbols = true;
@@ -220,10 +303,9 @@ static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
         gmt_job_read_result_free(&res, n);
         return GMT_EXIT_ERROR;
     }
-    if (out->begin)
-        out->begin(stdout, &j, ro);
+    outs_begin(out, &j, ro);
     if (idle && !all)
-        printf("  (%zu trace(s) of processes that used no GPU, a launcher for one, left out)\n\n", idle);
+        fprintf(text, "  (%zu trace(s) of processes that used no GPU, a launcher for one, left out)\n\n", idle);
     size_t written = 0;
     if (all) {
         for (size_t i = 0; i < n; i++)
@@ -243,12 +325,12 @@ static int summarise_job(const struct gmt_renderer *out, char **files, size_t n,
             size_t cnt, rep;
             gmt_job_group_ranks(&j, order[k], ranks, sizeof ranks, &cnt, &rep);
             if (written)
-                printf("\n");
+                fprintf(text, "\n");
             if (cnt > 1)
-                printf("== ranks %s: %zu ranks alike; the report of rank %d stands for them ==\n\n",
+                fprintf(text, "== ranks %s: %zu ranks alike; the report of rank %d stands for them ==\n\n",
                        ranks, cnt, j.r[rep].rank);
             else
-                printf("== rank %s ==\n\n", ranks);
+                fprintf(text, "== rank %s ==\n\n", ranks);
             if (summarise_one(out, j.r[rep].path, ro, 0) == 0)
                 written++;
             else
@@ -266,24 +348,33 @@ int gmt_cmd_summary(int argc, char **argv)
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.width = term_width();
-    struct summary_ctx sc = {&args.ro, false};
+    struct summary_ctx sc = {&args.ro, false, -1};
     const struct gmt_args_spec spec = {
         .cmd = "summary", .help = gmt_help_summary, .top_max = 100000,
         .shared = GMT_ARGS_JSON | GMT_ARGS_CSV | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS |
-                  GMT_ARGS_TOP | GMT_ARGS_FRAMES,
-        .own = summary_opts, .own_opt = summary_opt, .ctx = &sc, .optstring = "",
+                  GMT_ARGS_TOP | GMT_ARGS_FRAMES | GMT_ARGS_OUTPUT,
+        .own = summary_opts, .own_opt = summary_opt, .ctx = &sc, .optstring = "o:",
         .unknown = "unknown option"};
     int rc = gmt_args_parse(&spec, argc, argv, &args);
     if (rc >= 0)
         return rc;
+    const char *output = args.out_path; /* a file, or with --csv a directory; NULL: stdout */
     if (args.ro.to_ns && args.ro.from_ns >= args.ro.to_ns)
         return gmt_cli_usage_error("summary", "--from wants a time before --to's");
+    bool csv = args.output == GMT_OUT_CSV;
+    if (sc.table >= 0 && !csv)
+        return gmt_cli_usage_error("summary", "--table is for --csv");
+    if (csv && sc.table >= 0 && output)
+        return gmt_cli_usage_error("summary", "--table writes one table on stdout, -o DIR every "
+                                   "table into DIR: give one of them");
+    /* --csv alone: the tables are many, and a stream of several is no CSV file */
+    if (csv && sc.table < 0 && !output)
+        return gmt_cli_usage_error("summary", "--csv wants -o DIR (every table as DIR/TABLE.csv) "
+                                   "or --table NAME (one on stdout), NAME one of %s", table_list());
     if (args.first >= argc)
         return gmt_cli_usage_error("summary", "no trace given");
     const struct gmt_report_opts ro = args.ro;
-    const struct gmt_renderer *out = args.output == GMT_OUT_JSON  ? &gmt_render_json
-                                     : args.output == GMT_OUT_CSV ? &gmt_render_csv
-                                                                  : &gmt_render_text;
+    struct outs out = {0};
     int status = GMT_EXIT_OK;
     /* a directory (what `run` writes) stands for the traces in it */
     char **files = NULL;
@@ -298,22 +389,36 @@ int gmt_cmd_summary(int argc, char **argv)
     }
     if (r)
         status = GMT_EXIT_ERROR;
+    if (csv && sc.table < 0) {
+        if (outs_tables(&out, output)) {
+            gmt_free_paths(files, n_files);
+            return outs_close(&out, GMT_EXIT_ERROR, false);
+        }
+    } else {
+        out.n = 1;
+        out.r[0] = csv                               ? &gmt_render_csv[sc.table]
+                   : args.output == GMT_OUT_JSON     ? &gmt_render_json
+                                                     : &gmt_render_text;
+        if (output && !(out.path[0] = strdup(output)))
+            gmt_err("gpumemtrace: out of memory");
+        if ((output && !out.path[0]) || outs_open(&out)) {
+            gmt_free_paths(files, n_files);
+            return outs_close(&out, GMT_EXIT_ERROR, false);
+        }
+    }
     /* several traces: summarise_job begins the document with the job's overview */
     if (n_files > 1 &&
-        summarise_job(out, files, n_files,  &ro, sc.per_rank || out != &gmt_render_text))
+        summarise_job(&out, files, n_files, &ro, sc.per_rank || out.r[0] != &gmt_render_text))
         status = GMT_EXIT_ERROR;
     if (n_files <= 1) {
-        if (out->begin)
-            out->begin(stdout, NULL, &ro);
+        outs_begin(&out, NULL, &ro);
         size_t written = 0;
         for (size_t i = 0; i < n_files; i++)
-            if (summarise_one(out, files[i], &ro, written))
+            if (summarise_one(&out, files[i], &ro, written))
                 status = GMT_EXIT_ERROR;
             else
                 written++;
     }
     gmt_free_paths(files, n_files);
-    if (out->end)
-        out->end(stdout);
-    return status;
+    return outs_close(&out, status, true);
 }

@@ -28,6 +28,39 @@ struct gmt_renderer {
 
 extern const struct gmt_renderer gmt_render_text;
 extern const struct gmt_renderer gmt_render_json;
-extern const struct gmt_renderer gmt_render_csv;
+
+/*
+ * The summary as CSV tables (render_csv.c; docs/summary-json.md, "CSV"), one renderer
+ * per table so that each goes to a file of its own: begin writes the table's one header
+ * line (and the job's tables their rows), trace a trace's rows. X(name, what a row is).
+ */
+#define GMT_CSV_TABLES(X)                                                                   \
+    X(traces, "a trace: its process, versions, span, whether it is complete")              \
+    X(devices, "a device of a trace: peak, end, device used, untracked, graph, peers")     \
+    X(categories, "a category on a device: its bytes at the device's peak and at the end") \
+    X(collectives, "an NCCL collective: calls, first-call and later deltas, host time")    \
+    X(nccl_memory, "an NCCL communicator's device memory for one purpose")                 \
+    X(phases, "an NVTX range: count, peak while open, growth, allocations")                \
+    X(phase_stacks, "the ranges open on a thread: the allocations made under them")        \
+    X(steps, "a trace's training steps: their count, growth, whether every step grew")     \
+    X(sites, "an allocation site (the top --top by bytes live at the peak)")               \
+    X(leaks, "a site still holding device memory at the end that nothing holds for reuse") \
+    X(held, "a cache or communicator holding device memory at the end, for reuse")         \
+    X(failures, "a failed allocation")                                                     \
+    X(open_at_end, "an NCCL call the trace ends inside")                                   \
+    X(job_ranks, "a trace of a job of several: its figures, group, what stands out")       \
+    X(job_collectives, "a collective across the job's ranks: median, farthest rank")
+
+enum gmt_csv_table {
+#define GMT_X(name, what) GMT_CSV_##name,
+    GMT_CSV_TABLES(GMT_X)
+#undef GMT_X
+    GMT_CSV_COUNT
+};
+
+extern const struct gmt_renderer gmt_render_csv[GMT_CSV_COUNT];
+extern const char *const gmt_csv_names[GMT_CSV_COUNT];
+/* The table of that name, or -1. */
+int gmt_csv_find(const char *name);
 
 #endif

@@ -1,70 +1,549 @@
-/* render_csv.c: the summary's tables as CSV, one section per table, each row naming its file. */
+/* render_csv.c: the summary as CSV tables, one header line each, every row naming its trace's file. */
 #include "render.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
+#include <string.h>
 
+#include "holders.h"
+#include "job.h"
+#include "nccl_model.h"
+#include "reader.h"
 #include "stacks.h"
 
-static void csv_field(FILE *out, const char *s)
+const char *const gmt_csv_names[GMT_CSV_COUNT] = {
+#define GMT_X(name, what) #name,
+    GMT_CSV_TABLES(GMT_X)
+#undef GMT_X
+};
+
+int gmt_csv_find(const char *name)
 {
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
+    for (int t = 0; t < GMT_CSV_COUNT; t++)
+        if (!strcmp(name, gmt_csv_names[t]))
+            return t;
+    return -1;
 }
 
-static void csv_trace(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
-                      size_t index)
+/* ---- one row: cells written as they come, ',' between them ---- */
+
+struct row {
+    FILE *f;
+    bool any;
+};
+
+static void sep(struct row *r)
 {
-    const struct gmt_report *rep = &a->rep;
-    fprintf(out, "section,file,device,peak_bytes,end_bytes,device_used_max_bytes,untracked_bytes\n");
-    for (size_t d = 0; d < rep->n_dev; d++) {
-        const struct gmt_dev_report *r = &rep->dev[d];
-        if (!gmt_report_dev_selected(o, r->device))
-            continue;
-        fprintf(out, "device,");
-        csv_field(out, a->t.path);
-        if (r->has_used)
-            fprintf(out, ",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 "\n", r->device, r->peak,
-                    r->end, r->used_max, gmt_dev_untracked(r));
-        else
-            fprintf(out, ",%d,%" PRIu64 ",%" PRIu64 ",,\n", r->device, r->peak, r->end);
+    if (r->any)
+        fputc(',', r->f);
+    r->any = true;
+}
+
+/* RFC 4180, as `export --format csv` writes it: quoted only where a field holds a comma,
+ * a quote, CR or LF, or starts or ends with a space; a quote inside is doubled. */
+static void cell_s(struct row *r, const char *s)
+{
+    sep(r);
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    bool quote = strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' '));
+    if (quote)
+        fputc('"', r->f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            fputc('"', r->f);
+        fputc(*p, r->f);
     }
-    fprintf(out, "section,file,op,rank,nranks,calls,bytes_per_call,first_tracked_bytes,first_device_bytes,"
-                 "later_tracked_max_bytes,allocs,allocs_other_thread,host_ns_total,host_calls\n");
-    for (size_t i = 0; i < rep->n_colls; i++) {
-        const struct gmt_coll_row *c = &rep->colls[i];
-        if (!gmt_report_coll_selected(o, c))
+    if (quote)
+        fputc('"', r->f);
+}
+
+static void cell_u(struct row *r, uint64_t v)
+{
+    sep(r);
+    fprintf(r->f, "%" PRIu64, v);
+}
+
+static void cell_i(struct row *r, int64_t v)
+{
+    sep(r);
+    fprintf(r->f, "%" PRId64, v);
+}
+
+static void cell_null(struct row *r)
+{
+    sep(r);
+}
+
+/* A figure the trace may not have: empty (NULL) when it has not. */
+static void cell_u_if(struct row *r, bool has, uint64_t v)
+{
+    if (has)
+        cell_u(r, v);
+    else
+        cell_null(r);
+}
+
+static void cell_i_if(struct row *r, bool has, int64_t v)
+{
+    if (has)
+        cell_i(r, v);
+    else
+        cell_null(r);
+}
+
+/* A row of a trace's table: its first cell, the trace's file. */
+static struct row trace_row(FILE *f, const struct gmt_analysis *a)
+{
+    struct row r = {f, false};
+    cell_s(&r, a->t.path);
+    return r;
+}
+
+static void row_end(struct row *r)
+{
+    fputc('\n', r->f);
+}
+
+/* A stack's site: the first frame that is no allocator's or runtime's own ("" none). */
+static const char *site_frame(const struct gmt_analysis *a, uint32_t stack)
+{
+    static char buf[131072];
+    static const char *frames[512];
+    size_t site;
+    size_t n = gmt_stack_frames(a, stack, buf, sizeof buf, frames, 512, &site);
+    return site < n ? frames[site] : "";
+}
+
+static const char *stack_text(const struct gmt_analysis *a, uint32_t stack)
+{
+    static char line[8192];
+    return stack ? gmt_stack_full(a, stack, 64, line, sizeof line) : "";
+}
+
+/* ---- the tables' rows ---- */
+
+static void rows_traces(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_trace *t = &a->t;
+    uint64_t host_only = 0;
+    for (size_t d = 0; d < a->rep.n_dev; d++)
+        if (gmt_report_dev_selected(o, a->rep.dev[d].device) && !gmt_dev_shown(&a->rep.dev[d]))
+            host_only += a->rep.dev[d].host_peak;
+    struct row r = trace_row(f, a);
+    cell_u(&r, t->proc.pid);
+    cell_u(&r, t->proc.ppid);
+    cell_s(&r, t->host ? t->host : "");
+    cell_i(&r, t->has_proc ? t->proc.rank : -1);
+    cell_i(&r, t->has_proc ? t->proc.world_size : -1);
+    cell_i(&r, t->has_proc ? t->proc.local_rank : -1);
+    cell_s(&r, t->cmdline ? t->cmdline : "");
+    cell_i(&r, t->version[GMT_COMP_DRIVER]);
+    cell_i(&r, t->version[GMT_COMP_RUNTIME]);
+    cell_i(&r, t->version[GMT_COMP_NCCL]);
+    cell_u(&r, t->t_last > t->t_first ? t->t_last - t->t_first : 0);
+    cell_u(&r, t->records);
+    cell_u(&r, t->complete);
+    cell_u_if(&r, t->cut, t->cut_offset);
+    cell_u(&r, t->records_dropped);
+    cell_u(&r, a->rep.unmatched_frees);
+    cell_u(&r, host_only);
+    row_end(&r);
+}
+
+static void rows_devices(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    for (size_t d = 0; d < a->rep.n_dev; d++) {
+        const struct gmt_dev_report *v = &a->rep.dev[d];
+        if (!gmt_report_dev_selected(o, v->device) || !gmt_dev_shown(v))
             continue;
-        fprintf(out, "collective,");
-        csv_field(out, a->t.path);
-        fputc(',', out);
-        csv_field(out, c->label);
-        fprintf(out, ",%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRId64 ",", c->rank, c->nranks, c->calls,
-                c->bytes_per_call, c->first_tracked);
-        if (c->first_has_dev)
-            fprintf(out, "%" PRId64, c->first_dev);
-        fprintf(out, ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-                c->later_tracked_max, c->allocs, c->allocs_other_thread, c->host_ns_total,
-                c->host_calls);
+        struct row r = trace_row(f, a);
+        cell_i(&r, v->device);
+        cell_u(&r, v->peak);
+        cell_u(&r, v->peak_time ? v->peak_time - a->t.t_first : 0);
+        cell_u(&r, v->peak_scope);
+        cell_u(&r, v->end);
+        cell_u(&r, v->host_peak);
+        cell_u(&r, v->virtual_peak);
+        cell_u_if(&r, v->has_used, v->used_max);
+        cell_u_if(&r, v->has_used, v->tracked_at_used_max);
+        cell_i_if(&r, v->has_used, gmt_dev_untracked(v));
+        cell_u_if(&r, v->has_used, v->total);
+        cell_u_if(&r, v->has_proc, v->proc_max);
+        cell_u_if(&r, v->has_proc, v->proc_last);
+        cell_u_if(&r, v->has_graph, v->graph_peak);
+        cell_u_if(&r, v->has_graph, v->graph_end);
+        cell_u_if(&r, v->has_graph, v->graph_used_high);
+        cell_u_if(&r, v->has_graph, v->graph_at_used_max);
+        cell_u(&r, v->peer_peak);
+        cell_u(&r, v->peer_end);
+        cell_u(&r, v->allocs);
+        cell_u(&r, v->frees);
+        cell_u(&r, v->failures);
+        row_end(&r);
     }
-    fprintf(out, "section,file,category,live_at_peak_bytes,live_at_end_bytes,allocs,bytes_total,stack\n");
+}
+
+static void rows_categories(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    for (size_t d = 0; d < a->rep.n_dev; d++) {
+        const struct gmt_dev_report *v = &a->rep.dev[d];
+        if (!gmt_report_dev_selected(o, v->device) || !gmt_dev_shown(v))
+            continue;
+        for (size_t c = 0; c < a->n_cats; c++) {
+            if (!v->peak_by_cat[c] && !v->end_by_cat[c])
+                continue;
+            struct row r = trace_row(f, a);
+            cell_i(&r, v->device);
+            cell_s(&r, a->cat_names[c]);
+            cell_u(&r, v->peak_by_cat[c]);
+            cell_u(&r, v->end_by_cat[c]);
+            row_end(&r);
+        }
+    }
+}
+
+static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    for (size_t i = 0; i < a->rep.n_colls; i++) {
+        const struct gmt_coll_row *c = &a->rep.colls[i];
+        if (!gmt_report_coll_selected(o, c) || !gmt_report_dev_selected(o, c->device))
+            continue;
+        struct row r = trace_row(f, a);
+        cell_s(&r, c->label);
+        cell_i(&r, c->rank);
+        cell_i(&r, c->nranks);
+        cell_i(&r, c->device);
+        cell_u(&r, c->bytes_per_call);
+        cell_u(&r, c->calls);
+        cell_u(&r, c->failed);
+        cell_i(&r, c->first_tracked);
+        cell_i_if(&r, c->first_has_dev, c->first_dev);
+        cell_i(&r, c->later_tracked_max);
+        cell_i(&r, c->later_tracked_total);
+        cell_i_if(&r, c->later_has_dev, c->later_dev_max);
+        cell_u(&r, c->allocs);
+        cell_u(&r, c->alloc_bytes);
+        cell_u(&r, c->allocs_other_thread);
+        cell_u(&r, c->host_ns_first);
+        cell_u(&r, c->host_ns_total);
+        cell_u(&r, c->host_calls);
+        struct gmt_nccl_pick pk;
+        bool picked = gmt_nccl_pick(&a->t, c, &pk);
+        cell_s(&r, picked ? gmt_nccl_algo_name(pk.algo) : NULL);
+        cell_s(&r, picked ? gmt_nccl_proto_name(pk.proto) : NULL);
+        cell_u_if(&r, picked, picked ? pk.nchannels : 0);
+        cell_s(&r, stack_text(a, c->first_stack));
+        row_end(&r);
+    }
+}
+
+static void rows_nccl_memory(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    struct gmt_nccl_model m;
+    if (gmt_nccl_model_build(a, &m))
+        return;
+    for (size_t i = 0; i < m.n_c; i++) {
+        const struct gmt_nccl_comm *c = &m.c[i];
+        for (int p = 0; p < GMT_NCCL_NPURPOSES; p++) {
+            if (!c->by_purpose[p])
+                continue;
+            struct row r = trace_row(f, a);
+            cell_i(&r, c->index);
+            cell_i(&r, c->rank);
+            cell_i(&r, c->nranks);
+            cell_s(&r, gmt_nccl_purpose_key(p));
+            cell_u(&r, c->by_purpose[p]);
+            cell_i(&r, c->coll_channels);
+            row_end(&r);
+        }
+    }
+    gmt_nccl_model_free(&m);
+}
+
+static void rows_phases(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_phases *p = &a->phases;
+    for (size_t i = 0; i < p->n_rows; i++) {
+        const struct gmt_phase_row *v = &p->rows[i];
+        struct row r = trace_row(f, a);
+        cell_s(&r, v->name);
+        cell_u(&r, v->step);
+        cell_u(&r, v->count);
+        cell_u(&r, v->open_at_end);
+        cell_u(&r, v->peak);
+        cell_i(&r, v->growth);
+        cell_i(&r, v->growth_max);
+        cell_u(&r, v->time_ns);
+        cell_u(&r, v->allocs);
+        cell_u(&r, v->alloc_bytes);
+        row_end(&r);
+    }
+}
+
+static void rows_phase_stacks(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_phases *p = &a->phases;
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        struct row r = trace_row(f, a);
+        cell_s(&r, p->stacks[i].path);
+        cell_u(&r, p->stacks[i].allocs);
+        cell_u(&r, p->stacks[i].bytes);
+        row_end(&r);
+    }
+}
+
+static void rows_steps(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_phases *p = &a->phases;
+    struct row r = trace_row(f, a);
+    cell_s(&r, p->step_regex ? p->step_regex : "");
+    cell_u(&r, p->steps);
+    cell_i(&r, p->steps ? p->first_step_growth : 0);
+    cell_i(&r, p->later_growth);
+    bool grows = p->grows_every_step;
+    cell_u(&r, grows);
+    cell_i_if(&r, grows, grows ? p->later_growth / (int64_t)(p->steps - 1) : 0);
+    cell_u_if(&r, grows, p->steps - 1);
+    cell_u_if(&r, grows, p->grow_stack_bytes);
+    cell_s(&r, !grows ? NULL : p->grow_stack_bytes ? stack_text(a, p->grow_stack) : "");
+    row_end(&r);
+}
+
+static void rows_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
     long shown = 0;
-    for (size_t i = 0; i < rep->n_sites && shown < o->top; i++, shown++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        char line[2048];
-        fprintf(out, "site,");
-        csv_field(out, a->t.path);
-        fputc(',', out);
-        csv_field(out, a->cat_names[s->cat]);
-        fprintf(out, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", s->live_at_peak,
-                s->live_at_end, s->allocs, s->bytes_total);
-        csv_field(out, gmt_stack_line(a, s->stack, 8, line, sizeof line));
-        fputc('\n', out);
+    for (size_t i = 0; i < a->rep.n_sites && shown < o->top; i++) {
+        const struct gmt_site_row *s = &a->rep.sites[i];
+        if (!s->allocs)
+            continue;
+        struct row r = trace_row(f, a);
+        cell_s(&r, a->cat_names[s->cat]);
+        cell_u(&r, s->live_at_peak);
+        cell_u(&r, s->live_at_end);
+        cell_u(&r, s->count_at_end);
+        cell_u(&r, s->allocs);
+        cell_u(&r, s->bytes_total);
+        cell_s(&r, s->live_at_end ? gmt_site_holder(a, s) : NULL);
+        cell_s(&r, site_frame(a, s->stack));
+        cell_s(&r, stack_text(a, s->stack));
+        row_end(&r);
+        shown++;
     }
 }
 
-const struct gmt_renderer gmt_render_csv = {.trace = csv_trace};
+static void rows_leaks(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    long shown = 0;
+    for (size_t i = 0; i < a->rep.n_sites && shown < o->top; i++) {
+        const struct gmt_site_row *s = &a->rep.sites[i];
+        if (!s->live_at_end || gmt_site_holder(a, s))
+            continue;
+        struct row r = trace_row(f, a);
+        cell_s(&r, a->cat_names[s->cat]);
+        cell_u(&r, s->live_at_end);
+        cell_u(&r, s->count_at_end);
+        cell_s(&r, site_frame(a, s->stack));
+        cell_s(&r, stack_text(a, s->stack));
+        row_end(&r);
+        shown++;
+    }
+}
+
+static void rows_held(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    struct gmt_held h[GMT_MAX_HOLDERS];
+    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    for (size_t k = 0; k < n; k++) {
+        struct row r = trace_row(f, a);
+        cell_s(&r, h[k].holder);
+        cell_u(&r, h[k].bytes);
+        cell_u(&r, h[k].count);
+        row_end(&r);
+    }
+}
+
+static void rows_failures(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    for (size_t i = 0; i < a->rep.n_fails; i++) {
+        const struct gmt_fail_row *v = &a->rep.fails[i];
+        struct row r = trace_row(f, a);
+        cell_u(&r, v->time - a->t.t_first);
+        cell_s(&r, gmt_api_name(v->api));
+        cell_u(&r, v->bytes);
+        cell_i(&r, v->device);
+        cell_i(&r, v->error);
+        cell_s(&r, gmt_error_name(v->api, v->error));
+        cell_u(&r, v->tracked);
+        cell_u(&r, v->scope);
+        cell_u_if(&r, v->has_dev, v->dev_free);
+        cell_u_if(&r, v->has_dev, v->dev_total);
+        cell_s(&r, !v->has_dev ? NULL : v->dev_at_fail ? "after_failure" : "before");
+        cell_s(&r, site_frame(a, v->stack));
+        cell_s(&r, stack_text(a, v->stack));
+        row_end(&r);
+    }
+}
+
+static void rows_open_at_end(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_trace *t = &a->t;
+    for (size_t i = 0; i < a->rep.n_open; i++) {
+        const struct gmt_open_row *v = &a->rep.open[i];
+        const struct gmt_comm *c = gmt_trace_comm(t, v->comm);
+        struct row r = trace_row(f, a);
+        cell_u(&r, v->scope);
+        cell_s(&r, gmt_op_name(v->op));
+        cell_i(&r, c ? c->rank : -1);
+        cell_i(&r, c ? c->nranks : -1);
+        cell_i(&r, v->device);
+        cell_u(&r, v->tid);
+        cell_u(&r, v->since - t->t_first);
+        cell_u(&r, t->t_last > v->since ? t->t_last - v->since : 0);
+        cell_i(&r, v->tracked);
+        cell_s(&r, stack_text(a, v->stack));
+        row_end(&r);
+    }
+}
+
+/* ---- the job's tables: rows from the overview, none for one trace ---- */
+
+static void job_ranks(FILE *f, const struct gmt_job *j)
+{
+    size_t order[j->n_groups ? j->n_groups : 1], pos[j->n_groups ? j->n_groups : 1];
+    gmt_job_group_order(j, order);
+    for (size_t k = 0; k < j->n_groups; k++)
+        pos[order[k]] = k;
+    for (size_t i = 0; i < j->n; i++) {
+        const struct gmt_job_rank *v = &j->r[i];
+        char ranks[512], diff[1024];
+        size_t cnt, rep;
+        gmt_job_group_ranks(j, v->group, ranks, sizeof ranks, &cnt, &rep);
+        struct row r = {f, false};
+        cell_s(&r, v->path);
+        cell_i(&r, v->rank);
+        cell_i(&r, v->world_size);
+        cell_s(&r, v->host ? v->host : "");
+        cell_s(&r, v->job_id);
+        cell_u(&r, v->peak);
+        cell_u(&r, v->nccl);
+        cell_u_if(&r, v->has_used, v->untracked);
+        cell_u(&r, v->complete);
+        cell_u(&r, v->fails);
+        cell_u(&r, v->n_dev);
+        cell_u(&r, pos[v->group]);
+        cell_s(&r, ranks);
+        cell_u(&r, rep == i);
+        cell_u(&r, gmt_job_rank_stands_out(j, i));
+        cell_s(&r, gmt_job_differences(j, i, diff, sizeof diff));
+        row_end(&r);
+    }
+}
+
+static void job_collectives(FILE *f, const struct gmt_job *j)
+{
+    for (size_t k = 0; k < j->n_colls; k++) {
+        const struct gmt_job_coll_spread *c = &j->colls[k];
+        struct row r = {f, false};
+        cell_s(&r, c->c.label);
+        cell_i(&r, c->c.nranks);
+        cell_u(&r, c->c.bytes);
+        cell_i(&r, c->ranks);
+        cell_i(&r, c->c.first);
+        cell_i_if(&r, c->out_rank >= 0, c->out_rank);
+        cell_i_if(&r, c->out_rank >= 0, c->out_first);
+        row_end(&r);
+    }
+}
+
+/* ---- the tables ---- */
+
+struct table {
+    const char *header;
+    void (*rows)(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o);
+    void (*job)(FILE *f, const struct gmt_job *j);
+};
+
+/* The column names are those of summary --json's fields where it has them. */
+static const struct table tables[GMT_CSV_COUNT] = {
+    [GMT_CSV_traces] = {"file,pid,ppid,host,rank,world_size,local_rank,command,driver_version,"
+                        "runtime_version,nccl_version,span_ns,records,complete,cut_offset,"
+                        "records_dropped,unmatched_frees,host_pinned_without_device_peak_bytes",
+                        rows_traces, NULL},
+    [GMT_CSV_devices] = {"file,device,peak_bytes,peak_time_ns,peak_scope,end_bytes,"
+                         "host_pinned_peak_bytes,virtual_peak_bytes,device_used_max_bytes,"
+                         "tracked_at_used_max_bytes,untracked_bytes,device_total_bytes,"
+                         "process_used_max_bytes,process_used_end_bytes,graph_reserved_peak_bytes,"
+                         "graph_reserved_end_bytes,graph_used_high_bytes,graph_at_used_max_bytes,"
+                         "peer_mapped_peak_bytes,peer_mapped_end_bytes,allocs,frees,failures",
+                         rows_devices, NULL},
+    [GMT_CSV_categories] = {"file,device,category,peak_bytes,end_bytes", rows_categories, NULL},
+    [GMT_CSV_collectives] = {"file,op,comm_rank,comm_size,device,bytes_per_call,calls,failed_calls,"
+                             "first_tracked_bytes,first_device_bytes,later_tracked_max_bytes,"
+                             "later_tracked_total_bytes,later_device_max_bytes,allocs,alloc_bytes,"
+                             "allocs_other_thread,host_ns_first,host_ns_total,host_calls,algo,proto,"
+                             "nchannels,first_call_stack",
+                             rows_collectives, NULL},
+    [GMT_CSV_nccl_memory] = {"file,comm,comm_rank,comm_size,purpose,bytes,channels",
+                             rows_nccl_memory, NULL},
+    [GMT_CSV_phases] = {"file,name,step,count,open_at_end,peak_bytes,growth_bytes,growth_max_bytes,"
+                        "time_ns,allocs,alloc_bytes",
+                        rows_phases, NULL},
+    [GMT_CSV_phase_stacks] = {"file,ranges,allocs,bytes", rows_phase_stacks, NULL},
+    [GMT_CSV_steps] = {"file,regex,count,first_growth_bytes,later_growth_bytes,grows_every_step,"
+                       "growth_per_step_bytes,growth_steps,site_bytes,site",
+                       rows_steps, NULL},
+    [GMT_CSV_sites] = {"file,category,live_at_peak_bytes,live_at_end_bytes,live_at_end_count,allocs,"
+                       "bytes_total,held_by,frame,stack",
+                       rows_sites, NULL},
+    [GMT_CSV_leaks] = {"file,category,bytes,allocations,frame,stack", rows_leaks, NULL},
+    [GMT_CSV_held] = {"file,holder,bytes,allocations", rows_held, NULL},
+    [GMT_CSV_failures] = {"file,time_ns,api,bytes,device,error,error_name,tracked_bytes,scope,"
+                          "device_free_bytes,device_total_bytes,device_sampled,frame,stack",
+                          rows_failures, NULL},
+    [GMT_CSV_open_at_end] = {"file,scope,op,comm_rank,comm_size,device,tid,since_ns,open_for_ns,"
+                             "tracked_bytes,stack",
+                             rows_open_at_end, NULL},
+    [GMT_CSV_job_ranks] = {"file,rank,world_size,host,job_id,peak_bytes,nccl_bytes,untracked_bytes,"
+                           "complete,failures,devices,group,group_ranks,representative,stands_out,"
+                           "differences",
+                           NULL, job_ranks},
+    [GMT_CSV_job_collectives] = {"op,comm_size,bytes_per_call,ranks,first_tracked_median_bytes,"
+                                 "outlier_rank,outlier_first_tracked_bytes",
+                                 NULL, job_collectives},
+};
+
+static void table_begin(enum gmt_csv_table t, FILE *out, const struct gmt_job *j)
+{
+    fprintf(out, "%s\n", tables[t].header);
+    if (j && tables[t].job)
+        tables[t].job(out, j);
+}
+
+static void table_trace(enum gmt_csv_table t, FILE *out, const struct gmt_analysis *a,
+                        const struct gmt_report_opts *o)
+{
+    if (tables[t].rows)
+        tables[t].rows(out, a, o);
+}
+
+/* Each table's renderer: its begin and trace, bound to the table. */
+#define GMT_X(name, what)                                                                      \
+    static void begin_##name(FILE *out, const struct gmt_job *j, const struct gmt_report_opts *o) \
+    {                                                                                          \
+        table_begin(GMT_CSV_##name, out, j);                                                   \
+    }                                                                                          \
+    static void trace_##name(FILE *out, const struct gmt_analysis *a,                          \
+                             const struct gmt_report_opts *o, size_t i)                        \
+    {                                                                                          \
+        table_trace(GMT_CSV_##name, out, a, o);                                                \
+    }
+GMT_CSV_TABLES(GMT_X)
+#undef GMT_X
+
+const struct gmt_renderer gmt_render_csv[GMT_CSV_COUNT] = {
+#define GMT_X(name, what) [GMT_CSV_##name] = {.begin = begin_##name, .trace = trace_##name},
+    GMT_CSV_TABLES(GMT_X)
+#undef GMT_X
+};

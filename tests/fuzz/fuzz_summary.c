@@ -10,8 +10,10 @@
 
 static void render_all(const struct gmt_analysis *a, const struct gmt_report_opts *ro)
 {
-    const struct gmt_renderer *rs[3] = { &gmt_render_text, &gmt_render_json, &gmt_render_csv };
-    for (int k = 0; k < 3; k++) {
+    const struct gmt_renderer *rs[2 + GMT_CSV_COUNT] = { &gmt_render_text, &gmt_render_json };
+    for (int t = 0; t < GMT_CSV_COUNT; t++)
+        rs[2 + t] = &gmt_render_csv[t];
+    for (int k = 0; k < 2 + GMT_CSV_COUNT; k++) {
         struct fuzz_out o;
         FILE *f = fuzz_out_open(&o);
         if (rs[k]->begin)

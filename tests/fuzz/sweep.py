@@ -108,7 +108,8 @@ def commands(t, base, baseline):
     return [
         ['summary', '--no-symbols', '--width', '100', t],
         ['summary', '--no-symbols', '--json', t],
-        ['summary', '--no-symbols', '--csv', t],
+        ['summary', '--no-symbols', '--csv', '-o', t[:-4] + '-tables', t],
+        ['summary', '--no-symbols', '--csv', '--table', 'job_ranks', t, t],
         ['summary', '--json', t],
         ['merge', '--no-symbols', t, t],
         ['merge', '--no-symbols', '--json', t],
