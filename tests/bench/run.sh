@@ -150,7 +150,7 @@ echo "gpumemtrace bench: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(lscpu | a
 row() { printf '%-44s %12s %12s %12s  %s\n' "$@"; }
 row "measurement" "untraced" "traced" "added" "target"
 for d in 0 8 20 64; do
-  t=""; [ $d = 20 ] && t="<= 0.25 us/event"
+  t=""; [ $d = 20 ] && t="<= 0.12 us/event"
   row "alloc+free, depth $d, stub driver (ns/pair)" "$(med stub$d.plain)" "$(med stub$d.traced)" \
     "$(awk -v x="$(med stub$d.diff)" 'BEGIN { printf "%.3f us/ev", x / 2000 }')" "$t"
 done
@@ -166,7 +166,7 @@ if [ -n "$pybin" ]; then
 fi
 np=$(med nccl.plain)
 for v in never default always; do
-  t=""; [ $v = never ] && t="<= 0.2 us"
+  t=""; [ $v = never ] && t="<= 0.1 us"
   row "ncclAllReduce, MEMINFO=$v (ns/call)" "$np" "$(med nccl.$v)" \
     "$(awk -v x="$(med nccl.$v)" -v p="$np" 'BEGIN { printf "%.3f us", (x - p) / 1000 }')" "$t"
 done
