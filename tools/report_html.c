@@ -712,6 +712,14 @@ int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *
         fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", max_points);
         gmt_render_job_json(h, n > 1 ? &j : NULL);
         put_ranks(h, n > 1 ? &j : NULL);
+        fputs("\"purposes\":{", h);
+        for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
+            fputs(k ? "," : "", h);
+            gmt_fput_json_string(h, gmt_nccl_purpose_key(k));
+            fputc(':', h);
+            gmt_fput_json_string(h, gmt_nccl_purpose_text(k));
+        }
+        fputs("},", h);
         fputs("\"start_ns\":[", h);
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
