@@ -444,7 +444,7 @@ static void put_phases(FILE *o, const struct gmt_analysis *a, uint64_t t0, uint6
             n += p->spans[i].depth == 0;
     }
     uint64_t B = n > GMT_HTML_SPANS_DEFAULT ? GMT_HTML_SPANS_DEFAULT : 0;
-    fprintf(o, "{\"ranges\":%zu,\"spans\":[", p->n_spans);
+    fprintf(o, "{\"occurrences\":%zu,\"spans\":[", p->n_spans);
     int first = 1;
     uint64_t cur = UINT64_MAX, b0 = 0, b1 = 0, cnt = 0;
     const char *name = NULL;
