@@ -1,4 +1,4 @@
-/* test_report.c: `gpumemtrace report` on stored and generated traces: the page is self-contained, its data is summary --json's (tests/report_check.py), it loads in a headless browser (tests/report_browser.py), and bad input is one line and status 2. */
+/* test_report.c: `gpumemtrace report` on stored and generated traces: the page is self-contained, its data is summary --json's and explain --json's (tests/report_check.py), it loads in a headless browser (tests/report_browser.py), its mouse zoom and pan work there (tests/report_mouse.py), and bad input is one line and status 2. */
 #include "shell_test.h"
 
 static char root[PATH_MAX];
@@ -35,13 +35,21 @@ Test(report, one_trace_and_a_job_agree_with_the_summary, .timeout = 60)
 {
     cr_assert_eq(run("R=%s; $G report --no-symbols -o one.html $R/tests/golden/sample.gmt && "
                      "$G summary --json --no-symbols $R/tests/golden/sample.gmt >one.json && "
-                     "python3 $R/tests/report_check.py one.html one.json", root), 0, "%s%s", out, err);
-    cr_expect(strstr(out, "1 trace(s), 1 device(s)"), "%s", out);
-    cr_assert_eq(run("R=%s; $G report --no-symbols -o job.html $R/tests/golden/demo-r0.gmt "
-                     "$R/tests/golden/demo-r1.gmt && $G summary --json --no-symbols "
-                     "$R/tests/golden/demo-r0.gmt $R/tests/golden/demo-r1.gmt >job.json && "
-                     "python3 $R/tests/report_check.py job.html job.json", root), 0, "%s%s", out, err);
+                     "$G explain --json --no-symbols $R/tests/golden/sample.gmt >one.x.json && "
+                     "python3 $R/tests/report_check.py one.html one.json --explain one.x.json", root),
+                 0, "%s%s", out, err);
+    cr_expect(strstr(out, "1 trace(s), 1 device(s), most points: 3, explain checked"), "%s", out);
+    cr_assert_eq(run("R=%s; J=\"$R/tests/golden/demo-r0.gmt $R/tests/golden/demo-r1.gmt\"; "
+                     "$G report --no-symbols -o job.html $J && $G summary --json --no-symbols $J >job.json && "
+                     "$G explain --json --no-symbols $J >job.x.json && "
+                     "python3 $R/tests/report_check.py job.html job.json --explain job.x.json", root),
+                 0, "%s%s", out, err);
     cr_expect(strstr(out, "2 trace(s), 2 device(s)"), "%s", out);
+    /* NVTX ranges on their lane */
+    cr_assert_eq(run("R=%s; $G report --no-symbols -o nv.html $R/tests/golden/nvtx.gmt && "
+                     "$G summary --json --no-symbols $R/tests/golden/nvtx.gmt >nv.json && "
+                     "python3 $R/tests/report_check.py nv.html nv.json && grep -c '\"occurrences\":9,' nv.html",
+                     root), 0, "%s%s", out, err);
     /* a page of fewer sites than summary shows is told apart */
     cr_expect_eq(run("R=%s; $G report --no-symbols --top 1 -o top.html $R/tests/golden/sample.gmt && "
                      "python3 $R/tests/report_check.py top.html one.json", root), 1, "%s%s", out, err);
@@ -62,6 +70,40 @@ Test(report, the_check_finds_a_wrong_peak_and_a_fetch, .timeout = 60)
     cr_expect_eq(run("R=%s; sed 's|<head>|<head><script src=\"https://cdn.example/x.js\"></script>|' one.html "
                      ">cdn.html && python3 $R/tests/report_check.py cdn.html one.json", root), 1, "%s%s", out, err);
     cr_expect(strstr(out, "fetches https://cdn.example/x.js"), "%s", out);
+}
+
+/* Each new table of the page is checked: a number of it changed is seen. */
+Test(report, the_check_finds_wrong_tables, .timeout = 60)
+{
+    cr_assert_eq(run("R=%s; J=\"$R/tests/golden/demo-r0.gmt $R/tests/golden/demo-r1.gmt\"; "
+                     "$G report --no-symbols -o job.html $J && $G summary --json --no-symbols $J >job.json && "
+                     "$G explain --json --no-symbols $J >job.x.json && "
+                     "$G report --no-symbols -o one.html $R/tests/golden/sample.gmt && "
+                     "$G summary --json --no-symbols $R/tests/golden/sample.gmt >one.json", root), 0, "%s", err);
+    static const struct { const char *page, *sed, *says; } bad[] = {
+        /* a group of explain's table: 20 MiB of receive buffers made 10 MiB */
+        {"job", "s/\\(\"bytes\": \\)20971520/\\110485760/", "NCCL table's communicators"},
+        /* a rank's row: its NCCL bytes one byte more */
+        {"job", "s/\\(\"nccl_bytes\":\\)31457280/\\131457281/", "rank 0: peak, NCCL"},
+        /* the icicle: a site's bytes at the peak one byte more */
+        {"one", "s/\\(\"stack\":1,\"bytes\":\\)67108864/\\167108865/", "icicle of"},
+        /* a leak's bytes */
+        {"one", "s/\\(\"leaks\":\\[{\"live_at_end_bytes\":\\)10485760/\\11/", "leaks"},
+        /* a failure's size */
+        {"one", "s/1099511627776,1,/1099511627775,1,/", "failures"},
+        /* a first call's bytes */
+        {"one", "s/\\(\"first_tracked_bytes\":\\)10485760/\\10/", "first calls"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "R=%%s; sed '%s' %s.html >bad.html && ! cmp -s %s.html bad.html && "
+                 "python3 $R/tests/report_check.py bad.html %s.json%s",
+                 bad[i].sed, bad[i].page, bad[i].page, bad[i].page,
+                 !strcmp(bad[i].page, "job") ? " --explain job.x.json" : "");
+        cr_expect_eq(run(cmd, root), 1, "case %zu: %s%s", i, out, err);
+        cr_expect(strstr(out, bad[i].says), "case %zu: %s", i, out);
+    }
 }
 
 Test(report, a_big_trace_stays_small_and_keeps_its_peak, .timeout = 180)
@@ -87,6 +129,32 @@ Test(report, the_page_loads_in_a_headless_browser, .timeout = 240)
     st = run("R=%s; sed 's|\"use strict\";|\"use strict\"; undefinedName();|' job.html >broken.html && "
              "python3 $R/tests/report_browser.py broken.html b.png 2", root);
     cr_expect_eq(st, 1, "%s%s", out, err);
+}
+
+Test(report, mouse_zoom_and_pan_work_in_a_browser, .timeout = 240)
+{
+    int st = run("R=%s; $G report --no-symbols -o job.html $R/tests/golden/demo-r0.gmt "
+                 "$R/tests/golden/demo-r1.gmt && python3 $R/tests/report_mouse.py job.html 2", root);
+    if (st == 77)
+        cr_skip_test("no chromium, chromedriver or selenium: %s", out);
+    cr_expect_eq(st, 0, "%s%s", out, err);
+    cr_expect(strstr(out, "2 chart(s); drag"), "%s", out);
+    cr_expect_eq(run("R=%s; $G report --no-symbols -o nv.html $R/tests/golden/nvtx.gmt && "
+                     "python3 $R/tests/report_mouse.py nv.html 1", root), 0, "%s%s", out, err);
+    /* a page whose shift-drag zooms instead of panning, one whose wheel zooms by another
+     * factor, one that asks the network for an image: each is told apart */
+    static const struct { const char *sed, *says; } bad[] = {
+        {"s|pan: ev.shiftKey|pan: false|", "pan's start"},
+        {"s|ev.deltaY > 0 ? 1.25 : 0.8|ev.deltaY > 0 ? 1.25 : 0.7|", "wheel zoom's start"},
+        {"s|\"use strict\";|\"use strict\"; new Image().src = \"http://gmt.invalid/x.png\";|", "asked the network"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "R=%%s; sed '%s' job.html >bad.html && ! cmp -s job.html bad.html && "
+                 "python3 $R/tests/report_mouse.py bad.html 2", bad[i].sed);
+        cr_expect_eq(run(cmd, root), 1, "case %zu: %s%s", i, out, err);
+        cr_expect(strstr(out, bad[i].says), "case %zu: %s", i, out);
+    }
 }
 
 Test(report, bad_input_is_one_line_and_status_2, .timeout = 60)

@@ -316,6 +316,12 @@ static void trace_json(FILE *o, const struct gmt_analysis *a, const struct gmt_n
     fprintf(o, "]}");
 }
 
+void gmt_explain_trace_json(FILE *o, const struct gmt_analysis *a, const struct gmt_nccl_model *m)
+{
+    struct opts none = {0};
+    trace_json(o, a, m, &none, true);
+}
+
 /* ------------------------------------------------------------ the short form in summary */
 
 /* The purposes of a communicator, largest first, as "receive 20 MiB, send 4 MiB". */

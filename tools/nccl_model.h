@@ -161,6 +161,8 @@ size_t gmt_nccl_savings(const struct gmt_nccl_model *m, struct gmt_nccl_saving *
  * memory, nothing without; JSON: an object (null without NCCL memory). */
 void gmt_explain_brief_text(FILE *out, const struct gmt_analysis *a);
 void gmt_explain_brief_json(FILE *out, const struct gmt_analysis *a);
+/* One trace's object of `explain --json` (no what-if) for model m, as explain writes it. */
+void gmt_explain_trace_json(FILE *out, const struct gmt_analysis *a, const struct gmt_nccl_model *m);
 
 /* What of NCCL a run had, to compare runs by: its version and NCCL_* variables, as
  * "NAME=value" lines sorted by name. Kept in baselines (baseline.c). */

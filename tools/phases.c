@@ -15,7 +15,8 @@
 struct occ {
     uint32_t row;
     uint32_t active_at;        /* its index in the active list */
-    uint64_t start_live, max_live, t_begin;
+    uint64_t start_live, max_live, t_begin, t_end; /* t_end 0: still open */
+    uint32_t tid, depth;       /* push ranges: the thread and its ranges open below it */
     uint64_t step;             /* its ordinal among the outermost steps (from 1), 0 none */
 };
 
@@ -156,7 +157,7 @@ static struct thr *thr_for(struct pass *S, uint32_t tid)
     return t;
 }
 
-static long occ_open(struct pass *S, long row, bool step, uint64_t time)
+static long occ_open(struct pass *S, long row, bool step, uint64_t time, uint32_t tid, uint32_t depth)
 {
     struct occ *o = gmt_array_push((void **)&S->occ, &S->n_occ, &S->cap_occ, sizeof *o);
     uint32_t *a = gmt_array_push((void **)&S->active, &S->n_active, &S->cap_active, sizeof *a);
@@ -164,7 +165,8 @@ static long occ_open(struct pass *S, long row, bool step, uint64_t time)
         return -1;
     uint32_t i = (uint32_t)(S->n_occ - 1);
     *o = (struct occ){.row = (uint32_t)row, .active_at = (uint32_t)(S->n_active - 1),
-                      .start_live = S->live, .max_live = S->live, .t_begin = time};
+                      .start_live = S->live, .max_live = S->live, .t_begin = time,
+                      .tid = tid, .depth = depth};
     *a = i;
     if (step && !S->step_open) { /* a step inside a step is no step of its own */
         o->step = ++S->steps_begun;
@@ -183,6 +185,7 @@ static void occ_close(struct pass *S, uint32_t i, uint64_t time)
         return;
     struct gmt_phase_row *r = &S->p->rows[o->row];
     int64_t g = (int64_t)(S->live - o->start_live);
+    o->t_end = time > o->t_begin ? time : o->t_begin + 1;
     r->count++;
     if (o->max_live > r->peak)
         r->peak = o->max_live;
@@ -235,7 +238,7 @@ static int on_range(struct pass *S, size_t i)
         long row = row_for(S, r->domain, r->name, &step);
         if (!th || row < 0)
             return -ENOMEM;
-        long o = occ_open(S, row, step, time);
+        long o = occ_open(S, row, step, time, th->tid, (uint32_t)th->n);
         struct frame *f = o < 0 ? NULL : gmt_array_push((void **)&th->f, &th->n, &th->cap, sizeof *f);
         if (!f)
             return -ENOMEM;
@@ -257,7 +260,7 @@ static int on_range(struct pass *S, size_t i)
     }
     case GMT_NVTX_START: {
         long row = row_for(S, r->domain, r->name, &step);
-        long o = row < 0 ? -1 : occ_open(S, row, step, time);
+        long o = row < 0 ? -1 : occ_open(S, row, step, time, S->t->nvtx[i].tid, 0);
         if (o < 0 || gmt_u64map_put(&S->start_occ, x->range_id, (uint64_t)o))
             return -ENOMEM;
         return 0;
@@ -522,6 +525,22 @@ static int run(struct pass *S)
     return 0;
 }
 
+/* The occurrences, in the order they began, as spans for a time line: S->occ's array
+ * rewritten in place (a span is smaller than an occurrence) and handed to p. */
+static void keep_spans(struct pass *S)
+{
+    _Static_assert(sizeof(struct gmt_phase_span) <= sizeof(struct occ), "spans fit in place");
+    struct gmt_phase_span *sp = (void *)S->occ;
+    for (size_t i = 0; i < S->n_occ; i++) {
+        const struct occ o = S->occ[i];
+        sp[i] = (struct gmt_phase_span){.name = S->p->rows[o.row].name, .t_begin = o.t_begin,
+                                        .t_end = o.t_end, .tid = o.tid, .depth = o.depth};
+    }
+    S->p->spans = sp;
+    S->p->n_spans = S->n_occ;
+    S->occ = NULL;
+}
+
 int gmt_phases_compute(const struct gmt_trace *t, const char *step_regex, int device,
                        struct gmt_phases *p, char *err, size_t errlen)
 {
@@ -544,6 +563,8 @@ int gmt_phases_compute(const struct gmt_trace *t, const char *step_regex, int de
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         gmt_u64map_init(maps[i]);
     rc = run(&S);
+    if (!rc)
+        keep_spans(&S);
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         gmt_u64map_free(maps[i]);
     for (size_t i = 0; i < S.n_thr; i++)
@@ -569,5 +590,6 @@ void gmt_phases_free(struct gmt_phases *p)
     for (size_t i = 0; i < p->n_stacks; i++)
         free(p->stacks[i].path);
     free(p->stacks);
+    free(p->spans);
     memset(p, 0, sizeof *p);
 }

@@ -36,9 +36,18 @@ struct gmt_phase_stack {
     uint64_t allocs, bytes;
 };
 
+/* One occurrence of a range on the time line (the report's lane). */
+struct gmt_phase_span {
+    const char *name;          /* its row's name (gmt_phase_row.name, owned there) */
+    uint64_t t_begin, t_end;   /* ns; t_end 0: open where the trace ends */
+    uint32_t tid;
+    uint32_t depth;            /* push ranges open below it on its thread; 0 start/end */
+};
+
 struct gmt_phases {
     struct gmt_phase_row *rows; size_t n_rows;       /* by peak, then name */
     struct gmt_phase_stack *stacks; size_t n_stacks; /* by bytes */
+    struct gmt_phase_span *spans; size_t n_spans;    /* every occurrence, as they began */
     uint64_t ranges;           /* NVTX_RANGE records read */
     uint64_t unnamed_allocs;   /* device allocations made with no range open on their thread */
     /* the step marker */

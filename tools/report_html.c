@@ -9,10 +9,13 @@
 
 #include "cli.h"
 #include "export.h"
+#include "holders.h"
 #include "job.h"
+#include "nccl_model.h"
 #include "reader.h"
 #include "render_job.h"
 #include "stacks.h"
+#include "u64map.h"
 #include "util.h"
 
 /* A counter track: downsampled as the Chrome export's (export.h, struct gmt_xtrack), its
@@ -32,6 +35,10 @@ struct page {
     struct gmt_xbuckets bk;
     struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
     uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
+    /* per device, per stack id: device bytes live now, and at the device's peak (the
+     * first moment the tracked bytes reach it, as the replay finds it) */
+    uint64_t *live[GMT_MAX_DEVS], *at_peak[GMT_MAX_DEVS];
+    size_t n_stacks;
     bool oom;
 };
 
@@ -70,6 +77,8 @@ static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
         return 0;
     P->tracked[ds] -= l->bytes;
     P->by_cat[ds][l->cat] -= l->bytes;
+    if (P->live[ds] && l->stack < P->n_stacks)
+        P->live[ds][l->stack] -= l->bytes;
     sample(P, ds, TR_TRACKED, freed_at, P->tracked[ds]);
     sample(P, ds, TR_CAT0 + l->cat, freed_at, P->by_cat[ds][l->cat]);
     return P->oom ? -ENOMEM : 0;
@@ -83,6 +92,16 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
         if (ds >= 0 && ds < GMT_MAX_DEVS) {
             P->tracked[ds] += l->bytes;
             P->by_cat[ds][l->cat] += l->bytes;
+            if (P->live[ds] && l->stack < P->n_stacks) {
+                P->live[ds][l->stack] += l->bytes;
+                if (!P->at_peak[ds] && (size_t)ds < P->a->rep.n_dev && P->tracked[ds] == P->a->rep.dev[ds].peak) {
+                    P->at_peak[ds] = malloc(P->n_stacks * sizeof *P->at_peak[ds]);
+                    if (!P->at_peak[ds])
+                        P->oom = true;
+                    else
+                        memcpy(P->at_peak[ds], P->live[ds], P->n_stacks * sizeof *P->live[ds]);
+                }
+            }
             sample(P, ds, TR_TRACKED, e->time, P->tracked[ds]);
             sample(P, ds, TR_CAT0 + l->cat, e->time, P->by_cat[ds][l->cat]);
         }
@@ -115,7 +134,121 @@ static void put_name(FILE *o, const struct gmt_trace *t, const char *file)
     gmt_fput_json_string(o, name);
 }
 
-static void put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro)
+
+/* ------------------------------------------------------------ the icicle's frames */
+
+#define FLAME_SITES 200   /* sites per device in the icicle, by bytes at its peak */
+#define FLAME_DEPTH 64    /* frames per site, outermost first, down to the site */
+
+/* The frames the icicles name, each once: the page refers to them by index. */
+struct frames {
+    char **s; size_t n, cap;
+    struct gmt_u64map at;      /* hash of a frame's text (then +1 on collision) -> index */
+};
+
+static uint64_t fnv(const char *p)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static long frame_index(struct frames *F, const char *text)
+{
+    uint64_t k = fnv(text);
+    for (;; k++) {
+        const uint64_t *v = gmt_u64map_get(&F->at, k);
+        if (!v)
+            break;
+        if (!strcmp(F->s[*v], text))
+            return (long)*v;
+    }
+    char **slot = gmt_array_push((void **)&F->s, &F->n, &F->cap, sizeof *F->s);
+    if (!slot)
+        return -1;
+    if (!(*slot = strdup(text)) || gmt_u64map_put(&F->at, k, F->n - 1)) {
+        free(*slot);
+        F->n--;
+        return -1;
+    }
+    return (long)(F->n - 1);
+}
+
+static void frames_free(struct frames *F)
+{
+    for (size_t i = 0; i < F->n; i++)
+        free(F->s[i]);
+    free(F->s);
+    gmt_u64map_free(&F->at);
+}
+
+struct flame_site {
+    uint32_t stack;
+    uint64_t bytes;
+};
+
+static int cmp_flame(const void *x, const void *y)
+{
+    const struct flame_site *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* A device's icicle: [{"stack": id, "bytes": B, "frames": [index, ...]}], the sites
+ * with the most bytes live at its peak, each stack outermost frame first and ending at
+ * its site (the allocator's and runtime's frames inside it left out). */
+static int put_flame(FILE *o, struct page *P, size_t ds, struct frames *F)
+{
+    static char buf[131072];
+    static const char *fr[512];
+    const uint64_t *at = P->at_peak[ds];
+    size_t n = 0;
+    for (size_t k = 0; at && k < P->n_stacks; k++)
+        n += at[k] != 0;
+    struct flame_site *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    n = 0;
+    for (size_t k = 0; at && k < P->n_stacks; k++)
+        if (at[k])
+            v[n++] = (struct flame_site){(uint32_t)k, at[k]};
+    qsort(v, n, sizeof *v, cmp_flame);
+    uint64_t rest = 0;
+    for (size_t i = FLAME_SITES; i < n; i++)
+        rest += v[i].bytes;
+    fprintf(o, ",\"flame_rest_bytes\":%" PRIu64 ",\"flame_sites_total\":%zu,\"flame\":[", rest, n);
+    for (size_t i = 0; i < n && i < FLAME_SITES; i++) {
+        size_t site = 0, nf = v[i].stack ? gmt_stack_frames(P->a, v[i].stack, buf, sizeof buf, fr, 512, &site) : 0;
+        fprintf(o, "%s{\"stack\":%" PRIu32 ",\"bytes\":%" PRIu64 ",\"frames\":[", i ? "," : "", v[i].stack,
+                v[i].bytes);
+        if (!nf) {
+            long x = frame_index(F, "(no stack)");
+            if (x < 0)
+                goto oom;
+            fprintf(o, "%ld", x);
+        }
+        size_t last = nf > site + FLAME_DEPTH ? site + FLAME_DEPTH : nf; /* outermost kept */
+        for (size_t k = last; k-- > site;) {
+            long x = frame_index(F, fr[k]);
+            if (x < 0)
+                goto oom;
+            fprintf(o, "%s%ld", k + 1 == last ? "" : ",", x);
+        }
+        fputs("]}", o);
+    }
+    fputc(']', o);
+    free(v);
+    return 0;
+oom:
+    free(v);
+    return -ENOMEM;
+}
+
+static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro, struct frames *F)
 {
     const struct gmt_analysis *a = P->a;
     const struct gmt_report *rep = &a->rep;
@@ -158,10 +291,14 @@ static void put_devices(FILE *o, struct page *P, const struct gmt_report_opts *r
             fputc('}', o);
             fc = 0;
         }
-        fputs("]}", o);
+        fputc(']', o);
+        if (put_flame(o, P, d, F))
+            return -ENOMEM;
+        fputc('}', o);
         first = 0;
     }
     fputc(']', o);
+    return 0;
 }
 
 static bool is_call(uint16_t op)
@@ -222,18 +359,145 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
     fputc(']', o);
 }
 
-static void put_fails(FILE *o, const struct gmt_analysis *a, uint64_t t0)
+static void put_fails(FILE *o, const struct gmt_analysis *a, uint64_t t0, const struct gmt_report_opts *ro)
 {
     const struct gmt_report *rep = &a->rep;
     fputs(",\"failures\":[", o);
-    for (size_t i = 0; i < rep->n_fails && i < 1000; i++) {
+    for (size_t i = 0; i < rep->n_fails && i < GMT_HTML_FAILS_MAX; i++) {
         const struct gmt_fail_row *f = &rep->fails[i];
+        char line[8192];
         fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",%d,", i ? "," : "", f->time > t0 ? f->time - t0 : 0, f->bytes,
                 f->device);
         gmt_fput_json_string(o, gmt_api_name(f->api));
+        fputc(',', o);
+        gmt_fput_json_string(o, f->stack ? gmt_stack_line(a, f->stack, ro->frames ? ro->frames : 4, line,
+                                                          sizeof line) : "");
         fputc(']', o);
     }
+    fprintf(o, "],\"failures_total\":%zu", rep->n_fails);
+}
+
+/* As summary's leaks: sites with device memory live at the end that no cache or
+ * communicator holds for reuse, the first --top. */
+static void put_leaks(FILE *o, const struct gmt_analysis *a, const struct gmt_report_opts *ro)
+{
+    const struct gmt_report *rep = &a->rep;
+    fputs(",\"leaks\":[", o);
+    long shown = 0;
+    for (size_t i = 0; i < rep->n_sites && shown < ro->top; i++) {
+        const struct gmt_site_row *s = &rep->sites[i];
+        if (!s->live_at_end || gmt_site_holder(a, s))
+            continue;
+        char line[8192];
+        fprintf(o, "%s{\"live_at_end_bytes\":%" PRIu64 ",\"live_at_end_count\":%" PRIu64 ",\"category\":",
+                shown ? "," : "", s->live_at_end, s->count_at_end);
+        gmt_fput_json_string(o, a->cat_names[s->cat]);
+        fputs(",\"line\":", o);
+        gmt_fput_json_string(o, gmt_stack_line(a, s->stack, ro->frames ? ro->frames : 4, line, sizeof line));
+        fputs(",\"stack\":", o);
+        gmt_fput_json_string(o, gmt_stack_full(a, s->stack, 64, line, sizeof line));
+        fputc('}', o);
+        shown++;
+    }
     fputc(']', o);
+}
+
+/* What each collective's first call added (summary's "1st track"): one marker per row of
+ * communicator, op and bytes per call, at the first call's time. */
+static void put_first_calls(FILE *o, const struct gmt_analysis *a, uint64_t t0)
+{
+    const struct gmt_report *rep = &a->rep;
+    fputs(",\"first_calls\":[", o);
+    int first = 1;
+    for (size_t i = 0; i < rep->n_colls; i++) {
+        const struct gmt_coll_row *c = &rep->colls[i];
+        fprintf(o, "%s{\"time_ns\":%" PRIu64 ",\"first_tracked_bytes\":%" PRId64 ",\"op\":", first ? "" : ",",
+                c->first_time > t0 ? c->first_time - t0 : 0, c->first_tracked);
+        gmt_fput_json_string(o, c->label);
+        fprintf(o, ",\"comm\":%d,\"comm_rank\":%d,\"comm_size\":%d,\"device\":%d,\"bytes_per_call\":%" PRIu64
+                   ",\"calls\":%" PRIu64 "}",
+                gmt_trace_comm_index(&a->t, c->comm), c->rank, c->nranks, c->device, c->bytes_per_call, c->calls);
+        first = 0;
+    }
+    fputc(']', o);
+}
+
+/* NVTX ranges as [begin, end, name, depth]: each occurrence while there are at most
+ * GMT_HTML_SPANS_DEFAULT of depth < 3, else the outermost only; past that, one span per
+ * time bucket from its first begin to its last end (name "several" when they differ). */
+static void put_phases(FILE *o, const struct gmt_analysis *a, uint64_t t0, uint64_t span)
+{
+    const struct gmt_phases *p = &a->phases;
+    fputs(",\"phases\":", o);
+    if (!p->n_spans) {
+        fputs("null", o);
+        return;
+    }
+    uint32_t maxd = 2;
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_spans; i++)
+        n += p->spans[i].depth <= maxd;
+    if (n > GMT_HTML_SPANS_DEFAULT) {
+        maxd = 0;
+        n = 0;
+        for (size_t i = 0; i < p->n_spans; i++)
+            n += p->spans[i].depth == 0;
+    }
+    uint64_t B = n > GMT_HTML_SPANS_DEFAULT ? GMT_HTML_SPANS_DEFAULT : 0;
+    fprintf(o, "{\"occurrences\":%zu,\"spans\":[", p->n_spans);
+    int first = 1;
+    uint64_t cur = UINT64_MAX, b0 = 0, b1 = 0, cnt = 0;
+    const char *name = NULL;
+    uint32_t depth = 0;
+    for (size_t i = 0; i <= p->n_spans; i++) {
+        const struct gmt_phase_span *s = i < p->n_spans ? &p->spans[i] : NULL;
+        if (s && s->depth > maxd)
+            continue;
+        uint64_t beg = s ? (s->t_begin > t0 ? s->t_begin - t0 : 0) : 0;
+        uint64_t te = s ? (s->t_end ? s->t_end : t0 + span) : 0;
+        uint64_t end = te > t0 ? te - t0 : 0;
+        if (end < beg)
+            end = beg;
+        uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (span + 1)) : i) : UINT64_MAX - 1;
+        if (cnt && b != cur) {
+            fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",", first ? "" : ",", b0, b1);
+            gmt_fput_json_string(o, name ? name : "several");
+            fprintf(o, ",%" PRIu32 ",%" PRIu64 "]", depth, cnt);
+            first = 0;
+            cnt = 0;
+        }
+        if (!s)
+            break;
+        if (!cnt) {
+            cur = b;
+            b0 = beg;
+            b1 = end;
+            name = s->name;
+            depth = s->depth;
+        } else {
+            if (end > b1)
+                b1 = end;
+            if (name && strcmp(name, s->name))
+                name = NULL;
+        }
+        cnt++;
+    }
+    fputs("]}", o);
+}
+
+/* explain --json's object of this trace where it has NCCL memory, else null. */
+static int put_explain(FILE *o, const struct gmt_analysis *a)
+{
+    struct gmt_nccl_model m;
+    fputs(",\"explain\":", o);
+    if (gmt_nccl_model_build(a, &m))
+        return -ENOMEM;
+    if (m.n_c)
+        gmt_explain_trace_json(o, a, &m);
+    else
+        fputs("null", o);
+    gmt_nccl_model_free(&m);
+    return 0;
 }
 
 /* As summary --json selects them: sites that allocated, the first --top. */
@@ -249,9 +513,9 @@ static void put_sites(FILE *o, const struct gmt_analysis *a, const struct gmt_re
         char line[8192];
         fputs(shown ? ",{\"category\":" : "{\"category\":", o);
         gmt_fput_json_string(o, a->cat_names[s->cat]);
-        fprintf(o, ",\"live_at_peak_bytes\":%" PRIu64 ",\"live_at_end_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
-                   ",\"line\":",
-                s->live_at_peak, s->live_at_end, s->allocs);
+        fprintf(o, ",\"stack_id\":%" PRIu32 ",\"live_at_peak_bytes\":%" PRIu64 ",\"live_at_end_bytes\":%" PRIu64
+                   ",\"allocs\":%" PRIu64 ",\"line\":",
+                s->stack, s->live_at_peak, s->live_at_end, s->allocs);
         gmt_fput_json_string(o, gmt_stack_line(a, s->stack, ro->frames ? ro->frames : 4, line, sizeof line));
         fputs(",\"stack\":", o);
         gmt_fput_json_string(o, gmt_stack_full(a, s->stack, 64, line, sizeof line));
@@ -269,6 +533,10 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
     P->bk.t0 = t->t_first;
     P->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
     P->bk.n = (uint64_t)(max_points - 1) / 2;
+    P->n_stacks = t->n_stacks + 1;
+    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
+        if (!(P->live[ds] = calloc(P->n_stacks, sizeof *P->live[ds])))
+            return -ENOMEM;
     const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = P};
     int r = gmt_export_walk(a, &ops);
     if (r)
@@ -288,20 +556,70 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
     put_name(o, t, file);
     fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->bk.span,
             t->complete ? "true" : "false");
-    put_devices(o, P, ro);
+    struct frames F = {0};
+    gmt_u64map_init(&F.at);
+    r = put_devices(o, P, ro, &F);
+    fputs(",\"frames\":[", o);
+    for (size_t i = 0; i < F.n; i++) {
+        fputs(i ? "," : "", o);
+        gmt_fput_json_string(o, F.s[i]);
+    }
+    fputc(']', o);
+    frames_free(&F);
+    if (r)
+        return r;
     put_spans(o, P, GMT_HTML_SPANS_DEFAULT);
-    put_fails(o, a, P->bk.t0);
+    put_first_calls(o, a, P->bk.t0);
+    put_phases(o, a, P->bk.t0, P->bk.span);
+    put_fails(o, a, P->bk.t0, ro);
     put_sites(o, a, ro);
+    put_leaks(o, a, ro);
+    if ((r = put_explain(o, a)))
+        return r;
     fputc('}', o);
     return ferror(o) ? -EIO : 0;
 }
 
 static void page_reset(struct page *P)
 {
-    for (size_t d = 0; d < GMT_MAX_DEVS; d++)
+    for (size_t d = 0; d < GMT_MAX_DEVS; d++) {
         for (size_t k = 0; k < TR_PER_DEV; k++)
             free(P->tr[d][k].tv);
+        free(P->live[d]);
+        free(P->at_peak[d]);
+    }
     memset(P, 0, sizeof *P);
+}
+
+/* The job's ranks, one row each as the job's spread counts them (job.c): rank, host,
+ * peak, NCCL bytes at the peaks, untracked bytes, failed allocations. */
+static void put_ranks(FILE *o, const struct gmt_job *j)
+{
+    fputs("\"ranks\":", o);
+    if (!j) {
+        fputs("null,", o);
+        return;
+    }
+    fputc('[', o);
+    for (size_t i = 0; i < j->n; i++) {
+        const struct gmt_job_rank *r = &j->r[i];
+        fprintf(o, "%s{\"rank\":%" PRId32 ",\"file\":", i ? "," : "", r->rank);
+        gmt_fput_json_string(o, r->path);
+        fputs(",\"host\":", o);
+        if (r->host)
+            gmt_fput_json_string(o, r->host);
+        else
+            fputs("null", o);
+        fprintf(o, ",\"peak_bytes\":%" PRIu64 ",\"nccl_bytes\":%" PRIu64 ",\"untracked_bytes\":", r->peak,
+                r->nccl);
+        if (r->has_used)
+            fprintf(o, "%" PRIu64, r->untracked);
+        else
+            fputs("null", o);
+        fprintf(o, ",\"failures\":%" PRIu64 ",\"stands_out\":%s}", r->fails,
+                gmt_job_rank_stands_out(j, i) ? "true" : "false");
+    }
+    fputs("],", o);
 }
 
 /* The data into the page: '<' only ever stands inside a JSON string, where \u003c reads
@@ -393,6 +711,15 @@ int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *
     if (h) {
         fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", max_points);
         gmt_render_job_json(h, n > 1 ? &j : NULL);
+        put_ranks(h, n > 1 ? &j : NULL);
+        fputs("\"purposes\":{", h);
+        for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
+            fputs(k ? "," : "", h);
+            gmt_fput_json_string(h, gmt_nccl_purpose_key(k));
+            fputc(':', h);
+            gmt_fput_json_string(h, gmt_nccl_purpose_text(k));
+        }
+        fputs("},", h);
         fputs("\"start_ns\":[", h);
         size_t k = 0;
         for (size_t i = 0; i < n; i++)

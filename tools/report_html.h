@@ -7,7 +7,8 @@
 #include "report.h"
 
 #define GMT_HTML_POINTS_DEFAULT 2000  /* points per counter track */
-#define GMT_HTML_SPANS_DEFAULT 4000   /* NCCL spans per trace */
+#define GMT_HTML_SPANS_DEFAULT 4000   /* NCCL spans, and NVTX spans, per trace */
+#define GMT_HTML_FAILS_MAX 1000       /* failed allocations listed per trace */
 
 /* The page of the readable traces into `out`. GMT_EXIT_OK, or GMT_EXIT_ERROR (each
  * trace that could not be read, or the output that could not be written, said in one

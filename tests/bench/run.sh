@@ -132,6 +132,17 @@ for r in $(seq 1 3); do
   echo "cli.wall $wall" >>"$res"; echo "cli.cpu $(awk -v u="$usr" -v s="$sys" 'BEGIN { print u + s }')" >>"$res"
 done
 
+echo "== report: the page of that trace, drawn in headless Chromium (tests/report_drawtime.py)"
+draw=skipped psize=0
+if "$cli" report -o "$tmp/big.html" "$tmp/big.gmt" 2>"$tmp/cli.err"; then
+  psize=$(wc -c <"$tmp/big.html")
+  d=$(python3 "$here/../report_drawtime.py" "$tmp/big.html" 3); rc=$?
+  if [ $rc = 0 ]; then draw="$(echo "$d" | awk '{print $1}') s"; elif [ $rc != 77 ]; then draw=failed; echo "   $d"; fi
+else
+  draw=failed; cat "$tmp/cli.err"
+fi
+rm -f "$tmp/big.html"
+
 echo "== CLI: summary of a job of 1,024 rank traces"
 mkdir -p "$tmp/job"
 for r in $(seq 0 1023); do "$b/gen_trace" 20000 "$tmp/job/r$r.gmt" "$r" 1024 >/dev/null; done
@@ -189,8 +200,10 @@ wall=$(med cli.wall); cpu=$(med cli.cpu)
 row "summary, $cli_events events: wall (s)" "" "" "$wall s" "< 5 s (10M events)"
 row "summary: records/s per CPU second" "" "" \
   "$(awk -v n="$grec" -v c="$cpu" 'BEGIN { printf "%.2fM", n / c / 1e6 }')" ">= 20M"
+row "report page, $cli_events events: draw (s)" "" "" "$draw" "< 5 s (10M events)"
 row "summary of 1,024 rank traces: wall (s)" "" "" "$(med job.wall) s" "< 30 s"
 row "summary of 1,024 rank traces: max RSS" "" "" "$(awk -v k="$(med job.rss)" 'BEGIN { printf "%.1f MiB", k / 1024 }')" ""
 echo "(job: 1,024 traces of 20,000 events, $jsize bytes, read on $(nproc) cores)"
+echo "(report page: $psize bytes, target < 20 MB; draw = navigation to <body data-gmt-drawn>, median of 3)"
 echo "($grec records, $gsize bytes; summary CPU $cpu s; stub driver and stub NCCL return at once,"
 echo " so their rows show the tracer's own cost; the fake driver's mmap/munmap per pair adds noise)"
