@@ -19,7 +19,7 @@ struct walks {
     uint64_t f[MAXF], s[MAXF];
 };
 
-static volatile int sink;
+static __thread volatile int sink; /* keeps the frames; per thread: the threads test shares nothing */
 
 static void setup(void)
 {
