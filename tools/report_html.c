@@ -306,6 +306,74 @@ static bool is_call(uint16_t op)
     return op != GMT_OP_MemAlloc && op != GMT_OP_MemFree;
 }
 
+/* A lane's spans, merged per time bucket when there are too many: each span alone while
+ * there are at most the limit (B == 0), else one per bucket of B over the axis, from its
+ * first begin to its last end. The caller walks its spans in time order and, per span:
+ * lane_closes() says whether the bucket in hand is complete (the caller writes it and
+ * calls lane_written()); lane_take() adds the span, true when it opens a bucket (the
+ * caller sets the bucket's own fields) and false when it joins one (the caller merges
+ * them). */
+struct lane {
+    uint64_t B, span;        /* buckets (0: every span alone) over [0, span] ns */
+    uint64_t cur, b0, b1, n; /* the bucket in hand, its extent and its spans */
+    int first;               /* nothing written yet */
+};
+
+static struct lane lane_start(uint64_t count, uint64_t limit, uint64_t span)
+{
+    return (struct lane){ .B = count > limit ? limit : 0, .span = span, .cur = UINT64_MAX, .first = 1 };
+}
+
+static uint64_t lane_bucket(const struct lane *L, size_t i, uint64_t beg)
+{
+    return L->B ? (uint64_t)((unsigned __int128)beg * L->B / (L->span + 1)) : i;
+}
+
+static bool lane_closes(const struct lane *L, uint64_t bucket)
+{
+    return L->n && bucket != L->cur;
+}
+
+/* Writes "[b0,b1," of the bucket in hand (the caller writes the rest and the "]"). */
+static void lane_open_item(FILE *o, const struct lane *L)
+{
+    fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",", L->first ? "" : ",", L->b0, L->b1);
+}
+
+static void lane_written(struct lane *L)
+{
+    L->first = 0;
+    L->n = 0;
+}
+
+static bool lane_take(struct lane *L, uint64_t bucket, uint64_t beg, uint64_t end)
+{
+    bool opens = !L->n;
+    if (opens) {
+        L->cur = bucket;
+        L->b0 = beg;
+        L->b1 = end;
+    } else {
+        if (beg < L->b0)
+            L->b0 = beg;
+        if (end > L->b1)
+            L->b1 = end;
+    }
+    L->n++;
+    return opens;
+}
+
+/* A span's [begin, end) on the axis that starts at t0 (an open one ends at t_last). */
+static void lane_times(uint64_t t_begin, uint64_t t_end, uint64_t t_last, uint64_t t0,
+                       uint64_t *beg, uint64_t *end)
+{
+    uint64_t te = t_end ? t_end : t_last;
+    *beg = t_begin > t0 ? t_begin - t0 : 0;
+    *end = te > t0 ? te - t0 : 0;
+    if (*end < *beg)
+        *end = *beg;
+}
+
 /* NCCL calls as [begin, end, op, device, calls]: each call while there are at most
  * max_spans, else per time bucket one span from its first begin to its last end. */
 static void put_spans(FILE *o, const struct page *P, long max_spans)
@@ -315,46 +383,33 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
     for (size_t i = 0; i < t->n_scopes; i++)
         n += is_call(t->scopes[i].op);
     fputs(",\"nccl\":[", o);
-    uint64_t B = n > (size_t)max_spans ? (uint64_t)max_spans : 0;
-    int first = 1;
-    uint64_t cur = UINT64_MAX, b0 = 0, b1 = 0, cnt = 0;
+    struct lane L = lane_start(n, (uint64_t)max_spans, P->bk.span);
     int op = -1, dev = -1;
     for (size_t i = 0; i <= t->n_scopes; i++) {
         const struct gmt_scope *s = i < t->n_scopes ? &t->scopes[i] : NULL;
         if (s && !is_call(s->op))
             continue;
-        uint64_t beg = s ? (s->t_begin > P->bk.t0 ? s->t_begin - P->bk.t0 : 0) : 0;
-        uint64_t te = s ? (s->t_end ? s->t_end : t->t_last) : 0;
-        uint64_t end = te > P->bk.t0 ? te - P->bk.t0 : 0;
-        if (end < beg)
-            end = beg;
-        uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (P->bk.span + 1)) : i) : UINT64_MAX - 1;
-        if (cnt && b != cur) {
-            fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",", first ? "" : ",", b0, b1);
+        uint64_t beg = 0, end = 0;
+        if (s)
+            lane_times(s->t_begin, s->t_end, t->t_last, P->bk.t0, &beg, &end);
+        uint64_t bucket = s ? lane_bucket(&L, i, beg) : UINT64_MAX - 1;
+        if (lane_closes(&L, bucket)) {
+            lane_open_item(o, &L);
             gmt_fput_json_string(o, op >= 0 ? gmt_op_name((unsigned)op) : "several");
-            fprintf(o, ",%d,%" PRIu64 "]", dev, cnt);
-            first = 0;
-            cnt = 0;
+            fprintf(o, ",%d,%" PRIu64 "]", dev, L.n);
+            lane_written(&L);
         }
         if (!s)
             break;
-        if (!cnt) {
-            cur = b;
-            b0 = beg;
-            b1 = end;
+        if (lane_take(&L, bucket, beg, end)) {
             op = s->op;
             dev = s->device;
         } else {
-            if (beg < b0)
-                b0 = beg;
-            if (end > b1)
-                b1 = end;
             if (op != s->op)
                 op = -1;
             if (dev != s->device) /* calls of several devices: on every chart */
                 dev = -1;
         }
-        cnt++;
     }
     fputc(']', o);
 }
@@ -443,44 +498,32 @@ static void put_phases(FILE *o, const struct gmt_analysis *a, uint64_t t0, uint6
         for (size_t i = 0; i < p->n_spans; i++)
             n += p->spans[i].depth == 0;
     }
-    uint64_t B = n > GMT_HTML_SPANS_DEFAULT ? GMT_HTML_SPANS_DEFAULT : 0;
     fprintf(o, "{\"occurrences\":%zu,\"spans\":[", p->n_spans);
-    int first = 1;
-    uint64_t cur = UINT64_MAX, b0 = 0, b1 = 0, cnt = 0;
+    struct lane L = lane_start(n, GMT_HTML_SPANS_DEFAULT, span);
     const char *name = NULL;
     uint32_t depth = 0;
     for (size_t i = 0; i <= p->n_spans; i++) {
         const struct gmt_phase_span *s = i < p->n_spans ? &p->spans[i] : NULL;
         if (s && s->depth > maxd)
             continue;
-        uint64_t beg = s ? (s->t_begin > t0 ? s->t_begin - t0 : 0) : 0;
-        uint64_t te = s ? (s->t_end ? s->t_end : t0 + span) : 0;
-        uint64_t end = te > t0 ? te - t0 : 0;
-        if (end < beg)
-            end = beg;
-        uint64_t b = s ? (B ? (uint64_t)((unsigned __int128)beg * B / (span + 1)) : i) : UINT64_MAX - 1;
-        if (cnt && b != cur) {
-            fprintf(o, "%s[%" PRIu64 ",%" PRIu64 ",", first ? "" : ",", b0, b1);
+        uint64_t beg = 0, end = 0;
+        if (s)
+            lane_times(s->t_begin, s->t_end, t0 + span, t0, &beg, &end);
+        uint64_t bucket = s ? lane_bucket(&L, i, beg) : UINT64_MAX - 1;
+        if (lane_closes(&L, bucket)) {
+            lane_open_item(o, &L);
             gmt_fput_json_string(o, name ? name : "several");
-            fprintf(o, ",%" PRIu32 ",%" PRIu64 "]", depth, cnt);
-            first = 0;
-            cnt = 0;
+            fprintf(o, ",%" PRIu32 ",%" PRIu64 "]", depth, L.n);
+            lane_written(&L);
         }
         if (!s)
             break;
-        if (!cnt) {
-            cur = b;
-            b0 = beg;
-            b1 = end;
+        if (lane_take(&L, bucket, beg, end)) {
             name = s->name;
             depth = s->depth;
-        } else {
-            if (end > b1)
-                b1 = end;
-            if (name && strcmp(name, s->name))
-                name = NULL;
+        } else if (name && strcmp(name, s->name)) {
+            name = NULL;
         }
-        cnt++;
     }
     fputs("]}", o);
 }
