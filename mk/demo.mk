@@ -17,3 +17,5 @@ demo: all $(DEMO_PROG)
 	@echo
 	@echo "== gpumemtrace summary $(DEMO_DIR)"
 	@$(BUILD)/gpumemtrace summary --top 5 $(DEMO_DIR)
+# tests/golden/fast-unwind.sh traces the demo's program.
+test-extras: $(DEMO_PROG)
