@@ -28,8 +28,9 @@
  * open). A thread holds at most CLAIMS slots: an idle one is reused for another device.
  * Devices >= 64 are not tracked.
  */
-#define OPEN_SLOTS 4096
-static _Atomic uint64_t open_slots[OPEN_SLOTS];
+#define OPEN_SLOTS GMT_CLAIM_SLOTS
+_Atomic uint64_t gmt_claim_slots[OPEN_SLOTS];
+#define open_slots gmt_claim_slots
 static _Atomic uint32_t open_hw; /* slots [0, open_hw) may be in use */
 static _Atomic uint32_t next_token;
 
@@ -95,10 +96,10 @@ static int claim_slot(uint64_t w)
 }
 
 /* This thread's claim on `device`, or -1. */
-static inline int claim_of(int device)
+static int claim_of(int device)
 {
-    int c = gmt_ts.claims.hint[device & (HINTS - 1)];
-    if (GMT_LIKELY(c < gmt_ts.claims.n && gmt_ts.claims.c[c].device == device))
+    int c = gmt_claim_hinted(device);
+    if (c >= 0)
         return c;
     for (c = 0; c < gmt_ts.claims.n; c++)
         if (gmt_ts.claims.c[c].device == device) {
@@ -108,35 +109,21 @@ static inline int claim_of(int device)
     return -1;
 }
 
-static void publish_new(int device, uint32_t scope_id);
-
-/* The common case inline-sized: the thread has its slot for the device already. */
-__attribute__((hot)) void gmt_claims_publish(int device, uint32_t scope_id)
+/* A device whose claim the hint does not name: found (the hint is set again), an idle
+ * one re-labelled, or a new claim. */
+void gmt_claims_publish_slow(int device, uint32_t scope_id)
 {
     int known = claim_of(device);
-    if (GMT_LIKELY(known >= 0)) {
+    if (known >= 0) {
         atomic_store_explicit(&open_slots[gmt_ts.claims.c[known].slot], slot_word(device, scope_id),
                               memory_order_release);
         gmt_ts.claims.c[known].open = 1;
         return;
     }
-    publish_new(device, scope_id);
-}
-
-/* A device the thread has no slot for yet: an idle one re-labelled, or a new claim. */
-static __attribute__((cold, noinline)) void publish_new(int device, uint32_t scope_id)
-{
     int idle = -1;
-    for (int c = 0; c < gmt_ts.claims.n; c++) {
-        if (gmt_ts.claims.c[c].device == device) {
-            atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], slot_word(device, scope_id),
-                                  memory_order_release);
-            gmt_ts.claims.c[c].open = 1;
-            return;
-        }
+    for (int c = 0; c < gmt_ts.claims.n; c++)
         if (!gmt_ts.claims.c[c].open && idle < 0)
             idle = c;
-    }
     uint64_t w = slot_word(device, scope_id);
     if (idle >= 0) { /* our own idle slot, re-labelled with this device */
         gmt_ts.claims.c[idle].device = (int16_t)device;
@@ -155,7 +142,7 @@ static __attribute__((cold, noinline)) void publish_new(int device, uint32_t sco
     gmt_ts.claims.n++;
 }
 
-__attribute__((hot)) void gmt_claims_unpublish(int device)
+void gmt_claims_unpublish_slow(int device)
 {
     int c = claim_of(device);
     if (c < 0)

@@ -582,6 +582,7 @@ struct gmt_scope_thread {
     int depth;                   /* open scopes, also those past frames[] */
     uint32_t id_next, id_end;    /* this thread's block of scope ids: id_next+1 .. id_end */
     uint8_t memo_next;           /* the communicator memo a miss overwrites next */
+    uint8_t memo_last;           /* the communicator memo the last call found */
     struct gmt_frame frames[32]; /* the open scopes, innermost last: frames[d] at depth d */
 };
 
