@@ -346,14 +346,19 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     r.parent_id = 0;
     gmt_emit_rec(&r);
     gmt_version_note(GMT_COMP_NCCL);
-    if (GMT_UNLIKELY(gmt_ts.scope.depth != 0 || m->comm != comm ||
-                     m->gen != atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire))) {
+    /* Every NCCL call of a signal handler in between took an id (as the one that changes
+     * the memo or the claims does) */
+    if (GMT_UNLIKELY(gmt_ts.scope.id_next != id || gmt_ts.scope.depth != 0)) {
         begin_frame(op, comm, count, datatype, id, m);
         return id;
     }
     gmt_ts.scope.depth = 1;
-    gmt_ts.scope.frames[0] = (struct gmt_frame){.id = id, .op = (uint8_t)op, .group = -1,
-                                                .devmask = 1ull << device};
+    struct gmt_frame *f = &gmt_ts.scope.frames[0];
+    f->id = id;
+    f->op = (uint8_t)op;
+    f->group = -1;
+    f->devmask = 1ull << device;
+    f->memmask = 0;
     gmt_claims_publish(device, id);
     return id;
 }
@@ -412,6 +417,8 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
     } else {
         if (!scope_id)
             return;
+        /* the wrapper leaves errno to us (hooks_nccl.c): what follows may call out */
+        int saved_errno = errno;
         gmt_group_scope_end(scope_id);
         int depth = gmt_ts.scope.depth;
         if (depth > 0 && depth <= FRAMES && gmt_ts.scope.frames[depth - 1].id == scope_id &&
@@ -421,6 +428,7 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
         } else {
             scope_end_other(scope_id, depth);
         }
+        errno = saved_errno;
     }
     struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
     gmt_emit_rec(&r);

@@ -80,10 +80,9 @@ static inline uint64_t gmt_memo_key(unsigned op, uint64_t bytes)
 
 static inline bool gmt_memo_done(const struct gmt_comm_memo *m, uint64_t key)
 {
-    for (int i = 0; i < GMT_MEMO_DONE; i++)
-        if (m->done[i] == key)
-            return key != 0;
-    return false;
+    _Static_assert(GMT_MEMO_DONE == 4, "one compare each, no branch between them");
+    return ((m->done[0] == key) | (m->done[1] == key) | (m->done[2] == key) |
+            (m->done[3] == key)) & (key != 0);
 }
 
 /* This thread's current memo of `comm`, or NULL; never makes one. */
@@ -167,7 +166,7 @@ static inline uint64_t gmt_claim_word(int device, uint32_t scope_id)
 static inline int gmt_claim_hinted(int device)
 {
     unsigned c = gmt_ts.claims.hint[device & (GMT_COUNTOF(gmt_ts.claims.hint) - 1)];
-    return c < gmt_ts.claims.n && gmt_ts.claims.c[c].device == device ? (int)c : -1;
+    return c < gmt_ts.claims.n && gmt_ts.claims.dev[c] == device ? (int)c : -1;
 }
 /* The publishes below when the hint does not name the device's claim. */
 GMT_HIDDEN void gmt_claims_publish_slow(int device, uint32_t scope_id);
@@ -175,25 +174,25 @@ GMT_HIDDEN void gmt_claims_unpublish_slow(int device);
 /* The thread's slot on `device` names `scope_id` / no scope: one store for a loop's calls. */
 static inline void gmt_claims_publish(int device, uint32_t scope_id)
 {
-    int c = gmt_claim_hinted(device);
-    if (GMT_UNLIKELY(c < 0)) {
+    unsigned c = gmt_ts.claims.hint[device & (GMT_COUNTOF(gmt_ts.claims.hint) - 1)];
+    if (GMT_UNLIKELY(c >= gmt_ts.claims.n || gmt_ts.claims.dev[c] != device)) {
         gmt_claims_publish_slow(device, scope_id);
         return;
     }
-    atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.c[c].slot],
-                          gmt_claim_word(device, scope_id), memory_order_release);
-    gmt_ts.claims.c[c].open = 1;
+    atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.slot[c]], gmt_claim_word(device, scope_id),
+                          memory_order_release);
+    gmt_ts.claims.open[c] = 1;
 }
 static inline void gmt_claims_unpublish(int device)
 {
-    int c = gmt_claim_hinted(device);
-    if (GMT_UNLIKELY(c < 0)) {
+    unsigned c = gmt_ts.claims.hint[device & (GMT_COUNTOF(gmt_ts.claims.hint) - 1)];
+    if (GMT_UNLIKELY(c >= gmt_ts.claims.n || gmt_ts.claims.dev[c] != device)) {
         gmt_claims_unpublish_slow(device);
         return;
     }
-    atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.c[c].slot], gmt_claim_word(device, 0),
+    atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.slot[c]], gmt_claim_word(device, 0),
                           memory_order_release);
-    gmt_ts.claims.c[c].open = 0;
+    gmt_ts.claims.open[c] = 0;
 }
 /* The open scope at `depth` concerns `device`: published there unless a deeper frame of
  * the thread is published there already (register_new looks). Inline for the innermost
