@@ -404,33 +404,42 @@ static __attribute__((noinline)) void scope_end_other(uint32_t scope_id, int dep
     }
 }
 
+/* gmt_scope_end past its common case, all of it. */
+static __attribute__((noinline)) void end_any(uint32_t scope_id, enum gmt_op op, int result)
+{
+    if (!scope_id)
+        return;
+    /* the wrapper leaves errno to us (hooks_nccl.c): what follows may call out */
+    int saved_errno = errno;
+    gmt_group_scope_end(scope_id);
+    int depth = gmt_ts.scope.depth;
+    if (depth > 0 && depth <= FRAMES && gmt_ts.scope.frames[depth - 1].id == scope_id &&
+        !gmt_ts.scope.frames[depth - 1].memmask) {
+        gmt_claims_unregister(depth - 1);
+        gmt_ts.scope.depth = depth - 1;
+    } else {
+        scope_end_other(scope_id, depth);
+    }
+    errno = saved_errno;
+    struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
+    gmt_emit_rec(&r);
+}
+
 /* The common end: the innermost scope, at depth 1 (no frame to fall back to), not sampled
  * at begin, no group state to settle. */
 void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
-    if (GMT_LIKELY(scope_id && gmt_ts.scope.depth == 1 && gmt_ts.scope.frames[0].id == scope_id &&
-                   !gmt_ts.scope.frames[0].memmask && gmt_ts.writer.deferred == GMT_REP_OFF &&
-                   scope_id != gmt_ts.rep.repeated)) {
-        for (uint64_t mask = gmt_ts.scope.frames[0].devmask; mask; mask &= mask - 1)
-            gmt_claims_unpublish(__builtin_ctzll(mask));
-        gmt_ts.scope.depth = 0;
-    } else {
-        if (!scope_id)
-            return;
-        /* the wrapper leaves errno to us (hooks_nccl.c): what follows may call out */
-        int saved_errno = errno;
-        gmt_group_scope_end(scope_id);
-        int depth = gmt_ts.scope.depth;
-        if (depth > 0 && depth <= FRAMES && gmt_ts.scope.frames[depth - 1].id == scope_id &&
-            !gmt_ts.scope.frames[depth - 1].memmask) {
-            gmt_claims_unregister(depth - 1);
-            gmt_ts.scope.depth = depth - 1;
-        } else {
-            scope_end_other(scope_id, depth);
-        }
-        errno = saved_errno;
+    if (GMT_UNLIKELY(!scope_id || gmt_ts.scope.depth != 1 || gmt_ts.scope.frames[0].id != scope_id ||
+                     gmt_ts.scope.frames[0].memmask || gmt_ts.writer.deferred != GMT_REP_OFF ||
+                     scope_id == gmt_ts.rep.repeated)) {
+        end_any(scope_id, op, result);
+        return;
     }
+    /* the record first: what it holds is then not kept in registers across a slow publish */
     struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
+    for (uint64_t mask = gmt_ts.scope.frames[0].devmask; mask; mask &= mask - 1)
+        gmt_claims_unpublish(__builtin_ctzll(mask));
+    gmt_ts.scope.depth = 0;
     gmt_emit_rec(&r);
 }
 

@@ -730,6 +730,9 @@ static inline __attribute__((always_inline)) uint32_t emit_flags(void)
 static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
                                                            size_t dt_offset, bool timed)
 {
+    /* The clock first, while little else is live: a signal handler's record after it
+     * takes a later time, and ours then gets dt 0 (below). */
+    uint64_t now = timed ? gmt_now_ns() : 0;
     struct buf *b = gmt_ts.writer.buf;
     if (GMT_UNLIKELY(!b || emit_flags() ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN ||
@@ -743,7 +746,8 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
     uint64_t clock = gmt_ts.writer.clock;
-    uint64_t now = timed ? gmt_now_ns() : clock;
+    if (!timed)
+        now = clock;
     if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
                      (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
