@@ -255,8 +255,7 @@ __attribute__((constructor)) static void register_fork_child(void)
 
 /* gmt_scope_begin past its record: the frame, and what the scope concerns. */
 static __attribute__((noinline)) void begin_frame(enum gmt_op op, uint64_t comm, uint64_t count,
-                                                  int datatype, uint32_t id,
-                                                  struct gmt_comm_memo *m)
+                                                  int datatype, uint32_t id)
 {
     int depth = gmt_ts.scope.depth++;
     if (GMT_LIKELY(depth < FRAMES)) {
@@ -272,11 +271,9 @@ static __attribute__((noinline)) void begin_frame(enum gmt_op op, uint64_t comm,
         if (op == GMT_OP_Group && depth == 0 && !gmt_hot.options.no_repeat)
             gmt_group_open(id);
         if (comm) {
-            /* A signal handler's NCCL call during gmt_emit may have given m's entry to
-             * another communicator. */
-            if (GMT_UNLIKELY(m->comm != comm ||
-                             m->gen != atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire)))
-                m = memo_of(comm);
+            /* Found again: a signal handler's NCCL call during gmt_emit may have given the
+             * memo's entry to another communicator. */
+            struct gmt_comm_memo *m = memo_of(comm);
             size_t esz = gmt_nccl_type_size(datatype);
             concern_device(depth, comm_device(comm, m), comm, op, count * esz, m);
         }
@@ -307,7 +304,7 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
     struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, stack_id, comm, count, datatype, peer, stream);
     gmt_emit_rec(&r);
     gmt_version_note(GMT_COMP_NCCL);
-    begin_frame(op, comm, count, datatype, id, m);
+    begin_frame(op, comm, count, datatype, id);
     return id;
 }
 
@@ -346,12 +343,16 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     r.parent_id = 0;
     gmt_emit_rec(&r);
     gmt_version_note(GMT_COMP_NCCL);
-    /* Every NCCL call of a signal handler in between took an id (as the one that changes
-     * the memo or the claims does) */
+    /* The call's words from here on are read back from the record (gmt_emit changes only
+     * its dt): none of them is kept in a register across the emit. Every NCCL call of a
+     * signal handler in between took an id (as the one that changes the memo or the
+     * claims does). */
+    id = r.scope_id;
     if (GMT_UNLIKELY(gmt_ts.scope.id_next != id || gmt_ts.scope.depth != 0)) {
-        begin_frame(op, comm, count, datatype, id, m);
+        begin_frame((enum gmt_op)r.h.aux, r.comm, r.count, r.datatype, id);
         return id;
     }
+    op = (enum gmt_op)r.h.aux;
     gmt_ts.scope.depth = 1;
     struct gmt_frame *f = &gmt_ts.scope.frames[0];
     f->id = id;
