@@ -74,7 +74,7 @@ static int nccl_query(enum query q, uint64_t comm)
 
 GMT_TLS struct gmt_comm_memo gmt_scope_memo[GMT_MEMOS];
 
-static void comm_cache_put(uint64_t comm, int device)
+void gmt_scope_comm_cache_put(uint64_t comm, int device)
 {
     long i = gmt_slot_of(comm_keys, COMM_SLOTS, gmt_mix(comm));
     if (i >= 0)
@@ -456,7 +456,7 @@ void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
     gmt_lib_leave(e);
     /* A new communicator may reuse a destroyed one's address: overwrite what was cached. */
     if (device >= 0)
-        comm_cache_put(comm, device);
+        gmt_scope_comm_cache_put(comm, device);
     struct gmt_rec_comm r = {
         .h = {.type = GMT_REC_COMM, .size = gmt_rec_padded(sizeof r)},
         .comm = comm,

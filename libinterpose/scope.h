@@ -95,6 +95,10 @@ static inline struct gmt_comm_memo *gmt_scope_memo_find(uint64_t comm)
     return NULL;
 }
 
+/* The COMM cache learns that `comm` runs on `device` (gmt_scope_comm's answer from NCCL;
+ * the tests tell it directly), and every thread's memo of a communicator is out of date. */
+GMT_HIDDEN void gmt_scope_comm_cache_put(uint64_t comm, int device);
+
 /* The next scope id of the thread's block (gmt_ts.scope.id_next + 1 .. id_end), taking a
  * new block when it is used up. */
 GMT_HIDDEN uint32_t gmt_scope_new_id(void);
