@@ -318,8 +318,8 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  * open, m's entry given to another communicator): then begin_frame decides again; one on
  * the same communicator can only have counted calls of its own.
  */
-uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
-                         uint64_t stream)
+__attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
+                                              int datatype, int peer, uint64_t stream)
 {
     struct gmt_comm_memo *m = &gmt_scope_memo[gmt_ts.scope.memo_last % GMT_MEMOS];
     unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
@@ -328,7 +328,7 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
     if (GMT_UNLIKELY(!comm || m->comm != comm || m->gen != gen || gmt_ts.scope.depth != 0 ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != GMT_WRITER_OPEN ||
                      gmt_ts.writer.deferred != GMT_REP_OFF || (unsigned)op >= 64 ||
-                     !(m->ops_seen & (1ull << op)) || (unsigned)device >= MAX_DEV ||
+                     !((m->ops_seen >> op) & 1) || (unsigned)device >= MAX_DEV ||
                      next == gmt_ts.scope.id_end || next == UINT32_MAX))
         return begin_any(op, comm, count, datatype, peer, stream);
     int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
@@ -428,7 +428,7 @@ static __attribute__((noinline)) void end_any(uint32_t scope_id, enum gmt_op op,
 
 /* The common end: the innermost scope, at depth 1 (no frame to fall back to), not sampled
  * at begin, no group state to settle. */
-void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
+__attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
     if (GMT_UNLIKELY(!scope_id || gmt_ts.scope.depth != 1 || gmt_ts.scope.frames[0].id != scope_id ||
                      gmt_ts.scope.frames[0].memmask || gmt_ts.writer.deferred != GMT_REP_OFF ||
