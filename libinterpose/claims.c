@@ -115,9 +115,10 @@ void gmt_claims_publish_slow(int device, uint32_t scope_id)
 {
     int known = claim_of(device);
     if (known >= 0) {
+        gmt_ts.claims.open[known] = 1; /* first: a signal handler re-labels only idle ones */
+        atomic_signal_fence(memory_order_seq_cst);
         atomic_store_explicit(&open_slots[gmt_ts.claims.slot[known]], slot_word(device, scope_id),
                               memory_order_release);
-        gmt_ts.claims.open[known] = 1;
         return;
     }
     int idle = -1;
@@ -126,8 +127,9 @@ void gmt_claims_publish_slow(int device, uint32_t scope_id)
             idle = c;
     uint64_t w = slot_word(device, scope_id);
     if (idle >= 0) { /* our own idle slot, re-labelled with this device */
-        gmt_ts.claims.dev[idle] = (int16_t)device;
         gmt_ts.claims.open[idle] = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        gmt_ts.claims.dev[idle] = (int16_t)device;
         atomic_store_explicit(&open_slots[gmt_ts.claims.slot[idle]], w, memory_order_release);
         return;
     }

@@ -31,13 +31,14 @@ uint32_t gmt_scope_new_id(void)
             return id;
     }
 }
-/* gmt_scope_new_id's common case: the block has ids left. */
+/* gmt_scope_new_id's common case: the block has ids left. The id is taken in one
+ * increment, as late as can be: a signal handler's scope in between takes the next. */
 static inline __attribute__((always_inline)) uint32_t new_id(void)
 {
-    uint32_t next = gmt_ts.scope.id_next;
-    if (GMT_LIKELY(next != gmt_ts.scope.id_end && next != UINT32_MAX)) {
-        gmt_ts.scope.id_next = next + 1;
-        return next + 1;
+    if (GMT_LIKELY(gmt_ts.scope.id_next != gmt_ts.scope.id_end)) {
+        uint32_t id = ++gmt_ts.scope.id_next;
+        if (GMT_LIKELY(id))
+            return id;
     }
     return gmt_scope_new_id();
 }
@@ -323,13 +324,11 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
 {
     struct gmt_comm_memo *m = &gmt_scope_memo[gmt_ts.scope.memo_last % GMT_MEMOS];
     unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
-    uint32_t next = gmt_ts.scope.id_next;
     int device = m->device;
     if (GMT_UNLIKELY(!comm || m->comm != comm || m->gen != gen || gmt_ts.scope.depth != 0 ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != GMT_WRITER_OPEN ||
                      gmt_ts.writer.deferred != GMT_REP_OFF || (unsigned)op >= 64 ||
-                     !((m->ops_seen >> op) & 1) || (unsigned)device >= MAX_DEV ||
-                     next == gmt_ts.scope.id_end || next == UINT32_MAX))
+                     !((m->ops_seen >> op) & 1) || (unsigned)device >= MAX_DEV))
         return begin_any(op, comm, count, datatype, peer, stream);
     int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
     if (GMT_UNLIKELY(k != GMT_POLICY_NEVER &&
@@ -337,8 +336,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
                       !gmt_memo_done(m, gmt_memo_key(op, count * gmt_nccl_type_size(datatype))))))
         return begin_any(op, comm, count, datatype, peer, stream);
 
-    uint32_t id = next + 1;
-    gmt_ts.scope.id_next = id;
+    uint32_t id = new_id();
     struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, 0, comm, count, datatype, peer, stream);
     r.parent_id = 0;
     gmt_emit_rec(&r);

@@ -183,9 +183,17 @@ static inline void gmt_claims_publish(int device, uint32_t scope_id)
         gmt_claims_publish_slow(device, scope_id);
         return;
     }
+    /* Open before the store: a signal handler's publish re-labels only idle claims. One
+     * that re-labelled this one between the test and here is found by the second test. */
+    gmt_ts.claims.open[c] = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (GMT_UNLIKELY(gmt_ts.claims.dev[c] != device)) {
+        gmt_ts.claims.open[c] = 0; /* the handler's, idle again */
+        gmt_claims_publish_slow(device, scope_id);
+        return;
+    }
     atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.slot[c]], gmt_claim_word(device, scope_id),
                           memory_order_release);
-    gmt_ts.claims.open[c] = 1;
 }
 static inline void gmt_claims_unpublish(int device)
 {
