@@ -17,7 +17,7 @@
 static _Atomic uint32_t next_scope_id;
 /* this thread's block: ids gmt_ts.scope.id_next+1 .. gmt_ts.scope.id_end */
 
-uint32_t gmt_scope_new_id(void)
+__attribute__((hot)) uint32_t gmt_scope_new_id(void)
 {
     for (;;) {
         if (GMT_UNLIKELY(gmt_ts.scope.id_next == gmt_ts.scope.id_end)) {
@@ -259,6 +259,7 @@ static __attribute__((noinline)) void begin_frame(enum gmt_op op, uint64_t comm,
                                                   int datatype, uint32_t id)
 {
     int depth = gmt_ts.scope.depth++;
+    atomic_signal_fence(memory_order_seq_cst); /* as in gmt_scope_begin: the depth first */
     if (GMT_LIKELY(depth < FRAMES)) {
         /* the outermost open group: NCCL does the work of nested groups at the
          * outermost ncclGroupEnd */
@@ -352,6 +353,8 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
     }
     op = (enum gmt_op)r.h.aux;
     gmt_ts.scope.depth = 1;
+    /* the depth before the frame: a signal handler's scope from here on takes frame 1 */
+    atomic_signal_fence(memory_order_seq_cst);
     struct gmt_frame *f = &gmt_ts.scope.frames[0];
     f->id = id;
     f->op = (uint8_t)op;
@@ -438,6 +441,8 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
     struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
     for (uint64_t mask = gmt_ts.scope.frames[0].devmask; mask; mask &= mask - 1)
         gmt_claims_unpublish(__builtin_ctzll(mask));
+    /* frame 0 is done with before a signal handler's scope can take it */
+    atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.scope.depth = 0;
     gmt_emit_rec(&r);
 }
