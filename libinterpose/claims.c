@@ -28,12 +28,13 @@
  * open). A thread holds at most CLAIMS slots: an idle one is reused for another device.
  * Devices >= 64 are not tracked.
  */
-#define OPEN_SLOTS 4096
-static _Atomic uint64_t open_slots[OPEN_SLOTS];
+#define OPEN_SLOTS GMT_CLAIM_SLOTS
+_Atomic uint64_t gmt_claim_slots[OPEN_SLOTS];
+#define open_slots gmt_claim_slots
 static _Atomic uint32_t open_hw; /* slots [0, open_hw) may be in use */
 static _Atomic uint32_t next_token;
 
-#define CLAIMS ((int)GMT_COUNTOF(gmt_ts.claims.c))
+#define CLAIMS ((int)GMT_COUNTOF(gmt_ts.claims.dev))
 #define HINTS GMT_COUNTOF(gmt_ts.claims.hint)
 _Static_assert((HINTS & (HINTS - 1)) == 0, "a hint per device % HINTS");
 _Static_assert(CLAIMS <= 255, "a hint holds a claim's index");
@@ -47,8 +48,8 @@ static void claims_release(void *unused)
 {
     (void)unused;
     for (int c = 0; c < gmt_ts.claims.n; c++)
-        if (!gmt_ts.claims.c[c].open)
-            atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], 0, memory_order_release);
+        if (!gmt_ts.claims.open[c])
+            atomic_store_explicit(&open_slots[gmt_ts.claims.slot[c]], 0, memory_order_release);
     gmt_ts.claims.n = 0;
 }
 
@@ -95,53 +96,41 @@ static int claim_slot(uint64_t w)
 }
 
 /* This thread's claim on `device`, or -1. */
-static inline int claim_of(int device)
+static int claim_of(int device)
 {
-    int c = gmt_ts.claims.hint[device & (HINTS - 1)];
-    if (GMT_LIKELY(c < gmt_ts.claims.n && gmt_ts.claims.c[c].device == device))
+    int c = gmt_claim_hinted(device);
+    if (c >= 0)
         return c;
     for (c = 0; c < gmt_ts.claims.n; c++)
-        if (gmt_ts.claims.c[c].device == device) {
+        if (gmt_ts.claims.dev[c] == device) {
             gmt_ts.claims.hint[device & (HINTS - 1)] = (uint8_t)c;
             return c;
         }
     return -1;
 }
 
-static void publish_new(int device, uint32_t scope_id);
-
-/* The common case inline-sized: the thread has its slot for the device already. */
-__attribute__((hot)) void gmt_claims_publish(int device, uint32_t scope_id)
+/* A device whose claim the hint does not name: found (the hint is set again), an idle
+ * one re-labelled, or a new claim. */
+void gmt_claims_publish_slow(int device, uint32_t scope_id)
 {
     int known = claim_of(device);
-    if (GMT_LIKELY(known >= 0)) {
-        atomic_store_explicit(&open_slots[gmt_ts.claims.c[known].slot], slot_word(device, scope_id),
+    if (known >= 0) {
+        gmt_ts.claims.open[known] = 1; /* first: a signal handler re-labels only idle ones */
+        atomic_signal_fence(memory_order_seq_cst);
+        atomic_store_explicit(&open_slots[gmt_ts.claims.slot[known]], slot_word(device, scope_id),
                               memory_order_release);
-        gmt_ts.claims.c[known].open = 1;
         return;
     }
-    publish_new(device, scope_id);
-}
-
-/* A device the thread has no slot for yet: an idle one re-labelled, or a new claim. */
-static __attribute__((cold, noinline)) void publish_new(int device, uint32_t scope_id)
-{
     int idle = -1;
-    for (int c = 0; c < gmt_ts.claims.n; c++) {
-        if (gmt_ts.claims.c[c].device == device) {
-            atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], slot_word(device, scope_id),
-                                  memory_order_release);
-            gmt_ts.claims.c[c].open = 1;
-            return;
-        }
-        if (!gmt_ts.claims.c[c].open && idle < 0)
+    for (int c = 0; c < gmt_ts.claims.n; c++)
+        if (!gmt_ts.claims.open[c] && idle < 0)
             idle = c;
-    }
     uint64_t w = slot_word(device, scope_id);
     if (idle >= 0) { /* our own idle slot, re-labelled with this device */
-        gmt_ts.claims.c[idle].device = (int16_t)device;
-        gmt_ts.claims.c[idle].open = 1;
-        atomic_store_explicit(&open_slots[gmt_ts.claims.c[idle].slot], w, memory_order_release);
+        gmt_ts.claims.open[idle] = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        gmt_ts.claims.dev[idle] = (int16_t)device;
+        atomic_store_explicit(&open_slots[gmt_ts.claims.slot[idle]], w, memory_order_release);
         return;
     }
     if (gmt_ts.claims.n == CLAIMS)
@@ -149,21 +138,21 @@ static __attribute__((cold, noinline)) void publish_new(int device, uint32_t sco
     int i = claim_slot(w);
     if (i < 0)
         return;
-    gmt_ts.claims.c[gmt_ts.claims.n].device = (int16_t)device;
-    gmt_ts.claims.c[gmt_ts.claims.n].slot = (int16_t)i;
-    gmt_ts.claims.c[gmt_ts.claims.n].open = 1;
+    gmt_ts.claims.dev[gmt_ts.claims.n] = (int16_t)device;
+    gmt_ts.claims.slot[gmt_ts.claims.n] = (int16_t)i;
+    gmt_ts.claims.open[gmt_ts.claims.n] = 1;
     gmt_ts.claims.n++;
 }
 
-__attribute__((hot)) void gmt_claims_unpublish(int device)
+void gmt_claims_unpublish_slow(int device)
 {
     int c = claim_of(device);
     if (c < 0)
         return;
     /* still ours, naming no scope */
-    atomic_store_explicit(&open_slots[gmt_ts.claims.c[c].slot], slot_word(device, 0),
+    atomic_store_explicit(&open_slots[gmt_ts.claims.slot[c]], slot_word(device, 0),
                           memory_order_release);
-    gmt_ts.claims.c[c].open = 0;
+    gmt_ts.claims.open[c] = 0;
 }
 
 void gmt_claims_register_new(int depth, int device)

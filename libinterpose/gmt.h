@@ -493,14 +493,12 @@ struct gmt_frame {
     uint64_t memmask;   /* devices sampled at begin: sampled again at end */
 };
 
-/* claims.c: the thread's slots in the foreign-thread table, in one line */
-struct gmt_claim {
-    int16_t device;
-    int16_t slot;
-    uint8_t open;       /* the slot names a scope of ours now */
-};
+/* claims.c: the thread's slots in the foreign-thread table, in one line; claim c (c < n)
+ * is dev[c], slot[c], open[c] (arrays, so that a claim is found in one addressing step) */
 struct gmt_claims {
-    struct gmt_claim c[8];
+    int16_t dev[8];     /* the device */
+    int16_t slot[8];    /* its slot in the table */
+    uint8_t open[8];    /* the slot names a scope of ours now */
     uint32_t token;
     uint8_t n;
     uint8_t hint[8];    /* by device % 8: the index of its claim, checked at every use */
@@ -582,6 +580,7 @@ struct gmt_scope_thread {
     int depth;                   /* open scopes, also those past frames[] */
     uint32_t id_next, id_end;    /* this thread's block of scope ids: id_next+1 .. id_end */
     uint8_t memo_next;           /* the communicator memo a miss overwrites next */
+    uint8_t memo_last;           /* the communicator memo the last call found */
     struct gmt_frame frames[32]; /* the open scopes, innermost last: frames[d] at depth d */
 };
 

@@ -389,8 +389,9 @@ static _Atomic(void *) real_fns[2 * GMT_NCCL_COUNT] __attribute__((aligned(64)))
 
 /* Whether a shape's post leaves errno as the real call set it, so the wrapper need not
  * save it around the post: a member of a repeated group (its slow way saves errno
- * itself, as do settle_comm's COMM record and everything else below a group's end). */
-#define GMT_POST_KEEPS_ERRNO_coll(c) gmt_call_end_keeps_errno(c)
+ * itself, as do settle_comm's COMM record and everything else below a group's end), or a
+ * full scope (gmt_scope_end saves it on the ways that can change it). */
+#define GMT_POST_KEEPS_ERRNO_coll(c) (gmt_call_end_keeps_errno(c) || (c)->member < 0)
 #define GMT_POST_KEEPS_ERRNO_group_start(c) 1
 #define GMT_POST_KEEPS_ERRNO_group_end(c) 1
 #define GMT_POST_KEEPS_ERRNO_group_sim(c) 0

@@ -31,6 +31,17 @@ __attribute__((hot)) uint32_t gmt_scope_new_id(void)
             return id;
     }
 }
+/* gmt_scope_new_id's common case: the block has ids left. The id is taken in one
+ * increment, as late as can be: a signal handler's scope in between takes the next. */
+static inline __attribute__((always_inline)) uint32_t new_id(void)
+{
+    if (GMT_LIKELY(gmt_ts.scope.id_next != gmt_ts.scope.id_end)) {
+        uint32_t id = ++gmt_ts.scope.id_next;
+        if (GMT_LIKELY(id))
+            return id;
+    }
+    return gmt_scope_new_id();
+}
 static _Atomic uint64_t scopes_too_deep; /* scopes past FRAMES: recorded, not tracked */
 
 /* Calls seen per (comm, op): a stack is captured only for the first of each. */
@@ -64,7 +75,7 @@ static int nccl_query(enum query q, uint64_t comm)
 
 GMT_TLS struct gmt_comm_memo gmt_scope_memo[GMT_MEMOS];
 
-static void comm_cache_put(uint64_t comm, int device)
+void gmt_scope_comm_cache_put(uint64_t comm, int device)
 {
     long i = gmt_slot_of(comm_keys, COMM_SLOTS, gmt_mix(comm));
     if (i >= 0)
@@ -105,15 +116,17 @@ static int comm_device(uint64_t comm, const struct gmt_comm_memo *m)
     return dev;
 }
 
-/* This thread's memo of `comm`, made afresh (from the COMM cache) when it has none that
- * is current. */
-static struct gmt_comm_memo *memo_of(uint64_t comm)
+/* memo_of past the entry the thread's last call found: another current one, or one made
+ * afresh (from the COMM cache). */
+static __attribute__((noinline)) struct gmt_comm_memo *memo_other(uint64_t comm, unsigned long gen)
 {
-    unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
     for (int i = 0; i < GMT_MEMOS; i++)
-        if (gmt_scope_memo[i].comm == comm && gmt_scope_memo[i].gen == gen)
+        if (gmt_scope_memo[i].comm == comm && gmt_scope_memo[i].gen == gen) {
+            gmt_ts.scope.memo_last = (uint8_t)i;
             return &gmt_scope_memo[i];
-    struct gmt_comm_memo *m = &gmt_scope_memo[gmt_ts.scope.memo_next++ % GMT_MEMOS];
+        }
+    unsigned i = gmt_ts.scope.memo_next++ % GMT_MEMOS;
+    struct gmt_comm_memo *m = &gmt_scope_memo[i];
     /* generation last, behind a signal fence: a signal handler's NCCL call in between
      * finds the entry invalid instead of half written */
     m->gen = 0;
@@ -125,7 +138,19 @@ static struct gmt_comm_memo *memo_of(uint64_t comm)
     m->device = comm ? comm_device_lookup(comm) : -1;
     atomic_signal_fence(memory_order_seq_cst);
     m->gen = gen;
+    gmt_ts.scope.memo_last = (uint8_t)i;
     return m;
+}
+
+/* This thread's memo of `comm`, made afresh when it has none that is current. A loop's
+ * calls on one communicator find it at the entry the last call found. */
+static inline __attribute__((always_inline)) struct gmt_comm_memo *memo_of(uint64_t comm)
+{
+    unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
+    struct gmt_comm_memo *m = &gmt_scope_memo[gmt_ts.scope.memo_last % GMT_MEMOS];
+    if (GMT_LIKELY(m->comm == comm && m->gen == gen))
+        return m;
+    return memo_other(comm, gen);
 }
 
 
@@ -138,16 +163,24 @@ static struct gmt_comm_memo *memo_of(uint64_t comm)
  * allocation during ncclGroupEnd then finds the group), and the sample is taken once per
  * device for the group and closed when the group ends. With nested groups, all of that
  * is the outermost group's: NCCL does the work at the outermost ncclGroupEnd. */
-static void concern_device(int depth, int device, uint64_t comm, unsigned op, uint64_t bytes,
-                           struct gmt_comm_memo *m)
+static void concern_sample(int target, int device);
+static inline __attribute__((always_inline)) void
+concern_device(int depth, int device, uint64_t comm, unsigned op, uint64_t bytes,
+               struct gmt_comm_memo *m)
 {
     if (device < 0 || device >= MAX_DEV || depth >= FRAMES)
         return;
     int g = gmt_ts.scope.frames[depth].group;
     int target = g >= 0 ? g : depth;
     gmt_claims_register(target, device);
-    if (!gmt_sample_wanted(comm, op, bytes, m))
+    if (GMT_LIKELY(!gmt_sample_wanted(comm, op, bytes, m)))
         return;
+    concern_sample(target, device);
+}
+
+/* concern_device's sample at begin, once per frame and device. */
+static __attribute__((noinline)) void concern_sample(int target, int device)
+{
     uint64_t bit = 1ull << device;
     if (gmt_ts.scope.frames[target].memmask & bit)
         return;
@@ -157,7 +190,7 @@ static void concern_device(int depth, int device, uint64_t comm, unsigned op, ui
 
 static _Atomic uint8_t captured[SEEN_SLOTS];
 
-static bool first_of_lookup(uint64_t comm, unsigned op)
+static __attribute__((noinline)) bool first_of_lookup(uint64_t comm, unsigned op)
 {
     long i = gmt_slot_of(seen_keys, SEEN_SLOTS, gmt_mix(gmt_mix(comm) ^ op));
     if (i < 0)
@@ -173,7 +206,7 @@ static bool first_of_lookup(uint64_t comm, unsigned op)
 /* first_of's memo for calls without a communicator (groups, inits before they return):
  * kept out of the communicator memo, which a thread driving 8 GPUs fills with its 8
  * communicators. Valid while comm_gen is unchanged (a fork child's is not). */
-static bool first_of_nocomm(unsigned op)
+static __attribute__((noinline)) bool first_of_nocomm(unsigned op)
 {
     /* in the line of the repeated groups' state, which a group reads anyway */
     uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
@@ -189,10 +222,11 @@ static bool first_of_nocomm(unsigned op)
 }
 
 /* True for the one call (process-wide) that captures the stack of (comm, op). */
-static bool first_of(struct gmt_comm_memo *m, uint64_t comm, unsigned op)
+static inline __attribute__((always_inline)) bool first_of(struct gmt_comm_memo *m, uint64_t comm,
+                                                          unsigned op)
 {
     uint64_t bit = op < 64 ? 1ull << op : 0;
-    if (m->ops_seen & bit)
+    if (GMT_LIKELY(m->ops_seen & bit))
         return false; /* asked before: the answer is only ever true once */
     m->ops_seen |= bit;
     return first_of_lookup(comm, op);
@@ -220,31 +254,13 @@ __attribute__((constructor)) static void register_fork_child(void)
 }
 
 
-/* errno: the common path below makes no call that can set it (gmt_emit, the memo, the
- * tables); what can (a stack capture, a sample, asking the driver for the current
- * device, noting a version) saves and restores it where it is called. */
-uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int datatype, int peer,
-                         uint64_t stream)
+/* gmt_scope_begin past its record: the frame, and what the scope concerns. */
+static __attribute__((noinline)) void begin_frame(enum gmt_op op, uint64_t comm, uint64_t count,
+                                                  int datatype, uint32_t id)
 {
-    if (!gmt_writer_ready())
-        return 0;
-    if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
-        gmt_group_stop(); /* a scope inside a group: not a plain member */
-    uint32_t id = gmt_scope_new_id();
-    struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
-    uint32_t stack_id = 0;
-    if (GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op))) {
-        int saved_errno = errno;
-        stack_id = gmt_stack_capture(NULL);
-        errno = saved_errno;
-    }
-
-    struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, stack_id, comm, count, datatype, peer, stream);
-    gmt_emit_rec(&r);
-    gmt_version_note(GMT_COMP_NCCL);
-
     int depth = gmt_ts.scope.depth++;
-    if (depth < FRAMES) {
+    atomic_signal_fence(memory_order_seq_cst); /* as in gmt_scope_begin: the depth first */
+    if (GMT_LIKELY(depth < FRAMES)) {
         /* the outermost open group: NCCL does the work of nested groups at the
          * outermost ncclGroupEnd */
         int g = -1;
@@ -257,17 +273,95 @@ uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count, int data
         if (op == GMT_OP_Group && depth == 0 && !gmt_hot.options.no_repeat)
             gmt_group_open(id);
         if (comm) {
-            /* A signal handler's NCCL call during gmt_emit may have given m's entry to
-             * another communicator. */
-            if (GMT_UNLIKELY(m->comm != comm ||
-                             m->gen != atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire)))
-                m = memo_of(comm);
+            /* Found again: a signal handler's NCCL call during gmt_emit may have given the
+             * memo's entry to another communicator. */
+            struct gmt_comm_memo *m = memo_of(comm);
             size_t esz = gmt_nccl_type_size(datatype);
             concern_device(depth, comm_device(comm, m), comm, op, count * esz, m);
         }
     } else {
         atomic_fetch_add_explicit(&scopes_too_deep, 1, memory_order_relaxed);
     }
+}
+
+/* errno: the common path below makes no call that can set it (gmt_emit, the memo, the
+ * tables); what can (a stack capture, a sample, asking the driver for the current
+ * device, noting a version) saves and restores it where it is called. */
+static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t comm, uint64_t count,
+                                                    int datatype, int peer, uint64_t stream)
+{
+    if (!gmt_writer_ready())
+        return 0;
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
+        gmt_group_stop(); /* a scope inside a group: not a plain member */
+    uint32_t id = new_id();
+    struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
+    uint32_t stack_id = 0;
+    if (GMT_UNLIKELY(m ? first_of(m, comm, op) : first_of_nocomm(op))) {
+        int saved_errno = errno;
+        stack_id = gmt_stack_capture(NULL);
+        errno = saved_errno;
+    }
+
+    struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, stack_id, comm, count, datatype, peer, stream);
+    gmt_emit_rec(&r);
+    gmt_version_note(GMT_COMP_NCCL);
+    begin_frame(op, comm, count, datatype, id);
+    return id;
+}
+
+/*
+ * A loop's call, decided up front: no scope open on the thread (so no group), the file
+ * open and nothing held back, an id left in the block, the communicator's memo the one
+ * the thread's last call found, its (comm, op) past its first call, its device known and
+ * no sample wanted (the memo found its (op, bytes) past the quota, or the policy is
+ * never). What begin_any would do then is one record, one frame and one publish. A
+ * signal handler's NCCL call during the record may leave the thread otherwise (a scope
+ * open, m's entry given to another communicator): then begin_frame decides again; one on
+ * the same communicator can only have counted calls of its own.
+ */
+__attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
+                                              int datatype, int peer, uint64_t stream)
+{
+    struct gmt_comm_memo *m = &gmt_scope_memo[gmt_ts.scope.memo_last % GMT_MEMOS];
+    unsigned long gen = atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
+    int device = m->device;
+    if (GMT_UNLIKELY(!comm || m->comm != comm || m->gen != gen || gmt_ts.scope.depth != 0 ||
+                     atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != GMT_WRITER_OPEN ||
+                     gmt_ts.writer.deferred != GMT_REP_OFF || (unsigned)op >= 64 ||
+                     !((m->ops_seen >> op) & 1) || (unsigned)device >= MAX_DEV))
+        return begin_any(op, comm, count, datatype, peer, stream);
+    int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
+    if (GMT_UNLIKELY(k != GMT_POLICY_NEVER &&
+                     (k != GMT_POLICY_FIRST || gmt_hot.meminfo.every ||
+                      !gmt_memo_done(m, gmt_memo_key(op, count * gmt_nccl_type_size(datatype))))))
+        return begin_any(op, comm, count, datatype, peer, stream);
+
+    uint32_t id = new_id();
+    struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, 0, comm, count, datatype, peer, stream);
+    r.parent_id = 0;
+    gmt_emit_rec(&r);
+    gmt_version_note(GMT_COMP_NCCL);
+    /* The call's words from here on are read back from the record (gmt_emit changes only
+     * its dt): none of them is kept in a register across the emit. Every NCCL call of a
+     * signal handler in between took an id (as the one that changes the memo or the
+     * claims does). */
+    id = r.scope_id;
+    if (GMT_UNLIKELY(gmt_ts.scope.id_next != id || gmt_ts.scope.depth != 0)) {
+        begin_frame((enum gmt_op)r.h.aux, r.comm, r.count, r.datatype, id);
+        return id;
+    }
+    op = (enum gmt_op)r.h.aux;
+    gmt_ts.scope.depth = 1;
+    /* the depth before the frame: a signal handler's scope from here on takes frame 1 */
+    atomic_signal_fence(memory_order_seq_cst);
+    struct gmt_frame *f = &gmt_ts.scope.frames[0];
+    f->id = id;
+    f->op = (uint8_t)op;
+    f->group = -1;
+    f->devmask = 1ull << device;
+    f->memmask = 0;
+    gmt_claims_publish(device, id);
     return id;
 }
 
@@ -286,12 +380,10 @@ void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)
     concern_device(depth, device, key, gmt_ts.scope.frames[depth].op, 0, NULL);
 }
 
-void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
+/* gmt_scope_end past its common case: a scope sampled at begin, deeper than FRAMES, or
+ * not the innermost one. */
+static __attribute__((noinline)) void scope_end_other(uint32_t scope_id, int depth)
 {
-    if (!scope_id)
-        return;
-    gmt_group_scope_end(scope_id);
-    int depth = gmt_ts.scope.depth;
     if (depth > FRAMES) {
         gmt_ts.scope.depth--;
     } else if (depth > 0) {
@@ -312,7 +404,46 @@ void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
             gmt_ts.scope.depth = k;
         }
     }
+}
+
+/* gmt_scope_end past its common case, all of it. */
+static __attribute__((noinline)) void end_any(uint32_t scope_id, enum gmt_op op, int result)
+{
+    if (!scope_id)
+        return;
+    /* the wrapper leaves errno to us (hooks_nccl.c): what follows may call out */
+    int saved_errno = errno;
+    gmt_group_scope_end(scope_id);
+    int depth = gmt_ts.scope.depth;
+    if (depth > 0 && depth <= FRAMES && gmt_ts.scope.frames[depth - 1].id == scope_id &&
+        !gmt_ts.scope.frames[depth - 1].memmask) {
+        gmt_claims_unregister(depth - 1);
+        gmt_ts.scope.depth = depth - 1;
+    } else {
+        scope_end_other(scope_id, depth);
+    }
+    errno = saved_errno;
     struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
+    gmt_emit_rec(&r);
+}
+
+/* The common end: the innermost scope, at depth 1 (no frame to fall back to), not sampled
+ * at begin, no group state to settle. */
+__attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
+{
+    if (GMT_UNLIKELY(!scope_id || gmt_ts.scope.depth != 1 || gmt_ts.scope.frames[0].id != scope_id ||
+                     gmt_ts.scope.frames[0].memmask || gmt_ts.writer.deferred != GMT_REP_OFF ||
+                     scope_id == gmt_ts.rep.repeated)) {
+        end_any(scope_id, op, result);
+        return;
+    }
+    /* the record first: what it holds is then not kept in registers across a slow publish */
+    struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
+    for (uint64_t mask = gmt_ts.scope.frames[0].devmask; mask; mask &= mask - 1)
+        gmt_claims_unpublish(__builtin_ctzll(mask));
+    /* frame 0 is done with before a signal handler's scope can take it */
+    atomic_signal_fence(memory_order_seq_cst);
+    gmt_ts.scope.depth = 0;
     gmt_emit_rec(&r);
 }
 
@@ -328,7 +459,7 @@ void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
     gmt_lib_leave(e);
     /* A new communicator may reuse a destroyed one's address: overwrite what was cached. */
     if (device >= 0)
-        comm_cache_put(comm, device);
+        gmt_scope_comm_cache_put(comm, device);
     struct gmt_rec_comm r = {
         .h = {.type = GMT_REC_COMM, .size = gmt_rec_padded(sizeof r)},
         .comm = comm,

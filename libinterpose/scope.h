@@ -80,10 +80,9 @@ static inline uint64_t gmt_memo_key(unsigned op, uint64_t bytes)
 
 static inline bool gmt_memo_done(const struct gmt_comm_memo *m, uint64_t key)
 {
-    for (int i = 0; i < GMT_MEMO_DONE; i++)
-        if (m->done[i] == key)
-            return key != 0;
-    return false;
+    _Static_assert(GMT_MEMO_DONE == 4, "one compare each, no branch between them");
+    return ((m->done[0] == key) | (m->done[1] == key) | (m->done[2] == key) |
+            (m->done[3] == key)) & (key != 0);
 }
 
 /* This thread's current memo of `comm`, or NULL; never makes one. */
@@ -95,6 +94,10 @@ static inline struct gmt_comm_memo *gmt_scope_memo_find(uint64_t comm)
             return &gmt_scope_memo[i];
     return NULL;
 }
+
+/* The COMM cache learns that `comm` runs on `device` (gmt_scope_comm's answer from NCCL;
+ * the tests tell it directly), and every thread's memo of a communicator is out of date. */
+GMT_HIDDEN void gmt_scope_comm_cache_put(uint64_t comm, int device);
 
 /* The next scope id of the thread's block (gmt_ts.scope.id_next + 1 .. id_end), taking a
  * new block when it is used up. */
@@ -154,24 +157,77 @@ static inline void gmt_group_scope_end(uint32_t scope_id)
 }
 
 /* ---- claims.c: attribution of other threads' allocations ---- */
-/* The thread's slot on `device` names `scope_id` / no scope. */
-GMT_HIDDEN void gmt_claims_publish(int device, uint32_t scope_id);
-GMT_HIDDEN void gmt_claims_unpublish(int device);
+/* The process-wide table of (thread, device) slots (claims.c's rule), and the word a
+ * slot holds: thread token (16 bits) | device+1 (16 bits) | scope id (32 bits). */
+#define GMT_CLAIM_SLOTS 4096
+GMT_HIDDEN extern _Atomic uint64_t gmt_claim_slots[GMT_CLAIM_SLOTS];
+static inline uint64_t gmt_claim_word(int device, uint32_t scope_id)
+{
+    return (uint64_t)gmt_ts.claims.token << 48 | (uint64_t)(device + 1) << 32 | scope_id;
+}
+/* The thread's claim on `device` when its hint names it, else -1 (claims.c looks further).
+ * A claim exists only once the thread has its token. */
+static inline int gmt_claim_hinted(int device)
+{
+    unsigned c = gmt_ts.claims.hint[device & (GMT_COUNTOF(gmt_ts.claims.hint) - 1)];
+    return c < gmt_ts.claims.n && gmt_ts.claims.dev[c] == device ? (int)c : -1;
+}
+/* The publishes below when the hint does not name the device's claim. */
+GMT_HIDDEN void gmt_claims_publish_slow(int device, uint32_t scope_id);
+GMT_HIDDEN void gmt_claims_unpublish_slow(int device);
+/* The thread's slot on `device` names `scope_id` / no scope: one store for a loop's calls. */
+static inline void gmt_claims_publish(int device, uint32_t scope_id)
+{
+    unsigned c = gmt_ts.claims.hint[device & (GMT_COUNTOF(gmt_ts.claims.hint) - 1)];
+    if (GMT_UNLIKELY(c >= gmt_ts.claims.n || gmt_ts.claims.dev[c] != device)) {
+        gmt_claims_publish_slow(device, scope_id);
+        return;
+    }
+    /* Open before the store: a signal handler's publish re-labels only idle claims. One
+     * that re-labelled this one between the test and here is found by the second test. */
+    gmt_ts.claims.open[c] = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (GMT_UNLIKELY(gmt_ts.claims.dev[c] != device)) {
+        gmt_ts.claims.open[c] = 0; /* the handler's, idle again */
+        gmt_claims_publish_slow(device, scope_id);
+        return;
+    }
+    atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.slot[c]], gmt_claim_word(device, scope_id),
+                          memory_order_release);
+}
+static inline void gmt_claims_unpublish(int device)
+{
+    unsigned c = gmt_ts.claims.hint[device & (GMT_COUNTOF(gmt_ts.claims.hint) - 1)];
+    if (GMT_UNLIKELY(c >= gmt_ts.claims.n || gmt_ts.claims.dev[c] != device)) {
+        gmt_claims_unpublish_slow(device);
+        return;
+    }
+    atomic_store_explicit(&gmt_claim_slots[gmt_ts.claims.slot[c]], gmt_claim_word(device, 0),
+                          memory_order_release);
+    gmt_ts.claims.open[c] = 0;
+}
 /* The open scope at `depth` concerns `device`: published there unless a deeper frame of
- * the thread is published there already. Inline up to the frame's mask (a loop's calls
- * find their device registered already). */
+ * the thread is published there already (register_new looks). Inline for the innermost
+ * frame, which has none deeper. */
 GMT_HIDDEN void gmt_claims_register_new(int depth, int device);
 static inline void gmt_claims_register(int depth, int device)
 {
     if (device < 0 || device >= MAX_DEV || depth < 0 || depth >= FRAMES)
         return;
-    if (gmt_ts.scope.frames[depth].devmask & (1ull << device))
+    struct gmt_frame *f = &gmt_ts.scope.frames[depth];
+    uint64_t bit = 1ull << device;
+    if (f->devmask & bit)
         return;
-    gmt_claims_register_new(depth, device);
+    if (GMT_UNLIKELY(depth + 1 < gmt_ts.scope.depth)) {
+        gmt_claims_register_new(depth, device);
+        return;
+    }
+    f->devmask |= bit;
+    gmt_claims_publish(device, f->id);
 }
 /* After frame `depth` closes: each device it was published on falls back to the nearest
  * enclosing frame registered there, or is released. */
-static inline void gmt_claims_unregister(int depth)
+static inline __attribute__((always_inline)) void gmt_claims_unregister(int depth)
 {
     uint64_t mask = gmt_ts.scope.frames[depth].devmask;
     while (mask) {

@@ -701,6 +701,27 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
     gmt_ts.writer.in_emit = 0;
 }
 
+/* in_emit | opening | (deferred & GMT_WRITER_DEFERRED), the three bytes side by side, in
+ * one load */
+static inline __attribute__((always_inline)) uint32_t emit_flags(void)
+{
+    _Static_assert(offsetof(struct gmt_writer_thread, opening) ==
+                           offsetof(struct gmt_writer_thread, in_emit) + 1 &&
+                       offsetof(struct gmt_writer_thread, deferred) ==
+                           offsetof(struct gmt_writer_thread, in_emit) + 2 &&
+                       sizeof(struct gmt_writer_thread) >=
+                           offsetof(struct gmt_writer_thread, in_emit) + 4,
+                   "the three flags and a byte after them in one word");
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t w;
+    __builtin_memcpy(&w, &gmt_ts.writer.in_emit, sizeof w);
+    return w & (0xffffu | (uint32_t)GMT_WRITER_DEFERRED << 16);
+#else
+    return gmt_ts.writer.in_emit | gmt_ts.writer.opening |
+           (gmt_ts.writer.deferred & GMT_WRITER_DEFERRED);
+#endif
+}
+
 /* The fast path of both emits: `size` bytes of records (at most 128) from a thread that
  * has its buffer, with the file open and room before the ring's end. timed (a constant
  * at each call): the first record's dt at dt_offset is filled from the clock, which must
@@ -709,8 +730,11 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
 static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
                                                            size_t dt_offset, bool timed)
 {
+    /* The clock first, while little else is live: a signal handler's record after it
+     * takes a later time, and ours then gets dt 0 (below). */
+    uint64_t now = timed ? gmt_now_ns() : 0;
     struct buf *b = gmt_ts.writer.buf;
-    if (GMT_UNLIKELY(!b || gmt_ts.writer.in_emit | gmt_ts.writer.opening | (gmt_ts.writer.deferred & GMT_WRITER_DEFERRED) ||
+    if (GMT_UNLIKELY(!b || emit_flags() ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN ||
                      size - 8u > 120u || size % GMT_ALIGN ||
                      (timed && (!dt_offset || dt_offset + 4 > size))))
@@ -722,7 +746,8 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
     uint64_t clock = gmt_ts.writer.clock;
-    uint64_t now = timed ? gmt_now_ns() : clock;
+    if (!timed)
+        now = clock;
     if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
                      (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
@@ -730,7 +755,10 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
         return false;
     }
     unsigned char *dst = b->data + b->at;
-    copy_small(dst, rec, size);
+    if (__builtin_constant_p(size))
+        __builtin_memcpy(dst, rec, size); /* gmt_emit_rec's: a few moves */
+    else
+        copy_small(dst, rec, size);
     if (timed) {
         /* dt goes straight into the ring's copy: the copy's loads then don't wait for the
          * clock (the TSC read has tens of cycles of latency) through a store into *rec. */

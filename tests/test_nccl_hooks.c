@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "gmt.h"
 #include "nccl_abi.h"
+#include "scope.h"
 #include "alloc_rec.h"
 #include "reader.h"
 #include "replay.h"
@@ -1103,4 +1105,133 @@ Test(scope, a_scope_left_open_is_closed_with_its_parent)
     gmt_scope_end(g, GMT_OP_Group, 3);
     cr_expect_eq(gmt_ts.scope.depth, 0);
     cr_expect_eq(gmt_current_scope(), 0);
+}
+
+/* ---- a loop's calls on communicators whose device the COMM cache knows ---- */
+
+/* Each device's published scope, 0 none, for devices 0..2. */
+static void expect_published(uint32_t on0, uint32_t on1, uint32_t on2, int call)
+{
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), on0, "call %d: device 0", call);
+    cr_expect_eq(gmt_scope_for_foreign_thread(1), on1, "call %d: device 1", call);
+    cr_expect_eq(gmt_scope_for_foreign_thread(2), on2, "call %d: device 2", call);
+}
+
+Test(scope, a_loop_call_publishes_the_device_its_communicator_is_on_now)
+{
+    open_own_trace();
+    const uint64_t a = 0xa000, b = 0xb000, c = 0xc000;
+    gmt_scope_comm_cache_put(a, 0);
+    gmt_scope_comm_cache_put(b, 1);
+    gmt_scope_comm_cache_put(c, 2);
+    /* The thread moves between devices (its one idle claim is re-labelled each time) and
+     * between communicators (the memo the last call found is another one's). */
+    static const int order[] = {0, 0, 1, 1, 0, 2, 0, 1, 2, 2, 1, 0, 0, 2, 1, 0};
+    uint32_t prev = 0;
+    for (int i = 0; i < (int)(sizeof order / sizeof order[0]); i++) {
+        int dev = order[i];
+        uint64_t comm = dev == 0 ? a : dev == 1 ? b : c;
+        uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, comm, 8, ncclFloat32, -1, 0);
+        cr_assert_gt(id, prev, "call %d: a scope of its own", i);
+        cr_expect_eq(gmt_current_scope(), id);
+        expect_published(dev == 0 ? id : 0, dev == 1 ? id : 0, dev == 2 ? id : 0, i);
+        gmt_scope_end(id, GMT_OP_AllReduce, 0);
+        cr_expect_eq(gmt_ts.scope.depth, 0);
+        expect_published(0, 0, 0, i);
+        prev = id;
+    }
+    /* A new communicator at a's address, on device 2: the memo of the old one is out of
+     * date, and the next call on that address is published on device 2. */
+    gmt_scope_comm_cache_put(a, 2);
+    uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, a, 8, ncclFloat32, -1, 0);
+    expect_published(0, 0, id, 100);
+    gmt_scope_end(id, GMT_OP_AllReduce, 0);
+    expect_published(0, 0, 0, 101);
+    /* Inside another scope a call goes the general way, and falls back to it at its end. */
+    uint32_t outer = gmt_scope_begin(GMT_OP_AllGather, b, 8, ncclFloat32, -1, 0);
+    id = gmt_scope_begin(GMT_OP_AllReduce, b, 8, ncclFloat32, -1, 0);
+    expect_published(0, id, 0, 102);
+    gmt_scope_end(id, GMT_OP_AllReduce, 0);
+    expect_published(0, outer, 0, 103);
+    gmt_scope_end(outer, GMT_OP_AllGather, 0);
+    expect_published(0, 0, 0, 104);
+}
+
+/* A signal handler's NCCL call, on another communicator, in the middle of the thread's. */
+static volatile sig_atomic_t handler_calls, handler_bad;
+static void nccl_call_in_handler(int sig)
+{
+    (void)sig;
+    int depth = gmt_ts.scope.depth;
+    uint32_t id = gmt_scope_begin(GMT_OP_Broadcast, 0xd000, 4, ncclFloat32, 0, 0);
+    if (id && gmt_scope_for_foreign_thread(3) != id)
+        handler_bad = 1;
+    gmt_scope_end(id, GMT_OP_Broadcast, 0);
+    if (gmt_ts.scope.depth != depth || gmt_scope_for_foreign_thread(3) != 0)
+        handler_bad = 1;
+    handler_calls++;
+}
+
+Test(scope, a_signal_handlers_call_in_the_middle_of_a_loop_call_leaves_it_intact)
+{
+    open_own_trace();
+    gmt_scope_comm_cache_put(0xa000, 0);
+    gmt_scope_comm_cache_put(0xd000, 3);
+    /* Both calls' first ones (their stacks captured) before any signal: stack.c's one-time
+     * setup is not for a handler that interrupts it. */
+    gmt_scope_end(gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0),
+                  GMT_OP_AllReduce, 0);
+    nccl_call_in_handler(0);
+    handler_calls = 0;
+    struct sigaction sa = {.sa_handler = nccl_call_in_handler};
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval every = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
+    cr_assert_eq(setitimer(ITIMER_REAL, &every, NULL), 0);
+    int bad = 0;
+    for (int i = 0; i < 200000 && (handler_calls < 200 || i < 1000); i++) {
+        uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
+        if (gmt_current_scope() != id || gmt_ts.scope.depth != 1 ||
+            gmt_scope_for_foreign_thread(0) != id)
+            bad++;
+        gmt_scope_end(id, GMT_OP_AllReduce, 0);
+        if (gmt_ts.scope.depth != 0 || gmt_scope_for_foreign_thread(0) != 0)
+            bad++;
+    }
+    setitimer(ITIMER_REAL, &off, NULL);
+    signal(SIGALRM, SIG_DFL);
+    cr_expect_gt(handler_calls, 0, "the handler ran");
+    cr_expect_eq(bad, 0, "calls whose scope was not the thread's or not published");
+    cr_expect_eq(handler_bad, 0, "handler calls whose scope was not published");
+}
+
+Test(scope, a_fork_child_publishes_only_its_own_scopes)
+{
+    open_own_trace();
+    gmt_scope_comm_cache_put(0xa000, 0);
+    for (int i = 0; i < 3; i++) /* the memo, the claim and the hint are warm */
+        gmt_scope_end(gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0),
+                      GMT_OP_AllReduce, 0);
+    uint32_t open = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
+    cr_assert_eq(gmt_scope_for_foreign_thread(0), open);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fails = 0;
+        fails += gmt_ts.scope.depth != 0;
+        fails += gmt_scope_for_foreign_thread(0) != 0; /* the parent's scope is not ours */
+        uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
+        fails += gmt_scope_for_foreign_thread(0) != id;
+        fails += gmt_current_scope() != id;
+        gmt_scope_end(id, GMT_OP_AllReduce, 0);
+        fails += gmt_scope_for_foreign_thread(0) != 0;
+        _exit(fails);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status 0x%x", status);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), open, "the parent's scope still open");
+    gmt_scope_end(open, GMT_OP_AllReduce, 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), 0);
 }
