@@ -314,10 +314,13 @@ static inline void gmt_cpu_relax(void)
 }
 /* A one-time setup that any thread may reach first. gmt_once_enter returns
  * GMT_ONCE_READY or GMT_ONCE_FAILED when it is done, or GMT_ONCE_BUSY when the caller
- * is the one to do it and then call gmt_once_leave. A fork child calls gmt_once_forked:
- * a setup that another thread was inside starts again there (that thread is gone). */
-enum { GMT_ONCE_NEW, GMT_ONCE_BUSY, GMT_ONCE_READY, GMT_ONCE_FAILED };
-struct gmt_once { _Atomic int state; };
+ * is the one to do it and then call gmt_once_leave. Another thread waits while one does
+ * it; a signal handler on the thread that is doing it gets GMT_ONCE_LATER (not now:
+ * waiting there would never end). A fork child calls gmt_once_forked: a setup that
+ * another thread was inside starts again there (that thread is gone). */
+enum { GMT_ONCE_NEW, GMT_ONCE_BUSY, GMT_ONCE_READY, GMT_ONCE_FAILED, GMT_ONCE_LATER };
+/* state: NEW, READY, FAILED, or while busy the address of its thread's marker */
+struct gmt_once { _Atomic uintptr_t state; };
 GMT_HIDDEN int gmt_once_enter(struct gmt_once *o);
 GMT_HIDDEN void gmt_once_leave(struct gmt_once *o, bool ok);
 GMT_HIDDEN void gmt_once_forked(struct gmt_once *o);

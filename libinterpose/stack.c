@@ -158,7 +158,7 @@ static bool setup(void)
     int st = gmt_once_enter(&setup_once);
     if (GMT_LIKELY(st == GMT_ONCE_READY))
         return true;
-    if (st == GMT_ONCE_FAILED)
+    if (st != GMT_ONCE_BUSY) /* failed, or a handler inside our own setup */
         return false;
     void *t, *a;
     if (!gmt_map_tables(&t, TABLE_SLOTS * sizeof(uint64_t), &a, ARENA_BYTES)) {

@@ -12,17 +12,25 @@
  * (a few system calls), and no lock is taken.
  */
 
+/* Its address names the thread doing a setup: a thread's TLS block is its own. */
+static GMT_TLS char once_self;
+
 int gmt_once_enter(struct gmt_once *o)
 {
-    int st = atomic_load_explicit(&o->state, memory_order_acquire);
+    uintptr_t st = atomic_load_explicit(&o->state, memory_order_acquire);
     if (GMT_LIKELY(st == GMT_ONCE_READY) || st == GMT_ONCE_FAILED)
-        return st;
-    int expect = GMT_ONCE_NEW;
-    if (atomic_compare_exchange_strong(&o->state, &expect, GMT_ONCE_BUSY))
+        return (int)st;
+    uintptr_t self = (uintptr_t)&once_self;
+    uintptr_t expect = GMT_ONCE_NEW;
+    if (atomic_compare_exchange_strong(&o->state, &expect, self))
         return GMT_ONCE_BUSY; /* ours to do */
-    while ((st = atomic_load_explicit(&o->state, memory_order_acquire)) == GMT_ONCE_BUSY)
+    while ((st = atomic_load_explicit(&o->state, memory_order_acquire)) != GMT_ONCE_READY &&
+           st != GMT_ONCE_FAILED) {
+        if (st == self)
+            return GMT_ONCE_LATER; /* a handler interrupting our own setup */
         gmt_cpu_relax();
-    return st;
+    }
+    return (int)st;
 }
 
 void gmt_once_leave(struct gmt_once *o, bool ok)
@@ -32,7 +40,8 @@ void gmt_once_leave(struct gmt_once *o, bool ok)
 
 void gmt_once_forked(struct gmt_once *o)
 {
-    if (atomic_load_explicit(&o->state, memory_order_relaxed) == GMT_ONCE_BUSY)
+    uintptr_t st = atomic_load_explicit(&o->state, memory_order_relaxed);
+    if (st != GMT_ONCE_READY && st != GMT_ONCE_FAILED)
         atomic_store_explicit(&o->state, GMT_ONCE_NEW, memory_order_relaxed);
 }
 

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,4 +425,38 @@ Test(stack, fork_child_defines_its_stacks_again)
     cr_expect_eq(a, 1);
     unlink(parent_path);
     rmdir(dir);
+}
+
+/* The one-time setup gate (tables.c): a signal handler on the thread doing a setup is
+ * told "not now" instead of waiting for itself; another thread waits for the end. */
+static struct gmt_once gate;
+static int in_handler_got = -1;
+static void gate_handler(int sig)
+{
+    (void)sig;
+    in_handler_got = gmt_once_enter(&gate);
+}
+static void *gate_waiter(void *arg)
+{
+    *(int *)arg = gmt_once_enter(&gate);
+    return NULL;
+}
+
+Test(stack, setup_gate_tells_a_handler_of_its_own_thread_not_now, .timeout = 10)
+{
+    cr_assert_eq(gmt_once_enter(&gate), GMT_ONCE_BUSY, "the first caller does the setup");
+    signal(SIGUSR2, gate_handler);
+    raise(SIGUSR2);
+    cr_expect_eq(in_handler_got, GMT_ONCE_LATER, "the handler inside the setup: %d", in_handler_got);
+    int other = -1;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, gate_waiter, &other), 0);
+    usleep(20000);
+    cr_expect_eq(other, -1, "another thread waits while the setup runs");
+    gmt_once_leave(&gate, true);
+    pthread_join(th, NULL);
+    cr_expect_eq(other, GMT_ONCE_READY);
+    cr_expect_eq(gmt_once_enter(&gate), GMT_ONCE_READY);
+    raise(SIGUSR2);
+    cr_expect_eq(in_handler_got, GMT_ONCE_READY, "after it, a handler finds it done");
 }
