@@ -243,6 +243,20 @@ void gmt_free_paths(char **p, size_t n)
     free(p);
 }
 
+int gmt_args_traces(const struct gmt_args *a, int argc, char **argv, char ***out, size_t *nout)
+{
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    *out = NULL;
+    *nout = 0;
+    int r = gmt_expand_paths(argv + a->first, (size_t)(argc - a->first), out, nout, &msgs);
+    gmt_msgs_print(&msgs, stderr);
+    if (r == -ENOMEM) {
+        gmt_err("gpumemtrace: out of memory");
+        return -1;
+    }
+    return r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
+}
+
 /* ---- outputs ---- */
 
 FILE *gmt_output_open(const char *cmd, const char *path)

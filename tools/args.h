@@ -69,6 +69,11 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n);
 int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
                      struct gmt_msgs *msgs);
 void gmt_free_paths(char **p, size_t n);
+/* A command's traces: its operands from a->first, expanded as gmt_expand_paths does, its
+ * messages printed on stderr. GMT_EXIT_OK, GMT_EXIT_ERROR when an operand could not be
+ * listed (the others are in *out: the command goes on and exits with it), or -1 after
+ * saying the memory ran out (nothing to free: the command exits GMT_EXIT_ERROR). */
+int gmt_args_traces(const struct gmt_args *a, int argc, char **argv, char ***out, size_t *nout);
 
 /* ---- where a command writes (-o OUT) ---- */
 

@@ -428,16 +428,11 @@ int gmt_cmd_explain(int argc, char **argv)
         return rc;
     if (args.first >= argc)
         return gmt_cli_usage_error("explain", "no trace given");
-    char **files = NULL;
-    size_t n_files = 0;
-    struct gmt_msgs msgs = GMT_MSGS_INIT;
-    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files, &msgs);
-    gmt_msgs_print(&msgs, stderr);
-    if (r == -ENOMEM) {
-        gmt_err("gpumemtrace: out of memory");
+    char **files;
+    size_t n_files;
+    int status = gmt_args_traces(&args, argc, argv, &files, &n_files);
+    if (status < 0)
         return GMT_EXIT_ERROR;
-    }
-    int status = r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
     bool json = args.output == GMT_OUT_JSON;
     if (json)
         printf("{\"schema\": \"gpumemtrace.explain/1\", \"traces\": [");

@@ -163,19 +163,14 @@ int gmt_cmd_export(int argc, char **argv)
         return gmt_cli_usage_error("export", "--cost and --device are for --format folded");
     if (args.first >= argc)
         return gmt_cli_usage_error("export", "no trace given");
-    char **files = NULL;
-    size_t n_files = 0;
-    struct gmt_msgs msgs = GMT_MSGS_INIT;
-    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files, &msgs);
-    gmt_msgs_print(&msgs, stderr);
-    if (r == -ENOMEM) {
-        gmt_err("gpumemtrace: out of memory");
+    char **files;
+    size_t n_files;
+    int status = gmt_args_traces(&args, argc, argv, &files, &n_files);
+    if (status < 0)
         return GMT_EXIT_ERROR;
-    }
-    int status = r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
     if (ea.format != FMT_FOLDED) {
         if (!n_files) {
-            if (!r)
+            if (status == GMT_EXIT_OK)
                 gmt_err("gpumemtrace: export: no trace found");
             gmt_free_paths(files, n_files);
             return GMT_EXIT_ERROR;

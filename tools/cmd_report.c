@@ -74,22 +74,18 @@ int gmt_cmd_report(int argc, char **argv)
         return gmt_cli_usage_error("report", "-o REPORT.html is required");
     if (args.first >= argc)
         return gmt_cli_usage_error("report", "no trace given");
-    char **files = NULL;
-    size_t n_files = 0;
-    struct gmt_msgs msgs = GMT_MSGS_INIT;
-    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files, &msgs);
-    gmt_msgs_print(&msgs, stderr);
-    if (r == -ENOMEM) {
-        gmt_err("gpumemtrace: out of memory");
+    char **files;
+    size_t n_files;
+    int status = gmt_args_traces(&args, argc, argv, &files, &n_files);
+    if (status < 0)
         return GMT_EXIT_ERROR;
-    }
     if (!n_files) {
-        if (!r)
+        if (status == GMT_EXIT_OK)
             gmt_err("gpumemtrace: report: no trace found");
         gmt_free_paths(files, n_files);
         return GMT_EXIT_ERROR;
     }
     int x = gmt_report_html(files, n_files, &args.ro, ra.output, ra.max_points);
     gmt_free_paths(files, n_files);
-    return x ? x : r ? GMT_EXIT_ERROR : GMT_EXIT_OK;
+    return x ? x : status;
 }

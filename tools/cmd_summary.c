@@ -377,18 +377,11 @@ int gmt_cmd_summary(int argc, char **argv)
     struct outs out = {0};
     int status = GMT_EXIT_OK;
     /* a directory (what `run` writes) stands for the traces in it */
-    char **files = NULL;
-    size_t n_files = 0;
-    struct gmt_msgs msgs = GMT_MSGS_INIT;
-    int r = gmt_expand_paths(argv + args.first, (size_t)(argc - args.first), &files, &n_files,
-                             &msgs);
-    gmt_msgs_print(&msgs, stderr);
-    if (r == -ENOMEM) {
-        gmt_err("gpumemtrace: out of memory");
+    char **files;
+    size_t n_files;
+    status = gmt_args_traces(&args, argc, argv, &files, &n_files);
+    if (status < 0)
         return GMT_EXIT_ERROR;
-    }
-    if (r)
-        status = GMT_EXIT_ERROR;
     if (csv && sc.table < 0) {
         if (outs_tables(&out, output)) {
             gmt_free_paths(files, n_files);
