@@ -74,7 +74,8 @@ enum { PY_NEW, PY_BUSY, PY_READY, PY_ABSENT, PY_OFF };
 
 struct code_slot {
     _Atomic uintptr_t code;        /* the code object's address; 0 empty */
-    _Atomic uint32_t id;           /* 0 until its PYCODE record is written */
+    _Atomic uint32_t id;           /* 0 until its PYCODE record is written; ID_DEAD when
+                                    * it could not be: the slot never matches */
     int32_t firstlineno;
     uintptr_t name, filename, linetable; /* the object's fields when it was seen */
     uint64_t name_fp, file_fp;     /* str_fp of the name and the file name then */
@@ -481,8 +482,25 @@ static uint32_t emit_code(uintptr_t co, int32_t first, uintptr_t name, uintptr_t
     return id;
 }
 
+#define ID_DEAD UINT32_MAX
+#define ID_SPIN_LIMIT (1u << 20)
+
+/* The id of a slot that holds co: another thread that claimed it may still be writing
+ * its PYCODE record (a few hundred ns), so wait for it, within a bound. 0: none came. */
+static uint32_t slot_id(struct code_slot *s)
+{
+    uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+    for (unsigned i = 0; !id && i < ID_SPIN_LIMIT; i++) {
+        gmt_cpu_relax();
+        id = atomic_load_explicit(&s->id, memory_order_acquire);
+    }
+    return id == ID_DEAD ? 0 : id;
+}
+
 /* The slot of code object co, made (and its PYCODE written) on first sight; NULL when
- * co is not a code object or the table is full. */
+ * co is not a code object or the table is full. Two threads seeing co first at once: the
+ * one whose claim loses waits for the winner's id, so co has one id (one frame value, so
+ * one stack for the same frames on every thread). */
 static struct code_slot *code_slot(uintptr_t co)
 {
     if (!ptr_ok(co) || word(co, 8) != code_type)
@@ -496,7 +514,7 @@ static struct code_slot *code_slot(uintptr_t co)
         struct code_slot *s = &slots[i];
         uintptr_t k = atomic_load_explicit(&s->code, memory_order_acquire);
         if (k == co) {
-            if (atomic_load_explicit(&s->id, memory_order_acquire) && s->name == name &&
+            if (slot_id(s) && s->name == name &&
                 s->filename == file && s->linetable == lt && s->firstlineno == first &&
                 s->name_fp == str_fp(name) && s->file_fp == str_fp(file))
                 return s;
@@ -529,8 +547,10 @@ static struct code_slot *code_slot(uintptr_t co)
         s->linetable = lt;
         s->firstlineno = first;
         uint32_t id = emit_code(co, first, name, qual, file);
-        if (!id)
-            return NULL; /* the slot stays taken with id 0: never matches */
+        if (!id) {
+            atomic_store_explicit(&s->id, ID_DEAD, memory_order_release);
+            return NULL; /* the slot stays taken: never matches */
+        }
         atomic_store_explicit(&s->id, id, memory_order_release);
         return s;
     }
