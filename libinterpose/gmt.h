@@ -325,7 +325,7 @@ GMT_HIDDEN int gmt_once_enter(struct gmt_once *o);
 GMT_HIDDEN void gmt_once_leave(struct gmt_once *o, bool ok);
 GMT_HIDDEN void gmt_once_forked(struct gmt_once *o);
 /* Two tables of reserved address space (pages taken as they are written): both, or
- * neither and false. */
+ * neither and false. b NULL: the first alone. */
 GMT_HIDDEN bool gmt_map_tables(void **a, size_t a_bytes, void **b, size_t b_bytes);
 
 /* ---- stack.c: stacks captured with libunwind, each written once ---- */

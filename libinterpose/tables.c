@@ -49,16 +49,18 @@ bool gmt_map_tables(void **a, size_t a_bytes, void **b, size_t b_bytes)
 {
     void *x = mmap(NULL, a_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *y = mmap(NULL, b_bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *y = b ? mmap(NULL, b_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                : NULL;
     if (x == MAP_FAILED || y == MAP_FAILED) {
         if (x != MAP_FAILED)
             munmap(x, a_bytes);
-        if (y != MAP_FAILED)
+        if (y && y != MAP_FAILED)
             munmap(y, b_bytes);
         return false;
     }
     *a = x;
-    *b = y;
+    if (b)
+        *b = y;
     return true;
 }

@@ -62,8 +62,8 @@ bool gmt_unwind_setup(void)
 {
     if (slots)
         return true;
-    void *t, *unused;
-    if (!gmt_map_tables(&t, SLOTS * sizeof(struct slot), &unused, 4096))
+    void *t;
+    if (!gmt_map_tables(&t, SLOTS * sizeof(struct slot), NULL, 0))
         return false;
     slots = t;
     return true;
@@ -182,7 +182,6 @@ static bool encoded(struct cursor *c, uint8_t enc, uint64_t data, uint64_t *out)
 struct find {
     uint64_t pc;
     const uint8_t *hdr; /* the object's .eh_frame_hdr, NULL: not found */
-    bool in_object;
 };
 
 static int find_object(struct dl_phdr_info *info, size_t size, void *data)
@@ -202,7 +201,6 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
     }
     if (!inside)
         return 0;
-    f->in_object = true;
     if (eh)
         f->hdr = (const uint8_t *)(uintptr_t)(info->dlpi_addr + eh->p_vaddr);
     return 1;
@@ -415,7 +413,7 @@ static bool parse_cie(const uint8_t *p, struct cie *ci)
 static __attribute__((noinline)) uint64_t decode(uint64_t pc)
 {
     atomic_fetch_add_explicit(&decodes, 1, memory_order_relaxed);
-    struct find f = { pc, NULL, false };
+    struct find f = { pc, NULL };
     dl_iterate_phdr(find_object, &f);
     if (!f.hdr)
         return R_GIVE_UP;
