@@ -80,13 +80,33 @@ $(TSAN_DIR)/tests/test_%: tests/test_%.c tests/tsan/criterion/criterion.h $(TSAN
 TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 die_after_fork=0 \
   suppressions=$(abspath tests/tsan.supp) $(TSAN_OPTIONS)"
 
-.PHONY: tsan-test tsan-tests
+# The runner itself, first: hung tests must come back as TIMEOUT with nothing left running.
+TSAN_RUNNER_CHECK := $(TSAN_DIR)/tests/runner_check
+$(TSAN_RUNNER_CHECK): tests/tsan/runner_check.c tests/tsan/criterion/criterion.h
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) -Itests/tsan -o $@ $<
+
+.PHONY: tsan-test tsan-tests tsan-runner-check
+tsan-runner-check: $(TSAN_RUNNER_CHECK)
+	@log=$(TSAN_RUNNER_CHECK).log; pidf=$(TSAN_RUNNER_CHECK).pid; t0=$$(date +%s); rm -f $$pidf; \
+	if RUNNER_CHECK_PIDFILE=$$pidf $(TSAN_RUNNER_CHECK) >$$log 2>&1; then \
+	  echo "tsan runner: a failing suite passed" >&2; exit 1; fi; \
+	for want in 'runner::hangs_with_every_signal_blocked: TIMEOUT' 'runner::hangs_with_a_child: TIMEOUT' \
+	            'Tested: 4 | Passing: 1 | Failing: 1 | Crashing: 2'; do \
+	  grep -qF "$$want" $$log || { echo "tsan runner: no '$$want' in $$log" >&2; tail -n 20 $$log >&2; exit 1; }; done; \
+	pid=$$(cat $$pidf 2>/dev/null); [ -n "$$pid" ] || { echo "tsan runner: the child's pid was not written" >&2; exit 1; }; \
+	if [ -n "$$(ps -o stat= -p $$pid 2>/dev/null | grep -v Z)" ]; then \
+	  echo "tsan runner: a hung test's child outlived it" >&2; kill -9 $$pid; exit 1; fi; \
+	echo "tsan runner: hung tests end as TIMEOUT ($$(($$(date +%s) - t0)) s)"
+
 tsan-tests: $(TSAN_BINS)
-tsan-test: all test-extras $(TSAN_BINS)
+tsan-test: all test-extras $(TSAN_BINS) tsan-runner-check
 	@fail=""; for t in $(TSAN_BINS); do \
+	  t0=$$(date +%s); \
 	  if $(TSAN_ENV) $(TSAN_RUN) $$t --jobs 2 --short-filename >$$t.log 2>&1; then st=ok; \
 	  else st=FAIL; fail="$$fail $${t##*/}"; fi; \
-	  printf '%-28s %s %s\n' "tsan/$${t##*/}" $$st "$$(grep -o 'Tested: .*' $$t.log | tail -n 1)"; \
+	  printf '%-28s %s %s%s s\n' "tsan/$${t##*/}" $$st "$$(grep -o 'Tested: .*' $$t.log | tail -n 1)" \
+	    $$(($$(date +%s) - t0)); \
 	  [ $$st = ok ] || grep -v '^\[----\]   ' $$t.log | tail -n 80 | sed 's/^/    /'; \
 	done; \
 	if [ -n "$$fail" ]; then echo "tsan-test failed:$$fail" >&2; exit 1; fi; echo "tsan-test: no data race reported"

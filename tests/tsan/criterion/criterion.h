@@ -12,6 +12,13 @@
  * own (as Criterion does; the suites count on fresh state), with the suite's and
  * the test's .init/.fini and .timeout, --filter SUITE/NAME (a glob), and Criterion's
  * closing "Synthesis" line. Other Criterion options are accepted and ignored.
+ *
+ * The runner, not the test, keeps the time: a test runs in a process group of its own,
+ * and one still running at its .timeout (CR_DEFAULT_TIMEOUT where it gives none) has
+ * its threads' stacks printed (by gdb, where there is one) and its whole group killed
+ * with SIGKILL. An alarm in the test would not do: a signal mask or a handler the test
+ * inherits, or one it sets, would keep it from ever firing, and the suite, and CI with
+ * it, would wait forever without a word on which test hung.
  */
 #include <fnmatch.h>
 #include <setjmp.h>
@@ -21,8 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* s: a test's limit where neither it nor its suite gives one. */
+#define CR_DEFAULT_TIMEOUT 300.0
 
 struct cr_opts {
     void (*init)(void);
@@ -156,9 +168,6 @@ static const struct cr_opts *cr_s;
 static void cr_child(const struct cr_test *t)
 {
     const struct cr_opts *s = cr_s = cr_suite_opts(t->suite);
-    double timeout = t->opts.timeout > 0 ? t->opts.timeout : s->timeout;
-    if (timeout > 0)
-        alarm((unsigned)timeout + 1);
     if (s->init)
         s->init();
     if (t->opts.init)
@@ -171,6 +180,55 @@ static void cr_child(const struct cr_test *t)
         cr_s->fini();
     fflush(NULL);
     _exit(cr_failed ? 1 : 0);
+}
+
+static double cr_timeout(const struct cr_test *t)
+{
+    double s = t->opts.timeout > 0 ? t->opts.timeout : cr_suite_opts(t->suite)->timeout;
+    return s > 0 ? s : CR_DEFAULT_TIMEOUT;
+}
+
+/* The stacks of every thread of a test that overran, on stderr, where gdb is installed. */
+static void cr_dump_stacks(pid_t pid)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd,
+             "command -v gdb >/dev/null && timeout 60 gdb -q -batch -nx -p %d "
+             "-ex 'thread apply all bt 40' </dev/null >&2 2>&1",
+             (int)pid);
+    fflush(NULL);
+    if (system(cmd) != 0)
+        fprintf(stderr, "[----] (no stacks: gdb is not installed or could not attach)\n");
+}
+
+/* Waits for the test `pid` until `limit` s have passed: false with its status in *st, or
+ * true when it overran and its process group was killed (and reaped). main() has set
+ * SIGCHLD back to its default, so the child stays ours to reap; should waitpid fail
+ * anyway, the test counts as failed (exit 126), not as passed, and not waited on forever. */
+static bool cr_wait(pid_t pid, double limit, int *st)
+{
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        pid_t r = waitpid(pid, st, WNOHANG);
+        if (r == pid)
+            return false;
+        if (r < 0 && errno != EINTR) {
+            perror("waitpid");
+            *st = 126 << 8;
+            return false;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 > limit)
+            break;
+        nanosleep(&(struct timespec){ .tv_nsec = 5 * 1000 * 1000 }, NULL);
+    }
+    cr_dump_stacks(pid);
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, st, 0) < 0 && errno == EINTR) {
+    }
+    return true;
 }
 
 /* Each test runs in a fresh image of this program (fork, then exec with --cr-run-one
@@ -194,6 +252,13 @@ int main(int argc, char **argv)
         else if (!strncmp(argv[i], "--filter=", 9))
             filter = argv[i] + 9;
     }
+    /* Inherited dispositions and masks are the caller's, not the tests': an ignored
+     * SIGCHLD would take the tests' statuses away, a blocked signal would change what
+     * the signal tests see. */
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     int tested = 0, passing = 0, failing = 0, crashing = 0;
     for (const struct cr_test *t = cr_tests; t; t = t->next) {
         char full[512];
@@ -208,13 +273,20 @@ int main(int argc, char **argv)
             return 2;
         }
         if (pid == 0) {
+            setpgid(0, 0);
             char *args[] = { argv[0], "--cr-run-one", full, NULL };
             execv("/proc/self/exe", args);
             perror("exec");
             _exit(127);
         }
+        setpgid(pid, pid); /* both sides: whichever runs first, the group exists before a kill */
         int st = 0;
-        while (waitpid(pid, &st, 0) < 0) {
+        bool timed_out = cr_wait(pid, cr_timeout(t), &st);
+        if (timed_out) {
+            crashing++;
+            fprintf(stderr, "[FAIL] %s::%s: TIMEOUT (still running after %.0f s; killed)\n",
+                    t->suite, t->name, cr_timeout(t));
+            continue;
         }
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
             passing++;
@@ -222,8 +294,7 @@ int main(int argc, char **argv)
         }
         if (WIFSIGNALED(st)) {
             crashing++;
-            fprintf(stderr, "[FAIL] %s::%s: CRASH (signal %d%s)\n", t->suite, t->name,
-                    WTERMSIG(st), WTERMSIG(st) == SIGALRM ? ": timed out" : "");
+            fprintf(stderr, "[FAIL] %s::%s: CRASH (signal %d)\n", t->suite, t->name, WTERMSIG(st));
         } else {
             failing++;
             fprintf(stderr, "[FAIL] %s::%s (exit %d)\n", t->suite, t->name, WEXITSTATUS(st));
