@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 4           /* compatible additions: new types, appended fields, ids */
+#define GMT_VERSION_MINOR 5           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -65,7 +65,8 @@ struct gmt_rec {
     X(PYCODE,       22, gmt_rec_pycode)                             \
     X(NVTX_STRING,  24, gmt_rec_nvtx_string)                        \
     X(NVTX_RANGE,   25, gmt_rec_nvtx_range)                         \
-    X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)
+    X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)                   \
+    X(SCOPE_OPEN,   27, gmt_rec_scope_open)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -382,7 +383,48 @@ struct gmt_rec_scope_end {
     uint32_t dt;               /* ns since the thread's previous timed record */
     uint32_t scope_id;
     int32_t result;            /* ncclResult_t */
-    uint32_t reserved;
+    uint32_t duration;         /* 2.5, call form only (size >= 32): ns since the begin; else 0 */
+};
+
+/*
+ * SCOPE_END's call form (2.5): a SCOPE_END of at least 32 bytes also stands for its
+ * scope's SCOPE_BEGIN, which the writer did not write: a SCOPE_BEGIN with the END's op
+ * (aux) and scope_id, parent_id 0, stack_id 0, dt = the END's dt - duration, and comm,
+ * count, stream, datatype and peer from the fields that follow. No record of the thread
+ * lies between that begin and this end. Each GMT_CALL_HAS_* bit of `has` says its field
+ * follows, in the order of the bits (8 bytes each); a field that does not is the one of
+ * the thread's previous call form (since its latest THREAD record), as restored. The
+ * record is 32 + 8 x (bits set) bytes. Readers restore both records (trace_expand.c).
+ */
+#define GMT_CALL_HAS_COMM 1u       /* uint64_t comm */
+#define GMT_CALL_HAS_COUNT 2u      /* uint64_t count */
+#define GMT_CALL_HAS_STREAM 4u     /* uint64_t stream */
+#define GMT_CALL_HAS_TYPE_PEER 8u  /* int32_t datatype, then int32_t peer */
+#define GMT_CALL_HAS_ALL 15u
+struct gmt_rec_scope_call {
+    struct gmt_rec_scope_end e; /* h.size = 32 + 8 x popcount(has) */
+    uint32_t has;               /* GMT_CALL_HAS_* */
+    uint32_t reserved;          /* 0 */
+    uint64_t field[4];          /* the fields `has` names, in order; the record ends after them */
+};
+#define GMT_SCOPE_CALL_MIN 32u
+
+/* SCOPE_OPEN (2.5): the NCCL call `scope_id` of thread `tid` began at time_ns and had not
+ * returned when this was written (by another thread: the writer's flusher for a call in
+ * progress for a while, or the thread that crashed or exits). It carries its own time
+ * and moves no clock. It restores the call's SCOPE_BEGIN (parent_id 0, stack_id 0) only
+ * when the file has no SCOPE_BEGIN of `scope_id` on `tid`, itself or as restored from a
+ * call form: then the call was still in progress when the trace ended. */
+struct gmt_rec_scope_open {
+    struct gmt_rec h;          /* aux: enum gmt_op */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute: the call's begin */
+    uint32_t tid;              /* the thread in the call */
+    uint32_t scope_id;
+    uint64_t comm;
+    uint64_t count;
+    uint64_t stream;
+    int32_t datatype;
+    int32_t peer;
 };
 
 /* GROUP_REPEAT (2.1): the user group `scope_id`, open on this thread with no scope around
