@@ -395,6 +395,8 @@ struct gmt_rec_scope_end {
  * follows, in the order of the bits (8 bytes each); a field that does not is the one of
  * the thread's previous call form (since its latest THREAD record), as restored. The
  * record is 32 + 8 x (bits set) bytes. Readers restore both records (trace_expand.c).
+ * duration 0: the call was not timed (the library times one loop call in 8): the begin
+ * is restored at the end's instant, a scope of length 0, as an untimed group member's.
  */
 #define GMT_CALL_HAS_COMM 1u       /* uint64_t comm */
 #define GMT_CALL_HAS_COUNT 2u      /* uint64_t count */
@@ -409,9 +411,10 @@ struct gmt_rec_scope_call {
 };
 #define GMT_SCOPE_CALL_MIN 32u
 
-/* SCOPE_OPEN (2.5): the NCCL call `scope_id` of thread `tid` began at time_ns and had not
- * returned when this was written (by another thread: the writer's flusher for a call in
- * progress for a while, or the thread that crashed or exits). It carries its own time
+/* SCOPE_OPEN (2.5): the NCCL call `scope_id` of thread `tid` began at time_ns (for a call
+ * that was not timed: an instant at which it was in progress) and had not returned when
+ * this was written (by another thread: the writer's flusher for a call in progress for a
+ * while, or the thread that crashed or exits). It carries its own time
  * and moves no clock. It restores the call's SCOPE_BEGIN (parent_id 0, stack_id 0) only
  * when the file has no SCOPE_BEGIN of `scope_id` on `tid`, itself or as restored from a
  * call form: then the call was still in progress when the trace ended. */

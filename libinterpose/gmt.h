@@ -40,6 +40,9 @@
     X(GROUP_REPEAT, bool_, group_repeat, 1, "GPUMEMTRACE_GROUP_REPEAT",                      \
       "1: a user group with the same members as the thread's last one is written as one "   \
       "GROUP_REPEAT record for them; 0: every member's records (readers of format 2.0)")   \
+    X(NCCL_COMPACT, bool_, nccl_compact, 1, "GPUMEMTRACE_NCCL_COMPACT",                      \
+      "1: a loop's NCCL call outside a group is written as one record at its return "       \
+      "(SCOPE_END's call form); 0: SCOPE_BEGIN at the call and SCOPE_END at its return")   \
     X(NCCL_PROFILER, bool_, nccl_profiler, 1, "GPUMEMTRACE_NCCL_PROFILER",                   \
       "1: loaded as NCCL's profiler plugin (gpumemtrace run sets NCCL_PROFILER_PLUGIN), "   \
       "record each collective's algorithm, protocol and channels; 0: ask NCCL for nothing") \
@@ -138,6 +141,7 @@ struct gmt_hot {
     struct {
         int off;                             /* a copy of gmt_opt.off */
         int no_repeat;                       /* !gmt_opt.group_repeat */
+        int no_compact;                      /* !gmt_opt.nccl_compact */
     } options;                               /* options.c */
     struct {
         _Atomic int kind;                    /* enum gmt_meminfo_kind */
@@ -223,6 +227,14 @@ GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
  * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
  * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
 GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
+/* gmt_emit at a time already past, `at` (ns, CLOCK_MONOTONIC): the record's dt is
+ * measured to it, or 0 when the thread's clock is past it already. The slow way only. */
+GMT_HIDDEN void gmt_emit_at(void *rec, size_t dt_offset, uint64_t at);
+/* The fast path alone for a SCOPE_END in call form (32..64 bytes, its dt and duration
+ * filled here: the begin it stands for was at `begin` ns, or at the thread's previous
+ * time if that is later; `begin` 0: the call was not timed, duration 0). False when it
+ * can't take it: nothing was written. */
+GMT_HIDDEN bool gmt_emit_call(struct gmt_rec_scope_call *r, uint64_t begin);
 /* gmt_emit_rec(&rec): one call for the fixed-size timed records of the hot paths
  * (SCOPE_BEGIN, SCOPE_END, ALLOC_SMALL, a FREE without its extension). The record's type
  * picks its size and dt field at compile time: the fast path copies a fixed length with
@@ -265,6 +277,10 @@ GMT_HIDDEN void gmt_deferred_write(void);
 GMT_HIDDEN unsigned gmt_deferred_lost(void);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
+/* scope.c, for the writer's deferred-records hooks (group.c's, which pass the CALL state
+ * on): write the held begin now (a spill), or forget it (it is lost). */
+GMT_HIDDEN void gmt_scope_call_spill(void);
+GMT_HIDDEN unsigned gmt_scope_call_lost(void);
 /* Writes END and closes. */
 GMT_HIDDEN void gmt_writer_finish(void);
 /* exec: before the real call, every buffer is flushed and END written, with the file
@@ -508,9 +524,10 @@ struct gmt_claims {
 };
 
 /* group.c: repeated groups (below) */
-enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD };
-_Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1), "MATCH alone holds records back "
-               "(GMT_WRITER_DEFERRED, below)");
+/* CALL: scope.c holds back a loop call's SCOPE_BEGIN (scope.c, "one record per call"). */
+enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD, GMT_REP_CALL };
+_Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1) && (GMT_REP_CALL & 1),
+               "MATCH and CALL alone hold records back (GMT_WRITER_DEFERRED, below)");
 #define GMT_REP_MAX 8
 struct gmt_rep_member {            /* what the short way writes of a member, 32 bytes */
     uint64_t comm, count, stream;
@@ -545,6 +562,37 @@ _Static_assert(offsetof(struct gmt_rep_member, peer) == 24 &&
                    offsetof(struct gmt_rep_member, op) == 31,
                "gmt_scope_repeat_pre reads peer, datatype, result and op as one word");
 _Static_assert(offsetof(struct gmt_rep, m) == 64, "the header in one line");
+
+/*
+ * A loop call's SCOPE_BEGIN held back (scope.c): where the writer's flusher, and a thread
+ * that crashes or exits, can read it to write a SCOPE_OPEN for a call that has not
+ * returned. It lives at the start of the thread's buffer (gmt_writer_held), which
+ * outlives the thread; the owner writes it under `seq` (odd while it does) and names the
+ * call in `open_id` (0: none held) after the rest.
+ */
+struct gmt_held_call {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t open_id;      /* the held scope's id; 0 none */
+    _Atomic uint32_t op;
+    _Atomic uint32_t noted;        /* the flusher's: the last id it wrote a SCOPE_OPEN for */
+    _Atomic uint64_t begin_ns;     /* the call's begin, ns; 0: not timed (scope.c) */
+    _Atomic uint64_t comm, count, stream;
+    _Atomic int32_t datatype, peer;
+};
+
+/* scope.c's words of a loop call written as one record: the held begin's id (also in the
+ * held slot, which the fast end does not read for it), whether it is complete, whether a
+ * spill wrote it, and the previous call form's fields (format 2.5: the fields a call form
+ * leaves out are the previous one's). */
+#define GMT_CALL_TIMED_EVERY 8  /* a loop call in this many has its begin's time read */
+struct gmt_call_thread {
+    uint32_t id;               /* the held call's scope id */
+    uint32_t n;                /* loop calls held, for GMT_CALL_TIMED_EVERY */
+    uint8_t ready;             /* the held slot is complete: a spill may write it */
+    uint8_t spilled;           /* a spill wrote the held begin (gmt_scope_end's handshake) */
+    uint8_t has_prev;          /* prev_* hold the thread's previous call form's fields */
+    uint64_t prev_comm, prev_count, prev_stream, prev_type_peer;
+};
 
 /* writer.c's words of the thread (the first line) */
 struct gmt_writer_thread {
@@ -605,6 +653,7 @@ struct gmt_thread_state {
         uint32_t ids[32];                    /* open user groups' scopes, innermost last */
     } nccl_groups;                           /* hooks_nccl.c */
     struct gmt_nvtx_thread nvtx;             /* nvtx.c */
+    struct gmt_call_thread call __attribute__((aligned(64))); /* scope.c */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gmt_thread_state, scope.frames) == 64,
                "the hot part in one line, the frames from the next");
@@ -612,6 +661,13 @@ _Static_assert(offsetof(struct gmt_thread_state, rep) == 64 + sizeof(struct gmt_
                "the repeated groups' state right after the frames");
 _Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
+
+/* The calling thread's held-call slot (struct gmt_held_call), NULL before its first
+ * record: the head of its buffer. */
+static inline struct gmt_held_call *gmt_writer_held(void)
+{
+    return (struct gmt_held_call *)(void *)gmt_ts.writer.buf;
+}
 
 #define GMT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -169,6 +169,10 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
 /* MATCH -> RECORD: the members matched that returned are written now. */
 __attribute__((cold)) void gmt_deferred_write(void)
 {
+    if (gmt_ts.writer.deferred == GMT_REP_CALL) {
+        gmt_scope_call_spill(); /* a loop call's begin, scope.c's */
+        return;
+    }
     /* MATCH -> RECORD only (one instruction: a signal handler's spill can't come between);
      * any other state stays as it is (OFF must not become RECORD again) */
     uint8_t match = GMT_REP_MATCH;
@@ -208,9 +212,10 @@ __attribute__((cold)) void gmt_group_stop(void)
 /* The members waiting are lost with the record: two records each. */
 unsigned gmt_deferred_lost(void)
 {
+    unsigned call = gmt_scope_call_lost(); /* a held loop call's begin; CALL -> OFF */
     uint8_t st = rep_swap(GMT_REP_OFF);
     gmt_ts.rep.n = 0;
-    return st == GMT_REP_MATCH ? 2u * gmt_ts.rep.done : 0;
+    return call + (st == GMT_REP_MATCH ? 2u * gmt_ts.rep.done : 0);
 }
 
 /* A member's fields into the template being recorded, at `index`. */

@@ -194,5 +194,6 @@ void gmt_options_load(void)
     atomic_store_explicit(&gmt_hot.meminfo.kind, kind, memory_order_release);
     gmt_hot.options.off = (int)gmt_opt.off; /* the NCCL wrappers read it there */
     gmt_hot.options.no_repeat = !gmt_opt.group_repeat;
+    gmt_hot.options.no_compact = !gmt_opt.nccl_compact;
     errno = saved;
 }

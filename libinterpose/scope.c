@@ -292,7 +292,9 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
 {
     if (!gmt_writer_ready())
         return 0;
-    if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_REP_CALL))
+        gmt_scope_call_spill(); /* a signal handler's call inside a held one: that goes first */
+    else if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
         gmt_group_stop(); /* a scope inside a group: not a plain member */
     uint32_t id = new_id();
     struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
@@ -308,6 +310,155 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
     gmt_version_note(GMT_COMP_NCCL);
     begin_frame(op, comm, count, datatype, id);
     return id;
+}
+
+/* ---- one record per call ----
+ *
+ * A loop's call (below) is written as one record at its return: SCOPE_END's call form
+ * (format 2.5), which stands for its SCOPE_BEGIN too and leaves out the begin's fields
+ * that the thread's previous call form had. Between the call and its return the begin
+ * is held back (deferred state CALL, gmt.h's contract) in the thread's held slot
+ * (struct gmt_held_call), where:
+ *   - any other record of the thread (an allocation NCCL makes in the call, a signal
+ *     handler's) first writes it as a SCOPE_BEGIN of its own time (a spill), and the
+ *     return then writes a plain SCOPE_END;
+ *   - the flusher finds it when the call runs past a tick, and a crashing or exiting
+ *     thread finds it, and writes a SCOPE_OPEN for it (writer.c): a call a process hangs
+ *     or dies in is in the file.
+ * Signals: the state is CALL before the slot is written, so a handler's NCCL call goes
+ * the slow way, and its records go first; a spill writes the slot only once it is
+ * `ready`. The return takes the begin back with a load and a store, no locked
+ * instruction: a spill between them shows in `spilled` (rep_close's way, group.c).
+ */
+
+/* The held begin as its SCOPE_BEGIN, of its own time: written now, by the thread (a
+ * spill: another record of the thread is about to be written, or the thread crashes or
+ * exits), or when the call form can't be (the return's fallback). */
+static void held_begin_write(const struct gmt_held_call *h)
+{
+    struct gmt_rec_scope_begin r = gmt_scope_begin_rec(
+        (enum gmt_op)atomic_load_explicit(&h->op, memory_order_relaxed), gmt_ts.call.id, 0,
+        atomic_load_explicit(&h->comm, memory_order_relaxed),
+        atomic_load_explicit(&h->count, memory_order_relaxed),
+        atomic_load_explicit(&h->datatype, memory_order_relaxed),
+        atomic_load_explicit(&h->peer, memory_order_relaxed),
+        atomic_load_explicit(&h->stream, memory_order_relaxed));
+    r.parent_id = 0;
+    /* an untimed call's begin: now, the latest it can have been */
+    uint64_t at = atomic_load_explicit(&h->begin_ns, memory_order_relaxed);
+    if (at)
+        gmt_emit_at(&r, offsetof(struct gmt_rec_scope_begin, dt), at);
+    else
+        gmt_emit_rec(&r);
+}
+
+__attribute__((cold)) void gmt_scope_call_spill(void)
+{
+    struct gmt_held_call *h = gmt_writer_held();
+    if (gmt_ts.writer.deferred != GMT_REP_CALL || !gmt_ts.call.ready || !h)
+        return; /* none held, or its slot is being written: the other record goes first */
+    uint8_t call = GMT_REP_CALL;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    gmt_ts.call.spilled = 1;
+    gmt_ts.call.ready = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    held_begin_write(h);
+    /* in the thread's buffer now: no SCOPE_OPEN needed for it */
+    atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+}
+
+/* The held begin is lost (a record of the thread was, or a THREAD record starts it
+ * afresh): its return writes a plain SCOPE_END. Nor may a call form leave out fields
+ * after it (format 2.5: the reader's previous call form may not be the writer's). */
+unsigned gmt_scope_call_lost(void)
+{
+    gmt_ts.call.has_prev = 0;
+    uint8_t call = GMT_REP_CALL;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return 0;
+    gmt_ts.call.ready = 0;
+    struct gmt_held_call *h = gmt_writer_held();
+    if (h)
+        atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+    return 1;
+}
+
+/* Holds the call's begin back in the slot (the state is CALL already). */
+static inline __attribute__((always_inline)) void
+held_put(struct gmt_held_call *h, enum gmt_op op, uint32_t id, uint64_t begin_ns, uint64_t comm,
+         uint64_t count, int datatype, int peer, uint64_t stream)
+{
+    uint32_t seq = atomic_load_explicit(&h->seq, memory_order_relaxed);
+    atomic_store_explicit(&h->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&h->op, (uint32_t)op, memory_order_relaxed);
+    atomic_store_explicit(&h->begin_ns, begin_ns, memory_order_relaxed);
+    atomic_store_explicit(&h->comm, comm, memory_order_relaxed);
+    atomic_store_explicit(&h->count, count, memory_order_relaxed);
+    atomic_store_explicit(&h->stream, stream, memory_order_relaxed);
+    atomic_store_explicit(&h->datatype, datatype, memory_order_relaxed);
+    atomic_store_explicit(&h->peer, peer, memory_order_relaxed);
+    atomic_store_explicit(&h->open_id, id, memory_order_relaxed);
+    atomic_store_explicit(&h->seq, seq + 2, memory_order_release);
+    gmt_ts.call.id = id;
+    atomic_signal_fence(memory_order_seq_cst);
+    gmt_ts.call.ready = 1;
+}
+
+/* The held call's record at its return: the call form, with the fields the thread's
+ * previous one had left out; when the fast path can't take it, the begin and a plain
+ * SCOPE_END instead (and the next call form has every field). */
+static inline __attribute__((always_inline)) void held_end_write(struct gmt_held_call *h,
+                                                                 enum gmt_op op,
+                                                                 uint32_t scope_id, int result)
+{
+    uint64_t comm = atomic_load_explicit(&h->comm, memory_order_relaxed);
+    uint64_t count = atomic_load_explicit(&h->count, memory_order_relaxed);
+    uint64_t stream = atomic_load_explicit(&h->stream, memory_order_relaxed);
+    uint64_t tp = (uint32_t)atomic_load_explicit(&h->datatype, memory_order_relaxed) |
+                  (uint64_t)(uint32_t)atomic_load_explicit(&h->peer, memory_order_relaxed) << 32;
+    /* all 64 bytes set: the writer copies them whole (past the record's end too) */
+    struct gmt_rec_scope_call r = {
+        .e = {.h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op}, .scope_id = scope_id,
+              .result = result}};
+    /* Each field is stored at the next place and kept there only when it differs from the
+     * previous call form's: no branch per field (the writer copies all 64 bytes). */
+    unsigned n = 0, fresh = !gmt_ts.call.has_prev, d;
+    r.field[n] = comm;
+    d = fresh | (comm != gmt_ts.call.prev_comm);
+    unsigned has = d;
+    n += d;
+    r.field[n] = count;
+    d = fresh | (count != gmt_ts.call.prev_count);
+    has |= d << 1;
+    n += d;
+    r.field[n] = stream;
+    d = fresh | (stream != gmt_ts.call.prev_stream);
+    has |= d << 2;
+    n += d;
+    r.field[n] = tp;
+    d = fresh | (tp != gmt_ts.call.prev_type_peer);
+    has |= d << 3;
+    n += d;
+    _Static_assert(GMT_CALL_HAS_COMM == 1 && GMT_CALL_HAS_COUNT == 2 && GMT_CALL_HAS_STREAM == 4 &&
+                       GMT_CALL_HAS_TYPE_PEER == 8,
+                   "the bits in field order");
+    r.has = has;
+    r.e.h.size = GMT_SCOPE_CALL_MIN + 8 * n;
+    if (GMT_LIKELY(gmt_emit_call(&r, atomic_load_explicit(&h->begin_ns, memory_order_relaxed)))) {
+        gmt_ts.call.prev_comm = comm;
+        gmt_ts.call.prev_count = count;
+        gmt_ts.call.prev_stream = stream;
+        gmt_ts.call.prev_type_peer = tp;
+        gmt_ts.call.has_prev = 1;
+        return;
+    }
+    held_begin_write(h);
+    struct gmt_rec_scope_end e = gmt_scope_end_rec(op, scope_id, result);
+    gmt_emit_rec(&e);
 }
 
 /*
@@ -336,6 +487,33 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
                      (k != GMT_POLICY_FIRST || gmt_hot.meminfo.every ||
                       !gmt_memo_done(m, gmt_memo_key(op, count * gmt_nccl_type_size(datatype))))))
         return begin_any(op, comm, count, datatype, peer, stream);
+
+    struct gmt_held_call *h = gmt_writer_held();
+    if (GMT_LIKELY(h && !gmt_hot.options.no_compact)) {
+        /* CALL before the slot: a signal handler's records and NCCL calls from here on
+         * take the slow way, which leaves the slot to us until it is ready */
+        gmt_ts.writer.deferred = GMT_REP_CALL;
+        atomic_signal_fence(memory_order_seq_cst);
+        uint32_t id = new_id();
+        /* one call in GMT_CALL_TIMED_EVERY has its begin's time read (the clock is a
+         * fifth of the call's cost); the others' call forms say duration 0 */
+        uint64_t begin_ns = 0;
+        if (GMT_UNLIKELY(++gmt_ts.call.n % GMT_CALL_TIMED_EVERY == 0))
+            begin_ns = gmt_now_ns();
+        held_put(h, op, id, begin_ns, comm, count, datatype, peer, stream);
+        gmt_version_note(GMT_COMP_NCCL);
+        gmt_ts.scope.depth = 1;
+        /* the depth before the frame: a signal handler's scope from here on takes frame 1 */
+        atomic_signal_fence(memory_order_seq_cst);
+        struct gmt_frame *f = &gmt_ts.scope.frames[0];
+        f->id = id;
+        f->op = (uint8_t)op;
+        f->group = -1;
+        f->devmask = 1ull << device;
+        f->memmask = 0;
+        gmt_claims_publish(device, id);
+        return id;
+    }
 
     uint32_t id = new_id();
     struct gmt_rec_scope_begin r = gmt_scope_begin_rec(op, id, 0, comm, count, datatype, peer, stream);
@@ -431,19 +609,36 @@ static __attribute__((noinline)) void end_any(uint32_t scope_id, enum gmt_op op,
  * at begin, no group state to settle. */
 __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result)
 {
+    uint8_t st = gmt_ts.writer.deferred;
     if (GMT_UNLIKELY(!scope_id || gmt_ts.scope.depth != 1 || gmt_ts.scope.frames[0].id != scope_id ||
-                     gmt_ts.scope.frames[0].memmask || gmt_ts.writer.deferred != GMT_REP_OFF ||
+                     gmt_ts.scope.frames[0].memmask || (st != GMT_REP_OFF && st != GMT_REP_CALL) ||
                      scope_id == gmt_ts.rep.repeated)) {
         end_any(scope_id, op, result);
         return;
     }
-    /* the record first: what it holds is then not kept in registers across a slow publish */
-    struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
     for (uint64_t mask = gmt_ts.scope.frames[0].devmask; mask; mask &= mask - 1)
         gmt_claims_unpublish(__builtin_ctzll(mask));
     /* frame 0 is done with before a signal handler's scope can take it */
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.scope.depth = 0;
+    if (st == GMT_REP_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id)) {
+        /* The begin back from the slot, unless a spill wrote it: no spill can come
+         * after the store of OFF, and one between the load and it says so. */
+        gmt_ts.call.spilled = 0;
+        atomic_signal_fence(memory_order_seq_cst);
+        st = gmt_ts.writer.deferred;
+        gmt_ts.writer.deferred = GMT_REP_OFF;
+        atomic_signal_fence(memory_order_seq_cst);
+        gmt_ts.call.ready = 0;
+        struct gmt_held_call *h = gmt_writer_held();
+        if (GMT_LIKELY(st == GMT_REP_CALL && !gmt_ts.call.spilled && h)) {
+            atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+            held_end_write(h, op, scope_id, result);
+            return;
+        }
+    }
+    /* not held (or written by a spill already): the plain SCOPE_END */
+    struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);
     gmt_emit_rec(&r);
 }
 

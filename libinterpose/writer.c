@@ -34,6 +34,8 @@ enum { BUF_IDLE, BUF_FLUSHING, BUF_SEALED };
  * the unflushed amount and neither wraps in practice.
  */
 struct buf {
+    struct gmt_held_call held;    /* the owner's held NCCL call (gmt.h): first, so that
+                                   * gmt_writer_held finds it at the buffer's address */
     struct buf *next;             /* registry: push-only, never unlinked */
     _Atomic int in_use;           /* owned by a live thread */
     _Atomic int busy;             /* BUF_*: taken by CAS before writing to the file */
@@ -46,8 +48,13 @@ struct buf {
     _Atomic uint64_t oldest_ns;   /* time of the oldest unflushed record (an upper bound on its age) */
     uint64_t cap;                 /* bytes of data[], a multiple of GMT_ALIGN */
     size_t map_bytes;
+    /* an untimed held call (begin_ns 0) the flusher saw: its id, seq and when */
+    _Atomic uint32_t seen_id, seen_seq;
+    _Atomic uint64_t seen_ns;
     unsigned char data[] __attribute__((aligned(8)));
 };
+
+_Static_assert(offsetof(struct buf, held) == 0, "gmt_writer_held: the slot heads the buffer");
 
 /* gmt_hot.writer.state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
  * (gmt_writer_ready), GMT_WRITER_OPEN being ST_OPEN. */
@@ -234,12 +241,84 @@ static void write_deferred(void)
         gmt_deferred_write();
 }
 
+/* ---- NCCL calls in progress: a SCOPE_OPEN for each held begin (gmt.h) ---- */
+
+/* b's held call as its SCOPE_OPEN: false when none is held or its owner is rewriting it
+ * (a reading taken between the owner's stores of `seq`, or after its call ended, is
+ * refused by the second look). */
+static bool held_read(struct buf *b, struct gmt_rec_scope_open *o, uint32_t *seq)
+{
+    struct gmt_held_call *h = &b->held;
+    uint32_t s1 = *seq = atomic_load_explicit(&h->seq, memory_order_acquire);
+    uint32_t id = atomic_load_explicit(&h->open_id, memory_order_relaxed);
+    if ((s1 & 1) || !id)
+        return false;
+    *o = (struct gmt_rec_scope_open){
+        .h = {GMT_REC_SCOPE_OPEN, (uint16_t)atomic_load_explicit(&h->op, memory_order_relaxed),
+              sizeof *o},
+        .time_ns = atomic_load_explicit(&h->begin_ns, memory_order_relaxed),
+        .tid = atomic_load_explicit(&b->tid, memory_order_relaxed),
+        .scope_id = id,
+        .comm = atomic_load_explicit(&h->comm, memory_order_relaxed),
+        .count = atomic_load_explicit(&h->count, memory_order_relaxed),
+        .stream = atomic_load_explicit(&h->stream, memory_order_relaxed),
+        .datatype = atomic_load_explicit(&h->datatype, memory_order_relaxed),
+        .peer = atomic_load_explicit(&h->peer, memory_order_relaxed),
+    };
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&h->seq, memory_order_relaxed) == s1 &&
+           atomic_load_explicit(&h->open_id, memory_order_relaxed) == id;
+}
+
+/* Writes (on the calling thread) a SCOPE_OPEN for every other thread's held call that
+ * has none yet and began at least min_age_ns before now: the flusher's, for a call that
+ * runs long (a hang shows in the file), and a crash's or exit's (min_age_ns 0), for the
+ * calls the process dies in. An untimed call (no begin_ns) counts as that old once the
+ * flusher saw it held at two ticks; its SCOPE_OPEN then says the first, the earliest
+ * instant the call is known to have been in (or, unseen, now). The calling thread's own
+ * held call is its deferred record (write_deferred). Returns how many it wrote. */
+static int note_open_calls(uint64_t min_age_ns)
+{
+    int n = 0;
+    uint64_t now = gmt_now_ns();
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+        struct gmt_rec_scope_open o;
+        uint32_t seq;
+        if (b == gmt_ts.writer.buf || !held_read(b, &o, &seq) ||
+            atomic_load_explicit(&b->held.noted, memory_order_relaxed) == o.scope_id)
+            continue;
+        if (!o.time_ns) {
+            bool seen = atomic_load_explicit(&b->seen_id, memory_order_relaxed) == o.scope_id &&
+                        atomic_load_explicit(&b->seen_seq, memory_order_relaxed) == seq;
+            if (seen) {
+                o.time_ns = atomic_load_explicit(&b->seen_ns, memory_order_relaxed);
+            } else if (min_age_ns) {
+                atomic_store_explicit(&b->seen_id, o.scope_id, memory_order_relaxed);
+                atomic_store_explicit(&b->seen_seq, seq, memory_order_relaxed);
+                atomic_store_explicit(&b->seen_ns, now, memory_order_relaxed);
+                continue;
+            } else {
+                o.time_ns = now;
+            }
+        } else if (min_age_ns && (now < o.time_ns || now - o.time_ns < min_age_ns)) {
+            continue;
+        }
+        gmt_emit(&o, 0);
+        atomic_store_explicit(&b->held.noted, o.scope_id, memory_order_relaxed);
+        n++;
+    }
+    return n;
+}
+
 void gmt_writer_flush_all(void)
 {
     int saved = errno;
-    /* a crash or exit on a thread that holds records back: they go in first */
-    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN)
+    /* a crash or exit on a thread that holds records back: they go in first, and the
+     * calls other threads are in */
+    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN) {
         write_deferred();
+        note_open_calls(0);
+    }
     if (atomic_load(&gmt_hot.writer.state) == ST_OPEN) {
         for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
             /* A crash inside our own flush of b: its state is half-written, leave it. */
@@ -319,6 +398,14 @@ static void *flusher_main(void *arg)
             if (try_lock(b)) {
                 flush_locked(b, NULL, 0);
                 unlock(b);
+            }
+        }
+        /* a call in progress since before the last tick: its begin goes in the file */
+        if (note_open_calls(half_ns)) {
+            struct buf *mine = gmt_ts.writer.buf;
+            if (mine && try_lock(mine)) {
+                flush_locked(mine, NULL, 0);
+                unlock(mine);
             }
         }
         sample_wait = gmt_sampler_tick(now);
@@ -619,10 +706,11 @@ static void dropped(void)
                               memory_order_relaxed);
 }
 
-/* The part of gmt_emit after the file is known open; gmt_ts.writer.in_emit is held. */
-static void emit_locked(struct gmt_rec *h, size_t dt_offset)
+/* The part of gmt_emit after the file is known open; gmt_ts.writer.in_emit is held.
+ * at: the record's time, 0 for now. */
+static void emit_locked(struct gmt_rec *h, size_t dt_offset, uint64_t at)
 {
-    uint64_t now = gmt_now_ns();
+    uint64_t now = at ? at : gmt_now_ns();
     if (GMT_UNLIKELY(!gmt_ts.writer.buf)) {
         int saved = errno; /* attach_thread makes syscalls */
         bool ok = attach_thread(now);
@@ -662,8 +750,10 @@ static void emit_direct(struct gmt_rec *h)
         fail("cannot write trace file", -rc);
 }
 
-/* Everything gmt_emit does, for the records the fast path below leaves to it. */
-static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t dt_offset)
+/* Everything gmt_emit does, for the records the fast path below leaves to it; at: the
+ * record's time (gmt_emit_at), 0 for now. */
+static __attribute__((noinline, cold)) void emit_slow_at(struct gmt_rec *h, size_t dt_offset,
+                                                         uint64_t at)
 {
     if (gmt_ts.writer.in_emit) {
         /* A signal handler interrupted this thread inside gmt_emit: the buffer is
@@ -695,10 +785,20 @@ static __attribute__((noinline, cold)) void emit_slow(struct gmt_rec *h, size_t 
         emit_direct(h);
         errno = saved;
     } else {
-        emit_locked(h, dt_offset);
+        emit_locked(h, dt_offset, at);
     }
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.writer.in_emit = 0;
+}
+
+static void emit_slow(struct gmt_rec *h, size_t dt_offset)
+{
+    emit_slow_at(h, dt_offset, 0);
+}
+
+void gmt_emit_at(void *rec, size_t dt_offset, uint64_t at)
+{
+    emit_slow_at(rec, dt_offset, at);
 }
 
 /* in_emit | opening | (deferred & GMT_WRITER_DEFERRED), the three bytes side by side, in
@@ -727,8 +827,22 @@ static inline __attribute__((always_inline)) uint32_t emit_flags(void)
  * at each call): the first record's dt at dt_offset is filled from the clock, which must
  * fit it; else the records keep their dt fields (0: the thread's previous time) and the
  * clock is not read. False: nothing was written, the caller takes the slow way. */
+static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec, uint32_t size,
+                                                                size_t dt_offset, bool timed,
+                                                                bool call, uint64_t begin);
 static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
                                                            size_t dt_offset, bool timed)
+{
+    return emit_fast_call(rec, size, dt_offset, timed, false, 0);
+}
+
+/* emit_fast, and for a SCOPE_END in call form (call: a constant) its duration too: from
+ * the later of `begin` and the thread's previous time, so that the begin it stands for
+ * is never before that record; at least 1 ns (0 says "not timed") unless dt is 0; and 0
+ * when begin is 0 (an untimed call). */
+static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec, uint32_t size,
+                                                                size_t dt_offset, bool timed,
+                                                                bool call, uint64_t begin)
 {
     /* The clock first, while little else is live: a signal handler's record after it
      * takes a later time, and ours then gets dt 0 (below). */
@@ -748,14 +862,20 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
     uint64_t clock = gmt_ts.writer.clock;
     if (!timed)
         now = clock;
-    if (GMT_UNLIKELY(head - tail + size > b->cap || size >= b->cap - b->at ||
-                     (timed && now - clock > UINT32_MAX && now > clock))) {
+    uint64_t from = begin > clock ? begin : clock;
+    /* a call form is copied whole (64 bytes, a few moves), its record only `size` of it */
+    uint32_t copy = call ? (uint32_t)sizeof(struct gmt_rec_scope_call) : size;
+    if (GMT_UNLIKELY(head - tail + copy > b->cap || copy >= b->cap - b->at ||
+                     (timed && now - clock > UINT32_MAX && now > clock) ||
+                     (begin && now > from && now - from > UINT32_MAX))) {
         atomic_signal_fence(memory_order_seq_cst);
         gmt_ts.writer.in_emit = 0;
         return false;
     }
     unsigned char *dst = b->data + b->at;
-    if (__builtin_constant_p(size))
+    if (call)
+        __builtin_memcpy(dst, rec, sizeof(struct gmt_rec_scope_call));
+    else if (__builtin_constant_p(size))
         __builtin_memcpy(dst, rec, size); /* gmt_emit_rec's: a few moves */
     else
         copy_small(dst, rec, size);
@@ -765,6 +885,14 @@ static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uin
         uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
         memcpy(dst + dt_offset, &dt, sizeof dt);
         gmt_ts.writer.clock = clock + dt;
+        if (call) {
+            uint32_t duration = 0;
+            if (begin) {
+                duration = now > from ? (uint32_t)(now - from) : 0;
+                duration += duration == 0 && dt > 0;
+            }
+            memcpy(dst + offsetof(struct gmt_rec_scope_end, duration), &duration, sizeof duration);
+        }
     }
     if (head == tail)
         atomic_store_explicit(&b->oldest_ns, now, memory_order_relaxed);
@@ -826,6 +954,12 @@ __attribute__((hot)) bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat 
     return emit_fast(r, sizeof *r, 0, false);
 }
 
+__attribute__((hot)) bool gmt_emit_call(struct gmt_rec_scope_call *r, uint64_t begin)
+{
+    return emit_fast_call(r, r->e.h.size, offsetof(struct gmt_rec_scope_end, dt), true, true,
+                          begin);
+}
+
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
 static bool seal(struct buf *b)
 {
@@ -845,6 +979,8 @@ void gmt_writer_finish(void)
 {
     int saved = errno;
     write_deferred(); /* while the file still takes records */
+    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN)
+        note_open_calls(0); /* the calls other threads are in at exit */
     for (int i = 0; i < 100000 && atomic_load(&gmt_hot.writer.state) == ST_OPENING && !gmt_ts.writer.opening; i++)
         pause_briefly();
     /* Another thread's exec either replaces the image or fails and hands the file back. */
@@ -938,6 +1074,7 @@ int gmt_writer_exec_begin(void)
         return 0;
     }
     write_deferred();
+    note_open_calls(0); /* the calls other threads are in: they vanish with the image */
     int st = ST_OPEN;
     if (!atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_EXEC)) {
         errno = saved;
@@ -1012,6 +1149,8 @@ void gmt_writer_fork_child(void)
         b->at = head % b->cap;
         atomic_store(&b->busy, BUF_IDLE);
         atomic_store(&b->in_use, 0);
+        /* the parent's threads' calls are not in the child's file */
+        atomic_store(&b->held.open_id, 0);
     }
     gmt_ts.writer.buf = NULL;
     t_tid = 0;

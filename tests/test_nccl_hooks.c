@@ -923,6 +923,121 @@ Test(nccl_hooks, repeated_groups_read_back_as_the_records_written_one_by_one)
     expect_repeats_read_back("GPUMEMTRACE_MEMINFO=never");
 }
 
+/* SCOPE_ENDs in call form (format 2.5: 32 bytes or more, standing for their begin too). */
+static int count_call_forms(const char *path)
+{
+    struct gmt_reader *rd;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int n = 0, rc;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0)
+        n += ev.rec->type == GMT_REC_SCOPE_END && ev.rec->size >= GMT_SCOPE_CALL_MIN;
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    return n;
+}
+
+/* A loop's ungrouped calls, each written as one record at its return, read back as the
+ * SCOPE_BEGIN and SCOPE_END the library writes with GPUMEMTRACE_NCCL_COMPACT=0: sizes,
+ * streams and datatypes that change, an allocation between calls, a call NCCL rejects. */
+static void expect_loop_read_back(const char *policy)
+{
+    const char *args[] = {"loop", "120", NULL};
+    const char *each[] = {"GPUMEMTRACE_NCCL_COMPACT=0", policy, NULL};
+    const char *compact[] = {policy, NULL};
+    struct run one = {0}, cf = {0};
+    run_prog(&one, true, args, each);
+    run_prog(&cf, true, args, compact);
+    char *o1 = slurp(one.out), *o2 = slurp(cf.out);
+    cr_expect_str_eq(o2, o1, "the program's output");
+    cr_expect_eq(count_call_forms(one.trace), 0);
+    int forms = count_call_forms(cf.trace);
+    cr_expect_geq(forms, 200, "%d of the loops' ~330 calls written in call form", forms);
+    char *a = record_lines(one.trace), *b = record_lines(cf.trace);
+    cr_expect_gt(strlen(a), 10000);
+    if (strcmp(a, b)) {
+        size_t line = 1, start = 0;
+        for (size_t i = 0; a[i] && a[i] == b[i]; i++)
+            if (a[i] == '\n') {
+                line++;
+                start = i + 1;
+            }
+        cr_expect_fail("record line %zu differs:\n  two records: %.100s\n  call form:   %.100s",
+                       line, a + start, b + start);
+    }
+    free(a);
+    free(b);
+    free(o1);
+    free(o2);
+}
+Test(nccl_hooks, loop_calls_in_call_form_read_back_as_begin_and_end)
+{
+    expect_loop_read_back("GPUMEMTRACE_MEMINFO=first:2");
+    expect_loop_read_back("GPUMEMTRACE_MEMINFO=never");
+}
+
+/* A program that hangs in an NCCL call and then dies (SIGKILL, a crash on another
+ * thread) or exits: the call it hangs in is in the trace, open, on its thread, with a
+ * time no later than the end of the trace; with call forms (a SCOPE_OPEN the flusher or
+ * the dying thread wrote) as with two records per call. */
+static void expect_hang_shows(const char *how, int dies_of, const char *compact)
+{
+    const char *args[] = {"hang", how, "400", NULL};
+    const char *envs[] = {compact, "GPUMEMTRACE_MEMINFO=first:2", NULL};
+    struct run r = {.dies_of = dies_of};
+    run_prog(&r, true, args, envs);
+    struct gmt_reader *rd;
+    uint8_t *buf = NULL;
+    char err[256];
+    open_expanded(&rd, r.trace, &buf);
+    struct gmt_event ev;
+    int rc, open_n = 0;
+    uint32_t open_id = 0, open_tid = 0, ids[64], tids[64];
+    uint64_t open_t = 0, last_t = 0, t_of[64];
+    int n = 0;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        if (ev.time_ns > last_t)
+            last_t = ev.time_ns;
+        if (ev.rec->type == GMT_REC_SCOPE_BEGIN && ev.rec->aux == GMT_OP_AllReduce && n < 64) {
+            const struct gmt_rec_scope_begin *b = (const void *)ev.rec;
+            ids[n] = b->scope_id;
+            tids[n] = ev.tid;
+            t_of[n++] = ev.time_ns;
+        } else if (ev.rec->type == GMT_REC_SCOPE_END && ev.rec->aux == GMT_OP_AllReduce) {
+            const struct gmt_rec_scope_end *e = (const void *)ev.rec;
+            for (int i = 0; i < n; i++)
+                if (ids[i] == e->scope_id && tids[i] == ev.tid)
+                    ids[i] = 0;
+        }
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    free(buf);
+    for (int i = 0; i < n; i++)
+        if (ids[i]) {
+            open_n++;
+            open_id = ids[i];
+            open_tid = tids[i];
+            open_t = t_of[i];
+        }
+    cr_expect_eq(n, 9, "%s, %s: AllReduce begins: %d (4 per rank and the hung one)", how, compact, n);
+    cr_expect_eq(open_n, 1, "%s, %s: AllReduce calls open at the end: %d", how, compact, open_n);
+    cr_expect_neq(open_id, 0);
+    cr_expect_neq(open_tid, 0);
+    cr_expect(open_t > 0 && open_t <= last_t, "%s, %s: the open call's time %llu, the last %llu",
+              how, compact, (unsigned long long)open_t, (unsigned long long)last_t);
+}
+Test(nccl_hooks, a_hang_in_a_call_shows_the_call_open, .timeout = 120)
+{
+    const char *modes[] = {"GPUMEMTRACE_NCCL_COMPACT=1", "GPUMEMTRACE_NCCL_COMPACT=0"};
+    for (int m = 0; m < 2; m++) {
+        expect_hang_shows("kill", SIGKILL, modes[m]);
+        expect_hang_shows("crash", SIGSEGV, modes[m]);
+        expect_hang_shows("exit", 0, modes[m]);
+    }
+}
+
 /* A program that crashes inside a group repeating its last one: the members it called
  * are in the trace (the crash handler writes them), as they are when written one by one. */
 Test(nccl_hooks, a_crash_inside_a_repeated_group_keeps_its_members)
@@ -994,7 +1109,7 @@ Test(nccl_hooks, meminfo_bad_value_warns_and_uses_the_default)
 /* ---------------------------------------------------------------- scope.c in-process */
 
 /* A trace of our own in this process (no CUDA, no NCCL here: devices are given). */
-static void open_own_trace(void)
+static const char *open_own_trace(void)
 {
     static char path[64];
     strcpy(path, "/tmp/gmt-scope-XXXXXX");
@@ -1004,6 +1119,7 @@ static void open_own_trace(void)
     setenv("GPUMEMTRACE_MEMINFO", "never", 1);
     gmt_options_load();
     cr_assert(gmt_writer_ready());
+    return path;
 }
 
 struct opener {
@@ -1172,9 +1288,54 @@ static void nccl_call_in_handler(int sig)
     handler_calls++;
 }
 
+/* The scopes of `path` (expanded) nest on each thread: every SCOPE_END closes the
+ * innermost open scope, each id begins once, and none is left open. `n_op` gets the
+ * number of scopes of each op. */
+static void expect_scopes_nest(const char *path, int n_op[GMT_OP_MAX])
+{
+    struct gmt_reader *rd;
+    uint8_t *buf = NULL;
+    char err[256];
+    open_expanded(&rd, path, &buf);
+    enum { DEPTH = 16 };
+    struct { uint32_t tid; int depth; uint32_t open[DEPTH]; } th[8] = {{0}};
+    int nth = 0, bad = 0, rc;
+    struct gmt_event ev;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        if (ev.rec->type != GMT_REC_SCOPE_BEGIN && ev.rec->type != GMT_REC_SCOPE_END)
+            continue;
+        int k = 0;
+        while (k < nth && th[k].tid != ev.tid)
+            k++;
+        if (k == nth) {
+            cr_assert_lt(nth, 8);
+            th[nth++].tid = ev.tid;
+        }
+        if (ev.rec->type == GMT_REC_SCOPE_BEGIN) {
+            const struct gmt_rec_scope_begin *b = (const void *)ev.rec;
+            cr_assert_lt(th[k].depth, DEPTH, "scopes nest deeper than a handler's");
+            th[k].open[th[k].depth++] = b->scope_id;
+            if (ev.rec->aux < GMT_OP_MAX)
+                n_op[ev.rec->aux]++;
+        } else {
+            const struct gmt_rec_scope_end *e = (const void *)ev.rec;
+            if (th[k].depth == 0 || th[k].open[th[k].depth - 1] != e->scope_id)
+                bad++;
+            else
+                th[k].depth--;
+        }
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    free(buf);
+    cr_expect_eq(bad, 0, "%d SCOPE_ENDs that close no innermost open scope", bad);
+    for (int k = 0; k < nth; k++)
+        cr_expect_eq(th[k].depth, 0, "thread %u left %d scopes open", th[k].tid, th[k].depth);
+}
+
 Test(scope, a_signal_handlers_call_in_the_middle_of_a_loop_call_leaves_it_intact)
 {
-    open_own_trace();
+    const char *path = open_own_trace();
     gmt_scope_comm_cache_put(0xa000, 0);
     gmt_scope_comm_cache_put(0xd000, 3);
     /* Both calls' first ones (their stacks captured) before any signal: stack.c's one-time
@@ -1188,8 +1349,8 @@ Test(scope, a_signal_handlers_call_in_the_middle_of_a_loop_call_leaves_it_intact
     cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
     struct itimerval every = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
     cr_assert_eq(setitimer(ITIMER_REAL, &every, NULL), 0);
-    int bad = 0;
-    for (int i = 0; i < 200000 && (handler_calls < 200 || i < 1000); i++) {
+    int bad = 0, loops = 0;
+    for (int i = 0; i < 200000 && (handler_calls < 200 || i < 1000); i++, loops++) {
         uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
         if (gmt_current_scope() != id || gmt_ts.scope.depth != 1 ||
             gmt_scope_for_foreign_thread(0) != id)
@@ -1203,6 +1364,16 @@ Test(scope, a_signal_handlers_call_in_the_middle_of_a_loop_call_leaves_it_intact
     cr_expect_gt(handler_calls, 0, "the handler ran");
     cr_expect_eq(bad, 0, "calls whose scope was not the thread's or not published");
     cr_expect_eq(handler_bad, 0, "handler calls whose scope was not published");
+    /* In the file: each loop call is one scope whatever the handler did inside it (its
+     * records write the held begin first, or go before it), the handler's nest. */
+    int calls = loops + 1;
+    gmt_writer_finish();
+    int n_op[GMT_OP_MAX] = {0};
+    expect_scopes_nest(path, n_op);
+    cr_expect_eq(n_op[GMT_OP_AllReduce], calls, "AllReduce scopes: %d of %d", n_op[GMT_OP_AllReduce],
+                 calls);
+    cr_expect_eq(n_op[GMT_OP_Broadcast], handler_calls + 1, "the handler's: %d of %d",
+                 n_op[GMT_OP_Broadcast], (int)handler_calls + 1);
 }
 
 Test(scope, a_fork_child_publishes_only_its_own_scopes)

@@ -1144,8 +1144,10 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
     if (s->result != 0) /* (0 until it ended) */
         row->failed++;
     row->host_ns_total += ct.host;
-    /* a member of a group that begins and ends at one instant was not timed */
-    row->host_calls += !(s->parent_id && s->t_end == s->t_begin);
+    /* A scope that begins and ends at one instant was not timed: a member of a group
+     * written the short way, or a loop call whose call form says duration 0 (format 2.5).
+     * One still open (t_end 0) is not timed either. */
+    row->host_calls += s->t_end > s->t_begin;
     return 0;
 }
 

@@ -1,9 +1,11 @@
 /* nccl_scenarios.c: NCCL call patterns for the hook tests (run with and without the tracer preloaded); prints every result, never pointers. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_cuda.h"
 #include "nccl_abi.h"
@@ -221,6 +223,101 @@ static int bare(void)
     return 0;
 }
 
+/* A training loop without groups: two threads, one rank each, `bare_iters` steps of
+ * ungrouped calls in a few sizes, on two streams, with another datatype now and then, an
+ * allocation between calls and a call NCCL rejects. */
+static void *loop_rank(void *arg)
+{
+    int rank = (int)(long)arg;
+    ncclComm_t c;
+    cudaStream_t other;
+    cudaSetDevice(rank);
+    cudaStreamCreate(&other);
+    if (ncclCommInitRank(&c, 2, bare_id, rank) != ncclSuccess) {
+        printf("rank %d init failed\n", rank);
+        return NULL;
+    }
+    ncclResult_t bad = ncclSuccess;
+    for (int i = 0; i < bare_iters; i++) {
+        size_t count = i % 3 == 0 ? COUNT : i % 3 == 1 ? COUNT / 2 : COUNT / 4;
+        cudaStream_t s = i % 4 == 3 ? other : streams[rank];
+        ncclAllReduce(sendb[rank], recvb[rank], count, ncclFloat32, ncclSum, c, s);
+        if (i % 5 == 2)
+            ncclAllGather(sendb[rank], recvb[rank], COUNT / 2, i % 10 == 2 ? ncclInt32 : ncclFloat32,
+                          c, s);
+        if (i % 7 == 5) {
+            void *p = NULL;
+            cudaMalloc(&p, 8192);
+            cudaFree(p);
+        }
+        if (i % 9 == 4) {
+            ncclResult_t r = ncclAllReduce(sendb[rank], recvb[rank], COUNT, (ncclDataType_t)99,
+                                           ncclSum, c, streams[rank]);
+            if (r != ncclSuccess)
+                bad = r;
+        }
+    }
+    cudaStreamSynchronize(streams[rank]);
+    cudaStreamSynchronize(other);
+    printf("rank %d loop of %d rejected r=%d\n", rank, bare_iters, (int)bad);
+    ncclCommDestroy(c);
+    return NULL;
+}
+
+static int loop(void)
+{
+    buffers();
+    ncclGetUniqueId(&bare_id);
+    pthread_t t[2];
+    for (long r = 0; r < 2; r++)
+        pthread_create(&t[r], NULL, loop_rank, (void *)r);
+    for (int r = 0; r < 2; r++)
+        pthread_join(t[r], NULL);
+    print_sums("loop");
+    return 0;
+}
+
+/* A hang: both ranks make 4 all_reduces, then rank 0 one more, which rank 1 never joins.
+ * After `hang_ms` the process ends as `how` says: kill (SIGKILL), crash (SIGSEGV on the
+ * main thread) or exit. */
+static volatile int hang_entered;
+static void *hang_rank(void *arg)
+{
+    int rank = (int)(long)arg;
+    ncclComm_t c;
+    cudaSetDevice(rank);
+    if (ncclCommInitRank(&c, 2, bare_id, rank) != ncclSuccess)
+        return NULL;
+    for (int i = 0; i < 4; i++)
+        ncclAllReduce(sendb[rank], recvb[rank], COUNT, ncclFloat32, ncclSum, c, streams[rank]);
+    cudaStreamSynchronize(streams[rank]);
+    if (rank == 0) {
+        __atomic_store_n(&hang_entered, 1, __ATOMIC_RELEASE);
+        ncclAllReduce(sendb[0], recvb[0], COUNT, ncclFloat32, ncclSum, c, streams[0]);
+    }
+    return NULL;
+}
+
+static int hang(const char *how, int hang_ms)
+{
+    buffers();
+    ncclGetUniqueId(&bare_id);
+    pthread_t t[2];
+    for (long r = 0; r < 2; r++)
+        pthread_create(&t[r], NULL, hang_rank, (void *)r);
+    pthread_join(t[1], NULL);
+    while (!__atomic_load_n(&hang_entered, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct timespec ts = {hang_ms / 1000, (long)(hang_ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    printf("hang: ending by %s\n", how);
+    if (strcmp(how, "kill") == 0)
+        raise(SIGKILL);
+    if (strcmp(how, "crash") == 0)
+        raise(SIGSEGV);
+    exit(0);
+}
+
 /* One thread, ncclCommInitAll over 2 devices, grouped collectives (2 rounds); then a
  * second clique on the same devices, so each device has two communicators. */
 static int group(void)
@@ -426,6 +523,10 @@ int main(int argc, char **argv)
         return repeat();
     if (strcmp(what, "crash_in_group") == 0)
         return crash_in_group();
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]|crash_in_group\n", argv[0]);
+    if (strcmp(what, "loop") == 0)
+        return loop();
+    if (strcmp(what, "hang") == 0 && argc > 3)
+        return hang(argv[2], atoi(argv[3]));
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]|crash_in_group|loop [ITERS]|hang kill|crash|exit MS\n", argv[0]);
     return 2;
 }
