@@ -331,23 +331,37 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  * instruction: a spill between them shows in `spilled` (rep_close's way, group.c).
  */
 
+/* The held call's fields, read once the state says the slot is the call's own and before
+ * the state lets go of it: a signal handler's NCCL call after that may take the slot. */
+struct held_copy {
+    uint64_t begin_ns, comm, count, stream, type_peer; /* datatype | peer << 32 */
+    uint32_t op;
+};
+static inline __attribute__((always_inline)) struct held_copy held_get(const struct gmt_held_call *h)
+{
+    return (struct held_copy){
+        .begin_ns = atomic_load_explicit(&h->begin_ns, memory_order_relaxed),
+        .comm = atomic_load_explicit(&h->comm, memory_order_relaxed),
+        .count = atomic_load_explicit(&h->count, memory_order_relaxed),
+        .stream = atomic_load_explicit(&h->stream, memory_order_relaxed),
+        .type_peer = (uint32_t)atomic_load_explicit(&h->datatype, memory_order_relaxed) |
+                     (uint64_t)(uint32_t)atomic_load_explicit(&h->peer, memory_order_relaxed) << 32,
+        .op = atomic_load_explicit(&h->op, memory_order_relaxed),
+    };
+}
+
 /* The held begin as its SCOPE_BEGIN, of its own time: written now, by the thread (a
  * spill: another record of the thread is about to be written, or the thread crashes or
  * exits), or when the call form can't be (the return's fallback). */
-static void held_begin_write(const struct gmt_held_call *h)
+static void held_begin_write(const struct held_copy *c, uint32_t id)
 {
     struct gmt_rec_scope_begin r = gmt_scope_begin_rec(
-        (enum gmt_op)atomic_load_explicit(&h->op, memory_order_relaxed), gmt_ts.call.id, 0,
-        atomic_load_explicit(&h->comm, memory_order_relaxed),
-        atomic_load_explicit(&h->count, memory_order_relaxed),
-        atomic_load_explicit(&h->datatype, memory_order_relaxed),
-        atomic_load_explicit(&h->peer, memory_order_relaxed),
-        atomic_load_explicit(&h->stream, memory_order_relaxed));
+        (enum gmt_op)c->op, id, 0, c->comm, c->count, (int32_t)(uint32_t)c->type_peer,
+        (int32_t)(uint32_t)(c->type_peer >> 32), c->stream);
     r.parent_id = 0;
     /* an untimed call's begin: now, the latest it can have been */
-    uint64_t at = atomic_load_explicit(&h->begin_ns, memory_order_relaxed);
-    if (at)
-        gmt_emit_at(&r, offsetof(struct gmt_rec_scope_begin, dt), at);
+    if (c->begin_ns)
+        gmt_emit_at(&r, offsetof(struct gmt_rec_scope_begin, dt), c->begin_ns);
     else
         gmt_emit_rec(&r);
 }
@@ -357,6 +371,8 @@ __attribute__((cold)) void gmt_scope_call_spill(void)
     struct gmt_held_call *h = gmt_writer_held();
     if (gmt_ts.writer.deferred != GMT_REP_CALL || !gmt_ts.call.ready || !h)
         return; /* none held, or its slot is being written: the other record goes first */
+    struct held_copy c = held_get(h);
+    uint32_t id = gmt_ts.call.id;
     uint8_t call = GMT_REP_CALL;
     if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -364,9 +380,9 @@ __attribute__((cold)) void gmt_scope_call_spill(void)
     gmt_ts.call.spilled = 1;
     gmt_ts.call.ready = 0;
     atomic_signal_fence(memory_order_seq_cst);
-    held_begin_write(h);
-    /* in the thread's buffer now: no SCOPE_OPEN needed for it */
+    /* in the thread's buffer from here on: no SCOPE_OPEN needed for it */
     atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+    held_begin_write(&c, id);
 }
 
 /* The held begin is lost (a record of the thread was, or a THREAD record starts it
@@ -411,52 +427,47 @@ held_put(struct gmt_held_call *h, enum gmt_op op, uint32_t id, uint64_t begin_ns
 /* The held call's record at its return: the call form, with the fields the thread's
  * previous one had left out; when the fast path can't take it, the begin and a plain
  * SCOPE_END instead (and the next call form has every field). */
-static inline __attribute__((always_inline)) void held_end_write(struct gmt_held_call *h,
+static inline __attribute__((always_inline)) void held_end_write(const struct held_copy *c,
                                                                  enum gmt_op op,
                                                                  uint32_t scope_id, int result)
 {
-    uint64_t comm = atomic_load_explicit(&h->comm, memory_order_relaxed);
-    uint64_t count = atomic_load_explicit(&h->count, memory_order_relaxed);
-    uint64_t stream = atomic_load_explicit(&h->stream, memory_order_relaxed);
-    uint64_t tp = (uint32_t)atomic_load_explicit(&h->datatype, memory_order_relaxed) |
-                  (uint64_t)(uint32_t)atomic_load_explicit(&h->peer, memory_order_relaxed) << 32;
     /* all 64 bytes set: the writer copies them whole (past the record's end too) */
     struct gmt_rec_scope_call r = {
         .e = {.h = {.type = GMT_REC_SCOPE_END, .aux = (uint16_t)op}, .scope_id = scope_id,
               .result = result}};
     /* Each field is stored at the next place and kept there only when it differs from the
-     * previous call form's: no branch per field (the writer copies all 64 bytes). */
-    unsigned n = 0, fresh = !gmt_ts.call.has_prev, d;
-    r.field[n] = comm;
-    d = fresh | (comm != gmt_ts.call.prev_comm);
-    unsigned has = d;
-    n += d;
-    r.field[n] = count;
-    d = fresh | (count != gmt_ts.call.prev_count);
-    has |= d << 1;
-    n += d;
-    r.field[n] = stream;
-    d = fresh | (stream != gmt_ts.call.prev_stream);
-    has |= d << 2;
-    n += d;
-    r.field[n] = tp;
-    d = fresh | (tp != gmt_ts.call.prev_type_peer);
-    has |= d << 3;
-    n += d;
+     * previous call form's: no branch per field. */
     _Static_assert(GMT_CALL_HAS_COMM == 1 && GMT_CALL_HAS_COUNT == 2 && GMT_CALL_HAS_STREAM == 4 &&
                        GMT_CALL_HAS_TYPE_PEER == 8,
                    "the bits in field order");
+    unsigned n = 0, fresh = !gmt_ts.call.has_prev, d, has;
+    r.field[n] = c->comm;
+    d = fresh | (c->comm != gmt_ts.call.prev_comm);
+    has = d;
+    n += d;
+    r.field[n] = c->count;
+    d = fresh | (c->count != gmt_ts.call.prev_count);
+    has |= d << 1;
+    n += d;
+    r.field[n] = c->stream;
+    d = fresh | (c->stream != gmt_ts.call.prev_stream);
+    has |= d << 2;
+    n += d;
+    r.field[n] = c->type_peer;
+    d = fresh | (c->type_peer != gmt_ts.call.prev_type_peer);
+    has |= d << 3;
+    n += d;
     r.has = has;
     r.e.h.size = GMT_SCOPE_CALL_MIN + 8 * n;
-    if (GMT_LIKELY(gmt_emit_call(&r, atomic_load_explicit(&h->begin_ns, memory_order_relaxed)))) {
-        gmt_ts.call.prev_comm = comm;
-        gmt_ts.call.prev_count = count;
-        gmt_ts.call.prev_stream = stream;
-        gmt_ts.call.prev_type_peer = tp;
+    if (GMT_LIKELY(gmt_emit_call(&r, c->begin_ns))) {
+        gmt_ts.call.prev_comm = c->comm;
+        gmt_ts.call.prev_count = c->count;
+        gmt_ts.call.prev_stream = c->stream;
+        gmt_ts.call.prev_type_peer = c->type_peer;
         gmt_ts.call.has_prev = 1;
         return;
     }
-    held_begin_write(h);
+    held_begin_write(c, scope_id);
     struct gmt_rec_scope_end e = gmt_scope_end_rec(op, scope_id, result);
     gmt_emit_rec(&e);
 }
@@ -621,19 +632,21 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
     /* frame 0 is done with before a signal handler's scope can take it */
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.scope.depth = 0;
-    if (st == GMT_REP_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id)) {
+    struct gmt_held_call *h = gmt_writer_held();
+    if (st == GMT_REP_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id && h)) {
         /* The begin back from the slot, unless a spill wrote it: no spill can come
-         * after the store of OFF, and one between the load and it says so. */
+         * after the store of OFF, and one between the load and it says so. The fields
+         * are read first: after the store, a signal handler's call may take the slot. */
+        struct held_copy c = held_get(h);
         gmt_ts.call.spilled = 0;
         atomic_signal_fence(memory_order_seq_cst);
         st = gmt_ts.writer.deferred;
         gmt_ts.writer.deferred = GMT_REP_OFF;
         atomic_signal_fence(memory_order_seq_cst);
         gmt_ts.call.ready = 0;
-        struct gmt_held_call *h = gmt_writer_held();
-        if (GMT_LIKELY(st == GMT_REP_CALL && !gmt_ts.call.spilled && h)) {
+        if (GMT_LIKELY(st == GMT_REP_CALL && !gmt_ts.call.spilled)) {
             atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
-            held_end_write(h, op, scope_id, result);
+            held_end_write(&c, op, scope_id, result);
             return;
         }
     }
