@@ -204,8 +204,8 @@ Test(cli, dump_expand_restores_members_and_notes_the_files_cut)
     cr_expect(strstr(res.out, "GROUP_REPEAT") == NULL, "%s", res.out);
     cr_expect(strstr(res.out, "op=AllReduce scope=17 parent=16 dt=0 stack=0 comm=0xa") != NULL,
               "the second repeat's first member");
-    snprintf(want, sizeof want, "%s: 18 records of repeated groups could not be restored\n",
-             path);
+    snprintf(want, sizeof want,
+             "%s: 18 records of repeated groups and calls could not be restored\n", path);
     cr_expect_str_eq(res.err, want);
     size_t cut = b.off[b.nrec - 3] + 4; /* inside the last group, after the restored ones */
     trace_file(path, &b, cut);
