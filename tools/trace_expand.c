@@ -45,6 +45,7 @@ struct open_call {
 };
 
 struct expander {
+    const struct gmt_reader *r;          /* the file's */
     uint8_t *out;
     size_t n, cap;
     struct gmt_u64map of_tid;            /* tid -> index in th + 1 */
@@ -154,7 +155,8 @@ static void rep_note(struct rep_thread *rt, const struct gmt_rec *r)
  * restored where it lies, the begin's fields that it lacks from the thread's previous
  * call form. One that cannot be (a field absent with no call form before it since the
  * thread's THREAD record, a duration beyond its dt, a size its `has` does not give)
- * counts its two records as dropped. Returns 1 when restored into b and en, else 0.
+ * counts its two records as dropped (a TIME in its place keeps the thread's clock where
+ * its dt moved it). Returns 1 when restored into b and en, else 0.
  */
 static int call_restore(struct rep_thread *rt, const struct gmt_rec_scope_call *c,
                         struct gmt_rec_scope_begin *b, struct gmt_rec_scope_end *en)
@@ -305,8 +307,13 @@ static int expand_one(struct expander *x, const struct gmt_event *e)
         struct gmt_rec_scope_begin b;
         struct gmt_rec_scope_end en;
         if (!call_restore(rt, (const void *)r, &b, &en)) {
+            /* dropped; its dt moved the thread's clock, which a TIME keeps where it was */
             x->lost += 2;
-            return 0;
+            uint64_t now;
+            if (!gmt_reader_thread_clock(x->r, &now))
+                return 0;
+            struct gmt_rec_time t = {.h = {GMT_REC_TIME, 0, sizeof t}, .time_ns = now};
+            return out_put(x, &t, sizeof t);
         }
         rep_note(rt, &b.h);
         rep_note(rt, &en.h);
@@ -351,7 +358,7 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
     struct gmt_reader *r;
     if (gmt_reader_open_mem(&r, img, len, path, err, errlen))
         return -1;
-    struct expander x = {0};
+    struct expander x = {.r = r};
     gmt_u64map_init(&x.of_tid);
     gmt_u64map_init(&x.open_of);
     size_t first = gmt_reader_offset(r);
