@@ -554,4 +554,30 @@ static inline void tb_calls(struct tb *b, int call)
     tb_rec(b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
 }
 
+/* Thread 7 in calls, thread 9 writing SCOPE_OPENs for them: 1 returned (call form), 2 is
+ * open with its SCOPE_BEGIN in the file, 3 is open with none (named twice), and thread 8's
+ * call 2 is open with none (the 2 in the file is thread 7's). */
+static inline void tb_opens(struct tb *b, int end)
+{
+    tb_process_min(b);
+    struct gmt_rec_scope_begin f = { .comm = 0xa, .count = 256, .stream = 0x77, .datatype = 7,
+                                     .peer = -1 };
+    tb_chunk(b, 7);
+    tb_thread_at(b, 7, TB_T0 + 100);
+    tb_scope_call(b, GMT_OP_AllReduce, 1, 0, 100, 50, GMT_CALL_HAS_ALL, &f);
+    tb_scope_begin(b, GMT_OP_Broadcast, 2, 0, 0xa, 128, 100);
+    tb_chunk(b, 9);
+    tb_thread_at(b, 9, TB_T0 + 150);
+    tb_scope_open(b, GMT_OP_AllReduce, 7, 1, TB_T0 + 150, 0xa, 256);
+    tb_scope_open(b, GMT_OP_Broadcast, 7, 2, TB_T0 + 300, 0xa, 128);
+    tb_scope_open(b, GMT_OP_AllGather, 7, 3, TB_T0 + 4000, 0xc, 64);
+    tb_scope_open(b, GMT_OP_AllGather, 7, 3, TB_T0 + 4000, 0xc, 64);
+    tb_scope_open(b, GMT_OP_AllGather, 8, 2, TB_T0 + 4500, 0xd, 32);
+    tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7e0000000000ull, TB_MIB, 0, -1, 9000);
+    if (end) {
+        struct gmt_rec_end e = { .time_ns = TB_T0 + 9500 };
+        tb_rec(b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+    }
+}
+
 #endif
