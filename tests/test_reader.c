@@ -1182,6 +1182,47 @@ Test(trace, scope_open_restores_the_begin_of_a_call_left_open_only)
     }
 }
 
+/* The reader's rules for 2.5's records: SCOPE_OPEN is 56 bytes at least, has its own time
+ * and moves no clock; a SCOPE_END stays at least 24 bytes, a longer one is read whole. */
+Test(reader, scope_open_and_call_form_sizes)
+{
+    struct tb b = { 0 };
+    tb_opens(&b, 1);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int opens = 0;
+    while (gmt_reader_next(r, &ev, err, sizeof err) > 0) {
+        if (ev.rec->type == GMT_REC_SCOPE_OPEN) {
+            const struct gmt_rec_scope_open *o = (const void *)ev.rec;
+            cr_expect_eq(ev.time_ns, o->time_ns);
+            cr_expect_eq(ev.tid, 9u, "the chunk's thread, which wrote it");
+            opens++;
+        } else if (ev.rec->type == GMT_REC_ALLOC) {
+            cr_expect_eq(ev.time_ns, TB_T0 + 150 + 9000, "no SCOPE_OPEN moved thread 9's clock");
+        } else if (ev.rec->type == GMT_REC_SCOPE_END) {
+            cr_expect_eq(ev.rec->size, 64u);
+            cr_expect_eq(ev.time_ns, TB_T0 + 200, "the call form's dt moved the clock");
+        }
+    }
+    cr_expect(gmt_reader_complete(r));
+    cr_expect_eq(opens, 5);
+    gmt_reader_close(r);
+    fclose(f);
+    /* a SCOPE_OPEN (index 7) of 48 bytes, a SCOPE_END (index 3) of 16 */
+    uint32_t size = 48;
+    memcpy(b.p + b.off[7] + 4, &size, 4);
+    expect_error(&b, "SCOPE_OPEN record of 48 bytes is shorter than its fixed part (56 bytes)", NULL);
+    tb_free(&b);
+    tb_opens(&b, 1);
+    size = 16;
+    memcpy(b.p + b.off[3] + 4, &size, 4);
+    expect_error(&b, "SCOPE_END record of 16 bytes is shorter than its fixed part (24 bytes)", NULL);
+    tb_free(&b);
+}
+
 Test(reader, rejects_bad_header_size)
 {
     static const uint32_t bad[] = { 0, 16, 36, GMT_REC_MAX + 8 };
