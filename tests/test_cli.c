@@ -204,8 +204,8 @@ Test(cli, dump_expand_restores_members_and_notes_the_files_cut)
     cr_expect(strstr(res.out, "GROUP_REPEAT") == NULL, "%s", res.out);
     cr_expect(strstr(res.out, "op=AllReduce scope=17 parent=16 dt=0 stack=0 comm=0xa") != NULL,
               "the second repeat's first member");
-    snprintf(want, sizeof want, "%s: 18 records of repeated groups could not be restored\n",
-             path);
+    snprintf(want, sizeof want,
+             "%s: 18 records of repeated groups and calls could not be restored\n", path);
     cr_expect_str_eq(res.err, want);
     size_t cut = b.off[b.nrec - 3] + 4; /* inside the last group, after the restored ones */
     trace_file(path, &b, cut);
@@ -216,6 +216,62 @@ Test(cli, dump_expand_restores_members_and_notes_the_files_cut)
              path, b.off[b.nrec - 3], b.nrec - 3);
     cr_expect(strstr(res.err, want) != NULL, "%s", res.err);
     tb_free(&b);
+}
+
+/* (2.5) dump shows a call form's duration and the fields it holds, and SCOPE_OPEN's;
+ * --expand shows what they stand for: a trace of call forms dumps as the same trace
+ * written with SCOPE_BEGIN + SCOPE_END does. */
+Test(cli, dump_shows_call_forms_and_scope_open_and_expands_them)
+{
+    struct tb call = { 0 }, plain = { 0 }, open = { 0 };
+    tb_calls(&call, 1);
+    tb_calls(&plain, 0);
+    tb_opens(&open, 1);
+    char path[PATH_MAX];
+    trace_file(path, &call, call.len);
+    RUN(&res, "dump", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "SCOPE_END     op=AllReduce scope=1 dt=1000 result=0 duration=300 "
+                              "has=0xf comm=0xa count=256 stream=0x77 datatype=7 peer=-1\n"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "SCOPE_END     op=AllReduce scope=2 dt=500 result=0 duration=100 "
+                              "has=0x2 count=512\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "SCOPE_END     op=AllReduce scope=4 dt=10 result=0 duration=0 "
+                              "has=0x0\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "has=0x8 datatype=3 peer=5\n"), "%s", res.out);
+    cr_expect(!strstr(res.out, "SCOPE_BEGIN"));
+    RUN(&res, "dump", "--expand", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    char *expanded = strdup(res.out);
+    cr_assert_not_null(expanded);
+    trace_file(path, &plain, plain.len);
+    RUN(&res, "dump", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_str_eq(expanded, res.out);
+    free(expanded);
+
+    trace_file(path, &open, open.len);
+    RUN(&res, "dump", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "SCOPE_OPEN    op=AllGather time_ns=5000004000 tid=7 scope=3 comm=0xc "
+                              "count=64 stream=0x77 datatype=7 peer=-1\n"), "%s", res.out);
+    RUN(&res, "dump", "--expand", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(!strstr(res.out, "SCOPE_OPEN"), "%s", res.out);
+    /* the restored begins, then END on its own thread again */
+    cr_expect(strstr(res.out, "       7     0.000004000 SCOPE_BEGIN   op=AllGather scope=3 parent=0 "
+                              "dt=0 stack=0 comm=0xc count=64"), "%s", res.out);
+    cr_expect(strstr(res.out, "       8     0.000004500 SCOPE_BEGIN   op=AllGather scope=2 parent=0"),
+              "%s", res.out);
+    const char *end = strstr(res.out, " END ");
+    cr_assert_not_null(end, "%s", res.out);
+    cr_expect(strstr(res.out, "CHUNK         tid=9\n") && strncmp(end - 24, "       9", 8) == 0,
+              "%s", res.out);
+    cr_expect_eq(res.err[0], 0, "%s", res.err);
+    unlink(path);
+    tb_free(&call);
+    tb_free(&plain);
+    tb_free(&open);
 }
 
 Test(cli, dump_of_a_malformed_trace_exits_2)
@@ -693,6 +749,28 @@ Test(cli, summary_shows_what_the_device_said)
               "%s", res.out);
     cr_expect(strstr(res.out, "allocated +8 MiB under it"));
     unlink(path);
+    tb_free(&b);
+}
+
+/* A call the trace ends inside, known only from SCOPE_OPEN, is open at the end in the
+ * summary, on the thread in the call; one that returned is not. */
+Test(cli, summary_lists_a_call_known_from_scope_open_as_open_at_end)
+{
+    struct tb b = { 0 };
+    tb_opens(&b, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    unlink(path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    expect_json("summary --json", res.out);
+    const char *open = strstr(res.out, "\"open_at_end\": [");
+    cr_assert_not_null(open, "%s", res.out);
+    cr_expect(strstr(open, "{\"scope\": 3, \"op\": \"AllGather\", \"comm_rank\": -1, "
+                           "\"comm_size\": -1, \"device\": -1, \"tid\": 7, \"since_ns\": 4000"),
+              "%s", open);
+    cr_expect(strstr(open, "{\"scope\": 2, \"op\": \"Broadcast\""), "%s", open);
+    cr_expect(!strstr(open, "{\"scope\": 1,"), "%s", open);
     tb_free(&b);
 }
 

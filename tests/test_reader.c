@@ -964,6 +964,265 @@ Test(trace, expands_group_repeat_into_the_members_it_stands_for)
     tb_free(&b);
 }
 
+/* ---- SCOPE_END's call form and SCOPE_OPEN (2.5): expanded when loading ---- */
+
+/* The image tb's bytes expand to; lost records into *lost. */
+static uint8_t *expand_tb(const struct tb *b, size_t len, size_t *out_len, uint64_t *lost)
+{
+    uint8_t *img = malloc(len ? len : 8), *out = NULL;
+    cr_assert_not_null(img);
+    memcpy(img, b->p, len);
+    uint64_t records = 0, cut = 0;
+    char err[512];
+    int rc = gmt_trace_expand(img, len, "mem", &out, out_len, &records, &cut, lost, err,
+                              sizeof err);
+    free(img);
+    cr_assert_eq(rc, 0, "%s", err);
+    return out;
+}
+
+Test(trace, call_form_expands_to_the_plain_records_it_stands_for)
+{
+    struct tb call = { 0 }, plain = { 0 };
+    tb_calls(&call, 1);
+    tb_calls(&plain, 0);
+    cr_assert_lt(call.len, plain.len);
+    size_t n = 0;
+    uint64_t lost = 1;
+    uint8_t *out = expand_tb(&call, call.len, &n, &lost);
+    cr_expect_eq(lost, 0);
+    /* byte for byte: fields (absent ones from the thread's own previous call) and dts */
+    cr_assert_eq(n, plain.len);
+    for (size_t k = 0; k < plain.nrec; k++) {
+        size_t at = plain.off[k];
+        const struct gmt_rec *h = (const void *)(plain.p + at);
+        cr_expect(memcmp(out + at, plain.p + at, h->size) == 0, "record %zu (type %u) differs",
+                  k, h->type);
+    }
+    free(out);
+    /* and loaded: the same scopes at the same times, the file's own record count */
+    struct gmt_trace a, b;
+    char err[512];
+    cr_assert_eq(load_tb(&call, call.len, &a, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(load_tb(&plain, plain.len, &b, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(a.records, call.nrec);
+    cr_expect_eq(a.records_dropped, 0);
+    cr_expect(a.complete);
+    cr_assert_eq(a.n_scopes, 6);
+    cr_assert_eq(b.n_scopes, 6);
+    for (size_t i = 0; i < a.n_scopes; i++) {
+        const struct gmt_scope *x = &a.scopes[i], *y = &b.scopes[i];
+        cr_expect_eq(x->id, y->id);
+        cr_expect_eq(x->tid, y->tid);
+        cr_expect_eq(x->comm, y->comm, "scope %u", x->id);
+        cr_expect_eq(x->count, y->count, "scope %u", x->id);
+        cr_expect_eq(x->datatype, y->datatype, "scope %u", x->id);
+        cr_expect_eq(x->result, y->result);
+        cr_expect_eq(x->t_begin, y->t_begin, "scope %u", x->id);
+        cr_expect_eq(x->t_end, y->t_end, "scope %u", x->id);
+        cr_expect_eq(gmt_trace_scope_peer(&a, x), gmt_trace_scope_peer(&b, y));
+    }
+    /* what the table in tb_calls says, decoded: thread 7 from TB_T0 + 700 */
+    const struct gmt_scope *s1 = gmt_trace_scope_by_id(&a, 1), *s4 = gmt_trace_scope_by_id(&a, 4);
+    const struct gmt_scope *s5 = gmt_trace_scope_by_id(&a, 5), *s6 = gmt_trace_scope_by_id(&a, 6);
+    cr_assert(s1 && s4 && s5 && s6);
+    cr_expect_eq(s1->t_begin, TB_T0 + 700 + 25 + 700);
+    cr_expect_eq(s1->t_end, TB_T0 + 700 + 25 + 1000);
+    cr_expect_eq(s4->count, 512, "no field: all the previous call form's");
+    cr_expect_eq(s4->comm, 0xa);
+    cr_expect_eq(s5->comm, 0xb, "thread 8's own previous call, not thread 7's");
+    cr_expect_eq(s5->count, 64);
+    cr_expect_eq(s5->result, 0);
+    cr_expect_eq(s6->datatype, 3);
+    cr_expect_eq(gmt_trace_scope_peer(&a, s6), 5);
+    cr_expect_eq(s6->count, 512);
+    cr_expect_eq(s6->t_end - s6->t_begin, 60);
+    cr_expect_eq(a.t_last, b.t_last);
+    gmt_trace_free(&a);
+    gmt_trace_free(&b);
+    tb_free(&call);
+    tb_free(&plain);
+}
+
+/* Call forms that cannot be restored: each counts 2 records lost; the rest loads, with the
+ * thread's times as its dts say. */
+Test(trace, call_form_that_cannot_be_restored_is_dropped_and_counted)
+{
+    struct tb b = { 0 };
+    tb_process_min(&b);
+    struct gmt_rec_scope_begin f = { .comm = 0xa, .count = 256, .stream = 0x77, .datatype = 7,
+                                     .peer = -1 };
+    tb_chunk(&b, 7);
+    tb_thread_at(&b, 7, TB_T0 + 100);
+    tb_scope_call(&b, GMT_OP_AllReduce, 1, 0, 100, 50, GMT_CALL_HAS_COMM, &f); /* no previous */
+    tb_scope_call(&b, GMT_OP_AllReduce, 2, 0, 100, 101, GMT_CALL_HAS_ALL, &f); /* duration > dt */
+    size_t bad = tb_rec(&b, GMT_REC_SCOPE_END, GMT_OP_AllReduce,
+                        &(struct gmt_rec_scope_call){ .e = { .dt = 100, .scope_id = 3 },
+                                                      .has = GMT_CALL_HAS_ALL },
+                        GMT_SCOPE_CALL_MIN + 16, NULL, 0); /* 4 fields said, 2 there */
+    (void)bad;
+    tb_scope_call(&b, GMT_OP_AllReduce, 4, 0, 100, 50, GMT_CALL_HAS_ALL, &f);
+    tb_scope_call(&b, GMT_OP_Broadcast, 5, 0, 100, 50, 0, &f); /* from 4's */
+    tb_chunk(&b, 8); /* another thread's first call form: thread 7's are not its own */
+    tb_thread_at(&b, 8, TB_T0 + 200);
+    tb_scope_call(&b, GMT_OP_AllReduce, 6, 0, 10, 10, GMT_CALL_HAS_COUNT, &f);
+    tb_chunk(&b, 7);
+    tb_thread_at(&b, 7, TB_T0 + 5000); /* the thread starts afresh */
+    f.count = 9;
+    tb_scope_call(&b, GMT_OP_AllReduce, 7, 0, 100, 50, GMT_CALL_HAS_COUNT, &f);
+    tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7e0000000000ull, TB_MIB, 0, -1, 30);
+    tb_scope_call(&b, GMT_OP_AllReduce, 8, 0, 100, 50, GMT_CALL_HAS_ALL, &f);
+    struct gmt_rec_end e = { .time_ns = TB_T0 + 9000, .records_dropped = 1 };
+    tb_rec(&b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+
+    struct gmt_trace t;
+    char err[512];
+    cr_assert_eq(load_tb(&b, b.len, &t, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(t.records_dropped, 1 + 2 * 5, "1, 2, 3, 6 and 7 lost");
+    cr_expect_eq(t.n_scopes, 3);
+    for (uint32_t id = 1; id <= 8; id++) {
+        bool kept = id == 4 || id == 5 || id == 8;
+        cr_expect_eq(gmt_trace_scope_by_id(&t, id) != NULL, kept, "scope %u", id);
+    }
+    const struct gmt_scope *s4 = gmt_trace_scope_by_id(&t, 4), *s5 = gmt_trace_scope_by_id(&t, 5);
+    const struct gmt_scope *s8 = gmt_trace_scope_by_id(&t, 8);
+    cr_assert(s4 && s5 && s8);
+    /* the dropped ones' dts still count: 4 begins 3 x 100 + 50 after the THREAD */
+    cr_expect_eq(s4->t_begin, TB_T0 + 100 + 350);
+    cr_expect_eq(s4->t_end, TB_T0 + 500);
+    cr_expect_eq(s5->op, GMT_OP_Broadcast);
+    cr_expect_eq(s5->comm, 0xa);
+    cr_expect_eq(s5->count, 256);
+    cr_expect_eq(s5->t_end, TB_T0 + 600);
+    /* after the second THREAD, 7 is dropped: 8 begins 100 + 30 + 50 after it */
+    cr_expect_eq(s8->t_begin, TB_T0 + 5000 + 180);
+    cr_expect_eq(s8->count, 9);
+    gmt_trace_free(&t);
+    /* cut anywhere: loads, or fails with one line */
+    for (size_t len = 0; len <= b.len; len += 8) {
+        int rc = load_tb(&b, len, &t, err, sizeof err);
+        if (rc == 0)
+            gmt_trace_free(&t);
+        else
+            cr_expect(strchr(err, '\n') == NULL);
+    }
+    tb_free(&b);
+}
+
+Test(trace, scope_open_restores_the_begin_of_a_call_left_open_only)
+{
+    for (int end = 1; end >= 0; end--) {
+        struct tb b = { 0 };
+        tb_opens(&b, end);
+        struct gmt_trace t;
+        char err[512];
+        cr_assert_eq(load_tb(&b, b.len, &t, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(t.records, b.nrec);
+        cr_expect_eq(t.records_dropped, 0);
+        cr_expect_eq(t.complete, end);
+        cr_assert_eq(t.n_scopes, 4, "1, 2, and 3 and 2 restored");
+        const struct gmt_scope *s3 = gmt_trace_scope_by_id(&t, 3);
+        cr_assert_not_null(s3);
+        cr_expect_eq(s3->tid, 7u);
+        cr_expect_eq(s3->op, GMT_OP_AllGather);
+        cr_expect_eq(s3->t_begin, TB_T0 + 4000);
+        cr_expect_eq(s3->t_end, 0, "still in progress");
+        cr_expect_eq(s3->comm, 0xc);
+        cr_expect_eq(s3->count, 64);
+        cr_expect_eq(gmt_trace_scope_stack(&t, s3), 0u);
+        size_t on8 = 0, on7 = 0;
+        for (size_t i = 0; i < t.n_scopes; i++) {
+            on8 += t.scopes[i].tid == 8;
+            on7 += t.scopes[i].tid == 7 && t.scopes[i].id == 2;
+        }
+        cr_expect_eq(on8, 1, "8 had no scope 2: restored on its thread");
+        cr_expect_eq(on7, 1, "7's scope 2 is in the file: not restored again");
+        cr_expect_eq(gmt_trace_scope_by_id(&t, 1)->t_end, TB_T0 + 200);
+        gmt_trace_free(&t);
+
+        /* where they go: before END, with a CHUNK of END's thread after them, or at the
+         * end of the records */
+        size_t n = 0;
+        uint64_t lost = 0;
+        uint8_t *out = expand_tb(&b, b.len, &n, &lost);
+        struct gmt_reader *r;
+        cr_assert_eq(gmt_reader_open_mem(&r, out, n, "mem", err, sizeof err), 0, "%s", err);
+        struct gmt_event ev;
+        int k = 0;
+        uint32_t last_type = 0, end_tid = 0, opens = 0;
+        uint64_t alloc_time = 0;
+        while (gmt_reader_next(r, &ev, err, sizeof err) > 0) {
+            opens += ev.rec->type == GMT_REC_SCOPE_OPEN;
+            if (ev.rec->type == GMT_REC_END)
+                end_tid = ev.tid;
+            if (ev.rec->type == GMT_REC_ALLOC)
+                alloc_time = ev.time_ns;
+            last_type = ev.rec->type;
+            k++;
+        }
+        cr_expect_eq(opens, 0);
+        cr_expect_eq(alloc_time, TB_T0 + 150 + 9000, "thread 9's clock as SCOPE_OPEN left it");
+        if (end) {
+            cr_expect_eq(end_tid, 9u, "END still belongs to its thread");
+            cr_expect_eq(last_type, GMT_REC_END);
+        } else {
+            cr_expect_eq(last_type, GMT_REC_SCOPE_BEGIN);
+        }
+        gmt_reader_close(r);
+        free(out);
+
+        /* cut inside the last record: the restored begins are kept, before the cut tail */
+        size_t cut = b.off[b.nrec - 1] + 8;
+        cr_assert_eq(load_tb(&b, cut, &t, err, sizeof err), 0, "%s", err);
+        cr_expect(t.cut);
+        cr_expect_eq(t.cut_offset, b.off[b.nrec - 1]);
+        cr_expect_not_null(gmt_trace_scope_by_id(&t, 3));
+        gmt_trace_free(&t);
+        tb_free(&b);
+    }
+}
+
+/* The reader's rules for 2.5's records: SCOPE_OPEN is 56 bytes at least, has its own time
+ * and moves no clock; a SCOPE_END stays at least 24 bytes, a longer one is read whole. */
+Test(reader, scope_open_and_call_form_sizes)
+{
+    struct tb b = { 0 };
+    tb_opens(&b, 1);
+    FILE *f;
+    struct gmt_reader *r;
+    char err[512];
+    cr_assert_eq(open_mem(&b, b.len, &f, &r, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int opens = 0;
+    while (gmt_reader_next(r, &ev, err, sizeof err) > 0) {
+        if (ev.rec->type == GMT_REC_SCOPE_OPEN) {
+            const struct gmt_rec_scope_open *o = (const void *)ev.rec;
+            cr_expect_eq(ev.time_ns, o->time_ns);
+            cr_expect_eq(ev.tid, 9u, "the chunk's thread, which wrote it");
+            opens++;
+        } else if (ev.rec->type == GMT_REC_ALLOC) {
+            cr_expect_eq(ev.time_ns, TB_T0 + 150 + 9000, "no SCOPE_OPEN moved thread 9's clock");
+        } else if (ev.rec->type == GMT_REC_SCOPE_END) {
+            cr_expect_eq(ev.rec->size, 64u);
+            cr_expect_eq(ev.time_ns, TB_T0 + 200, "the call form's dt moved the clock");
+        }
+    }
+    cr_expect(gmt_reader_complete(r));
+    cr_expect_eq(opens, 5);
+    gmt_reader_close(r);
+    fclose(f);
+    /* a SCOPE_OPEN (index 7) of 48 bytes, a SCOPE_END (index 3) of 16 */
+    uint32_t size = 48;
+    memcpy(b.p + b.off[7] + 4, &size, 4);
+    expect_error(&b, "SCOPE_OPEN record of 48 bytes is shorter than its fixed part (56 bytes)", NULL);
+    tb_free(&b);
+    tb_opens(&b, 1);
+    size = 16;
+    memcpy(b.p + b.off[3] + 4, &size, 4);
+    expect_error(&b, "SCOPE_END record of 16 bytes is shorter than its fixed part (24 bytes)", NULL);
+    tb_free(&b);
+}
+
 Test(reader, rejects_bad_header_size)
 {
     static const uint32_t bad[] = { 0, 16, 36, GMT_REC_MAX + 8 };

@@ -234,6 +234,11 @@ Test(writer, round_trips_every_record_type)
     struct gmt_rec_nvtx_range_ext nr = { { { GMT_REC_NVTX_RANGE, GMT_NVTX_START, sizeof nr },
                                            gmt_now_ns(), 0, 3 }, 11 };
     gmt_emit(&nr, 0);
+    /* (2.5) written by another thread than the one in the call: tid names that one */
+    struct gmt_rec_scope_open so = { .h = { GMT_REC_SCOPE_OPEN, GMT_OP_AllReduce, sizeof so },
+                                     .time_ns = gmt_now_ns(), .tid = 4321, .scope_id = 9,
+                                     .comm = 0xc0, .count = 4, .datatype = 7, .peer = -1 };
+    gmt_emit(&so, 0);
 
     gmt_writer_finish();
 
@@ -425,6 +430,13 @@ Test(writer, round_trips_every_record_type)
             const struct gmt_rec_nvtx_range_ext *n = (const void *)h;
             cr_expect(h->aux == GMT_NVTX_START && n->r.name == 3 && n->range_id == 11);
             cr_expect_eq(ev.time_ns, n->r.time_ns, "NVTX_RANGE's time is its own");
+            break;
+        }
+        case GMT_REC_SCOPE_OPEN: {
+            const struct gmt_rec_scope_open *o = (const void *)h;
+            cr_expect(h->aux == GMT_OP_AllReduce && o->tid == 4321 && o->scope_id == 9 &&
+                      o->comm == 0xc0 && o->count == 4 && o->peer == -1);
+            cr_expect_eq(ev.time_ns, o->time_ns, "SCOPE_OPEN's time is its own");
             break;
         }
         case GMT_REC_END: {

@@ -22,9 +22,11 @@ const char gmt_help_dump[] =
     "          record carries no time\n"
     "  TYPE    the record type, then every field as name=value: addresses in hex,\n"
     "          sizes in bytes, API/kind/operation names, strings quoted and escaped\n"
-    "--expand: each GROUP_REPEAT replaced by the group members' records it stands\n"
-    "for, as the other commands read the trace (OFFSET is then in that expanded\n"
-    "image, a note on a cut the file's own; FILE must be a file).\n"
+    "--expand: the records that stand for others replaced by them, as the other\n"
+    "commands read the trace: each GROUP_REPEAT by its group members' records, each\n"
+    "SCOPE_END in call form by its SCOPE_BEGIN and plain SCOPE_END, a SCOPE_OPEN by\n"
+    "the SCOPE_BEGIN of the call left open (at the end) or by nothing (OFFSET is then\n"
+    "in that expanded image, a note on a cut the file's own; FILE must be a file).\n"
     "FILE '-' reads standard input. A trace cut short (crash, kill) is printed up to\n"
     "its last whole record, with a note on stderr saying where it stops; exit 0.\n"
     "A malformed trace: a one-line error naming the file and offset, exit 2.\n";
@@ -301,6 +303,48 @@ static uint32_t fields_scope_end(FILE *o, const struct gmt_rec *h)
     u64(o, "scope", r->scope_id);
     u64(o, "dt", r->dt);
     i64(o, "result", r->result);
+    if (h->size < GMT_SCOPE_CALL_MIN)
+        return sizeof *r;
+    /* (2.5) the call form: its begin's time and the fields that differ from the last */
+    const struct gmt_rec_scope_call *c = (const void *)h;
+    u64(o, "duration", r->duration);
+    hex(o, "has", c->has);
+    uint32_t used = GMT_SCOPE_CALL_MIN;
+    const uint64_t *f = c->field;
+    if ((c->has & GMT_CALL_HAS_COMM) && used + 8 <= h->size) {
+        hex(o, "comm", *f++);
+        used += 8;
+    }
+    if ((c->has & GMT_CALL_HAS_COUNT) && used + 8 <= h->size) {
+        u64(o, "count", *f++);
+        used += 8;
+    }
+    if ((c->has & GMT_CALL_HAS_STREAM) && used + 8 <= h->size) {
+        hex(o, "stream", *f++);
+        used += 8;
+    }
+    if ((c->has & GMT_CALL_HAS_TYPE_PEER) && used + 8 <= h->size) {
+        int32_t tp[2];
+        memcpy(tp, f, sizeof tp);
+        i64(o, "datatype", tp[0]);
+        i64(o, "peer", tp[1]);
+        used += 8;
+    }
+    return used;
+}
+
+static uint32_t fields_scope_open(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_scope_open *r = (const void *)h;
+    named(o, "op", gmt_op_name(h->aux), h->aux);
+    u64(o, "time_ns", r->time_ns);
+    u64(o, "tid", r->tid);
+    u64(o, "scope", r->scope_id);
+    hex(o, "comm", r->comm);
+    u64(o, "count", r->count);
+    hex(o, "stream", r->stream);
+    i64(o, "datatype", r->datatype);
+    i64(o, "peer", r->peer);
     return sizeof *r;
 }
 
@@ -432,6 +476,7 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_NCCL_COLL_INFO] = fields_nccl_coll_info,
     [GMT_REC_NVTX_STRING] = fields_nvtx_string,
     [GMT_REC_NVTX_RANGE] = fields_nvtx_range,
+    [GMT_REC_SCOPE_OPEN] = fields_scope_open,
     [GMT_REC_END] = fields_end,
 };
 
@@ -484,8 +529,8 @@ static int dump_one(const char *path, bool expand)
         return GMT_EXIT_ERROR;
     }
     if (fe.lost)
-        gmt_err("%s: %" PRIu64 " records of repeated groups could not be restored",
-                path, fe.lost);
+        gmt_err("%s: %" PRIu64 " records of repeated groups and calls could not be "
+                "restored", path, fe.lost);
     printf("%10s %7s %15s %s\n", "OFFSET", "TID", "TIME", "TYPE / FIELDS");
     struct gmt_event ev;
     while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) > 0) {

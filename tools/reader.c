@@ -240,6 +240,9 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_ALLOC_FAIL] = RULE_DT(gmt_rec_alloc_fail),
     [GMT_REC_COMM] = RULE_DT(gmt_rec_comm),
     [GMT_REC_SCOPE_BEGIN] = RULE_DT(gmt_rec_scope_begin),
+    /* (2.5) its call form, 32 bytes and more, moves the clock by dt as the plain one; the
+     * fields its `has` names are the expander's to check (trace_expand.c): one it cannot
+     * restore is dropped there, not an error here */
     [GMT_REC_SCOPE_END] = RULE_DT(gmt_rec_scope_end),
     [GMT_REC_MEMINFO] = RULE_DT(gmt_rec_meminfo),
     [GMT_REC_END] = { CLOCK_ABS, RULE_STATE, offsetof(struct gmt_rec_end, time_ns) },
@@ -249,6 +252,8 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_NCCL_COLL_INFO] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nccl_coll_info, time_ns) },
     [GMT_REC_NVTX_STRING] = { CLOCK_NONE, RULE_PARTS, 0 },
     [GMT_REC_NVTX_RANGE] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nvtx_range, time_ns) },
+    /* (2.5) the begin of another thread's call: its time is its own, no clock moves */
+    [GMT_REC_SCOPE_OPEN] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_scope_open, time_ns) },
 };
 #undef RULE_ABS
 #undef RULE_DT

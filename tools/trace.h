@@ -178,19 +178,23 @@ struct gmt_trace {
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by
- * the member records it stands for, into *out (malloc'd, 8-byte aligned): 0, -ENOMEM, or
- * -1 with the reader's one-line message in err. What follows the last whole record (a
- * cut one) is copied as it is. *records and *cut_offset (UINT64_MAX: not cut) are the
- * file's own; *lost counts the records that could not be restored (their groups are not
- * in the file). gmt_trace_load does this itself for a trace that needs it. */
+ * the member records it stands for, every SCOPE_END in call form by its SCOPE_BEGIN and
+ * plain SCOPE_END, and every SCOPE_OPEN dropped (the begin of a call it names restored
+ * before END, or after the last whole record, when the file has none), into *out
+ * (malloc'd, 8-byte aligned): 0, -ENOMEM, or -1 with the reader's one-line message in
+ * err. What follows the last whole record (a cut one) is copied as it is. *records and
+ * *cut_offset (UINT64_MAX: not cut) are the file's own; *lost counts the records that
+ * could not be restored (their groups are not in the file; a call form lacks a field
+ * with no call form before it, or is malformed). gmt_trace_load does this itself for a
+ * trace that needs it. */
 int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t **out,
                      size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
                      char *err, size_t errlen);
 
-/* gmt_reader_open on a file with its GROUP_REPEATs expanded (gmt_trace_expand): the
- * reader reads *buf, which the caller frees after gmt_reader_close; *fe says what the
- * file itself holds (its records, where it was cut, its end) and the records lost.
- * 0, or -1 with a one-line message in err. */
+/* gmt_reader_open on a file expanded as gmt_trace_expand does: the reader reads *buf,
+ * which the caller frees after gmt_reader_close; *fe says what the file itself holds (its
+ * records, where it was cut, its end) and the records lost. 0, or -1 with a one-line
+ * message in err. */
 struct gmt_file_end {
     bool expanded;
     uint64_t records, cut_offset, end, lost;

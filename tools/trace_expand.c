@@ -1,4 +1,4 @@
-/* trace_expand.c: a trace's image with each GROUP_REPEAT replaced by the member records it stands for. */
+/* trace_expand.c: a trace's image with GROUP_REPEAT, SCOPE_END's call form and SCOPE_OPEN replaced by the records they stand for. */
 #include "trace.h"
 
 #include <errno.h>
@@ -34,15 +34,30 @@ struct rep_thread {
     struct rep_group cur;              /* the group open with no scope around it (id 0: none) */
     struct rep_group last[GMT_REPEAT_LIKE_WINDOW]; /* the latest that ended, a ring */
     unsigned next;                     /* the ring's slot the next one takes */
+    bool has_call;                     /* a call form was restored since the latest THREAD */
+    struct gmt_rec_scope_begin call;   /* the begin restored from the latest */
+};
+
+/* A SCOPE_OPEN's call: restored at the end when the file has no begin of it. */
+struct open_call {
+    struct gmt_rec_scope_open o;
+    bool found;                        /* a SCOPE_BEGIN of it is in the file */
 };
 
 struct expander {
+    const struct gmt_reader *r;          /* the file's */
     uint8_t *out;
     size_t n, cap;
     struct gmt_u64map of_tid;            /* tid -> index in th + 1 */
     struct rep_thread *th;
     size_t n_th, cap_th;
     uint64_t lost;                       /* records that could not be restored */
+    struct open_call *open;              /* the SCOPE_OPENs, one per (tid, scope_id) */
+    size_t n_open, cap_open;
+    struct gmt_u64map open_of;           /* tid << 32 | scope_id -> index in open + 1 */
+    bool have_end;                       /* the END record: where the restored begins go */
+    size_t end_at;                       /* its offset in out */
+    uint32_t end_tid;                    /* its thread */
 };
 
 static int out_put(struct expander *x, const void *p, size_t len)
@@ -96,21 +111,12 @@ static const struct rep_group *rep_like(const struct rep_thread *rt, uint32_t li
     return NULL;
 }
 
-static int expand_one(struct expander *x, const struct gmt_event *e)
+/* A scope record of the thread (as read, or restored from a call form) noted for the
+ * groups GROUP_REPEAT refers to. */
+static void rep_note(struct rep_thread *rt, const struct gmt_rec *r)
 {
-    const struct gmt_rec *r = e->rec;
-    if (r->type != GMT_REC_THREAD && r->type != GMT_REC_SCOPE_BEGIN &&
-        r->type != GMT_REC_SCOPE_END && r->type != GMT_REC_GROUP_REPEAT)
-        return out_put(x, r, r->size);
-    struct rep_thread *rt = rep_thread_of(x, e->tid);
-    if (!rt)
-        return -ENOMEM;
     struct rep_group *cur = &rt->cur;
-    if (r->type == GMT_REC_THREAD) { /* the thread's records start afresh */
-        cur->id = 0;
-        for (int i = 0; i < GMT_REPEAT_LIKE_WINDOW; i++)
-            rt->last[i].id = 0;
-    } else if (r->type == GMT_REC_SCOPE_BEGIN) {
+    if (r->type == GMT_REC_SCOPE_BEGIN) {
         const struct gmt_rec_scope_begin *b = (const void *)r;
         if (r->aux == GMT_OP_Group && b->parent_id == 0) {
             cur->id = b->scope_id;
@@ -124,7 +130,7 @@ static int expand_one(struct expander *x, const struct gmt_event *e)
                 m->result = 0;
             }
         }
-    } else if (r->type == GMT_REC_SCOPE_END) {
+    } else {
         const struct gmt_rec_scope_end *en = (const void *)r;
         if (cur->id && en->scope_id == cur->id) {
             /* into the ring; its oldest slot's members array becomes the next cur's */
@@ -140,6 +146,180 @@ static int expand_one(struct expander *x, const struct gmt_event *e)
                     break;
                 }
         }
+    }
+}
+
+/* ---- SCOPE_END's call form (format 2.5) ----
+ *
+ * A SCOPE_END of at least 32 bytes also stands for its scope's SCOPE_BEGIN: both are
+ * restored where it lies, the begin's fields that it lacks from the thread's previous
+ * call form. One that cannot be (a field absent with no call form before it since the
+ * thread's THREAD record, a duration beyond its dt, a size its `has` does not give)
+ * counts its two records as dropped (a TIME in its place keeps the thread's clock where
+ * its dt moved it). Returns 1 when restored into b and en, else 0.
+ */
+static int call_restore(struct rep_thread *rt, const struct gmt_rec_scope_call *c,
+                        struct gmt_rec_scope_begin *b, struct gmt_rec_scope_end *en)
+{
+    uint32_t has = c->has;
+    if (has > GMT_CALL_HAS_ALL ||
+        c->e.h.size != GMT_SCOPE_CALL_MIN + 8u * (uint32_t)__builtin_popcount(has) ||
+        c->e.duration > c->e.dt || ((has & GMT_CALL_HAS_ALL) != GMT_CALL_HAS_ALL && !rt->has_call))
+        return 0;
+    *b = rt->call; /* the absent fields: the previous call form's */
+    const uint64_t *f = c->field;
+    if (has & GMT_CALL_HAS_COMM)
+        b->comm = *f++;
+    if (has & GMT_CALL_HAS_COUNT)
+        b->count = *f++;
+    if (has & GMT_CALL_HAS_STREAM)
+        b->stream = *f++;
+    if (has & GMT_CALL_HAS_TYPE_PEER) {
+        memcpy(&b->datatype, f, sizeof b->datatype);
+        memcpy(&b->peer, (const uint8_t *)f + 4, sizeof b->peer);
+    }
+    b->h = (struct gmt_rec){GMT_REC_SCOPE_BEGIN, c->e.h.aux, sizeof *b};
+    b->dt = c->e.dt - c->e.duration;
+    b->scope_id = c->e.scope_id;
+    b->parent_id = 0;
+    b->stack_id = 0;
+    *en = (struct gmt_rec_scope_end){
+        .h = {GMT_REC_SCOPE_END, c->e.h.aux, sizeof *en},
+        .dt = c->e.duration,
+        .scope_id = c->e.scope_id,
+        .result = c->e.result,
+    };
+    rt->call = *b;
+    rt->has_call = true;
+    return 1;
+}
+
+/* ---- SCOPE_OPEN (format 2.5) ----
+ *
+ * A call still in progress when another thread wrote it. Dropped from the image; its
+ * begin is restored only when the file has no SCOPE_BEGIN of it on its thread (noted at
+ * the end, from the image made), as a CHUNK of its thread, a TIME of its begin and the
+ * SCOPE_BEGIN with dt 0: before END (then a CHUNK of END's thread again), or after the
+ * last whole record when the file has no END.
+ */
+static int open_note(struct expander *x, const struct gmt_rec_scope_open *o)
+{
+    uint64_t key = (uint64_t)o->tid << 32 | o->scope_id;
+    if (gmt_u64map_get(&x->open_of, key))
+        return 0; /* named before: one restore */
+    struct open_call *c = gmt_array_push((void **)&x->open, &x->n_open, &x->cap_open, sizeof *c);
+    if (!c || gmt_u64map_put_new(&x->open_of, key, x->n_open))
+        return -ENOMEM;
+    c->o = *o;
+    c->found = false;
+    return 0;
+}
+
+/* Which SCOPE_OPENs' calls have a SCOPE_BEGIN in out[from, to), records all whole. */
+static void open_find_begins(struct expander *x, size_t from, size_t to)
+{
+    uint32_t tid = 0;
+    for (size_t off = from; off + sizeof(struct gmt_rec) <= to;) {
+        const struct gmt_rec *h = (const void *)(x->out + off);
+        if (h->size < sizeof *h || h->size > to - off)
+            break; /* cannot be: each was read whole */
+        if (h->type == GMT_REC_CHUNK) {
+            tid = ((const struct gmt_rec_chunk *)(const void *)h)->tid;
+        } else if (h->type == GMT_REC_SCOPE_BEGIN) {
+            const struct gmt_rec_scope_begin *b = (const void *)h;
+            const uint64_t *v = gmt_u64map_get(&x->open_of, (uint64_t)tid << 32 | b->scope_id);
+            if (v)
+                x->open[*v - 1].found = true;
+        }
+        off += h->size;
+    }
+}
+
+/* The restored begins of the calls left open, put in at `at` of out. */
+static int open_restore(struct expander *x, size_t at, bool end_chunk, uint32_t end_tid)
+{
+    size_t group = sizeof(struct gmt_rec_chunk) + sizeof(struct gmt_rec_time) +
+                   sizeof(struct gmt_rec_scope_begin);
+    size_t n = 0;
+    for (size_t i = 0; i < x->n_open; i++)
+        n += !x->open[i].found;
+    if (!n)
+        return 0;
+    size_t len = n * group + (end_chunk ? sizeof(struct gmt_rec_chunk) : 0);
+    size_t tail = x->n - at;
+    uint8_t pad[8] = {0};
+    /* room at the end, then the records after `at` moved past the new ones */
+    for (size_t k = 0; k < len; k += sizeof pad)
+        if (out_put(x, pad, sizeof pad))
+            return -ENOMEM;
+    memmove(x->out + at + len, x->out + at, tail);
+    uint8_t *p = x->out + at;
+    for (size_t i = 0; i < x->n_open; i++) {
+        const struct gmt_rec_scope_open *o = &x->open[i].o;
+        if (x->open[i].found)
+            continue;
+        struct gmt_rec_chunk c = {.h = {GMT_REC_CHUNK, 0, sizeof c}, .tid = o->tid};
+        struct gmt_rec_time t = {.h = {GMT_REC_TIME, 0, sizeof t}, .time_ns = o->time_ns};
+        struct gmt_rec_scope_begin b = {
+            .h = {GMT_REC_SCOPE_BEGIN, o->h.aux, sizeof b},
+            .scope_id = o->scope_id,
+            .comm = o->comm,
+            .count = o->count,
+            .stream = o->stream,
+            .datatype = o->datatype,
+            .peer = o->peer,
+        };
+        memcpy(p, &c, sizeof c);
+        memcpy(p + sizeof c, &t, sizeof t);
+        memcpy(p + sizeof c + sizeof t, &b, sizeof b);
+        p += group;
+    }
+    if (end_chunk) {
+        struct gmt_rec_chunk c = {.h = {GMT_REC_CHUNK, 0, sizeof c}, .tid = end_tid};
+        memcpy(p, &c, sizeof c);
+    }
+    return 0;
+}
+
+static int expand_one(struct expander *x, const struct gmt_event *e)
+{
+    const struct gmt_rec *r = e->rec;
+    if (r->type == GMT_REC_SCOPE_OPEN)
+        return open_note(x, (const void *)r);
+    if (r->type == GMT_REC_END && !x->have_end) {
+        x->have_end = true;
+        x->end_at = x->n;
+        x->end_tid = e->tid;
+    }
+    if (r->type != GMT_REC_THREAD && r->type != GMT_REC_SCOPE_BEGIN &&
+        r->type != GMT_REC_SCOPE_END && r->type != GMT_REC_GROUP_REPEAT)
+        return out_put(x, r, r->size);
+    struct rep_thread *rt = rep_thread_of(x, e->tid);
+    if (!rt)
+        return -ENOMEM;
+    struct rep_group *cur = &rt->cur;
+    if (r->type == GMT_REC_THREAD) { /* the thread's records start afresh */
+        cur->id = 0;
+        for (int i = 0; i < GMT_REPEAT_LIKE_WINDOW; i++)
+            rt->last[i].id = 0;
+        rt->has_call = false;
+    } else if (r->type == GMT_REC_SCOPE_END && r->size >= GMT_SCOPE_CALL_MIN) {
+        struct gmt_rec_scope_begin b;
+        struct gmt_rec_scope_end en;
+        if (!call_restore(rt, (const void *)r, &b, &en)) {
+            /* dropped; its dt moved the thread's clock, which a TIME keeps where it was */
+            x->lost += 2;
+            uint64_t now;
+            if (!gmt_reader_thread_clock(x->r, &now))
+                return 0;
+            struct gmt_rec_time t = {.h = {GMT_REC_TIME, 0, sizeof t}, .time_ns = now};
+            return out_put(x, &t, sizeof t);
+        }
+        rep_note(rt, &b.h);
+        rep_note(rt, &en.h);
+        return out_put(x, &b, sizeof b) || out_put(x, &en, sizeof en) ? -ENOMEM : 0;
+    } else if (r->type == GMT_REC_SCOPE_BEGIN || r->type == GMT_REC_SCOPE_END) {
+        rep_note(rt, r);
     } else { /* GROUP_REPEAT: its members, as their group wrote them one by one */
         const struct gmt_rec_group_repeat *g = (const void *)r;
         const struct rep_group *like = rep_like(rt, g->like, g->count);
@@ -178,15 +358,22 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
     struct gmt_reader *r;
     if (gmt_reader_open_mem(&r, img, len, path, err, errlen))
         return -1;
-    struct expander x = {0};
+    struct expander x = {.r = r};
     gmt_u64map_init(&x.of_tid);
-    int rc = out_put(&x, img, gmt_reader_offset(r)) ? -ENOMEM : 0;
+    gmt_u64map_init(&x.open_of);
+    size_t first = gmt_reader_offset(r);
+    int rc = out_put(&x, img, first) ? -ENOMEM : 0;
     struct gmt_event ev;
     int n = 1;
     while (!rc && (n = gmt_reader_next(r, &ev, err, errlen)) > 0)
         rc = expand_one(&x, &ev);
     if (!rc && n < 0)
         rc = -1;
+    if (!rc && x.n_open) {
+        /* the calls left open: where the records stop (a cut tail comes after them) */
+        open_find_begins(&x, first, x.n);
+        rc = open_restore(&x, x.have_end ? x.end_at : x.n, x.have_end, x.end_tid);
+    }
     uint64_t end = gmt_reader_offset(r);
     if (!rc && end < len && out_put(&x, img + end, len - end))
         rc = -ENOMEM;
@@ -199,6 +386,8 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
         rep_thread_free(&x.th[i]);
     free(x.th);
     gmt_u64map_free(&x.of_tid);
+    free(x.open);
+    gmt_u64map_free(&x.open_of);
     if (rc) {
         free(x.out);
         return rc;

@@ -22,7 +22,8 @@ struct meminfo_note {
     uint8_t phase;
 };
 
-/* on_record's answer to a GROUP_REPEAT: the records are loaded again, expanded */
+/* on_record's answer to a record that stands for others (GROUP_REPEAT, SCOPE_END's call
+ * form, SCOPE_OPEN): the records are loaded again, expanded (trace_expand.c) */
 #define LOAD_EXPAND 1
 
 struct loader {
@@ -345,6 +346,8 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
     const struct gmt_rec_scope_end *x = (const void *)e->rec;
+    if (e->rec->size >= GMT_SCOPE_CALL_MIN)
+        return LOAD_EXPAND; /* the call form: its begin is restored by expanding */
     long i = gmt_trace_scope_index(t, x->scope_id);
     if (i < 0)
         return 0; /* its begin was lost (cut, or before a fork): nothing to close */
@@ -619,6 +622,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
         return 0;
     case GMT_REC_GROUP_REPEAT:
+    case GMT_REC_SCOPE_OPEN:
         return LOAD_EXPAND; /* gmt_trace_load starts again from the expanded records */
     default:
         return 0;
@@ -913,7 +917,7 @@ static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, siz
 }
 
 /* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
- * LOAD_EXPAND (the file has GROUP_REPEAT records), or -1 with a message in err. */
+ * LOAD_EXPAND (the file has records that stand for others), or -1 with a message in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
                 char *err, size_t errlen)
 {
@@ -994,7 +998,8 @@ int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errl
     rc = load(t, path, img, len, err, errlen);
     if (rc == LOAD_EXPAND) { /* cannot be: none is left */
         gmt_trace_free(t);
-        snprintf(err, errlen, "%s: GROUP_REPEAT left after expanding", path);
+        snprintf(err, errlen, "%s: GROUP_REPEAT, SCOPE_END's call form or SCOPE_OPEN left "
+                 "after expanding", path);
         return -1;
     }
     if (rc)

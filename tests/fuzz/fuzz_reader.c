@@ -1,4 +1,4 @@
-/* fuzz_reader.c: libFuzzer target: the reader, dump's printer and the GROUP_REPEAT expansion must survive any bytes (no crash, no OOB read). */
+/* fuzz_reader.c: libFuzzer target: the reader, dump's printer and the expansion (GROUP_REPEAT, call forms, SCOPE_OPEN) must survive any bytes (no crash, no OOB read). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +46,8 @@ int gmt_fuzz_reader_one(const uint8_t *data, size_t size)
         gmt_reader_close(r);
     }
     fclose(f);
-    /* GROUP_REPEAT's expansion (what loading a trace does first): any input; what it
-     * makes reads as the input did, with no GROUP_REPEAT left. */
+    /* The expansion (what loading a trace does first): any input; what it makes reads as
+     * the input did, with no GROUP_REPEAT, call form or SCOPE_OPEN left. */
     uint64_t *img = malloc(size / 8 * 8 + 8);
     if (img) {
         if (size)
@@ -63,7 +63,8 @@ int gmt_fuzz_reader_one(const uint8_t *data, size_t size)
             struct gmt_event ev;
             int rc;
             while ((rc = gmt_reader_next(x, &ev, err, sizeof err)) > 0)
-                if (ev.rec->type == GMT_REC_GROUP_REPEAT)
+                if (ev.rec->type == GMT_REC_GROUP_REPEAT || ev.rec->type == GMT_REC_SCOPE_OPEN ||
+                    (ev.rec->type == GMT_REC_SCOPE_END && ev.rec->size >= GMT_SCOPE_CALL_MIN))
                     abort();
             if (rc < 0)
                 abort();

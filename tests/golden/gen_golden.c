@@ -111,6 +111,15 @@ int main(int argc, char **argv)
     }
     {
         struct tb t = { 0 };
+        tb_calls(&t, 1);
+        rc |= put(c, "scope-call.gmt", &t, t.len);
+        tb_free(&t);
+        tb_opens(&t, 0);
+        rc |= put(c, "scope-open.gmt", &t, t.len);
+        tb_free(&t);
+    }
+    {
+        struct tb t = { 0 };
         tb_forensics(&t);
         rc |= put(c, "forensics.gmt", &t, t.len);
         tb_free(&t);

@@ -467,4 +467,117 @@ static inline void tb_forensics(struct tb *b)
 }
 
 
+/* ---- (2.5) SCOPE_END's call form and SCOPE_OPEN ---- */
+
+/* A call form: the fields `has` names from f (comm, count, stream, datatype, peer). */
+static inline void tb_scope_call(struct tb *b, unsigned op, uint32_t id, int result, uint32_t dt,
+                                 uint32_t duration, uint32_t has, const struct gmt_rec_scope_begin *f)
+{
+    struct gmt_rec_scope_call r = { .e = { .dt = dt, .scope_id = id, .result = result,
+                                           .duration = duration },
+                                    .has = has };
+    int n = 0;
+    if (has & GMT_CALL_HAS_COMM)
+        r.field[n++] = f->comm;
+    if (has & GMT_CALL_HAS_COUNT)
+        r.field[n++] = f->count;
+    if (has & GMT_CALL_HAS_STREAM)
+        r.field[n++] = f->stream;
+    if (has & GMT_CALL_HAS_TYPE_PEER) {
+        memcpy(&r.field[n], &f->datatype, 4);
+        memcpy((uint8_t *)&r.field[n] + 4, &f->peer, 4);
+        n++;
+    }
+    tb_rec(b, GMT_REC_SCOPE_END, (uint16_t)op, &r, GMT_SCOPE_CALL_MIN + 8 * (size_t)n, NULL, 0);
+}
+
+static inline void tb_scope_open(struct tb *b, unsigned op, uint32_t tid, uint32_t id, uint64_t t,
+                                 uint64_t comm, uint64_t count)
+{
+    struct gmt_rec_scope_open r = { .time_ns = t, .tid = tid, .scope_id = id, .comm = comm,
+                                    .count = count, .stream = 0x77, .datatype = 7, .peer = -1 };
+    tb_rec(b, GMT_REC_SCOPE_OPEN, (uint16_t)op, &r, sizeof r, NULL, 0);
+}
+
+/* Two threads' NCCL calls, each as the call form (call = 1) or as SCOPE_BEGIN and plain
+ * SCOPE_END (call = 0) with what the call form stands for: the expanded image of the first
+ * is the second's bytes. Thread 7: a full call form, one with only the count, one with no
+ * field, one with only datatype and peer, around allocations; thread 8 in between, whose
+ * own previous call is the one its fields come from. */
+static inline void tb_calls(struct tb *b, int call)
+{
+    tb_header_current(b);
+    struct gmt_rec_process p = { .pid = 1, .ppid = 1, .rank = -1, .monotonic_ns = TB_T0 };
+    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    struct gmt_rec_scope_begin f7 = { .comm = 0xa, .count = 256, .stream = 0x77, .datatype = 7,
+                                      .peer = -1 };
+    struct gmt_rec_scope_begin f8 = { .comm = 0xb, .count = 64, .stream = 0x88, .datatype = 2,
+                                      .peer = 3 };
+    static const struct { uint32_t tid, id, dt, duration, has; uint64_t count; int32_t dtype, peer;
+                          int result; } c[] = {
+        { 7, 1, 1000, 300, GMT_CALL_HAS_ALL, 256, 7, -1, 0 },
+        { 7, 2, 500, 100, GMT_CALL_HAS_COUNT, 512, 7, -1, 0 },
+        { 8, 3, 40, 40, GMT_CALL_HAS_ALL, 64, 2, 3, 5 },
+        { 7, 4, 10, 0, 0, 512, 7, -1, 0 },
+        { 8, 5, 70, 20, 0, 64, 2, 3, 0 },
+        { 7, 6, 90, 60, GMT_CALL_HAS_TYPE_PEER, 512, 3, 5, 1 },
+    };
+    uint32_t cur = 0;
+    int seen[2] = { 0, 0 };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct gmt_rec_scope_begin *f = c[i].tid == 7 ? &f7 : &f8;
+        if (c[i].tid != cur) {
+            tb_chunk(b, c[i].tid);
+            if (!seen[c[i].tid - 7]++)
+                tb_thread_at(b, c[i].tid, TB_T0 + 100 * c[i].tid);
+            cur = c[i].tid;
+        }
+        tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7e00000000ull + (i << 20),
+                    TB_MIB, 0, -1, 25);
+        f->count = c[i].count;
+        f->datatype = c[i].dtype;
+        f->peer = c[i].peer;
+        if (call) {
+            tb_scope_call(b, GMT_OP_AllReduce, c[i].id, c[i].result, c[i].dt, c[i].duration,
+                          c[i].has, f);
+        } else {
+            struct gmt_rec_scope_begin r = *f;
+            r.dt = c[i].dt - c[i].duration;
+            r.scope_id = c[i].id;
+            tb_rec(b, GMT_REC_SCOPE_BEGIN, GMT_OP_AllReduce, &r, sizeof r, NULL, 0);
+            tb_scope_end(b, GMT_OP_AllReduce, c[i].id, c[i].result, c[i].duration);
+        }
+    }
+    struct gmt_rec_free fr = { .address = 0x7e00000000ull, .dt = 5 };
+    tb_rec(b, GMT_REC_FREE, GMT_API_cudaFree, &fr, sizeof fr, NULL, 0);
+    struct gmt_rec_end e = { .time_ns = TB_T0 + 10000 };
+    tb_rec(b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+}
+
+/* Thread 7 in calls, thread 9 writing SCOPE_OPENs for them: 1 returned (call form), 2 is
+ * open with its SCOPE_BEGIN in the file, 3 is open with none (named twice), and thread 8's
+ * call 2 is open with none (the 2 in the file is thread 7's). */
+static inline void tb_opens(struct tb *b, int end)
+{
+    tb_process_min(b);
+    struct gmt_rec_scope_begin f = { .comm = 0xa, .count = 256, .stream = 0x77, .datatype = 7,
+                                     .peer = -1 };
+    tb_chunk(b, 7);
+    tb_thread_at(b, 7, TB_T0 + 100);
+    tb_scope_call(b, GMT_OP_AllReduce, 1, 0, 100, 50, GMT_CALL_HAS_ALL, &f);
+    tb_scope_begin(b, GMT_OP_Broadcast, 2, 0, 0xa, 128, 100);
+    tb_chunk(b, 9);
+    tb_thread_at(b, 9, TB_T0 + 150);
+    tb_scope_open(b, GMT_OP_AllReduce, 7, 1, TB_T0 + 150, 0xa, 256);
+    tb_scope_open(b, GMT_OP_Broadcast, 7, 2, TB_T0 + 300, 0xa, 128);
+    tb_scope_open(b, GMT_OP_AllGather, 7, 3, TB_T0 + 4000, 0xc, 64);
+    tb_scope_open(b, GMT_OP_AllGather, 7, 3, TB_T0 + 4000, 0xc, 64);
+    tb_scope_open(b, GMT_OP_AllGather, 8, 2, TB_T0 + 4500, 0xd, 32);
+    tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7e0000000000ull, TB_MIB, 0, -1, 9000);
+    if (end) {
+        struct gmt_rec_end e = { .time_ns = TB_T0 + 9500 };
+        tb_rec(b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+    }
+}
+
 #endif
