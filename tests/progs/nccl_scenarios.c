@@ -223,57 +223,47 @@ static int bare(void)
     return 0;
 }
 
-/* A training loop without groups: two threads, one rank each, `bare_iters` steps of
- * ungrouped calls in a few sizes, on two streams, with another datatype now and then, an
- * allocation between calls and a call NCCL rejects. */
-static void *loop_rank(void *arg)
+/* A training loop without groups, on one thread (its records are then the same at every
+ * run): two one-rank communicators on two devices, `bare_iters` steps of ungrouped calls
+ * in a few sizes, on two streams, with another datatype now and then, an allocation
+ * between calls, a call NCCL rejects and steps on the other communicator. */
+static int loop(void)
 {
-    int rank = (int)(long)arg;
-    ncclComm_t c;
+    ncclComm_t c[2];
     cudaStream_t other;
-    cudaSetDevice(rank);
+    buffers();
     cudaStreamCreate(&other);
-    if (ncclCommInitRank(&c, 2, bare_id, rank) != ncclSuccess) {
-        printf("rank %d init failed\n", rank);
-        return NULL;
-    }
+    for (int d = 0; d < 2; d++)
+        if (ncclCommInitAll(&c[d], 1, (int[]){d}) != ncclSuccess)
+            return 1;
     ncclResult_t bad = ncclSuccess;
     for (int i = 0; i < bare_iters; i++) {
+        int d = i % 6 == 5;
+        cudaSetDevice(d);
         size_t count = i % 3 == 0 ? COUNT : i % 3 == 1 ? COUNT / 2 : COUNT / 4;
-        cudaStream_t s = i % 4 == 3 ? other : streams[rank];
-        ncclAllReduce(sendb[rank], recvb[rank], count, ncclFloat32, ncclSum, c, s);
+        cudaStream_t s = d ? streams[1] : i % 4 == 3 ? other : streams[0];
+        ncclAllReduce(sendb[d], recvb[d], count, ncclFloat32, ncclSum, c[d], s);
         if (i % 5 == 2)
-            ncclAllGather(sendb[rank], recvb[rank], COUNT / 2, i % 10 == 2 ? ncclInt32 : ncclFloat32,
-                          c, s);
+            ncclAllGather(sendb[d], recvb[d], COUNT / 2, i % 10 == 2 ? ncclInt32 : ncclFloat32,
+                          c[d], s);
         if (i % 7 == 5) {
             void *p = NULL;
             cudaMalloc(&p, 8192);
             cudaFree(p);
         }
         if (i % 9 == 4) {
-            ncclResult_t r = ncclAllReduce(sendb[rank], recvb[rank], COUNT, (ncclDataType_t)99,
-                                           ncclSum, c, streams[rank]);
+            ncclResult_t r = ncclAllReduce(sendb[d], recvb[d], COUNT, (ncclDataType_t)99, ncclSum,
+                                           c[d], s);
             if (r != ncclSuccess)
                 bad = r;
         }
     }
-    cudaStreamSynchronize(streams[rank]);
+    cudaSetDevice(0);
     cudaStreamSynchronize(other);
-    printf("rank %d loop of %d rejected r=%d\n", rank, bare_iters, (int)bad);
-    ncclCommDestroy(c);
-    return NULL;
-}
-
-static int loop(void)
-{
-    buffers();
-    ncclGetUniqueId(&bare_id);
-    pthread_t t[2];
-    for (long r = 0; r < 2; r++)
-        pthread_create(&t[r], NULL, loop_rank, (void *)r);
-    for (int r = 0; r < 2; r++)
-        pthread_join(t[r], NULL);
+    printf("loop of %d rejected r=%d\n", bare_iters, (int)bad);
     print_sums("loop");
+    for (int d = 0; d < 2; d++)
+        ncclCommDestroy(c[d]);
     return 0;
 }
 
