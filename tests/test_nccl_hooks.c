@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gmt.h"
@@ -1410,6 +1412,59 @@ Test(scope, a_signal_handlers_call_in_the_middle_of_a_loop_call_leaves_it_intact
     cr_expect_eq(dropped % 2, 0, "%d records dropped: only handler calls, two records each",
                  (int)dropped);
 }
+
+/* A loop call that stays in progress gets a SCOPE_OPEN from the flusher (on its own
+ * thread, naming this one) within a few ticks, timed or not, and reads back as one
+ * scope: the SCOPE_OPEN restores nothing once the call form is in the file. */
+static void held_call_noted(bool timed)
+{
+    const char *path = open_own_trace();
+    gmt_scope_comm_cache_put(0xa000, 0);
+    for (int i = 0; i < 3 || (gmt_ts.call.n + 1) % GMT_CALL_TIMED_EVERY != (timed ? 0u : 1u); i++)
+        gmt_scope_end(gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0),
+                      GMT_OP_AllReduce, 0);
+    uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
+    cr_assert_eq(gmt_ts.writer.deferred, GMT_REP_CALL, "the call is held");
+    cr_assert_eq(atomic_load(&gmt_writer_held()->begin_ns) != 0, timed);
+    struct timespec ts = {0, 400 * 1000 * 1000}; /* 8 ticks of the default flush_ms */
+    nanosleep(&ts, NULL);
+    gmt_scope_end(id, GMT_OP_AllReduce, 0);
+    uint32_t me = (uint32_t)syscall(SYS_gettid);
+    gmt_writer_finish();
+
+    struct gmt_reader *rd;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int opens = 0, rc;
+    uint64_t end_t = 0, open_t = 0;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        if (ev.rec->type == GMT_REC_SCOPE_OPEN) {
+            const struct gmt_rec_scope_open *o = (const void *)ev.rec;
+            cr_expect_eq(o->scope_id, id);
+            cr_expect_eq(o->tid, me, "it names the thread in the call");
+            cr_expect_neq(ev.tid, me, "written by another thread");
+            cr_expect(o->comm == 0xa000 && o->count == 8 && o->datatype == ncclFloat32);
+            open_t = o->time_ns;
+            opens++;
+        } else if (ev.rec->type == GMT_REC_SCOPE_END && ev.tid == me &&
+                   ((const struct gmt_rec_scope_end *)(const void *)ev.rec)->scope_id == id) {
+            cr_expect_geq(ev.rec->size, GMT_SCOPE_CALL_MIN, "the return wrote the call form");
+            end_t = ev.time_ns;
+        }
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    cr_expect_eq(opens, 1, "%s call: %d SCOPE_OPENs", timed ? "timed" : "untimed", opens);
+    cr_expect(open_t && end_t && open_t < end_t && end_t - open_t >= 200 * 1000 * 1000,
+              "the SCOPE_OPEN's time %llu, the end %llu", (unsigned long long)open_t,
+              (unsigned long long)end_t);
+    int n_op[GMT_OP_MAX] = {0};
+    expect_scopes_nest(path, n_op);
+    cr_expect_eq(n_op[GMT_OP_AllReduce], (int)id, "one scope per call (ids from 1)");
+}
+Test(scope, a_held_call_in_progress_is_noted_by_the_flusher_timed) { held_call_noted(true); }
+Test(scope, a_held_call_in_progress_is_noted_by_the_flusher_untimed) { held_call_noted(false); }
 
 Test(scope, a_fork_child_publishes_only_its_own_scopes)
 {
