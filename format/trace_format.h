@@ -395,8 +395,11 @@ struct gmt_rec_scope_end {
  * follows, in the order of the bits (8 bytes each); a field that does not is the one of
  * the thread's previous call form (since its latest THREAD record), as restored. The
  * record is 32 + 8 x (bits set) bytes. Readers restore both records (trace_expand.c).
- * duration 0: the call was not timed (the library times one loop call in 8): the begin
- * is restored at the end's instant, a scope of length 0, as an untimed group member's.
+ * duration 0: the call was not timed (the library times one loop call in 8, at random):
+ * the begin is restored at the end's instant, a scope of length 0, as an untimed group
+ * member's. `weight`: a timed call form stands, in host-time statistics, for this many
+ * calls (the rate it was sampled at); 0 in an untimed one, and read as 1 when 0 in a
+ * timed one. The CLI's expanded image keeps it in the restored SCOPE_END's `duration`.
  */
 #define GMT_CALL_HAS_COMM 1u       /* uint64_t comm */
 #define GMT_CALL_HAS_COUNT 2u      /* uint64_t count */
@@ -406,7 +409,7 @@ struct gmt_rec_scope_end {
 struct gmt_rec_scope_call {
     struct gmt_rec_scope_end e; /* h.size = 32 + 8 x popcount(has) */
     uint32_t has;               /* GMT_CALL_HAS_* */
-    uint32_t reserved;          /* 0 */
+    uint32_t weight;            /* timed: the calls it stands for in host time; untimed: 0 */
     uint64_t field[4];          /* the fields `has` names, in order; the record ends after them */
 };
 #define GMT_SCOPE_CALL_MIN 32u

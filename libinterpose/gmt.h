@@ -584,10 +584,22 @@ struct gmt_held_call {
  * held slot, which the fast end does not read for it), whether it is complete, whether a
  * spill wrote it, and the previous call form's fields (format 2.5: the fields a call form
  * leaves out are the previous one's). */
-#define GMT_CALL_TIMED_EVERY 8  /* a loop call in this many has its begin's time read */
+/* A loop call has its begin's time read with odds 1 in GMT_CALL_TIMED_EVERY, drawn from
+ * the thread's xorshift state (at random: a loop that cycles through 8 sizes must not
+ * have one size timed at every turn and the others never). */
+#define GMT_CALL_TIMED_EVERY 8
+static inline bool gmt_call_timed(uint32_t *state)
+{
+    uint32_t x = *state ? *state : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *state = x;
+    return (x & (GMT_CALL_TIMED_EVERY - 1)) == 0;
+}
 struct gmt_call_thread {
     uint32_t id;               /* the held call's scope id */
-    uint32_t n;                /* loop calls held, for GMT_CALL_TIMED_EVERY */
+    uint32_t rng;              /* gmt_call_timed's state */
     uint8_t ready;             /* the held slot is complete: a spill may write it */
     uint8_t spilled;           /* a spill wrote the held begin (gmt_scope_end's handshake) */
     uint8_t has_prev;          /* prev_* hold the thread's previous call form's fields */

@@ -458,6 +458,7 @@ static inline __attribute__((always_inline)) void held_end_write(const struct he
     has |= d << 3;
     n += d;
     r.has = has;
+    r.weight = c->begin_ns ? GMT_CALL_TIMED_EVERY : 0;
     r.e.h.size = GMT_SCOPE_CALL_MIN + 8 * n;
     if (GMT_LIKELY(gmt_emit_call(&r, c->begin_ns))) {
         gmt_ts.call.prev_comm = c->comm;
@@ -509,7 +510,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
         /* one call in GMT_CALL_TIMED_EVERY has its begin's time read (the clock is a
          * fifth of the call's cost); the others' call forms say duration 0 */
         uint64_t begin_ns = 0;
-        if (GMT_UNLIKELY(++gmt_ts.call.n % GMT_CALL_TIMED_EVERY == 0))
+        if (GMT_UNLIKELY(gmt_call_timed(&gmt_ts.call.rng)))
             begin_ns = gmt_now_ns();
         held_put(h, op, id, begin_ns, comm, count, datatype, peer, stream);
         gmt_version_note(GMT_COMP_NCCL);

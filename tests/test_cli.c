@@ -603,6 +603,37 @@ Test(cli, summary_json_is_valid_when_the_first_trace_fails)
     tb_free(&b);
 }
 
+/* (2.5) host time per call from sampled call forms: a first call timed as two records
+ * (1000 ns), one timed call form of weight 8 (100 ns) and seven untimed ones: the row's
+ * 9 calls have host time 1000 + 8 x 100 over 9 calls, not (1000 + 100) over 2. */
+Test(cli, host_time_weighs_a_timed_call_form_by_its_rate)
+{
+    struct tb b = { 0 };
+    tb_header_current(&b);
+    struct gmt_rec_process p = { .pid = 1, .ppid = 1, .rank = -1, .monotonic_ns = TB_T0 };
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(&b, 7);
+    tb_thread_at(&b, 7, TB_T0 + 100);
+    tb_scope_begin(&b, GMT_OP_AllReduce, 1, 0, 0xa, 256, 10);
+    tb_scope_end(&b, GMT_OP_AllReduce, 1, 0, 1000);
+    struct gmt_rec_scope_begin f = { .comm = 0xa, .count = 256, .stream = 0x77, .datatype = 7,
+                                     .peer = -1 };
+    tb_scope_call_w(&b, GMT_OP_AllReduce, 2, 0, 500, 100, GMT_CALL_HAS_ALL, &f, 8);
+    for (uint32_t id = 3; id < 10; id++)
+        tb_scope_call(&b, GMT_OP_AllReduce, id, 0, 300, 0, 0, &f);
+    struct gmt_rec_end e = { .time_ns = TB_T0 + 10000 };
+    tb_rec(&b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--json", "--no-symbols", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\"host_ns_total\": 1800, \"host_calls\": 9"), "%s", res.out);
+    RUN(&res, "dump", path);
+    cr_expect(strstr(res.out, "duration=100 has=0xf weight=8 comm=0xa"), "%s", res.out);
+    unlink(path);
+    tb_free(&b);
+}
+
 /* A FIFO nobody writes to, where the trace names a module, as the trace itself and as
  * a baseline: the CLI must not block on it (a blocked open or read ends as SIGALRM). */
 Test(cli, never_blocks_on_a_fifo)

@@ -1420,9 +1420,14 @@ static void held_call_noted(bool timed)
 {
     const char *path = open_own_trace();
     gmt_scope_comm_cache_put(0xa000, 0);
-    for (int i = 0; i < 3 || (gmt_ts.call.n + 1) % GMT_CALL_TIMED_EVERY != (timed ? 0u : 1u); i++)
+    /* calls until the thread's next draw is the one wanted (after 3: the fast path's) */
+    for (int i = 0;; i++) {
+        uint32_t next = gmt_ts.call.rng;
+        if (i >= 3 && gmt_call_timed(&next) == timed)
+            break;
         gmt_scope_end(gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0),
                       GMT_OP_AllReduce, 0);
+    }
     uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
     cr_assert_eq(gmt_ts.writer.deferred, GMT_REP_CALL, "the call is held");
     cr_assert_eq(atomic_load(&gmt_writer_held()->begin_ns) != 0, timed);
@@ -1450,6 +1455,9 @@ static void held_call_noted(bool timed)
         } else if (ev.rec->type == GMT_REC_SCOPE_END && ev.tid == me &&
                    ((const struct gmt_rec_scope_end *)(const void *)ev.rec)->scope_id == id) {
             cr_expect_geq(ev.rec->size, GMT_SCOPE_CALL_MIN, "the return wrote the call form");
+            const struct gmt_rec_scope_call *cf = (const void *)ev.rec;
+            cr_expect_eq(cf->weight, timed ? GMT_CALL_TIMED_EVERY : 0u, "weight %u", cf->weight);
+            cr_expect_eq(cf->e.duration != 0, timed, "duration %u", cf->e.duration);
             end_t = ev.time_ns;
         }
     }

@@ -309,6 +309,8 @@ static uint32_t fields_scope_end(FILE *o, const struct gmt_rec *h)
     const struct gmt_rec_scope_call *c = (const void *)h;
     u64(o, "duration", r->duration);
     hex(o, "has", c->has);
+    if (c->weight)
+        u64(o, "weight", c->weight);
     uint32_t used = GMT_SCOPE_CALL_MIN;
     const uint64_t *f = c->field;
     if ((c->has & GMT_CALL_HAS_COMM) && used + 8 <= h->size) {

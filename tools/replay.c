@@ -1143,11 +1143,14 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
     row->calls++;
     if (s->result != 0) /* (0 until it ended) */
         row->failed++;
-    row->host_ns_total += ct.host;
     /* A scope that begins and ends at one instant was not timed: a member of a group
      * written the short way, or a loop call whose call form says duration 0 (format 2.5).
-     * One still open (t_end 0) is not timed either. */
-    row->host_calls += s->t_end > s->t_begin;
+     * One still open (t_end 0) is not timed either. A timed call form stands for the
+     * calls it was sampled from (its weight): the row's mean is then that of all of
+     * them, not leaning to the calls timed always (the first ones, with their samples). */
+    unsigned w = s->t_end > s->t_begin ? (s->host_weight > 1 ? s->host_weight : 1) : 0;
+    row->host_ns_total += ct.host * w;
+    row->host_calls += w;
     return 0;
 }
 

@@ -64,7 +64,9 @@ struct gmt_scope {
     uint64_t comm, count;
     uint64_t t_begin, t_end;   /* ns; t_end 0 when it never ended (cut trace) */
     int32_t datatype;
-    uint16_t op;
+    uint8_t op;
+    uint8_t host_weight;       /* the calls its host time stands for: a call form timed at
+                                * a rate (format 2.5) more than 1; 0 read as 1 */
     int16_t device;            /* from its communicator, or the thread's context; -1 unknown */
 };
 

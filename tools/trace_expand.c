@@ -183,11 +183,14 @@ static int call_restore(struct rep_thread *rt, const struct gmt_rec_scope_call *
     b->scope_id = c->e.scope_id;
     b->parent_id = 0;
     b->stack_id = 0;
+    /* The image's END keeps the call form's host-time weight where a plain END's
+     * duration (0) lies: the loader reads it for the scope (gmt_scope.host_weight). */
     *en = (struct gmt_rec_scope_end){
         .h = {GMT_REC_SCOPE_END, c->e.h.aux, sizeof *en},
         .dt = c->e.duration,
         .scope_id = c->e.scope_id,
         .result = c->e.result,
+        .duration = c->e.duration ? c->weight : 0,
     };
     rt->call = *b;
     rt->has_call = true;

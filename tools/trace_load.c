@@ -324,7 +324,7 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     s->id = b->scope_id;
     s->parent_id = b->parent_id;
     s->tid = e->tid;
-    s->op = b->h.aux;
+    s->op = (uint8_t)(b->h.aux < 256 ? b->h.aux : 255); /* an op past the list: unknown */
     s->comm = b->comm;
     s->count = b->count;
     s->datatype = b->datatype;
@@ -354,6 +354,8 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
     struct gmt_scope *s = &t->scopes[i];
     s->t_end = e->time_ns;
     s->result = x->result;
+    /* the expanded image's END of a timed call form: its weight (trace_expand.c) */
+    s->host_weight = (uint8_t)(x->duration < 255 ? x->duration : 255);
     return note_event(L, e);
 }
 

@@ -470,12 +470,14 @@ static inline void tb_forensics(struct tb *b)
 /* ---- (2.5) SCOPE_END's call form and SCOPE_OPEN ---- */
 
 /* A call form: the fields `has` names from f (comm, count, stream, datatype, peer). */
-static inline void tb_scope_call(struct tb *b, unsigned op, uint32_t id, int result, uint32_t dt,
-                                 uint32_t duration, uint32_t has, const struct gmt_rec_scope_begin *f)
+/* A call form with a host-time weight (a timed one sampled at a rate). */
+static inline void tb_scope_call_w(struct tb *b, unsigned op, uint32_t id, int result, uint32_t dt,
+                                   uint32_t duration, uint32_t has,
+                                   const struct gmt_rec_scope_begin *f, uint32_t weight)
 {
     struct gmt_rec_scope_call r = { .e = { .dt = dt, .scope_id = id, .result = result,
                                            .duration = duration },
-                                    .has = has };
+                                    .has = has, .weight = weight };
     int n = 0;
     if (has & GMT_CALL_HAS_COMM)
         r.field[n++] = f->comm;
@@ -489,6 +491,12 @@ static inline void tb_scope_call(struct tb *b, unsigned op, uint32_t id, int res
         n++;
     }
     tb_rec(b, GMT_REC_SCOPE_END, (uint16_t)op, &r, GMT_SCOPE_CALL_MIN + 8 * (size_t)n, NULL, 0);
+}
+
+static inline void tb_scope_call(struct tb *b, unsigned op, uint32_t id, int result, uint32_t dt,
+                                 uint32_t duration, uint32_t has, const struct gmt_rec_scope_begin *f)
+{
+    tb_scope_call_w(b, op, id, result, dt, duration, has, f, 0);
 }
 
 static inline void tb_scope_open(struct tb *b, unsigned op, uint32_t tid, uint32_t id, uint64_t t,

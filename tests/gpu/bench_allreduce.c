@@ -1,4 +1,4 @@
-/* bench_allreduce.c: one process drives up to 2 GPUs (ncclCommInitAll; one GPU: a single-rank communicator) and prints 8-byte all_reduce latency and 128 MiB all_reduce bus bandwidth, one line each, plus the loop's host time, its latency again and the in-process A/B of the exported against libnccl's own entry points. */
+/* bench_allreduce.c: one process drives up to 2 GPUs (ncclCommInitAll; one GPU: a single-rank communicator; BENCH_BARE=1: one GPU, calls outside groups) and prints 8-byte all_reduce latency and 128 MiB all_reduce bus bandwidth, one line each, plus the loop's host time, its latency again and the in-process A/B of the exported against libnccl's own entry points. */
 #include <elf.h>
 #include <link.h>
 #include <sched.h>
@@ -44,8 +44,16 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* BENCH_BARE=1 with one GPU: each all_reduce is called alone, outside a group, as a
+ * training loop's ungrouped collectives are (a tracer's one-record-per-call path). */
+static int bare;
+
 static void all_reduce(size_t count)
 {
+    if (bare) {
+        NCCL(ncclAllReduce(buf[0], buf[0], count, ncclFloat, ncclSum, comms[0], streams[0]));
+        return;
+    }
     NCCL(ncclGroupStart());
     for (int d = 0; d < ndev; d++)
         NCCL(ncclAllReduce(buf[d], buf[d], count, ncclFloat, ncclSum, comms[d], streams[d]));
@@ -130,6 +138,10 @@ static void *own_nccl(const char *name)
 
 static void all_reduce_own(size_t count)
 {
+    if (bare) {
+        NCCL(own_allreduce(buf[0], buf[0], count, ncclFloat, ncclSum, comms[0], streams[0]));
+        return;
+    }
     NCCL(own_group_start());
     for (int d = 0; d < ndev; d++)
         NCCL(own_allreduce(buf[d], buf[d], count, ncclFloat, ncclSum, comms[d], streams[d]));
@@ -237,6 +249,10 @@ int main(int argc, char **argv)
     int have = 0;
     CUDA(cudaGetDeviceCount(&have));
     ndev = have < MAXDEV ? have : MAXDEV;
+    const char *b = getenv("BENCH_BARE");
+    bare = b && b[0] == '1';
+    if (bare)
+        ndev = 1;
     int devs[MAXDEV] = {0, 1};
     NCCL(ncclCommInitAll(comms, ndev, devs));
     printf("devices %d\n", ndev);
