@@ -473,6 +473,23 @@ static inline __attribute__((always_inline)) void held_end_write(const struct he
     gmt_emit_rec(&e);
 }
 
+/* A loop call's frame 0, published on its device: the depth first, behind a signal fence,
+ * so that a signal handler's scope from here on takes frame 1. */
+static inline __attribute__((always_inline)) uint32_t loop_frame(uint32_t id, enum gmt_op op,
+                                                                 int device)
+{
+    gmt_ts.scope.depth = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct gmt_frame *f = &gmt_ts.scope.frames[0];
+    f->id = id;
+    f->op = (uint8_t)op;
+    f->group = -1;
+    f->devmask = 1ull << device;
+    f->memmask = 0;
+    gmt_claims_publish(device, id);
+    return id;
+}
+
 /*
  * A loop's call, decided up front: no scope open on the thread (so no group), the file
  * open and nothing held back, an id left in the block, the communicator's memo the one
@@ -514,17 +531,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
             begin_ns = gmt_now_ns();
         held_put(h, op, id, begin_ns, comm, count, datatype, peer, stream);
         gmt_version_note(GMT_COMP_NCCL);
-        gmt_ts.scope.depth = 1;
-        /* the depth before the frame: a signal handler's scope from here on takes frame 1 */
-        atomic_signal_fence(memory_order_seq_cst);
-        struct gmt_frame *f = &gmt_ts.scope.frames[0];
-        f->id = id;
-        f->op = (uint8_t)op;
-        f->group = -1;
-        f->devmask = 1ull << device;
-        f->memmask = 0;
-        gmt_claims_publish(device, id);
-        return id;
+        return loop_frame(id, op, device);
     }
 
     uint32_t id = new_id();
@@ -541,18 +548,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
         begin_frame((enum gmt_op)r.h.aux, r.comm, r.count, r.datatype, id);
         return id;
     }
-    op = (enum gmt_op)r.h.aux;
-    gmt_ts.scope.depth = 1;
-    /* the depth before the frame: a signal handler's scope from here on takes frame 1 */
-    atomic_signal_fence(memory_order_seq_cst);
-    struct gmt_frame *f = &gmt_ts.scope.frames[0];
-    f->id = id;
-    f->op = (uint8_t)op;
-    f->group = -1;
-    f->devmask = 1ull << device;
-    f->memmask = 0;
-    gmt_claims_publish(device, id);
-    return id;
+    return loop_frame(id, (enum gmt_op)r.h.aux, device);
 }
 
 void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key)

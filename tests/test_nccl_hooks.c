@@ -165,7 +165,8 @@ static void open_expanded(struct gmt_reader **rd, const char *path, uint8_t **bu
 }
 
 /* Records of one type in the file as written. */
-static int count_records(const char *path, unsigned type)
+/* Records of `type` in the file as written, of at least `min_size` bytes. */
+static int count_records_of_size(const char *path, unsigned type, uint32_t min_size)
 {
     struct gmt_reader *rd;
     char err[256];
@@ -173,10 +174,14 @@ static int count_records(const char *path, unsigned type)
     struct gmt_event ev;
     int n = 0, rc;
     while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0)
-        n += ev.rec->type == type;
+        n += ev.rec->type == type && ev.rec->size >= min_size;
     cr_assert_eq(rc, 0, "%s", err);
     gmt_reader_close(rd);
     return n;
+}
+static int count_records(const char *path, unsigned type)
+{
+    return count_records_of_size(path, type, 0);
 }
 
 static void load(const char *path)
@@ -909,6 +914,40 @@ static char *record_lines(const char *path)
     return out;
 }
 
+/* The program traced with `off` (a setting that turns a compact form off) and without,
+ * both under `policy`: the same output. */
+static void run_both_ways(const char *const *args, const char *off, const char *policy,
+                          struct run *plain, struct run *compact)
+{
+    const char *e1[] = {off, policy, NULL}, *e2[] = {policy, NULL};
+    run_prog(plain, true, args, e1);
+    run_prog(compact, true, args, e2);
+    char *o1 = slurp(plain->out), *o2 = slurp(compact->out);
+    cr_expect_str_eq(o2, o1, "the program's output");
+    free(o1);
+    free(o2);
+}
+
+/* Two traces whose records (record_lines) are the same, else the first line that differs. */
+static void expect_same_records(const char *one, const char *two, const char *as_one,
+                                const char *as_two)
+{
+    char *a = record_lines(one), *b = record_lines(two);
+    cr_expect_gt(strlen(a), 10000);
+    if (strcmp(a, b)) {
+        size_t line = 1, start = 0;
+        for (size_t i = 0; a[i] && a[i] == b[i]; i++)
+            if (a[i] == '\n') {
+                line++;
+                start = i + 1;
+            }
+        cr_expect_fail("record line %zu differs:\n  %s: %.100s\n  %s: %.100s", line, as_one,
+                       a + start, as_two, b + start);
+    }
+    free(a);
+    free(b);
+}
+
 /* A group with the members of the thread's previous one is written as GROUP_REPEAT, and
  * reads back as exactly the records its members make one by one, whatever a step does
  * differently (more members, another size, an allocation between members, a rejected
@@ -916,32 +955,12 @@ static char *record_lines(const char *path)
 static void expect_repeats_read_back(const char *policy)
 {
     const char *args[] = {"repeat", "100", NULL};
-    const char *each[] = {"GPUMEMTRACE_GROUP_REPEAT=0", policy, NULL};
-    const char *repeated[] = {policy, NULL};
     struct run one = {0}, rep = {0};
-    run_prog(&one, true, args, each);
-    run_prog(&rep, true, args, repeated);
-    char *o1 = slurp(one.out), *o2 = slurp(rep.out);
-    cr_expect_str_eq(o2, o1, "the program's output");
+    run_both_ways(args, "GPUMEMTRACE_GROUP_REPEAT=0", policy, &one, &rep);
     cr_expect_eq(count_records(one.trace, GMT_REC_GROUP_REPEAT), 0);
     int repeats = count_records(rep.trace, GMT_REC_GROUP_REPEAT);
     cr_expect_geq(repeats, 20, "%d of 100 groups written as GROUP_REPEAT", repeats);
-    char *a = record_lines(one.trace), *b = record_lines(rep.trace);
-    cr_expect_gt(strlen(a), 10000);
-    if (strcmp(a, b)) { /* the first line that differs */
-        size_t line = 1, start = 0;
-        for (size_t i = 0; a[i] && a[i] == b[i]; i++)
-            if (a[i] == '\n') {
-                line++;
-                start = i + 1;
-            }
-        cr_expect_fail("record line %zu differs:\n  one by one: %.100s\n  repeated:   %.100s",
-                       line, a + start, b + start);
-    }
-    free(a);
-    free(b);
-    free(o1);
-    free(o2);
+    expect_same_records(one.trace, rep.trace, "one by one", "repeated");
 }
 Test(nccl_hooks, repeated_groups_read_back_as_the_records_written_one_by_one)
 {
@@ -953,16 +972,7 @@ Test(nccl_hooks, repeated_groups_read_back_as_the_records_written_one_by_one)
 /* SCOPE_ENDs in call form (format 2.5: 32 bytes or more, standing for their begin too). */
 static int count_call_forms(const char *path)
 {
-    struct gmt_reader *rd;
-    char err[256];
-    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
-    struct gmt_event ev;
-    int n = 0, rc;
-    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0)
-        n += ev.rec->type == GMT_REC_SCOPE_END && ev.rec->size >= GMT_SCOPE_CALL_MIN;
-    cr_assert_eq(rc, 0, "%s", err);
-    gmt_reader_close(rd);
-    return n;
+    return count_records_of_size(path, GMT_REC_SCOPE_END, GMT_SCOPE_CALL_MIN);
 }
 
 /* A loop's ungrouped calls, each written as one record at its return, read back as the
@@ -971,33 +981,12 @@ static int count_call_forms(const char *path)
 static void expect_loop_read_back(const char *policy)
 {
     const char *args[] = {"loop", "120", NULL};
-    const char *each[] = {"GPUMEMTRACE_NCCL_COMPACT=0", policy, NULL};
-    const char *compact[] = {policy, NULL};
     struct run one = {0}, cf = {0};
-    run_prog(&one, true, args, each);
-    run_prog(&cf, true, args, compact);
-    /* the two ranks' threads print in either order */
-    char *o1 = sorted_lines(slurp(one.out)), *o2 = sorted_lines(slurp(cf.out));
-    cr_expect_str_eq(o2, o1, "the program's output");
+    run_both_ways(args, "GPUMEMTRACE_NCCL_COMPACT=0", policy, &one, &cf);
     cr_expect_eq(count_call_forms(one.trace), 0);
     int forms = count_call_forms(cf.trace);
     cr_expect_geq(forms, 50, "%d of the loop's ~160 calls written in call form", forms);
-    char *a = record_lines(one.trace), *b = record_lines(cf.trace);
-    cr_expect_gt(strlen(a), 10000);
-    if (strcmp(a, b)) {
-        size_t line = 1, start = 0;
-        for (size_t i = 0; a[i] && a[i] == b[i]; i++)
-            if (a[i] == '\n') {
-                line++;
-                start = i + 1;
-            }
-        cr_expect_fail("record line %zu differs:\n  two records: %.100s\n  call form:   %.100s",
-                       line, a + start, b + start);
-    }
-    free(a);
-    free(b);
-    free(o1);
-    free(o2);
+    expect_same_records(one.trace, cf.trace, "two records", "call form");
 }
 Test(nccl_hooks, loop_calls_in_call_form_read_back_as_begin_and_end)
 {

@@ -907,6 +907,21 @@ static int load_tb(const struct tb *b, size_t len, struct gmt_trace *t, char *er
     return rc;
 }
 
+
+/* A trace cut anywhere (at every 8 bytes) loads, or fails with a one-line error. */
+static void expect_loads_cut_anywhere(struct tb *b)
+{
+    struct gmt_trace t;
+    char err[256];
+    for (size_t len = 0; len <= b->len; len += 8) {
+        int rc = load_tb(b, len, &t, err, sizeof err);
+        if (rc == 0)
+            gmt_trace_free(&t);
+        else
+            cr_expect(strchr(err, '\n') == NULL);
+    }
+}
+
 Test(trace, expands_group_repeat_into_the_members_it_stands_for)
 {
     struct tb b = { 0 };
@@ -953,14 +968,7 @@ Test(trace, expands_group_repeat_into_the_members_it_stands_for)
     cr_expect_eq(t.cut_offset, b.off[b.nrec - 3]);
     cr_expect_eq(t.records, b.nrec - 3);
     gmt_trace_free(&t);
-    /* cut anywhere: loads, or fails with one line */
-    for (size_t len = 0; len <= b.len; len += 8) {
-        int rc = load_tb(&b, len, &t, err, sizeof err);
-        if (rc == 0)
-            gmt_trace_free(&t);
-        else
-            cr_expect(strchr(err, '\n') == NULL);
-    }
+    expect_loads_cut_anywhere(&b);
     tb_free(&b);
 }
 
@@ -1098,14 +1106,7 @@ Test(trace, call_form_that_cannot_be_restored_is_dropped_and_counted)
     cr_expect_eq(s8->t_begin, TB_T0 + 5000 + 180);
     cr_expect_eq(s8->count, 9);
     gmt_trace_free(&t);
-    /* cut anywhere: loads, or fails with one line */
-    for (size_t len = 0; len <= b.len; len += 8) {
-        int rc = load_tb(&b, len, &t, err, sizeof err);
-        if (rc == 0)
-            gmt_trace_free(&t);
-        else
-            cr_expect(strchr(err, '\n') == NULL);
-    }
+    expect_loads_cut_anywhere(&b);
     tb_free(&b);
 }
 
