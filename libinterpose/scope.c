@@ -254,22 +254,52 @@ __attribute__((constructor)) static void register_fork_child(void)
 }
 
 
+/* Frames a signal handler may read as its enclosing ones (its parent, its group, where a
+ * device it leaves falls back to) are whole or say "none yet": frame_clear empties the
+ * next frame (id 0, no device) before the depth counts it, frame_put then writes it with
+ * the id last. A handler before the depth counts it takes that frame itself, and is gone
+ * before it is written. */
+static inline __attribute__((always_inline)) void frame_clear(struct gmt_frame *f)
+{
+    f->id = 0;
+    f->devmask = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline __attribute__((always_inline)) void frame_put(struct gmt_frame *f, uint32_t id,
+                                                            enum gmt_op op, int group,
+                                                            uint64_t devmask)
+{
+    f->id = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    f->op = (uint8_t)op;
+    f->group = (int8_t)group;
+    f->devmask = devmask;
+    f->memmask = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    f->id = id;
+}
+
 /* gmt_scope_begin past its record: the frame, and what the scope concerns. */
 static __attribute__((noinline)) void begin_frame(enum gmt_op op, uint64_t comm, uint64_t count,
                                                   int datatype, uint32_t id)
 {
-    int depth = gmt_ts.scope.depth++;
+    int depth = gmt_ts.scope.depth;
+    if (GMT_LIKELY(depth >= 0 && depth < FRAMES))
+        frame_clear(&gmt_ts.scope.frames[depth]);
+    depth = gmt_ts.scope.depth++;
     atomic_signal_fence(memory_order_seq_cst); /* as in gmt_scope_begin: the depth first */
     if (GMT_LIKELY(depth < FRAMES)) {
         /* the outermost open group: NCCL does the work of nested groups at the
          * outermost ncclGroupEnd */
         int g = -1;
-        if (depth > 0) {
+        /* The enclosing frame's id is 0 while its fields are being written (frame_put):
+         * a signal handler's scope that finds it so takes no group from it. */
+        if (depth > 0 && gmt_ts.scope.frames[depth - 1].id) {
             g = gmt_ts.scope.frames[depth - 1].group;
             if (g < 0 && gmt_ts.scope.frames[depth - 1].op == GMT_OP_Group)
                 g = depth - 1;
         }
-        gmt_ts.scope.frames[depth] = (struct gmt_frame){.id = id, .op = (uint8_t)op, .group = (int8_t)g};
+        frame_put(&gmt_ts.scope.frames[depth], id, op, g, 0);
         if (op == GMT_OP_Group && depth == 0 && !gmt_hot.options.no_repeat)
             gmt_group_open(id);
         if (comm) {
@@ -478,14 +508,10 @@ static inline __attribute__((always_inline)) void held_end_write(const struct he
 static inline __attribute__((always_inline)) uint32_t loop_frame(uint32_t id, enum gmt_op op,
                                                                  int device)
 {
+    frame_clear(&gmt_ts.scope.frames[0]);
     gmt_ts.scope.depth = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    struct gmt_frame *f = &gmt_ts.scope.frames[0];
-    f->id = id;
-    f->op = (uint8_t)op;
-    f->group = -1;
-    f->devmask = 1ull << device;
-    f->memmask = 0;
+    frame_put(&gmt_ts.scope.frames[0], id, op, -1, 1ull << device);
     gmt_claims_publish(device, id);
     return id;
 }
