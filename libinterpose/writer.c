@@ -827,19 +827,10 @@ static inline __attribute__((always_inline)) uint32_t emit_flags(void)
  * at each call): the first record's dt at dt_offset is filled from the clock, which must
  * fit it; else the records keep their dt fields (0: the thread's previous time) and the
  * clock is not read. False: nothing was written, the caller takes the slow way. */
-static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec, uint32_t size,
-                                                                size_t dt_offset, bool timed,
-                                                                bool call, uint64_t begin);
-static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
-                                                           size_t dt_offset, bool timed)
-{
-    return emit_fast_call(rec, size, dt_offset, timed, false, 0);
-}
-
-/* emit_fast, and for a SCOPE_END in call form (call: a constant) its duration too: from
- * the later of `begin` and the thread's previous time, so that the begin it stands for
- * is never before that record; at least 1 ns (0 says "not timed") unless dt is 0; and 0
- * when begin is 0 (an untimed call). */
+/* And for a SCOPE_END in call form (call: a constant) its duration too: from the later
+ * of `begin` and the thread's previous time, so that the begin it stands for is never
+ * before that record (and the duration never more than dt); at least 1 ns (0 says "not
+ * timed") unless dt is 0; and 0 when begin is 0 (an untimed call). */
 static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec, uint32_t size,
                                                                 size_t dt_offset, bool timed,
                                                                 bool call, uint64_t begin)
@@ -866,8 +857,7 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
     /* a call form is copied whole (64 bytes, a few moves), its record only `size` of it */
     uint32_t copy = call ? (uint32_t)sizeof(struct gmt_rec_scope_call) : size;
     if (GMT_UNLIKELY(head - tail + copy > b->cap || copy >= b->cap - b->at ||
-                     (timed && now - clock > UINT32_MAX && now > clock) ||
-                     (begin && now > from && now - from > UINT32_MAX))) {
+                     (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
         gmt_ts.writer.in_emit = 0;
         return false;
@@ -901,6 +891,12 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.writer.in_emit = 0;
     return true;
+}
+
+static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
+                                                           size_t dt_offset, bool timed)
+{
+    return emit_fast_call(rec, size, dt_offset, timed, false, 0);
 }
 
 /* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit
