@@ -34,7 +34,7 @@
  * Deviations: each process has its own simulated devices (two processes on one device
  * don't see each other's usage); every call is synchronous; managed memory is charged
  * nothing (it lives on the host until touched by a kernel); multicast is unsupported
- * (as on the lent machines, NVLS off). */
+ * (tests/gpu runs the real NCCL with NVLS off too). */
 
 #include "fake_cuda.h"
 
