@@ -1,0 +1,4 @@
+# mk/names.mk: names that travel with traces (tools/names.c, pack.c): zlib, and the check that traces read the same without their binaries.
+
+# names.c deflates its tables with zlib: inside the static libdw link already, else its own.
+TOOL_LIBS += $(if $(LIBDW_A),,-lz)
