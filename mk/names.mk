@@ -2,3 +2,7 @@
 
 # names.c deflates its tables with zlib: inside the static libdw link already, else its own.
 TOOL_LIBS += $(if $(LIBDW_A),,-lz)
+
+# test_names traces the symbolizer's test objects (mk/stack.mk) and deflates with zlib.
+$(BUILD)/tests/test_names: | $(STACK_SO)
+$(BUILD)/tests/test_names: TEST_LIBS += $(if $(LIBDW_A),,-lz)

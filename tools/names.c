@@ -379,8 +379,8 @@ static void put(struct buf *b, const void *d, size_t n)
     b->len += n;
 }
 
-/* Strings stored once each, by a 64-bit digest (a digest shared by two strings only
- * stores the second twice). */
+/* Strings (and raw build-ids) stored once each, by a 64-bit digest (a digest shared by
+ * two of them only stores the second twice), each followed by a NUL. */
 struct strtab {
     struct buf blob;
     struct gmt_u64map at;      /* digest -> offset */
@@ -397,8 +397,7 @@ static uint32_t str_add(struct strtab *t, const void *s, size_t n, bool nul)
         return (uint32_t)*v;
     uint32_t off = (uint32_t)t->blob.len;
     put(&t->blob, s, n);
-    if (nul)
-        put(&t->blob, "", 1);
+    put(&t->blob, "", 1); /* after raw bytes too: the blob always ends with a NUL */
     if (!v && gmt_u64map_put(&t->at, d, off))
         t->blob.oom = true;
     return off;
@@ -541,8 +540,8 @@ static void list_unnamed(struct gmt_names_made *made, const char *path, const ch
 
 /* Writes the names file: the header and the deflated tables, to a temporary file
  * renamed over `path` once whole. */
-static int write_file(const char *path, struct names_header *h, const struct buf *body,
-                      char *err, size_t errlen)
+static int write_file(const char *path, const char *trace, struct names_header *h,
+                      const struct buf *body, char *err, size_t errlen)
 {
     uLongf zl = compressBound((uLong)body->len);
     uint8_t *z = malloc(zl);
@@ -559,6 +558,10 @@ static int write_file(const char *path, struct names_header *h, const struct buf
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%.4096s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
+    /* who may read the trace may read its names (they name its source files), no more */
+    struct stat st;
+    if (f && !stat(trace, &st))
+        fchmod(fileno(f), st.st_mode & 0666);
     int ok = f && fwrite(h, sizeof *h, 1, f) == 1 && fwrite(z, 1, zl, f) == zl;
     ok = f && !fclose(f) && ok;
     free(z);
@@ -684,7 +687,7 @@ int gmt_names_make(const char *trace, const char *const *debug_dirs, bool force,
                              .n_addresses = n_addrs, .n_frames = n_frames,
                              .blob_len = st.blob.len};
     memcpy(h.magic, NAMES_MAGIC, 8);
-    if (write_file(names, &h, &body, err, errlen))
+    if (write_file(names, trace, &h, &body, err, errlen))
         goto done;
     made->addresses = n_addrs;
     made->frames = n_frames;
