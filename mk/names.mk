@@ -6,3 +6,8 @@ TOOL_LIBS += $(if $(LIBDW_A),,-lz)
 # test_names traces the symbolizer's test objects (mk/stack.mk) and deflates with zlib.
 $(BUILD)/tests/test_names: | $(STACK_SO)
 $(BUILD)/tests/test_names: TEST_LIBS += $(if $(LIBDW_A),,-lz)
+
+# `make bench-names`: names' size and time on a large synthetic trace (docs/names.md).
+.PHONY: bench-names
+bench-names: all fakes
+	sh tests/bench/names_bench.sh $(BUILD)
