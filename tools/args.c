@@ -206,8 +206,9 @@ int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
     int status = 0;
     for (size_t i = 0; i < n; i++) {
         struct stat st;
-        bool dir = stat(args[i], &st) == 0 && S_ISDIR(st.st_mode);
-        bool pack = !dir && S_ISREG(st.st_mode) && gmt_pack_is(args[i]);
+        bool found = stat(args[i], &st) == 0;
+        bool dir = found && S_ISDIR(st.st_mode);
+        bool pack = found && S_ISREG(st.st_mode) && gmt_pack_is(args[i]);
         if (dir || pack) {
             char **list;
             size_t k;

@@ -169,6 +169,10 @@ long gmt_names_make_all(char **files, size_t n, const char *const *debug_dirs, b
         tbytes += slots[i].made.trace_bytes;
     }
     char b1[32];
+    if (!named && !fresh) {
+        munmap(slots, bytes);
+        return failed;
+    }
     fprintf(out, "gpumemtrace: names for %zu trace(s) written beside them: %llu addresses, %llu "
             "frames, %s (%.1f %% of the traces), %.2f s", named, (unsigned long long)addrs,
             (unsigned long long)frames, gmt_fmt_bytes(b1, sizeof b1, nbytes),

@@ -361,7 +361,7 @@ struct buf {
 
 static void put(struct buf *b, const void *d, size_t n)
 {
-    if (b->oom)
+    if (b->oom || !n)
         return;
     if (b->len + n > b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 4096;
