@@ -112,6 +112,22 @@ mkdir -p "$t/rebare"; cp "$bare"/*.gmt "$t/rebare/"
 "$G" symbolize "$t/rebare" >"$t/sym-rebuilt" 2>&1
 grep -q "not named: train_sim (another build at its path (build-id differs))" "$t/sym-rebuilt" || say "symbolize: does not say train_sim was not named: $(cat "$t/sym-rebuilt")"
 
+# ---- the job's binaries kept by build-id, as a debug directory (gdb's and perf's
+# layout: .build-id/xx/rest.debug; only the debug part where objcopy is there), the
+# program built again as it was (the same build-id: the build is reproducible) ----
+build_prog "" || say "cannot build train_sim again"
+dbg="$t/debug"
+"$G" dump "$(ls "$bare"/*.r0.gmt)" | awk -v bin="$bin/" '$4 == "MODULE_LOAD" {
+    b = ""; p = ""
+    for (i = 5; i <= NF; i++) { if ($i ~ /^build_id=/) b = substr($i, 10); if ($i ~ /^path=/) p = substr($i, 7, length($i) - 7) }
+    if (b != "" && index(p, bin) == 1) print b, p }' >"$t/modules"
+[ -s "$t/modules" ] || say "dump: no module of the job's own in the trace"
+while read -r id path; do
+  d="$dbg/.build-id/$(echo "$id" | cut -c1-2)"; mkdir -p "$d"
+  f="$d/$(echo "$id" | cut -c3-).debug"
+  objcopy --only-keep-debug "$path" "$f" 2>/dev/null || cp "$path" "$f"
+done <"$t/modules"
+
 # ---- the binaries gone ----
 rm -rf "$bin"
 outputs "$out" "$t/away"
@@ -131,4 +147,8 @@ for f in summary explain folded; do
   cmp -s "$t/host-bare/$f" "$t/away-bare/$f" && say "$f: the same without names and binaries: the comparison proves nothing"
 done
 grep -q "train_sim: not found" "$t/away-bare/summary" || say "without names or binaries: summary does not say train_sim was not found"
+# without names, a debug directory by build-id names them as the binaries did
+"$G" summary --width 120 --debug-dir "$dbg" "$bare" 2>&1 | sed "s|$bare|TRACES|g; s|$out|TRACES|g" >"$t/away-debug"
+cmp -s "$t/host-bare/summary" "$t/away-debug" || { say "summary --debug-dir: not what the binaries gave"; diff "$t/host-bare/summary" "$t/away-debug" | head -6; }
+grep -q "worker (train_sim.c:" "$t/away-debug" || say "summary --debug-dir: train_sim's frames not named"
 exit $fail
