@@ -12,6 +12,7 @@
 #include "args.h"
 #include "cli.h"
 #include "names.h"
+#include "pack.h"
 #include "util.h"
 
 const char gmt_help_symbolize[] =
@@ -212,6 +213,12 @@ int gmt_cmd_symbolize(int argc, char **argv)
         return rc;
     if (args.first >= argc)
         return gmt_cli_usage_error("symbolize", "no trace given");
+    for (int i = args.first; i < argc; i++)
+        if (gmt_pack_is(argv[i])) {
+            gmt_err("gpumemtrace: symbolize: %s is a pack, which is never written to: name the "
+                    "traces in their directory, then pack it", argv[i]);
+            return GMT_EXIT_ERROR;
+        }
     char **files;
     size_t n;
     int status = gmt_args_traces(&args, argc, argv, &files, &n);
