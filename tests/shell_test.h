@@ -72,8 +72,10 @@ static inline int count_traces(const char *dir)
         return -1;
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)))
-        n += strstr(e->d_name, ".gmt") != NULL;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name); /* traces, not the names beside them (x.gmt.names) */
+        n += l > 4 && !strcmp(e->d_name + l - 4, ".gmt");
+    }
     closedir(d);
     return n;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "pack.h"
 #include "util.h"
 
 enum { OPT_JSON = 256, OPT_CSV, OPT_NO_SYMBOLS, OPT_DEBUG_PATHS, OPT_TOP, OPT_FRAMES, OPT_INTERNAL,
@@ -22,6 +23,7 @@ static const struct {
     {GMT_ARGS_CSV, {"csv", no_argument, 0, OPT_CSV}},
     {GMT_ARGS_NO_SYMBOLS, {"no-symbols", no_argument, 0, OPT_NO_SYMBOLS}},
     {GMT_ARGS_DEBUG_PATHS, {"debug-paths", required_argument, 0, OPT_DEBUG_PATHS}},
+    {GMT_ARGS_DEBUG_PATHS, {"debug-dir", required_argument, 0, OPT_DEBUG_PATHS}},
     {GMT_ARGS_TOP, {"top", required_argument, 0, OPT_TOP}},
     {GMT_ARGS_FRAMES, {"frames", required_argument, 0, OPT_FRAMES}},
     {GMT_ARGS_FRAMES, {"internal", required_argument, 0, OPT_INTERNAL}},
@@ -70,7 +72,8 @@ static int shared_opt(const struct gmt_args_spec *spec, int c, const char *arg, 
         return -1;
     case OPT_DEBUG_PATHS:
         if (gmt_report_opts_add_debug_path(&a->ro, arg))
-            return gmt_cli_usage_error(spec->cmd, "too many --debug-paths");
+            return gmt_cli_usage_error(spec->cmd, "too many --debug-dir (at most %d)",
+                                       GMT_MAX_DEBUG_PATHS);
         return -1;
     case OPT_TOP:
         if (gmt_cli_long(arg, 0, spec->top_max, &a->ro.top))
@@ -203,11 +206,21 @@ int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
     int status = 0;
     for (size_t i = 0; i < n; i++) {
         struct stat st;
-        if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+        bool found = stat(args[i], &st) == 0;
+        bool dir = found && S_ISDIR(st.st_mode);
+        bool pack = found && S_ISREG(st.st_mode) && gmt_pack_is(args[i]);
+        if (dir || pack) {
             char **list;
             size_t k;
-            if (gmt_list_traces(args[i], &list, &k) || k == 0) {
-                gmt_msgs_add(msgs, "%s: no traces (*.gmt) in this directory", args[i]);
+            char err[512];
+            if (pack && gmt_pack_list(args[i], &list, &k, err, sizeof err) == -EINVAL) {
+                gmt_msgs_add(msgs, "%s", err);
+                status = -ENOENT;
+                continue;
+            }
+            if (pack ? !k : gmt_list_traces(args[i], &list, &k) || k == 0) {
+                gmt_msgs_add(msgs, "%s: no traces (*.gmt) in this %s", args[i],
+                             pack ? "pack" : "directory");
                 status = -ENOENT;
                 if (!k)
                     continue;

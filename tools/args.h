@@ -15,7 +15,8 @@
  * taken. Each has the same spelling, meaning and message in every command. */
 #define GMT_ARGS_JSON        (1u << 0) /* --json: one JSON document on stdout */
 #define GMT_ARGS_NO_SYMBOLS  (1u << 1) /* --no-symbols: module+offset, open no binary */
-#define GMT_ARGS_DEBUG_PATHS (1u << 2) /* --debug-paths DIR: more places for binaries */
+#define GMT_ARGS_DEBUG_PATHS (1u << 2) /* --debug-dir DIR (or --debug-paths): more places
+                                        * for binaries and debug files */
 #define GMT_ARGS_TOP         (1u << 3) /* --top N: rows shown, 0..top_max */
 #define GMT_ARGS_CSV         (1u << 4) /* --csv: the tables as CSV */
 #define GMT_ARGS_FRAMES      (1u << 5) /* --frames N: frames shown per stack from its site;

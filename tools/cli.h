@@ -24,6 +24,8 @@
     X(check, "fail CI when NCCL memory grew beyond a baseline's limits; write baselines") \
     X(export, "device memory by call stack for other tools: folded stacks for flame graphs") \
     X(report, "one offline HTML page: memory over time per rank, NCCL calls, top sites") \
+    X(symbolize, "name the traces' native frames here, so they read the same elsewhere") \
+    X(pack, "one file for a whole job's traces and their names, read like the directory") \
     X(dump, "print every record of traces, one line each")
 
 #define GMT_X(name, summary)                   \

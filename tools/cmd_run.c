@@ -14,6 +14,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "names.h"
 #include "reader.h"
 #include "report.h"
 #include "stacks.h"
@@ -409,6 +410,7 @@ int gmt_cmd_run(int argc, char **argv)
         return rc;
     if ((rc = run_and_wait(argv + args.first)) < 0)
         return GMT_EXIT_ERROR;
+    gmt_names_run_dir(dir, ra.quiet);
     if (!ra.quiet)
         short_summary(dir);
     return rc;

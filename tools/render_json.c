@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "holders.h"
+#include "names.h"
 #include "nccl_model.h"
 #include "reader.h"
 #include "stacks.h"
@@ -326,6 +327,7 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     if (i > 0)
         fprintf(out, ",");
     json_process(out, &a->t);
+    gmt_names_json(out, a);
     json_devices(out, a, o);
     json_colls(out, a, o);
     json_sites(out, a, o);

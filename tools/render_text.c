@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "holders.h"
+#include "names.h"
 #include "nccl_model.h"
 #include "reader.h"
 #include "stacks.h"
@@ -59,6 +60,7 @@ static void text_header(FILE *out, const struct gmt_analysis *a, const struct gm
             version_text(t->version[GMT_COMP_DRIVER], false, b1, sizeof b1),
             version_text(t->version[GMT_COMP_RUNTIME], false, b2, sizeof b2),
             version_text(t->version[GMT_COMP_NCCL], true, b3, sizeof b3));
+    gmt_names_text_line(out, a);
     char span[GMT_FMT_LEN];
     gmt_fmt_duration(span, sizeof span, t->t_last > t->t_first ? t->t_last - t->t_first : 0);
     fprintf(out, "  span      %s, %" PRIu64 " records, ", span, t->records);

@@ -108,8 +108,10 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
     struct gmt_trace *t = &a->t;
     a->sym = gmt_sym_new(o->n_debug_paths ? o->debug_paths : NULL);
     a->cats = gmt_cat_new();
-    if (a->sym)
+    if (a->sym) {
         gmt_sym_set_offline(a->sym, o->no_symbols);
+        gmt_sym_use_names(a->sym, path);
+    }
     a->stack_cat = calloc(t->n_stacks ? t->n_stacks : 1, 1);
     if (!a->sym || !a->cats || !a->stack_cat)
         goto nomem;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "names.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -26,6 +27,9 @@
 
 enum mod_state { MOD_UNOPENED, MOD_OPEN, MOD_UNTRUSTED };
 
+/* Why a module's file was not used (MOD_UNTRUSTED). */
+enum mod_why { WHY_NONE, WHY_MISSING, WHY_MISMATCH, WHY_OFFLINE };
+
 struct mod {
     uint32_t id;
     char *path;
@@ -33,6 +37,8 @@ struct mod {
     size_t build_id_len;
     uint64_t bias, start, end;
     enum mod_state state;
+    enum mod_why why;
+    long nm;                /* its module in the names (names.h), -1 none, -2 not looked up */
     Dwfl *dwfl;
     Dwfl_Module *dm;
 };
@@ -55,6 +61,13 @@ struct gmt_symbolizer {
     } *py;                  /* by PYCODE id; qualname NULL: not defined */
     size_t npy;
     bool offline;           /* never open a file: module+offset only */
+    bool no_local;          /* GPUMEMTRACE_NO_LOCAL_MODULES: no module is read where the
+                             * trace says it was, nor from /usr/lib/debug: what another
+                             * machine sees, for checking that the names travel */
+    char *trace_path;       /* the trace whose names travel beside it (TRACE.names), */
+    char *names_path;       /* read when first needed; NULL none */
+    struct gmt_names *names;
+    bool names_tried;
 };
 
 void gmt_sym_set_offline(struct gmt_symbolizer *s, bool offline)
@@ -120,7 +133,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
     int bid_len = dwfl_module_build_id(mod, &bid, &vaddr);
     if (bid_len < 0)
         bid_len = 0;
-    const char *std_dirs[] = { "/usr/lib/debug", NULL };
+    const char *std_dirs[] = { s->no_local ? NULL : "/usr/lib/debug", NULL };
     const char *const *lists[] = { std_dirs, (const char *const *)s->dirs };
     int fd;
     if (bid_len >= 2) {
@@ -177,6 +190,8 @@ struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs)
         strcat(s->debuginfo_path, ":");
         strcat(s->debuginfo_path, debug_dirs[i]);
     }
+    const char *nl = getenv("GPUMEMTRACE_NO_LOCAL_MODULES");
+    s->no_local = nl && *nl && strcmp(nl, "0") != 0;
     s->cb.find_elf = dwfl_build_id_find_elf;
     s->cb.find_debuginfo = find_debuginfo;
     s->cb.debuginfo_path = &s->debuginfo_path;
@@ -211,6 +226,9 @@ void gmt_sym_free(struct gmt_symbolizer *s)
         free(s->dirs[i]);
     free(s->dirs);
     free(s->debuginfo_path);
+    free(s->trace_path);
+    free(s->names_path);
+    gmt_names_free(s->names);
     free(s);
 }
 
@@ -240,6 +258,7 @@ int gmt_sym_add_module(struct gmt_symbolizer *s, uint32_t id, const char *path,
     if (build_id_len)
         memcpy(m->build_id, build_id, build_id_len);
     m->id = id;
+    m->nm = -2;
     m->build_id_len = build_id_len;
     m->bias = bias;
     m->start = start;
@@ -272,6 +291,12 @@ static struct mod *find_mod(const struct gmt_symbolizer *s, uint64_t addr)
     return NULL;
 }
 
+long gmt_sym_module_at(const struct gmt_symbolizer *s, uint64_t addr)
+{
+    struct mod *m = find_mod(s, addr);
+    return m ? (long)(m - s->mods) : -1;
+}
+
 const char *gmt_sym_module_of(const struct gmt_symbolizer *s, uint64_t ip, uint64_t *offset)
 {
     struct mod *m = find_mod(s, ip);
@@ -281,8 +306,9 @@ const char *gmt_sym_module_of(const struct gmt_symbolizer *s, uint64_t ip, uint6
 }
 
 /* An fd on `file` when it is an ELF file with the build-id the trace recorded (any
- * ELF file when the trace recorded none), else -1. */
-static int open_matching(const struct mod *m, const char *file)
+ * ELF file when the trace recorded none), else -1; *other set when it is an ELF file
+ * with another build-id. */
+static int open_matching(const struct mod *m, const char *file, bool *other)
 {
     int fd = gmt_open_input(file, 0, NULL, 0);
     if (fd < 0)
@@ -293,6 +319,8 @@ static int open_matching(const struct mod *m, const char *file)
         const void *bits = NULL;
         ssize_t n = dwelf_elf_gnu_build_id(elf, &bits);
         ok = n > 0 && (size_t)n == m->build_id_len && memcmp(bits, m->build_id, (size_t)n) == 0;
+        if (!ok && other)
+            *other = true;
     }
     if (elf)
         elf_end(elf);
@@ -304,22 +332,25 @@ static int open_matching(const struct mod *m, const char *file)
 }
 
 static int try_candidate(const struct mod *m, const char *dir, const char *a, const char *b,
-                         const char *c)
+                         const char *c, bool *other)
 {
     char buf[4096];
     int len = snprintf(buf, sizeof buf, "%s%s%s%s", dir, a, b, c);
     if (len < 0 || (size_t)len >= sizeof buf)
         return -1;
-    return open_matching(m, buf);
+    return open_matching(m, buf, other);
 }
 
 /* The module's file: where the trace says, else below each debug directory by path,
- * by base name, and by build-id. */
-static int locate(const struct gmt_symbolizer *s, const struct mod *m)
+ * by base name, and by build-id: the binary (.build-id/xx/rest), else its separate debug
+ * file (.build-id/xx/rest.debug, which holds the symbols and the program headers the
+ * addresses need), as gdb and perf lay them out. *other: a file was found with another
+ * build-id than the trace's. */
+static int locate(const struct gmt_symbolizer *s, const struct mod *m, bool *other)
 {
     if (m->path[0] != '/')
         return -1; /* [vdso], [unknown]: nothing on disk */
-    int fd = open_matching(m, m->path);
+    int fd = s->no_local ? -1 : open_matching(m, m->path, other);
     if (fd >= 0)
         return fd;
     const char *base = strrchr(m->path, '/') + 1;
@@ -328,13 +359,17 @@ static int locate(const struct gmt_symbolizer *s, const struct mod *m)
         snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
     for (size_t i = 0; s->dirs[i]; i++) {
         const char *d = s->dirs[i];
-        if ((fd = try_candidate(m, d, m->path, "", "")) >= 0 ||
-            (fd = try_candidate(m, d, "/", base, "")) >= 0)
+        if ((fd = try_candidate(m, d, m->path, "", "", other)) >= 0 ||
+            (fd = try_candidate(m, d, "/", base, "", other)) >= 0)
             return fd;
         if (m->build_id_len >= 2) {
             char sub[8];
             snprintf(sub, sizeof sub, "/%.2s/", hex);
-            if ((fd = try_candidate(m, d, "/.build-id", sub, hex + 2)) >= 0)
+            if ((fd = try_candidate(m, d, "/.build-id", sub, hex + 2, NULL)) >= 0)
+                return fd;
+            char rest[2 * 64 + 8];
+            snprintf(rest, sizeof rest, "%s.debug", hex + 2);
+            if ((fd = try_candidate(m, d, "/.build-id", sub, rest, NULL)) >= 0)
                 return fd;
         }
     }
@@ -344,9 +379,12 @@ static int locate(const struct gmt_symbolizer *s, const struct mod *m)
 static void open_mod(const struct gmt_symbolizer *s, struct mod *m)
 {
     m->state = MOD_UNTRUSTED;
+    m->why = WHY_OFFLINE;
     if (s->offline)
         return;
-    int fd = locate(s, m);
+    bool other = false;
+    int fd = locate(s, m, &other);
+    m->why = other ? WHY_MISMATCH : WHY_MISSING;
     if (fd < 0)
         return;
     m->dwfl = dwfl_begin(&s->cb);
@@ -362,20 +400,71 @@ static void open_mod(const struct gmt_symbolizer *s, struct mod *m)
     void **ud = NULL;
     if (m->dm && dwfl_module_info(m->dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
         *ud = (void *)s; /* find_debuginfo's userdata: the debug directories */
-    if (m->dm)
+    if (m->dm) {
         m->state = MOD_OPEN;
-    else
+        m->why = WHY_NONE;
+    } else {
         close(fd);
+    }
+}
+
+void gmt_sym_use_names(struct gmt_symbolizer *s, const char *trace_path)
+{
+    free(s->trace_path);
+    free(s->names_path);
+    s->names_path = NULL;
+    s->names_tried = false;
+    size_t n = strlen(trace_path) + sizeof GMT_NAMES_SUFFIX;
+    if ((s->trace_path = strdup(trace_path)) && (s->names_path = malloc(n)))
+        snprintf(s->names_path, n, "%s%s", trace_path, GMT_NAMES_SUFFIX);
+}
+
+/* m's module in the names that travel with the trace, read on first use: -1 none. */
+static long names_mod(struct gmt_symbolizer *s, struct mod *m)
+{
+    if (m->nm != -2)
+        return m->nm;
+    m->nm = -1;
+    if (!s->names_tried && s->names_path) {
+        s->names_tried = true;
+        char err[512];
+        int r = gmt_names_load(&s->names, s->names_path, s->trace_path, err, sizeof err);
+        if (r < 0 && r != -ENOENT)
+            gmt_err("gpumemtrace: %s (native frames are named from the files here)", err);
+    }
+    if (s->names)
+        m->nm = gmt_names_find_module(s->names, m->build_id, m->build_id_len, m->path);
+    return m->nm;
 }
 
 bool gmt_sym_module_trusted(struct gmt_symbolizer *s, uint64_t ip)
 {
-    struct mod *m = find_mod(s, ip);
-    if (!m)
-        return false;
+    return find_mod(s, ip ? ip - 1 : 0) && !gmt_sym_unnamed_why(s, ip);
+}
+
+const char *gmt_sym_unnamed_why(struct gmt_symbolizer *s, uint64_t ip)
+{
+    struct mod *m = find_mod(s, ip ? ip - 1 : 0);
+    if (!m || s->offline || m->path[0] != '/')
+        return NULL;
+    const char *host_why = NULL;
+    long nm = names_mod(s, m);
+    if (nm >= 0 && !(host_why = gmt_names_module_why(s->names, nm)))
+        return NULL;
     if (m->state == MOD_UNOPENED)
         open_mod(s, m);
-    return m->state == MOD_OPEN;
+    if (m->state == MOD_OPEN)
+        return NULL;
+    if (host_why)
+        return host_why;
+    switch (m->why) {
+    case WHY_MISMATCH:
+        return "another build at its path (build-id differs)";
+    case WHY_MISSING:
+        return s->no_local ? "not found, GPUMEMTRACE_NO_LOCAL_MODULES" : "not found";
+    default:
+        return NULL;
+    }
 }
 
 static const char *die_name(Dwarf_Die *die)
@@ -408,9 +497,31 @@ static void call_site(Dwarf_Die *die, const char **file, unsigned *line)
 
 #define INLINE_MAX 64
 
+/* pc's frames as the names that travel with the trace hold them, NULL when they do not. */
+static struct result *lookup_names(struct gmt_symbolizer *s, struct mod *m, uint64_t pc)
+{
+    long nm = names_mod(s, m);
+    const struct gmt_names_frame *nf;
+    size_t n = nm >= 0 ? gmt_names_frames(s->names, nm, pc - m->bias, &nf) : 0;
+    if (!n)
+        return NULL;
+    struct result *r = calloc(1, sizeof *r + n * sizeof r->f[0]);
+    if (!r)
+        return NULL;
+    r->n = n;
+    for (size_t i = 0; i < n; i++)
+        r->f[i] = (struct gmt_frame){.function = nf[i].function, .file = nf[i].file,
+                                     .line = nf[i].line, .module = m->path,
+                                     .offset = pc - m->bias, .inlined = nf[i].inlined};
+    return r;
+}
+
 static struct result *lookup(struct gmt_symbolizer *s, uint64_t pc)
 {
     struct mod *m = find_mod(s, pc);
+    struct result *named = m && !s->offline ? lookup_names(s, m, pc) : NULL;
+    if (named)
+        return named;
     if (m && m->state == MOD_UNOPENED)
         open_mod(s, m);
 

@@ -26,7 +26,9 @@ struct gmt_symbolizer;
 /* debug_dirs: NULL, or a NULL-terminated list of directories searched for the trace's
  * modules (by base name and by path below them, for traces made on another machine)
  * and for separate debug info (also as .build-id/xx/rest.debug). Returns NULL when
- * out of memory. */
+ * out of memory. GPUMEMTRACE_NO_LOCAL_MODULES=1 in the environment: no module is read
+ * at the path the trace names nor from /usr/lib/debug, only the names that travel
+ * with the trace and debug_dirs (what a machine without the binaries sees). */
 struct gmt_symbolizer *gmt_sym_new(const char *const *debug_dirs);
 void gmt_sym_free(struct gmt_symbolizer *s);
 /* Offline: no file is ever opened, every address shows as module+offset (fast; for
@@ -61,8 +63,23 @@ int gmt_sym_resolve_pc(struct gmt_symbolizer *s, uint64_t pc, const struct gmt_f
 /* The path of the module holding ip, NULL when none; cheap (no file is opened).
  * When modules overlap (one unloaded, another loaded there), the one added last wins. */
 const char *gmt_sym_module_of(const struct gmt_symbolizer *s, uint64_t ip, uint64_t *offset);
-/* Whether the module that holds ip has a file whose build-id matches (opens it). */
+/* The index (from 0, in the order added) of the module holding addr, -1 none. */
+long gmt_sym_module_at(const struct gmt_symbolizer *s, uint64_t addr);
+/* Whether the module that holds return address ip (as stacks hold it) can name its
+ * frames: the names that travel with the trace hold it, or a file with its build-id is
+ * here (opened then). */
 bool gmt_sym_module_trusted(struct gmt_symbolizer *s, uint64_t ip);
+/* Why the module that holds return address ip cannot name its frames, as a short phrase ("not found",
+ * another build at its path, or what the host where the trace ran said when it named
+ * the trace); NULL when it can, when no module or no file on disk holds ip ([vdso]), or
+ * offline. Opens the module's file on first use. */
+const char *gmt_sym_unnamed_why(struct gmt_symbolizer *s, uint64_t ip);
+
+/* The names that travel with the trace at trace_path (trace_path + GMT_NAMES_SUFFIX,
+ * names.h) are consulted first, by module build-id and offset, read when first needed:
+ * a trace named on its host reads the same anywhere. Without that file, or for what it
+ * does not hold, the files here are read. */
+void gmt_sym_use_names(struct gmt_symbolizer *s, const char *trace_path);
 
 /* "function (file:line)", "function (module+0xoffset)", "module+0xoffset" or "0xaddress"
  * into buf, " [inlined]" appended to inlined frames; control characters become '?'. */

@@ -14,6 +14,8 @@
 #include "cli.h"
 #include "util.h"
 
+#include "pack.h"
+
 /* Prints v (>= 1) with at most three significant digits and no trailing zeros, so
  * columns of sizes read at a glance. */
 static void fmt_sig3(char *buf, size_t len, double v, const char *unit)
@@ -154,6 +156,8 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
 int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0 && errno == ENOTDIR)
+        fd = gmt_pack_open_member(path); /* PACK/MEMBER: a trace inside a pack (pack.h) */
     if (fd < 0) {
         if (err && errlen)
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
