@@ -50,7 +50,7 @@ struct slot {
 };
 
 static struct gmt_once setup_once;
-static struct slot *slots;
+static _Atomic(struct slot *) table_p; /* set once, by setup */
 /* Not exact from the first allocation the table could not hold (or a size past 48
  * bits): the figures then count less than the trace holds. */
 static _Atomic int inexact;
@@ -100,22 +100,31 @@ static uint32_t first_slot(uint64_t key)
     return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - SLOT_BITS));
 }
 
-static bool setup(void)
+/* The table, mapped at the first allocation: NULL when it cannot be (no address space). */
+static __attribute__((noinline)) struct slot *setup(void)
 {
     int st = gmt_once_enter(&setup_once);
-    if (GMT_LIKELY(st == GMT_ONCE_READY))
-        return true;
+    if (st == GMT_ONCE_READY)
+        return atomic_load_explicit(&table_p, memory_order_acquire);
     if (st != GMT_ONCE_BUSY)
-        return false;
+        return NULL;
     void *t;
     bool ok = gmt_map_tables(&t, (size_t)SLOTS * sizeof(struct slot), NULL, 0);
     if (ok)
-        slots = t;
+        atomic_store_explicit(&table_p, (struct slot *)t, memory_order_release);
+    else
+        atomic_store_explicit(&inexact, 1, memory_order_relaxed);
     gmt_once_leave(&setup_once, ok);
-    return ok;
+    return ok ? t : NULL;
 }
 
-static struct slot *find(uint64_t key)
+static inline struct slot *table(void)
+{
+    struct slot *t = atomic_load_explicit(&table_p, memory_order_acquire);
+    return GMT_LIKELY(t != NULL) ? t : setup();
+}
+
+static struct slot *find(struct slot *slots, uint64_t key)
 {
     uint32_t i = first_slot(key);
     for (unsigned n = 0; n < PROBES; n++, i = (i + 1) & (SLOTS - 1)) {
@@ -151,13 +160,14 @@ static void count(unsigned dev, unsigned nccl, int64_t bytes)
 void gmt_query_alloc(enum gmt_kind kind, uint64_t address, uint64_t bytes, int device, bool nccl)
 {
     int ns = (unsigned)kind < GMT_KIND_MAX ? ns_of_kind(kind) : NS_NONE;
-    if (ns == NS_NONE || GMT_UNLIKELY(!setup()))
+    struct slot *slots;
+    if (ns == NS_NONE || GMT_UNLIKELY(!(slots = table())))
         return;
     uint64_t key = key_of(ns, address);
     if (GMT_UNLIKELY(key == EMPTY || key == DEAD))
         return;
     if (kind == GMT_KIND_RETAINED) {
-        struct slot *s = find(key);
+        struct slot *s = find(slots, key);
         if (s)
             atomic_fetch_add_explicit(&s->meta, META_REF, memory_order_relaxed);
         return;
@@ -190,9 +200,10 @@ void gmt_query_free(enum gmt_api api, uint64_t address)
 {
     int ns = (unsigned)api < GMT_API_MAX ? ns_of_free(api) : NS_NONE;
     /* a free before any allocation was counted has nothing to find */
-    if (ns == NS_NONE || !slots)
+    struct slot *t = atomic_load_explicit(&table_p, memory_order_acquire);
+    if (ns == NS_NONE || !t)
         return;
-    struct slot *s = find(key_of(ns, address));
+    struct slot *s = find(t, key_of(ns, address));
     if (!s)
         return;
     uint64_t m = atomic_load_explicit(&s->meta, memory_order_acquire);
