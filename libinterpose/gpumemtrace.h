@@ -29,7 +29,7 @@ void gpumemtrace_reset_peak(void);
 /* Bit d: device d has had tracked memory (bit 63: device 63 or unknown). */
 uint64_t gpumemtrace_devices(void);
 /* 1 while the figures count every allocation the trace records, 0 otherwise (tracing
- * off or failed, more allocations live at once than the library keeps: 4 Mi). */
+ * off or failed, more allocations live at once than the library keeps: 1 Mi). */
 int gpumemtrace_exact(void);
 
 #endif

@@ -15,7 +15,7 @@
  *
  * The cost stays off the hot path's budget: no lock, no syscall, no malloc. The live
  * allocations are a table of (key, meta) slots in reserved address space, open
- * addressing with linear probing: an allocation takes the first empty or dead slot by
+ * addressing with linear probing (first_slot says where a key starts): an allocation takes the first empty or dead slot by
  * CAS, a free finds its key and marks the slot dead. A slot never goes back to empty,
  * so a lookup that meets an empty slot has seen every slot its key could be in. The
  * same key is never inserted and removed at once: the program does not free what it
@@ -28,7 +28,7 @@
  * it makes, so its own record is not counted again.
  */
 
-#define SLOT_BITS 22                    /* 4 M live allocations; 64 MiB of address space */
+#define SLOT_BITS 20                    /* 1 M live allocations; 16 MiB of address space */
 #define SLOTS (1u << SLOT_BITS)
 #define PROBES 4096                     /* past this a table is too full to keep counting */
 #define DEV_SLOTS 65                    /* devices 0..63, then "unknown" */
@@ -95,9 +95,19 @@ static uint64_t key_of(int ns, uint64_t addr)
     return addr ^ ((uint64_t)ns << 58);
 }
 
+/* Where a key's probe starts. A line of 256 slots (one 4 KiB page of the table) stands
+ * for one 2 MiB region of addresses, found by hashing the region; inside it the slots
+ * follow the address in 8 KiB steps. Allocations made one after the other at nearby
+ * addresses (a driver's bump allocator, a pool carving a segment) then share cache
+ * lines and a page of the table, where a hash of the whole key sends each to a cache
+ * miss, a TLB miss and, the first time, a page fault of its own; and the table's
+ * resident size follows the regions in use, not the allocations made. */
+#define LINE_BITS 8
 static uint32_t first_slot(uint64_t key)
 {
-    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - SLOT_BITS));
+    uint64_t region = key >> 21;
+    uint32_t line = (uint32_t)((region * 0x9e3779b97f4a7c15ull) >> (64 - (SLOT_BITS - LINE_BITS)));
+    return line << LINE_BITS | (uint32_t)(key >> 13 & ((1u << LINE_BITS) - 1));
 }
 
 /* The table, mapped at the first allocation: NULL when it cannot be (no address space). */

@@ -66,7 +66,7 @@ Test(query, handle_until_last_reference_and_namespaces_apart)
 
 /* Threads allocate and free addresses of their own, each keeping a few live: the sums
  * come out exact, and the slots freed are taken again (5 M allocations through a table
- * of 4 M slots, 4096 probes at most: a table that did not reuse its dead slots would
+ * of 1 M slots, 4096 probes at most: a table that did not reuse its dead slots would
  * run out of probes and say it is not exact). */
 #define THREADS 4
 #define ROUNDS 1250000
