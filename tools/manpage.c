@@ -267,12 +267,21 @@ static int man_command(FILE *o, const struct cmd *c)
     while (next_line(&p, line, sizeof line)) {
         if (is_usage(line, first)) {
             const char *u = line + 7; /* "usage: " or as many spaces */
+            size_t nl = strlen(c->name);
             first = false;
             fputs("\\fB", o);
             roff(o, "gpumemtrace ", true);
-            roff(o, c->name, false);
+            /* the command's name in bold, when the line names it */
+            if (strlen(u) < 12) {
+                u += strlen(u);
+            } else if (!strncmp(u + 12, c->name, nl) && (u[12 + nl] == ' ' || !u[12 + nl])) {
+                roff(o, c->name, false);
+                u += 12 + nl;
+            } else {
+                u += 12;
+            }
             fputs("\\fR", o);
-            roff(o, u + 12 + strlen(c->name), false);
+            roff(o, u, false);
             fputc('\n', o);
             continue;
         }

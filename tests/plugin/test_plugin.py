@@ -3,6 +3,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import gpumemtrace
 from conftest import FAKES
@@ -152,7 +153,7 @@ print(json.dumps({"peak": g.peak_bytes(0), "now": g.current_bytes(0), "exact": g
                PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"),
                                                       os.path.dirname(gpumemtrace.__path__[0])) if p))
     env.pop("GPUMEMTRACE_LIB", None)
-    out = subprocess.run([os.sys.executable, str(prog), FAKES], env=env,
+    out = subprocess.run([sys.executable, str(prog), FAKES], env=env,
                          capture_output=True, text=True, check=True).stdout
     got = json.loads(out)
     s = json.loads(subprocess.run([gpumemtrace.cli_path(), "summary", "--json", got["trace"]],
