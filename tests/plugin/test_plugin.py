@@ -190,3 +190,15 @@ def test_sizes():
         except ValueError:
             continue
         raise AssertionError("accepted %r" % (bad,))
+
+
+def test_versions_agree():
+    """The package's version is the CLI's (tools/cli.h) and pyproject.toml's."""
+    import re
+    from conftest import ROOT
+    cli = re.search(r'GMT_CLI_VERSION "([^"]+)"', open(os.path.join(ROOT, "tools", "cli.h")).read())
+    proj = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M)
+    assert cli and proj and cli.group(1) == proj.group(1) == gpumemtrace.__version__
+    out = subprocess.run([gpumemtrace.cli_path(), "--version"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("gpumemtrace %s " % gpumemtrace.__version__)
