@@ -202,3 +202,12 @@ def test_versions_agree():
     out = subprocess.run([gpumemtrace.cli_path(), "--version"], capture_output=True, text=True,
                          check=True).stdout
     assert out.startswith("gpumemtrace %s " % gpumemtrace.__version__)
+    # python -m gpumemtrace is the same CLI, its exit status passed through
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (os.path.dirname(gpumemtrace.__path__[0]), os.environ.get("PYTHONPATH")) if p))
+    r = subprocess.run([sys.executable, "-m", "gpumemtrace", "--version"], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == out
+    r = subprocess.run([sys.executable, "-m", "gpumemtrace", "summary", "/nonexistent.gmt"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
