@@ -125,9 +125,18 @@ def _trace_detail(t0, t1):
     except ValueError:
         flush_ms = 100
     time.sleep(min(max(flush_ms, 1), 2000) * 2.5 / 1000)
+    # the CLI is not a program to trace (and a sanitized build refuses a preload)
+    env = dict(os.environ)
+    lib = gpumemtrace.loaded_library()
+    others = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+              if p and p != lib and os.path.basename(p) != "libgpumemtrace.so"]
+    env["LD_PRELOAD"] = ":".join(others)
+    if not others:
+        del env["LD_PRELOAD"]
+    env.pop("NVTX_INJECTION64_PATH", None)
     try:
         dump = subprocess.Popen([cli, "dump", trace], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
+                                stderr=subprocess.DEVNULL, text=True, env=env)
         anchor = None
         for _, line in zip(range(8), dump.stdout):
             m = re.search(r"\bPROCESS\b.*\bmonotonic_ns=(\d+)", line)
@@ -141,7 +150,7 @@ def _trace_detail(t0, t1):
         frm, to = max(t0 - anchor, 0.0), max(t1 - anchor, 0.0)
         out = subprocess.run([cli, "summary", "--top", "3", "--width", "100", "--from", "%.6f" % frm,
                               "--to", "%.6f" % to, trace], capture_output=True, text=True,
-                             timeout=120).stdout
+                             timeout=120, env=env).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
     keep, on = [], False
