@@ -1,5 +1,6 @@
 # Makefile: builds the preload library, the CLI, the simulated CUDA/NCCL and the tests.
-# Targets: all (default), test, demo, bench, tsan-test (mk/tsan.mk), clean. Build products land in build/.
+# Targets: all (default), test, demo, bench, tsan-test (mk/tsan.mk), install and uninstall
+# (mk/install.mk), clean. Build products land in build/.
 # Parts add their own rules in mk/*.mk (one file per part, included below).
 
 CC       ?= cc

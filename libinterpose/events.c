@@ -195,6 +195,9 @@ static void event_alloc(enum gmt_api api, enum gmt_kind kind, unsigned flags, ui
         rec.offset = offset;
         gmt_emit(&rec, offsetof(struct gmt_rec_alloc, dt));
     }
+    if (!(flags & GMT_ALLOC_CAPTURED)) /* a graph's memory node holds no memory yet */
+        gmt_query_alloc(kind, address, bytes, device >= 0 ? device : cur.known ? cur.device : -1,
+                        scope != 0);
     if (api < GMT_API_cuMemAlloc) /* a runtime hook, after the runtime returned */
         gmt_version_note(GMT_COMP_RUNTIME);
     if (GMT_UNLIKELY(!cur.first_done || device >= 0) && device_memory(kind))
@@ -215,6 +218,7 @@ void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream)
     rec.f.h.size = stream ? sizeof(struct gmt_rec_free_ext) : sizeof(struct gmt_rec_free);
     rec.f.address = address;
     rec.f.scope_id = event_scope(-1);
+    gmt_query_free(api, address);
     rec.stream = stream;
     if (GMT_LIKELY(!stream))
         gmt_emit_rec(&rec.f);

@@ -434,6 +434,13 @@ GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stre
 GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
                                int device, int error, const void *frame);
 
+/* ---- query.c: the process's own tracked figures, for the exported gpumemtrace_* API ---- */
+/* Called by events.c for each allocation and free it records; device -1 unknown; nccl:
+ * made inside an NCCL call or for one. */
+GMT_HIDDEN void gmt_query_alloc(enum gmt_kind kind, uint64_t address, uint64_t bytes,
+                                int device, bool nccl);
+GMT_HIDDEN void gmt_query_free(enum gmt_api api, uint64_t address);
+
 /* ---- scope.c, group.c, claims.c: NCCL contexts on the calling thread ---- */
 GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
                                    int datatype, int peer, uint64_t stream);

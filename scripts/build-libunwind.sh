@@ -51,11 +51,15 @@ if [ -n "$deb" ]; then
   fi
 fi
 echo "build-libunwind: building a PIC static libunwind (about a minute)" >&2
+# configure's warnings (latex2man, for the man pages not built here) are no step for the
+# user to take: its output goes to a log, shown only when the build fails.
+log="$work/build.log"
 (cd "$src" && ./configure -q --prefix="$dest" --with-pic --enable-static --disable-shared \
    --disable-minidebuginfo --disable-zlibdebuginfo --disable-tests --disable-documentation \
    --disable-coredump --disable-ptrace --disable-setjmp --disable-cxx-exceptions \
-   CFLAGS="$cflags" >/dev/null \
- && make -s -j"$(nproc)" >/dev/null 2>&1 && make -s install >/dev/null)
+   CFLAGS="$cflags" \
+ && make -s -j"$(nproc)" && make -s install) >"$log" 2>&1 ||
+  { tail -n 40 "$log" >&2; echo "build-libunwind: the build failed (the end of its log above)" >&2; exit 1; }
 rm -rf "$work"
 test -f "$dest/lib/libunwind.a"
 echo "$cflags" > "$dest/.cflags"

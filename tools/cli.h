@@ -4,6 +4,13 @@
 
 #define GMT_CLI_VERSION "0.1.0"
 
+/* What `gpumemtrace --help` and gpumemtrace(1) say of the tool and of its exit status. */
+#define GMT_CLI_ABOUT                                                                \
+    "Where did the GPU memory go, and which NCCL call took it? Reads the traces\n"   \
+    "that libgpumemtrace.so writes (*.gmt).\n"
+#define GMT_CLI_EXIT_STATUS \
+    "Exit status: 0 success, 1 a check failed, 2 an error (usage, input, output).\n"
+
 /* Exit statuses shared by every command. */
 #define GMT_EXIT_OK 0
 #define GMT_EXIT_FAIL 1   /* the command ran and its answer is "no" (a check failed) */
@@ -33,6 +40,10 @@
     extern const char gmt_help_##name[];
 GMT_COMMANDS(GMT_X)
 #undef GMT_X
+
+/* manpage.c: `gpumemtrace __man [COMMAND]` (roff) and `__complete bash|zsh`, from the
+ * table above and each command's help; argv[0] is "__man" or "__complete". */
+int gmt_help_generate(int argc, char **argv);
 
 /* cmd_dump.c: one record as dump prints it (also driven by the reader's fuzz target). */
 #include <stdio.h>

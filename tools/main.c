@@ -32,17 +32,13 @@ static const struct command *find(const char *name)
 static void usage(FILE *out)
 {
     fputs("usage: gpumemtrace [--help] [--version] COMMAND [ARGS]\n"
-          "\n"
-          "Where did the GPU memory go, and which NCCL call took it? Reads the traces\n"
-          "that libgpumemtrace.so writes (*.gmt).\n"
-          "\n"
+          "\n" GMT_CLI_ABOUT "\n"
           "Commands:\n", out);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "   %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "'gpumemtrace help COMMAND' or 'gpumemtrace COMMAND --help' describes one.\n"
-          "Exit status: 0 success, 1 a check failed, 2 an error (usage, input, output).\n",
-          out);
+          GMT_CLI_EXIT_STATUS, out);
 }
 
 /* Output that did not reach its file is a failure, not a success with a short
@@ -106,6 +102,9 @@ int main(int argc, char **argv)
         }
         return finish(help_command(argv[i + 1]));
     }
+    /* the build's own commands (man pages, completion), not listed */
+    if (strcmp(name, "__man") == 0 || strcmp(name, "__complete") == 0)
+        return finish(gmt_help_generate(argc - i, argv + i));
     const struct command *c = find(name);
     if (!c) {
         gmt_err("gpumemtrace: unknown command '%s' (see 'gpumemtrace --help')", name);

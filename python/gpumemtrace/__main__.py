@@ -1,0 +1,6 @@
+"""python -m gpumemtrace: the gpumemtrace CLI."""
+import sys
+
+from . import main
+
+sys.exit(main())
