@@ -1009,6 +1009,26 @@ Test(cli, summary_csv_rejects_bad_usage_with_one_line_and_status_2)
     tb_free(&b);
 }
 
+/* RFC 4180: the field with a comma is quoted, the one with quotes and a newline too,
+ * each quote doubled; a plain field is not. */
+Test(cli, summary_csv_quotes_commas_quotes_and_newlines)
+{
+    struct tb b = { 0 };
+    char path[PATH_MAX];
+    tb_sample(&b);
+    uint8_t *host = memmem(b.p, b.len, "node-01", 7);
+    cr_assert_not_null(host);
+    memcpy(host, "node,01", 7);
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--csv", "--table=traces", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, ",4242,4200,\"node,01\",1,2,1,"
+                              "\"python3 train.py --lr=0.1\n\"\"x\"\"\",13000,") != NULL,
+              "%s", res.out);
+    unlink(path);
+    tb_free(&b);
+}
+
 /* ---- caches are not leaks ---- */
 
 static void held_module(struct tb *b, uint32_t id, const char *path, uint64_t start)
