@@ -720,6 +720,8 @@ Test(nccl_hooks, meminfo_first_n_then_every_k)
     cr_expect_eq(sampled_allreduces("first:1", "3"), 2);
     /* calls 0, 2, 4 of each communicator */
     cr_expect_eq(sampled_allreduces("first:1,every:2", "5"), 6);
+    /* calls 0 and 2 of 4: every:K counts from the call after the first N */
+    cr_expect_eq(sampled_allreduces("first:1,every:2", "4"), 4);
 }
 
 /* One thread calling on ten communicators in turn, in groups of two (more than the
