@@ -57,6 +57,8 @@ class Mutant:
         self.breaks = self.fields["breaks"]
         self.suites = self.fields["suites"].split()
         self.expect = self.fields.get("expect", "")
+        # a change no output can show: out of the count the kill rate is taken over
+        self.equivalent = self.expect.startswith("equivalent")
         self.orig = "\n".join(orig)
         self.repl = "\n".join(repl)
         if self.orig == self.repl:
@@ -279,10 +281,12 @@ def run(build, names):
 
     n = len(muts) - len(broken)
     k = len(killed)
-    print(f"{n} mutants, {k} killed ({100.0 * k / n if n else 0:.1f} %), "
+    eq = sum(1 for m in survived if m.equivalent)
+    print(f"{n} mutants, {k} killed ({100.0 * k / n if n else 0:.1f} %); "
+          f"{eq} equivalent, {k} of {n - eq} killed ({100.0 * k / (n - eq) if n > eq else 0:.1f} %); "
           f"{(time.monotonic() - t_start) / 60:.1f} min")
     unexpected = [m for m in survived if not m.expect]
-    for m in survived:
+    for m in sorted(survived, key=lambda m: (not m.equivalent, m.name)):
         tag = f"expected: {m.expect}" if m.expect else "UNEXPECTED"
         print(f"  survivor {m.name}: {m.breaks} [{tag}]")
     for m in broken:

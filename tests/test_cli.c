@@ -1029,6 +1029,24 @@ Test(cli, summary_csv_quotes_commas_quotes_and_newlines)
     tb_free(&b);
 }
 
+/* --category: of two rules for one module the later wins; a name outside
+ * [A-Za-z0-9_.-] is refused in one line, status 2. */
+Test(cli, category_rules_later_wins_and_bad_names_are_refused)
+{
+    RUN(&res, "summary", "--no-symbols", "--category", "first=libnccl*", "--category",
+        "second=libnccl*", "tests/golden/sample.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "at the peak: second 64 MiB;") != NULL, "%s", res.out);
+    static const char *const bad[] = { "a b=libnccl*", "a/b=libnccl*", "=libnccl*", "nccl=" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        RUN(&res, "summary", "--no-symbols", "--category", bad[i], "tests/golden/sample.gmt");
+        cr_expect_eq(res.status, 2, "%s: status %d", bad[i], res.status);
+        cr_expect(strstr(res.err, "bad --category") != NULL, "%s: %s", bad[i], res.err);
+        cr_expect_eq(lines(res.err), 1, "%s: %s", bad[i], res.err);
+        cr_expect_str_empty(res.out, "%s", bad[i]);
+    }
+}
+
 /* ---- caches are not leaks ---- */
 
 static void held_module(struct tb *b, uint32_t id, const char *path, uint64_t start)
