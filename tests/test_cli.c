@@ -1047,6 +1047,24 @@ Test(cli, category_rules_later_wins_and_bad_names_are_refused)
     }
 }
 
+/* A free of an address never allocated here is counted as unmatched, not taken off. */
+Test(cli, a_free_of_an_unknown_address_is_counted_unmatched)
+{
+    struct tb b = { 0 };
+    tb_process_min(&b);
+    tb_thread_on_device0(&b, 1, 10);
+    tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7000000, 8u << 20, 0, 0, 10);
+    struct gmt_rec_free f = { .address = 0x9000000, .dt = 10 };
+    tb_rec(&b, GMT_REC_FREE, GMT_API_cudaFree, &f, sizeof f, NULL, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\"unmatched_frees\": 1") != NULL, "%s", res.out);
+    unlink(path);
+    tb_free(&b);
+}
+
 /* ---- caches are not leaks ---- */
 
 static void held_module(struct tb *b, uint32_t id, const char *path, uint64_t start)
