@@ -1,4 +1,4 @@
-# mk/hooks.mk: programs and plugins the interception tests (test_intercept, test_arrays, test_graph, test_dlsym, test_conformance) run under the tracer.
+# mk/hooks.mk: programs and plugins the interception tests (test_intercept, test_hooks, test_arrays, test_graph, test_dlsym, test_conformance) run under the tracer.
 #
 # In $(HOOK_DIR) = $(BUILD)/hookprogs, built with plain flags (never sanitized: the tracer
 # is preloaded into them):
@@ -44,5 +44,5 @@ $(HOOK_DIR)/hook_scope: tests/progs/hook_scope.c $(HOOK_DIR)/libhook_next_a.so $
 
 HOOK_TEST_DEFS = -DHOOK_SRC='"$(abspath .)"' -DHOOK_DIR='"$(HOOK_ABS)"' -DHOOK_LIB='"$(abspath $(LIB_SO))"' \
                  -DHOOK_FAKES='"$(FAKES_ABS)"' -DHOOK_STATIC_PROG='"$(abspath $(FAKES_DIR))/progs/fake_cudart_static"'
-$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: private ALLCFLAGS += $(HOOK_TEST_DEFS)
-$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance: $(HOOK_PROGS) $(LIB_SO) $(FAKE_PROGS)
+$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance $(BUILD)/tests/test_hooks: private ALLCFLAGS += $(HOOK_TEST_DEFS)
+$(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance $(BUILD)/tests/test_hooks: $(HOOK_PROGS) $(LIB_SO) $(FAKE_PROGS)

@@ -525,6 +525,26 @@ Test(check, diff_puts_the_biggest_change_first)
     cr_expect_eq(res.status, 2);
 }
 
+/* The other way round every change is a shrink: the largest first still, not the
+ * smallest (a signed order would put -2 MiB before -8 MiB). */
+Test(check, diff_puts_the_biggest_shrink_first)
+{
+    struct synth s = normal;
+    const char *a = new_run(s);
+    s.buffsize = 4 * MiB;
+    s.allgather = true;
+    const char *b = new_run(s);
+    struct result res;
+    RUN(&res, NULL, "diff", b, a);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    const char *r0 = strstr(res.out, "rank 0: ");
+    cr_assert_not_null(r0, "%s", res.out);
+    const char *first = strstr(r0, "\n      change");
+    cr_assert_not_null(first, "%s", res.out);
+    first = strchr(first + 1, '\n') + 1;
+    cr_expect(strncmp(first, "      -8 MiB", 12) == 0, "peak shrank most: %s", res.out);
+}
+
 /* ---- the real pipeline: gpumemtrace run + libgpumemtrace.so + the fake NCCL ---- */
 
 static const char *traced(const char *const *env, const char *prog, const char *a1, const char *a2)
@@ -831,6 +851,43 @@ Test(job, the_overview_names_the_outlier_and_its_setting)
     cr_expect(strstr(res.out, "\"peak_bytes\": 14680064, \"nccl_bytes\": 0, \"differences\": "
                               "\"NCCL_BUFFSIZE=8388608 (most ranks: unset)\"}]"), "%s", res.out);
     cr_expect_eq(count_of(res.out, "\"file\": "), 9, "every trace in JSON, and the outlier: %s", res.out);
+}
+
+/* A rank stands out by its peak only when it is more than 10 % and more than 1 MiB from
+ * the median: rank 2's extra 0.88 MiB is 11 % of 8 MiB and under 1 MiB, so no rank does
+ * (its calls are the others'); 1.5 MiB more, and it does. */
+static const char *job_with_leak(int n, int odd, uint64_t leak)
+{
+    char *d = cli_tmpdir();
+    for (int r = 0; r < n; r++) {
+        struct synth s = normal;
+        s.rank = r;
+        s.pid = 61000 + (uint32_t)r;
+        s.world = n;
+        if (r == odd)
+            s.leak = leak;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/gpumemtrace.%s.%u.gmt", d, s.host, s.pid);
+        synth_write(path, &s);
+    }
+    return d;
+}
+
+Test(job, a_rank_stands_out_by_its_peak_past_10_percent_and_1_mib)
+{
+    struct result res;
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", job_with_leak(4, 2, 300 * 1024));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "max 8.88 MiB (rank 2)") != NULL, "%s", res.out);
+    cr_expect(!strstr(res.out, "    rank 2: peak"), "0.9 MiB is under 1 MiB: %s", res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", job_with_leak(4, 2, 512 * 1024));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "    rank 2: peak 9.5 MiB") != NULL, "%s", res.out);
+    /* of an even count the median is the lower middle one: a peak some rank has */
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", job_with_leak(2, 1, 512 * 1024));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "min 8 MiB (rank 0)  median 8 MiB  max 9.5 MiB (rank 1)") != NULL, "%s",
+              res.out);
 }
 
 Test(job, a_missing_rank_is_said)

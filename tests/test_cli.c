@@ -1009,6 +1009,62 @@ Test(cli, summary_csv_rejects_bad_usage_with_one_line_and_status_2)
     tb_free(&b);
 }
 
+/* RFC 4180: the field with a comma is quoted, the one with quotes and a newline too,
+ * each quote doubled; a plain field is not. */
+Test(cli, summary_csv_quotes_commas_quotes_and_newlines)
+{
+    struct tb b = { 0 };
+    char path[PATH_MAX];
+    tb_sample(&b);
+    uint8_t *host = memmem(b.p, b.len, "node-01", 7);
+    cr_assert_not_null(host);
+    memcpy(host, "node,01", 7);
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--csv", "--table=traces", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, ",4242,4200,\"node,01\",1,2,1,"
+                              "\"python3 train.py --lr=0.1\n\"\"x\"\"\",13000,") != NULL,
+              "%s", res.out);
+    unlink(path);
+    tb_free(&b);
+}
+
+/* --category: of two rules for one module the later wins; a name outside
+ * [A-Za-z0-9_.-] is refused in one line, status 2. */
+Test(cli, category_rules_later_wins_and_bad_names_are_refused)
+{
+    RUN(&res, "summary", "--no-symbols", "--category", "first=libnccl*", "--category",
+        "second=libnccl*", "tests/golden/sample.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "at the peak: second 64 MiB;") != NULL, "%s", res.out);
+    static const char *const bad[] = { "a b=libnccl*", "a/b=libnccl*", "=libnccl*", "nccl=" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        RUN(&res, "summary", "--no-symbols", "--category", bad[i], "tests/golden/sample.gmt");
+        cr_expect_eq(res.status, 2, "%s: status %d", bad[i], res.status);
+        cr_expect(strstr(res.err, "bad --category") != NULL, "%s: %s", bad[i], res.err);
+        cr_expect_eq(lines(res.err), 1, "%s: %s", bad[i], res.err);
+        cr_expect_str_empty(res.out, "%s", bad[i]);
+    }
+}
+
+/* A free of an address never allocated here is counted as unmatched, not taken off. */
+Test(cli, a_free_of_an_unknown_address_is_counted_unmatched)
+{
+    struct tb b = { 0 };
+    tb_process_min(&b);
+    tb_thread_on_device0(&b, 1, 10);
+    tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x7000000, 8u << 20, 0, 0, 10);
+    struct gmt_rec_free f = { .address = 0x9000000, .dt = 10 };
+    tb_rec(&b, GMT_REC_FREE, GMT_API_cudaFree, &f, sizeof f, NULL, 0);
+    char path[PATH_MAX];
+    trace_file(path, &b, b.len);
+    RUN(&res, "summary", "--no-symbols", "--json", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\"unmatched_frees\": 1") != NULL, "%s", res.out);
+    unlink(path);
+    tb_free(&b);
+}
+
 /* ---- caches are not leaks ---- */
 
 static void held_module(struct tb *b, uint32_t id, const char *path, uint64_t start)

@@ -314,3 +314,28 @@ Test(export, bad_usage_and_unwritable_output_are_one_line_and_status_2)
     }
     cr_expect_neq(access("/tmp/gmt-export-unused.db", F_OK), 0, "no database made of no trace");
 }
+
+/* A field with a comma and no quote is quoted all the same (RFC 4180); a plain one is not. */
+Test(export, csv_quotes_a_field_that_holds_only_a_comma)
+{
+    struct tb b = {0};
+    tb_sample(&b);
+    uint8_t *host = memmem(b.p, b.len, "node-01", 7);
+    cr_assert_not_null(host);
+    memcpy(host, "node,01", 7);
+    const char *dir = cli_tmpdir();
+    const char *path = in(dir, "t.gmt");
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(b.p, 1, b.len, f), b.len);
+    cr_assert_eq(fclose(f), 0);
+    tb_free(&b);
+    struct result res;
+    const char *csv = in(dir, "csv");
+    RUN(&res, "export", "--format", "csv", "--no-symbols", "-o", csv, path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    char tp[PATH_MAX + 16];
+    snprintf(tp, sizeof tp, "%s/traces.csv", csv);
+    const char *text = cli_read_file(tp);
+    cr_expect(strstr(text, ",1,1,2,\"node,01\",4242,") != NULL, "%s", text);
+}

@@ -720,6 +720,8 @@ Test(nccl_hooks, meminfo_first_n_then_every_k)
     cr_expect_eq(sampled_allreduces("first:1", "3"), 2);
     /* calls 0, 2, 4 of each communicator */
     cr_expect_eq(sampled_allreduces("first:1,every:2", "5"), 6);
+    /* calls 0 and 2 of 4: every:K counts from the call after the first N */
+    cr_expect_eq(sampled_allreduces("first:1,every:2", "4"), 4);
 }
 
 /* One thread calling on ten communicators in turn, in groups of two (more than the
@@ -998,10 +1000,11 @@ Test(nccl_hooks, loop_calls_in_call_form_read_back_as_begin_and_end)
  * thread) or exits: the call it hangs in is in the trace, open, on its thread, with a
  * time no later than the end of the trace; with call forms (a SCOPE_OPEN the flusher or
  * the dying thread wrote) as with two records per call. */
-static void expect_hang_shows(const char *how, int dies_of, const char *compact)
+static void expect_hang_shows_after(const char *how, int dies_of, const char *compact,
+                                    const char *wait_ms, const char *flush)
 {
-    const char *args[] = {"hang", how, "400", NULL};
-    const char *envs[] = {compact, "GPUMEMTRACE_MEMINFO=first:2", NULL};
+    const char *args[] = {"hang", how, wait_ms, NULL};
+    const char *envs[] = {compact, "GPUMEMTRACE_MEMINFO=first:2", flush, NULL};
     struct run r = {.dies_of = dies_of};
     run_prog(&r, true, args, envs);
     struct gmt_reader *rd;
@@ -1045,6 +1048,18 @@ static void expect_hang_shows(const char *how, int dies_of, const char *compact)
     cr_expect(open_t > 0 && open_t <= last_t, "%s, %s: the open call's time %llu, the last %llu",
               how, compact, (unsigned long long)open_t, (unsigned long long)last_t);
 }
+static void expect_hang_shows(const char *how, int dies_of, const char *compact)
+{
+    expect_hang_shows_after(how, dies_of, compact, "400", NULL);
+}
+
+/* Exit at once, and a flusher that never ticks: only the exit path can note the call
+ * the other thread is in. */
+Test(nccl_hooks, an_exit_while_a_call_hangs_shows_the_call_open_with_no_flush)
+{
+    expect_hang_shows_after("exit", 0, "GPUMEMTRACE_NCCL_COMPACT=1", "0", "GPUMEMTRACE_FLUSH_MS=60000");
+}
+
 Test(nccl_hooks, a_hang_in_a_call_shows_the_call_open, .timeout = 120)
 {
     const char *modes[] = {"GPUMEMTRACE_NCCL_COMPACT=1", "GPUMEMTRACE_NCCL_COMPACT=0"};

@@ -157,6 +157,18 @@ Test(report, mouse_zoom_and_pan_work_in_a_browser, .timeout = 240)
     }
 }
 
+/* A '<' in the trace's strings (here its host name) can't end the page's <script>: in
+ * the data it stands as \u003c. */
+Test(report, a_host_name_with_a_tag_stays_inside_the_data, .timeout = 60)
+{
+    cr_assert_eq(run("R=%s; python3 -c \"import sys; d = open(sys.argv[1], 'rb').read(); "
+                     "open('h.gmt', 'wb').write(d.replace(b'node-01', b'a</b>cd'))\" "
+                     "$R/tests/golden/sample.gmt && $G report --no-symbols -o h.html h.gmt && "
+                     "grep -c 'a</b>cd' h.html; grep -c 'a.u003c/b>cd' h.html", root),
+                 0, "%s%s", out, err);
+    cr_expect_str_eq(out, "0\n1\n", "%s", err);
+}
+
 Test(report, bad_input_is_one_line_and_status_2, .timeout = 60)
 {
     static const char *const bad[] = {

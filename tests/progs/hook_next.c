@@ -20,6 +20,10 @@ EXPORT int hook_next_probe(void)
 /* The next definition of a hooked name: libcuda's cuMemAlloc_v2 (or our wrapper of it). */
 EXPORT void *hook_next_lookup(const char *name)
 {
-    return dlsym(RTLD_NEXT, name);
+    /* Not a tail call: dlsym's caller must be this library, not the program's main,
+     * whose next object is the preloaded tracer itself. */
+    void *p = dlsym(RTLD_NEXT, name);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
 }
 #endif

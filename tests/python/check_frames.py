@@ -120,6 +120,9 @@ def check_on(py, minor, trace, dump, folded, text, L):
             ("outer", PROG_BASE, L["outer"])]
     expect(py_frames(s)[:4] == want, "nested: %r" % (py_frames(s)[:4],))
     expect(py_frames(s)[-1][0] == "<module>", "outermost Python frame: %r" % (py_frames(s)[-1],))
+    # a line 71 below the one before it (3.11+: a location entry's delta of two varint bytes)
+    far = by_bytes(trace, 1008)
+    expect(py_frames(far)[:2] == [alloc, ("far", PROG_BASE, L["far"])], "far: %r" % (py_frames(far)[:2],))
     # interleaved: each run of Python frames sits just inside an activation of the
     # evaluation loop (3.9/3.10: one frame each; 3.11+: all the frames it runs)
     fr = s["frames"]

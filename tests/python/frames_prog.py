@@ -61,6 +61,82 @@ def recurse(k):
     recurse(k - 1)  # SITE recurse_call
 
 
+def far():
+    n = 1008
+    # a gap of 70 lines with no code: the next location entry's line delta, 71, is a
+    # two-byte varint whose first byte's continuation bit is no bit of the value
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    #
+    alloc(n)  # SITE far
+
+
 def in_thread():
     alloc(1006)  # SITE thread
 
@@ -102,6 +178,7 @@ def run_all():
         pass
     asyncio.run(main_coro())
     recurse(500)
+    far()
     t = threading.Thread(target=in_thread)
     t.start()
     t.join()
