@@ -31,8 +31,12 @@
  * first tick, and where the TSC is not the kernel's clock, clock_gettime is read every
  * time. GPUMEMTRACE_TSC=0 keeps it that way.
  *
- * The line is published with a sequence count (odd while the flusher writes it; signals
- * are blocked in the flusher, and readers give up after a few tries and ask the kernel).
+ * The line is kept twice and published with a sequence count whose low bit says which
+ * copy readers read (publish): the flusher rewrites the other one, so a reader never
+ * waits for a flusher that is preempted halfway, and never has to ask the kernel then.
+ * The kernel's clock is some way from the line (the steering's error: hundreds of ns
+ * where NTP slews the kernel's rate, up to STEP_NS by design), so a thread whose readings
+ * went from the line to the kernel and back would see its clock go back by that much.
  */
 
 #define SHIFT 32
@@ -42,6 +46,7 @@
 #define MIN_CALIBRATION_NS 20000000
 #define BACK_NS 1000000          /* a line holds this long before its base */
 #define RECHECK_TICKS 100        /* the kernel's clocksource is read again this often */
+#define SLOWER_AHEAD_NS 10000000 /* a line slower than the last starts this far ahead */
 
 /* Lets tests make a thread's clock jump (a gap longer than dt can hold) without
  * sleeping for seconds; always 0 in a traced process. */
@@ -71,38 +76,87 @@ static uint64_t ticks_in(uint64_t ns, uint64_t mult)
     return (uint64_t)(((unsigned __int128)ns << SHIFT) / mult);
 }
 
-/* A new line. It holds from 1 ms of TSC before its base (another CPU's reading a hair
- * behind) to `horizon` after: a reading outside (the flusher late by more than its
- * steering horizon, a suspend that stopped CLOCK_MONOTONIC but not the TSC, a TSC that
- * went back) asks the kernel until the next tick publishes a line that fits.
+static void copy_put(struct gmt_clock_copy *c, uint64_t base_tsc, uint64_t base_ns,
+                     uint64_t mult, uint64_t lo, uint64_t width)
+{
+    atomic_store_explicit(&c->base_tsc, base_tsc, memory_order_relaxed);
+    atomic_store_explicit(&c->base_ns, base_ns, memory_order_relaxed);
+    atomic_store_explicit(&c->mult, mult, memory_order_relaxed);
+    atomic_store_explicit(&c->lo_tsc, lo, memory_order_relaxed);
+    atomic_store_explicit(&c->width, width, memory_order_relaxed);
+}
+
+static void copy_get(const struct gmt_clock_copy *c, uint64_t *base_tsc, uint64_t *base_ns,
+                     uint64_t *mult)
+{
+    *base_tsc = atomic_load_explicit(&c->base_tsc, memory_order_relaxed);
+    *base_ns = atomic_load_explicit(&c->base_ns, memory_order_relaxed);
+    *mult = atomic_load_explicit(&c->mult, memory_order_relaxed);
+}
+
+/* copy[1] = copy[0], while readers read copy[0]. */
+static void spare_refresh(void)
+{
+    struct gmt_clock_copy *c = &gmt_clock_line.copy[0];
+    copy_put(&gmt_clock_line.copy[1], atomic_load_explicit(&c->base_tsc, memory_order_relaxed),
+             atomic_load_explicit(&c->base_ns, memory_order_relaxed),
+             atomic_load_explicit(&c->mult, memory_order_relaxed),
+             atomic_load_explicit(&c->lo_tsc, memory_order_relaxed),
+             atomic_load_explicit(&c->width, memory_order_relaxed));
+}
+
+/* A new line. It holds from 1 ms of TSC before the flusher's reading here (another CPU's
+ * reading a hair behind) to `horizon` after its base: a reading outside (the flusher
+ * late by more than its steering horizon, a suspend that stopped CLOCK_MONOTONIC but not
+ * the TSC, a TSC that went back) asks the kernel until the next tick publishes a line
+ * that fits.
  *
- * continued: the new line starts where the current one is at a TSC read once readers
- * are locked out (base_tsc, base_ns are ignored). A reader reads the TSC inside its
- * sequence window, so every reading of the old line is at a TSC before that point, and
- * every reading of the new one after it: however the slope changes, no thread's clock
- * goes back across the switch, even when the flusher was preempted between its tick's
- * reading and here. */
+ * Between publishes copy[0] and copy[1] are the same line and the count is even: readers
+ * read copy[0]. A publish makes the count odd (readers move to copy[1], the line as it
+ * was), writes the new line into copy[0], makes the count even (readers move to it) and
+ * copies it into copy[1]. A reader checks the count after its TSC read and reads again
+ * when it changed, so a reading of the old line is at a TSC before the second step, one
+ * of the new line after the first: the two overlap while the flusher runs (or is
+ * preempted) between them.
+ *
+ * continued: the new line goes on from where the current one is (base_tsc, base_ns are
+ * ignored), so that no thread's clock goes back across the switch, however long the
+ * overlap:
+ * - as fast or faster: from the TSC read here, T0 (readings of the old line before T0
+ *   are below it there; after T0 the new line is the higher), and 1 ns up, which the
+ *   old line's rounding down may be ahead of it by;
+ * - slower: from SLOWER_AHEAD_NS past T0, where both lines meet; before that the new
+ *   line is the higher. A flusher preempted between its two steps for longer than that
+ *   could leave a reading of the old line above the next of the new one by (the excess)
+ *   x (the slopes' difference, parts per million at most): under a nanosecond for the
+ *   first hundreds of milliseconds of such a stall. The step forward this costs is as
+ *   small: 10 ms x that difference. */
 static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, bool continued)
 {
-    uint64_t back = ticks_in(BACK_NS, mult);
     uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed);
     atomic_store_explicit(&gmt_clock_line.seq, s + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
+    struct gmt_clock_copy *cur = &gmt_clock_line.copy[0];
+    _mm_lfence();
+    uint64_t t0 = __rdtsc();
     if (continued) {
-        _mm_lfence();
-        base_tsc = __rdtsc();
-        base_ns = gmt_clock_line_at(base_tsc,
-                                    atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
-                                    atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed),
-                                    atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed));
+        uint64_t bt, bn, m;
+        copy_get(cur, &bt, &bn, &m);
+        if (mult >= m) {
+            base_tsc = t0;
+            base_ns = gmt_clock_line_at(t0, bt, bn, m) + 1;
+        } else {
+            base_tsc = t0 + ticks_in(SLOWER_AHEAD_NS, m);
+            base_ns = gmt_clock_line_at(base_tsc, bt, bn, m);
+        }
     }
-    atomic_store_explicit(&gmt_clock_line.base_tsc, base_tsc, memory_order_relaxed);
-    atomic_store_explicit(&gmt_clock_line.base_ns, base_ns, memory_order_relaxed);
-    atomic_store_explicit(&gmt_clock_line.mult, mult, memory_order_relaxed);
-    atomic_store_explicit(&gmt_clock_line.lo_tsc, base_tsc - back, memory_order_relaxed);
-    atomic_store_explicit(&gmt_clock_line.width, back + ticks_in(horizon_ns, mult),
-                          memory_order_relaxed);
+    uint64_t back = ticks_in(BACK_NS, mult);
+    uint64_t from = (continued || base_tsc > t0 ? t0 : base_tsc) - back;
+    copy_put(cur, base_tsc, base_ns, mult, from,
+             (base_tsc - from) + ticks_in(horizon_ns, mult));
     atomic_store_explicit(&gmt_clock_line.seq, s + 2, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    spare_refresh();
 }
 
 /* A (tsc, CLOCK_MONOTONIC) pair read as close together as this CPU allows: the best of
@@ -154,15 +208,21 @@ bool gmt_clock_uses_tsc(void)
     return atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed) != 0;
 }
 
-/* A fork child whose parent was inside publish() (another thread) would see the count
- * odd for good: it asks the kernel until its own flusher publishes a fresh line. */
+/* A fork child whose parent was inside publish() (another thread) has one copy half
+ * written: the count says which copy is whole; both become that one, the count even. */
 static void fork_child(void)
 {
     uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed);
     if (s & 1) {
-        atomic_store_explicit(&gmt_clock_line.use_tsc, 0, memory_order_relaxed);
+        struct gmt_clock_copy *w = &gmt_clock_line.copy[1];
+        copy_put(&gmt_clock_line.copy[0], atomic_load_explicit(&w->base_tsc, memory_order_relaxed),
+                 atomic_load_explicit(&w->base_ns, memory_order_relaxed),
+                 atomic_load_explicit(&w->mult, memory_order_relaxed),
+                 atomic_load_explicit(&w->lo_tsc, memory_order_relaxed),
+                 atomic_load_explicit(&w->width, memory_order_relaxed));
         atomic_store_explicit(&gmt_clock_line.seq, s + 1, memory_order_relaxed);
     }
+    spare_refresh();
 }
 
 void gmt_clock_init(void)
@@ -188,11 +248,11 @@ void gmt_clock_init(void)
 void gmt_clock_test_offset(int64_t ns)
 {
 #if defined(__x86_64__)
-    if (atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed))
-        publish(atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
-                atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed) +
-                    (uint64_t)ns,
-                atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed), false);
+    if (atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed)) {
+        uint64_t bt, bn, m;
+        copy_get(&gmt_clock_line.copy[0], &bt, &bn, &m);
+        publish(bt, bn + (uint64_t)ns, m, false);
+    }
 #else
     (void)ns;
 #endif
@@ -214,7 +274,8 @@ void gmt_clock_tick(void)
     bool went_back = tsc < last_tick_tsc;
     last_tick_tsc = tsc;
     bool on = atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_relaxed);
-    uint64_t cur = atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed);
+    uint64_t cur_tsc, cur_ns, cur;
+    copy_get(&gmt_clock_line.copy[0], &cur_tsc, &cur_ns, &cur);
     if (went_back) {
         /* a restored checkpoint, another host's TSC: calibrate from here on */
         origin_tsc = tsc;
@@ -234,10 +295,7 @@ void gmt_clock_tick(void)
         atomic_store_explicit(&gmt_clock_line.use_tsc, 1, memory_order_release);
         return;
     }
-    uint64_t at = gmt_clock_line_at(tsc,
-                          atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed),
-                          atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed),
-                          cur);
+    uint64_t at = gmt_clock_line_at(tsc, cur_tsc, cur_ns, cur);
     int64_t off = (int64_t)(ns - at); /* > 0: the line is behind the kernel */
     if (off > STEP_NS || off < -STEP_NS) {
         /* A step (suspend, a VM moved): the rate since the origin spans the jump, so

@@ -73,13 +73,16 @@ GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* ---- clock.c ---- */
 /* CLOCK_MONOTONIC in ns, read through the TSC where clock.c could calibrate it (inline:
  * it is read for every record), else clock_gettime. */
-struct gmt_clock_line {
-    _Atomic int use_tsc;           /* the line is valid */
-    _Atomic uint32_t seq;          /* even: stable; odd: being rewritten */
+struct gmt_clock_copy {
     _Atomic uint64_t base_tsc, base_ns, mult; /* ns = base_ns + (tsc - base_tsc) * mult / 2^32 */
     _Atomic uint64_t lo_tsc, width;           /* it holds for tsc - lo_tsc <= width */
+};
+struct gmt_clock_line {
+    _Atomic int use_tsc;           /* the line is valid */
+    _Atomic uint32_t seq;          /* its low bit: the copy readers read (clock.c, publish) */
     int64_t skew_ns;               /* tests only: added to every reading, ns */
-} __attribute__((aligned(64)));    /* what a reading reads: one cache line */
+    struct gmt_clock_copy copy[2]; /* copy[0] shares the first cache line with seq */
+} __attribute__((aligned(64)));
 GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
 GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
 static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns,
@@ -96,21 +99,18 @@ static inline uint64_t gmt_now_ns(void)
 {
 #if defined(__x86_64__)
     if (GMT_LIKELY(atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_acquire))) {
-        /* The TSC is read inside the sequence window: a reading validated against a line
-         * was taken while that line was current (clock.c, publish). While the flusher
-         * rewrites it (a few ns, unless it is preempted there) the reader spins a while
-         * before it asks the kernel, which may be a few ns from the line. */
+        /* The TSC is read inside the sequence window: a reading is of the copy that was
+         * the line while the TSC was read (clock.c, publish). The flusher rewrites the
+         * other copy, so a reader never waits for it; it reads again only when a publish
+         * went by during its read. */
         for (int tries = 0; tries < 64; tries++) {
             uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_acquire);
-            if (GMT_UNLIKELY(s & 1)) {
-                __builtin_ia32_pause();
-                continue;
-            }
-            uint64_t bt = atomic_load_explicit(&gmt_clock_line.base_tsc, memory_order_relaxed);
-            uint64_t bn = atomic_load_explicit(&gmt_clock_line.base_ns, memory_order_relaxed);
-            uint64_t m = atomic_load_explicit(&gmt_clock_line.mult, memory_order_relaxed);
-            uint64_t lo = atomic_load_explicit(&gmt_clock_line.lo_tsc, memory_order_relaxed);
-            uint64_t w = atomic_load_explicit(&gmt_clock_line.width, memory_order_relaxed);
+            const struct gmt_clock_copy *c = &gmt_clock_line.copy[s & 1];
+            uint64_t bt = atomic_load_explicit(&c->base_tsc, memory_order_relaxed);
+            uint64_t bn = atomic_load_explicit(&c->base_ns, memory_order_relaxed);
+            uint64_t m = atomic_load_explicit(&c->mult, memory_order_relaxed);
+            uint64_t lo = atomic_load_explicit(&c->lo_tsc, memory_order_relaxed);
+            uint64_t w = atomic_load_explicit(&c->width, memory_order_relaxed);
             uint64_t tsc = __builtin_ia32_rdtsc();
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed) != s)

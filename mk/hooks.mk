@@ -5,6 +5,7 @@
 #   hook_paths         tests/progs/hook_paths.c: driver/runtime calls through each lookup path
 #   graph_paths        tests/progs/graph_paths.c: stream capture and graph memory, each path
 #   hook_scope         tests/progs/hook_scope.c: dlopen(RTLD_LOCAL) plugin, RTLD_NEXT/DEFAULT
+#   free_race          tests/progs/free_race.c: an address taken again while its free runs
 #   libhook_plugin.so  tests/progs/hook_plugin.c: linked with the fake libcudart (and libnccl)
 #   libhook_next_a.so, libhook_next_b.so   tests/progs/hook_next.c built twice
 # The suites get the paths as -D defines.
@@ -12,12 +13,17 @@
 HOOK_DIR    := $(BUILD)/hookprogs
 HOOK_ABS     = $(abspath $(HOOK_DIR))
 HOOK_PROGS  := $(HOOK_DIR)/hook_paths $(HOOK_DIR)/graph_paths $(HOOK_DIR)/hook_scope $(HOOK_DIR)/libhook_plugin.so \
+               $(HOOK_DIR)/free_race \
                $(HOOK_DIR)/libhook_next_a.so $(HOOK_DIR)/libhook_next_b.so
 HOOK_SOFLAGS := -shared -fPIC -Wl,-rpath,$(HOOK_ABS)
 
 test-extras: $(HOOK_PROGS)
 
 $(HOOK_DIR)/hook_paths: tests/progs/hook_paths.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart -lcuda
+
+$(HOOK_DIR)/free_race: tests/progs/free_race.c $(FAKE_HDRS) $(FAKE_RT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart -lcuda
 

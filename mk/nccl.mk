@@ -13,3 +13,8 @@ $(BUILD)/tests/test_nccl_hooks: private ALLCFLAGS += -DNCCL_PROG='"$(abspath $(N
 endif
 $(BUILD)/tests/test_nccl_hooks: $(LIB_SO)
 $(BUILD)/tests/test_nccl_hooks: private ALLCFLAGS += -DLIB_SO='"$(abspath $(LIB_SO))"'
+# test_crash runs the scenarios too (a crash while another thread is in an NCCL call).
+ifneq ($(wildcard tests/fakes/fake_nccl.c),)
+$(BUILD)/tests/test_crash: $(NCCL_PROG) $(LIB_SO)
+$(BUILD)/tests/test_crash: private ALLCFLAGS += -DNCCL_PROG='"$(abspath $(NCCL_PROG))"' -DLIB_SO='"$(abspath $(LIB_SO))"'
+endif

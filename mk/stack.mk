@@ -1,7 +1,8 @@
 # mk/stack.mk: shared objects for the stack, module-map and symbolizer tests (no sanitizers: they are dlopened).
 
 STACK_T := $(BUILD)/tests/stack
-STACK_SO := $(STACK_T)/libsymtest.so $(STACK_T)/libsymtest-nodebug.so $(STACK_T)/libsymtest-other.so
+STACK_SO := $(STACK_T)/libsymtest.so $(STACK_T)/libsymtest-nodebug.so $(STACK_T)/libsymtest-other.so \
+            $(STACK_T)/libsitetest.so
 SYMTEST_CFLAGS := -std=c11 -O1 -fPIC -shared -fno-omit-frame-pointer
 
 # Debug info and a content build-id: the good case.
@@ -17,7 +18,12 @@ $(STACK_T)/libsymtest-other.so: tests/stack/symtest.c
 	@mkdir -p $(@D)
 	$(CC) $(SYMTEST_CFLAGS) -g -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 -o $@ $<
 
-$(BUILD)/tests/test_symbolize $(BUILD)/tests/test_modules: | $(STACK_SO)
+# A runtime header's inline wrapper inlined into the user's function (test_sites).
+$(STACK_T)/libsitetest.so: tests/stack/sitetest.c
+	@mkdir -p $(@D)
+	$(CC) $(SYMTEST_CFLAGS) -g -Wl,--build-id=sha1 -o $@ $<
+
+$(BUILD)/tests/test_symbolize $(BUILD)/tests/test_modules $(BUILD)/tests/test_sites: | $(STACK_SO)
 # dladdr names the test's own functions only when the program exports them.
 $(BUILD)/tests/test_stack: private ALLCFLAGS += -rdynamic
 test-extras: $(STACK_SO)

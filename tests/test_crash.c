@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +19,16 @@
 
 #include "gmt.h"
 #include "reader.h"
+#include "trace.h"
+
+/* The NCCL scenarios and the preload library (mk/nccl.mk); a build without them (the
+ * TSan suites: a preloaded program is not TSan's to check) skips what runs them. */
+#ifndef NCCL_PROG
+#define NCCL_PROG ""
+#endif
+#ifndef LIB_SO
+#define LIB_SO ""
+#endif
 
 static char dir[64];
 
@@ -584,4 +595,63 @@ Test(crash, crash_in_one_thread_flushes_the_others)
     cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "status %#x", status);
     static uint64_t addr[RECORDS];
     cr_expect_eq(read_allocs(pid, addr, RECORDS, NULL), RECORDS);
+}
+
+/* ---- a crash while another thread is inside an NCCL call ---- */
+
+/* nccl_scenarios `hang crash MS` under the tracer with flush_ms so long that the flusher
+ * writes nothing before the crash: rank 0's thread is in its fifth all-reduce (a loop
+ * call, held back as one record at its return) when the main thread dies of SIGSEGV.
+ * Only the crash handler can say that call began: it must be in the trace, open. */
+Test(crash, a_crash_keeps_the_call_another_thread_is_in)
+{
+    if (!*NCCL_PROG || !*LIB_SO)
+        cr_skip_test("the NCCL scenarios are not part of this build");
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        unsetenv("ASAN_OPTIONS"); /* a sanitized suite's: not the program's */
+        setenv("LD_PRELOAD", LIB_SO, 1);
+        setenv("GPUMEMTRACE_FLUSH_MS", "60000", 1);
+        setenv("GPUMEMTRACE_MEMINFO", "first:2", 1);
+        setenv("GPUMEMTRACE_NCCL_COMPACT", "1", 1);
+        execl(NCCL_PROG, NCCL_PROG, "hang", "crash", "1000", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "status %#x", status);
+    char p[256], err[256] = "";
+    trace_path(p, sizeof p, pid);
+    struct gmt_reader *rd;
+    uint8_t *buf = NULL;
+    struct gmt_file_end fe;
+    cr_assert_eq(gmt_trace_open_expanded(&rd, p, &buf, &fe, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int rc, n = 0;
+    uint32_t ids[16], tids[16];
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        if (ev.rec->aux != GMT_OP_AllReduce)
+            continue;
+        if (ev.rec->type == GMT_REC_SCOPE_BEGIN && n < 16) {
+            ids[n] = ((const struct gmt_rec_scope_begin *)(const void *)ev.rec)->scope_id;
+            tids[n++] = ev.tid;
+        } else if (ev.rec->type == GMT_REC_SCOPE_END) {
+            uint32_t id = ((const struct gmt_rec_scope_end *)(const void *)ev.rec)->scope_id;
+            for (int i = 0; i < n; i++)
+                if (ids[i] == id && tids[i] == ev.tid)
+                    ids[i] = 0;
+        }
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    free(buf);
+    int open_n = 0;
+    for (int i = 0; i < n; i++)
+        open_n += ids[i] != 0;
+    cr_expect_eq(n, 9, "AllReduce begins: %d (4 per rank and the one rank 0 is in)", n);
+    cr_expect_eq(open_n, 1, "AllReduce calls open at the end: %d", open_n);
 }

@@ -312,3 +312,74 @@ Test(intercept, static_runtime_program_is_traced)
     cr_expect_gt(c.fail[GMT_API_cuMemAlloc], 0u, "the oversized allocation was not recorded");
     hook_cleanup(&traced);
 }
+
+/* ---- a freed address taken again while its free is still running ---- */
+
+#define FREE_RACE HOOK_DIR "/free_race"
+
+struct race_ev {
+    uint64_t time, address;
+    uint32_t tid;
+    bool alloc;
+};
+
+/* The device ALLOC and the FREE records of the trace, by time. */
+static size_t race_events(const char *trace, struct race_ev *ev, size_t max)
+{
+    struct gmt_reader *rd = NULL;
+    char err[256] = "";
+    cr_assert_eq(gmt_reader_open(&rd, trace, err, sizeof err), 0, "%s", err);
+    struct gmt_event e;
+    int k;
+    size_t n = 0;
+    while ((k = gmt_reader_next(rd, &e, err, sizeof err)) == 1) {
+        struct gmt_rec_alloc_ext x;
+        bool a = as_alloc(e.rec, &x) && x.a.kind == GMT_KIND_DEVICE;
+        if ((!a && e.rec->type != GMT_REC_FREE) || n == max)
+            continue;
+        uint64_t addr = a ? x.a.address : ((const struct gmt_rec_free *)(const void *)e.rec)->address;
+        ev[n++] = (struct race_ev){ e.time_ns, addr, e.tid, a };
+    }
+    cr_assert_eq(k, 0, "%s", err);
+    gmt_reader_close(rd);
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful */
+        for (size_t j = i; j > 0 && ev[j].time < ev[j - 1].time; j--) {
+            struct race_ev t = ev[j];
+            ev[j] = ev[j - 1];
+            ev[j - 1] = t;
+        }
+    return n;
+}
+
+/* free_race frees on a second thread while the main thread's next allocation gets the
+ * same address inside that free: the FREE must come before the new ALLOC, so that the
+ * address is never live twice and no free is left without its allocation. */
+static void expect_free_before_reuse(const char *path)
+{
+    static struct hook_run traced;
+    hook_run_paths(FREE_RACE, path, "0", &traced);
+    cr_assert(strstr(traced.out, "same address=1") != NULL,
+              "%s: the second allocation did not take the freed address:\n%s", path, traced.out);
+    struct race_ev ev[8];
+    size_t n = race_events(traced.trace, ev, 8);
+    cr_assert_eq(n, 4, "%s: %zu device ALLOC and FREE records, want 4", path, n);
+    bool live = false;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(ev[i].address, ev[0].address, "%s: one address taken twice", path);
+        if (ev[i].alloc)
+            cr_expect(!live, "%s: record %zu: ALLOC of an address still live (its FREE comes "
+                      "after)", path, i);
+        else
+            cr_expect(live, "%s: record %zu: FREE of an address not live", path, i);
+        live = ev[i].alloc;
+    }
+    cr_expect(!ev[0].alloc || ev[1].alloc || ev[1].tid != ev[0].tid,
+              "%s: the first free is the second thread's", path);
+    hook_cleanup(&traced);
+}
+
+Test(intercept, free_recorded_before_its_address_can_be_reused)
+{
+    expect_free_before_reuse("driver");
+    expect_free_before_reuse("runtime");
+}

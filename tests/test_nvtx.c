@@ -254,6 +254,37 @@ Test(nvtx, levels_nest_per_domain_as_nvtx_returns_them)
     cr_expect_neq(s1, s2);
 }
 
+/* Domains interleave on a thread: a pop of one domain ends that domain's innermost range,
+ * even when another domain's range was pushed after it. Its POP names that range. */
+Test(nvtx, a_pop_names_its_own_domains_innermost_range)
+{
+    cr_assert_eq(init(&A, get_table), 1);
+    const void *d = D_CREATE(&A, "mylib");
+    cr_assert_not_null(d);
+    struct attr x = msg(1, "x");
+    cr_expect_eq(PUSH_A(&A, "a"), 0);
+    cr_expect_eq(D_PUSH(&A, d, &x), 0);
+    cr_expect_eq(POP(&A), 0, "the default domain's level");
+    cr_expect_eq(D_POP(&A, d), 0, "mylib's range is still open");
+    gmt_writer_finish();
+
+    struct seen s;
+    read_trace(path, (uint32_t)gettid(), &s);
+    int n;
+    uint32_t a = id_of(&s, GMT_NVTX_STR_NAME, "a", &n), xn = id_of(&s, GMT_NVTX_STR_NAME, "x", &n);
+    uint32_t dom = id_of(&s, GMT_NVTX_STR_DOMAIN, "mylib", &n);
+    cr_assert(a && xn && dom && a != xn);
+    cr_assert_eq(s.n_rng, 4);
+    static const unsigned op[4] = {GMT_NVTX_PUSH, GMT_NVTX_PUSH, GMT_NVTX_POP, GMT_NVTX_POP};
+    uint32_t want_dom[4] = {0, dom, 0, dom}, want_name[4] = {a, xn, a, xn};
+    for (int k = 0; k < 4; k++) {
+        cr_expect_eq(s.rng[k].r.h.aux, op[k], "record %d: op %u", k, s.rng[k].r.h.aux);
+        cr_expect_eq(s.rng[k].r.domain, want_dom[k], "record %d: domain %u", k, s.rng[k].r.domain);
+        cr_expect_eq(s.rng[k].r.name, want_name[k], "record %d: name %u, want %u (%s)", k,
+                     s.rng[k].r.name, want_name[k], want_name[k] == a ? "a" : "x");
+    }
+}
+
 Test(nvtx, records_each_name_once_and_every_range)
 {
     cr_assert_eq(init(&A, get_table), 1);

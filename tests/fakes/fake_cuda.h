@@ -593,6 +593,13 @@ struct fakecuda_dev_stats {
 int fakecuda_fn_stats(const char *abi_name, struct fakecuda_fn_stats *out);
 int fakecuda_dev_stats(int dev, struct fakecuda_dev_stats *out);
 void fakecuda_reset_fn_stats(void);
+/* A free that is still running when its memory is reusable: after fakecuda_hold_next_free,
+ * the next cuMemFree_v2 of a device allocation releases the memory, then waits inside the
+ * driver until fakecuda_release_free; the next allocation of that length gets the freed
+ * address. fakecuda_wait_free_held returns once a free waits there. */
+void fakecuda_hold_next_free(void);
+void fakecuda_wait_free_held(void);
+void fakecuda_release_free(void);
 /* The cuGetProcAddress lookups made so far, oldest first (the first 4096 kept):
  * returns 0 and fills the outputs while index < count, -1 after. */
 int fakecuda_lookup(unsigned index, const char **base_name, int *version, unsigned long long *flags,

@@ -31,6 +31,10 @@
  *   cuDeviceGraphMemTrim; cuDeviceGetGraphMemAttribute reports used (bytes of graph
  *   allocations live), reserved and their high-water marks. Only streams made by
  *   cuStreamCreate capture; graphs hold memory nodes only (nothing else runs).
+ * - a freed range can be handed out again while the cuMemFree that freed it is still
+ *   running, as the real driver's can: a test can hold the next cuMemFree inside the
+ *   driver, after the memory is released (fakecuda_hold_next_free), and the next
+ *   allocation of that length then takes the freed address;
  * Deviations: each process has its own simulated devices (two processes on one device
  * don't see each other's usage); every call is synchronous; managed memory is charged
  * nothing (it lives on the host until touched by a kernel); multicast is unsupported
@@ -262,10 +266,52 @@ static struct blk *blk_containing_locked(uintptr_t addr, unsigned kinds)
     return NULL;
 }
 
+/* A cuMemFree held inside the driver (the test interface below): armed by
+ * fakecuda_hold_next_free; HELD while the freeing thread waits there, its range released
+ * and kept in reuse_addr/reuse_len for the next allocation of that length. */
+enum { HOLD_OFF, HOLD_ARMED, HOLD_HELD, HOLD_RELEASED };
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int hold_state;
+static uintptr_t reuse_addr;
+static size_t reuse_len;
+
 static void *map_anon(size_t len)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    pthread_mutex_lock(&hold_mu);
+    uintptr_t want = reuse_len == len ? reuse_addr : 0;
+    if (want)
+        reuse_addr = reuse_len = 0;
+    pthread_mutex_unlock(&hold_mu);
+    void *p = MAP_FAILED;
+    if (want) {
+        p = mmap((void *)want, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        /* taken meanwhile, or a kernel that reads the flag as a hint: any fresh address */
+        if (p != MAP_FAILED && (uintptr_t)p != want) {
+            munmap(p, len);
+            p = MAP_FAILED;
+        }
+    }
+    if (p == MAP_FAILED)
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+/* In cuMemFree, once [addr, addr + len) is released: waits there when a hold is armed. */
+static void hold_point(uintptr_t addr, size_t len)
+{
+    pthread_mutex_lock(&hold_mu);
+    if (hold_state == HOLD_ARMED) {
+        reuse_addr = addr;
+        reuse_len = len;
+        hold_state = HOLD_HELD;
+        pthread_cond_broadcast(&hold_cv);
+        while (hold_state != HOLD_RELEASED)
+            pthread_cond_wait(&hold_cv, &hold_mu);
+        hold_state = HOLD_OFF;
+    }
+    pthread_mutex_unlock(&hold_mu);
 }
 
 /* One device allocation: charged rounded up to 2 MiB, mapped at a fresh address. */
@@ -1384,7 +1430,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     struct blk *b = blk_take_locked(dptr, (1u << BLK_DEVICE) | (1u << BLK_MANAGED));
     pthread_mutex_unlock(&lock);
     if (b) {
+        size_t len = b->len;
         free_blk(b);
+        hold_point((uintptr_t)dptr, len);
         return CUDA_SUCCESS;
     }
     /* cuMemFree also takes stream-ordered and graph allocations (after synchronising). */
@@ -2324,6 +2372,32 @@ EXPORT void fakecuda_reset_fn_stats(void)
         atomic_store(&fn_stats[i].bytes, 0);
         atomic_store(&fn_stats[i].last_tid, 0);
     }
+}
+
+EXPORT void fakecuda_hold_next_free(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    hold_state = HOLD_ARMED;
+    pthread_mutex_unlock(&hold_mu);
+}
+
+EXPORT void fakecuda_wait_free_held(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    while (hold_state == HOLD_ARMED)
+        pthread_cond_wait(&hold_cv, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+EXPORT void fakecuda_release_free(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    if (hold_state == HOLD_HELD) {
+        reuse_addr = reuse_len = 0; /* only the allocations made while it was held */
+        hold_state = HOLD_RELEASED;
+        pthread_cond_broadcast(&hold_cv);
+    }
+    pthread_mutex_unlock(&hold_mu);
 }
 
 EXPORT int fakecuda_dev_stats(int dev, struct fakecuda_dev_stats *out)

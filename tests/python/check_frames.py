@@ -166,6 +166,12 @@ def check_on(py, minor, trace, dump, folded, text, L):
     expect(deep, "no STACK with the recursion's innermost frame")
     kept = max(len(re.findall(r"py:\d+:\d+", l)) for l in deep)
     expect(kept == 128, "recursion 500 deep: %d Python frames kept, not 128" % kept)
+    # calls over three lines name the line they start on: a C call's (innermost) and a
+    # Python call's
+    s = by_bytes(trace, 1009)
+    expect(py_frames(s)[:2] == [("alloc_over_lines", PROG_BASE, L["lines_c"]),
+                                ("call_over_lines", PROG_BASE, L["lines_py"])],
+           "calls over lines: %r" % (py_frames(s)[:2],))
     s = by_bytes(trace, 1006)
     expect(py_frames(s)[1] == ("in_thread", PROG_BASE, L["thread"]), "thread: %r" % (py_frames(s)[:2],))
     s = by_bytes(trace, 1007)

@@ -137,6 +137,23 @@ def far():
     alloc(n)  # SITE far
 
 
+def alloc_over_lines(n):
+    # calls spread over lines: each CALL is the first unit of its own location entry
+    # (3.11+), after the entries of its arguments on the lines below
+    p = ctypes.c_void_p()
+    err = rt.cudaMalloc(  # SITE lines_c
+        ctypes.byref(p),
+        n)
+    if err:
+        raise SystemExit("cudaMalloc(%d) failed: %d" % (n, err))
+
+
+def call_over_lines(n):
+    alloc_over_lines(  # SITE lines_py
+        n
+        + 0)
+
+
 def in_thread():
     alloc(1006)  # SITE thread
 
@@ -179,6 +196,7 @@ def run_all():
     asyncio.run(main_coro())
     recurse(500)
     far()
+    call_over_lines(1009)
     t = threading.Thread(target=in_thread)
     t.start()
     t.join()
