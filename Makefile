@@ -62,7 +62,7 @@ $(BUILD)/obj/libinterpose/%.o: libinterpose/%.c | $(UNWIND_A)
 
 $(LIB_SO): $(LIB_OBJ) libinterpose/exports.map $(UNWIND_A)
 	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libinterpose/exports.map \
-	  -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(UNWIND_A) -ldl -lpthread
+	  -Wl,--exclude-libs,ALL -Wl,-z,nodelete -Wl,--wrap=pipe2 $(UNWIND_A) -ldl -lpthread
 	@./scripts/check-lib-deps.sh $@
 
 $(LIB_A): $(LIB_OBJ)
