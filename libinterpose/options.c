@@ -219,7 +219,7 @@ static char *env_lookup(const char *name)
     if (!n || strchr(name, '='))
         return NULL;
     for (char **e = environ; e && *e; e++)
-        if (!strncmp(*e, name, n) && (*e)[n] == '=')
+        if ((*e)[0] == name[0] && !strncmp(*e + 1, name + 1, n - 1) && (*e)[n] == '=')
             return *e + n + 1;
     return NULL;
 }
