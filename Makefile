@@ -61,10 +61,14 @@ $(BUILD)/obj/libinterpose/%.o: libinterpose/%.c | $(UNWIND_A)
 	@mkdir -p $(@D)
 	$(CC) $(ALLCFLAGS) $(LIB_CFLAGS) -c $< -o $@
 
-$(LIB_SO): $(LIB_OBJ) libinterpose/exports.map $(UNWIND_A)
-	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libinterpose/exports.map \
-	  -Wl,--exclude-libs,ALL -Wl,-z,nodelete $(UNWIND_A) -ldl -lpthread
-	@./scripts/check-lib-deps.sh $@
+# LIB_MAP, LIB_LDFLAGS, LIB_CHECK: what a sanitized build changes (mk/san.mk).
+LIB_MAP     ?= libinterpose/exports.map
+LIB_LDFLAGS ?=
+LIB_CHECK   ?= ./scripts/check-lib-deps.sh
+$(LIB_SO): $(LIB_OBJ) $(LIB_MAP) $(UNWIND_A)
+	$(CC) -shared -o $@ $(LIB_OBJ) $(LIB_LDFLAGS) -Wl,--version-script=$(LIB_MAP) \
+	  -Wl,--exclude-libs,ALL -Wl,-z,nodelete -Wl,--wrap=pipe2 $(UNWIND_A) -ldl -lpthread
+	@$(LIB_CHECK) $@
 
 $(LIB_A): $(LIB_OBJ)
 	@rm -f $@

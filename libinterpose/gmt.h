@@ -304,6 +304,12 @@ GMT_HIDDEN int gmt_outfile_rank(void);
  * saying which step failed (for the warning). */
 GMT_HIDDEN int gmt_outfile_create(char *path, size_t cap, const char *host, int rank,
                                   const char **what);
+/* writev(2) of the trace: SIGXFSZ never reaches the program (past RLIMIT_FSIZE the call
+ * fails with EFBIG), the program's signal mask and pending signals as they were. */
+struct iovec;
+GMT_HIDDEN long gmt_outfile_writev(int fd, const struct iovec *iov, int n);
+/* fd moved to 3 or above (close-on-exec) when it is 0, 1 or 2; -1 with errno if it can't. */
+GMT_HIDDEN int gmt_fd_above_stdio(int fd);
 /* The records that open a file: header, PROCESS (pid, rank, host, command line) and ENV
  * (the variables that change GPU memory use), built in `scratch`, which holds
  * GMT_PREAMBLE_SCRATCH bytes (the second half is a read area): their length in bytes. */
@@ -317,6 +323,14 @@ GMT_HIDDEN size_t gmt_outfile_preamble(unsigned char *scratch, const char *host,
 GMT_HIDDEN void gmt_init(void);
 /* gmt_init once per process, from the constructor or the first hook, whichever is first. */
 GMT_HIDDEN void gmt_init_once(void);
+/* This library's absolute path (as loaded, made absolute against the directory the
+ * process started in), "" when unknown. Set by gmt_init. */
+GMT_HIDDEN const char *gmt_self_path(void);
+/* What the library's getenv (options.c) answers for NVTX_INJECTION64_PATH (nvtx.c) and
+ * NCCL_PROFILER_PLUGIN (nccl_profiler.c) when the process has no value: its own path, or
+ * NULL when tracing, that recording or the path is off or unknown. */
+GMT_HIDDEN const char *gmt_nvtx_injection_env(void);
+GMT_HIDDEN const char *gmt_nccl_profiler_env(void);
 
 /* ---- tables.c: tables mapped once, at first use ---- */
 /* A spinning wait's pause: lets the other hyperthread run. */

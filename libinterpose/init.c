@@ -1,10 +1,15 @@
 /* init.c: library load and exit: options, crash handlers that flush the trace, fork handling. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "gmt.h"
@@ -100,15 +105,84 @@ static void install_handlers(void)
     }
 }
 
+/*
+ * libunwind (linked in) opens a pipe at its first unwind and keeps it, to test whether an
+ * address can be read (it writes a byte from it): the link wraps its pipe2 (--wrap=pipe2)
+ * so that, like the trace file, the pipe never takes fd 0, 1 or 2 when the process
+ * started with them closed. The name is the linker's convention; the pipe's two fds are
+ * libunwind's, kept for the process's life.
+ */
+int __wrap_pipe2(int fds[2], int flags);
+int __wrap_pipe2(int fds[2], int flags)
+{
+    /* the system call, not __real_pipe2: the test programs link this file without the
+     * wrap */
+    int rc = (int)syscall(SYS_pipe2, fds, flags | O_CLOEXEC);
+    if (rc != 0 || (fds[0] > 2 && fds[1] > 2))
+        return rc;
+    int hi[2] = { gmt_fd_above_stdio(fds[0]), gmt_fd_above_stdio(fds[1]) };
+    if (hi[0] < 0 || hi[1] < 0) {
+        int e = errno;
+        if (hi[0] >= 0)
+            close(hi[0]);
+        if (hi[1] >= 0)
+            close(hi[1]);
+        errno = e;
+        return -1;
+    }
+    fds[0] = hi[0];
+    fds[1] = hi[1];
+    return 0;
+}
+
 static void fork_child(void)
 {
     gmt_writer_fork_child();
+}
+
+static char self_path[PATH_MAX];
+
+const char *gmt_self_path(void)
+{
+    return self_path;
+}
+
+/* The loader's name for this object: the LD_PRELOAD entry as written, which may be
+ * relative; made absolute now, while the working directory is the one it was written
+ * against. */
+static void find_self(void)
+{
+    Dl_info info;
+    if (!dladdr((void *)find_self, &info) || !info.dli_fname || !info.dli_fname[0])
+        return;
+    const char *f = info.dli_fname;
+    char *real = realpath(f, self_path); /* into PATH_MAX bytes of ours */
+    if (real)
+        return;
+    size_t at = 0;
+    if (f[0] != '/') {
+        if (!getcwd(self_path, sizeof self_path)) {
+            self_path[0] = 0;
+            return;
+        }
+        at = strlen(self_path);
+        if (at + 1 < sizeof self_path)
+            self_path[at++] = '/';
+    }
+    size_t n = strlen(f);
+    if (at + n >= sizeof self_path) {
+        self_path[0] = 0;
+        return;
+    }
+    memcpy(self_path + at, f, n + 1);
 }
 
 void gmt_init(void)
 {
     int saved = errno;
     gmt_options_load();
+    if (!self_path[0])
+        find_self();
     /* Also when off: the exec hooks call through whatever the options say. */
     gmt_exec_resolve();
     if (!gmt_opt.off) {

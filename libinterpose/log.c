@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "gmt.h"
@@ -33,6 +34,59 @@ static void put_str(struct out *o, const char *s, long prec)
         s = "(null)";
     for (long i = 0; s[i] && (prec < 0 || i < prec); i++)
         put_char(o, s[i]);
+}
+
+/* The length of the UTF-8 sequence at s (at most n bytes), 0 when it is not one or is a
+ * C1 control (U+0080..U+009F: some terminals act on them as on ESC). */
+static long utf8_len(const unsigned char *s, long n)
+{
+    unsigned char c = s[0];
+    long k;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        k = 2, lo = c == 0xc2 ? 0xa0 : 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        k = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        k = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (n < k || s[1] < lo || s[1] > hi)
+        return 0;
+    for (long i = 2; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return k;
+}
+
+/* A value (an option's text, a path, a host name) as the terminal should show it: control
+ * bytes and bytes that are not UTF-8 as \xHH, so a value can neither move the cursor,
+ * recolour the terminal nor start a line that looks like another warning. */
+static void put_value(struct out *o, const char *s, long prec)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!s)
+        s = "(null)";
+    long n = 0;
+    while ((prec < 0 || n < prec) && s[n])
+        n++;
+    const unsigned char *u = (const unsigned char *)s;
+    for (long i = 0; i < n;) {
+        long k = utf8_len(u + i, n - i);
+        if (k == 0 || u[i] < 0x20 || u[i] == 0x7f) {
+            put_char(o, '\\');
+            put_char(o, 'x');
+            put_char(o, hex[u[i] >> 4]);
+            put_char(o, hex[u[i] & 15]);
+            i++;
+            continue;
+        }
+        for (long j = 0; j < k; j++)
+            put_char(o, s[i + j]);
+        i += k;
+    }
 }
 
 static void put_uint(struct out *o, unsigned long long v, unsigned base)
@@ -102,11 +156,13 @@ static void format(struct out *o, const char *fmt, va_list ap)
             put_uint(o, (uintptr_t)va_arg(ap, void *), 16);
             break;
         case 's':
-            put_str(o, va_arg(ap, const char *), prec);
+            put_value(o, va_arg(ap, const char *), prec);
             break;
-        case 'c':
-            put_char(o, (char)va_arg(ap, int));
+        case 'c': {
+            char c[2] = { (char)va_arg(ap, int), 0 };
+            put_value(o, c, 1);
             break;
+        }
         case '%':
             put_char(o, '%');
             break;
@@ -124,7 +180,9 @@ static void format(struct out *o, const char *fmt, va_list ap)
 static void write_all(const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(STDERR_FILENO, buf, len);
+        /* stderr may be a file past RLIMIT_FSIZE: no SIGXFSZ for our line either */
+        struct iovec iov = { (void *)buf, len };
+        ssize_t n = gmt_outfile_writev(STDERR_FILENO, &iov, 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)

@@ -72,6 +72,13 @@ static void prof_init(void **context, uint64_t hash, int *mask)
     *context = c;
 }
 
+/* The plugin path the library's getenv gives NCCL when the process has none. */
+const char *gmt_nccl_profiler_env(void)
+{
+    const char *self = gmt_self_path();
+    return !gmt_opt.off && gmt_opt.nccl_profiler && self[0] ? self : NULL;
+}
+
 static int prof_init_v5(void **context, uint64_t comm_id, int *mask, const char *name,
                         int nnodes, int nranks, int rank, gmt_nccl_prof_logger_t logfn)
 {

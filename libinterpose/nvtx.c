@@ -508,6 +508,13 @@ static int patch(const struct nvtx_callbacks *cb, int module, const struct hook 
     return 0;
 }
 
+/* The injection path the library's getenv gives NVTX when the process has none. */
+const char *gmt_nvtx_injection_env(void)
+{
+    const char *self = gmt_self_path();
+    return !gmt_opt.off && gmt_opt.nvtx && self[0] ? self : NULL;
+}
+
 /* NVTX's entry point: once per NVTX copy (an object built with its headers). */
 GMT_EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table get)
 {

@@ -1,8 +1,12 @@
 /* outfile.c: the trace file's name (the output pattern, the rank from the environment) and its preamble (header, PROCESS and ENV records). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +66,23 @@ static void sb_int(struct sbuf *s, long v)
     sb_put(s, tmp + sizeof tmp - n, (size_t)n);
 }
 
+/* A value from outside (the host name) as one safe file-name component: letters, digits,
+ * '.', '-' and '_' kept, any other byte (a '/', a control byte, a space) as '_', and a
+ * name of dots only ("." or "..", which would climb out of the directory) as
+ * underscores. */
+static void sb_name(struct sbuf *s, const char *v)
+{
+    size_t n = strlen(v), dots = 0;
+    for (size_t i = 0; i < n; i++)
+        dots += v[i] == '.';
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || (c == '.' && dots < n);
+        sb_put(s, ok ? &c : "_", 1);
+    }
+}
+
 void gmt_outfile_host(char *host, size_t len)
 {
     if (gethostname(host, len) != 0)
@@ -89,7 +110,7 @@ static int expand_path(char *out, size_t cap, const char *pattern, const char *h
         }
         switch (*++p) {
         case 'h':
-            sb_put(&s, host, strlen(host));
+            sb_name(&s, host);
             break;
         case 'p':
             sb_int(&s, pid);
@@ -163,6 +184,40 @@ static bool env_wanted(const char *e)
     return false;
 }
 
+/* What a name that exists is, when it is not a regular file or a link to one: a trace
+ * is a regular file, so such a name is refused rather than numbered (/dev/null.1 would
+ * be a file in /dev). NULL when a numbered name may be tried. */
+static const char *not_a_file(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return NULL;
+    if (S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+        return NULL; /* a dangling link: never followed, the next name is tried */
+    if (S_ISREG(st.st_mode))
+        return NULL;
+    return S_ISCHR(st.st_mode)    ? "trace output is a character device, not a regular file:"
+           : S_ISBLK(st.st_mode)  ? "trace output is a block device, not a regular file:"
+           : S_ISFIFO(st.st_mode) ? "trace output is a FIFO, not a regular file:"
+           : S_ISSOCK(st.st_mode) ? "trace output is a socket, not a regular file:"
+           : S_ISDIR(st.st_mode)  ? "trace output is a directory, not a regular file:"
+                                  : "trace output is not a regular file:";
+}
+
+int gmt_fd_above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    /* 0, 1 or 2 was closed when the process started (a daemon, `cmd >&-`): the program's
+     * own writes to stdout would land in our file, and its open() would not get the
+     * number it expects back */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return high;
+}
+
 int gmt_outfile_create(char *path, size_t cap, const char *host, int rank, const char **what)
 {
     const char *pattern = gmt_opt.output && *gmt_opt.output ? gmt_opt.output
@@ -177,12 +232,46 @@ int gmt_outfile_create(char *path, size_t cap, const char *host, int rank, const
         fd = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_WRONLY | O_APPEND, 0600);
         if (fd >= 0 || errno != EEXIST)
             break;
+        const char *kind = not_a_file(path);
+        if (kind) {
+            *what = kind;
+            return -EEXIST;
+        }
     }
     if (fd < 0) {
         *what = "cannot create trace file";
         return -errno;
     }
+    fd = gmt_fd_above_stdio(fd);
+    if (fd < 0) {
+        *what = "cannot create trace file";
+        return -errno;
+    }
     return fd;
+}
+
+long gmt_outfile_writev(int fd, const struct iovec *iov, int n)
+{
+    /* Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writer, whose default action
+     * kills the process: blocked here, the write fails with EFBIG instead, and the signal
+     * that write left pending is taken back so that it never reaches the program. One
+     * the program had pending already is left alone. */
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    bool had = sigismember(&old, SIGXFSZ) && sigpending(&pending) == 0 &&
+               sigismember(&pending, SIGXFSZ);
+    ssize_t w = writev(fd, iov, n);
+    int e = errno;
+    if (w < 0 && e == EFBIG && !had) {
+        struct timespec now = { 0, 0 };
+        while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
 }
 
 size_t gmt_outfile_preamble(unsigned char *scratch, const char *host, int rank, bool forked)

@@ -134,7 +134,7 @@ static void fail(const char *what, int err)
 static int write_iov(struct iovec *iov, int n)
 {
     while (n > 0) {
-        ssize_t w = writev(g_fd, iov, n);
+        ssize_t w = gmt_outfile_writev(g_fd, iov, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

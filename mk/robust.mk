@@ -8,6 +8,7 @@
 #   rt13/libcudart.so.13, rt12/libcudart.so.12   robust_lib.c -DROBUST_RT: two runtime copies
 #   libplug13.so libplug12.so                    robust_lib.c -DROBUST_USER, one per copy
 #   robust_dlrace robust_group robust_stale robust_miss robust_nonblock robust_fork robust_two robust_exec
+#   robust_env: fds, file size limit, environment and an NVTX client, against the fake runtime
 # The suite gets the directory and the tracer's path as -D defines.
 
 ROBUST_DIR  := $(BUILD)/robust
@@ -19,7 +20,7 @@ ROBUST_NCCL_LD = -L$(ROBUST_ABS)/nccl -Wl,-rpath,$(ROBUST_ABS)/nccl -l:libnccl.s
 ROBUST_PROGS := $(addprefix $(ROBUST_DIR)/,nccl/libnccl.so.2 cuda/libcuda.so.1 libx1.so libx2.so \
                 rt13/libcudart.so.13 rt12/libcudart.so.12 libplug13.so libplug12.so \
                 robust_dlrace robust_group robust_stale robust_miss robust_nonblock robust_fork robust_two \
-                robust_exec)
+                robust_exec robust_env)
 
 test-extras: $(ROBUST_PROGS)
 
@@ -64,6 +65,10 @@ $(ROBUST_DIR)/robust_miss $(ROBUST_DIR)/robust_nonblock: $(ROBUST_DIR)/%: tests/
 $(ROBUST_DIR)/robust_group $(ROBUST_DIR)/robust_fork $(ROBUST_DIR)/robust_exec: $(ROBUST_DIR)/%: tests/progs/%.c $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
+
+$(ROBUST_DIR)/robust_env: tests/progs/robust_env.c $(FAKE_HDRS) $(FAKE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcudart
 
 ROBUST_TEST_DEFS = -DROBUST_DIR='"$(ROBUST_ABS)"' -DHOOK_LIB='"$(abspath $(LIB_SO))"'
 $(BUILD)/tests/test_robust: private ALLCFLAGS += $(ROBUST_TEST_DEFS)

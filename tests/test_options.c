@@ -264,3 +264,52 @@ Test(log, errno_untouched)
     capture_end();
     cr_expect_eq(e, 4321);
 }
+
+/* A value can carry ESC sequences and newlines (an option's text, a path): shown as \xHH,
+ * so one warning stays one line and the terminal is not driven by it. UTF-8 is kept. */
+Test(log, values_are_escaped)
+{
+    gmt_options_load();
+    capture_begin();
+    gmt_warn("v=%s c=%c p=%.*s", "a\x1b[31mb\nc\x7f\xff\xc2\x85 \xc3\xa9", '\r', 3, "x\ty\nz");
+    const char *err = capture_end();
+    cr_expect_str_eq(err, "gpumemtrace: warning: v=a\\x1b[31mb\\x0ac\\x7f\\xff\\xc2\\x85 \xc3\xa9 "
+                          "c=\\x0d p=x\\x09y\n");
+}
+
+/* The unknown-option warning prints the name as the environment has it. */
+Test(log, an_unknown_options_name_is_escaped)
+{
+    setenv("GPUMEMTRACE_\x1b[2J", "1", 1);
+    capture_begin();
+    gmt_options_load();
+    const char *err = capture_end();
+    unsetenv("GPUMEMTRACE_\x1b[2J");
+    cr_expect_str_eq(err, "gpumemtrace: warning: unknown option GPUMEMTRACE_\\x1b[2J; ignored\n");
+}
+
+/* %h is one file-name component whatever the host is called. */
+static void created_for_host(const char *host, const char *want)
+{
+    char dir[] = "/tmp/gmt-host-XXXXXX", pattern[128], path[256], expect[256];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(pattern, sizeof pattern, "%s/t.%%h.gmt", dir);
+    setenv("GPUMEMTRACE_OUTPUT", pattern, 1);
+    gmt_options_load();
+    const char *what = NULL;
+    int fd = gmt_outfile_create(path, sizeof path, host, -1, &what);
+    cr_assert_geq(fd, 3, "%s: %s", host, what ? what : "");
+    close(fd);
+    snprintf(expect, sizeof expect, "%s/%s", dir, want);
+    cr_expect_str_eq(path, expect);
+    unlink(path);
+    rmdir(dir);
+}
+
+Test(options, host_names_become_one_safe_file_name)
+{
+    created_for_host("node1.cluster-a_b", "t.node1.cluster-a_b.gmt");
+    created_for_host("../../etc/x", "t..._.._etc_x.gmt");
+    created_for_host("..", "t.__.gmt");
+    created_for_host("a b\x1b\n\xff", "t.a_b___.gmt");
+}

@@ -1,9 +1,10 @@
-/* test_robust.c: the tracer under hostile conditions: loader locks, dangling caller slots, dlclose, failed lookups, non-blocking NCCL, fork, exec, two copies of a library. */
+/* test_robust.c: the tracer under hostile conditions: loader locks, dangling caller slots, dlclose, failed lookups, non-blocking NCCL, fork, exec, two copies of a library; closed stdio, low limits, odd output paths; plain LD_PRELOAD's parity with `run`. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 
 #include "hook_run.h"
+#include "shell_test.h"
 #include "trace_format.h"
 
 /* ---------------------------------------------------------------- running a program */
@@ -419,4 +420,197 @@ Test(robust, each_plugin_calls_its_own_runtime_copy, .timeout = 60)
     cr_expect_eq(r.status, 0, "status %d: %s", r.status, r.out);
     cr_expect_str_eq(r.out, want);
     cleanup(&r);
+}
+
+/* ---------------------------------------------------------------- 10. the process's own resources */
+
+/* Shell cases: $B the build directory, $E the program, $L the library. */
+
+TestSuite(harm, .init = shell_setup, .fini = shell_teardown, .timeout = 60);
+
+#define E "E='" ROBUST_DIR "/robust_env'; L='" HOOK_LIB "'; export FAKECUDA_DEVICES=2; "
+#define TRACED "LD_PRELOAD=\"$L\" GPUMEMTRACE_OUTPUT=\"$W/t.%%p.gmt\" "
+
+static char out[16384], err[16384];
+
+static int lines_with(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* A daemon, `cmd >&-`: the program's write to its closed stdout fails as untraced (before,
+ * the trace took fd 1 and the write landed in it, and the trace no longer read). */
+Test(harm, stdout_closed_at_start_stays_closed_and_the_trace_reads)
+{
+    cr_assert_eq(sh(E "\"$E\" stdout >&- 2>plain.txt; " TRACED "\"$E\" stdout >&- 2>traced.txt"), 0);
+    char plain[256], traced[256];
+    slurp("plain.txt", plain, sizeof plain);
+    slurp("traced.txt", traced, sizeof traced);
+    cr_expect_str_eq(plain, "write to fd 1: -1 errno 9\n");
+    cr_expect_str_eq(traced, plain);
+    cr_expect_eq(sh("$G summary --no-symbols t.*.gmt"), 0, "the trace reads");
+}
+
+/* The fds the library adds are above 2 (0 and 2 closed at start here) and close-on-exec;
+ * there are three: the trace file and libunwind's pipe. */
+Test(harm, library_fds_are_above_2_close_on_exec_and_three)
+{
+    cr_assert_eq(sh(E "\"$E\" fds 0<&- 2>&- > plain.txt; " TRACED "\"$E\" fds 0<&- 2>&- > traced.txt"), 0);
+    char plain[4096], traced[4096];
+    slurp("plain.txt", plain, sizeof plain);
+    slurp("traced.txt", traced, sizeof traced);
+    int added = 0;
+    for (char *l = strtok(traced, "\n"); l; l = strtok(NULL, "\n")) {
+        char own[16];
+        snprintf(own, sizeof own, "fd %d ", atoi(l + 3));
+        if (strstr(plain, own))
+            continue; /* the program's own (stdout; what the test's shell passes on) */
+        added++;
+        int fd = atoi(l + 3);
+        cr_expect_gt(fd, 2, "a library fd on 0, 1 or 2: %s", l);
+        cr_expect(strstr(l, " cloexec "), "inherited by exec: %s", l);
+    }
+    cr_expect_eq(added, 3, "the trace and libunwind's pipe:\n%s", traced);
+    slurp("traced.txt", traced, sizeof traced);
+    cr_expect(strstr(traced, "t.") && strstr(traced, ".gmt\n"), "%s", traced);
+}
+
+/* Under `ulimit -n` the program can open as many files as untraced, less the three. */
+Test(harm, a_low_open_file_limit_costs_the_program_three_fds)
+{
+    cr_assert_eq(sh(E "ulimit -n 16; \"$E\" openmax > plain.txt; " TRACED "\"$E\" openmax > traced.txt"), 0);
+    char plain[256], traced[256];
+    slurp("plain.txt", plain, sizeof plain);
+    slurp("traced.txt", traced, sizeof traced);
+    int p = 0, t = 0;
+    cr_assert_eq(sscanf(plain, "opened %d", &p), 1, "%s", plain);
+    cr_assert_eq(sscanf(traced, "opened %d", &t), 1, "%s", traced);
+    cr_expect_eq(p - t, 3, "untraced %d, traced %d", p, t);
+}
+
+/* RLIMIT_FSIZE: the trace reaches it, tracing stops with one warning and the program exits
+ * 0 as untraced (before: killed by SIGXFSZ, status 153); a stderr past the limit takes the
+ * warning's write without a signal too; the program's own write past it still gets the
+ * signal (the disposition is the program's). */
+Test(harm, the_file_size_limit_stops_tracing_and_never_signals_the_program)
+{
+    cr_expect_eq(sh(E "ulimit -f 2; \"$E\" alloc 2000; echo untraced $?; " TRACED
+                    "GPUMEMTRACE_FLUSH_BYTES=4096 \"$E\" alloc 2000; echo traced $?"), 0);
+    slurp("out", out, sizeof out);
+    slurp("err", err, sizeof err);
+    cr_expect_str_eq(out, "untraced 0\ntraced 0\n");
+    cr_expect_eq(lines_with(err, "File too large; tracing stops, the program continues\n"), 1, "%s", err);
+    cr_expect_eq(lines_with(err, "\n"), 1, "one line: %s", err);
+    /* stderr a file past the limit already */
+    cr_expect_eq(sh(E "head -c 4096 /dev/zero > full.txt; ulimit -f 2; " TRACED
+                    "GPUMEMTRACE_FLUSH_BYTES=4096 \"$E\" alloc 2000 2>>full.txt; echo traced $?"), 0);
+    slurp("out", out, sizeof out);
+    cr_expect_str_eq(out, "traced 0\n");
+    /* the program's own write: SIGXFSZ as without the library */
+    cr_expect_eq(sh(E "ulimit -f 2; " TRACED "sh -c 'head -c 8192 /dev/zero > big.bin'; echo own $?"), 0);
+    slurp("out", out, sizeof out);
+    cr_expect_str_eq(out, "own 153\n");
+}
+
+/* A device, a FIFO or a directory as the output: refused with one warning, nothing made
+ * beside it (before: /dev/null.1, a regular file in /dev), never a wait on a FIFO. */
+Test(harm, a_device_fifo_or_directory_as_output_is_refused_and_nothing_made)
+{
+    static const char *const cases[][2] = {
+        {"/dev/null", "a character device"}, {"$W/fifo", "a FIFO"}, {"$W/dir", "a directory"}};
+    cr_assert_eq(sh("mkfifo fifo && mkdir dir"), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = sh(E "ls /dev > dev.before; LD_PRELOAD=\"$L\" GPUMEMTRACE_OUTPUT=\"%s\" timeout 20 "
+                    "\"$E\" alloc 3; echo $?; ls /dev > dev.after; ls \"$W\"", cases[i][0]);
+        cr_expect_eq(rc, 0);
+        slurp("out", out, sizeof out);
+        slurp("err", err, sizeof err);
+        cr_expect(!strncmp(out, "0\n", 2), "%s: status %s", cases[i][0], out);
+        cr_expect(strstr(err, cases[i][1]) && strstr(err, "not a regular file"), "%s: %s", cases[i][0], err);
+        cr_expect_eq(lines_with(err, "\n"), 1, "one line: %s", err);
+        cr_expect_eq(sh("cmp dev.before dev.after"), 0, "%s: something was made in /dev", cases[i][0]);
+        cr_expect(!strstr(out, "fifo.") && !strstr(out, "dir."), "%s: a numbered name was made:\n%s",
+                  cases[i][0], out);
+    }
+    sh("rm -f /dev/null.1");
+}
+
+/* ---- plain LD_PRELOAD records what `run` records ---- */
+
+/* NVTX: a client that initialises the way NVTX v3 does finds the library, and its ranges
+ * are phases (before: no tool, no phase table). */
+Test(harm, plain_preload_records_nvtx_ranges)
+{
+    cr_assert_eq(sh(E "unset NVTX_INJECTION64_PATH; " TRACED "\"$E\" nvtx && $G summary --no-symbols t.*.gmt"), 0);
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "nvtx: injected\n"), "%s", out);
+    cr_expect(strstr(out, "Device memory by phase") && strstr(out, "train_step"), "%s", out);
+    /* GPUMEMTRACE_NVTX=0 gives nothing, and the client runs as without a tool */
+    cr_assert_eq(sh(E "rm -f t.*; GPUMEMTRACE_NVTX=0 " TRACED "\"$E\" nvtx"), 0);
+    slurp("out", out, sizeof out);
+    cr_expect_str_eq(out, "nvtx: no tool\n");
+}
+
+/* Another tool named in the variable keeps it, with one warning. */
+Test(harm, another_nvtx_tool_keeps_its_place_with_one_warning)
+{
+    cr_assert_eq(sh(E "NVTX_INJECTION64_PATH=/opt/other/libtool.so " TRACED "\"$E\" nvtx"), 0);
+    slurp("out", out, sizeof out);
+    slurp("err", err, sizeof err);
+    cr_expect_str_eq(out, "nvtx: no tool\n", "the client loads the other tool (here: missing)");
+    cr_expect_eq(lines_with(err, "NVTX_INJECTION64_PATH=/opt/other/libtool.so is another tool's: "
+                                 "NVTX ranges are not recorded\n"), 1, "%s", err);
+    /* the library by another path is not another tool */
+    cr_assert_eq(sh(E "NVTX_INJECTION64_PATH=\"$B/../$(basename $B)/libgpumemtrace.so\" " TRACED "\"$E\" nvtx"), 0);
+    slurp("out", out, sizeof out);
+    slurp("err", err, sizeof err);
+    cr_expect_str_eq(out, "nvtx: injected\n");
+    cr_expect_str_empty(err);
+}
+
+/* The answer is the library's getenv's: the environment, and what a child inherits,
+ * stay as the program had them. A relative LD_PRELOAD is answered as an absolute path. */
+Test(harm, the_environment_and_children_are_unchanged)
+{
+    cr_assert_eq(sh(E "cp \"$L\" ./lib.so && LD_PRELOAD=./lib.so GPUMEMTRACE_OUTPUT=\"$W/t.%%p.gmt\" \"$E\" env"), 0);
+    slurp("out", out, sizeof out);
+    char want[3 * PATH_MAX];
+    snprintf(want, sizeof want, "getenv nvtx %s/lib.so\ngetenv nccl %s/lib.so\nin environ 0\nchild unset unset\n",
+             work, work);
+    cr_expect_str_eq(out, want);
+    cr_assert_eq(sh(E "GPUMEMTRACE_OFF=1 " TRACED "\"$E\" env"), 0);
+    slurp("out", out, sizeof out);
+    cr_expect_str_eq(out, "getenv nvtx (unset)\ngetenv nccl (unset)\nin environ 0\nchild unset unset\n");
+}
+
+/* NCCL's profiler plugin: the simulated NCCL loads NCCL_PROFILER_PLUGIN as NCCL 2.28
+ * does, through getenv (before: no NCCL_COLL_INFO without `run`). */
+Test(harm, plain_preload_loads_the_nccl_profiler_plugin)
+{
+    cr_assert_eq(sh(E "unset NCCL_PROFILER_PLUGIN; " TRACED "\"$B/fakes/progs/fake_nccl_1proc\" 1000 >/dev/null && "
+                    "$G dump t.*.gmt > dump.txt; grep -c NCCL_COLL_INFO dump.txt; grep -c SCOPE_ dump.txt"), 0);
+    int info = -1, scopes = -1;
+    slurp("out", out, sizeof out);
+    cr_assert_eq(sscanf(out, "%d %d", &info, &scopes), 2, "%s", out);
+    cr_expect_gt(info, 0, "no collective info");
+    cr_assert_eq(sh(E "rm -f t.*; GPUMEMTRACE_NCCL_PROFILER=0 " TRACED "\"$B/fakes/progs/fake_nccl_1proc\" 1000 "
+                    ">/dev/null && $G dump t.*.gmt > dump.txt; grep -c NCCL_COLL_INFO dump.txt; "
+                    "grep -c SCOPE_ dump.txt"), 0);
+    slurp("out", out, sizeof out);
+    cr_assert_eq(sscanf(out, "%d %d", &info, &scopes), 2, "%s", out);
+    cr_expect_eq(info, 0);
+    cr_expect_gt(scopes, 0);
+}
+
+/* The job and the ranks from a launcher's variables, as `run`'s job id gives them. */
+Test(harm, plain_preload_takes_job_and_rank_from_the_launcher)
+{
+    cr_assert_eq(sh(E "for r in 0 1; do TORCHELASTIC_RUN_ID=abc123 RANK=$r WORLD_SIZE=2 " TRACED
+                    "\"$E\" alloc 2 || exit 1; done; $G summary --no-symbols ."), 0);
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "2 with a rank") && strstr(out, "job torchelastic:abc123"), "%s", out);
+    cr_expect(strstr(out, "world size 2, every rank here"), "%s", out);
 }

@@ -1,4 +1,4 @@
-/* test_run.c: `gpumemtrace run` (status passed through, children traced, LD_PRELOAD kept) and `summary DIR`. */
+/* test_run.c: `gpumemtrace run` (status passed through, children traced, LD_PRELOAD kept, the records of a plain preload) and `summary DIR`. */
 #include "shell_test.h"
 
 TestSuite(run, .init = shell_setup, .fini = shell_teardown);
@@ -130,4 +130,24 @@ Test(run, two_runs_in_one_second_get_two_directories_and_two_job_ids)
     cr_expect_eq(atoi(out), 2, "two job ids: %s", out);
     /* a job id the user gives is kept */
     cr_expect_eq(sh("GPUMEMTRACE_JOB_ID=mine $G run -q -o u -- '%s/fakes/progs/fake_cudart' && $G dump u/*.gmt | grep -c 'GPUMEMTRACE_JOB_ID=mine'", build_dir), 0);
+}
+
+/* run is a convenience: a plain LD_PRELOAD of the same library records the same kinds of
+ * records, NCCL's profiler choices included; only the job id is run's own. */
+Test(run, records_what_a_plain_preload_records)
+{
+    const char *kinds = "$G dump \"$d\"/*.gmt | awk '$4 ~ /^[A-Z_]+$/ {print $4}' | sort -u | "
+                        "grep -v -e '^CHUNK$' -e '^TIME$'";
+    cr_assert_eq(sh("export FAKECUDA_DEVICES=2; unset NCCL_PROFILER_PLUGIN NVTX_INJECTION64_PATH; "
+                    "$G run -q -o r -- '%s/fakes/progs/fake_nccl_1proc' 1000 >/dev/null && mkdir p && "
+                    "LD_PRELOAD=\"$B/libgpumemtrace.so\" GPUMEMTRACE_OUTPUT=\"$W/p/t.%%p.gmt\" "
+                    "'%s/fakes/progs/fake_nccl_1proc' 1000 >/dev/null && "
+                    "d=r; %s > run.txt; d=p; %s > plain.txt; cat run.txt; diff run.txt plain.txt",
+                    build_dir, build_dir, kinds, kinds), 0, "the records differ");
+    char out[4096];
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "NCCL_COLL_INFO\n") && strstr(out, "SCOPE_"), "%s", out);
+    cr_expect_eq(sh("$G dump r/*.gmt | grep -c GPUMEMTRACE_JOB_ID; $G dump p/*.gmt | grep -c GPUMEMTRACE_JOB_ID"), 1);
+    slurp("out", out, sizeof out);
+    cr_expect_str_eq(out, "1\n0\n", "the job id is run's");
 }
