@@ -700,6 +700,16 @@ static inline void gmt_lib_leave(int saved_errno)
     gmt_ts.guard.in_lib--;
     errno = saved_errno;
 }
+/* The guard alone, for a caller that keeps errno itself (saved once around a whole hook,
+ * or given back on some paths only): a stack capture per allocation pays no second save. */
+static inline void gmt_lib_enter_keep_errno(void)
+{
+    gmt_ts.guard.in_lib++;
+}
+static inline void gmt_lib_leave_keep_errno(void)
+{
+    gmt_ts.guard.in_lib--;
+}
 
 static inline uint32_t gmt_current_scope(void)
 {

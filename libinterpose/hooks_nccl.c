@@ -53,9 +53,9 @@ static inline void *nccl_real(_Atomic(void *) *cache, const char *name, const vo
     void *p = gmt_hook_plt_cached(cache, GMT_LIB_NCCL);
     if (GMT_LIKELY(p != NULL))
         return p;
-    gmt_ts.guard.in_lib++;
+    gmt_lib_enter_keep_errno();
     p = gmt_hook_plt_slow(cache, GMT_LIB_NCCL, name, caller);
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave_keep_errno();
     return p;
 }
 
