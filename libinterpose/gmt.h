@@ -224,9 +224,10 @@ static inline bool gmt_writer_ready(void)
  * record made while the thread is already inside gmt_emit is counted as dropped. */
 GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
 /* Appends records whose dt fields are 0 (they take the thread's previous time), `size`
- * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
- * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
-GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
+ * bytes in all, at most 128, in one piece without reading the clock. When the fast path
+ * can't (no buffer yet, no room, inside gmt_emit) each goes through gmt_emit with
+ * `dt_offset` (where each of them has its dt field; 0: they have none). */
+GMT_HIDDEN void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset);
 /* gmt_emit at a time already past, `at` (ns, CLOCK_MONOTONIC): the record's dt is
  * measured to it, or 0 when the thread's clock is past it already. The slow way only. */
 GMT_HIDDEN void gmt_emit_at(void *rec, size_t dt_offset, uint64_t at);

@@ -138,10 +138,9 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
     _Static_assert(sizeof r.b % GMT_ALIGN == 0 && sizeof r.e % GMT_ALIGN == 0 &&
                        sizeof r == sizeof r.b + sizeof r.e,
                    "the two records back to back, each padded");
-    if (GMT_LIKELY(gmt_emit_untimed(&r, sizeof r)))
-        return;
-    gmt_emit(&r.b, offsetof(struct gmt_rec_scope_begin, dt));
-    gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+    _Static_assert(offsetof(struct gmt_rec_scope_begin, dt) == offsetof(struct gmt_rec_scope_end, dt),
+                   "one dt offset for both");
+    gmt_emit_untimed(&r, sizeof r, offsetof(struct gmt_rec_scope_begin, dt));
 }
 
 /* ---- repeated groups ----

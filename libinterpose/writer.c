@@ -924,12 +924,21 @@ __attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
 
 /*
  * Records that take the thread's previous time (their dt fields hold 0 already), appended
- * as one piece without reading the clock: the fast path of gmt_emit less the clock. False
- * when that path can't take them (the caller then emits them one by one with gmt_emit).
+ * as one piece without reading the clock: the fast path of gmt_emit less the clock. When
+ * that path can't take them, each goes the way of gmt_emit, timed at dt_offset.
  */
-bool gmt_emit_untimed(const void *recs, uint32_t size)
+void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset)
 {
-    return emit_fast(recs, size, 0, false);
+    if (GMT_LIKELY(emit_fast(recs, size, 0, false)))
+        return;
+    for (uint32_t at = 0; at + sizeof(struct gmt_rec) <= size;) {
+        struct gmt_rec *h = (struct gmt_rec *)(void *)((char *)recs + at);
+        uint32_t n = h->size;
+        if (n < sizeof *h)
+            break;
+        gmt_emit(h, dt_offset);
+        at += n;
+    }
 }
 
 
