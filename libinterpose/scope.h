@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "driver.h"
 #include "gmt.h"
 
 /* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
@@ -269,24 +270,5 @@ static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
 }
 /* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
 GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
-
-/* ---- driver.c: the driver functions the library calls itself ---- */
-/* The device of the calling thread's current context, -1 when none or no driver. */
-GMT_HIDDEN int gmt_driver_current_device(void);
-/* 0 and `device`'s free and total bytes, or -1: nothing was sampled (no driver, no
- * context on that device). Never creates a context: another device's primary context is
- * used only if active, and the caller's current context is left as it was. */
-GMT_HIDDEN int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b);
-/* 1 when `stream` (0: the thread's per-thread default stream) is capturing, with the
- * graph being captured in *graph (0 when the driver can't say); 0 otherwise. */
-GMT_HIDDEN int gmt_driver_capturing(uint64_t stream, uint64_t *graph);
-/* 0 and `device`'s four graph-memory figures (cuDeviceGetGraphMemAttribute: used
- * current, used high, reserved current, reserved high, bytes), or -1. */
-GMT_HIDDEN int gmt_driver_graph_mem(int device, uint64_t out[4]);
-/* The same for the calling thread's current device only (-1 when `device` is not it),
- * asked in relaxed stream-capture mode: the allocating thread's samples. */
-GMT_HIDDEN int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b);
-/* 0 and `device`'s PCI bus id ("0000:65:00.0") in buf, or -1. Needs no context. */
-GMT_HIDDEN int gmt_driver_pci_bus_id(int device, char *buf, int len);
 
 #endif
