@@ -9,6 +9,7 @@
 #include "gmt.h"
 #include "hooks.h"
 #include "nccl_abi.h"
+#include "nccl_call.h"
 
 /* gmt_ts.nccl.in_op: the op of the wrapper currently inside its real call on this thread.
  * A profiler's ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that

@@ -1,4 +1,4 @@
-/* scope.h: what the files behind gmt.h's scope interface share (scope.c, group.c, claims.c, sampling.c, driver.c), grouped by the file that defines it. */
+/* scope.h: what the files behind nccl_call.h's scope interface share (scope.c, group.c, claims.c, sampling.c), grouped by the file that defines it. */
 #ifndef GMT_SCOPE_H
 #define GMT_SCOPE_H
 
@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "gmt.h"
+#include "nccl_call.h"
 
 /* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
  * a scope tracks: one bit each in a frame's masks. */
@@ -16,6 +17,20 @@
 #define MAX_DEV ((int)(8 * sizeof gmt_ts.scope.frames[0].devmask))
 
 /* ---- scope.c ---- */
+
+/* A loop call has its begin's time read with odds 1 in GMT_CALL_TIMED_EVERY, drawn from
+ * the thread's xorshift state (at random: a loop that cycles through 8 sizes must not
+ * have one size timed at every turn and the others never). */
+#define GMT_CALL_TIMED_EVERY 8
+static inline bool gmt_call_timed(uint32_t *state)
+{
+    uint32_t x = *state ? *state : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *state = x;
+    return (x & (GMT_CALL_TIMED_EVERY - 1)) == 0;
+}
 
 /* Small lock-free tables: open addressing on 64-bit keys, never deleted. */
 #define GMT_PROBES 16
