@@ -258,10 +258,10 @@ GMT_EMIT_FIXED(GMT_X)
 GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
 /*
  * Deferred records. A client of the writer may hold records of the calling thread back, to
- * write them later or as one record that stands for them (group.c does: the members of a
- * repeated group). While it holds any, it keeps GMT_WRITER_DEFERRED set in
- * gmt_ts.writer.deferred; the byte is the client's, the writer only tests that bit. The
- * writer keeps the thread's records in order by calling the client's two hooks:
+ * write them later or as one record that stands for them. While it holds any, it keeps
+ * GMT_WRITER_DEFERRED set in gmt_ts.writer.deferred; the byte is the client's (deferred.c
+ * owns it for its two clients, deferred.h), the writer only tests that bit. The writer
+ * keeps the thread's records in order by calling the client's two hooks:
  *   gmt_deferred_write()  write what you hold back now (through gmt_emit and its kin).
  *       Called before any other record of the thread is appended (the fast path refuses
  *       while the bit is set; the slow path calls it first), and before the thread's
@@ -271,17 +271,13 @@ GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
  *       new stretch of it: nothing written later may refer back past it. Returns how many
  *       records the client held back and loses with it (counted as dropped).
  * Both may run in a signal handler that interrupted the client: the client makes its
- * state changes safe against that (group.c: "Signals").
+ * state changes safe against that (group.c: "Signals"). deferred.c defines both.
  */
 #define GMT_WRITER_DEFERRED 1
 GMT_HIDDEN void gmt_deferred_write(void);
 GMT_HIDDEN unsigned gmt_deferred_lost(void);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
-/* scope.c, for the writer's deferred-records hooks (group.c's, which pass the CALL state
- * on): write the held begin now (a spill), or forget it (it is lost). */
-GMT_HIDDEN void gmt_scope_call_spill(void);
-GMT_HIDDEN unsigned gmt_scope_call_lost(void);
 /* Writes END and closes. */
 GMT_HIDDEN void gmt_writer_finish(void);
 /* exec: before the real call, every buffer is flushed and END written, with the file
@@ -500,11 +496,7 @@ struct gmt_claims {
     uint8_t hint[8];    /* by device % 8: the index of its claim, checked at every use */
 };
 
-/* group.c: repeated groups (below) */
-/* CALL: scope.c holds back a loop call's SCOPE_BEGIN (scope.c, "one record per call"). */
-enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD, GMT_REP_CALL };
-_Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1) && (GMT_REP_CALL & 1),
-               "MATCH and CALL alone hold records back (GMT_WRITER_DEFERRED, below)");
+/* group.c: repeated groups (nccl_call.h); the state is the deferred byte's (deferred.h) */
 #define GMT_REP_MAX 8
 struct gmt_rep_member {            /* what the short way writes of a member, 32 bytes */
     uint64_t comm, count, stream;
@@ -578,7 +570,7 @@ struct gmt_writer_thread {
     uint8_t in_emit;        /* inside gmt_emit: a signal handler's record is dropped */
     uint8_t opening;        /* this thread writes the file's preamble */
     uint8_t deferred;       /* deferred records (the writer's contract, below): the
-                             * client's byte; group.c keeps its GMT_REP_* state in it */
+                             * client's byte, enum gmt_defer (deferred.h) */
 };
 
 /* The re-entrancy guards every hook reads (the first line). */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "deferred.h"
 #include "gmt.h"
 
 /* ---- scope.c and group.c: NCCL contexts on the calling thread ---- */
@@ -37,7 +38,7 @@ GMT_HIDDEN void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_i
 /* ---- group.c: repeated groups ---- */
 /* A user group whose members are those of the thread's previous group again is written
  * as GROUP_REPEAT (group.c, "repeated groups"). While the members of an open group still
- * match (GMT_REP_MATCH), those that returned are held back: group.c is the writer's
+ * match (GMT_DEFER_MATCH), those that returned are held back: group.c is the writer's
  * deferred-records client (gmt_deferred_write writes them, gmt_deferred_lost forgets the
  * template). gmt_scope_repeat_pre: a member that matches the next one of the template:
  * its index; else -1 (the matched ones are written, the member goes the usual way).
@@ -64,7 +65,7 @@ static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t c
     }
     /* Not the next member: the matched ones are written, and recording goes on from here
      * (this member may still join the template, the short way). */
-    gmt_deferred_write();
+    gmt_group_spill();
     return -1;
 }
 static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t comm,
@@ -74,7 +75,7 @@ static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t com
     if (GMT_LIKELY(result == gmt_ts.rep.m[index].result)) {
         gmt_ts.rep.done = (uint8_t)(index + 1);
         atomic_signal_fence(memory_order_seq_cst);
-        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH))
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_DEFER_MATCH))
             return; /* written (as GROUP_REPEAT) at the group's end */
     }
     gmt_scope_repeat_post_slow(index, op, comm, count, datatype, peer, stream, result);
@@ -101,7 +102,7 @@ gmt_call_begin(struct gmt_call *c, enum gmt_op op, uint64_t comm, uint64_t count
     c->scope = 0;
     if (in_group) {
         /* a training loop's group: laid out as the straight path through the wrapper */
-        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) &&
+        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_DEFER_MATCH) &&
             GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, comm, count, datatype, peer,
                                                          stream)) >= 0))
             return;

@@ -240,7 +240,9 @@ static void fork_child(void)
 {
     gmt_claims_fork_child();
     gmt_ts.scope.depth = 0;
-    gmt_deferred_lost(); /* the parent's groups are not in the child's file */
+    /* the parent's held call and groups are not in the child's file */
+    gmt_scope_call_lost();
+    gmt_group_lost();
     atomic_fetch_add_explicit(&gmt_hot.scope.comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
@@ -322,9 +324,9 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
 {
     if (!gmt_writer_ready())
         return 0;
-    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_REP_CALL))
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_DEFER_CALL))
         gmt_scope_call_spill(); /* a signal handler's call inside a held one: that goes first */
-    else if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
+    else if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_DEFER_OFF))
         gmt_group_stop(); /* a scope inside a group: not a plain member */
     uint32_t id = new_id();
     struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
@@ -399,12 +401,12 @@ static void held_begin_write(const struct held_copy *c, uint32_t id)
 __attribute__((cold)) void gmt_scope_call_spill(void)
 {
     struct gmt_held_call *h = gmt_writer_held();
-    if (gmt_ts.writer.deferred != GMT_REP_CALL || !gmt_ts.call.ready || !h)
+    if (gmt_ts.writer.deferred != GMT_DEFER_CALL || !gmt_ts.call.ready || !h)
         return; /* none held, or its slot is being written: the other record goes first */
     struct held_copy c = held_get(h);
     uint32_t id = gmt_ts.call.id;
-    uint8_t call = GMT_REP_CALL;
-    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
+    uint8_t call = GMT_DEFER_CALL;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_DEFER_OFF, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
     gmt_ts.call.spilled = 1;
@@ -421,8 +423,8 @@ __attribute__((cold)) void gmt_scope_call_spill(void)
 unsigned gmt_scope_call_lost(void)
 {
     gmt_ts.call.has_prev = 0;
-    uint8_t call = GMT_REP_CALL;
-    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
+    uint8_t call = GMT_DEFER_CALL;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_DEFER_OFF, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return 0;
     gmt_ts.call.ready = 0;
@@ -534,7 +536,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
     int device = m->device;
     if (GMT_UNLIKELY(!comm || m->comm != comm || m->gen != gen || gmt_ts.scope.depth != 0 ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != GMT_WRITER_OPEN ||
-                     gmt_ts.writer.deferred != GMT_REP_OFF || (unsigned)op >= 64 ||
+                     gmt_ts.writer.deferred != GMT_DEFER_OFF || (unsigned)op >= 64 ||
                      !((m->ops_seen >> op) & 1) || (unsigned)device >= MAX_DEV))
         return begin_any(op, comm, count, datatype, peer, stream);
     int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
@@ -547,7 +549,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
     if (GMT_LIKELY(h && !gmt_hot.options.no_compact)) {
         /* CALL before the slot: a signal handler's records and NCCL calls from here on
          * take the slow way, which leaves the slot to us until it is ready */
-        gmt_ts.writer.deferred = GMT_REP_CALL;
+        gmt_ts.writer.deferred = GMT_DEFER_CALL;
         atomic_signal_fence(memory_order_seq_cst);
         uint32_t id = new_id();
         /* one call in GMT_CALL_TIMED_EVERY has its begin's time read (the clock is a
@@ -645,7 +647,7 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
 {
     uint8_t st = gmt_ts.writer.deferred;
     if (GMT_UNLIKELY(!scope_id || gmt_ts.scope.depth != 1 || gmt_ts.scope.frames[0].id != scope_id ||
-                     gmt_ts.scope.frames[0].memmask || (st != GMT_REP_OFF && st != GMT_REP_CALL) ||
+                     gmt_ts.scope.frames[0].memmask || (st != GMT_DEFER_OFF && st != GMT_DEFER_CALL) ||
                      scope_id == gmt_ts.rep.repeated)) {
         end_any(scope_id, op, result);
         return;
@@ -656,7 +658,7 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.scope.depth = 0;
     struct gmt_held_call *h = gmt_writer_held();
-    if (st == GMT_REP_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id && h)) {
+    if (st == GMT_DEFER_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id && h)) {
         /* The begin back from the slot, unless a spill wrote it: no spill can come
          * after the store of OFF, and one between the load and it says so. The fields
          * are read first: after the store, a signal handler's call may take the slot. */
@@ -664,10 +666,10 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
         gmt_ts.call.spilled = 0;
         atomic_signal_fence(memory_order_seq_cst);
         st = gmt_ts.writer.deferred;
-        gmt_ts.writer.deferred = GMT_REP_OFF;
+        gmt_ts.writer.deferred = GMT_DEFER_OFF;
         atomic_signal_fence(memory_order_seq_cst);
         gmt_ts.call.ready = 0;
-        if (GMT_LIKELY(st == GMT_REP_CALL && !gmt_ts.call.spilled)) {
+        if (GMT_LIKELY(st == GMT_DEFER_CALL && !gmt_ts.call.spilled)) {
             atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
             held_end_write(&c, op, scope_id, result);
             return;

@@ -166,7 +166,7 @@ GMT_HIDDEN void gmt_group_close_late(uint32_t scope_id);
 /* At the end of scope `scope_id`, before its frame is popped. */
 static inline void gmt_group_scope_end(uint32_t scope_id)
 {
-    if (gmt_ts.writer.deferred != GMT_REP_OFF && scope_id == gmt_ts.rep.group)
+    if (gmt_ts.writer.deferred != GMT_DEFER_OFF && scope_id == gmt_ts.rep.group)
         gmt_group_close_late(scope_id);
     if (scope_id == gmt_ts.rep.repeated)
         gmt_ts.rep.repeated = 0;
