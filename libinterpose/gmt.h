@@ -231,11 +231,17 @@ GMT_HIDDEN void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset);
 /* gmt_emit at a time already past, `at` (ns, CLOCK_MONOTONIC): the record's dt is
  * measured to it, or 0 when the thread's clock is past it already. The slow way only. */
 GMT_HIDDEN void gmt_emit_at(void *rec, size_t dt_offset, uint64_t at);
-/* The fast path alone for a SCOPE_END in call form (32..64 bytes, its dt and duration
- * filled here: the begin it stands for was at `begin` ns, or at the thread's previous
- * time if that is later; `begin` 0: the call was not timed, duration 0). False when it
- * can't take it: nothing was written. */
-GMT_HIDDEN bool gmt_emit_call(struct gmt_rec_scope_call *r, uint64_t begin);
+/* Spans: a record written at the end of what it stands for, with its dt and its duration
+ * filled here. A span record has its dt (uint32, ns) at GMT_SPAN_DT and its duration
+ * (uint32, ns) at GMT_SPAN_DURATION, `size` bytes of at most GMT_SPAN_COPY, and the
+ * caller's buffer holds GMT_SPAN_COPY bytes (copied whole: a few fixed moves). The span
+ * began at `begin` ns, or at the thread's previous time if that is later; `begin` 0: its
+ * begin was not timed, duration 0. The fast path alone: false when it can't take the
+ * record, and nothing was written. */
+#define GMT_SPAN_DT 8
+#define GMT_SPAN_DURATION 20
+#define GMT_SPAN_COPY 64
+GMT_HIDDEN bool gmt_emit_span(void *rec, uint32_t size, uint64_t begin);
 /* gmt_emit_rec(&rec): one call for the fixed-size timed records of the hot paths
  * (SCOPE_BEGIN, SCOPE_END, ALLOC_SMALL, a FREE without its extension). The record's type
  * picks its size and dt field at compile time: the fast path copies a fixed length with
@@ -276,6 +282,42 @@ GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
 #define GMT_WRITER_DEFERRED 1
 GMT_HIDDEN void gmt_deferred_write(void);
 GMT_HIDDEN unsigned gmt_deferred_lost(void);
+/*
+ * A slot per thread that other threads can read: at the head of the thread's buffer
+ * (gmt_writer_slot), which outlives the thread. Its client (scope.c: a loop call held
+ * back) writes its words between gmt_slot_write_begin and _end, word[0] last: word[0] != 0
+ * names what the slot holds, and the client stores 0 there when it holds nothing. The
+ * writer reads other threads' slots whole (the sequence count unchanged, and word[0]
+ * too) and, for each that holds something, calls the client's hook
+ *   gmt_slot_note_open(word, seq, tid, note, now, min_age_ns)
+ *       "note what is open": write (on the calling thread, with gmt_emit) what the slot's
+ *       thread tid is in, and say whether it did. `note` is the noting side's words of
+ *       that slot (what it saw, what it wrote). min_age_ns: a tick, from the background
+ *       thread (what has been open that long); 0 at a crash, exit or exec (all of it).
+ * The writer clears word[0] of every slot in a fork child.
+ */
+#define GMT_SLOT_WORDS 6
+#define GMT_SLOT_NOTE_WORDS 4
+struct gmt_writer_slot {
+    _Atomic uint32_t seq;                        /* odd while the owner writes */
+    uint32_t reserved;
+    _Atomic uint64_t word[GMT_SLOT_WORDS];       /* the owner's */
+    _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS];  /* the noting side's */
+};
+static inline uint32_t gmt_slot_write_begin(struct gmt_writer_slot *s)
+{
+    uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    return seq;
+}
+static inline void gmt_slot_write_end(struct gmt_writer_slot *s, uint32_t seq)
+{
+    atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+GMT_HIDDEN bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq,
+                                   uint32_t tid, _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS],
+                                   uint64_t now, uint64_t min_age_ns);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -532,23 +574,6 @@ _Static_assert(offsetof(struct gmt_rep_member, peer) == 24 &&
                "gmt_scope_repeat_pre reads peer, datatype, result and op as one word");
 _Static_assert(offsetof(struct gmt_rep, m) == 64, "the header in one line");
 
-/*
- * A loop call's SCOPE_BEGIN held back (scope.c): where the writer's flusher, and a thread
- * that crashes or exits, can read it to write a SCOPE_OPEN for a call that has not
- * returned. It lives at the start of the thread's buffer (gmt_writer_held), which
- * outlives the thread; the owner writes it under `seq` (odd while it does) and names the
- * call in `open_id` (0: none held) after the rest.
- */
-struct gmt_held_call {
-    _Atomic uint32_t seq;
-    _Atomic uint32_t open_id;      /* the held scope's id; 0 none */
-    _Atomic uint32_t op;
-    _Atomic uint32_t noted;        /* the flusher's: the last id it wrote a SCOPE_OPEN for */
-    _Atomic uint64_t begin_ns;     /* the call's begin, ns; 0: not timed (scope.c) */
-    _Atomic uint64_t comm, count, stream;
-    _Atomic int32_t datatype, peer;
-};
-
 /* scope.c's words of a loop call written as one record: the held begin's id (also in the
  * held slot, which the fast end does not read for it), whether it is complete, whether a
  * spill wrote it, and the previous call form's fields (format 2.5: the fields a call form
@@ -631,11 +656,11 @@ _Static_assert(offsetof(struct gmt_thread_state, rep) == 64 + sizeof(struct gmt_
 _Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
-/* The calling thread's held-call slot (struct gmt_held_call), NULL before its first
- * record: the head of its buffer. */
-static inline struct gmt_held_call *gmt_writer_held(void)
+/* The calling thread's slot (struct gmt_writer_slot), NULL before its first record: the
+ * head of its buffer. */
+static inline struct gmt_writer_slot *gmt_writer_slot(void)
 {
-    return (struct gmt_held_call *)(void *)gmt_ts.writer.buf;
+    return (struct gmt_writer_slot *)(void *)gmt_ts.writer.buf;
 }
 
 #define GMT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))

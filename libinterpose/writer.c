@@ -34,8 +34,8 @@ enum { BUF_IDLE, BUF_FLUSHING, BUF_SEALED };
  * the unflushed amount and neither wraps in practice.
  */
 struct buf {
-    struct gmt_held_call held;    /* the owner's held NCCL call (gmt.h): first, so that
-                                   * gmt_writer_held finds it at the buffer's address */
+    struct gmt_writer_slot slot;  /* the owner's slot (gmt.h): first, so that
+                                   * gmt_writer_slot finds it at the buffer's address */
     struct buf *next;             /* registry: push-only, never unlinked */
     _Atomic int in_use;           /* owned by a live thread */
     _Atomic int busy;             /* BUF_*: taken by CAS before writing to the file */
@@ -48,13 +48,10 @@ struct buf {
     _Atomic uint64_t oldest_ns;   /* time of the oldest unflushed record (an upper bound on its age) */
     uint64_t cap;                 /* bytes of data[], a multiple of GMT_ALIGN */
     size_t map_bytes;
-    /* an untimed held call (begin_ns 0) the flusher saw: its id, seq and when */
-    _Atomic uint32_t seen_id, seen_seq;
-    _Atomic uint64_t seen_ns;
     unsigned char data[] __attribute__((aligned(8)));
 };
 
-_Static_assert(offsetof(struct buf, held) == 0, "gmt_writer_held: the slot heads the buffer");
+_Static_assert(offsetof(struct buf, slot) == 0, "gmt_writer_slot: the slot heads the buffer");
 
 /* gmt_hot.writer.state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
  * (gmt_writer_ready), GMT_WRITER_OPEN being ST_OPEN. */
@@ -241,71 +238,41 @@ static void write_deferred(void)
         gmt_deferred_write();
 }
 
-/* ---- NCCL calls in progress: a SCOPE_OPEN for each held begin (gmt.h) ---- */
+/* ---- the slots: what other threads are in (gmt.h) ---- */
 
-/* b's held call as its SCOPE_OPEN: false when none is held or its owner is rewriting it
- * (a reading taken between the owner's stores of `seq`, or after its call ended, is
- * refused by the second look). */
-static bool held_read(struct buf *b, struct gmt_rec_scope_open *o, uint32_t *seq)
+/* b's slot whole in word[]: false when it holds nothing or its owner is rewriting it (a
+ * reading taken between the owner's stores of `seq`, or after it let go, is refused by
+ * the second look). */
+static bool slot_read(struct buf *b, uint64_t word[GMT_SLOT_WORDS], uint32_t *seq)
 {
-    struct gmt_held_call *h = &b->held;
-    uint32_t s1 = *seq = atomic_load_explicit(&h->seq, memory_order_acquire);
-    uint32_t id = atomic_load_explicit(&h->open_id, memory_order_relaxed);
-    if ((s1 & 1) || !id)
+    struct gmt_writer_slot *sl = &b->slot;
+    uint32_t s1 = *seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
+    uint64_t w0 = atomic_load_explicit(&sl->word[0], memory_order_relaxed);
+    if ((s1 & 1) || !w0)
         return false;
-    *o = (struct gmt_rec_scope_open){
-        .h = {GMT_REC_SCOPE_OPEN, (uint16_t)atomic_load_explicit(&h->op, memory_order_relaxed),
-              sizeof *o},
-        .time_ns = atomic_load_explicit(&h->begin_ns, memory_order_relaxed),
-        .tid = atomic_load_explicit(&b->tid, memory_order_relaxed),
-        .scope_id = id,
-        .comm = atomic_load_explicit(&h->comm, memory_order_relaxed),
-        .count = atomic_load_explicit(&h->count, memory_order_relaxed),
-        .stream = atomic_load_explicit(&h->stream, memory_order_relaxed),
-        .datatype = atomic_load_explicit(&h->datatype, memory_order_relaxed),
-        .peer = atomic_load_explicit(&h->peer, memory_order_relaxed),
-    };
+    for (int i = 0; i < GMT_SLOT_WORDS; i++)
+        word[i] = atomic_load_explicit(&sl->word[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&h->seq, memory_order_relaxed) == s1 &&
-           atomic_load_explicit(&h->open_id, memory_order_relaxed) == id;
+    return atomic_load_explicit(&sl->seq, memory_order_relaxed) == s1 &&
+           atomic_load_explicit(&sl->word[0], memory_order_relaxed) == w0 && word[0] == w0;
 }
 
-/* Writes (on the calling thread) a SCOPE_OPEN for every other thread's held call that
- * has none yet and began at least min_age_ns before now: the flusher's, for a call that
- * runs long (a hang shows in the file), and a crash's or exit's (min_age_ns 0), for the
- * calls the process dies in. An untimed call (no begin_ns) counts as that old once the
- * flusher saw it held at two ticks; its SCOPE_OPEN then says the first, the earliest
- * instant the call is known to have been in (or, unseen, now). The calling thread's own
- * held call is its deferred record (write_deferred). Returns how many it wrote. */
+/* Hands every other thread's slot that holds something to its client's hook, which
+ * writes (on the calling thread) what is open: the flusher's, with min_age_ns a tick (a
+ * call that runs long: a hang shows in the file), and a crash's, exit's or exec's
+ * (min_age_ns 0), for what the process dies in. The calling thread's own slot is its
+ * deferred record (write_deferred). Returns how many records the hook wrote. */
 static int note_open_calls(uint64_t min_age_ns)
 {
     int n = 0;
     uint64_t now = gmt_now_ns();
     for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
-        struct gmt_rec_scope_open o;
+        uint64_t word[GMT_SLOT_WORDS];
         uint32_t seq;
-        if (b == gmt_ts.writer.buf || !held_read(b, &o, &seq) ||
-            atomic_load_explicit(&b->held.noted, memory_order_relaxed) == o.scope_id)
+        if (b == gmt_ts.writer.buf || !slot_read(b, word, &seq))
             continue;
-        if (!o.time_ns) {
-            bool seen = atomic_load_explicit(&b->seen_id, memory_order_relaxed) == o.scope_id &&
-                        atomic_load_explicit(&b->seen_seq, memory_order_relaxed) == seq;
-            if (seen) {
-                o.time_ns = atomic_load_explicit(&b->seen_ns, memory_order_relaxed);
-            } else if (min_age_ns) {
-                atomic_store_explicit(&b->seen_id, o.scope_id, memory_order_relaxed);
-                atomic_store_explicit(&b->seen_seq, seq, memory_order_relaxed);
-                atomic_store_explicit(&b->seen_ns, now, memory_order_relaxed);
-                continue;
-            } else {
-                o.time_ns = now;
-            }
-        } else if (min_age_ns && (now < o.time_ns || now - o.time_ns < min_age_ns)) {
-            continue;
-        }
-        gmt_emit(&o, 0);
-        atomic_store_explicit(&b->held.noted, o.scope_id, memory_order_relaxed);
-        n++;
+        n += gmt_slot_note_open(word, seq, atomic_load_explicit(&b->tid, memory_order_relaxed),
+                                b->slot.note, now, min_age_ns);
     }
     return n;
 }
@@ -822,18 +789,18 @@ static inline __attribute__((always_inline)) uint32_t emit_flags(void)
 #endif
 }
 
-/* The fast path of both emits: `size` bytes of records (at most 128) from a thread that
+/* The fast path of every emit: `size` bytes of records (at most 128) from a thread that
  * has its buffer, with the file open and room before the ring's end. timed (a constant
  * at each call): the first record's dt at dt_offset is filled from the clock, which must
  * fit it; else the records keep their dt fields (0: the thread's previous time) and the
- * clock is not read. False: nothing was written, the caller takes the slow way. */
-/* And for a SCOPE_END in call form (call: a constant) its duration too: from the later
- * of `begin` and the thread's previous time, so that the begin it stands for is never
- * before that record (and the duration never more than dt); at least 1 ns (0 says "not
- * timed") unless dt is 0; and 0 when begin is 0 (an untimed call). */
-static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec, uint32_t size,
-                                                                size_t dt_offset, bool timed,
-                                                                bool call, uint64_t begin)
+ * clock is not read. False: nothing was written, the caller takes the slow way.
+ * For a span (span: a constant) its duration too: from the later of `begin` and the
+ * thread's previous time, so that the begin it stands for is never before that record
+ * (and the duration never more than dt); at least 1 ns (0 says "not timed") unless dt is
+ * 0; and 0 when begin is 0 (its begin was not timed). */
+static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
+                                                           size_t dt_offset, bool timed,
+                                                           bool span, uint64_t begin)
 {
     /* The clock first, while little else is live: a signal handler's record after it
      * takes a later time, and ours then gets dt 0 (below). */
@@ -854,8 +821,8 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
     if (!timed)
         now = clock;
     uint64_t from = begin > clock ? begin : clock;
-    /* a call form is copied whole (64 bytes, a few moves), its record only `size` of it */
-    uint32_t copy = call ? (uint32_t)sizeof(struct gmt_rec_scope_call) : size;
+    /* a span is copied whole (GMT_SPAN_COPY bytes, a few moves), its record only `size` */
+    uint32_t copy = span ? GMT_SPAN_COPY : size;
     if (GMT_UNLIKELY(head - tail + copy > b->cap || copy >= b->cap - b->at ||
                      (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
@@ -863,8 +830,8 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
         return false;
     }
     unsigned char *dst = b->data + b->at;
-    if (call)
-        __builtin_memcpy(dst, rec, sizeof(struct gmt_rec_scope_call));
+    if (span)
+        __builtin_memcpy(dst, rec, GMT_SPAN_COPY);
     else if (__builtin_constant_p(size))
         __builtin_memcpy(dst, rec, size); /* gmt_emit_rec's: a few moves */
     else
@@ -875,13 +842,13 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
         uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
         memcpy(dst + dt_offset, &dt, sizeof dt);
         gmt_ts.writer.clock = clock + dt;
-        if (call) {
+        if (span) {
             uint32_t duration = 0;
             if (begin) {
                 duration = now > from ? (uint32_t)(now - from) : 0;
                 duration += duration == 0 && dt > 0;
             }
-            memcpy(dst + offsetof(struct gmt_rec_scope_end, duration), &duration, sizeof duration);
+            memcpy(dst + GMT_SPAN_DURATION, &duration, sizeof duration);
         }
     }
     if (head == tail)
@@ -893,18 +860,12 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
     return true;
 }
 
-static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
-                                                           size_t dt_offset, bool timed)
-{
-    return emit_fast_call(rec, size, dt_offset, timed, false, 0);
-}
-
 /* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit
  * (one copy of it: a training loop's calls run through few lines of code). False when
  * that path can't take them. */
 static __attribute__((noinline, hot)) bool emit_timed(void *recs, uint32_t size, size_t dt_offset)
 {
-    return emit_fast(recs, size, dt_offset, true);
+    return emit_fast(recs, size, dt_offset, true, false, 0);
 }
 
 /*
@@ -929,7 +890,7 @@ __attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
  */
 void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset)
 {
-    if (GMT_LIKELY(emit_fast(recs, size, 0, false)))
+    if (GMT_LIKELY(emit_fast(recs, size, 0, false, false, 0)))
         return;
     for (uint32_t at = 0; at + sizeof(struct gmt_rec) <= size;) {
         struct gmt_rec *h = (struct gmt_rec *)(void *)((char *)recs + at);
@@ -948,7 +909,7 @@ void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset)
     __attribute__((hot)) void gmt_emit_rec_##name(struct gmt_rec_##name *r)                  \
     {                                                                                        \
         size_t off = offsetof(struct gmt_rec_##name, dt_field);                              \
-        if (GMT_UNLIKELY(!emit_fast(r, sizeof *r, off, true)))                               \
+        if (GMT_UNLIKELY(!emit_fast(r, sizeof *r, off, true, false, 0)))                     \
             emit_slow(&r->h, off);                                                           \
     }
 GMT_EMIT_FIXED(GMT_X)
@@ -956,13 +917,12 @@ GMT_EMIT_FIXED(GMT_X)
 
 __attribute__((hot)) bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r)
 {
-    return emit_fast(r, sizeof *r, 0, false);
+    return emit_fast(r, sizeof *r, 0, false, false, 0);
 }
 
-__attribute__((hot)) bool gmt_emit_call(struct gmt_rec_scope_call *r, uint64_t begin)
+__attribute__((hot)) bool gmt_emit_span(void *rec, uint32_t size, uint64_t begin)
 {
-    return emit_fast_call(r, r->e.h.size, offsetof(struct gmt_rec_scope_end, dt), true, true,
-                          begin);
+    return emit_fast(rec, size, GMT_SPAN_DT, true, true, begin);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
@@ -1154,8 +1114,8 @@ void gmt_writer_fork_child(void)
         b->at = head % b->cap;
         atomic_store(&b->busy, BUF_IDLE);
         atomic_store(&b->in_use, 0);
-        /* the parent's threads' calls are not in the child's file */
-        atomic_store(&b->held.open_id, 0);
+        /* what the parent's threads were in is not in the child's file */
+        atomic_store(&b->slot.word[0], 0);
     }
     gmt_ts.writer.buf = NULL;
     t_tid = 0;
