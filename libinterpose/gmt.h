@@ -318,6 +318,21 @@ static inline void gmt_slot_write_end(struct gmt_writer_slot *s, uint32_t seq)
 GMT_HIDDEN bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq,
                                    uint32_t tid, _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS],
                                    uint64_t now, uint64_t min_age_ns);
+/* Runs fn when the file opens (registered at init, each once, at most 4 of each kind):
+ * preamble ones first, whose records go straight to the file before any chunk and belong
+ * to no thread (the module map), then the others (the worker's start). */
+GMT_HIDDEN void gmt_writer_on_open(void (*fn)(void), bool preamble);
+/* The worker's (worker.c): whether the file takes records (TAKING), may yet (WAITING: not
+ * open yet, or in exec) or never will again (DONE). */
+enum { GMT_WRITER_WAITING, GMT_WRITER_TAKING, GMT_WRITER_DONE };
+GMT_HIDDEN int gmt_writer_phase(void);
+/* The worker's tick, while the file takes records: flushes each buffer whose oldest record
+ * is about age_ns old or that is an eighth full, and notes what other threads are in
+ * (the slots, min_age_ns = age_ns). Returns how full the fullest buffer was, in 16ths. */
+GMT_HIDDEN unsigned gmt_writer_tick(uint64_t now, uint64_t age_ns);
+/* Times a thread found its buffer full and flushed it itself (the worker then wakes at its
+ * shortest period). */
+GMT_HIDDEN unsigned long gmt_writer_owner_flushes(void);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
 /* Writes END and closes. */
@@ -331,6 +346,11 @@ GMT_HIDDEN void gmt_writer_exec_end(int token);
 /* In a fork child: drops the parent's buffers and file without writing; the child
  * opens its own file (flagged FORKED) at its first event. Called by init.c's atfork. */
 GMT_HIDDEN void gmt_writer_fork_child(void);
+
+/* ---- worker.c: the background thread ---- */
+/* Starts it once per process (again in a fork child); the writer runs it when the file
+ * opens. */
+GMT_HIDDEN void gmt_worker_start(void);
 
 /* ---- outfile.c: the trace file's name and its preamble ---- */
 /* The host name ("unknown" when it has none) and the rank the launcher set in the

@@ -108,6 +108,10 @@ static void fork_child(void)
 void gmt_init(void)
 {
     int saved = errno;
+    /* what runs when the trace file opens: the module map in its preamble, then the
+     * background thread */
+    gmt_writer_on_open(gmt_modules_write_all, true);
+    gmt_writer_on_open(gmt_worker_start, false);
     gmt_options_load();
     /* Also when off: the exec hooks call through whatever the options say. */
     gmt_exec_resolve();

@@ -61,7 +61,6 @@ static int g_forked;                    /* this process is a fork child of a tra
 static pid_t g_pid;                     /* the process that opened g_fd (a vfork child is not it) */
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
 static _Atomic uint64_t g_dropped;
-static _Atomic int g_flusher;           /* 0 none, 1 starting/running */
 /* Times a thread found its buffer full and flushed it itself: the flusher then wakes at
  * its shortest period (flusher_main). */
 static _Atomic unsigned long g_owner_flushes;
@@ -301,119 +300,77 @@ void gmt_writer_flush_all(void)
     errno = saved;
 }
 
-/* ---- the background flusher: bounds what a SIGKILL can lose ---- */
+/* ---- the worker's ticks (worker.c) ---- */
 
-/*
- * Every flush_ms/2 the flusher writes out what is at least that old. A thread that makes
- * records faster than its buffer holds them for that long (a tight NCCL loop writes
- * ~16 MB/s) would otherwise fill it and flush it itself, in the middle of the program's
- * call, tens of microseconds of write(2) at a time: so the flusher also takes any buffer
- * an eighth full, wakes at once every 250 us after a thread had to flush its own, wakes
- * twice as often while it finds a buffer a quarter full at a tick and half as often
- * while all stay under an eighth (up to flush_ms/2). The clock is still steered once
- * per flush_ms/2 (clock.c counts on that period).
- */
-#define FLUSHER_MIN_PERIOD_NS 250000u
-
-static void *flusher_main(void *arg)
+int gmt_writer_phase(void)
 {
-    (void)arg;
-    prctl(PR_SET_NAME, "gpumemtrace", 0, 0, 0);
-    uint64_t period_ns = 0, last_clock_tick = 0;
-    unsigned long owner_flushes = 0;
-    /* sampling.c's periodic device samples: the wake-up comes no later than the next */
-    uint64_t sample_wait = UINT64_MAX;
-    for (;;) {
-        long ms = gmt_opt.flush_ms > 1 ? gmt_opt.flush_ms : 2;
-        /* Wake every flush_ms/2 and flush what is at least flush_ms/2 old: a record then
-         * waits at most flush_ms (plus scheduling) before it is in the file. */
-        uint64_t half_ns = (uint64_t)ms * 500000u;
-        if (period_ns == 0 || period_ns > half_ns)
-            period_ns = half_ns;
-        uint64_t sleep_ns = sample_wait < period_ns ? sample_wait : period_ns;
-        struct timespec ts = { (time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u) };
-        while (nanosleep(&ts, &ts) && errno == EINTR) {
-        }
-        int st = atomic_load(&gmt_hot.writer.state);
-        if (st == ST_FAILED || st == ST_FINISHED)
-            break;
-        uint64_t now = gmt_now_ns();
-        /* the clock's tick: once per flush_ms/2, up to a quarter of it (at most 1 ms)
-         * early when the wake-up jitters */
-        uint64_t slack = half_ns / 4 < 1000000 ? half_ns / 4 : 1000000;
-        if (now - last_clock_tick + slack >= half_ns) {
-            gmt_clock_tick();
-            last_clock_tick = now = gmt_now_ns();
-        }
-        if (st != ST_OPEN)
-            continue;
-        uint64_t fullest = 0; /* in 1/16ths of a buffer, at this tick */
-        for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
-            uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
-            uint64_t used = head - atomic_load_explicit(&b->tail, memory_order_acquire);
-            if (used == 0)
-                continue;
-            uint64_t sixteenths = used * 16 / b->cap;
-            if (sixteenths > fullest)
-                fullest = sixteenths;
-            uint64_t oldest = atomic_load_explicit(&b->oldest_ns, memory_order_relaxed);
-            uint64_t age = now > oldest ? now - oldest : 0;
-            /* 1 ms early rather than a whole period late when the tick jitters. */
-            if (age + 1000000 < half_ns && sixteenths < 2)
-                continue;
-            /* The owner is flushing it already: its records are on their way. */
-            if (try_lock(b)) {
-                flush_locked(b, NULL, 0);
-                unlock(b);
-            }
-        }
-        /* a call in progress since before the last tick: its begin goes in the file */
-        if (note_open_calls(half_ns)) {
-            struct buf *mine = gmt_ts.writer.buf;
-            if (mine && try_lock(mine)) {
-                flush_locked(mine, NULL, 0);
-                unlock(mine);
-            }
-        }
-        sample_wait = gmt_sampler_tick(now);
-        gmt_version_note_static_runtime();
-        unsigned long of = atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
-        if (of != owner_flushes) {
-            owner_flushes = of;
-            period_ns = FLUSHER_MIN_PERIOD_NS;
-        } else if (fullest >= 4)
-            period_ns = period_ns / 2 > FLUSHER_MIN_PERIOD_NS ? period_ns / 2 : FLUSHER_MIN_PERIOD_NS;
-        else if (fullest < 2)
-            period_ns = period_ns * 2 < half_ns ? period_ns * 2 : half_ns;
-    }
-    atomic_store(&g_flusher, 0);
-    return NULL;
+    int st = atomic_load(&gmt_hot.writer.state);
+    if (st == ST_FAILED || st == ST_FINISHED)
+        return GMT_WRITER_DONE;
+    return st == ST_OPEN ? GMT_WRITER_TAKING : GMT_WRITER_WAITING;
 }
 
-static void start_flusher(void)
+unsigned long gmt_writer_owner_flushes(void)
 {
-    int zero = 0;
-    if (!atomic_compare_exchange_strong(&g_flusher, &zero, 1))
-        return;
-    /* The flusher must never take the program's signals: it inherits a full mask. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* 256 KiB: it also runs the loader and NVML (sampling.c), whose stack use is theirs */
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t th;
-    int rc = pthread_create(&th, &attr, flusher_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc) {
-        atomic_store(&g_flusher, 0);
-        gmt_warn("cannot start the flusher thread (%s): records reach the file only "
-                 "when a buffer fills or at exit",
-                 strerrordesc_np(rc) ? strerrordesc_np(rc) : "error");
+    return atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
+}
+
+unsigned gmt_writer_tick(uint64_t now, uint64_t age_ns)
+{
+    uint64_t fullest = 0; /* in 1/16ths of a buffer, at this tick */
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+        uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
+        uint64_t used = head - atomic_load_explicit(&b->tail, memory_order_acquire);
+        if (used == 0)
+            continue;
+        uint64_t sixteenths = used * 16 / b->cap;
+        if (sixteenths > fullest)
+            fullest = sixteenths;
+        uint64_t oldest = atomic_load_explicit(&b->oldest_ns, memory_order_relaxed);
+        uint64_t age = now > oldest ? now - oldest : 0;
+        /* 1 ms early rather than a whole period late when the tick jitters. */
+        if (age + 1000000 < age_ns && sixteenths < 2)
+            continue;
+        /* The owner is flushing it already: its records are on their way. */
+        if (try_lock(b)) {
+            flush_locked(b, NULL, 0);
+            unlock(b);
+        }
     }
+    /* what has been open since before the last tick: its begin goes in the file */
+    if (note_open_calls(age_ns)) {
+        struct buf *mine = gmt_ts.writer.buf;
+        if (mine && try_lock(mine)) {
+            flush_locked(mine, NULL, 0);
+            unlock(mine);
+        }
+    }
+    return (unsigned)fullest;
+}
+
+/* ---- what runs when the file opens (gmt_writer_on_open) ---- */
+
+#define ON_OPEN_MAX 4
+static void (*g_on_open[2][ON_OPEN_MAX])(void); /* [0] preamble, [1] after */
+
+void gmt_writer_on_open(void (*fn)(void), bool preamble)
+{
+    void (**list)(void) = g_on_open[preamble ? 0 : 1];
+    for (int i = 0; i < ON_OPEN_MAX; i++) {
+        if (list[i] == fn)
+            return;
+        if (!list[i]) {
+            list[i] = fn;
+            return;
+        }
+    }
+}
+
+static void run_on_open(bool preamble)
+{
+    void (**list)(void) = g_on_open[preamble ? 0 : 1];
+    for (int i = 0; i < ON_OPEN_MAX && list[i]; i++)
+        list[i]();
 }
 
 /* ---- per-thread buffers ---- */
@@ -613,12 +570,13 @@ static void open_file(void)
         fail("cannot write trace file", -rc);
         return;
     }
-    /* Module records written now are the file's preamble: they belong to no thread. */
+    /* Records written now (the module map) are the file's preamble: they belong to no
+     * thread. */
     gmt_ts.writer.opening = 1;
-    gmt_modules_write_all();
+    run_on_open(true);
     gmt_ts.writer.opening = 0;
     g_pid = getpid();
-    start_flusher();
+    run_on_open(false);
     int opening = ST_OPENING;
     atomic_compare_exchange_strong(&gmt_hot.writer.state, &opening, ST_OPEN);
 }
@@ -1124,7 +1082,6 @@ void gmt_writer_fork_child(void)
     t_flushing = NULL;
     t_exec = 0;
     g_path[0] = 0;
-    atomic_store(&g_flusher, 0);
     /* a thread of the parent was making the key when we forked: nobody will finish it
      * here, and waiting for it would spin forever; make it again (a key may leak) */
     if (atomic_load(&g_key_state) == 1)
