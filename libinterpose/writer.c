@@ -62,7 +62,7 @@ static pid_t g_pid;                     /* the process that opened g_fd (a vfork
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
 static _Atomic uint64_t g_dropped;
 /* Times a thread found its buffer full and flushed it itself: the flusher then wakes at
- * its shortest period (flusher_main). */
+ * its shortest period (worker.c). */
 static _Atomic unsigned long g_owner_flushes;
 static char g_path[PATH_MAX];
 
