@@ -2,47 +2,23 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "cuda_abi.h"
-#include "scope.h"
+#include "driver.h"
 
-/* The one table of them, typed by cuda_abi.h's gmt_fn_<name>. A slot holds the real
- * function once gmt_resolve found it; a NULL answer (no driver loaded yet) is asked
- * again at the next call. */
-#define GMT_DRIVER_CALLS(X)                                                                  \
-    X(cuCtxGetCurrent)                                                                       \
-    X(cuCtxGetDevice)                                                                        \
-    X(cuMemGetInfo_v2)                                                                       \
-    X(cuDeviceGet)                                                                           \
-    X(cuDevicePrimaryCtxGetState)                                                            \
-    X(cuDevicePrimaryCtxRetain)                                                              \
-    X(cuDevicePrimaryCtxRelease_v2)                                                          \
-    X(cuCtxPushCurrent_v2)                                                                   \
-    X(cuCtxPopCurrent_v2)                                                                    \
-    X(cuStreamIsCapturing)                                                                   \
-    X(cuStreamGetCaptureInfo_v3)                                                             \
-    X(cuDeviceGetGraphMemAttribute)                                                          \
-    X(cuDeviceGetPCIBusId)                                                                   \
-    X(cuThreadExchangeStreamCaptureMode)
-
-enum {
-#define GMT_X(name) CALL_##name,
-    GMT_DRIVER_CALLS(GMT_X)
-#undef GMT_X
-    NCALLS
-};
-static _Atomic(void *) slots[NCALLS];
-static const char *const names[NCALLS] = {
-#define GMT_X(name) [CALL_##name] = #name,
+_Atomic(void *) gmt_driver_slots[GMT_DRIVER_NCALLS];
+static const char *const names[GMT_DRIVER_NCALLS] = {
+#define GMT_X(name) [GMT_DRIVER_##name] = #name,
     GMT_DRIVER_CALLS(GMT_X)
 #undef GMT_X
 };
-#define DRIVER(name)                                                                         \
-    ((gmt_fn_##name *)gmt_resolve_cached(&slots[CALL_##name], GMT_LIB_DRIVER, names[CALL_##name]))
 
+void *gmt_driver_resolve(enum gmt_driver_call c)
+{
+    return gmt_resolve_cached(&gmt_driver_slots[c], GMT_LIB_DRIVER, names[c]);
+}
 int gmt_driver_current_device(void)
 {
-    gmt_fn_cuCtxGetCurrent *get = DRIVER(cuCtxGetCurrent);
-    gmt_fn_cuCtxGetDevice *dev = DRIVER(cuCtxGetDevice);
+    gmt_fn_cuCtxGetCurrent *get = GMT_DRIVER(cuCtxGetCurrent);
+    gmt_fn_cuCtxGetDevice *dev = GMT_DRIVER(cuCtxGetDevice);
     CUcontext cur = NULL;
     CUdevice d = -1;
     if (!get || !dev || get(&cur) != 0 || !cur || dev(&d) != 0)
@@ -52,7 +28,7 @@ int gmt_driver_current_device(void)
 
 int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
 {
-    gmt_fn_cuMemGetInfo_v2 *info = DRIVER(cuMemGetInfo_v2);
+    gmt_fn_cuMemGetInfo_v2 *info = GMT_DRIVER(cuMemGetInfo_v2);
     if (!info)
         return -1;
     size_t f = 0, t = 0;
@@ -63,12 +39,12 @@ int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
         *total_b = t;
         return 0;
     }
-    gmt_fn_cuDeviceGet *dget = DRIVER(cuDeviceGet);
-    gmt_fn_cuDevicePrimaryCtxGetState *state = DRIVER(cuDevicePrimaryCtxGetState);
-    gmt_fn_cuDevicePrimaryCtxRetain *retain = DRIVER(cuDevicePrimaryCtxRetain);
-    gmt_fn_cuDevicePrimaryCtxRelease_v2 *release = DRIVER(cuDevicePrimaryCtxRelease_v2);
-    gmt_fn_cuCtxPushCurrent_v2 *push = DRIVER(cuCtxPushCurrent_v2);
-    gmt_fn_cuCtxPopCurrent_v2 *pop = DRIVER(cuCtxPopCurrent_v2);
+    gmt_fn_cuDeviceGet *dget = GMT_DRIVER(cuDeviceGet);
+    gmt_fn_cuDevicePrimaryCtxGetState *state = GMT_DRIVER(cuDevicePrimaryCtxGetState);
+    gmt_fn_cuDevicePrimaryCtxRetain *retain = GMT_DRIVER(cuDevicePrimaryCtxRetain);
+    gmt_fn_cuDevicePrimaryCtxRelease_v2 *release = GMT_DRIVER(cuDevicePrimaryCtxRelease_v2);
+    gmt_fn_cuCtxPushCurrent_v2 *push = GMT_DRIVER(cuCtxPushCurrent_v2);
+    gmt_fn_cuCtxPopCurrent_v2 *pop = GMT_DRIVER(cuCtxPopCurrent_v2);
     if (!dget || !state || !retain || !release || !push || !pop)
         return -1;
     CUdevice dev;
@@ -93,7 +69,7 @@ int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b)
 
 int gmt_driver_capturing(uint64_t stream, uint64_t *graph)
 {
-    gmt_fn_cuStreamIsCapturing *is = DRIVER(cuStreamIsCapturing);
+    gmt_fn_cuStreamIsCapturing *is = GMT_DRIVER(cuStreamIsCapturing);
     /* The legacy stream never captures: a 0 that can be capturing is the thread's
      * per-thread default stream (the _ptsz calls'). */
     CUstream s = stream ? (CUstream)(uintptr_t)stream : CU_STREAM_PER_THREAD;
@@ -101,7 +77,7 @@ int gmt_driver_capturing(uint64_t stream, uint64_t *graph)
     *graph = 0;
     if (!is || is(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return 0;
-    gmt_fn_cuStreamGetCaptureInfo_v3 *info = DRIVER(cuStreamGetCaptureInfo_v3);
+    gmt_fn_cuStreamGetCaptureInfo_v3 *info = GMT_DRIVER(cuStreamGetCaptureInfo_v3);
     CUgraph g = NULL;
     cuuint64_t id = 0;
     if (info && info(s, &st, &id, &g, NULL, NULL, NULL) == CUDA_SUCCESS)
@@ -111,7 +87,7 @@ int gmt_driver_capturing(uint64_t stream, uint64_t *graph)
 
 int gmt_driver_graph_mem(int device, uint64_t out[4])
 {
-    gmt_fn_cuDeviceGetGraphMemAttribute *get = DRIVER(cuDeviceGetGraphMemAttribute);
+    gmt_fn_cuDeviceGetGraphMemAttribute *get = GMT_DRIVER(cuDeviceGetGraphMemAttribute);
     if (!get || device < 0)
         return -1;
     static const CUgraphMem_attribute attrs[4] = {
@@ -132,10 +108,10 @@ int gmt_driver_graph_mem(int device, uint64_t out[4])
 
 int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b)
 {
-    gmt_fn_cuMemGetInfo_v2 *info = DRIVER(cuMemGetInfo_v2);
+    gmt_fn_cuMemGetInfo_v2 *info = GMT_DRIVER(cuMemGetInfo_v2);
     if (!info || device < 0 || gmt_driver_current_device() != device)
         return -1;
-    gmt_fn_cuThreadExchangeStreamCaptureMode *xchg = DRIVER(cuThreadExchangeStreamCaptureMode);
+    gmt_fn_cuThreadExchangeStreamCaptureMode *xchg = GMT_DRIVER(cuThreadExchangeStreamCaptureMode);
     int mode = CAPTURE_MODE_RELAXED;
     bool swapped = xchg && xchg(&mode) == 0;
     size_t f = 0, t = 0;
@@ -149,8 +125,8 @@ int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b)
 
 int gmt_driver_pci_bus_id(int device, char *buf, int len)
 {
-    gmt_fn_cuDeviceGet *dget = DRIVER(cuDeviceGet);
-    gmt_fn_cuDeviceGetPCIBusId *bus = DRIVER(cuDeviceGetPCIBusId);
+    gmt_fn_cuDeviceGet *dget = GMT_DRIVER(cuDeviceGet);
+    gmt_fn_cuDeviceGetPCIBusId *bus = GMT_DRIVER(cuDeviceGetPCIBusId);
     CUdevice dev;
     if (!dget || !bus || len < 2 || dget(&dev, device) != 0 || bus(buf, len, dev) != 0)
         return -1;

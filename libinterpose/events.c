@@ -4,19 +4,16 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "cuda_abi.h"
+#include "driver.h"
 #include "gmt.h"
 #include "hooks.h"
 #include "probe.h"
 
 
 /*
- * The context is asked of the real driver at each event: cuCtxGetCurrent costs about
- * 10 ns and changes nothing the program can see. Before libcuda is loaded there is no
- * context to ask about; the lookup is retried only after a dlopen.
+ * The context is asked of the real driver at each event (driver.h's table): cuCtxGetCurrent
+ * costs about 10 ns and changes nothing the program can see.
  */
-static _Atomic(void *) get_current_p, get_device_p;
-static _Atomic unsigned long ctx_lookup_gen = ~0ul;
 static _Atomic unsigned long modules_gen;
 
 static GMT_TLS struct {
@@ -48,29 +45,9 @@ void gmt_events_note_dl(void)
         gmt_modules_rescan();
 }
 
-static void lookup_ctx_functions(void)
-{
-    unsigned long gen = atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_acquire);
-    if (atomic_load_explicit(&ctx_lookup_gen, memory_order_relaxed) == gen)
-        return;
-    atomic_store_explicit(&ctx_lookup_gen, gen, memory_order_relaxed);
-    void *cur_fn = gmt_resolve(GMT_LIB_DRIVER, "cuCtxGetCurrent");
-    void *dev_fn = gmt_resolve(GMT_LIB_DRIVER, "cuCtxGetDevice");
-    if (cur_fn && dev_fn) {
-        atomic_store_explicit(&get_device_p, dev_fn, memory_order_release);
-        atomic_store_explicit(&get_current_p, cur_fn, memory_order_release);
-    }
-}
-
 static void note_context(void)
 {
-    gmt_fn_cuCtxGetCurrent *get_current =
-        (gmt_fn_cuCtxGetCurrent *)atomic_load_explicit(&get_current_p, memory_order_acquire);
-    if (GMT_UNLIKELY(!get_current)) {
-        lookup_ctx_functions();
-        get_current = (gmt_fn_cuCtxGetCurrent *)atomic_load_explicit(&get_current_p,
-                                                                     memory_order_acquire);
-    }
+    gmt_fn_cuCtxGetCurrent *get_current = GMT_DRIVER(cuCtxGetCurrent);
     CUcontext ctx = NULL;
     if (get_current && get_current(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
@@ -78,8 +55,7 @@ static void note_context(void)
     if (GMT_LIKELY(cur.known && cur.context == id))
         return;
     int device = -1;
-    gmt_fn_cuCtxGetDevice *get_device =
-        (gmt_fn_cuCtxGetDevice *)atomic_load_explicit(&get_device_p, memory_order_acquire);
+    gmt_fn_cuCtxGetDevice *get_device = GMT_DRIVER(cuCtxGetDevice);
     CUdevice d;
     if (ctx && get_device && get_device(&d) == CUDA_SUCCESS)
         device = d;

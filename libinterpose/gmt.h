@@ -224,17 +224,24 @@ static inline bool gmt_writer_ready(void)
  * record made while the thread is already inside gmt_emit is counted as dropped. */
 GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
 /* Appends records whose dt fields are 0 (they take the thread's previous time), `size`
- * bytes in all, at most 128, without reading the clock. False when it can't (no buffer
- * yet, no room, inside gmt_emit): then emit them one by one with gmt_emit. */
-GMT_HIDDEN bool gmt_emit_untimed(const void *recs, uint32_t size);
+ * bytes in all, at most 128, in one piece without reading the clock. When the fast path
+ * can't (no buffer yet, no room, inside gmt_emit) each goes through gmt_emit with
+ * `dt_offset` (where each of them has its dt field; 0: they have none). */
+GMT_HIDDEN void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset);
 /* gmt_emit at a time already past, `at` (ns, CLOCK_MONOTONIC): the record's dt is
  * measured to it, or 0 when the thread's clock is past it already. The slow way only. */
 GMT_HIDDEN void gmt_emit_at(void *rec, size_t dt_offset, uint64_t at);
-/* The fast path alone for a SCOPE_END in call form (32..64 bytes, its dt and duration
- * filled here: the begin it stands for was at `begin` ns, or at the thread's previous
- * time if that is later; `begin` 0: the call was not timed, duration 0). False when it
- * can't take it: nothing was written. */
-GMT_HIDDEN bool gmt_emit_call(struct gmt_rec_scope_call *r, uint64_t begin);
+/* Spans: a record written at the end of what it stands for, with its dt and its duration
+ * filled here. A span record has its dt (uint32, ns) at GMT_SPAN_DT and its duration
+ * (uint32, ns) at GMT_SPAN_DURATION, `size` bytes of at most GMT_SPAN_COPY, and the
+ * caller's buffer holds GMT_SPAN_COPY bytes (copied whole: a few fixed moves). The span
+ * began at `begin` ns, or at the thread's previous time if that is later; `begin` 0: its
+ * begin was not timed, duration 0. The fast path alone: false when it can't take the
+ * record, and nothing was written. */
+#define GMT_SPAN_DT 8
+#define GMT_SPAN_DURATION 20
+#define GMT_SPAN_COPY 64
+GMT_HIDDEN bool gmt_emit_span(void *rec, uint32_t size, uint64_t begin);
 /* gmt_emit_rec(&rec): one call for the fixed-size timed records of the hot paths
  * (SCOPE_BEGIN, SCOPE_END, ALLOC_SMALL, a FREE without its extension). The record's type
  * picks its size and dt field at compile time: the fast path copies a fixed length with
@@ -257,10 +264,10 @@ GMT_EMIT_FIXED(GMT_X)
 GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
 /*
  * Deferred records. A client of the writer may hold records of the calling thread back, to
- * write them later or as one record that stands for them (group.c does: the members of a
- * repeated group). While it holds any, it keeps GMT_WRITER_DEFERRED set in
- * gmt_ts.writer.deferred; the byte is the client's, the writer only tests that bit. The
- * writer keeps the thread's records in order by calling the client's two hooks:
+ * write them later or as one record that stands for them. While it holds any, it keeps
+ * GMT_WRITER_DEFERRED set in gmt_ts.writer.deferred; the byte is the client's (deferred.c
+ * owns it for its two clients, deferred.h), the writer only tests that bit. The writer
+ * keeps the thread's records in order by calling the client's two hooks:
  *   gmt_deferred_write()  write what you hold back now (through gmt_emit and its kin).
  *       Called before any other record of the thread is appended (the fast path refuses
  *       while the bit is set; the slow path calls it first), and before the thread's
@@ -270,17 +277,64 @@ GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
  *       new stretch of it: nothing written later may refer back past it. Returns how many
  *       records the client held back and loses with it (counted as dropped).
  * Both may run in a signal handler that interrupted the client: the client makes its
- * state changes safe against that (group.c: "Signals").
+ * state changes safe against that (group.c: "Signals"). deferred.c defines both.
  */
 #define GMT_WRITER_DEFERRED 1
 GMT_HIDDEN void gmt_deferred_write(void);
 GMT_HIDDEN unsigned gmt_deferred_lost(void);
+/*
+ * A slot per thread that other threads can read: at the head of the thread's buffer
+ * (gmt_writer_slot), which outlives the thread. Its client (scope.c: a loop call held
+ * back) writes its words between gmt_slot_write_begin and _end, word[0] last: word[0] != 0
+ * names what the slot holds, and the client stores 0 there when it holds nothing. The
+ * writer reads other threads' slots whole (the sequence count unchanged, and word[0]
+ * too) and, for each that holds something, calls the client's hook
+ *   gmt_slot_note_open(word, seq, tid, note, now, min_age_ns)
+ *       "note what is open": write (on the calling thread, with gmt_emit) what the slot's
+ *       thread tid is in, and say whether it did. `note` is the noting side's words of
+ *       that slot (what it saw, what it wrote). min_age_ns: a tick, from the background
+ *       thread (what has been open that long); 0 at a crash, exit or exec (all of it).
+ * The writer clears word[0] of every slot in a fork child.
+ */
+#define GMT_SLOT_WORDS 6
+#define GMT_SLOT_NOTE_WORDS 4
+struct gmt_writer_slot {
+    _Atomic uint32_t seq;                        /* odd while the owner writes */
+    uint32_t reserved;
+    _Atomic uint64_t word[GMT_SLOT_WORDS];       /* the owner's */
+    _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS];  /* the noting side's */
+};
+static inline uint32_t gmt_slot_write_begin(struct gmt_writer_slot *s)
+{
+    uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    return seq;
+}
+static inline void gmt_slot_write_end(struct gmt_writer_slot *s, uint32_t seq)
+{
+    atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+GMT_HIDDEN bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq,
+                                   uint32_t tid, _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS],
+                                   uint64_t now, uint64_t min_age_ns);
+/* Runs fn when the file opens (registered at init, each once, at most 4 of each kind):
+ * preamble ones first, whose records go straight to the file before any chunk and belong
+ * to no thread (the module map), then the others (the worker's start). */
+GMT_HIDDEN void gmt_writer_on_open(void (*fn)(void), bool preamble);
+/* The worker's (worker.c): whether the file takes records (TAKING), may yet (WAITING: not
+ * open yet, or in exec) or never will again (DONE). */
+enum { GMT_WRITER_WAITING, GMT_WRITER_TAKING, GMT_WRITER_DONE };
+GMT_HIDDEN int gmt_writer_phase(void);
+/* The worker's tick, while the file takes records: flushes each buffer whose oldest record
+ * is about age_ns old or that is an eighth full, and notes what other threads are in
+ * (the slots, min_age_ns = age_ns). Returns how full the fullest buffer was, in 16ths. */
+GMT_HIDDEN unsigned gmt_writer_tick(uint64_t now, uint64_t age_ns);
+/* Times a thread found its buffer full and flushed it itself (the worker then wakes at its
+ * shortest period). */
+GMT_HIDDEN unsigned long gmt_writer_owner_flushes(void);
 /* Flushes every thread's buffer to the file (crash handlers, exit). */
 GMT_HIDDEN void gmt_writer_flush_all(void);
-/* scope.c, for the writer's deferred-records hooks (group.c's, which pass the CALL state
- * on): write the held begin now (a spill), or forget it (it is lost). */
-GMT_HIDDEN void gmt_scope_call_spill(void);
-GMT_HIDDEN unsigned gmt_scope_call_lost(void);
 /* Writes END and closes. */
 GMT_HIDDEN void gmt_writer_finish(void);
 /* exec: before the real call, every buffer is flushed and END written, with the file
@@ -292,6 +346,11 @@ GMT_HIDDEN void gmt_writer_exec_end(int token);
 /* In a fork child: drops the parent's buffers and file without writing; the child
  * opens its own file (flagged FORKED) at its first event. Called by init.c's atfork. */
 GMT_HIDDEN void gmt_writer_fork_child(void);
+
+/* ---- worker.c: the background thread ---- */
+/* Starts it once per process (again in a fork child); the writer runs it when the file
+ * opens. */
+GMT_HIDDEN void gmt_worker_start(void);
 
 /* ---- outfile.c: the trace file's name and its preamble ---- */
 /* The host name ("unknown" when it has none) and the rank the launcher set in the
@@ -455,31 +514,7 @@ GMT_HIDDEN void gmt_query_alloc(enum gmt_kind kind, uint64_t address, uint64_t b
                                 int device, bool nccl);
 GMT_HIDDEN void gmt_query_free(enum gmt_api api, uint64_t address);
 
-/* ---- scope.c, group.c, claims.c: NCCL contexts on the calling thread ---- */
-GMT_HIDDEN uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uint64_t count,
-                                   int datatype, int peer, uint64_t stream);
-GMT_HIDDEN void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int result);
-/* A user group's begin and end: gmt_scope_begin/_end for op Group, with a short way for
- * the outermost group of a training loop (group.c, "repeated groups"). */
-GMT_HIDDEN uint32_t gmt_scope_group_begin(void);
-GMT_HIDDEN void gmt_scope_group_end(uint32_t scope_id, int result);
-/* The outermost group's members are all in (ncclGroupEnd is about to run): when they are
- * its template's, GROUP_REPEAT is written now, before NCCL does the group's work. */
-GMT_HIDDEN void gmt_scope_group_members_done(uint32_t scope_id);
-/* A member of an open user group, after its (comm, op)'s first call and with no sample
- * wanted: its communicator's device (>= 0) when it can be recorded the short way, by
- * gmt_scope_member_post at its return (no frame, no clock read); -1: use
- * gmt_scope_begin/gmt_scope_end. */
-GMT_HIDDEN int gmt_scope_member_pre(enum gmt_op op, uint64_t comm, uint64_t bytes);
-GMT_HIDDEN void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count,
-                                      int datatype, int peer, uint64_t stream, int result,
-                                      int device);
-/* The open scope `scope_id` also concerns `device` (-1: the thread's current one), e.g.
- * an init: register it for foreign-thread attribution, sample memory keyed by `key`. */
-GMT_HIDDEN void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key);
-/* Writes a COMM record (rank, nranks, device asked from the real NCCL) and caches its device.
- * Only for a communicator that is ready: NCCL warns about queries of one still initializing. */
-GMT_HIDDEN void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash);
+/* ---- claims.c: attribution of other threads' allocations ---- */
 /* For an allocation on a thread with no scope of its own (NCCL's proxy and async threads)
  * on `device` (-1 unknown): the innermost open scope registered on that device when exactly
  * one thread has one open there, else 0. Lock-free, no syscalls. */
@@ -544,11 +579,7 @@ struct gmt_claims {
     uint8_t hint[8];    /* by device % 8: the index of its claim, checked at every use */
 };
 
-/* group.c: repeated groups (below) */
-/* CALL: scope.c holds back a loop call's SCOPE_BEGIN (scope.c, "one record per call"). */
-enum { GMT_REP_OFF, GMT_REP_MATCH, GMT_REP_RECORD, GMT_REP_CALL };
-_Static_assert(GMT_REP_MATCH == 1 && !(GMT_REP_RECORD & 1) && (GMT_REP_CALL & 1),
-               "MATCH and CALL alone hold records back (GMT_WRITER_DEFERRED, below)");
+/* group.c: repeated groups (nccl_call.h); the state is the deferred byte's (deferred.h) */
 #define GMT_REP_MAX 8
 struct gmt_rep_member {            /* what the short way writes of a member, 32 bytes */
     uint64_t comm, count, stream;
@@ -584,40 +615,11 @@ _Static_assert(offsetof(struct gmt_rep_member, peer) == 24 &&
                "gmt_scope_repeat_pre reads peer, datatype, result and op as one word");
 _Static_assert(offsetof(struct gmt_rep, m) == 64, "the header in one line");
 
-/*
- * A loop call's SCOPE_BEGIN held back (scope.c): where the writer's flusher, and a thread
- * that crashes or exits, can read it to write a SCOPE_OPEN for a call that has not
- * returned. It lives at the start of the thread's buffer (gmt_writer_held), which
- * outlives the thread; the owner writes it under `seq` (odd while it does) and names the
- * call in `open_id` (0: none held) after the rest.
- */
-struct gmt_held_call {
-    _Atomic uint32_t seq;
-    _Atomic uint32_t open_id;      /* the held scope's id; 0 none */
-    _Atomic uint32_t op;
-    _Atomic uint32_t noted;        /* the flusher's: the last id it wrote a SCOPE_OPEN for */
-    _Atomic uint64_t begin_ns;     /* the call's begin, ns; 0: not timed (scope.c) */
-    _Atomic uint64_t comm, count, stream;
-    _Atomic int32_t datatype, peer;
-};
-
 /* scope.c's words of a loop call written as one record: the held begin's id (also in the
  * held slot, which the fast end does not read for it), whether it is complete, whether a
  * spill wrote it, and the previous call form's fields (format 2.5: the fields a call form
  * leaves out are the previous one's). */
-/* A loop call has its begin's time read with odds 1 in GMT_CALL_TIMED_EVERY, drawn from
- * the thread's xorshift state (at random: a loop that cycles through 8 sizes must not
- * have one size timed at every turn and the others never). */
-#define GMT_CALL_TIMED_EVERY 8
-static inline bool gmt_call_timed(uint32_t *state)
-{
-    uint32_t x = *state ? *state : 0x9e3779b9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    *state = x;
-    return (x & (GMT_CALL_TIMED_EVERY - 1)) == 0;
-}
+/* scope.c's words of a loop call written as one record (scope.h: gmt_call_timed) */
 struct gmt_call_thread {
     uint32_t id;               /* the held call's scope id */
     uint32_t rng;              /* gmt_call_timed's state */
@@ -634,7 +636,7 @@ struct gmt_writer_thread {
     uint8_t in_emit;        /* inside gmt_emit: a signal handler's record is dropped */
     uint8_t opening;        /* this thread writes the file's preamble */
     uint8_t deferred;       /* deferred records (the writer's contract, below): the
-                             * client's byte; group.c keeps its GMT_REP_* state in it */
+                             * client's byte, enum gmt_defer (deferred.h) */
 };
 
 /* The re-entrancy guards every hook reads (the first line). */
@@ -695,11 +697,11 @@ _Static_assert(offsetof(struct gmt_thread_state, rep) == 64 + sizeof(struct gmt_
 _Static_assert(sizeof(struct gmt_claims) <= 64, "the claims in one line");
 GMT_HIDDEN extern GMT_TLS struct gmt_thread_state gmt_ts;
 
-/* The calling thread's held-call slot (struct gmt_held_call), NULL before its first
- * record: the head of its buffer. */
-static inline struct gmt_held_call *gmt_writer_held(void)
+/* The calling thread's slot (struct gmt_writer_slot), NULL before its first record: the
+ * head of its buffer. */
+static inline struct gmt_writer_slot *gmt_writer_slot(void)
 {
-    return (struct gmt_held_call *)(void *)gmt_ts.writer.buf;
+    return (struct gmt_writer_slot *)(void *)gmt_ts.writer.buf;
 }
 
 #define GMT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
@@ -721,105 +723,21 @@ static inline void gmt_lib_leave(int saved_errno)
     gmt_ts.guard.in_lib--;
     errno = saved_errno;
 }
+/* The guard alone, for a caller that keeps errno itself (saved once around a whole hook,
+ * or given back on some paths only): a stack capture per allocation pays no second save. */
+static inline void gmt_lib_enter_keep_errno(void)
+{
+    gmt_ts.guard.in_lib++;
+}
+static inline void gmt_lib_leave_keep_errno(void)
+{
+    gmt_ts.guard.in_lib--;
+}
 
 static inline uint32_t gmt_current_scope(void)
 {
     int d = gmt_ts.scope.depth, n = (int)GMT_COUNTOF(gmt_ts.scope.frames);
     return d > 0 ? gmt_ts.scope.frames[(d > n ? n : d) - 1].id : 0;
-}
-
-/* ---- group.c: repeated groups ---- */
-/* A user group whose members are those of the thread's previous group again is written
- * as GROUP_REPEAT (group.c, "repeated groups"). While the members of an open group still
- * match (GMT_REP_MATCH), those that returned are held back: group.c is the writer's
- * deferred-records client (gmt_deferred_write writes them, gmt_deferred_lost forgets the
- * template). gmt_scope_repeat_pre: a member that matches the next one of the template:
- * its index; else -1 (the matched ones are written, the member goes the usual way).
- * gmt_scope_repeat_post at its return. */
-GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
-                                           uint64_t count, int datatype, int peer,
-                                           uint64_t stream, int result);
-static inline int gmt_scope_repeat_pre(enum gmt_op op, uint64_t comm, uint64_t count,
-                                       int datatype, int peer, uint64_t stream)
-{
-    unsigned i = gmt_ts.rep.cur;
-    if (GMT_LIKELY(i == gmt_ts.rep.done && i < gmt_ts.rep.n && gmt_ts.scope.depth == 1)) {
-        const struct gmt_rep_member *x = &gmt_ts.rep.m[i];
-        /* one branch: peer, datatype and op are the member's last word but its result */
-        uint64_t tail, want = (uint32_t)peer | (uint64_t)(uint16_t)datatype << 32 |
-                              (uint64_t)(op & 0xff) << 56;
-        memcpy(&tail, &x->peer, sizeof tail);
-        if (GMT_LIKELY(((x->comm ^ comm) | (x->count ^ count) | (x->stream ^ stream) |
-                        ((tail ^ want) & ~(0xffull << 48))) == 0 &&
-                       datatype == (int16_t)datatype)) {
-            gmt_ts.rep.cur = (uint8_t)(i + 1);
-            return (int)i;
-        }
-    }
-    /* Not the next member: the matched ones are written, and recording goes on from here
-     * (this member may still join the template, the short way). */
-    gmt_deferred_write();
-    return -1;
-}
-static inline void gmt_scope_repeat_post(int index, enum gmt_op op, uint64_t comm,
-                                         uint64_t count, int datatype, int peer,
-                                         uint64_t stream, int result)
-{
-    if (GMT_LIKELY(result == gmt_ts.rep.m[index].result)) {
-        gmt_ts.rep.done = (uint8_t)(index + 1);
-        atomic_signal_fence(memory_order_seq_cst);
-        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH))
-            return; /* written (as GROUP_REPEAT) at the group's end */
-    }
-    gmt_scope_repeat_post_slow(index, op, comm, count, datatype, peer, stream, result);
-}
-
-/* ---- scope.c and group.c: one NCCL collective or point-to-point call ----
- * gmt_call_begin before the real call and gmt_call_end after it, with the call's own
- * arguments, record it in one of three ways: a member of an open group that matches the
- * thread's previous group is compared with it and written at the group's end as part of
- * GROUP_REPEAT; another member of an open group whose (comm, op) had its first call goes
- * the short way (both records at its return, no clock read); anything else is a full
- * scope (SCOPE_BEGIN now, SCOPE_END at the return). in_group: a user group is open on the
- * thread (hooks_nccl.c knows). Always inlined: they are the calls of a training loop. */
-struct gmt_call {
-    uint32_t scope;  /* a full scope's id, 0 none */
-    int member;      /* >= 0: the short way, on this device (gmt_scope_member_pre) */
-    int repeat;      /* >= 0: this member of a repeated group (gmt_scope_repeat_pre) */
-};
-static inline __attribute__((always_inline)) void
-gmt_call_begin(struct gmt_call *c, enum gmt_op op, uint64_t comm, uint64_t count, int datatype,
-               int peer, uint64_t stream, bool in_group)
-{
-    c->repeat = c->member = -1;
-    c->scope = 0;
-    if (in_group) {
-        /* a training loop's group: laid out as the straight path through the wrapper */
-        if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH) &&
-            GMT_LIKELY((c->repeat = gmt_scope_repeat_pre(op, comm, count, datatype, peer,
-                                                         stream)) >= 0))
-            return;
-        c->member = gmt_scope_member_pre(op, comm, count * gmt_nccl_type_size(datatype));
-    }
-    if (c->member < 0)
-        c->scope = gmt_scope_begin(op, comm, count, datatype, peer, stream);
-}
-static inline __attribute__((always_inline)) void
-gmt_call_end(struct gmt_call *c, enum gmt_op op, int result, uint64_t comm, uint64_t count,
-             int datatype, int peer, uint64_t stream)
-{
-    if (GMT_LIKELY(c->repeat >= 0))
-        gmt_scope_repeat_post(c->repeat, op, comm, count, datatype, peer, stream, result);
-    else if (c->member >= 0)
-        gmt_scope_member_post(op, comm, count, datatype, peer, stream, result, c->member);
-    else
-        gmt_scope_end(c->scope, op, result);
-}
-/* Whether gmt_call_end leaves errno as the real call set it, so the wrapper need not save
- * it: a repeated member's end saves it itself on the one path that can change it. */
-static inline bool gmt_call_end_keeps_errno(const struct gmt_call *c)
-{
-    return c->repeat >= 0;
 }
 
 #endif

@@ -53,7 +53,7 @@ __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
     uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
     if (GMT_UNLIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) !=
                          GMT_WRITER_OPEN ||
-                     gmt_ts.scope.depth != 0 || gmt_ts.writer.deferred != GMT_REP_OFF || gmt_hot.options.no_repeat ||
+                     gmt_ts.scope.depth != 0 || gmt_ts.writer.deferred != GMT_DEFER_OFF || gmt_hot.options.no_repeat ||
                      !gmt_scope_nocomm_seen(GMT_OP_Group, gen) ||
                      gmt_ts.scope.id_next == gmt_ts.scope.id_end || gmt_ts.scope.id_next == UINT32_MAX))
         return gmt_scope_begin(GMT_OP_Group, 0, 0, -1, -1, 0);
@@ -69,7 +69,7 @@ __attribute__((hot)) uint32_t gmt_scope_group_begin(void)
 
 __attribute__((hot)) void gmt_scope_group_members_done(uint32_t scope_id)
 {
-    if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_REP_MATCH && scope_id == gmt_ts.rep.group &&
+    if (GMT_LIKELY(gmt_ts.writer.deferred == GMT_DEFER_MATCH && scope_id == gmt_ts.rep.group &&
                    gmt_ts.scope.depth == 1 && gmt_ts.scope.frames[0].id == scope_id)) {
         unsigned k = rep_close();
         if (GMT_LIKELY(k)) {
@@ -138,10 +138,9 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
     _Static_assert(sizeof r.b % GMT_ALIGN == 0 && sizeof r.e % GMT_ALIGN == 0 &&
                        sizeof r == sizeof r.b + sizeof r.e,
                    "the two records back to back, each padded");
-    if (GMT_LIKELY(gmt_emit_untimed(&r, sizeof r)))
-        return;
-    gmt_emit(&r.b, offsetof(struct gmt_rec_scope_begin, dt));
-    gmt_emit(&r.e, offsetof(struct gmt_rec_scope_end, dt));
+    _Static_assert(offsetof(struct gmt_rec_scope_begin, dt) == offsetof(struct gmt_rec_scope_end, dt),
+                   "one dt offset for both");
+    gmt_emit_untimed(&r, sizeof r, offsetof(struct gmt_rec_scope_begin, dt));
 }
 
 /* ---- repeated groups ----
@@ -166,17 +165,13 @@ static void member_records(enum gmt_op op, uint64_t comm, uint64_t count, int da
  * swapped in one instruction where a decision hangs on it, `done` is stored before the
  * state is looked at again, and `spilled` says which members a spill wrote.
  */
-/* MATCH -> RECORD: the members matched that returned are written now. */
-__attribute__((cold)) void gmt_deferred_write(void)
+/* MATCH -> RECORD: the members matched that returned are written now (deferred.h). */
+__attribute__((cold)) void gmt_group_spill(void)
 {
-    if (gmt_ts.writer.deferred == GMT_REP_CALL) {
-        gmt_scope_call_spill(); /* a loop call's begin, scope.c's */
-        return;
-    }
     /* MATCH -> RECORD only (one instruction: a signal handler's spill can't come between);
      * any other state stays as it is (OFF must not become RECORD again) */
-    uint8_t match = GMT_REP_MATCH;
-    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &match, GMT_REP_RECORD, false, __ATOMIC_RELAXED,
+    uint8_t match = GMT_DEFER_MATCH;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &match, GMT_DEFER_RECORD, false, __ATOMIC_RELAXED,
                                      __ATOMIC_RELAXED))
         return; /* nothing waited; a spill (or stop) in between decided already */
     unsigned k = gmt_ts.rep.done, called = gmt_ts.rep.cur; /* called > k: member k is in its call */
@@ -202,33 +197,33 @@ __attribute__((cold)) void gmt_deferred_write(void)
 /* Whatever the state, no template from this group: a scope begun inside it. */
 __attribute__((cold)) void gmt_group_stop(void)
 {
-    gmt_deferred_write();
-    rep_swap(GMT_REP_OFF);
+    gmt_group_spill();
+    rep_swap(GMT_DEFER_OFF);
     /* not a template, and an older one could fall out of the readers' window of the
      * thread's last groups (docs/trace-format.md) */
     gmt_ts.rep.n = 0;
 }
 
-/* The members waiting are lost with the record: two records each. */
-unsigned gmt_deferred_lost(void)
+/* The members waiting are lost with the record: two records each. (After the held
+ * call's hook, which leaves the byte OFF or a group's state.) */
+unsigned gmt_group_lost(void)
 {
-    unsigned call = gmt_scope_call_lost(); /* a held loop call's begin; CALL -> OFF */
-    uint8_t st = rep_swap(GMT_REP_OFF);
+    uint8_t st = rep_swap(GMT_DEFER_OFF);
     gmt_ts.rep.n = 0;
-    return call + (st == GMT_REP_MATCH ? 2u * gmt_ts.rep.done : 0);
+    return st == GMT_DEFER_MATCH ? 2u * gmt_ts.rep.done : 0;
 }
 
 /* A member's fields into the template being recorded, at `index`. */
 static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t count,
                        int datatype, int peer, uint64_t stream, int result, int device)
 {
-    if (gmt_ts.writer.deferred != GMT_REP_RECORD)
+    if (gmt_ts.writer.deferred != GMT_DEFER_RECORD)
         return;
     /* index != cur: another member was recorded in between (a signal handler's): the
      * template would not be the group's children as written */
     if (index != gmt_ts.rep.cur || index >= GMT_REP_MAX || device < 0 || device >= MAX_DEV || (unsigned)op > 255 ||
         datatype != (int16_t)datatype || result != (int8_t)result) {
-        rep_swap(GMT_REP_OFF);
+        rep_swap(GMT_DEFER_OFF);
         gmt_ts.rep.n = 0; /* as gmt_group_stop */
         return;
     }
@@ -256,7 +251,7 @@ __attribute__((hot)) void gmt_group_open(uint32_t id)
             gmt_claims_publish(__builtin_ctzll(mask), id);
     }
     atomic_signal_fence(memory_order_seq_cst);
-    gmt_ts.writer.deferred = match ? GMT_REP_MATCH : GMT_REP_RECORD;
+    gmt_ts.writer.deferred = match ? GMT_DEFER_MATCH : GMT_DEFER_RECORD;
 }
 
 /* At the group's end: the members it stands for when GROUP_REPEAT can be written (their
@@ -272,12 +267,12 @@ static __attribute__((hot)) unsigned rep_close(void)
     gmt_ts.rep.spilled = 0;
     atomic_signal_fence(memory_order_seq_cst);
     uint8_t st = gmt_ts.writer.deferred;
-    gmt_ts.writer.deferred = GMT_REP_OFF;
+    gmt_ts.writer.deferred = GMT_DEFER_OFF;
     atomic_signal_fence(memory_order_seq_cst);
     uint32_t g = gmt_ts.rep.group;
     gmt_ts.rep.group = 0;
     unsigned k = gmt_ts.rep.done;
-    if (GMT_LIKELY(st == GMT_REP_MATCH && !gmt_ts.rep.spilled && k == gmt_ts.rep.n && k == gmt_ts.rep.cur &&
+    if (GMT_LIKELY(st == GMT_DEFER_MATCH && !gmt_ts.rep.spilled && k == gmt_ts.rep.n && k == gmt_ts.rep.cur &&
                    gmt_ts.scope.id_next == g && (uint64_t)g + k <= gmt_ts.scope.id_end)) {
         gmt_ts.scope.id_next = g + k; /* the ids the expansion gives them */
         return k;        /* (gmt_ts.rep.like moves to g once the record is written) */
@@ -290,16 +285,16 @@ static __attribute__((hot)) unsigned rep_close(void)
  * had, or none. */
 static __attribute__((cold, noinline)) void rep_close_other(uint8_t st, uint32_t g)
 {
-    if (st == GMT_REP_MATCH && gmt_ts.rep.spilled)
-        st = GMT_REP_RECORD; /* spilled by a handler: what follows is as after a spill */
+    if (st == GMT_DEFER_MATCH && gmt_ts.rep.spilled)
+        st = GMT_DEFER_RECORD; /* spilled by a handler: what follows is as after a spill */
     uint32_t gen = (uint32_t)atomic_load_explicit(&gmt_hot.scope.comm_gen, memory_order_acquire);
-    if (st == GMT_REP_MATCH) {
+    if (st == GMT_DEFER_MATCH) {
         unsigned k = gmt_ts.rep.done;
         gmt_ts.rep.spilled = (uint8_t)k;
         atomic_signal_fence(memory_order_seq_cst);
         write_members(k);
         gmt_ts.rep.n = k == gmt_ts.rep.cur ? (uint8_t)k : 0;
-    } else if (st == GMT_REP_RECORD) {
+    } else if (st == GMT_DEFER_RECORD) {
         gmt_ts.rep.n = gmt_ts.rep.gen == gen ? gmt_ts.rep.cur : 0;
     } else {
         gmt_ts.rep.n = 0; /* as gmt_group_stop */
@@ -320,12 +315,12 @@ __attribute__((cold)) void gmt_scope_repeat_post_slow(int index, enum gmt_op op,
     unsigned i = (unsigned)index;
     const struct gmt_rep_member *x = &gmt_ts.rep.m[i];
     if (result == x->result) {
-        if (gmt_ts.writer.deferred == GMT_REP_MATCH || gmt_ts.rep.spilled > i)
+        if (gmt_ts.writer.deferred == GMT_DEFER_MATCH || gmt_ts.rep.spilled > i)
             return; /* waits for the group's end, or a spill wrote it */
     }
     int saved_errno = errno; /* the wrapper does not save it for a repeated member */
     if (result != x->result)
-        gmt_deferred_write(); /* those before it; this one with its own result */
+        gmt_group_spill(); /* those before it; this one with its own result */
     int device = gmt_ts.rep.dev[i];
     member_records(op, comm, count, datatype, peer, stream, result);
     rep_record(i, op, comm, count, datatype, peer, stream, result, device);
@@ -336,7 +331,7 @@ void gmt_scope_member_post(enum gmt_op op, uint64_t comm, uint64_t count, int da
                            int peer, uint64_t stream, int result, int device)
 {
     member_records(op, comm, count, datatype, peer, stream, result);
-    if (gmt_ts.writer.deferred == GMT_REP_RECORD && gmt_ts.scope.depth == 1)
+    if (gmt_ts.writer.deferred == GMT_DEFER_RECORD && gmt_ts.scope.depth == 1)
         rep_record(gmt_ts.rep.cur, op, comm, count, datatype, peer, stream, result, device);
 }
 

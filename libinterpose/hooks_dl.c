@@ -293,8 +293,7 @@ struct gmt_dl_route gmt_dlsym_route(void *handle, const char *name, const char *
     struct gmt_dl_route r = { NULL, gmt_real_dl(version ? GMT_DL_DLVSYM : GMT_DL_DLSYM) };
     if (!r.jump || !name || handle == RTLD_DEFAULT || gmt_ts.guard.in_lib > 0)
         return r;
-    int e = errno;
-    gmt_ts.guard.in_lib++;
+    int e = gmt_lib_enter();
     if (hooked_name(name)) {
         void *real = handle == RTLD_NEXT ? next_after(caller, name, version)
                                          : lookup(handle, name, version);
@@ -304,8 +303,7 @@ struct gmt_dl_route gmt_dlsym_route(void *handle, const char *name, const char *
             r.jump = NULL;
         }
     }
-    gmt_ts.guard.in_lib--;
-    errno = e;
+    gmt_lib_leave(e);
     return r;
 }
 

@@ -9,6 +9,7 @@
 #include "gmt.h"
 #include "hooks.h"
 #include "nccl_abi.h"
+#include "nccl_call.h"
 
 /* gmt_ts.nccl.in_op: the op of the wrapper currently inside its real call on this thread.
  * A profiler's ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that
@@ -53,9 +54,9 @@ static inline void *nccl_real(_Atomic(void *) *cache, const char *name, const vo
     void *p = gmt_hook_plt_cached(cache, GMT_LIB_NCCL);
     if (GMT_LIKELY(p != NULL))
         return p;
-    gmt_ts.guard.in_lib++;
+    gmt_lib_enter_keep_errno();
     p = gmt_hook_plt_slow(cache, GMT_LIB_NCCL, name, caller);
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave_keep_errno();
     return p;
 }
 

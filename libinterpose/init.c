@@ -180,6 +180,10 @@ static void find_self(void)
 void gmt_init(void)
 {
     int saved = errno;
+    /* what runs when the trace file opens: the module map in its preamble, then the
+     * background thread */
+    gmt_writer_on_open(gmt_modules_write_all, true);
+    gmt_writer_on_open(gmt_worker_start, false);
     gmt_options_load();
     if (!self_path[0])
         find_self();

@@ -255,7 +255,7 @@ static bool acquire(void)
 
 static void serve(void)
 {
-    gmt_ts.guard.in_lib++;
+    gmt_lib_enter_keep_errno();
     for (;;) {
         if (!acquire())
             break; /* the holder will see our request */
@@ -274,7 +274,7 @@ static void serve(void)
         if (atomic_load(&requests) == seen)
             break;
     }
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave_keep_errno();
 }
 
 void gmt_modules_write_all(void)

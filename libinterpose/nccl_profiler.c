@@ -262,8 +262,7 @@ static void record(struct prof_comm *c, uint8_t type, const struct gmt_nccl_prof
     }
     r.time_ns = gmt_now_ns();
     /* no dt: the writer's fast path that reads no clock takes it as it is */
-    if (GMT_UNLIKELY(!gmt_emit_untimed(&r, sizeof r)))
-        gmt_emit(&r, 0);
+    gmt_emit_untimed(&r, sizeof r, 0);
     errno = e;
 }
 _Static_assert(sizeof(struct gmt_rec_nccl_coll_info) == 72, "NCCL_COLL_INFO is 72 bytes");

@@ -282,8 +282,7 @@ static void range(unsigned op, uint32_t domain, uint32_t name)
         .domain = domain,
         .name = name,
     };
-    if (!gmt_emit_untimed(&r, sizeof r))
-        gmt_emit(&r, 0);
+    gmt_emit_untimed(&r, sizeof r, 0);
 }
 
 /* START and END: the range's id too. */
@@ -296,8 +295,7 @@ static void range_ext(unsigned op, uint32_t domain, uint32_t name, uint64_t rang
               .domain = domain, .name = name},
         .range_id = range_id,
     };
-    if (!gmt_emit_untimed(&r, sizeof r))
-        gmt_emit(&r, 0);
+    gmt_emit_untimed(&r, sizeof r, 0);
 }
 _Static_assert(sizeof(struct gmt_rec_nvtx_range_ext) % GMT_ALIGN == 0, "no padding");
 _Static_assert(sizeof(struct gmt_rec_nvtx_range) % GMT_ALIGN == 0, "no padding");

@@ -479,18 +479,18 @@ void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi
         if (!atomic_compare_exchange_strong(&callers[i].caller, &expected, caller))
             continue;
         atomic_store_explicit(&callers[i].slot, slot, memory_order_release);
-        gmt_ts.guard.in_lib++;
+        gmt_lib_enter_keep_errno();
         void *q = for_caller(caller, abi);
-        gmt_ts.guard.in_lib--;
+        gmt_lib_leave_keep_errno();
         errno = e;
         if (!q)
             q = p;
         atomic_store_explicit(&callers[i].fn, q, memory_order_release);
         return q;
     }
-    gmt_ts.guard.in_lib++;
+    gmt_lib_enter_keep_errno();
     void *q = for_caller(caller, abi);
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave_keep_errno();
     errno = e;
     return q ? q : p;
 }
@@ -508,7 +508,7 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
     void *p = cache_get(lib, name, gen, &miss);
     if (p || miss)
         return p;
-    gmt_ts.guard.in_lib++;
+    gmt_lib_enter_keep_errno();
     p = real_sym(RTLD_NEXT, name);
     if (p && is_ours(p))
         p = NULL;
@@ -524,7 +524,7 @@ void *gmt_resolve(enum gmt_lib lib, const char *name)
     }
     if (p)
         gmt_pin(p);
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave_keep_errno();
     cache_put(lib, name, p, gen);
     return p;
 }

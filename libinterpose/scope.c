@@ -240,7 +240,9 @@ static void fork_child(void)
 {
     gmt_claims_fork_child();
     gmt_ts.scope.depth = 0;
-    gmt_deferred_lost(); /* the parent's groups are not in the child's file */
+    /* the parent's held call and groups are not in the child's file */
+    gmt_scope_call_lost();
+    gmt_group_lost();
     atomic_fetch_add_explicit(&gmt_hot.scope.comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
@@ -322,9 +324,9 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
 {
     if (!gmt_writer_ready())
         return 0;
-    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_REP_CALL))
+    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_DEFER_CALL))
         gmt_scope_call_spill(); /* a signal handler's call inside a held one: that goes first */
-    else if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_REP_OFF))
+    else if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_DEFER_OFF))
         gmt_group_stop(); /* a scope inside a group: not a plain member */
     uint32_t id = new_id();
     struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
@@ -347,8 +349,8 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  * A loop's call (below) is written as one record at its return: SCOPE_END's call form
  * (format 2.5), which stands for its SCOPE_BEGIN too and leaves out the begin's fields
  * that the thread's previous call form had. Between the call and its return the begin
- * is held back (deferred state CALL, gmt.h's contract) in the thread's held slot
- * (struct gmt_held_call), where:
+ * is held back (deferred state CALL, deferred.h) in the thread's slot (the writer's
+ * struct gmt_writer_slot, laid out below), where:
  *   - any other record of the thread (an allocation NCCL makes in the call, a signal
  *     handler's) first writes it as a SCOPE_BEGIN of its own time (a spill), and the
  *     return then writes a plain SCOPE_END;
@@ -361,23 +363,78 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  * instruction: a spill between them shows in `spilled` (rep_close's way, group.c).
  */
 
+/* The held call in the slot's words: word[W_ID] its scope id | op << 32 (0: none held),
+ * then its begin (ns; 0: not timed), comm, count, stream, datatype | peer << 32. */
+enum { W_ID, W_BEGIN, W_COMM, W_COUNT, W_STREAM, W_TYPE_PEER };
+_Static_assert(W_TYPE_PEER < GMT_SLOT_WORDS, "the held call fits the slot");
+/* the flusher's words of another thread's slot: the last id it wrote a SCOPE_OPEN for,
+ * and an untimed call it saw held: its id, the slot's seq then, and when */
+enum { N_NOTED, N_SEEN_ID, N_SEEN_SEQ, N_SEEN_NS };
+_Static_assert(N_SEEN_NS < GMT_SLOT_NOTE_WORDS, "the notes fit the slot");
+_Static_assert(offsetof(struct gmt_rec_scope_end, dt) == GMT_SPAN_DT &&
+                   offsetof(struct gmt_rec_scope_end, duration) == GMT_SPAN_DURATION &&
+                   sizeof(struct gmt_rec_scope_call) == GMT_SPAN_COPY,
+               "a call form is the writer's span");
+
 /* The held call's fields, read once the state says the slot is the call's own and before
  * the state lets go of it: a signal handler's NCCL call after that may take the slot. */
 struct held_copy {
     uint64_t begin_ns, comm, count, stream, type_peer; /* datatype | peer << 32 */
     uint32_t op;
 };
-static inline __attribute__((always_inline)) struct held_copy held_get(const struct gmt_held_call *h)
+static inline __attribute__((always_inline)) struct held_copy held_get(const struct gmt_writer_slot *h)
 {
     return (struct held_copy){
-        .begin_ns = atomic_load_explicit(&h->begin_ns, memory_order_relaxed),
-        .comm = atomic_load_explicit(&h->comm, memory_order_relaxed),
-        .count = atomic_load_explicit(&h->count, memory_order_relaxed),
-        .stream = atomic_load_explicit(&h->stream, memory_order_relaxed),
-        .type_peer = (uint32_t)atomic_load_explicit(&h->datatype, memory_order_relaxed) |
-                     (uint64_t)(uint32_t)atomic_load_explicit(&h->peer, memory_order_relaxed) << 32,
-        .op = atomic_load_explicit(&h->op, memory_order_relaxed),
+        .begin_ns = atomic_load_explicit(&h->word[W_BEGIN], memory_order_relaxed),
+        .comm = atomic_load_explicit(&h->word[W_COMM], memory_order_relaxed),
+        .count = atomic_load_explicit(&h->word[W_COUNT], memory_order_relaxed),
+        .stream = atomic_load_explicit(&h->word[W_STREAM], memory_order_relaxed),
+        .type_peer = atomic_load_explicit(&h->word[W_TYPE_PEER], memory_order_relaxed),
+        .op = (uint32_t)(atomic_load_explicit(&h->word[W_ID], memory_order_relaxed) >> 32),
     };
+}
+
+/* The writer's hook (gmt.h): a SCOPE_OPEN for another thread's held call that has none
+ * yet and began at least min_age_ns before now. An untimed call (no begin) counts as
+ * that old once the flusher saw it held at two ticks; its SCOPE_OPEN then says the
+ * first, the earliest instant the call is known to have been in (or, unseen, now). */
+bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq, uint32_t tid,
+                        _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS], uint64_t now,
+                        uint64_t min_age_ns)
+{
+    uint32_t id = (uint32_t)word[W_ID];
+    if (!id || atomic_load_explicit(&note[N_NOTED], memory_order_relaxed) == id)
+        return false;
+    struct gmt_rec_scope_open o = {
+        .h = {GMT_REC_SCOPE_OPEN, (uint16_t)(word[W_ID] >> 32), sizeof o},
+        .time_ns = word[W_BEGIN],
+        .tid = tid,
+        .scope_id = id,
+        .comm = word[W_COMM],
+        .count = word[W_COUNT],
+        .stream = word[W_STREAM],
+        .datatype = (int32_t)(uint32_t)word[W_TYPE_PEER],
+        .peer = (int32_t)(uint32_t)(word[W_TYPE_PEER] >> 32),
+    };
+    if (!o.time_ns) {
+        bool seen = atomic_load_explicit(&note[N_SEEN_ID], memory_order_relaxed) == id &&
+                    atomic_load_explicit(&note[N_SEEN_SEQ], memory_order_relaxed) == seq;
+        if (seen) {
+            o.time_ns = atomic_load_explicit(&note[N_SEEN_NS], memory_order_relaxed);
+        } else if (min_age_ns) {
+            atomic_store_explicit(&note[N_SEEN_ID], id, memory_order_relaxed);
+            atomic_store_explicit(&note[N_SEEN_SEQ], seq, memory_order_relaxed);
+            atomic_store_explicit(&note[N_SEEN_NS], now, memory_order_relaxed);
+            return false;
+        } else {
+            o.time_ns = now;
+        }
+    } else if (min_age_ns && (now < o.time_ns || now - o.time_ns < min_age_ns)) {
+        return false;
+    }
+    gmt_emit(&o, 0);
+    atomic_store_explicit(&note[N_NOTED], id, memory_order_relaxed);
+    return true;
 }
 
 /* The held begin as its SCOPE_BEGIN, of its own time: written now, by the thread (a
@@ -398,20 +455,20 @@ static void held_begin_write(const struct held_copy *c, uint32_t id)
 
 __attribute__((cold)) void gmt_scope_call_spill(void)
 {
-    struct gmt_held_call *h = gmt_writer_held();
-    if (gmt_ts.writer.deferred != GMT_REP_CALL || !gmt_ts.call.ready || !h)
+    struct gmt_writer_slot *h = gmt_writer_slot();
+    if (gmt_ts.writer.deferred != GMT_DEFER_CALL || !gmt_ts.call.ready || !h)
         return; /* none held, or its slot is being written: the other record goes first */
     struct held_copy c = held_get(h);
     uint32_t id = gmt_ts.call.id;
-    uint8_t call = GMT_REP_CALL;
-    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
+    uint8_t call = GMT_DEFER_CALL;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_DEFER_OFF, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
     gmt_ts.call.spilled = 1;
     gmt_ts.call.ready = 0;
     atomic_signal_fence(memory_order_seq_cst);
     /* in the thread's buffer from here on: no SCOPE_OPEN needed for it */
-    atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->word[W_ID], 0, memory_order_relaxed);
     held_begin_write(&c, id);
 }
 
@@ -421,34 +478,31 @@ __attribute__((cold)) void gmt_scope_call_spill(void)
 unsigned gmt_scope_call_lost(void)
 {
     gmt_ts.call.has_prev = 0;
-    uint8_t call = GMT_REP_CALL;
-    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_REP_OFF, false,
+    uint8_t call = GMT_DEFER_CALL;
+    if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_DEFER_OFF, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return 0;
     gmt_ts.call.ready = 0;
-    struct gmt_held_call *h = gmt_writer_held();
+    struct gmt_writer_slot *h = gmt_writer_slot();
     if (h)
-        atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+        atomic_store_explicit(&h->word[W_ID], 0, memory_order_relaxed);
     return 1;
 }
 
 /* Holds the call's begin back in the slot (the state is CALL already). */
 static inline __attribute__((always_inline)) void
-held_put(struct gmt_held_call *h, enum gmt_op op, uint32_t id, uint64_t begin_ns, uint64_t comm,
+held_put(struct gmt_writer_slot *h, enum gmt_op op, uint32_t id, uint64_t begin_ns, uint64_t comm,
          uint64_t count, int datatype, int peer, uint64_t stream)
 {
-    uint32_t seq = atomic_load_explicit(&h->seq, memory_order_relaxed);
-    atomic_store_explicit(&h->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&h->op, (uint32_t)op, memory_order_relaxed);
-    atomic_store_explicit(&h->begin_ns, begin_ns, memory_order_relaxed);
-    atomic_store_explicit(&h->comm, comm, memory_order_relaxed);
-    atomic_store_explicit(&h->count, count, memory_order_relaxed);
-    atomic_store_explicit(&h->stream, stream, memory_order_relaxed);
-    atomic_store_explicit(&h->datatype, datatype, memory_order_relaxed);
-    atomic_store_explicit(&h->peer, peer, memory_order_relaxed);
-    atomic_store_explicit(&h->open_id, id, memory_order_relaxed);
-    atomic_store_explicit(&h->seq, seq + 2, memory_order_release);
+    uint32_t seq = gmt_slot_write_begin(h);
+    atomic_store_explicit(&h->word[W_BEGIN], begin_ns, memory_order_relaxed);
+    atomic_store_explicit(&h->word[W_COMM], comm, memory_order_relaxed);
+    atomic_store_explicit(&h->word[W_COUNT], count, memory_order_relaxed);
+    atomic_store_explicit(&h->word[W_STREAM], stream, memory_order_relaxed);
+    atomic_store_explicit(&h->word[W_TYPE_PEER],
+                          (uint32_t)datatype | (uint64_t)(uint32_t)peer << 32, memory_order_relaxed);
+    atomic_store_explicit(&h->word[W_ID], id | (uint64_t)(uint32_t)op << 32, memory_order_relaxed);
+    gmt_slot_write_end(h, seq);
     gmt_ts.call.id = id;
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.call.ready = 1;
@@ -490,7 +544,7 @@ static inline __attribute__((always_inline)) void held_end_write(const struct he
     r.has = has;
     r.weight = c->begin_ns ? GMT_CALL_TIMED_EVERY : 0;
     r.e.h.size = GMT_SCOPE_CALL_MIN + 8 * n;
-    if (GMT_LIKELY(gmt_emit_call(&r, c->begin_ns))) {
+    if (GMT_LIKELY(gmt_emit_span(&r, r.e.h.size, c->begin_ns))) {
         gmt_ts.call.prev_comm = c->comm;
         gmt_ts.call.prev_count = c->count;
         gmt_ts.call.prev_stream = c->stream;
@@ -534,7 +588,7 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
     int device = m->device;
     if (GMT_UNLIKELY(!comm || m->comm != comm || m->gen != gen || gmt_ts.scope.depth != 0 ||
                      atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != GMT_WRITER_OPEN ||
-                     gmt_ts.writer.deferred != GMT_REP_OFF || (unsigned)op >= 64 ||
+                     gmt_ts.writer.deferred != GMT_DEFER_OFF || (unsigned)op >= 64 ||
                      !((m->ops_seen >> op) & 1) || (unsigned)device >= MAX_DEV))
         return begin_any(op, comm, count, datatype, peer, stream);
     int k = atomic_load_explicit(&gmt_hot.meminfo.kind, memory_order_acquire);
@@ -543,11 +597,11 @@ __attribute__((hot)) uint32_t gmt_scope_begin(enum gmt_op op, uint64_t comm, uin
                       !gmt_memo_done(m, gmt_memo_key(op, count * gmt_nccl_type_size(datatype))))))
         return begin_any(op, comm, count, datatype, peer, stream);
 
-    struct gmt_held_call *h = gmt_writer_held();
+    struct gmt_writer_slot *h = gmt_writer_slot();
     if (GMT_LIKELY(h && !gmt_hot.options.no_compact)) {
         /* CALL before the slot: a signal handler's records and NCCL calls from here on
          * take the slow way, which leaves the slot to us until it is ready */
-        gmt_ts.writer.deferred = GMT_REP_CALL;
+        gmt_ts.writer.deferred = GMT_DEFER_CALL;
         atomic_signal_fence(memory_order_seq_cst);
         uint32_t id = new_id();
         /* one call in GMT_CALL_TIMED_EVERY has its begin's time read (the clock is a
@@ -645,7 +699,7 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
 {
     uint8_t st = gmt_ts.writer.deferred;
     if (GMT_UNLIKELY(!scope_id || gmt_ts.scope.depth != 1 || gmt_ts.scope.frames[0].id != scope_id ||
-                     gmt_ts.scope.frames[0].memmask || (st != GMT_REP_OFF && st != GMT_REP_CALL) ||
+                     gmt_ts.scope.frames[0].memmask || (st != GMT_DEFER_OFF && st != GMT_DEFER_CALL) ||
                      scope_id == gmt_ts.rep.repeated)) {
         end_any(scope_id, op, result);
         return;
@@ -655,8 +709,8 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
     /* frame 0 is done with before a signal handler's scope can take it */
     atomic_signal_fence(memory_order_seq_cst);
     gmt_ts.scope.depth = 0;
-    struct gmt_held_call *h = gmt_writer_held();
-    if (st == GMT_REP_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id && h)) {
+    struct gmt_writer_slot *h = gmt_writer_slot();
+    if (st == GMT_DEFER_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id && h)) {
         /* The begin back from the slot, unless a spill wrote it: no spill can come
          * after the store of OFF, and one between the load and it says so. The fields
          * are read first: after the store, a signal handler's call may take the slot. */
@@ -664,11 +718,11 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
         gmt_ts.call.spilled = 0;
         atomic_signal_fence(memory_order_seq_cst);
         st = gmt_ts.writer.deferred;
-        gmt_ts.writer.deferred = GMT_REP_OFF;
+        gmt_ts.writer.deferred = GMT_DEFER_OFF;
         atomic_signal_fence(memory_order_seq_cst);
         gmt_ts.call.ready = 0;
-        if (GMT_LIKELY(st == GMT_REP_CALL && !gmt_ts.call.spilled)) {
-            atomic_store_explicit(&h->open_id, 0, memory_order_relaxed);
+        if (GMT_LIKELY(st == GMT_DEFER_CALL && !gmt_ts.call.spilled)) {
+            atomic_store_explicit(&h->word[W_ID], 0, memory_order_relaxed);
             held_end_write(&c, op, scope_id, result);
             return;
         }

@@ -1,4 +1,4 @@
-/* scope.h: what the files behind gmt.h's scope interface share (scope.c, group.c, claims.c, sampling.c, driver.c), grouped by the file that defines it. */
+/* scope.h: what the files behind nccl_call.h's scope interface share (scope.c, group.c, claims.c, sampling.c), grouped by the file that defines it. */
 #ifndef GMT_SCOPE_H
 #define GMT_SCOPE_H
 
@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "driver.h"
 #include "gmt.h"
+#include "nccl_call.h"
 
 /* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
  * a scope tracks: one bit each in a frame's masks. */
@@ -15,6 +17,20 @@
 #define MAX_DEV ((int)(8 * sizeof gmt_ts.scope.frames[0].devmask))
 
 /* ---- scope.c ---- */
+
+/* A loop call has its begin's time read with odds 1 in GMT_CALL_TIMED_EVERY, drawn from
+ * the thread's xorshift state (at random: a loop that cycles through 8 sizes must not
+ * have one size timed at every turn and the others never). */
+#define GMT_CALL_TIMED_EVERY 8
+static inline bool gmt_call_timed(uint32_t *state)
+{
+    uint32_t x = *state ? *state : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *state = x;
+    return (x & (GMT_CALL_TIMED_EVERY - 1)) == 0;
+}
 
 /* Small lock-free tables: open addressing on 64-bit keys, never deleted. */
 #define GMT_PROBES 16
@@ -150,7 +166,7 @@ GMT_HIDDEN void gmt_group_close_late(uint32_t scope_id);
 /* At the end of scope `scope_id`, before its frame is popped. */
 static inline void gmt_group_scope_end(uint32_t scope_id)
 {
-    if (gmt_ts.writer.deferred != GMT_REP_OFF && scope_id == gmt_ts.rep.group)
+    if (gmt_ts.writer.deferred != GMT_DEFER_OFF && scope_id == gmt_ts.rep.group)
         gmt_group_close_late(scope_id);
     if (scope_id == gmt_ts.rep.repeated)
         gmt_ts.rep.repeated = 0;
@@ -269,24 +285,5 @@ static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
 }
 /* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
 GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
-
-/* ---- driver.c: the driver functions the library calls itself ---- */
-/* The device of the calling thread's current context, -1 when none or no driver. */
-GMT_HIDDEN int gmt_driver_current_device(void);
-/* 0 and `device`'s free and total bytes, or -1: nothing was sampled (no driver, no
- * context on that device). Never creates a context: another device's primary context is
- * used only if active, and the caller's current context is left as it was. */
-GMT_HIDDEN int gmt_driver_meminfo(int device, uint64_t *free_b, uint64_t *total_b);
-/* 1 when `stream` (0: the thread's per-thread default stream) is capturing, with the
- * graph being captured in *graph (0 when the driver can't say); 0 otherwise. */
-GMT_HIDDEN int gmt_driver_capturing(uint64_t stream, uint64_t *graph);
-/* 0 and `device`'s four graph-memory figures (cuDeviceGetGraphMemAttribute: used
- * current, used high, reserved current, reserved high, bytes), or -1. */
-GMT_HIDDEN int gmt_driver_graph_mem(int device, uint64_t out[4]);
-/* The same for the calling thread's current device only (-1 when `device` is not it),
- * asked in relaxed stream-capture mode: the allocating thread's samples. */
-GMT_HIDDEN int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b);
-/* 0 and `device`'s PCI bus id ("0000:65:00.0") in buf, or -1. Needs no context. */
-GMT_HIDDEN int gmt_driver_pci_bus_id(int device, char *buf, int len);
 
 #endif

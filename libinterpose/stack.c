@@ -397,7 +397,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     if (!setup())
         return 0;
     capturing = 1;
-    gmt_ts.guard.in_lib++;
+    gmt_lib_enter_keep_errno();
     GMT_PROBE_BEGIN(t0);
 
     int got = -1;
@@ -452,7 +452,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
         id = intern(raw.u, n, &last);
 
     GMT_PROBE_END(t0, GMT_PROBE_STACK);
-    gmt_ts.guard.in_lib--;
+    gmt_lib_leave_keep_errno();
     capturing = 0;
     return id;
 }

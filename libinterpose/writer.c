@@ -34,8 +34,8 @@ enum { BUF_IDLE, BUF_FLUSHING, BUF_SEALED };
  * the unflushed amount and neither wraps in practice.
  */
 struct buf {
-    struct gmt_held_call held;    /* the owner's held NCCL call (gmt.h): first, so that
-                                   * gmt_writer_held finds it at the buffer's address */
+    struct gmt_writer_slot slot;  /* the owner's slot (gmt.h): first, so that
+                                   * gmt_writer_slot finds it at the buffer's address */
     struct buf *next;             /* registry: push-only, never unlinked */
     _Atomic int in_use;           /* owned by a live thread */
     _Atomic int busy;             /* BUF_*: taken by CAS before writing to the file */
@@ -48,13 +48,10 @@ struct buf {
     _Atomic uint64_t oldest_ns;   /* time of the oldest unflushed record (an upper bound on its age) */
     uint64_t cap;                 /* bytes of data[], a multiple of GMT_ALIGN */
     size_t map_bytes;
-    /* an untimed held call (begin_ns 0) the flusher saw: its id, seq and when */
-    _Atomic uint32_t seen_id, seen_seq;
-    _Atomic uint64_t seen_ns;
     unsigned char data[] __attribute__((aligned(8)));
 };
 
-_Static_assert(offsetof(struct buf, held) == 0, "gmt_writer_held: the slot heads the buffer");
+_Static_assert(offsetof(struct buf, slot) == 0, "gmt_writer_slot: the slot heads the buffer");
 
 /* gmt_hot.writer.state (gmt.h's hot line, ST_CLOSED at start): gmt.h reads it inline
  * (gmt_writer_ready), GMT_WRITER_OPEN being ST_OPEN. */
@@ -64,9 +61,8 @@ static int g_forked;                    /* this process is a fork child of a tra
 static pid_t g_pid;                     /* the process that opened g_fd (a vfork child is not it) */
 static _Atomic(struct buf *) g_bufs;    /* registry of every buffer ever made */
 static _Atomic uint64_t g_dropped;
-static _Atomic int g_flusher;           /* 0 none, 1 starting/running */
 /* Times a thread found its buffer full and flushed it itself: the flusher then wakes at
- * its shortest period (flusher_main). */
+ * its shortest period (worker.c). */
 static _Atomic unsigned long g_owner_flushes;
 static char g_path[PATH_MAX];
 
@@ -241,71 +237,41 @@ static void write_deferred(void)
         gmt_deferred_write();
 }
 
-/* ---- NCCL calls in progress: a SCOPE_OPEN for each held begin (gmt.h) ---- */
+/* ---- the slots: what other threads are in (gmt.h) ---- */
 
-/* b's held call as its SCOPE_OPEN: false when none is held or its owner is rewriting it
- * (a reading taken between the owner's stores of `seq`, or after its call ended, is
- * refused by the second look). */
-static bool held_read(struct buf *b, struct gmt_rec_scope_open *o, uint32_t *seq)
+/* b's slot whole in word[]: false when it holds nothing or its owner is rewriting it (a
+ * reading taken between the owner's stores of `seq`, or after it let go, is refused by
+ * the second look). */
+static bool slot_read(struct buf *b, uint64_t word[GMT_SLOT_WORDS], uint32_t *seq)
 {
-    struct gmt_held_call *h = &b->held;
-    uint32_t s1 = *seq = atomic_load_explicit(&h->seq, memory_order_acquire);
-    uint32_t id = atomic_load_explicit(&h->open_id, memory_order_relaxed);
-    if ((s1 & 1) || !id)
+    struct gmt_writer_slot *sl = &b->slot;
+    uint32_t s1 = *seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
+    uint64_t w0 = atomic_load_explicit(&sl->word[0], memory_order_relaxed);
+    if ((s1 & 1) || !w0)
         return false;
-    *o = (struct gmt_rec_scope_open){
-        .h = {GMT_REC_SCOPE_OPEN, (uint16_t)atomic_load_explicit(&h->op, memory_order_relaxed),
-              sizeof *o},
-        .time_ns = atomic_load_explicit(&h->begin_ns, memory_order_relaxed),
-        .tid = atomic_load_explicit(&b->tid, memory_order_relaxed),
-        .scope_id = id,
-        .comm = atomic_load_explicit(&h->comm, memory_order_relaxed),
-        .count = atomic_load_explicit(&h->count, memory_order_relaxed),
-        .stream = atomic_load_explicit(&h->stream, memory_order_relaxed),
-        .datatype = atomic_load_explicit(&h->datatype, memory_order_relaxed),
-        .peer = atomic_load_explicit(&h->peer, memory_order_relaxed),
-    };
+    for (int i = 0; i < GMT_SLOT_WORDS; i++)
+        word[i] = atomic_load_explicit(&sl->word[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&h->seq, memory_order_relaxed) == s1 &&
-           atomic_load_explicit(&h->open_id, memory_order_relaxed) == id;
+    return atomic_load_explicit(&sl->seq, memory_order_relaxed) == s1 &&
+           atomic_load_explicit(&sl->word[0], memory_order_relaxed) == w0 && word[0] == w0;
 }
 
-/* Writes (on the calling thread) a SCOPE_OPEN for every other thread's held call that
- * has none yet and began at least min_age_ns before now: the flusher's, for a call that
- * runs long (a hang shows in the file), and a crash's or exit's (min_age_ns 0), for the
- * calls the process dies in. An untimed call (no begin_ns) counts as that old once the
- * flusher saw it held at two ticks; its SCOPE_OPEN then says the first, the earliest
- * instant the call is known to have been in (or, unseen, now). The calling thread's own
- * held call is its deferred record (write_deferred). Returns how many it wrote. */
+/* Hands every other thread's slot that holds something to its client's hook, which
+ * writes (on the calling thread) what is open: the flusher's, with min_age_ns a tick (a
+ * call that runs long: a hang shows in the file), and a crash's, exit's or exec's
+ * (min_age_ns 0), for what the process dies in. The calling thread's own slot is its
+ * deferred record (write_deferred). Returns how many records the hook wrote. */
 static int note_open_calls(uint64_t min_age_ns)
 {
     int n = 0;
     uint64_t now = gmt_now_ns();
     for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
-        struct gmt_rec_scope_open o;
+        uint64_t word[GMT_SLOT_WORDS];
         uint32_t seq;
-        if (b == gmt_ts.writer.buf || !held_read(b, &o, &seq) ||
-            atomic_load_explicit(&b->held.noted, memory_order_relaxed) == o.scope_id)
+        if (b == gmt_ts.writer.buf || !slot_read(b, word, &seq))
             continue;
-        if (!o.time_ns) {
-            bool seen = atomic_load_explicit(&b->seen_id, memory_order_relaxed) == o.scope_id &&
-                        atomic_load_explicit(&b->seen_seq, memory_order_relaxed) == seq;
-            if (seen) {
-                o.time_ns = atomic_load_explicit(&b->seen_ns, memory_order_relaxed);
-            } else if (min_age_ns) {
-                atomic_store_explicit(&b->seen_id, o.scope_id, memory_order_relaxed);
-                atomic_store_explicit(&b->seen_seq, seq, memory_order_relaxed);
-                atomic_store_explicit(&b->seen_ns, now, memory_order_relaxed);
-                continue;
-            } else {
-                o.time_ns = now;
-            }
-        } else if (min_age_ns && (now < o.time_ns || now - o.time_ns < min_age_ns)) {
-            continue;
-        }
-        gmt_emit(&o, 0);
-        atomic_store_explicit(&b->held.noted, o.scope_id, memory_order_relaxed);
-        n++;
+        n += gmt_slot_note_open(word, seq, atomic_load_explicit(&b->tid, memory_order_relaxed),
+                                b->slot.note, now, min_age_ns);
     }
     return n;
 }
@@ -334,119 +300,77 @@ void gmt_writer_flush_all(void)
     errno = saved;
 }
 
-/* ---- the background flusher: bounds what a SIGKILL can lose ---- */
+/* ---- the worker's ticks (worker.c) ---- */
 
-/*
- * Every flush_ms/2 the flusher writes out what is at least that old. A thread that makes
- * records faster than its buffer holds them for that long (a tight NCCL loop writes
- * ~16 MB/s) would otherwise fill it and flush it itself, in the middle of the program's
- * call, tens of microseconds of write(2) at a time: so the flusher also takes any buffer
- * an eighth full, wakes at once every 250 us after a thread had to flush its own, wakes
- * twice as often while it finds a buffer a quarter full at a tick and half as often
- * while all stay under an eighth (up to flush_ms/2). The clock is still steered once
- * per flush_ms/2 (clock.c counts on that period).
- */
-#define FLUSHER_MIN_PERIOD_NS 250000u
-
-static void *flusher_main(void *arg)
+int gmt_writer_phase(void)
 {
-    (void)arg;
-    prctl(PR_SET_NAME, "gpumemtrace", 0, 0, 0);
-    uint64_t period_ns = 0, last_clock_tick = 0;
-    unsigned long owner_flushes = 0;
-    /* sampling.c's periodic device samples: the wake-up comes no later than the next */
-    uint64_t sample_wait = UINT64_MAX;
-    for (;;) {
-        long ms = gmt_opt.flush_ms > 1 ? gmt_opt.flush_ms : 2;
-        /* Wake every flush_ms/2 and flush what is at least flush_ms/2 old: a record then
-         * waits at most flush_ms (plus scheduling) before it is in the file. */
-        uint64_t half_ns = (uint64_t)ms * 500000u;
-        if (period_ns == 0 || period_ns > half_ns)
-            period_ns = half_ns;
-        uint64_t sleep_ns = sample_wait < period_ns ? sample_wait : period_ns;
-        struct timespec ts = { (time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u) };
-        while (nanosleep(&ts, &ts) && errno == EINTR) {
-        }
-        int st = atomic_load(&gmt_hot.writer.state);
-        if (st == ST_FAILED || st == ST_FINISHED)
-            break;
-        uint64_t now = gmt_now_ns();
-        /* the clock's tick: once per flush_ms/2, up to a quarter of it (at most 1 ms)
-         * early when the wake-up jitters */
-        uint64_t slack = half_ns / 4 < 1000000 ? half_ns / 4 : 1000000;
-        if (now - last_clock_tick + slack >= half_ns) {
-            gmt_clock_tick();
-            last_clock_tick = now = gmt_now_ns();
-        }
-        if (st != ST_OPEN)
-            continue;
-        uint64_t fullest = 0; /* in 1/16ths of a buffer, at this tick */
-        for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
-            uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
-            uint64_t used = head - atomic_load_explicit(&b->tail, memory_order_acquire);
-            if (used == 0)
-                continue;
-            uint64_t sixteenths = used * 16 / b->cap;
-            if (sixteenths > fullest)
-                fullest = sixteenths;
-            uint64_t oldest = atomic_load_explicit(&b->oldest_ns, memory_order_relaxed);
-            uint64_t age = now > oldest ? now - oldest : 0;
-            /* 1 ms early rather than a whole period late when the tick jitters. */
-            if (age + 1000000 < half_ns && sixteenths < 2)
-                continue;
-            /* The owner is flushing it already: its records are on their way. */
-            if (try_lock(b)) {
-                flush_locked(b, NULL, 0);
-                unlock(b);
-            }
-        }
-        /* a call in progress since before the last tick: its begin goes in the file */
-        if (note_open_calls(half_ns)) {
-            struct buf *mine = gmt_ts.writer.buf;
-            if (mine && try_lock(mine)) {
-                flush_locked(mine, NULL, 0);
-                unlock(mine);
-            }
-        }
-        sample_wait = gmt_sampler_tick(now);
-        gmt_version_note_static_runtime();
-        unsigned long of = atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
-        if (of != owner_flushes) {
-            owner_flushes = of;
-            period_ns = FLUSHER_MIN_PERIOD_NS;
-        } else if (fullest >= 4)
-            period_ns = period_ns / 2 > FLUSHER_MIN_PERIOD_NS ? period_ns / 2 : FLUSHER_MIN_PERIOD_NS;
-        else if (fullest < 2)
-            period_ns = period_ns * 2 < half_ns ? period_ns * 2 : half_ns;
-    }
-    atomic_store(&g_flusher, 0);
-    return NULL;
+    int st = atomic_load(&gmt_hot.writer.state);
+    if (st == ST_FAILED || st == ST_FINISHED)
+        return GMT_WRITER_DONE;
+    return st == ST_OPEN ? GMT_WRITER_TAKING : GMT_WRITER_WAITING;
 }
 
-static void start_flusher(void)
+unsigned long gmt_writer_owner_flushes(void)
 {
-    int zero = 0;
-    if (!atomic_compare_exchange_strong(&g_flusher, &zero, 1))
-        return;
-    /* The flusher must never take the program's signals: it inherits a full mask. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* 256 KiB: it also runs the loader and NVML (sampling.c), whose stack use is theirs */
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t th;
-    int rc = pthread_create(&th, &attr, flusher_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc) {
-        atomic_store(&g_flusher, 0);
-        gmt_warn("cannot start the flusher thread (%s): records reach the file only "
-                 "when a buffer fills or at exit",
-                 strerrordesc_np(rc) ? strerrordesc_np(rc) : "error");
+    return atomic_load_explicit(&g_owner_flushes, memory_order_relaxed);
+}
+
+unsigned gmt_writer_tick(uint64_t now, uint64_t age_ns)
+{
+    uint64_t fullest = 0; /* in 1/16ths of a buffer, at this tick */
+    for (struct buf *b = atomic_load(&g_bufs); b; b = b->next) {
+        uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
+        uint64_t used = head - atomic_load_explicit(&b->tail, memory_order_acquire);
+        if (used == 0)
+            continue;
+        uint64_t sixteenths = used * 16 / b->cap;
+        if (sixteenths > fullest)
+            fullest = sixteenths;
+        uint64_t oldest = atomic_load_explicit(&b->oldest_ns, memory_order_relaxed);
+        uint64_t age = now > oldest ? now - oldest : 0;
+        /* 1 ms early rather than a whole period late when the tick jitters. */
+        if (age + 1000000 < age_ns && sixteenths < 2)
+            continue;
+        /* The owner is flushing it already: its records are on their way. */
+        if (try_lock(b)) {
+            flush_locked(b, NULL, 0);
+            unlock(b);
+        }
     }
+    /* what has been open since before the last tick: its begin goes in the file */
+    if (note_open_calls(age_ns)) {
+        struct buf *mine = gmt_ts.writer.buf;
+        if (mine && try_lock(mine)) {
+            flush_locked(mine, NULL, 0);
+            unlock(mine);
+        }
+    }
+    return (unsigned)fullest;
+}
+
+/* ---- what runs when the file opens (gmt_writer_on_open) ---- */
+
+#define ON_OPEN_MAX 4
+static void (*g_on_open[2][ON_OPEN_MAX])(void); /* [0] preamble, [1] after */
+
+void gmt_writer_on_open(void (*fn)(void), bool preamble)
+{
+    void (**list)(void) = g_on_open[preamble ? 0 : 1];
+    for (int i = 0; i < ON_OPEN_MAX; i++) {
+        if (list[i] == fn)
+            return;
+        if (!list[i]) {
+            list[i] = fn;
+            return;
+        }
+    }
+}
+
+static void run_on_open(bool preamble)
+{
+    void (**list)(void) = g_on_open[preamble ? 0 : 1];
+    for (int i = 0; i < ON_OPEN_MAX && list[i]; i++)
+        list[i]();
 }
 
 /* ---- per-thread buffers ---- */
@@ -646,12 +570,13 @@ static void open_file(void)
         fail("cannot write trace file", -rc);
         return;
     }
-    /* Module records written now are the file's preamble: they belong to no thread. */
+    /* Records written now (the module map) are the file's preamble: they belong to no
+     * thread. */
     gmt_ts.writer.opening = 1;
-    gmt_modules_write_all();
+    run_on_open(true);
     gmt_ts.writer.opening = 0;
     g_pid = getpid();
-    start_flusher();
+    run_on_open(false);
     int opening = ST_OPENING;
     atomic_compare_exchange_strong(&gmt_hot.writer.state, &opening, ST_OPEN);
 }
@@ -822,18 +747,18 @@ static inline __attribute__((always_inline)) uint32_t emit_flags(void)
 #endif
 }
 
-/* The fast path of both emits: `size` bytes of records (at most 128) from a thread that
+/* The fast path of every emit: `size` bytes of records (at most 128) from a thread that
  * has its buffer, with the file open and room before the ring's end. timed (a constant
  * at each call): the first record's dt at dt_offset is filled from the clock, which must
  * fit it; else the records keep their dt fields (0: the thread's previous time) and the
- * clock is not read. False: nothing was written, the caller takes the slow way. */
-/* And for a SCOPE_END in call form (call: a constant) its duration too: from the later
- * of `begin` and the thread's previous time, so that the begin it stands for is never
- * before that record (and the duration never more than dt); at least 1 ns (0 says "not
- * timed") unless dt is 0; and 0 when begin is 0 (an untimed call). */
-static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec, uint32_t size,
-                                                                size_t dt_offset, bool timed,
-                                                                bool call, uint64_t begin)
+ * clock is not read. False: nothing was written, the caller takes the slow way.
+ * For a span (span: a constant) its duration too: from the later of `begin` and the
+ * thread's previous time, so that the begin it stands for is never before that record
+ * (and the duration never more than dt); at least 1 ns (0 says "not timed") unless dt is
+ * 0; and 0 when begin is 0 (its begin was not timed). */
+static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
+                                                           size_t dt_offset, bool timed,
+                                                           bool span, uint64_t begin)
 {
     /* The clock first, while little else is live: a signal handler's record after it
      * takes a later time, and ours then gets dt 0 (below). */
@@ -854,8 +779,8 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
     if (!timed)
         now = clock;
     uint64_t from = begin > clock ? begin : clock;
-    /* a call form is copied whole (64 bytes, a few moves), its record only `size` of it */
-    uint32_t copy = call ? (uint32_t)sizeof(struct gmt_rec_scope_call) : size;
+    /* a span is copied whole (GMT_SPAN_COPY bytes, a few moves), its record only `size` */
+    uint32_t copy = span ? GMT_SPAN_COPY : size;
     if (GMT_UNLIKELY(head - tail + copy > b->cap || copy >= b->cap - b->at ||
                      (timed && now - clock > UINT32_MAX && now > clock))) {
         atomic_signal_fence(memory_order_seq_cst);
@@ -863,8 +788,8 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
         return false;
     }
     unsigned char *dst = b->data + b->at;
-    if (call)
-        __builtin_memcpy(dst, rec, sizeof(struct gmt_rec_scope_call));
+    if (span)
+        __builtin_memcpy(dst, rec, GMT_SPAN_COPY);
     else if (__builtin_constant_p(size))
         __builtin_memcpy(dst, rec, size); /* gmt_emit_rec's: a few moves */
     else
@@ -875,13 +800,13 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
         uint32_t dt = now > clock ? (uint32_t)(now - clock) : 0;
         memcpy(dst + dt_offset, &dt, sizeof dt);
         gmt_ts.writer.clock = clock + dt;
-        if (call) {
+        if (span) {
             uint32_t duration = 0;
             if (begin) {
                 duration = now > from ? (uint32_t)(now - from) : 0;
                 duration += duration == 0 && dt > 0;
             }
-            memcpy(dst + offsetof(struct gmt_rec_scope_end, duration), &duration, sizeof duration);
+            memcpy(dst + GMT_SPAN_DURATION, &duration, sizeof duration);
         }
     }
     if (head == tail)
@@ -893,18 +818,12 @@ static inline __attribute__((always_inline)) bool emit_fast_call(const void *rec
     return true;
 }
 
-static inline __attribute__((always_inline)) bool emit_fast(const void *rec, uint32_t size,
-                                                           size_t dt_offset, bool timed)
-{
-    return emit_fast_call(rec, size, dt_offset, timed, false, 0);
-}
-
 /* Records as one piece, the dt at dt_offset from the clock: the fast path of gmt_emit
  * (one copy of it: a training loop's calls run through few lines of code). False when
  * that path can't take them. */
 static __attribute__((noinline, hot)) bool emit_timed(void *recs, uint32_t size, size_t dt_offset)
 {
-    return emit_fast(recs, size, dt_offset, true);
+    return emit_fast(recs, size, dt_offset, true, false, 0);
 }
 
 /*
@@ -924,12 +843,21 @@ __attribute__((hot)) void gmt_emit(void *rec, size_t dt_offset)
 
 /*
  * Records that take the thread's previous time (their dt fields hold 0 already), appended
- * as one piece without reading the clock: the fast path of gmt_emit less the clock. False
- * when that path can't take them (the caller then emits them one by one with gmt_emit).
+ * as one piece without reading the clock: the fast path of gmt_emit less the clock. When
+ * that path can't take them, each goes the way of gmt_emit, timed at dt_offset.
  */
-bool gmt_emit_untimed(const void *recs, uint32_t size)
+void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset)
 {
-    return emit_fast(recs, size, 0, false);
+    if (GMT_LIKELY(emit_fast(recs, size, 0, false, false, 0)))
+        return;
+    for (uint32_t at = 0; at + sizeof(struct gmt_rec) <= size;) {
+        struct gmt_rec *h = (struct gmt_rec *)(void *)((char *)recs + at);
+        uint32_t n = h->size;
+        if (n < sizeof *h)
+            break;
+        gmt_emit(h, dt_offset);
+        at += n;
+    }
 }
 
 
@@ -939,7 +867,7 @@ bool gmt_emit_untimed(const void *recs, uint32_t size)
     __attribute__((hot)) void gmt_emit_rec_##name(struct gmt_rec_##name *r)                  \
     {                                                                                        \
         size_t off = offsetof(struct gmt_rec_##name, dt_field);                              \
-        if (GMT_UNLIKELY(!emit_fast(r, sizeof *r, off, true)))                               \
+        if (GMT_UNLIKELY(!emit_fast(r, sizeof *r, off, true, false, 0)))                     \
             emit_slow(&r->h, off);                                                           \
     }
 GMT_EMIT_FIXED(GMT_X)
@@ -947,13 +875,12 @@ GMT_EMIT_FIXED(GMT_X)
 
 __attribute__((hot)) bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r)
 {
-    return emit_fast(r, sizeof *r, 0, false);
+    return emit_fast(r, sizeof *r, 0, false, false, 0);
 }
 
-__attribute__((hot)) bool gmt_emit_call(struct gmt_rec_scope_call *r, uint64_t begin)
+__attribute__((hot)) bool gmt_emit_span(void *rec, uint32_t size, uint64_t begin)
 {
-    return emit_fast_call(r, r->e.h.size, offsetof(struct gmt_rec_scope_end, dt), true, true,
-                          begin);
+    return emit_fast(rec, size, GMT_SPAN_DT, true, true, begin);
 }
 
 /* Takes b for good. False when it was sealed already or this thread is inside its flush. */
@@ -1145,8 +1072,8 @@ void gmt_writer_fork_child(void)
         b->at = head % b->cap;
         atomic_store(&b->busy, BUF_IDLE);
         atomic_store(&b->in_use, 0);
-        /* the parent's threads' calls are not in the child's file */
-        atomic_store(&b->held.open_id, 0);
+        /* what the parent's threads were in is not in the child's file */
+        atomic_store(&b->slot.word[0], 0);
     }
     gmt_ts.writer.buf = NULL;
     t_tid = 0;
@@ -1155,7 +1082,6 @@ void gmt_writer_fork_child(void)
     t_flushing = NULL;
     t_exec = 0;
     g_path[0] = 0;
-    atomic_store(&g_flusher, 0);
     /* a thread of the parent was making the key when we forked: nobody will finish it
      * here, and waiting for it would spin forever; make it again (a key may leak) */
     if (atomic_load(&g_key_state) == 1)

@@ -1433,8 +1433,8 @@ static void held_call_noted(bool timed)
                       GMT_OP_AllReduce, 0);
     }
     uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
-    cr_assert_eq(gmt_ts.writer.deferred, GMT_REP_CALL, "the call is held");
-    cr_assert_eq(atomic_load(&gmt_writer_held()->begin_ns) != 0, timed);
+    cr_assert_eq(gmt_ts.writer.deferred, GMT_DEFER_CALL, "the call is held");
+    cr_assert_eq(atomic_load(&gmt_writer_slot()->word[1]) != 0, timed, "word 1: the begin's time");
     struct timespec ts = {0, 400 * 1000 * 1000}; /* 8 ticks of the default flush_ms */
     nanosleep(&ts, NULL);
     gmt_scope_end(id, GMT_OP_AllReduce, 0);
@@ -1477,6 +1477,49 @@ static void held_call_noted(bool timed)
 }
 Test(scope, a_held_call_in_progress_is_noted_by_the_flusher_timed) { held_call_noted(true); }
 Test(scope, a_held_call_in_progress_is_noted_by_the_flusher_untimed) { held_call_noted(false); }
+
+/* Another record of the thread while a loop call is held (an allocation NCCL makes in the
+ * call, say) goes through the writer's deferred hook: the held begin is written first, as
+ * a SCOPE_BEGIN, and the return writes a plain SCOPE_END after that record. */
+Test(scope, a_record_inside_a_held_call_writes_its_begin_first)
+{
+    const char *path = open_own_trace();
+    gmt_scope_comm_cache_put(0xa000, 0);
+    for (int i = 0; i < 3; i++) /* past the first call: the next one is held */
+        gmt_scope_end(gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0),
+                      GMT_OP_AllReduce, 0);
+    uint32_t id = gmt_scope_begin(GMT_OP_AllReduce, 0xa000, 8, ncclFloat32, -1, 0);
+    cr_assert_eq(gmt_ts.writer.deferred, GMT_DEFER_CALL, "the call is held");
+    struct gmt_rec_cuctx c = {.h = {GMT_REC_CUCTX, 0, sizeof c}, .context = 0xc0de, .device = 0};
+    gmt_emit(&c, 0);
+    cr_expect_eq(gmt_ts.writer.deferred, GMT_DEFER_OFF, "the record spilled the held begin");
+    gmt_scope_end(id, GMT_OP_AllReduce, 0);
+    gmt_writer_finish();
+
+    struct gmt_reader *rd;
+    char err[256];
+    cr_assert_eq(gmt_reader_open(&rd, path, err, sizeof err), 0, "%s", err);
+    struct gmt_event ev;
+    int rc, i = 0, at_begin = -1, at_ctx = -1, at_end = -1;
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        const struct gmt_rec_scope_begin *b = (const void *)ev.rec;
+        const struct gmt_rec_scope_end *e = (const void *)ev.rec;
+        if (ev.rec->type == GMT_REC_SCOPE_BEGIN && b->scope_id == id)
+            at_begin = i;
+        else if (ev.rec->type == GMT_REC_CUCTX &&
+                 ((const struct gmt_rec_cuctx *)(const void *)ev.rec)->context == 0xc0de)
+            at_ctx = i;
+        else if (ev.rec->type == GMT_REC_SCOPE_END && e->scope_id == id) {
+            at_end = i;
+            cr_expect_lt(ev.rec->size, GMT_SCOPE_CALL_MIN, "a plain SCOPE_END");
+        }
+        i++;
+    }
+    cr_assert_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    cr_expect(at_begin >= 0 && at_begin < at_ctx && at_ctx < at_end,
+              "begin at %d, the record at %d, end at %d", at_begin, at_ctx, at_end);
+}
 
 Test(scope, a_fork_child_publishes_only_its_own_scopes)
 {
