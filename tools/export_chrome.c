@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "names.h"
 #include "util.h"
 
 /* Counter tracks are downsampled as they stream (export.h, struct gmt_xtrack). */

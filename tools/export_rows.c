@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "names.h"
 #include "nccl_types.h"
 #include "stacks.h"
 #include "util.h"

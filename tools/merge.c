@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "reader.h"
 #include "stacks.h"
 

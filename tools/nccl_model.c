@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "category.h"
+#include "names.h"
 #include "reader.h"
 #include "replay.h"
 #include "symbolize.h"

@@ -1,4 +1,5 @@
 /* render_csv.c: the summary as CSV tables, one header line each, every row naming its trace's file. */
+#include "names.h"
 #include "render.h"
 
 #include <inttypes.h>

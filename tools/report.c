@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "category.h"
+#include "names.h"
 #include "reader.h"
 #include "symbolize.h"
 

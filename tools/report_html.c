@@ -11,6 +11,7 @@
 #include "export.h"
 #include "holders.h"
 #include "job.h"
+#include "names.h"
 #include "nccl_model.h"
 #include "reader.h"
 #include "render_job.h"
