@@ -4,7 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "nccl_model.h"
+#include "nccl_print.h"
 #include "util.h"
 
 /* The trace of rank `rank`, NULL when none has it. */
