@@ -12,6 +12,7 @@
 #include "names.h"
 #include "reader.h"
 #include "replay.h"
+#include "report.h"
 #include "symbolize.h"
 #include "util.h"
 
@@ -695,11 +696,16 @@ int gmt_nccl_model_build(const struct gmt_analysis *a, struct gmt_nccl_model *m)
             }
         }
     }
-    for (size_t i = 0; i < m->n_c; i++)
+    for (size_t i = 0; i < m->n_c; i++) {
         if (m->modelled)
             implied_counts(&m->c[i]);
+        m->dev_bytes += m->c[i].dev_bytes;
+        m->host_bytes += m->c[i].host_bytes;
+    }
     if (!m->n_c)
         m->cumem = false;
+    gmt_nccl_p2p_sizes(&m->set, &m->p2p);
+    m->n_savings = gmt_nccl_savings(m, m->savings, GMT_NCCL_MAX_SAVINGS);
 out:
     if (it)
         gmt_trace_iter_free(it);

@@ -242,11 +242,11 @@ static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct
 
 static void rows_nccl_memory(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
-    struct gmt_nccl_model m;
-    if (gmt_nccl_model_build(a, &m))
+    const struct gmt_nccl_model *m = &a->nccl;
+    if (a->nccl_rc)
         return;
-    for (size_t i = 0; i < m.n_c; i++) {
-        const struct gmt_nccl_comm *c = &m.c[i];
+    for (size_t i = 0; i < m->n_c; i++) {
+        const struct gmt_nccl_comm *c = &m->c[i];
         for (int p = 0; p < GMT_NCCL_NPURPOSES; p++) {
             if (!c->by_purpose[p])
                 continue;
@@ -260,7 +260,6 @@ static void rows_nccl_memory(FILE *f, const struct gmt_analysis *a, const struct
             row_end(&r);
         }
     }
-    gmt_nccl_model_free(&m);
 }
 
 static void rows_phases(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "holders.h"
-#include "nccl_model.h"
+#include "render_explain.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -335,7 +335,7 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_open(out, a);
     json_phases(out, a);
     fprintf(out, ", \"unmatched_frees\": %" PRIu64 ", \"nccl_memory\": ", a->rep.unmatched_frees);
-    gmt_explain_brief_json(out, a);
+    gmt_render_explain_brief_json(out, a);
     fprintf(out, "}");
 }
 

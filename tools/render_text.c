@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "holders.h"
-#include "nccl_model.h"
+#include "render_explain.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -478,7 +478,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_header(out, a, o);
     text_peaks(out, a, o);
     text_colls(out, a, o);
-    gmt_explain_brief_text(out, a);
+    gmt_render_explain_brief_text(out, a);
     text_phases(out, a, o);
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);

@@ -12,7 +12,7 @@
 #include "holders.h"
 #include "job.h"
 #include "names.h"
-#include "nccl_model.h"
+#include "render_explain.h"
 #include "reader.h"
 #include "render_job.h"
 #include "stacks.h"
@@ -532,15 +532,13 @@ static void put_phases(FILE *o, const struct gmt_analysis *a, uint64_t t0, uint6
 /* explain --json's object of this trace where it has NCCL memory, else null. */
 static int put_explain(FILE *o, const struct gmt_analysis *a)
 {
-    struct gmt_nccl_model m;
     fputs(",\"explain\":", o);
-    if (gmt_nccl_model_build(a, &m))
+    if (a->nccl_rc)
         return -ENOMEM;
-    if (m.n_c)
-        gmt_explain_trace_json(o, a, &m);
+    if (a->nccl.n_c)
+        gmt_render_explain_json(o, a, NULL, true);
     else
         fputs("null", o);
-    gmt_nccl_model_free(&m);
     return 0;
 }
 
