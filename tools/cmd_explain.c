@@ -1,9 +1,11 @@
 /* cmd_explain.c: `gpumemtrace explain`: each communicator's NCCL memory by purpose, why each buffer has its size, and what other settings would make of it. */
+#include <errno.h>
 #include <stdio.h>
 
 #include "args.h"
 #include "cli.h"
 #include "explain.h"
+#include "jobs.h"
 #include "render_explain.h"
 #include "report.h"
 #include "util.h"
@@ -52,6 +54,41 @@ static int explain_opt(void *ctx, int c, const char *arg)
 
 static const struct option explain_opts[] = {{"what-if", required_argument, 0, 'w'}, {0, 0, 0, 0}};
 
+struct each {
+    const struct opts *w;
+    bool json;
+    size_t written;
+};
+
+/* One trace's explanation, rendered (perhaps in a worker: jobs.h) without what goes
+ * between traces. */
+static int explain_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                       size_t errlen)
+{
+    const struct each *E = ctx;
+    struct gmt_explain x;
+    if (a->nccl_rc || gmt_explain_fill(&x, a, E->w->spec, E->w->n)) {
+        snprintf(err, errlen, "%s: out of memory", a->t.path);
+        return -1;
+    }
+    if (E->json)
+        gmt_render_explain_json(out, a, &x, true);
+    else
+        gmt_render_explain_text(out, a, &x, 0);
+    gmt_explain_free(&x);
+    return 0;
+}
+
+/* Here, in the order of the traces: each after the separator its format wants. */
+static int write_one(void *ctx, size_t i, const char *p, size_t len)
+{
+    struct each *E = ctx;
+    if (E->written++)
+        fputs(E->json ? ", " : "\n", stdout);
+    fwrite(p, 1, len, stdout);
+    return 0;
+}
+
 int gmt_cmd_explain(int argc, char **argv)
 {
     struct opts w = {0};
@@ -72,35 +109,18 @@ int gmt_cmd_explain(int argc, char **argv)
     int status = gmt_args_traces(&args, argc, argv, &files, &n_files);
     if (status < 0)
         return GMT_EXIT_ERROR;
-    bool json = args.output == GMT_OUT_JSON;
-    if (json)
+    struct each E = {&w, args.output == GMT_OUT_JSON, 0};
+    const struct gmt_jobs J = {.files = files, .n = n_files, .ro = &args.ro, .trace = explain_one,
+                               .take = write_one, .ctx = &E};
+    struct gmt_jobs_result res;
+    if (E.json)
         gmt_render_explain_json_begin(stdout);
-    size_t written = 0;
-    const struct gmt_report_opts ro = args.ro;
-    for (size_t i = 0; i < n_files; i++) {
-        struct gmt_analysis a;
-        struct gmt_explain x;
-        char err[512];
-        if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        if (a.nccl_rc || gmt_explain_fill(&x, &a, w.spec, w.n)) {
-            gmt_err("gpumemtrace: %s: out of memory", files[i]);
-            gmt_analysis_free(&a);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        if (json)
-            gmt_render_explain_json(stdout, &a, &x, written == 0);
-        else
-            gmt_render_explain_text(stdout, &a, &x, written);
-        written++;
-        gmt_explain_free(&x);
-        gmt_analysis_free(&a);
-    }
-    if (json)
+    int r = gmt_jobs_run(&J, &res);
+    if (r)
+        gmt_err("gpumemtrace: %s", r == -ENOMEM ? "out of memory" : "a process reading the traces died");
+    if (r || res.skipped)
+        status = GMT_EXIT_ERROR;
+    if (E.json)
         gmt_render_explain_json_end(stdout);
     gmt_free_paths(files, n_files);
     return status;
