@@ -15,7 +15,14 @@ struct seen {
     size_t order[N], n_taken, n_traced;
     pid_t here, from[N];
     size_t fail_at;            /* trace() fails for this index, N: never */
+    char *errs[N];
 };
+
+static void keep(void *ctx, size_t i, const char *why)
+{
+    struct seen *S = ctx;
+    S->errs[i] = strdup(why);
+}
 
 static int trace_cb(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
                     size_t errlen)
@@ -62,12 +69,11 @@ Test(jobs, hands_on_in_order_and_skips_what_cannot_be_read)
     struct seen S = {.here = getpid(), .fail_at = 12};
     char **f = paths("tests/golden/no-such-trace.gmt");
     bool unread[N] = {0};
-    char *errs[N] = {0};
     struct gmt_report_opts ro;
     gmt_report_opts_init(&ro);
     ro.no_symbols = true;
     const struct gmt_jobs J = {.files = f, .n = N, .ro = &ro, .trace = trace_cb, .take = take_cb,
-                               .ctx = &S, .unread = unread, .errs = errs};
+                               .ctx = &S, .unread = unread, .skipped = keep};
     struct gmt_jobs_result res;
     cr_assert_eq(gmt_jobs_run(&J, &res), 0);
     cr_assert_eq(res.done, N - 3);
@@ -76,19 +82,19 @@ Test(jobs, hands_on_in_order_and_skips_what_cannot_be_read)
     for (size_t i = 0; i < N; i++) {
         bool skipped = i == 7 || i == 30 || i == 12;
         cr_assert_eq(unread[i], skipped, "trace %zu", i);
-        cr_assert_eq(errs[i] != NULL, skipped, "trace %zu", i);
+        cr_assert_eq(S.errs[i] != NULL, skipped, "trace %zu", i);
         if (!skipped)
             cr_assert_eq(S.order[k++], i, "the %zu-th taken is not trace %zu", k - 1, i);
     }
-    cr_assert(strstr(errs[7], "no-such-trace.gmt"), "%s", errs[7]);
-    cr_assert_str_eq(errs[12], "trace 12 refused");
+    cr_assert(strstr(S.errs[7], "no-such-trace.gmt"), "%s", S.errs[7]);
+    cr_assert_str_eq(S.errs[12], "trace 12 refused");
     if (sysconf(_SC_NPROCESSORS_ONLN) > 1) {
         cr_assert_geq(res.workers, 2);
         for (size_t i = 0; i < S.n_taken; i++)
             cr_assert_neq(S.from[i], S.here, "a trace was analysed here, not in a worker");
     }
     for (size_t i = 0; i < N; i++)
-        free(errs[i]);
+        free(S.errs[i]);
     free(f);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "jobs.h"
 #include "names.h"
 #include "util.h"
 
@@ -241,6 +242,46 @@ static int anchor(const char *path, struct gmt_rec_process *p)
     return q ? 0 : -1;
 }
 
+struct chrome_job {
+    struct chrome *C;
+    const struct gmt_rec_process *procs;
+    bool by_rank;
+};
+
+/* One trace's process, counters and calls; a failure to write stops the export. */
+static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                      size_t errlen)
+{
+    const struct chrome_job *X = ctx;
+    struct chrome *C = X->C;
+    const struct gmt_trace *t = &a->t;
+    C->a = a;
+    C->pid = X->by_rank ? X->procs[i].rank : (int64_t)i;
+    memset(C->tr, 0, sizeof C->tr);
+    memset(C->tracked, 0, sizeof C->tracked);
+    memset(C->by_cat, 0, sizeof C->by_cat);
+    C->bk.t0 = t->t_first;
+    C->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
+    /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
+     * first record at the job's start */
+    C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
+                           : -(int64_t)t->t_first;
+    trace_meta(C, t->path);
+    const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = C};
+    int r = gmt_export_walk(a, &ops);
+    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
+        for (int k = 0; k < TR_PER_DEV; k++) {
+            struct chrome_track w = {C, (int)ds, k};
+            const struct gmt_xtrack_out o = {point, &w};
+            gmt_xtrack_end(&C->tr[ds][k], t->t_last, &o);
+        }
+    if (!r)
+        return 0;
+    gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"
+                         : "gpumemtrace: export: cannot write %s", C->path);
+    return r == -1 ? -EIO : r;
+}
+
 int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts *ro,
                       const char *out, long max_points)
 {
@@ -284,44 +325,10 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
     C->base_ns = base == UINT64_MAX ? 0 : base;
     C->bk.n = (uint64_t)(max_points - 1) / 2;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
-    int status = GMT_EXIT_OK;
-    for (size_t i = 0; i < n; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        const struct gmt_trace *t = &a.t;
-        C->a = &a;
-        C->pid = by_rank ? procs[i].rank : (int64_t)i;
-        memset(C->tr, 0, sizeof C->tr);
-        memset(C->tracked, 0, sizeof C->tracked);
-        memset(C->by_cat, 0, sizeof C->by_cat);
-        C->bk.t0 = t->t_first;
-        C->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
-        /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
-         * first record at the job's start */
-        C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
-                               : -(int64_t)t->t_first;
-        trace_meta(C, files[i]);
-        const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = C};
-        int r = gmt_export_walk(&a, &ops);
-        for (size_t ds = 0; ds < a.rep.n_dev && ds < GMT_MAX_DEVS; ds++)
-            for (int k = 0; k < TR_PER_DEV; k++) {
-                struct chrome_track w = {C, (int)ds, k};
-                const struct gmt_xtrack_out o = {point, &w};
-                gmt_xtrack_end(&C->tr[ds][k], t->t_last, &o);
-            }
-        gmt_analysis_free(&a);
-        if (r) {
-            gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"
-                                 : "gpumemtrace: export: cannot write %s", out);
-            status = GMT_EXIT_ERROR;
-            break;
-        }
-    }
+    struct chrome_job X = {C, procs, by_rank};
+    const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = chrome_one, .ctx = &X};
+    struct gmt_jobs_result res;
+    int status = gmt_jobs_run(&J, &res) || res.skipped ? GMT_EXIT_ERROR : GMT_EXIT_OK;
     fprintf(f, "\n],\"otherData\":{\"source\":\"gpumemtrace\",\"max_points_per_counter\":%ld}}\n", max_points);
     if (ferror(f) | fclose(f)) {
         gmt_err("gpumemtrace: export: cannot write %s", out);

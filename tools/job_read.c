@@ -160,6 +160,12 @@ static int take(void *ctx, size_t index, const char *p, size_t len)
     return bad ? -ENOMEM : 0;
 }
 
+static void keep_err(void *ctx, size_t i, const char *why)
+{
+    struct take_ctx *T = ctx;
+    T->res->err[i] = strdup(why); /* NULL out of memory: the trace is still marked unread */
+}
+
 int gmt_job_read(struct gmt_job *j, char **files, size_t n, const struct gmt_report_opts *ro,
                  struct gmt_job_read_result *res)
 {
@@ -171,7 +177,7 @@ int gmt_job_read(struct gmt_job *j, char **files, size_t n, const struct gmt_rep
     struct take_ctx T = {j, res};
     const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = read_one, .take = take,
                                .ctx = &T, .progress = res->progress, .unread = res->unread,
-                               .errs = res->err};
+                               .skipped = keep_err};
     struct gmt_jobs_result jr;
     int rc = gmt_jobs_run(&J, &jr);
     res->workers = jr.workers;

@@ -77,9 +77,8 @@ struct run {
 
 static void skip(struct run *R, size_t i, const char *msg)
 {
-    char *kept = R->J->errs ? strdup(msg) : NULL;
-    if (kept)
-        R->J->errs[i] = kept;
+    if (R->J->skipped)
+        R->J->skipped(R->J->ctx, i, msg);
     else
         gmt_err("gpumemtrace: %s", msg);
     if (R->J->unread)
@@ -136,8 +135,10 @@ static int run_serial(const struct gmt_jobs *J, struct gmt_jobs_result *res)
         }
         int r = J->trace(J->ctx, i, &a, NULL, err, sizeof err);
         gmt_analysis_free(&a);
-        if (r)
+        if (r == -1)
             skip(&R, i, err);
+        else if (r)
+            return r;
         else
             res->done++;
     }

@@ -17,9 +17,10 @@
  * bytes here, in the order of the files, whoever made them. Without take, trace() runs
  * here, in order, with out NULL, and keeps what it needs in ctx.
  *
- * A trace that cannot be analysed, or whose trace() fails (nonzero, with a one-line
- * message in err), is reported on stderr as "gpumemtrace: MESSAGE" (or, with errs given,
- * its message kept there for the caller), marked in unread (when given) and skipped.
+ * A trace that cannot be analysed, or whose trace() returns -1 with a one-line message
+ * in err, is skipped: marked in unread (when given) and told to skipped() (NULL: said on
+ * stderr as "gpumemtrace: MESSAGE"), in the order of the files. Without take, trace()
+ * may also stop the run: any other nonzero is returned at once (trace() said why).
  */
 struct gmt_jobs {
     char *const *files;
@@ -31,7 +32,7 @@ struct gmt_jobs {
     void *ctx;
     bool progress;             /* a progress line on stderr after a second (workers only) */
     bool *unread;              /* out, optional: [n] the trace was skipped */
-    char **errs;               /* out, optional: [n] why, malloc'd; NULL: said on stderr */
+    void (*skipped)(void *ctx, size_t i, const char *why);
 };
 
 struct gmt_jobs_result {
@@ -40,7 +41,7 @@ struct gmt_jobs_result {
 };
 
 /* Runs J. 0 (see res->skipped for traces that failed); -ENOMEM; -EIO when a worker
- * died (what came back before was taken). */
+ * died (what came back before was taken); what trace() stopped it with. */
 int gmt_jobs_run(const struct gmt_jobs *J, struct gmt_jobs_result *res);
 
 #endif

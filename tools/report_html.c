@@ -11,9 +11,10 @@
 #include "export.h"
 #include "holders.h"
 #include "job.h"
+#include "jobs.h"
 #include "names.h"
-#include "render_explain.h"
 #include "reader.h"
+#include "render_explain.h"
 #include "render_job.h"
 #include "stacks.h"
 #include "u64map.h"
@@ -676,72 +677,77 @@ static void put_escaped(FILE *f, const char *s, size_t n)
     }
 }
 
-int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
-                    const char *out, long max_points)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    struct page *P = calloc(1, sizeof *P);
-    int64_t *start = calloc(n ? n : 1, sizeof *start);
-    bool *ok = calloc(n ? n : 1, sizeof *ok);
+/* What the page gathers of each trace as the driver hands it over: its part of the
+ * data (m), the job, and each trace's anchor for the one time axis. */
+struct gather {
+    FILE *m;
+    struct page *P;
+    const struct gmt_report_opts *ro;
+    long max_points;
+    size_t n, written;
     struct gmt_job j;
-    gmt_job_init(&j);
-    int status = GMT_EXIT_OK, r = 0;
-    if (!m || !P || !start || !ok)
-        r = -ENOMEM;
-    uint64_t base = UINT64_MAX;
-    size_t written = 0;
-    struct { uint64_t real, mono, first; bool has; } *anch = calloc(n ? n : 1, sizeof *anch);
-    if (!anch)
-        r = -ENOMEM;
-    for (size_t i = 0; i < n && !r; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        page_reset(P);
-        P->a = &a;
-        if (written)
-            fputc(',', m);
-        r = put_trace(m, P, files[i], ro, max_points);
-        if (!r && n > 1)
-            r = gmt_job_add(&j, &a);
-        ok[i] = true;
-        anch[i].has = a.t.has_proc;
-        anch[i].real = a.t.proc.realtime_ns;
-        anch[i].mono = a.t.proc.monotonic_ns;
-        anch[i].first = a.t.t_first;
-        if (a.t.has_proc && a.t.proc.realtime_ns < base)
-            base = a.t.proc.realtime_ns;
-        written++;
-        gmt_analysis_free(&a);
+    bool *ok;
+    struct anchor { uint64_t real, mono, first; bool has; } *anch;
+    uint64_t base;
+};
+
+static int report_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                      size_t errlen)
+{
+    struct gather *G = ctx;
+    page_reset(G->P);
+    G->P->a = a;
+    if (G->written)
+        fputc(',', G->m);
+    int r = put_trace(G->m, G->P, a->t.path, G->ro, G->max_points);
+    if (!r && G->n > 1)
+        r = gmt_job_add(&G->j, a);
+    G->ok[i] = true;
+    G->anch[i] = (struct anchor){a->t.proc.realtime_ns, a->t.proc.monotonic_ns, a->t.t_first,
+                                 a->t.has_proc};
+    if (a->t.has_proc && a->t.proc.realtime_ns < G->base)
+        G->base = a->t.proc.realtime_ns;
+    G->written++;
+    return r;
+}
+
+/* The page's data ahead of the traces': the job, the ranks, the purposes' names and each
+ * trace's start on the one time axis (ns from the job's earliest anchor). */
+static void put_head(FILE *h, const struct gather *G)
+{
+    const struct gmt_job *j = G->n > 1 ? &G->j : NULL;
+    fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", G->max_points);
+    gmt_render_job_json(h, j);
+    put_ranks(h, j);
+    fputs("\"purposes\":{", h);
+    for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
+        fputs(k ? "," : "", h);
+        gmt_fput_json_string(h, gmt_nccl_purpose_key(k));
+        fputc(':', h);
+        gmt_fput_json_string(h, gmt_nccl_purpose_text(k));
     }
-    if (!r && n > 1 && written)
-        r = gmt_job_finish(&j);
-    if (m && fclose(m))
-        r = r ? r : -ENOMEM;
-    m = NULL;
-    if (r || !written) {
-        if (r)
-            gmt_err("gpumemtrace: report: out of memory");
-        else if (status == GMT_EXIT_OK)
-            gmt_err("gpumemtrace: report: no trace found");
-        status = GMT_EXIT_ERROR;
-        goto done;
+    fputs("},", h);
+    fputs("\"start_ns\":[", h);
+    size_t k = 0;
+    for (size_t i = 0; i < G->n; i++) {
+        const struct anchor *x = &G->anch[i];
+        int64_t start = 0;
+        if (G->ok[i] && x->has && G->base != UINT64_MAX)
+            start = (int64_t)(x->real - G->base) + (int64_t)x->first - (int64_t)x->mono;
+        if (G->ok[i])
+            fprintf(h, "%s%" PRId64, k++ ? "," : "", start);
     }
-    /* one time axis: each trace's start in ns from the job's earliest anchor */
-    for (size_t i = 0; i < n; i++)
-        if (ok[i] && anch[i].has && base != UINT64_MAX)
-            start[i] = (int64_t)(anch[i].real - base) + (int64_t)anch[i].first - (int64_t)anch[i].mono;
+    fputs("],\"traces\":[", h);
+}
+
+/* The page into out: the template around the data (the head, then the traces' parts in
+ * buf). GMT_EXIT_OK, or GMT_EXIT_ERROR after saying why. */
+static int write_page(const char *out, const struct gather *G, const char *buf, size_t len)
+{
     FILE *f = fopen(out, "w");
     if (!f) {
         gmt_err("gpumemtrace: report: cannot create %s: %s", out, strerror(errno));
-        status = GMT_EXIT_ERROR;
-        goto done;
+        return GMT_EXIT_ERROR;
     }
     const char *mark = strstr(gmt_report_page, "<!--GMT-DATA-->");
     size_t pre = mark ? (size_t)(mark - gmt_report_page) : strlen(gmt_report_page);
@@ -751,23 +757,7 @@ int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *
     size_t jl = 0;
     FILE *h = open_memstream(&jb, &jl);
     if (h) {
-        fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", max_points);
-        gmt_render_job_json(h, n > 1 ? &j : NULL);
-        put_ranks(h, n > 1 ? &j : NULL);
-        fputs("\"purposes\":{", h);
-        for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
-            fputs(k ? "," : "", h);
-            gmt_fput_json_string(h, gmt_nccl_purpose_key(k));
-            fputc(':', h);
-            gmt_fput_json_string(h, gmt_nccl_purpose_text(k));
-        }
-        fputs("},", h);
-        fputs("\"start_ns\":[", h);
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (ok[i])
-                fprintf(h, "%s%" PRId64, k++ ? "," : "", start[i]);
-        fputs("],\"traces\":[", h);
+        put_head(h, G);
         fclose(h);
         put_escaped(f, jb, jl);
     }
@@ -778,18 +768,49 @@ int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *
         fputs(mark + strlen("<!--GMT-DATA-->"), f);
     if (!h || ferror(f) | fclose(f)) {
         gmt_err("gpumemtrace: report: cannot write %s", out);
+        return GMT_EXIT_ERROR;
+    }
+    return GMT_EXIT_OK;
+}
+
+int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
+                    const char *out, long max_points)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct gather G = {.m = open_memstream(&buf, &len), .P = calloc(1, sizeof *G.P), .ro = ro,
+                       .max_points = max_points, .n = n, .ok = calloc(n ? n : 1, sizeof *G.ok),
+                       .anch = calloc(n ? n : 1, sizeof *G.anch), .base = UINT64_MAX};
+    gmt_job_init(&G.j);
+    int status = GMT_EXIT_OK, r = 0;
+    struct gmt_jobs_result res = {0};
+    if (!G.m || !G.P || !G.ok || !G.anch) {
+        r = -ENOMEM;
+    } else {
+        const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = report_one, .ctx = &G};
+        r = gmt_jobs_run(&J, &res);
+    }
+    if (res.skipped)
+        status = GMT_EXIT_ERROR;
+    if (!r && n > 1 && G.written)
+        r = gmt_job_finish(&G.j);
+    if (G.m && fclose(G.m))
+        r = r ? r : -ENOMEM;
+    if (r || !G.written) {
+        if (r)
+            gmt_err("gpumemtrace: report: out of memory");
+        else if (status == GMT_EXIT_OK)
+            gmt_err("gpumemtrace: report: no trace found");
+        status = GMT_EXIT_ERROR;
+    } else if (write_page(out, &G, buf, len)) {
         status = GMT_EXIT_ERROR;
     }
-done:
-    if (m)
-        fclose(m);
     free(buf);
-    if (P)
-        page_reset(P);
-    free(P);
-    free(start);
-    free(ok);
-    free(anch);
-    gmt_job_free(&j);
+    if (G.P)
+        page_reset(G.P);
+    free(G.P);
+    free(G.ok);
+    free(G.anch);
+    gmt_job_free(&G.j);
     return status;
 }
