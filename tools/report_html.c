@@ -17,105 +17,57 @@
 #include "render_explain.h"
 #include "render_job.h"
 #include "stacks.h"
+#include "tracks.h"
 #include "u64map.h"
 #include "util.h"
 
-/* A counter track: downsampled as the Chrome export's (export.h, struct gmt_xtrack), its
- * points kept as time (ns from the trace's start), value pairs. */
-struct track {
-    struct gmt_xtrack x;
-    struct page *P;
+/* A counter track's points as the engine decides them (tracks.h): time (ns from the
+ * trace's start), value pairs. */
+struct points {
     uint64_t *tv;
     size_t n, cap;
 };
 
-enum { TR_TRACKED, TR_USED, TR_CAT0 };
-#define TR_PER_DEV (TR_CAT0 + GMT_MAX_CATS)
-
 struct page {
     const struct gmt_analysis *a;
-    struct gmt_xbuckets bk;
-    struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
-    uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
-    /* per device, per stack id: device bytes live now, and at the device's peak (the
-     * first moment the tracked bytes reach it, as the replay finds it) */
-    uint64_t *live[GMT_MAX_DEVS], *at_peak[GMT_MAX_DEVS];
-    size_t n_stacks;
+    struct gmt_tracks tk;      /* the counters and the bytes by stack (tracks.h) */
+    struct points pts[GMT_MAX_DEVS][GMT_TR_PER_DEV];
     bool oom;
 };
 
-static void point(void *ctx, uint64_t t, uint64_t v)
+static void point(void *ctx, int ds, int k, uint64_t t, uint64_t v)
 {
-    struct track *x = ctx;
+    struct page *P = ctx;
+    struct points *x = &P->pts[ds][k];
     if (x->n + 2 > x->cap) {
         size_t c = x->cap ? x->cap * 2 : 64;
         uint64_t *q = realloc(x->tv, c * sizeof *q);
         if (!q) {
-            x->P->oom = true;
+            P->oom = true;
             return;
         }
         x->tv = q;
         x->cap = c;
     }
-    x->tv[x->n++] = t > x->P->bk.t0 ? t - x->P->bk.t0 : 0;
+    x->tv[x->n++] = t > P->tk.bk.t0 ? t - P->tk.bk.t0 : 0;
     x->tv[x->n++] = v;
-}
-
-static void sample(struct page *P, int ds, int k, uint64_t t, uint64_t v)
-{
-    struct track *x = &P->tr[ds][k];
-    const struct gmt_xtrack_out o = {point, x};
-    x->P = P;
-    gmt_xtrack_sample(&x->x, &P->bk, t, v, &o);
 }
 
 static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
 {
     struct page *P = ctx;
-    if (!freed_at || !gmt_kind_is_device(l->kind))
-        return 0;
-    int ds = gmt_export_dslot(P->a, l->device);
-    if (ds < 0 || ds >= GMT_MAX_DEVS)
-        return 0;
-    P->tracked[ds] -= l->bytes;
-    P->by_cat[ds][l->cat] -= l->bytes;
-    if (P->live[ds] && l->stack < P->n_stacks)
-        P->live[ds][l->stack] -= l->bytes;
-    sample(P, ds, TR_TRACKED, freed_at, P->tracked[ds]);
-    sample(P, ds, TR_CAT0 + l->cat, freed_at, P->by_cat[ds][l->cat]);
-    return P->oom ? -ENOMEM : 0;
+    int r = gmt_tracks_done(&P->tk, l, freed_at);
+    return r ? r : P->oom ? -ENOMEM : 0;
 }
 
 static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt_xlive *l)
 {
     struct page *P = ctx;
-    if (e->type == GMT_EV_ALLOC && l && gmt_kind_is_device(l->kind)) {
-        int ds = gmt_export_dslot(P->a, l->device);
-        if (ds >= 0 && ds < GMT_MAX_DEVS) {
-            P->tracked[ds] += l->bytes;
-            P->by_cat[ds][l->cat] += l->bytes;
-            if (P->live[ds] && l->stack < P->n_stacks) {
-                P->live[ds][l->stack] += l->bytes;
-                if (!P->at_peak[ds] && (size_t)ds < P->a->rep.n_dev && P->tracked[ds] == P->a->rep.dev[ds].peak) {
-                    P->at_peak[ds] = malloc(P->n_stacks * sizeof *P->at_peak[ds]);
-                    if (!P->at_peak[ds])
-                        P->oom = true;
-                    else
-                        memcpy(P->at_peak[ds], P->live[ds], P->n_stacks * sizeof *P->live[ds]);
-                }
-            }
-            sample(P, ds, TR_TRACKED, e->time, P->tracked[ds]);
-            sample(P, ds, TR_CAT0 + l->cat, e->time, P->by_cat[ds][l->cat]);
-        }
-    } else if (e->type == GMT_EV_MEMINFO) {
-        int ds = gmt_export_dslot(P->a, e->device);
-        if (ds >= 0 && ds < GMT_MAX_DEVS && e->bytes >= e->addr)
-            sample(P, ds, TR_USED, e->time, e->bytes - e->addr);
-    }
-    return P->oom ? -ENOMEM : 0;
+    int r = gmt_tracks_event(&P->tk, e, l);
+    return r ? r : P->oom ? -ENOMEM : 0;
 }
 
-static void put_track(FILE *o, const struct track *x)
+static void put_track(FILE *o, const struct points *x)
 {
     fputc('[', o);
     for (size_t i = 0; i < x->n; i++)
@@ -187,19 +139,6 @@ static void frames_free(struct frames *F)
     gmt_u64map_free(&F->at);
 }
 
-struct flame_site {
-    uint32_t stack;
-    uint64_t bytes;
-};
-
-static int cmp_flame(const void *x, const void *y)
-{
-    const struct flame_site *a = x, *b = y;
-    if (a->bytes != b->bytes)
-        return a->bytes > b->bytes ? -1 : 1;
-    return a->stack < b->stack ? -1 : a->stack > b->stack;
-}
-
 /* A device's icicle: [{"stack": id, "bytes": B, "frames": [index, ...]}], the sites
  * with the most bytes live at its peak, each stack outermost frame first and ending at
  * its site (the allocator's and runtime's frames inside it left out). */
@@ -207,18 +146,10 @@ static int put_flame(FILE *o, struct page *P, size_t ds, struct frames *F)
 {
     static char buf[131072];
     static const char *fr[512];
-    const uint64_t *at = P->at_peak[ds];
-    size_t n = 0;
-    for (size_t k = 0; at && k < P->n_stacks; k++)
-        n += at[k] != 0;
-    struct flame_site *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
+    struct gmt_flame_site *v;
+    size_t n;
+    if (gmt_tracks_flame(&P->tk, ds, &v, &n))
         return -ENOMEM;
-    n = 0;
-    for (size_t k = 0; at && k < P->n_stacks; k++)
-        if (at[k])
-            v[n++] = (struct flame_site){(uint32_t)k, at[k]};
-    qsort(v, n, sizeof *v, cmp_flame);
     uint64_t rest = 0;
     for (size_t i = FLAME_SITES; i < n; i++)
         rest += v[i].bytes;
@@ -262,7 +193,7 @@ static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro
             continue;
         fprintf(o, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
                    ",\"end_bytes\":%" PRIu64 ",\"failures\":%" PRIu64,
-                first ? "" : ",", r->device, r->peak, r->peak_time > P->bk.t0 ? r->peak_time - P->bk.t0 : 0,
+                first ? "" : ",", r->device, r->peak, r->peak_time > P->tk.bk.t0 ? r->peak_time - P->tk.bk.t0 : 0,
                 r->end, r->failures);
         if (r->has_used)
             fprintf(o, ",\"device_used_max_bytes\":%" PRIu64 ",\"device_total_bytes\":%" PRIu64,
@@ -277,13 +208,13 @@ static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro
                 fc = 0;
             }
         fputs("},\"tracked\":", o);
-        put_track(o, &P->tr[d][TR_TRACKED]);
+        put_track(o, &P->pts[d][GMT_TR_TRACKED]);
         fputs(",\"used\":", o);
-        put_track(o, &P->tr[d][TR_USED]);
+        put_track(o, &P->pts[d][GMT_TR_USED]);
         fputs(",\"categories\":[", o);
         fc = 1;
         for (size_t c = 0; c < a->n_cats && c < GMT_MAX_CATS; c++) {
-            const struct track *x = &P->tr[d][TR_CAT0 + c];
+            const struct points *x = &P->pts[d][GMT_TR_CAT0 + c];
             if (!x->n)
                 continue;
             fputs(fc ? "{\"name\":" : ",{\"name\":", o);
@@ -385,7 +316,7 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
     for (size_t i = 0; i < t->n_scopes; i++)
         n += is_call(t->scopes[i].op);
     fputs(",\"nccl\":[", o);
-    struct lane L = lane_start(n, (uint64_t)max_spans, P->bk.span);
+    struct lane L = lane_start(n, (uint64_t)max_spans, P->tk.bk.span);
     int op = -1, dev = -1;
     for (size_t i = 0; i <= t->n_scopes; i++) {
         const struct gmt_scope *s = i < t->n_scopes ? &t->scopes[i] : NULL;
@@ -393,7 +324,7 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
             continue;
         uint64_t beg = 0, end = 0;
         if (s)
-            lane_times(s->t_begin, s->t_end, t->t_last, P->bk.t0, &beg, &end);
+            lane_times(s->t_begin, s->t_end, t->t_last, P->tk.bk.t0, &beg, &end);
         uint64_t bucket = s ? lane_bucket(&L, i, beg) : UINT64_MAX - 1;
         if (lane_closes(&L, bucket)) {
             lane_open_item(o, &L);
@@ -573,31 +504,20 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
 {
     const struct gmt_analysis *a = P->a;
     const struct gmt_trace *t = &a->t;
-    P->bk.t0 = t->t_first;
-    P->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
-    P->bk.n = (uint64_t)(max_points - 1) / 2;
-    P->n_stacks = t->n_stacks + 1;
-    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
-        if (!(P->live[ds] = calloc(P->n_stacks, sizeof *P->live[ds])))
-            return -ENOMEM;
+    if (gmt_tracks_init(&P->tk, a, max_points, true, point, P))
+        return -ENOMEM;
     const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = P};
     int r = gmt_export_walk(a, &ops);
     if (r)
         return r;
-    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
-        for (int k = 0; k < TR_PER_DEV; k++) {
-            struct track *x = &P->tr[ds][k];
-            const struct gmt_xtrack_out to = {point, x};
-            x->P = P;
-            gmt_xtrack_end(&x->x, t->t_last, &to);
-        }
+    gmt_tracks_end(&P->tk);
     if (P->oom)
         return -ENOMEM;
     fputs("{\"file\":", o);
     gmt_fput_json_string(o, file);
     fputs(",\"name\":", o);
     put_name(o, t, file);
-    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->bk.span,
+    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->tk.bk.span,
             t->complete ? "true" : "false");
     struct frames F = {0};
     gmt_u64map_init(&F.at);
@@ -612,9 +532,9 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
     if (r)
         return r;
     put_spans(o, P, GMT_HTML_SPANS_DEFAULT);
-    put_first_calls(o, a, P->bk.t0);
-    put_phases(o, a, P->bk.t0, P->bk.span);
-    put_fails(o, a, P->bk.t0, ro);
+    put_first_calls(o, a, P->tk.bk.t0);
+    put_phases(o, a, P->tk.bk.t0, P->tk.bk.span);
+    put_fails(o, a, P->tk.bk.t0, ro);
     put_sites(o, a, ro);
     put_leaks(o, a, ro);
     if ((r = put_explain(o, a)))
@@ -625,12 +545,10 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
 
 static void page_reset(struct page *P)
 {
-    for (size_t d = 0; d < GMT_MAX_DEVS; d++) {
-        for (size_t k = 0; k < TR_PER_DEV; k++)
-            free(P->tr[d][k].tv);
-        free(P->live[d]);
-        free(P->at_peak[d]);
-    }
+    for (size_t d = 0; d < GMT_MAX_DEVS; d++)
+        for (size_t k = 0; k < GMT_TR_PER_DEV; k++)
+            free(P->pts[d][k].tv);
+    gmt_tracks_free(&P->tk);
     memset(P, 0, sizeof *P);
 }
 
