@@ -393,28 +393,90 @@ static int nul_ended(const uint8_t *s, uint32_t len)
 
 /* Validates the parts of a known record that its size field alone doesn't cover.
  * `rec` holds h.size bytes, at least the fixed part. */
+static int check_process(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_process *p = (const void *)rec;
+    const uint8_t *v = rec + sizeof *p;
+    if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
+        return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
+                    "line (%u bytes) overflow the %llu-byte record", r->path,
+                    (unsigned long long)off, p->host_len, p->cmdline_len,
+                    (unsigned long long)size);
+    if (p->host_len && !nul_ended(v, p->host_len))
+        return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
+                    r->path, (unsigned long long)off);
+    if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
+        return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
+                    "NUL-terminated", r->path, (unsigned long long)off);
+    return 0;
+}
+
+static int check_env(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_env *e = (const void *)rec;
+    const uint8_t *v = rec + sizeof *e;
+    if ((uint64_t)sizeof *e + e->bytes > size)
+        return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
+                    "%llu-byte record", r->path, (unsigned long long)off, e->bytes,
+                    (unsigned long long)size);
+    uint64_t nuls = 0;
+    for (uint32_t i = 0; i < e->bytes; i++)
+        nuls += v[i] == 0;
+    if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
+        return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
+                    "in %u bytes, count says %u", r->path, (unsigned long long)off,
+                    (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
+                    e->bytes, e->count);
+    return 0;
+}
+
+static int check_module_load(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_module_load *m = (const void *)rec;
+    const uint8_t *v = rec + sizeof *m;
+    if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
+        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
+                    "path (%u bytes) overflow the %llu-byte record", r->path,
+                    (unsigned long long)off, m->build_id_len, m->path_len,
+                    (unsigned long long)size);
+    if (!nul_ended(v + m->build_id_len, m->path_len))
+        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
+                    "NUL-terminated", r->path, (unsigned long long)off);
+    return 0;
+}
+
+static int check_pycode(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_pycode *c = (const void *)rec;
+    const uint8_t *v = rec + sizeof *c;
+    if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
+        return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
+                    "overflow the %llu-byte record", r->path, (unsigned long long)off,
+                    c->name_len, c->qualname_len, c->filename_len,
+                    (unsigned long long)size);
+    if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
+        !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
+        return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
+                    "NUL-terminated", r->path, (unsigned long long)off);
+    return 0;
+}
+
 static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_t off,
                          char *err, size_t errlen)
 {
     const struct gmt_rec *h = (const void *)rec;
     uint64_t size = h->size;
     switch (h->type) {
-    case GMT_REC_PROCESS: {
-        const struct gmt_rec_process *p = (const void *)rec;
-        const uint8_t *v = rec + sizeof *p;
-        if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
-            return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
-                        "line (%u bytes) overflow the %llu-byte record", r->path,
-                        (unsigned long long)off, p->host_len, p->cmdline_len,
-                        (unsigned long long)size);
-        if (p->host_len && !nul_ended(v, p->host_len))
-            return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
-                        r->path, (unsigned long long)off);
-        if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
-            return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
-                        "NUL-terminated", r->path, (unsigned long long)off);
-        break;
-    }
+    case GMT_REC_PROCESS:
+        return check_process(r, rec, off, err, errlen);
     case GMT_REC_NVTX_STRING: {
         const struct gmt_rec_nvtx_string *n = (const void *)rec;
         if ((uint64_t)sizeof *n + n->len > size)
@@ -426,36 +488,10 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
                         r->path, (unsigned long long)off);
         break;
     }
-    case GMT_REC_ENV: {
-        const struct gmt_rec_env *e = (const void *)rec;
-        const uint8_t *v = rec + sizeof *e;
-        if ((uint64_t)sizeof *e + e->bytes > size)
-            return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
-                        "%llu-byte record", r->path, (unsigned long long)off, e->bytes,
-                        (unsigned long long)size);
-        uint64_t nuls = 0;
-        for (uint32_t i = 0; i < e->bytes; i++)
-            nuls += v[i] == 0;
-        if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
-            return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
-                        "in %u bytes, count says %u", r->path, (unsigned long long)off,
-                        (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
-                        e->bytes, e->count);
-        break;
-    }
-    case GMT_REC_MODULE_LOAD: {
-        const struct gmt_rec_module_load *m = (const void *)rec;
-        const uint8_t *v = rec + sizeof *m;
-        if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
-            return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
-                        "path (%u bytes) overflow the %llu-byte record", r->path,
-                        (unsigned long long)off, m->build_id_len, m->path_len,
-                        (unsigned long long)size);
-        if (!nul_ended(v + m->build_id_len, m->path_len))
-            return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
-                        "NUL-terminated", r->path, (unsigned long long)off);
-        break;
-    }
+    case GMT_REC_ENV:
+        return check_env(r, rec, off, err, errlen);
+    case GMT_REC_MODULE_LOAD:
+        return check_module_load(r, rec, off, err, errlen);
     case GMT_REC_THREAD: {
         const struct gmt_rec_thread *t = (const void *)rec;
         if (!memchr(t->name, 0, sizeof t->name))
@@ -463,20 +499,8 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
                         r->path, (unsigned long long)off);
         break;
     }
-    case GMT_REC_PYCODE: {
-        const struct gmt_rec_pycode *c = (const void *)rec;
-        const uint8_t *v = rec + sizeof *c;
-        if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
-            return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
-                        "overflow the %llu-byte record", r->path, (unsigned long long)off,
-                        c->name_len, c->qualname_len, c->filename_len,
-                        (unsigned long long)size);
-        if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
-            !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
-            return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
-                        "NUL-terminated", r->path, (unsigned long long)off);
-        break;
-    }
+    case GMT_REC_PYCODE:
+        return check_pycode(r, rec, off, err, errlen);
     case GMT_REC_STACK: {
         const struct gmt_rec_stack *s = (const void *)rec;
         if ((uint64_t)sizeof *s + (uint64_t)s->depth * sizeof(uint64_t) > size)
