@@ -259,6 +259,8 @@ int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const in
         to->alloc_bytes += rc[r].bytes;
         to->allocs_other_thread += rc[r].other;
     }
+    for (size_t r = 0; r < rep->n_colls; r++)
+        gmt_nccl_pick(t, &rep->colls[r], &rep->colls[r].pick);
     return 0;
 }
 

@@ -230,11 +230,11 @@ static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct
         cell_u(&r, c->host_ns_first);
         cell_u(&r, c->host_ns_total);
         cell_u(&r, c->host_calls);
-        struct gmt_nccl_pick pk;
-        bool picked = gmt_nccl_pick(&a->t, c, &pk);
-        cell_s(&r, picked ? gmt_nccl_algo_name(pk.algo) : NULL);
-        cell_s(&r, picked ? gmt_nccl_proto_name(pk.proto) : NULL);
-        cell_u_if(&r, picked, picked ? pk.nchannels : 0);
+        const struct gmt_nccl_pick *pk = &c->pick;
+        bool picked = pk->total != 0;
+        cell_s(&r, picked ? gmt_nccl_algo_name(pk->algo) : NULL);
+        cell_s(&r, picked ? gmt_nccl_proto_name(pk->proto) : NULL);
+        cell_u_if(&r, picked, picked ? pk->nchannels : 0);
         cell_s(&r, stack_text(a, c->first_stack));
         row_end(&r);
     }

@@ -145,13 +145,13 @@ static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
                 c->host_calls);
         char line[8192];
         gmt_fput_json_string(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
-        struct gmt_nccl_pick pk;
-        if (gmt_nccl_pick(&a->t, c, &pk))
+        const struct gmt_nccl_pick *pk = &c->pick;
+        if (pk->total)
             fprintf(out, ", \"nccl_choice\": {\"algo\": \"%s\", \"proto\": \"%s\", \"nchannels\": %u"
                          ", \"nwarps\": %u, \"records\": %" PRIu64 ", \"records_total\": %" PRIu64
                          ", \"choices\": %u}",
-                    gmt_nccl_algo_name(pk.algo), gmt_nccl_proto_name(pk.proto), pk.nchannels,
-                    pk.nwarps, pk.calls, pk.total, pk.choices);
+                    gmt_nccl_algo_name(pk->algo), gmt_nccl_proto_name(pk->proto), pk->nchannels,
+                    pk->nwarps, pk->calls, pk->total, pk->choices);
         fprintf(out, "}");
         first = 0;
     }

@@ -258,11 +258,11 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         print_coll_row(out, opw, show, cells);
         if (c->failed)
             fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
-        struct gmt_nccl_pick pk;
-        if (gmt_nccl_pick(&a->t, c, &pk))
+        const struct gmt_nccl_pick *pk = &c->pick;
+        if (pk->total)
             fprintf(out, "    NCCL chose %s/%s, %u channel(s), %u warps%s\n",
-                    gmt_nccl_algo_name(pk.algo), gmt_nccl_proto_name(pk.proto), pk.nchannels,
-                    pk.nwarps, pk.choices > 1 ? " (most often: its choice changed)" : "");
+                    gmt_nccl_algo_name(pk->algo), gmt_nccl_proto_name(pk->proto), pk->nchannels,
+                    pk->nwarps, pk->choices > 1 ? " (most often: its choice changed)" : "");
         if (c->allocs && c->first_stack) {
             char line[1024];
             gmt_stack_line(a, c->first_stack, o->frames ? o->frames : 4, line, sizeof line);
