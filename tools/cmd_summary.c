@@ -278,10 +278,10 @@ static int summarise(const struct outs *out, char *const *files, size_t n,
 
 /*
  * Several traces as one job. A first pass reads each trace for its figures only (no
- * binary is opened), on the machine's cores (job_read.c), and keeps them (job.h), so
- * memory holds a few traces at a time; then
- * the overview, then the reports: every trace's with `all`, else one per group of
- * ranks that behave alike (the rank at the group's median peak stands for it). Traces
+ * binary is opened), on the machine's cores (job_read.c, through jobs.h), and keeps
+ * them (job.h), so memory holds a few traces at a time; then the overview, then the
+ * reports: every trace's with `all`, else one per group of ranks that behave alike
+ * (the rank at the group's median peak stands for it). Traces
  * of processes that used no GPU (a launcher) are left out of the job. The exit status.
  */
 static int summarise_job(const struct outs *out, char **files, size_t n,

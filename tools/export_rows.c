@@ -156,7 +156,7 @@ static int trace_row(struct rows *R)
 }
 
 /* The call a summary counts scope i as: itself, or for a call NCCL made inside another
- * (ncclBcast calling ncclBroadcast), the outermost one below any group (replay.c). */
+ * (ncclBcast calling ncclBroadcast), the outermost one below any group (collectives.c). */
 static uint32_t counted_as(const struct gmt_trace *t, size_t i)
 {
     size_t j = i;
