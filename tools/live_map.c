@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "replay.h"
 #include "trace_format.h"
 
 const uint8_t gmt_ns_by_kind[256] = {
@@ -23,18 +22,6 @@ const uint8_t gmt_ns_by_free_api[256] = {
     [GMT_API_cudaFreeArray] = GMT_NS_ARRAY, [GMT_API_cudaFreeMipmappedArray] = GMT_NS_ARRAY,
     [GMT_API_cuArrayDestroy] = GMT_NS_ARRAY, [GMT_API_cuMipmappedArrayDestroy] = GMT_NS_ARRAY,
 };
-
-/* The live set's key of an allocation and of a release, for other passes over the events
- * (phases.c) that must match them as the replay does. */
-uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr)
-{
-    return gmt_live_key(kind < 256 ? gmt_ns_of_kind((uint8_t)kind) : GMT_NS_PTR, addr);
-}
-
-uint64_t gmt_replay_free_key(unsigned api, uint64_t addr)
-{
-    return gmt_live_key(gmt_ns_of_free_api(api), addr);
-}
 
 /* Doubles the table (makes it, when empty); -ENOMEM. */
 int gmt_live_grow(struct gmt_live_map *m)

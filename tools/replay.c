@@ -13,6 +13,18 @@
 #include "reader.h"
 #include "util.h"
 
+/* The live set's key of an allocation and of a release, for other passes over the events
+ * (phases.c) that must match them as the replay does. */
+uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr)
+{
+    return gmt_live_key(kind < 256 ? gmt_ns_of_kind((uint8_t)kind) : GMT_NS_PTR, addr);
+}
+
+uint64_t gmt_replay_free_key(unsigned api, uint64_t addr)
+{
+    return gmt_live_key(gmt_ns_of_free_api(api), addr);
+}
+
 /* What each kind is charged as, by table: the replay asks for every allocation and free,
  * and a table is one load where a switch is a range check and a jump. */
 enum { CLASS_DEVICE = 1, CLASS_HOST = 2 };
