@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 
 /* The module map is modules.c's concern (test_modules): this binary links these stubs in

@@ -14,7 +14,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 #include "report.h"
 #include "stacks.h"

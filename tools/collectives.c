@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "names.h"
+#include "idnames.h"
 #include "nccl_types.h"
 #include "reader.h"
 #include "util.h"

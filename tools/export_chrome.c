@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "jobs.h"
-#include "names.h"
+#include "idnames.h"
 #include "tracks.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "jobs.h"
-#include "names.h"
+#include "idnames.h"
 #include "nccl_types.h"
 #include "stacks.h"
 #include "util.h"

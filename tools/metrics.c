@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "jobs.h"
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 #include "util.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "category.h"
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 #include "replay.h"
 #include "report.h"

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 #include "util.h"
 

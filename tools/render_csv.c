@@ -1,5 +1,5 @@
 /* render_csv.c: the summary as CSV tables, one header line each, every row naming its trace's file. */
-#include "names.h"
+#include "idnames.h"
 #include "render.h"
 
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* render_json.c: the summary as one JSON document (schema gpumemtrace.summary/1, docs/summary-json.md). */
-#include "names.h"
+#include "idnames.h"
 #include "render.h"
 #include "render_job.h"
 

@@ -1,5 +1,5 @@
 /* render_text.c: the summary as text for a person: the process, peaks, NCCL calls, sites, leaks, failures. */
-#include "names.h"
+#include "idnames.h"
 #include "render.h"
 #include "render_job.h"
 

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "category.h"
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 #include "symbolize.h"
 

@@ -12,7 +12,7 @@
 #include "holders.h"
 #include "job.h"
 #include "jobs.h"
-#include "names.h"
+#include "idnames.h"
 #include "reader.h"
 #include "render_explain.h"
 #include "render_job.h"

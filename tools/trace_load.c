@@ -1,5 +1,5 @@
 /* trace_load.c: loads a trace: validates it in file order, builds the metadata tables and scopes, notes each thread's runs. */
-#include "names.h"
+#include "idnames.h"
 #include "trace.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
-/* names.c: the names of the trace's ids (record types, APIs, kinds, NCCL ops, ...) and of the errors an allocation call returns. */
+/* idnames.c: the names of the trace's ids (record types, APIs, kinds, NCCL ops, ...) and of the errors an allocation call returns. */
 #include <stdio.h>
 
-#include "names.h"
+#include "idnames.h"
 
 /* The name of an id of one of trace_format.h's X(name, id) lists, "?" for one it lacks. */
 #define NAME_CASE(name, id) case id: return #name;

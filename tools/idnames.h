@@ -1,6 +1,6 @@
-/* names.h: the names of the trace's ids and of allocation errors, for what the CLI prints. */
-#ifndef GMT_NAMES_H
-#define GMT_NAMES_H
+/* idnames.h: the names of the trace's ids and of allocation errors, for what the CLI prints. */
+#ifndef GMT_IDNAMES_H
+#define GMT_IDNAMES_H
 
 #include <stdbool.h>
 #include <stddef.h>
