@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "idnames.h"
 #include "nccl_abi.h"
 #include "scope.h"
 #include "alloc_rec.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "idnames.h"
 #include "reader.h"
 #include "trace.h"
 #include "golden/tracebuild.h"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "idnames.h"
 #include "reader.h"
 
 /* The module map is modules.c's concern (test_modules): this binary links these stubs in

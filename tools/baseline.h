@@ -6,7 +6,7 @@
 
 #include "growth.h"
 #include "metrics.h"
-#include "nccl_model.h"
+#include "nccl_print.h"
 
 /* A baseline: what a reviewed run measured, and the limits it was written with. */
 struct gmt_baseline {

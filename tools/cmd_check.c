@@ -295,6 +295,7 @@ int gmt_cmd_check(int argc, char **argv)
     struct check_args ca = {0};
     struct gmt_args args;
     gmt_args_init(&args);
+    args.ro.nccl_model = false; /* none of its outputs shows NCCL's memory by purpose */
     const struct gmt_args_spec spec = {
         .cmd = "check", .help = gmt_help_check, .shared = GMT_ARGS_DEBUG_PATHS,
         .own = check_opts, .own_opt = check_opt, .ctx = &ca, .optstring = "",

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "idnames.h"
 #include "reader.h"
 #include "trace.h"
 #include "util.h"

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "cli.h"
 #include "export.h"
+#include "jobs.h"
 #include "report.h"
 #include "stacks.h"
 #include "util.h"
@@ -140,10 +141,38 @@ static int folded(FILE *out, const struct gmt_analysis *a, enum cost c, const ch
     return ferror(out) ? -EIO : 0;
 }
 
+struct folded_job {
+    FILE *out;
+    enum cost cost;
+    char *const *files;
+    bool roots;                /* several traces: each line starts with its trace's frame */
+};
+
+/* One trace's folded stacks (perhaps in a worker: jobs.h). */
+static int folded_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                      size_t errlen)
+{
+    const struct folded_job *F = ctx;
+    char root[256];
+    root_frame(F->files[i], root, sizeof root);
+    if (!folded(out, a, F->cost, F->roots ? root : NULL))
+        return 0;
+    snprintf(err, errlen, "export: out of memory");
+    return -1;
+}
+
+static int folded_take(void *ctx, size_t i, const char *p, size_t len)
+{
+    const struct folded_job *F = ctx;
+    fwrite(p, 1, len, F->out);
+    return 0;
+}
+
 int gmt_cmd_export(int argc, char **argv)
 {
     struct gmt_args args;
     gmt_args_init(&args);
+    args.ro.nccl_model = false; /* none of its outputs shows NCCL's memory by purpose */
     struct export_args ea = {.ro = &args.ro, .cost = COST_PEAK, .max_points = GMT_CHROME_POINTS_DEFAULT};
     const struct gmt_args_spec spec = {
         .cmd = "export", .help = gmt_help_export,
@@ -186,19 +215,15 @@ int gmt_cmd_export(int argc, char **argv)
         gmt_free_paths(files, n_files);
         return GMT_EXIT_ERROR;
     }
-    for (size_t i = 0; i < n_files; i++) {
-        struct gmt_analysis a;
-        char err[512], root[256];
-        if (gmt_analyze(&a, files[i], &args.ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        root_frame(files[i], root, sizeof root);
-        if (folded(out, &a, ea.cost, n_files > 1 ? root : NULL))
-            status = GMT_EXIT_ERROR;
-        gmt_analysis_free(&a);
-    }
+    struct folded_job F = {out, ea.cost, files, n_files > 1};
+    const struct gmt_jobs J = {.files = files, .n = n_files, .ro = &args.ro, .trace = folded_one,
+                               .take = folded_take, .ctx = &F};
+    struct gmt_jobs_result res;
+    int r = gmt_jobs_run(&J, &res);
+    if (r)
+        gmt_err("gpumemtrace: %s", r == -ENOMEM ? "out of memory" : "a process reading the traces died");
+    if (r || res.skipped || ferror(out))
+        status = GMT_EXIT_ERROR;
     gmt_free_paths(files, n_files);
     int closed = gmt_output_close("export", out, output);
     return closed ? closed : status;

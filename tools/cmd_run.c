@@ -14,6 +14,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "idnames.h"
 #include "names.h"
 #include "reader.h"
 #include "report.h"

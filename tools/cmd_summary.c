@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "job.h"
 #include "job_read.h"
+#include "jobs.h"
 #include "metrics.h"
 #include "reader.h"
 #include "replay.h"
@@ -247,29 +248,40 @@ static void outs_begin(const struct outs *out, const struct gmt_job *j, const st
             out->r[k]->begin(out->f[k], j, ro);
 }
 
-/* One trace's report, the i-th written. 0, or -1 after saying why it could not be read. */
-static int summarise_one(const struct outs *out, const char *path,
-                         const struct gmt_report_opts *ro, size_t i)
+struct summary_run {
+    const struct outs *out;
+    const struct gmt_report_opts *ro;
+    size_t written;
+};
+
+static int summary_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o, char *err,
+                       size_t errlen)
 {
-    struct gmt_analysis a;
-    char err[512];
-    if (gmt_analyze(&a, path, ro, err, sizeof err)) {
-        gmt_err("gpumemtrace: %s", err);
-        return -1;
-    }
-    say_unmatched(&a, ro);
-    for (size_t k = 0; k < out->n; k++)
-        out->r[k]->trace(out->f[k], &a, ro, i);
-    gmt_analysis_free(&a);
+    struct summary_run *S = ctx;
+    say_unmatched(a, S->ro);
+    for (size_t k = 0; k < S->out->n; k++)
+        S->out->r[k]->trace(S->out->f[k], a, S->ro, S->written);
+    S->written++;
     return 0;
+}
+
+/* The reports of files[0..n), the first of them the `written`-th written. 0, or -1 when
+ * some trace could not be read (the driver said why). */
+static int summarise(const struct outs *out, char *const *files, size_t n,
+                     const struct gmt_report_opts *ro, size_t written)
+{
+    struct summary_run S = {out, ro, written};
+    const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = summary_one, .ctx = &S};
+    struct gmt_jobs_result res;
+    return gmt_jobs_run(&J, &res) || res.skipped ? -1 : 0;
 }
 
 /*
  * Several traces as one job. A first pass reads each trace for its figures only (no
- * binary is opened), on the machine's cores (job_read.c), and keeps them (job.h), so
- * memory holds a few traces at a time; then
- * the overview, then the reports: every trace's with `all`, else one per group of
- * ranks that behave alike (the rank at the group's median peak stands for it). Traces
+ * binary is opened), on the machine's cores (job_read.c, through jobs.h), and keeps
+ * them (job.h), so memory holds a few traces at a time; then the overview, then the
+ * reports: every trace's with `all`, else one per group of ranks that behave alike
+ * (the rank at the group's median peak stands for it). Traces
  * of processes that used no GPU (a launcher) are left out of the job. The exit status.
  */
 static int summarise_job(const struct outs *out, char **files, size_t n,
@@ -308,9 +320,17 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
         fprintf(text, "  (%zu trace(s) of processes that used no GPU, a launcher for one, left out)\n\n", idle);
     size_t written = 0;
     if (all) {
-        for (size_t i = 0; i < n; i++)
-            if (!unread[i] && summarise_one(out, files[i], ro, written) == 0)
-                written++;
+        /* what the first pass could not read was said then */
+        char **readable = malloc((n ? n : 1) * sizeof *readable);
+        size_t k = 0;
+        for (size_t i = 0; readable && i < n; i++)
+            if (!unread[i])
+                readable[k++] = files[i];
+        if (!readable)
+            gmt_err("gpumemtrace: out of memory");
+        else
+            (void)summarise(out, readable, k, ro, 0);
+        free(readable);
     } else {
         size_t *order = malloc((j.n_groups ? j.n_groups : 1) * sizeof *order);
         if (!order) {
@@ -331,7 +351,7 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
                        ranks, cnt, j.r[rep].rank);
             else
                 fprintf(text, "== rank %s ==\n\n", ranks);
-            if (summarise_one(out, j.r[rep].path, ro, 0) == 0)
+            if (summarise(out, &j.r[rep].path, 1, ro, 0) == 0)
                 written++;
             else
                 status = GMT_EXIT_ERROR;
@@ -405,12 +425,8 @@ int gmt_cmd_summary(int argc, char **argv)
         status = GMT_EXIT_ERROR;
     if (n_files <= 1) {
         outs_begin(&out, NULL, &ro);
-        size_t written = 0;
-        for (size_t i = 0; i < n_files; i++)
-            if (summarise_one(&out, files[i], &ro, written))
-                status = GMT_EXIT_ERROR;
-            else
-                written++;
+        if (summarise(&out, files, n_files, &ro, 0))
+            status = GMT_EXIT_ERROR;
     }
     gmt_free_paths(files, n_files);
     return outs_close(&out, status, true);

@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "metrics.h"
-#include "nccl_model.h"
+#include "nccl_print.h"
 #include "stacks.h"
 
 struct row {

@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "jobs.h"
+#include "idnames.h"
+#include "tracks.h"
 #include "util.h"
 
 /* Counter tracks are downsampled as they stream (export.h, struct gmt_xtrack). */
-enum { TR_TRACKED, TR_USED, TR_CAT0 }; /* per device: tracked bytes, device used, each category */
-#define TR_PER_DEV (TR_CAT0 + GMT_MAX_CATS)
 
 struct chrome {
     FILE *out;
@@ -24,9 +25,8 @@ struct chrome {
     const struct gmt_analysis *a;
     int64_t pid;
     int64_t shift;             /* trace time + shift = ns since base_ns */
-    struct gmt_xbuckets bk;
-    struct gmt_xtrack tr[GMT_MAX_DEVS][TR_PER_DEV];
-    uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
+    long max_points;
+    struct gmt_tracks tk;      /* its counters (tracks.h) */
 };
 
 static void sep(struct chrome *C)
@@ -47,41 +47,27 @@ static void ts(struct chrome *C, uint64_t t)
 static void track_name(const struct chrome *C, int ds, int k, char *buf, size_t len)
 {
     int dev = C->a->rep.dev[ds].device;
-    if (k == TR_TRACKED)
+    if (k == GMT_TR_TRACKED)
         snprintf(buf, len, "GPU %d tracked bytes", dev);
-    else if (k == TR_USED)
+    else if (k == GMT_TR_USED)
         snprintf(buf, len, "GPU %d device used bytes", dev);
     else {
-        size_t cat = (size_t)(k - TR_CAT0);
+        size_t cat = (size_t)(k - GMT_TR_CAT0);
         snprintf(buf, len, "GPU %d %s bytes", dev, cat < C->a->n_cats ? C->a->cat_names[cat] : "?");
     }
 }
 
-/* a track's point: which track, for the callback */
-struct chrome_track {
-    struct chrome *C;
-    int ds, k;
-};
-
-static void point(void *ctx, uint64_t t, uint64_t v)
+static void point(void *ctx, int ds, int k, uint64_t t, uint64_t v)
 {
-    const struct chrome_track *w = ctx;
-    struct chrome *C = w->C;
+    struct chrome *C = ctx;
     char name[128];
-    track_name(C, w->ds, w->k, name, sizeof name);
+    track_name(C, ds, k, name, sizeof name);
     sep(C);
     fprintf(C->out, "{\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"name\":", C->pid);
     gmt_fput_json_string(C->out, name);
     fputs(",\"ts\":", C->out);
     ts(C, t);
     fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", v);
-}
-
-static void sample(struct chrome *C, int ds, int k, uint64_t t, uint64_t v)
-{
-    struct chrome_track w = {C, ds, k};
-    const struct gmt_xtrack_out o = {point, &w};
-    gmt_xtrack_sample(&C->tr[ds][k], &C->bk, t, v, &o);
 }
 
 static void instant(struct chrome *C, const char *name, uint32_t tid, uint64_t t)
@@ -97,16 +83,7 @@ static void instant(struct chrome *C, const char *name, uint32_t tid, uint64_t t
 static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
 {
     struct chrome *C = ctx;
-    if (!freed_at || !gmt_kind_is_device(l->kind))
-        return 0;
-    int ds = gmt_export_dslot(C->a, l->device);
-    if (ds < 0)
-        return 0;
-    C->tracked[ds] -= l->bytes;
-    C->by_cat[ds][l->cat] -= l->bytes;
-    sample(C, ds, TR_TRACKED, freed_at, C->tracked[ds]);
-    sample(C, ds, TR_CAT0 + l->cat, freed_at, C->by_cat[ds][l->cat]);
-    return 0;
+    return gmt_tracks_done(&C->tk, l, freed_at);
 }
 
 static void call_slice(struct chrome *C, size_t i)
@@ -129,19 +106,13 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
 {
     struct chrome *C = ctx;
     const struct gmt_trace *t = &C->a->t;
+    int r = gmt_tracks_event(&C->tk, e, l);
+    if (r)
+        return r;
     switch (e->type) {
     case GMT_EV_ALLOC: {
         if (!l)
             break;
-        if (gmt_kind_is_device(l->kind)) {
-            int ds = gmt_export_dslot(C->a, l->device);
-            if (ds >= 0) {
-                C->tracked[ds] += l->bytes;
-                C->by_cat[ds][l->cat] += l->bytes;
-                sample(C, ds, TR_TRACKED, e->time, C->tracked[ds]);
-                sample(C, ds, TR_CAT0 + l->cat, e->time, C->by_cat[ds][l->cat]);
-            }
-        }
         /* made on another thread for a call in flight: NCCL's proxy thread */
         if (l->scope >= 0 && t->scopes[l->scope].tid != l->tid) {
             const struct gmt_scope *s = &t->scopes[l->scope];
@@ -172,12 +143,6 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
                 e->bytes, gmt_kind_name(e->kind), gmt_api_name(e->api), e->device);
         gmt_fput_json_string(C->out, gmt_error_text(e->api, e->error, buf, sizeof buf));
         fprintf(C->out, ",\"site\":%" PRIu32 "}}", e->stack);
-        break;
-    }
-    case GMT_EV_MEMINFO: {
-        int ds = gmt_export_dslot(C->a, e->device);
-        if (ds >= 0 && e->bytes >= e->addr)
-            sample(C, ds, TR_USED, e->time, e->bytes - e->addr);
         break;
     }
     case GMT_EV_SCOPE_BEGIN:
@@ -240,6 +205,40 @@ static int anchor(const char *path, struct gmt_rec_process *p)
     return q ? 0 : -1;
 }
 
+struct chrome_job {
+    struct chrome *C;
+    const struct gmt_rec_process *procs;
+    bool by_rank;
+};
+
+/* One trace's process, counters and calls; a failure to write stops the export. */
+static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                      size_t errlen)
+{
+    const struct chrome_job *X = ctx;
+    struct chrome *C = X->C;
+    const struct gmt_trace *t = &a->t;
+    C->a = a;
+    C->pid = X->by_rank ? X->procs[i].rank : (int64_t)i;
+    int r = gmt_tracks_init(&C->tk, a, C->max_points, false, point, C);
+    if (r)
+        return r;
+    /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
+     * first record at the job's start */
+    C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
+                           : -(int64_t)t->t_first;
+    trace_meta(C, t->path);
+    const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = C};
+    r = gmt_export_walk(a, &ops);
+    gmt_tracks_end(&C->tk);
+    gmt_tracks_free(&C->tk);
+    if (!r)
+        return 0;
+    gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"
+                         : "gpumemtrace: export: cannot write %s", C->path);
+    return r == -1 ? -EIO : r;
+}
+
 int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts *ro,
                       const char *out, long max_points)
 {
@@ -281,46 +280,12 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
     C->path = out;
     C->first = true;
     C->base_ns = base == UINT64_MAX ? 0 : base;
-    C->bk.n = (uint64_t)(max_points - 1) / 2;
+    C->max_points = max_points;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
-    int status = GMT_EXIT_OK;
-    for (size_t i = 0; i < n; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        const struct gmt_trace *t = &a.t;
-        C->a = &a;
-        C->pid = by_rank ? procs[i].rank : (int64_t)i;
-        memset(C->tr, 0, sizeof C->tr);
-        memset(C->tracked, 0, sizeof C->tracked);
-        memset(C->by_cat, 0, sizeof C->by_cat);
-        C->bk.t0 = t->t_first;
-        C->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
-        /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
-         * first record at the job's start */
-        C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
-                               : -(int64_t)t->t_first;
-        trace_meta(C, files[i]);
-        const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = C};
-        int r = gmt_export_walk(&a, &ops);
-        for (size_t ds = 0; ds < a.rep.n_dev && ds < GMT_MAX_DEVS; ds++)
-            for (int k = 0; k < TR_PER_DEV; k++) {
-                struct chrome_track w = {C, (int)ds, k};
-                const struct gmt_xtrack_out o = {point, &w};
-                gmt_xtrack_end(&C->tr[ds][k], t->t_last, &o);
-            }
-        gmt_analysis_free(&a);
-        if (r) {
-            gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"
-                                 : "gpumemtrace: export: cannot write %s", out);
-            status = GMT_EXIT_ERROR;
-            break;
-        }
-    }
+    struct chrome_job X = {C, procs, by_rank};
+    const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = chrome_one, .ctx = &X};
+    struct gmt_jobs_result res;
+    int status = gmt_jobs_run(&J, &res) || res.skipped ? GMT_EXIT_ERROR : GMT_EXIT_OK;
     fprintf(f, "\n],\"otherData\":{\"source\":\"gpumemtrace\",\"max_points_per_counter\":%ld}}\n", max_points);
     if (ferror(f) | fclose(f)) {
         gmt_err("gpumemtrace: export: cannot write %s", out);

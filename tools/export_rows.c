@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "jobs.h"
+#include "idnames.h"
 #include "nccl_types.h"
 #include "stacks.h"
 #include "util.h"
@@ -154,7 +156,7 @@ static int trace_row(struct rows *R)
 }
 
 /* The call a summary counts scope i as: itself, or for a call NCCL made inside another
- * (ncclBcast calling ncclBroadcast), the outermost one below any group (replay.c). */
+ * (ncclBcast calling ncclBroadcast), the outermost one below any group (collectives.c). */
 static uint32_t counted_as(const struct gmt_trace *t, size_t i)
 {
     size_t j = i;
@@ -208,33 +210,30 @@ static int site_rows(struct rows *R)
     return 0;
 }
 
+/* One trace's rows into the sink; a failure stops the export (the sink said why). */
+static int rows_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                    size_t errlen)
+{
+    struct rows R = {.a = a, .sink = ctx, .trace = (int64_t)i};
+    const struct gmt_xwalk_ops ops = {.alloc_done = alloc_done, .event = event, .ctx = &R};
+    int r = trace_row(&R);
+    if (!r)
+        r = call_rows(&R);
+    if (!r)
+        r = site_rows(&R);
+    if (!r)
+        r = gmt_export_walk(a, &ops);
+    if (r == -ENOMEM)
+        gmt_err("gpumemtrace: export: out of memory");
+    return !r ? 0 : r < 0 && r != -1 ? r : -EIO;
+}
+
 int gmt_export_rows(char *const *files, size_t n, const struct gmt_report_opts *ro,
                     const struct gmt_xsink *sink)
 {
-    int status = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        struct rows R = {.a = &a, .sink = sink, .trace = (int64_t)i};
-        const struct gmt_xwalk_ops ops = {.alloc_done = alloc_done, .event = event, .ctx = &R};
-        int r = trace_row(&R);
-        if (!r)
-            r = call_rows(&R);
-        if (!r)
-            r = site_rows(&R);
-        if (!r)
-            r = gmt_export_walk(&a, &ops);
-        gmt_analysis_free(&a);
-        if (r) {
-            if (r == -ENOMEM)
-                gmt_err("gpumemtrace: export: out of memory");
-            return r < 0 ? r : -EIO; /* the sink said why */
-        }
-    }
-    return status;
+    const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = rows_one,
+                               .ctx = (void *)sink};
+    struct gmt_jobs_result res;
+    int r = gmt_jobs_run(&J, &res);
+    return r ? r : res.skipped ? GMT_EXIT_ERROR : 0;
 }

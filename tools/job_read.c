@@ -1,34 +1,22 @@
-/* job_read.c: the first pass of a summary of many traces: each trace read for its figures only, in worker processes on the machine's cores, into one job. */
+/* job_read.c: the first pass of a summary of many traces: each trace read for its figures only, through the job driver (jobs.h), into one job. */
 #include "job_read.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "jobs.h"
 #include "metrics.h"
-#include "util.h"
 
-/*
- * A worker reads the traces i = k, k + K, ... and writes one message per trace into its
- * pipe: a header, then the strings and collectives of struct gmt_job_rank. The parent
- * takes messages from every pipe as they come (poll), so no worker blocks on a full
- * pipe, and keeps only the figures: memory is a few traces (one per worker) plus the
- * job. Below MIN_PARALLEL traces, or on one core, the parent reads them itself.
- */
+/* A trace's figures travel from the driver's workers (jobs.h) as one message: a header,
+ * then the strings and collectives of struct gmt_job_rank. The parent keeps only the
+ * figures: memory is a few traces (one per worker) plus the job. */
 
-#define MIN_PARALLEL 16
-#define MAX_WORKERS 32
-
-enum { MSG_RANK = 1, MSG_IDLE = 2, MSG_UNREAD = 3 };
+enum { MSG_RANK = 1, MSG_IDLE = 2 };
 
 struct msg {
-    uint32_t kind, index;
+    uint32_t kind;
     int32_t rank, world_size;
     uint64_t peak, nccl, untracked, fails, n_dev;
     uint8_t has_used, complete;
@@ -37,68 +25,29 @@ struct msg {
     uint32_t len_path, len_host, len_job, len_err; /* 0: NULL */
 };
 
-struct wbuf {
-    char *p;
-    size_t len, cap;
-    bool bad;
-};
-
-static void put(struct wbuf *b, const void *d, size_t n)
-{
-    if (b->bad)
-        return;
-    if (b->len + n > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->len + n)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p) {
-            b->bad = true;
-            return;
-        }
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-}
-
-static void put_str(struct wbuf *b, const char *s)
+static void put_str(FILE *b, const char *s)
 {
     uint32_t n = s ? (uint32_t)strlen(s) + 1 : 0;
-    put(b, &n, sizeof n);
+    fwrite(&n, sizeof n, 1, b);
     if (n)
-        put(b, s, n);
+        fwrite(s, n, 1, b);
 }
 
-/* One trace, read and serialised into b. */
-static void read_one(struct wbuf *b, const char *path, uint32_t index, const struct gmt_report_opts *ro)
+/* One trace's figures, serialised into b. */
+static int read_one(void *ctx, size_t index, const struct gmt_analysis *a, FILE *b, char *err,
+                    size_t errlen)
 {
-    struct msg m = {.index = index};
-    struct gmt_analysis a;
-    char err[512];
-    if (gmt_analyze(&a, path, ro, err, sizeof err)) {
-        m.kind = MSG_UNREAD;
-        put(b, &m, sizeof m);
-        put_str(b, err);
-        return;
-    }
-    if (!gmt_analysis_used_gpu(&a)) {
-        m.kind = MSG_IDLE;
-        put(b, &m, sizeof m);
-        gmt_analysis_free(&a);
-        return;
+    struct msg m = {.kind = MSG_IDLE};
+    if (!gmt_analysis_used_gpu(a)) {
+        fwrite(&m, sizeof m, 1, b);
+        return 0;
     }
     struct gmt_job one;
     gmt_job_init(&one);
-    if (gmt_job_add(&one, &a)) {
-        m.kind = MSG_UNREAD;
-        put(b, &m, sizeof m);
-        put_str(b, "out of memory");
-        gmt_analysis_free(&a);
-        return;
+    if (gmt_job_add(&one, a)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    gmt_analysis_free(&a);
     const struct gmt_job_rank *r = &one.r[0];
     m.kind = MSG_RANK;
     m.rank = r->rank;
@@ -113,36 +62,22 @@ static void read_one(struct wbuf *b, const char *path, uint32_t index, const str
     memcpy(m.version, r->version, sizeof m.version);
     m.n_env = (uint32_t)r->n_env;
     m.n_colls = (uint32_t)r->n_colls;
-    put(b, &m, sizeof m);
+    fwrite(&m, sizeof m, 1, b);
     put_str(b, r->path);
     put_str(b, r->host);
     put_str(b, r->job_id);
     for (size_t e = 0; e < r->n_env; e++)
         put_str(b, r->env[e]);
-    put(b, r->colls, r->n_colls * sizeof *r->colls);
+    fwrite(r->colls, sizeof *r->colls, r->n_colls, b);
     gmt_job_free(&one);
-}
-
-static bool write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
+    return 0;
 }
 
 /* ---- the parent's side: messages back into the job ---- */
 
 struct rbuf {
     char *p;
-    size_t len, cap;
-    bool eof;
+    size_t len;
 };
 
 /* A string at *at of b (bounds-checked); NULL for an absent one. -1: malformed. */
@@ -163,49 +98,35 @@ static int get_str(const struct rbuf *b, size_t *at, char **out)
     return *out ? 0 : -1;
 }
 
-/* One whole message at the start of b: its length, 0 when incomplete. Decodes it into
- * the job (or the unread/idle marks); -1 on a malformed message or out of memory. */
-static long take(struct rbuf *b, struct gmt_job *j, struct gmt_job_read_result *res, size_t n)
+struct take_ctx {
+    struct gmt_job *j;
+    struct gmt_job_read_result *res;
+};
+
+/* One trace's message, whole (the driver framed it), into the job or the idle count;
+ * -ENOMEM on a malformed message or out of memory. */
+static int take(void *ctx, size_t index, const char *p, size_t len)
 {
+    struct take_ctx *T = ctx;
+    struct gmt_job *j = T->j;
+    const struct rbuf rb = {(char *)p, len}, *b = &rb;
     struct msg m;
     if (b->len < sizeof m)
-        return 0;
+        return -ENOMEM;
     memcpy(&m, b->p, sizeof m);
-    if (m.index >= n)
-        return -1;
     size_t at = sizeof m;
-    char *s;
     if (m.kind == MSG_IDLE) {
-        res->idle++;
-        return (long)at;
-    }
-    if (m.kind == MSG_UNREAD) {
-        int r = get_str(b, &at, &s);
-        if (r)
-            return b->eof ? -1 : 0;
-        res->unread[m.index] = true;
-        res->err[m.index] = s;
-        return (long)at;
+        T->res->idle++;
+        return 0;
     }
     if (m.kind != MSG_RANK)
-        return -1;
-    /* is it all here? walk it first */
-    size_t probe = at;
-    for (uint32_t k = 0; k < 3 + m.n_env; k++) {
-        uint32_t l;
-        if (probe + sizeof l > b->len)
-            return 0;
-        memcpy(&l, b->p + probe, sizeof l);
-        probe += sizeof l + l;
-    }
-    if (probe + (size_t)m.n_colls * sizeof(struct gmt_job_coll) > b->len)
-        return 0;
+        return -ENOMEM;
     if (j->n == j->cap) {
         size_t nc = j->cap ? j->cap * 2 : 64;
-        void *p = realloc(j->r, nc * sizeof *j->r);
-        if (!p)
-            return -1;
-        j->r = p;
+        void *q = realloc(j->r, nc * sizeof *j->r);
+        if (!q)
+            return -ENOMEM;
+        j->r = q;
         j->cap = nc;
     }
     struct gmt_job_rank *r = &j->r[j->n];
@@ -228,26 +149,21 @@ static long take(struct rbuf *b, struct gmt_job *j, struct gmt_job_read_result *
         bad = get_str(b, &at, &r->env[e]) || !r->env[e];
         r->n_env += !bad;
     }
+    if (!bad && at + (size_t)m.n_colls * sizeof *r->colls > b->len)
+        bad = true;
     if (!bad) {
         memcpy(r->colls, b->p + at, (size_t)m.n_colls * sizeof *r->colls);
         r->n_colls = m.n_colls;
         at += (size_t)m.n_colls * sizeof *r->colls;
     }
     j->n++; /* freed with the job, whole or not */
-    return bad ? -1 : (long)at;
+    return bad ? -ENOMEM : 0;
 }
 
-static void read_serial(struct gmt_job *j, char **files, size_t n, const struct gmt_report_opts *ro,
-                        struct gmt_job_read_result *res, bool *oom)
+static void keep_err(void *ctx, size_t i, const char *why)
 {
-    for (size_t i = 0; i < n && !*oom; i++) {
-        struct wbuf w = {0};
-        read_one(&w, files[i], (uint32_t)i, ro);
-        struct rbuf b = {w.p, w.len, w.cap, true};
-        if (w.bad || take(&b, j, res, n) < 0)
-            *oom = true;
-        free(w.p);
-    }
+    struct take_ctx *T = ctx;
+    T->res->err[i] = strdup(why); /* NULL out of memory: the trace is still marked unread */
 }
 
 int gmt_job_read(struct gmt_job *j, char **files, size_t n, const struct gmt_report_opts *ro,
@@ -258,131 +174,14 @@ int gmt_job_read(struct gmt_job *j, char **files, size_t n, const struct gmt_rep
     res->err = calloc(n ? n : 1, sizeof *res->err);
     if (!res->unread || !res->err)
         return -ENOMEM;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t k = cores > 1 ? (size_t)cores : 1;
-    if (k > MAX_WORKERS)
-        k = MAX_WORKERS;
-    if (k > n / 4)
-        k = n / 4;
-    bool oom = false;
-    if (n < MIN_PARALLEL || k < 2) {
-        read_serial(j, files, n, ro, res, &oom);
-        return oom ? -ENOMEM : 0;
-    }
-    res->workers = k;
-    struct pollfd pfd[MAX_WORKERS];
-    struct rbuf rb[MAX_WORKERS];
-    pid_t pid[MAX_WORKERS];
-    memset(rb, 0, sizeof rb);
-    fflush(NULL);
-    size_t started = 0;
-    for (size_t w = 0; w < k; w++) {
-        int fd[2];
-        if (pipe(fd))
-            break;
-        pid_t p = fork();
-        if (p < 0) {
-            close(fd[0]);
-            close(fd[1]);
-            break;
-        }
-        if (p == 0) {
-            close(fd[0]);
-            for (size_t o = 0; o < started; o++)
-                close(pfd[o].fd);
-            signal(SIGPIPE, SIG_DFL);
-            for (size_t i = w; i < n; i += k) {
-                struct wbuf b = {0};
-                read_one(&b, files[i], (uint32_t)i, ro);
-                if (b.bad || !write_all(fd[1], b.p, b.len))
-                    _exit(1);
-                free(b.p);
-            }
-            _exit(0);
-        }
-        close(fd[1]);
-        pfd[started] = (struct pollfd){.fd = fd[0], .events = POLLIN};
-        pid[started++] = p;
-    }
-    if (started < k) {
-        /* could not start them all: read every trace here, the workers' help unused */
-        for (size_t w = 0; w < started; w++) {
-            close(pfd[w].fd);
-            kill(pid[w], SIGKILL);
-            waitpid(pid[w], NULL, 0);
-        }
-        res->workers = 0;
-        read_serial(j, files, n, ro, res, &oom);
-        return oom ? -ENOMEM : 0;
-    }
-    size_t open = k, got = 0;
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    bool failed = false;
-    while (open && !oom && !failed) {
-        if (poll(pfd, k, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            failed = true;
-            break;
-        }
-        for (size_t w = 0; w < k; w++) {
-            if (pfd[w].fd < 0 || !(pfd[w].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            struct rbuf *b = &rb[w];
-            if (b->cap - b->len < 65536) {
-                size_t nc = b->cap ? b->cap * 2 : 1 << 17;
-                char *p = realloc(b->p, nc);
-                if (!p) {
-                    oom = true;
-                    break;
-                }
-                b->p = p;
-                b->cap = nc;
-            }
-            ssize_t r = read(pfd[w].fd, b->p + b->len, b->cap - b->len);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                b->eof = true;
-                close(pfd[w].fd);
-                pfd[w].fd = -1;
-                open--;
-            } else {
-                b->len += (size_t)r;
-            }
-            long used = 0;
-            while (b->len && (used = take(b, j, res, n)) > 0) {
-                memmove(b->p, b->p + used, b->len - (size_t)used);
-                b->len -= (size_t)used;
-                got++;
-            }
-            if (b->len && (used < 0 || b->eof))
-                failed = true; /* a worker's message is malformed or cut: it died */
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if (res->progress && t.tv_sec - t0.tv_sec >= 1)
-            fprintf(stderr, "\rgpumemtrace: read %zu of %zu traces", got, n);
-    }
-    if (res->progress && t.tv_sec - t0.tv_sec >= 1)
-        fprintf(stderr, "\r%*s\r", 60, "");
-    for (size_t w = 0; w < k; w++) {
-        if (pfd[w].fd >= 0)
-            close(pfd[w].fd);
-        free(rb[w].p);
-        int st = 0;
-        if (failed || oom)
-            kill(pid[w], SIGKILL);
-        while (waitpid(pid[w], &st, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED(st) || WEXITSTATUS(st))
-            failed = true;
-    }
-    if (oom)
-        return -ENOMEM;
-    if (failed || got != n)
-        return -EIO;
-    return 0;
+    struct take_ctx T = {j, res};
+    const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = read_one, .take = take,
+                               .ctx = &T, .progress = res->progress, .unread = res->unread,
+                               .skipped = keep_err};
+    struct gmt_jobs_result jr;
+    int rc = gmt_jobs_run(&J, &jr);
+    res->workers = jr.workers;
+    return rc;
 }
 
 void gmt_job_read_result_free(struct gmt_job_read_result *res, size_t n)

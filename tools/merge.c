@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idnames.h"
+#include "nccl_print.h"
 #include "reader.h"
 #include "stacks.h"
 
@@ -149,6 +151,41 @@ static int outlier_of(struct gmt_merge_coll *k)
         }
     }
     return 0;
+}
+
+/* The trace of rank `rank`, NULL when none has it. */
+static const struct gmt_trace *rank_trace(const struct gmt_merge *m, int rank)
+{
+    for (size_t i = 0; i < m->n_ranks; i++)
+        if (m->ranks[i].rank == rank)
+            return &m->ranks[i].a.t;
+    return NULL;
+}
+
+/* The trace of a rank whose first call of k added the median, NULL none. */
+static const struct gmt_trace *median_trace(const struct gmt_merge *m, const struct gmt_merge_coll *k)
+{
+    for (size_t i = 0; i < k->n_vals; i++)
+        if (k->vals[i].first == k->median_first)
+            return rank_trace(m, k->vals[i].rank);
+    return NULL;
+}
+
+/* What differs of NCCL: each rank from the first, and each collective's outlier from a
+ * rank of its median. */
+static void nccl_differences(struct gmt_merge *m)
+{
+    for (size_t i = 1; i < m->n_ranks; i++)
+        gmt_nccl_settings_diff(&m->ranks[0].a.t, &m->ranks[i].a.t, m->ranks[i].nccl_from_first,
+                               sizeof m->ranks[i].nccl_from_first);
+    for (size_t j = 0; j < m->n_colls; j++) {
+        struct gmt_merge_coll *k = &m->colls[j];
+        if (k->out_rank < 0)
+            continue;
+        const struct gmt_trace *tmed = median_trace(m, k), *tout = rank_trace(m, k->out_rank);
+        if (tmed && tout)
+            gmt_nccl_settings_diff(tmed, tout, k->nccl_out, sizeof k->nccl_out);
+    }
 }
 
 bool gmt_merge_one_run(const struct gmt_merge *m, char *why, size_t len)
@@ -319,6 +356,7 @@ int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
     for (size_t j = 0; j < m->n_colls; j++)
         if (outlier_of(&m->colls[j]))
             status = -EINVAL;
+    nccl_differences(m);
     int frames = ro->frames ? ro->frames : 3;
     for (size_t i = 0; i < m->n_ranks; i++)
         if (add_sites(m, i, frames))

@@ -16,6 +16,8 @@ struct gmt_merge_rank {
     uint64_t peak, end, used_max, untracked;
     uint64_t init, first_calls; /* what communicator inits, and first calls, added */
     bool has_used;             /* used_max and untracked known (MEMINFO sampled) */
+    char nccl_from_first[512]; /* NCCL's version and settings where they differ from the
+                                * first rank's (nccl_print.h), "" same or the first */
 };
 
 /* One collective across ranks, matched as check and diff match them: op label, size,
@@ -35,6 +37,7 @@ struct gmt_merge_coll {
     int64_t median_first;
     int out_rank;                 /* -1 when every rank added the same */
     int64_t out_first;            /* what it added */
+    char nccl_out[512];           /* NCCL's differences from a median rank to it, "" none */
     struct { int rank; int64_t first; } *vals; size_t n_vals, cap_vals; /* per rank */
 };
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobs.h"
+#include "idnames.h"
 #include "reader.h"
 #include "util.h"
 
@@ -369,36 +371,48 @@ bool gmt_analysis_used_gpu(const struct gmt_analysis *a)
     return !analysis_empty(a);
 }
 
+struct from_paths {
+    struct gmt_metrics *m;
+    struct gmt_idents ids;
+    const char *category;
+    struct gmt_msgs *msgs;
+};
+
+static int metrics_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                       size_t errlen)
+{
+    struct from_paths *P = ctx;
+    int32_t rank, process;
+    gmt_idents_next(&P->ids, a, &rank, &process);
+    size_t before = P->m->n;
+    int r = gmt_metrics_add(P->m, a, rank, process, P->category);
+    /* a process that used no GPU (a launcher) takes no identity */
+    if (!r && P->m->n > before)
+        r = gmt_idents_take(&P->ids, rank);
+    if (r)
+        gmt_msgs_add(P->msgs, "%s: out of memory", a->t.path);
+    return r;
+}
+
+static void metrics_skipped(void *ctx, size_t i, const char *why)
+{
+    struct from_paths *P = ctx;
+    gmt_msgs_add(P->msgs, "%s", why);
+}
+
 int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
                            const struct gmt_report_opts *ro, const char *category,
                            struct gmt_msgs *msgs)
 {
-    int status = 0;
-    struct gmt_idents ids;
-    gmt_idents_init(&ids);
-    for (size_t i = 0; i < n; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, paths[i], ro, err, sizeof err)) {
-            gmt_msgs_add(msgs, "%s", err);
-            status = -EINVAL;
-            continue;
-        }
-        int32_t rank, process;
-        gmt_idents_next(&ids, &a, &rank, &process);
-        size_t before = m->n;
-        int r = gmt_metrics_add(m, &a, rank, process, category);
-        gmt_analysis_free(&a);
-        /* a process that used no GPU (a launcher) takes no identity */
-        if (!r && m->n > before)
-            r = gmt_idents_take(&ids, rank);
-        if (r) {
-            gmt_msgs_add(msgs, "%s: out of memory", paths[i]);
-            status = r;
-            break;
-        }
-    }
-    gmt_idents_free(&ids);
+    struct from_paths P = {.m = m, .category = category, .msgs = msgs};
+    gmt_idents_init(&P.ids);
+    const struct gmt_jobs J = {.files = paths, .n = n, .ro = ro, .trace = metrics_one,
+                               .ctx = &P, .skipped = metrics_skipped};
+    struct gmt_jobs_result res;
+    int status = gmt_jobs_run(&J, &res);
+    if (!status && res.skipped)
+        status = -EINVAL;
+    gmt_idents_free(&P.ids);
     return status;
 }
 

@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report.h"
+#include "trace.h"
+
+struct gmt_analysis;
 
 /* What NCCL allocated a buffer for. X(NAME, key, text): key for JSON, text for people. */
 #define GMT_NCCL_PURPOSES(X)                                                          \
@@ -121,6 +123,15 @@ struct gmt_nccl_comm {
     uint64_t recv_each, send_each; /* their sizes, 0 none */
 };
 
+/* A setting that would save NCCL memory on this trace: "NAME=VALUE", the bytes it saves
+ * over all communicators, and its cost as NCCL documents it. */
+struct gmt_nccl_saving {
+    char setting[64];
+    uint64_t saves;
+    const char *cost;
+};
+#define GMT_NCCL_MAX_SAVINGS 3
+
 struct gmt_nccl_model {
     struct gmt_nccl_comm *c; size_t n_c;
     struct gmt_nccl_settings set;   /* the run's */
@@ -128,9 +139,14 @@ struct gmt_nccl_model {
     bool modelled;                  /* the model covers that version */
     bool cumem;                     /* every device buffer came from cuMemCreate */
     bool symbols;                   /* some group was classified from NCCL's own frames */
+    uint64_t dev_bytes, host_bytes; /* over all communicators */
+    struct gmt_nccl_p2p_sizes p2p;  /* one P2P connection's buffers under the run's settings */
+    struct gmt_nccl_saving savings[GMT_NCCL_MAX_SAVINGS]; /* best first (gmt_nccl_savings) */
+    size_t n_savings;
 };
 
-/* Every NCCL allocation of an analysed trace, grouped. 0 or -ENOMEM. */
+/* Every NCCL allocation of an analysed trace, grouped, and the settings that would save
+ * the most. gmt_analyze fills its analysis's (gmt_analysis.nccl). 0 or -ENOMEM. */
 int gmt_nccl_model_build(const struct gmt_analysis *a, struct gmt_nccl_model *m);
 void gmt_nccl_model_free(struct gmt_nccl_model *m);
 
@@ -150,39 +166,6 @@ void gmt_nccl_predict(const struct gmt_nccl_model *m, const struct gmt_nccl_comm
 /* The settings that would save the most on this trace, best first: up to max of them,
  * each as "NAME=VALUE", the bytes it saves over all communicators and its cost as
  * NCCL documents it. Returns how many. */
-struct gmt_nccl_saving {
-    char setting[64];
-    uint64_t saves;
-    const char *cost;
-};
 size_t gmt_nccl_savings(const struct gmt_nccl_model *m, struct gmt_nccl_saving *out, size_t max);
-
-/* explain's short form inside summary (cmd_explain.c): a few lines per trace with NCCL
- * memory, nothing without; JSON: an object (null without NCCL memory). */
-void gmt_explain_brief_text(FILE *out, const struct gmt_analysis *a);
-void gmt_explain_brief_json(FILE *out, const struct gmt_analysis *a);
-/* One trace's object of `explain --json` (no what-if) for model m, as explain writes it. */
-void gmt_explain_trace_json(FILE *out, const struct gmt_analysis *a, const struct gmt_nccl_model *m);
-
-/* What of NCCL a run had, to compare runs by: its version and NCCL_* variables, as
- * "NAME=value" lines sorted by name. Kept in baselines (baseline.c). */
-#define GMT_NCCL_PRINT_MAX 2048
-struct gmt_nccl_print {
-    bool known;                /* false: nothing recorded (a baseline from before) */
-    int32_t version;           /* 0 unknown */
-    char env[GMT_NCCL_PRINT_MAX];
-};
-void gmt_nccl_print_of(const struct gmt_trace *t, struct gmt_nccl_print *p);
-/* The first trace of paths[0..n) that loads: 0, or -1 when none does. */
-int gmt_nccl_print_of_paths(char *const *paths, size_t n, struct gmt_nccl_print *p);
-/* "NCCL_BUFFSIZE 4194304 -> 8388608, NCCL 2.28.9 -> 2.29.1" into buf: what differs
- * from a to b ("" when nothing, or when either is unknown). */
-const char *gmt_nccl_print_diff(const struct gmt_nccl_print *a, const struct gmt_nccl_print *b,
-                                char *buf, size_t len);
-
-/* The NCCL version and settings that differ between two traces, as
- * "NCCL_BUFFSIZE 4194304 -> 8388608, NCCL 2.28.9 -> 2.29.1" into buf ("" when none). */
-const char *gmt_nccl_settings_diff(const struct gmt_trace *a, const struct gmt_trace *b, char *buf,
-                                   size_t len);
 
 #endif

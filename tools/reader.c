@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "idnames.h"
 #include "reader.h"
 #include "util.h"
 
@@ -63,128 +64,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     }
     return -1;
 }
-
-/* ---- names ---- */
-
-/* The name of an id of one of trace_format.h's X(name, id) lists, "?" for one it lacks. */
-#define NAME_CASE(name, id) case id: return #name;
-#define NAME_OF(fn, LIST)                                                                  \
-    const char *fn(unsigned id)                                                            \
-    {                                                                                      \
-        switch (id) {                                                                      \
-            LIST(NAME_CASE)                                                                \
-        }                                                                                  \
-        return "?";                                                                        \
-    }
-
-const char *gmt_rec_type_name(unsigned type)
-{
-    switch (type) {
-#define GMT_X(name, val, st) case val: return #name;
-    GMT_RECORD_TYPES(GMT_X)
-#undef GMT_X
-    }
-    return "?";
-}
-
-NAME_OF(gmt_api_name, GMT_APIS)
-
-/* The errors an allocation call returns, by family (the API's id says which): the values
- * are the CUDA and NCCL ABI's, stable across versions. */
-#define GMT_CU_ERRORS(X)                                                                 \
-    X(CUDA_SUCCESS, 0) X(CUDA_ERROR_INVALID_VALUE, 1) X(CUDA_ERROR_OUT_OF_MEMORY, 2)       \
-    X(CUDA_ERROR_NOT_INITIALIZED, 3) X(CUDA_ERROR_DEINITIALIZED, 4)                        \
-    X(CUDA_ERROR_NO_DEVICE, 100) X(CUDA_ERROR_INVALID_DEVICE, 101)                         \
-    X(CUDA_ERROR_INVALID_CONTEXT, 201) X(CUDA_ERROR_INVALID_HANDLE, 400)                   \
-    X(CUDA_ERROR_NOT_FOUND, 500) X(CUDA_ERROR_NOT_READY, 600)                              \
-    X(CUDA_ERROR_ILLEGAL_ADDRESS, 700) X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)             \
-    X(CUDA_ERROR_LAUNCH_FAILED, 719) X(CUDA_ERROR_NOT_PERMITTED, 800)                      \
-    X(CUDA_ERROR_NOT_SUPPORTED, 801) X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)         \
-    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901) X(CUDA_ERROR_UNKNOWN, 999)
-#define GMT_CUDART_ERRORS(X)                                                             \
-    X(cudaSuccess, 0) X(cudaErrorInvalidValue, 1) X(cudaErrorMemoryAllocation, 2)          \
-    X(cudaErrorInitializationError, 3) X(cudaErrorCudartUnloading, 4)                     \
-    X(cudaErrorInvalidDevicePointer, 17) X(cudaErrorInsufficientDriver, 35)                \
-    X(cudaErrorNoDevice, 100) X(cudaErrorInvalidDevice, 101)                               \
-    X(cudaErrorDeviceUninitialized, 201) X(cudaErrorInvalidResourceHandle, 400)            \
-    X(cudaErrorSymbolNotFound, 500) X(cudaErrorNotReady, 600)                              \
-    X(cudaErrorIllegalAddress, 700) X(cudaErrorContextIsDestroyed, 709)                    \
-    X(cudaErrorLaunchFailure, 719) X(cudaErrorNotPermitted, 800)                           \
-    X(cudaErrorNotSupported, 801) X(cudaErrorStreamCaptureUnsupported, 900)                \
-    X(cudaErrorStreamCaptureInvalidated, 901) X(cudaErrorUnknown, 999)
-#define GMT_NCCL_ERRORS(X)                                                               \
-    X(ncclSuccess, 0) X(ncclUnhandledCudaError, 1) X(ncclSystemError, 2)                   \
-    X(ncclInternalError, 3) X(ncclInvalidArgument, 4) X(ncclInvalidUsage, 5)               \
-    X(ncclRemoteError, 6) X(ncclInProgress, 7)
-
-const char *gmt_error_name(unsigned api, int32_t error)
-{
-    if (api >= GMT_API_ncclMemAlloc) {
-        switch (error) {
-        GMT_NCCL_ERRORS(NAME_CASE)
-        }
-    } else if (api >= GMT_API_cuMemAlloc) {
-        switch (error) {
-        GMT_CU_ERRORS(NAME_CASE)
-        }
-    } else {
-        switch (error) {
-        GMT_CUDART_ERRORS(NAME_CASE)
-        }
-    }
-    return NULL;
-}
-
-const char *gmt_error_text(unsigned api, int32_t error, char *buf, size_t len)
-{
-    const char *name = gmt_error_name(api, error);
-    if (name)
-        snprintf(buf, len, "%s", name);
-    else
-        snprintf(buf, len, "error %d", (int)error);
-    return buf;
-}
-
-NAME_OF(gmt_kind_name, GMT_KINDS)
-
-NAME_OF(gmt_op_name, GMT_OPS)
-
-bool gmt_op_is_comm_init(unsigned op)
-{
-    switch (op) {
-    case GMT_OP_CommInitRank: case GMT_OP_CommInitAll: case GMT_OP_CommInitRankConfig:
-    case GMT_OP_CommInitRankScalable: case GMT_OP_CommSplit: case GMT_OP_CommShrink:
-        return true;
-    default:
-        return false;
-    }
-}
-
-NAME_OF(gmt_component_name, GMT_COMPONENTS)
-
-NAME_OF(gmt_meminfo_phase_name, GMT_MEMINFO_PHASES)
-
-NAME_OF(gmt_meminfo_source_name, GMT_MEMINFO_SOURCES)
-
-NAME_OF(gmt_graphmem_phase_name, GMT_GRAPHMEM_PHASES)
-
-/* NCCL_COLL_INFO's algorithm and protocol: NCCL's names, "other" and "none" beyond them. */
-#define CHOICE_NAME(fn, LIST)                                                              \
-    const char *fn(unsigned id)                                                            \
-    {                                                                                      \
-        switch (id) {                                                                      \
-            LIST(NAME_CASE)                                                                \
-        case GMT_NCCL_CHOICE_OTHER: return "other";                                        \
-        case GMT_NCCL_CHOICE_NONE: return "none";                                          \
-        }                                                                                  \
-        return "?";                                                                        \
-    }
-CHOICE_NAME(gmt_nccl_algo_name, GMT_NCCL_ALGOS)
-CHOICE_NAME(gmt_nccl_proto_name, GMT_NCCL_PROTOS)
-#undef CHOICE_NAME
-NAME_OF(gmt_nvtx_op_name, GMT_NVTX_OPS)
-
-NAME_OF(gmt_nvtx_string_kind_name, GMT_NVTX_STRING_KINDS)
 
 /* The fixed part's size of each known type, by type; 0 for ids no type has. */
 static const uint32_t fixed_size[GMT_REC_TYPE_MAX] = {
@@ -514,28 +393,90 @@ static int nul_ended(const uint8_t *s, uint32_t len)
 
 /* Validates the parts of a known record that its size field alone doesn't cover.
  * `rec` holds h.size bytes, at least the fixed part. */
+static int check_process(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_process *p = (const void *)rec;
+    const uint8_t *v = rec + sizeof *p;
+    if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
+        return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
+                    "line (%u bytes) overflow the %llu-byte record", r->path,
+                    (unsigned long long)off, p->host_len, p->cmdline_len,
+                    (unsigned long long)size);
+    if (p->host_len && !nul_ended(v, p->host_len))
+        return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
+                    r->path, (unsigned long long)off);
+    if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
+        return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
+                    "NUL-terminated", r->path, (unsigned long long)off);
+    return 0;
+}
+
+static int check_env(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_env *e = (const void *)rec;
+    const uint8_t *v = rec + sizeof *e;
+    if ((uint64_t)sizeof *e + e->bytes > size)
+        return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
+                    "%llu-byte record", r->path, (unsigned long long)off, e->bytes,
+                    (unsigned long long)size);
+    uint64_t nuls = 0;
+    for (uint32_t i = 0; i < e->bytes; i++)
+        nuls += v[i] == 0;
+    if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
+        return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
+                    "in %u bytes, count says %u", r->path, (unsigned long long)off,
+                    (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
+                    e->bytes, e->count);
+    return 0;
+}
+
+static int check_module_load(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_module_load *m = (const void *)rec;
+    const uint8_t *v = rec + sizeof *m;
+    if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
+        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
+                    "path (%u bytes) overflow the %llu-byte record", r->path,
+                    (unsigned long long)off, m->build_id_len, m->path_len,
+                    (unsigned long long)size);
+    if (!nul_ended(v + m->build_id_len, m->path_len))
+        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
+                    "NUL-terminated", r->path, (unsigned long long)off);
+    return 0;
+}
+
+static int check_pycode(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
+                     size_t errlen)
+{
+    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
+    const struct gmt_rec_pycode *c = (const void *)rec;
+    const uint8_t *v = rec + sizeof *c;
+    if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
+        return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
+                    "overflow the %llu-byte record", r->path, (unsigned long long)off,
+                    c->name_len, c->qualname_len, c->filename_len,
+                    (unsigned long long)size);
+    if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
+        !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
+        return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
+                    "NUL-terminated", r->path, (unsigned long long)off);
+    return 0;
+}
+
 static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_t off,
                          char *err, size_t errlen)
 {
     const struct gmt_rec *h = (const void *)rec;
     uint64_t size = h->size;
     switch (h->type) {
-    case GMT_REC_PROCESS: {
-        const struct gmt_rec_process *p = (const void *)rec;
-        const uint8_t *v = rec + sizeof *p;
-        if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
-            return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
-                        "line (%u bytes) overflow the %llu-byte record", r->path,
-                        (unsigned long long)off, p->host_len, p->cmdline_len,
-                        (unsigned long long)size);
-        if (p->host_len && !nul_ended(v, p->host_len))
-            return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
-                        r->path, (unsigned long long)off);
-        if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
-            return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
-                        "NUL-terminated", r->path, (unsigned long long)off);
-        break;
-    }
+    case GMT_REC_PROCESS:
+        return check_process(r, rec, off, err, errlen);
     case GMT_REC_NVTX_STRING: {
         const struct gmt_rec_nvtx_string *n = (const void *)rec;
         if ((uint64_t)sizeof *n + n->len > size)
@@ -547,36 +488,10 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
                         r->path, (unsigned long long)off);
         break;
     }
-    case GMT_REC_ENV: {
-        const struct gmt_rec_env *e = (const void *)rec;
-        const uint8_t *v = rec + sizeof *e;
-        if ((uint64_t)sizeof *e + e->bytes > size)
-            return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
-                        "%llu-byte record", r->path, (unsigned long long)off, e->bytes,
-                        (unsigned long long)size);
-        uint64_t nuls = 0;
-        for (uint32_t i = 0; i < e->bytes; i++)
-            nuls += v[i] == 0;
-        if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
-            return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
-                        "in %u bytes, count says %u", r->path, (unsigned long long)off,
-                        (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
-                        e->bytes, e->count);
-        break;
-    }
-    case GMT_REC_MODULE_LOAD: {
-        const struct gmt_rec_module_load *m = (const void *)rec;
-        const uint8_t *v = rec + sizeof *m;
-        if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
-            return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
-                        "path (%u bytes) overflow the %llu-byte record", r->path,
-                        (unsigned long long)off, m->build_id_len, m->path_len,
-                        (unsigned long long)size);
-        if (!nul_ended(v + m->build_id_len, m->path_len))
-            return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
-                        "NUL-terminated", r->path, (unsigned long long)off);
-        break;
-    }
+    case GMT_REC_ENV:
+        return check_env(r, rec, off, err, errlen);
+    case GMT_REC_MODULE_LOAD:
+        return check_module_load(r, rec, off, err, errlen);
     case GMT_REC_THREAD: {
         const struct gmt_rec_thread *t = (const void *)rec;
         if (!memchr(t->name, 0, sizeof t->name))
@@ -584,20 +499,8 @@ static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_
                         r->path, (unsigned long long)off);
         break;
     }
-    case GMT_REC_PYCODE: {
-        const struct gmt_rec_pycode *c = (const void *)rec;
-        const uint8_t *v = rec + sizeof *c;
-        if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
-            return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
-                        "overflow the %llu-byte record", r->path, (unsigned long long)off,
-                        c->name_len, c->qualname_len, c->filename_len,
-                        (unsigned long long)size);
-        if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
-            !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
-            return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
-                        "NUL-terminated", r->path, (unsigned long long)off);
-        break;
-    }
+    case GMT_REC_PYCODE:
+        return check_pycode(r, rec, off, err, errlen);
     case GMT_REC_STACK: {
         const struct gmt_rec_stack *s = (const void *)rec;
         if ((uint64_t)sizeof *s + (uint64_t)s->depth * sizeof(uint64_t) > size)

@@ -40,21 +40,8 @@ uint64_t gmt_reader_records(const struct gmt_reader *r); /* records read so far 
 const char *gmt_reader_path(const struct gmt_reader *r);
 void gmt_reader_close(struct gmt_reader *r);
 
-/* Names for the X-macro ids, "?" when unknown. */
-const char *gmt_rec_type_name(unsigned type);
-const char *gmt_api_name(unsigned api);
-/* The name of an error an allocation API returned (CUresult, cudaError_t or ncclResult_t,
- * as the API's family says), or NULL for a value not in the table. */
-const char *gmt_error_name(unsigned api, int32_t error);
-/* The same for a person: the name, else "error N", into buf. */
-const char *gmt_error_text(unsigned api, int32_t error, char *buf, size_t len);
-const char *gmt_kind_name(unsigned kind);
-const char *gmt_op_name(unsigned op);
-/* An op that makes a communicator (an init or a split): its scope opens before the
- * communicator exists, and what it adds is the communicator's, not a collective's. */
-bool gmt_op_is_comm_init(unsigned op);
 
-/* ---- additions: stream input, position, PROCESS, variable parts, more names ---- */
+/* ---- additions: stream input, position, PROCESS, variable parts ---- */
 
 /* Like gmt_reader_open on a stream the caller opened (fmemopen, a pipe); `name` is used
  * in messages. The reader reads it sequentially and never closes it. */
@@ -90,15 +77,6 @@ static inline bool gmt_rec_size_ok(uint32_t size, uint64_t room)
 
 /* Fixed-part size of a known record type, 0 for unknown types. */
 uint32_t gmt_rec_fixed_size(unsigned type);
-const char *gmt_component_name(unsigned component);
-const char *gmt_meminfo_phase_name(unsigned phase);
-const char *gmt_meminfo_source_name(unsigned source);
-const char *gmt_graphmem_phase_name(unsigned phase);
-/* NCCL_COLL_INFO's algo and proto by NCCL's names ("RING", "SIMPLE"); "other", "none", "?" */
-const char *gmt_nccl_algo_name(unsigned id);
-const char *gmt_nccl_proto_name(unsigned id);
-const char *gmt_nvtx_op_name(unsigned op);
-const char *gmt_nvtx_string_kind_name(unsigned kind);
 
 /* ---- additions: in-memory traces ---- */
 

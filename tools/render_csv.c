@@ -1,4 +1,5 @@
 /* render_csv.c: the summary as CSV tables, one header line each, every row naming its trace's file. */
+#include "idnames.h"
 #include "render.h"
 
 #include <inttypes.h>
@@ -229,11 +230,11 @@ static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct
         cell_u(&r, c->host_ns_first);
         cell_u(&r, c->host_ns_total);
         cell_u(&r, c->host_calls);
-        struct gmt_nccl_pick pk;
-        bool picked = gmt_nccl_pick(&a->t, c, &pk);
-        cell_s(&r, picked ? gmt_nccl_algo_name(pk.algo) : NULL);
-        cell_s(&r, picked ? gmt_nccl_proto_name(pk.proto) : NULL);
-        cell_u_if(&r, picked, picked ? pk.nchannels : 0);
+        const struct gmt_nccl_pick *pk = &c->pick;
+        bool picked = pk->total != 0;
+        cell_s(&r, picked ? gmt_nccl_algo_name(pk->algo) : NULL);
+        cell_s(&r, picked ? gmt_nccl_proto_name(pk->proto) : NULL);
+        cell_u_if(&r, picked, picked ? pk->nchannels : 0);
         cell_s(&r, stack_text(a, c->first_stack));
         row_end(&r);
     }
@@ -241,11 +242,11 @@ static void rows_collectives(FILE *f, const struct gmt_analysis *a, const struct
 
 static void rows_nccl_memory(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
-    struct gmt_nccl_model m;
-    if (gmt_nccl_model_build(a, &m))
+    const struct gmt_nccl_model *m = &a->nccl;
+    if (a->nccl_rc)
         return;
-    for (size_t i = 0; i < m.n_c; i++) {
-        const struct gmt_nccl_comm *c = &m.c[i];
+    for (size_t i = 0; i < m->n_c; i++) {
+        const struct gmt_nccl_comm *c = &m->c[i];
         for (int p = 0; p < GMT_NCCL_NPURPOSES; p++) {
             if (!c->by_purpose[p])
                 continue;
@@ -259,7 +260,6 @@ static void rows_nccl_memory(FILE *f, const struct gmt_analysis *a, const struct
             row_end(&r);
         }
     }
-    gmt_nccl_model_free(&m);
 }
 
 static void rows_phases(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)

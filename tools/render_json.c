@@ -1,4 +1,5 @@
 /* render_json.c: the summary as one JSON document (schema gpumemtrace.summary/1, docs/summary-json.md). */
+#include "idnames.h"
 #include "render.h"
 #include "render_job.h"
 
@@ -7,7 +8,7 @@
 
 #include "holders.h"
 #include "names.h"
-#include "nccl_model.h"
+#include "render_explain.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -145,13 +146,13 @@ static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
                 c->host_calls);
         char line[8192];
         gmt_fput_json_string(out, c->first_stack ? gmt_stack_full(a, c->first_stack, 64, line, sizeof line) : "");
-        struct gmt_nccl_pick pk;
-        if (gmt_nccl_pick(&a->t, c, &pk))
+        const struct gmt_nccl_pick *pk = &c->pick;
+        if (pk->total)
             fprintf(out, ", \"nccl_choice\": {\"algo\": \"%s\", \"proto\": \"%s\", \"nchannels\": %u"
                          ", \"nwarps\": %u, \"records\": %" PRIu64 ", \"records_total\": %" PRIu64
                          ", \"choices\": %u}",
-                    gmt_nccl_algo_name(pk.algo), gmt_nccl_proto_name(pk.proto), pk.nchannels,
-                    pk.nwarps, pk.calls, pk.total, pk.choices);
+                    gmt_nccl_algo_name(pk->algo), gmt_nccl_proto_name(pk->proto), pk->nchannels,
+                    pk->nwarps, pk->calls, pk->total, pk->choices);
         fprintf(out, "}");
         first = 0;
     }
@@ -336,7 +337,7 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_open(out, a);
     json_phases(out, a);
     fprintf(out, ", \"unmatched_frees\": %" PRIu64 ", \"nccl_memory\": ", a->rep.unmatched_frees);
-    gmt_explain_brief_json(out, a);
+    gmt_render_explain_brief_json(out, a);
     fprintf(out, "}");
 }
 

@@ -4,26 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "nccl_model.h"
 #include "util.h"
-
-/* The trace of rank `rank`, NULL when none has it. */
-static const struct gmt_trace *rank_trace(const struct gmt_merge *m, int rank)
-{
-    for (size_t i = 0; i < m->n_ranks; i++)
-        if (m->ranks[i].rank == rank)
-            return &m->ranks[i].a.t;
-    return NULL;
-}
-
-/* The trace of a rank whose first call of k added the median, NULL none. */
-static const struct gmt_trace *median_trace(const struct gmt_merge *m, const struct gmt_merge_coll *k)
-{
-    for (size_t i = 0; i < k->n_vals; i++)
-        if (k->vals[i].first == k->median_first)
-            return rank_trace(m, k->vals[i].rank);
-    return NULL;
-}
 
 void gmt_render_merge_json(FILE *o, const struct gmt_merge *m, long top)
 {
@@ -32,11 +13,8 @@ void gmt_render_merge_json(FILE *o, const struct gmt_merge *m, long top)
         const struct gmt_merge_rank *r = &m->ranks[i];
         fprintf(o, "%s{\"rank\": %d, \"file\": ", i ? ", " : "", r->rank);
         gmt_fput_json_string(o, r->a.t.path);
-        char nc[512] = "";
-        if (i)
-            gmt_nccl_settings_diff(&m->ranks[0].a.t, &r->a.t, nc, sizeof nc);
         fprintf(o, ", \"nccl_changed_from_first\": ");
-        gmt_fput_json_string(o, nc);
+        gmt_fput_json_string(o, r->nccl_from_first);
         fprintf(o, ", \"peak_bytes\": %" PRIu64 ", \"end_bytes\": %" PRIu64
                ", \"nccl_init_bytes\": %" PRIu64 ", \"nccl_first_call_bytes\": %" PRIu64,
                r->peak, r->end, r->init, r->first_calls);
@@ -109,14 +87,12 @@ void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top)
         gmt_fmt_bytes(bb, sizeof bb, k->bytes);
         gmt_fmt_sbytes(mn, sizeof mn, k->min_first);
         gmt_fmt_sbytes(mx, sizeof mx, k->max_first);
-        char note[700] = "", nc[512] = "";
+        char note[700] = "";
         if (k->out_rank >= 0) {
             char ob[GMT_FMT_LEN], md[GMT_FMT_LEN];
             gmt_fmt_sbytes(ob, sizeof ob, k->out_first);
             gmt_fmt_sbytes(md, sizeof md, k->median_first);
-            const struct gmt_trace *tmed = median_trace(m, k), *tout = rank_trace(m, k->out_rank);
-            if (tmed && tout)
-                gmt_nccl_settings_diff(tmed, tout, nc, sizeof nc);
+            const char *nc = k->nccl_out;
             snprintf(note, sizeof note, "rank %d stands out: %s (median %s)%s%s", k->out_rank, ob,
                      md, nc[0] ? " -- " : "", nc);
         }
@@ -127,8 +103,7 @@ void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top)
     /* ranks of one job normally share their NCCL settings: say where they do not */
     bool any = false;
     for (size_t i = 1; i < m->n_ranks; i++) {
-        char nc[512];
-        gmt_nccl_settings_diff(&m->ranks[0].a.t, &m->ranks[i].a.t, nc, sizeof nc);
+        const char *nc = m->ranks[i].nccl_from_first;
         if (nc[0])
             fprintf(o, "%s  rank %d's NCCL differs from rank %d's: %s\n", any ? "" : "\n",
                     m->ranks[i].rank, m->ranks[0].rank, nc);

@@ -1,4 +1,5 @@
 /* render_text.c: the summary as text for a person: the process, peaks, NCCL calls, sites, leaks, failures. */
+#include "idnames.h"
 #include "render.h"
 #include "render_job.h"
 
@@ -8,7 +9,7 @@
 
 #include "holders.h"
 #include "names.h"
-#include "nccl_model.h"
+#include "render_explain.h"
 #include "reader.h"
 #include "stacks.h"
 #include "util.h"
@@ -259,11 +260,11 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         print_coll_row(out, opw, show, cells);
         if (c->failed)
             fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
-        struct gmt_nccl_pick pk;
-        if (gmt_nccl_pick(&a->t, c, &pk))
+        const struct gmt_nccl_pick *pk = &c->pick;
+        if (pk->total)
             fprintf(out, "    NCCL chose %s/%s, %u channel(s), %u warps%s\n",
-                    gmt_nccl_algo_name(pk.algo), gmt_nccl_proto_name(pk.proto), pk.nchannels,
-                    pk.nwarps, pk.choices > 1 ? " (most often: its choice changed)" : "");
+                    gmt_nccl_algo_name(pk->algo), gmt_nccl_proto_name(pk->proto), pk->nchannels,
+                    pk->nwarps, pk->choices > 1 ? " (most often: its choice changed)" : "");
         if (c->allocs && c->first_stack) {
             char line[1024];
             gmt_stack_line(a, c->first_stack, o->frames ? o->frames : 4, line, sizeof line);
@@ -479,7 +480,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_header(out, a, o);
     text_peaks(out, a, o);
     text_colls(out, a, o);
-    gmt_explain_brief_text(out, a);
+    gmt_render_explain_brief_text(out, a);
     text_phases(out, a, o);
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);

@@ -7,9 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives.h"
+#include "live_map.h"
 #include "nccl_types.h"
 #include "reader.h"
 #include "util.h"
+
+/* The live set's key of an allocation and of a release, for other passes over the events
+ * (phases.c) that must match them as the replay does. */
+uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr)
+{
+    return gmt_live_key(kind < 256 ? gmt_ns_of_kind((uint8_t)kind) : GMT_NS_PTR, addr);
+}
+
+uint64_t gmt_replay_free_key(unsigned api, uint64_t addr)
+{
+    return gmt_live_key(gmt_ns_of_free_api(api), addr);
+}
 
 /* What each kind is charged as, by table: the replay asks for every allocation and free,
  * and a table is one load where a switch is a range check and a jump. */
@@ -50,156 +64,6 @@ bool gmt_kind_is_host(unsigned kind)
     return kind < 256 && is_host((uint8_t)kind);
 }
 
-/* Address namespaces: a handle, a pointer, a reservation and a mapping may share a value.
- * Pointers, most keys, are 0: their key is the address itself. */
-enum ns { NS_PTR, NS_HANDLE, NS_VIRTUAL, NS_MAPPING, NS_IPC, NS_POOL, NS_ARRAY };
-
-/* By table, not a switch: one load per allocation or free (kinds are a byte, APIs below
- * 256; anything else is a pointer). */
-static const uint8_t ns_by_kind[256] = {
-    [GMT_KIND_PHYSICAL] = NS_HANDLE, [GMT_KIND_PHYSICAL_HOST] = NS_HANDLE,
-    [GMT_KIND_IMPORTED] = NS_HANDLE, [GMT_KIND_MULTICAST] = NS_HANDLE,
-    [GMT_KIND_RETAINED] = NS_HANDLE, [GMT_KIND_VIRTUAL] = NS_VIRTUAL,
-    [GMT_KIND_MAPPING] = NS_MAPPING, [GMT_KIND_IPC_MAPPING] = NS_IPC,
-    [GMT_KIND_POOL] = NS_POOL, [GMT_KIND_ARRAY] = NS_ARRAY,
-    [GMT_KIND_MIPMAPPED_ARRAY] = NS_ARRAY,
-};
-
-static const uint8_t ns_by_free_api[256] = {
-    [GMT_API_cuMemRelease] = NS_HANDLE, [GMT_API_cuMemAddressFree] = NS_VIRTUAL,
-    [GMT_API_cuMemUnmap] = NS_MAPPING, [GMT_API_cuIpcCloseMemHandle] = NS_IPC,
-    [GMT_API_cudaMemPoolDestroy] = NS_POOL, [GMT_API_cuMemPoolDestroy] = NS_POOL,
-    [GMT_API_cudaFreeArray] = NS_ARRAY, [GMT_API_cudaFreeMipmappedArray] = NS_ARRAY,
-    [GMT_API_cuArrayDestroy] = NS_ARRAY, [GMT_API_cuMipmappedArrayDestroy] = NS_ARRAY,
-};
-
-static inline int ns_of_kind(uint8_t kind)
-{
-    return ns_by_kind[kind];
-}
-
-static inline int ns_of_free_api(unsigned api)
-{
-    return api < 256 ? ns_by_free_api[api] : NS_PTR;
-}
-
-static uint64_t key_of(int ns, uint64_t addr)
-{
-    return addr ^ ((uint64_t)ns << 58);
-}
-
-/* The live set's key of an allocation and of a release, for other passes over the events
- * (phases.c) that must match them as the replay does. */
-uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr)
-{
-    return key_of(kind < 256 ? ns_of_kind((uint8_t)kind) : NS_PTR, addr);
-}
-
-uint64_t gmt_replay_free_key(unsigned api, uint64_t addr)
-{
-    return key_of(ns_of_free_api(api), addr);
-}
-
-/*
- * The live set, by (namespace, address): open addressing whose slots are the entries
- * themselves (no second array to reach: one cache line per allocation or free),
- * Fibonacci hashing, backward-shift deletion. A few thousand entries churn through it
- * millions of times.
- */
-struct live {
-    uint64_t key, bytes;
-    uint32_t site, refs;       /* refs 0: an empty slot */
-    int32_t scope;             /* attributed scope index, -1 none */
-    int16_t dslot;
-    uint8_t kind, cat;
-};
-
-struct live_map {
-    struct live *s;
-    size_t cap, n;             /* cap a power of two, at most a quarter full: short clusters,
-                                * so short probes and few moves per deletion */
-    unsigned shift;            /* 64 - log2(cap) */
-};
-
-/* Fibonacci hashing: the key's slot in a table of 2^(64 - shift) */
-static inline size_t fib_slot(uint64_t key, unsigned shift)
-{
-    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> shift);
-}
-
-static size_t lm_home(const struct live_map *m, uint64_t key)
-{
-    return fib_slot(key, m->shift);
-}
-
-/* The live-set functions below are inlined by force: the allocation and free handlers
- * are inlined in two places (the merge's loop and run_walk), and a call from either
- * costs more than the function itself. */
-static inline __attribute__((always_inline)) struct live *lm_get(const struct live_map *m,
-                                                                 uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    for (size_t j = lm_home(m, key);; j = (j + 1) & (m->cap - 1)) {
-        struct live *x = &m->s[j];
-        if (!x->refs)
-            return NULL;
-        if (x->key == key)
-            return x;
-    }
-}
-
-/* Doubles the table (makes it, when empty); -ENOMEM. */
-static int lm_grow(struct live_map *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    struct live_map n = {calloc(ncap, sizeof *n.s), ncap, m->n,
-                         (unsigned)(64 - __builtin_ctzll(ncap))};
-    if (!n.s)
-        return -ENOMEM;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->s[i].refs)
-            continue;
-        size_t j = lm_home(&n, m->s[i].key);
-        while (n.s[j].refs)
-            j = (j + 1) & (ncap - 1);
-        n.s[j] = m->s[i];
-    }
-    free(m->s);
-    *m = n;
-    return 0;
-}
-
-/* The entry of `key`, or the empty slot where it would go (refs 0), found with one
- * probe: an allocation looks for a stale entry at its address and inserts in the same
- * walk. The table grows first, so the slot stays valid; NULL out of memory. */
-static inline __attribute__((always_inline)) struct live *lm_find_or_slot(struct live_map *m,
-                                                                          uint64_t key)
-{
-    if ((m->n + 1) * 4 > m->cap && lm_grow(m))
-        return NULL;
-    for (size_t j = lm_home(m, key);; j = (j + 1) & (m->cap - 1)) {
-        struct live *x = &m->s[j];
-        if (!x->refs || x->key == key)
-            return x;
-    }
-}
-
-static inline __attribute__((always_inline)) void lm_del_at(struct live_map *m, struct live *x)
-{
-    size_t mask = m->cap - 1, hole = (size_t)(x - m->s);
-    for (size_t k = (hole + 1) & mask; m->s[k].refs; k = (k + 1) & mask) {
-        size_t home = lm_home(m, m->s[k].key);
-        /* k may move to the hole unless its home lies cyclically in (hole, k] */
-        if (((k - home) & mask) < ((k - hole) & mask))
-            continue;
-        m->s[hole] = m->s[k];
-        hole = k;
-    }
-    m->s[hole].refs = 0;
-    m->n--;
-}
-
 /*
  * A site's live bytes on one device, and what they were at that device's peak. The peak
  * snapshot is copy-on-write: a new peak only bumps the device's epoch, and a cell saves
@@ -211,15 +75,6 @@ struct site_dev {
     uint32_t epoch;            /* at_peak holds the value at this epoch's peak */
 };
 
-/* A collective row's device allocations attributed (n: only those up to --to, its
- * allocation count), their bytes, how many were made on another thread than their
- * call's (bytes and other: all of them, for the byte and thread columns). Counted by
- * row, not by scope: the rows are made before the replay (build_colls) and a scope only
- * keeps its row's index. A trace has a handful of rows and up to a million scopes, each
- * of whose counters would be 24 bytes of fresh memory for the kernel to zero. */
-struct row_count {
-    uint64_t n, bytes, other;
-};
 
 struct state {
     const struct gmt_trace *t;
@@ -227,7 +82,7 @@ struct state {
     const int32_t *top_by_dense; /* the same by t->scope_dense value: [0] is -1, none */
     const struct gmt_replay_opts *o;
     struct gmt_report *rep;
-    struct live_map live_by_key;
+    struct gmt_live_map live_by_key;
     uint32_t *site_by_stack;   /* per stack id below t->n_stacks: site index + 1, 0 none */
     struct gmt_u64map site_by_big_stack; /* the ids beyond (stacks never defined) */
     /* per device slot, made at the slot's first allocation: a cell per site
@@ -248,8 +103,8 @@ struct state {
     int32_t *imported; size_t n_imported, cap_imported; /* digests of imported handles */
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
     const int32_t *row_of;     /* per scope index of a top scope: its row in rep->colls */
-    struct row_count *rc;      /* per row */
-    struct row_count no_row;   /* what belongs to no row, counted and dropped */
+    struct gmt_row_count *rc;      /* per row */
+    struct gmt_row_count no_row;   /* what belongs to no row, counted and dropped */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -380,31 +235,6 @@ static inline int32_t attribute(struct state *S, const struct gmt_timed_event *e
     return sc;
 }
 
-/* An NCCL call that NCCL itself makes inside another (ncclBcast calling ncclBroadcast
- * through its exported name) is part of the outer one: events and rows go to the
- * outermost call below any group. */
-static int32_t *top_scopes(const struct gmt_trace *t)
-{
-    /* one more in front, for the top_by_dense view */
-    int32_t *raw = malloc((t->n_scopes + 1) * sizeof *raw);
-    if (!raw)
-        return NULL;
-    raw[0] = -1;
-    int32_t *top = raw + 1;
-    for (size_t i = 0; i < t->n_scopes; i++) {
-        size_t j = i;
-        for (int hops = 0; hops < 64; hops++) {
-            const struct gmt_scope *s = &t->scopes[j];
-            long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
-            if (p < 0 || (size_t)p == j || t->scopes[p].op == GMT_OP_Group)
-                break;
-            j = (size_t)p;
-        }
-        top[i] = (int32_t)j;
-    }
-    return top;
-}
-
 static bool in_window(const struct state *S, uint64_t time)
 {
     return time >= S->o->t_from && (!S->o->t_to || time <= S->o->t_to);
@@ -432,13 +262,13 @@ static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
 
 /* A device allocation's bytes and thread for its scope's collective row; sc >= 0 (a top
  * scope: each has its row). The caller counts it in n when it is inside --to. */
-static inline struct row_count *count_scope_alloc(struct state *S, int32_t sc,
+static inline struct gmt_row_count *count_scope_alloc(struct state *S, int32_t sc,
                                                   const struct gmt_timed_event *e)
 {
     int32_t row = S->row_of[sc];
-    /* -1: a scope top_scopes left inside a parent chain it gave up on (a corrupt file's
+    /* -1: a scope gmt_colls_top_scopes left inside a parent chain it gave up on (a corrupt file's
      * cycle): its allocations go to no row */
-    struct row_count *c = __builtin_expect(row >= 0, 1) ? &S->rc[row] : &S->no_row;
+    struct gmt_row_count *c = __builtin_expect(row >= 0, 1) ? &S->rc[row] : &S->no_row;
     c->bytes += e->bytes;
     c->other += e->tid != S->t->scopes[sc].tid;
     return c;
@@ -464,78 +294,50 @@ static int imported_add(struct state *S, int32_t digest)
     return 0;
 }
 
-/* Inlined by force, as on_free: the walk's copies then read the event from registers. */
-static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_timed_event *e)
+/* An allocation of local device memory: its site's, its category's and its call's bytes,
+ * and the device's peak. */
+static inline __attribute__((always_inline)) int charge_device(struct state *S, struct gmt_live *l,
+                                                               int ds, int site,
+                                                               const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
-    int ns = ns_of_kind(e->kind);
-    uint64_t key = key_of(ns, e->addr);
-    if (e->kind == GMT_KIND_RETAINED) {
-        struct live *v = lm_get(&S->live_by_key, key);
-        if (v)
-            v->refs++;
-        return 0;
-    }
-    int ds = dslot(S, e->device);
-    int site = site_of(S, e->stack);
-    if (site < 0)
-        return site;
-    if (!S->sdl[ds] && !(S->sdl[ds] = calloc(S->cap_sites, sizeof *S->sdl[ds])))
-        return -ENOMEM;
-    struct live *l = lm_find_or_slot(&S->live_by_key, key);
-    if (!l)
-        return -ENOMEM;
-    if (l->refs) {
-        /* an address reused without a free we saw: the old entry is gone, its slot
-         * (same key) takes the new one */
-        if (is_device(l->kind)) {
-            S->tracked[l->dslot] -= l->bytes;
-            S->by_cat[l->dslot][l->cat] -= l->bytes;
-            sdl_add(S, l->site, l->dslot, -l->bytes);
-        }
-    } else {
-        S->live_by_key.n++;
-    }
-    *l = (struct live){.key = key};
     struct gmt_site_row *sr = &rep->sites[site];
-    l->bytes = e->bytes;
-    l->site = (uint32_t)site;
-    l->refs = 1;
-    l->dslot = (int16_t)ds;
-    l->kind = e->kind;
-    l->cat = sr->cat;
-    l->scope = attribute(S, e);
+    rep->dev[ds].device_allocs++;
+    if (l->scope >= 0) {
+        count_scope_alloc(S, l->scope, e)->n++;
+        rep->scope_tracked[l->scope] = gmt_wrap_add(rep->scope_tracked[l->scope], e->bytes);
+    }
+    /* a size beyond GMT_BYTES_MAX, or what is live on a device adding up past it, is
+     * corrupt (gmt_analyze then finds the record): one test for both, as neither
+     * alone can wrap the sum. The sums below and their differences then fit. */
+    uint64_t live = S->tracked[ds] + e->bytes;
+    if ((live | e->bytes) > GMT_BYTES_MAX)
+        return -EOVERFLOW;
+    S->tracked[ds] = live;
+    S->by_cat[ds][l->cat] += e->bytes;
+    sdl_add(S, (uint32_t)site, ds, e->bytes);
+    sr->allocs++;
+    sr->bytes_total += e->bytes;
+    sr->ever_live |= e->bytes != 0;
+    struct gmt_dev_report *d = &rep->dev[ds];
+    if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
+        d->cat_peak[l->cat] = S->by_cat[ds][l->cat];
+    if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
+        d->peak = S->tracked[ds];
+        d->peak_time = e->time;
+        d->peak_scope = l->scope >= 0 ? S->t->scopes[l->scope].id : innermost_open_id(S);
+        memcpy(d->peak_by_cat, S->by_cat[ds], sizeof d->peak_by_cat);
+        S->peak_epoch[ds]++;
+    }
+    return 0;
+}
 
-    rep->dev[ds].allocs++;
-    if (is_device(e->kind)) {
-        rep->dev[ds].device_allocs++;
-        if (l->scope >= 0) {
-            count_scope_alloc(S, l->scope, e)->n++;
-            rep->scope_tracked[l->scope] = gmt_wrap_add(rep->scope_tracked[l->scope], e->bytes);
-        }
-        /* a size beyond GMT_BYTES_MAX, or what is live on a device adding up past it, is
-         * corrupt (gmt_analyze then finds the record): one test for both, as neither
-         * alone can wrap the sum. The sums below and their differences then fit. */
-        uint64_t live = S->tracked[ds] + e->bytes;
-        if ((live | e->bytes) > GMT_BYTES_MAX)
-            return -EOVERFLOW;
-        S->tracked[ds] = live;
-        S->by_cat[ds][l->cat] += e->bytes;
-        sdl_add(S, (uint32_t)site, ds, e->bytes);
-        sr->allocs++;
-        sr->bytes_total += e->bytes;
-        sr->ever_live |= e->bytes != 0;
-        struct gmt_dev_report *d = &rep->dev[ds];
-        if (S->by_cat[ds][l->cat] > d->cat_peak[l->cat] && in_window(S, e->time))
-            d->cat_peak[l->cat] = S->by_cat[ds][l->cat];
-        if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
-            d->peak = S->tracked[ds];
-            d->peak_time = e->time;
-            d->peak_scope = l->scope >= 0 ? S->t->scopes[l->scope].id : innermost_open_id(S);
-            memcpy(d->peak_by_cat, S->by_cat[ds], sizeof d->peak_by_cat);
-            S->peak_epoch[ds]++;
-        }
-    } else if (is_host(e->kind)) {
+/* An allocation of pinned host memory, address space or a peer's memory mapped here. */
+static inline __attribute__((always_inline)) int charge_other(struct state *S, struct gmt_live *l,
+                                                              int ds, const struct gmt_timed_event *e)
+{
+    struct gmt_report *rep = S->rep;
+    if (is_host(e->kind)) {
         uint64_t live = S->host[ds] + e->bytes;
         if ((live | e->bytes) > GMT_BYTES_MAX)
             return -EOVERFLOW;
@@ -563,11 +365,59 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     return 0;
 }
 
+/* Inlined by force, as on_free: the walk's copies then read the event from registers. */
+static inline __attribute__((always_inline)) int on_alloc(struct state *S, const struct gmt_timed_event *e)
+{
+    struct gmt_report *rep = S->rep;
+    int ns = gmt_ns_of_kind(e->kind);
+    uint64_t key = gmt_live_key(ns, e->addr);
+    if (e->kind == GMT_KIND_RETAINED) {
+        struct gmt_live *v = gmt_live_get(&S->live_by_key, key);
+        if (v)
+            v->refs++;
+        return 0;
+    }
+    int ds = dslot(S, e->device);
+    int site = site_of(S, e->stack);
+    if (site < 0)
+        return site;
+    if (!S->sdl[ds] && !(S->sdl[ds] = calloc(S->cap_sites, sizeof *S->sdl[ds])))
+        return -ENOMEM;
+    struct gmt_live *l = gmt_live_find_or_slot(&S->live_by_key, key);
+    if (!l)
+        return -ENOMEM;
+    if (l->refs) {
+        /* an address reused without a free we saw: the old entry is gone, its slot
+         * (same key) takes the new one */
+        if (is_device(l->kind)) {
+            S->tracked[l->dslot] -= l->bytes;
+            S->by_cat[l->dslot][l->cat] -= l->bytes;
+            sdl_add(S, l->site, l->dslot, -l->bytes);
+        }
+    } else {
+        S->live_by_key.n++;
+    }
+    *l = (struct gmt_live){.key = key};
+    struct gmt_site_row *sr = &rep->sites[site];
+    l->bytes = e->bytes;
+    l->site = (uint32_t)site;
+    l->refs = 1;
+    l->dslot = (int16_t)ds;
+    l->kind = e->kind;
+    l->cat = sr->cat;
+    l->scope = attribute(S, e);
+
+    rep->dev[ds].allocs++;
+    if (is_device(e->kind))
+        return charge_device(S, l, ds, site, e);
+    return charge_other(S, l, ds, e);
+}
+
 static inline __attribute__((always_inline)) int on_free(struct state *S, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
-    uint64_t key = key_of(ns_of_free_api(e->api), e->addr);
-    struct live *l = lm_get(&S->live_by_key, key);
+    uint64_t key = gmt_live_key(gmt_ns_of_free_api(e->api), e->addr);
+    struct gmt_live *l = gmt_live_get(&S->live_by_key, key);
     if (!l) {
         if (e->addr)
             rep->unmatched_frees++;
@@ -593,7 +443,7 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     } else if (is_peer(l->kind)) {
         S->peer[ds] -= l->bytes;
     }
-    lm_del_at(&S->live_by_key, l);
+    gmt_live_del_at(&S->live_by_key, l);
     return 0;
 }
 
@@ -701,7 +551,7 @@ static void close_scope(struct state *S, uint32_t scope)
  * The live-set slot an event will look up, fetched a few events ahead: the table spans
  * hundreds of kilobytes, its slots are hit at random, and the trace streams through the
  * same caches, so a lookup not fetched ahead waits for memory. The key is guessed as a pointer
- * (NS_PTR), which most are; for a handle or a non-allocation event it is a wasted fetch,
+ * (GMT_NS_PTR), which most are; for a handle or a non-allocation event it is a wasted fetch,
  * never a wrong answer. Branch-free: which events are allocations follows no pattern.
  * (run_walk fetches as far ahead in records, and SCOPES_AHEAD calls ahead the scopes'
  * entries.)
@@ -709,9 +559,9 @@ static void close_scope(struct state *S, uint32_t scope)
 #define PREFETCH_AHEAD 8
 #define SCOPES_AHEAD 4
 
-static inline const struct live *live_home(const struct live_map *m, uint64_t addr)
+static inline const struct gmt_live *live_home(const struct gmt_live_map *m, uint64_t addr)
 {
-    return &m->s[lm_home(m, key_of(NS_PTR, addr))];
+    return &m->s[gmt_live_home(m, gmt_live_key(GMT_NS_PTR, addr))];
 }
 
 /* An allocation or a free in time order, `stopped` once past --to: then only the scopes
@@ -796,10 +646,10 @@ static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_w
  * force: GCC takes a function that only prefetches for a pure one, and drops the calls
  * whose results go unused. */
 static inline __attribute__((always_inline)) size_t
-prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint64_t lim,
+prefetch_records(const struct gmt_live_map *m, const uint8_t *img, uint64_t at, uint64_t lim,
                  size_t n, uint64_t *pos)
 {
-    const struct live *slots = m->s; /* in locals: the stores to pos[] could alias them */
+    const struct gmt_live *slots = m->s; /* in locals: the stores to pos[] could alias them */
     const unsigned shift = m->shift;
     size_t k = 0;
     /* at and lim are record boundaries, multiples of 8: a header lies whole before lim */
@@ -815,7 +665,7 @@ prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint
         if (size >= 16) { /* else too short for an address: an unknown type */
             uint64_t addr;
             memcpy(&addr, img + at + 8, sizeof addr);
-            const struct live *x = &slots[fib_slot(key_of(NS_PTR, addr), shift)];
+            const struct gmt_live *x = &slots[gmt_fib_slot(gmt_live_key(GMT_NS_PTR, addr), shift)];
             __builtin_prefetch(x);
             /* and the slot after, which a free's deletion reads: in the next cache line
              * for every other slot (a prefetch past the table's end is harmless) */
@@ -841,7 +691,7 @@ prefetch_records(const struct live_map *m, const uint8_t *img, uint64_t at, uint
 static __attribute__((noinline)) int run_walk(struct state *S, struct gmt_walk *wp,
                                               uint64_t stop_after, bool *stopped_p)
 {
-    const struct live_map *m = &S->live_by_key;
+    const struct gmt_live_map *m = &S->live_by_key;
     struct gmt_walk w = *wp;
     bool stopped = *stopped_p;
     int r = 0;
@@ -921,7 +771,7 @@ static int run_pass(struct state *S)
 {
     /* the table made up front and the batch padded: the prefetch below needs no test
      * (a stale event past the batch's end only fetches a line in vain) */
-    if (!S->live_by_key.cap && lm_grow(&S->live_by_key))
+    if (!S->live_by_key.cap && gmt_live_grow(&S->live_by_key))
         return -ENOMEM;
     struct gmt_trace_iter *it = gmt_trace_iter_new(S->t);
     if (!it)
@@ -939,7 +789,7 @@ static int run_pass(struct state *S)
             const struct gmt_timed_event *e = &buf[i];
             /* here, not in a function of its own: GCC takes a void function that only
              * prefetches for a pure one and drops the call */
-            const struct live *h = live_home(&S->live_by_key, buf[i + PREFETCH_AHEAD].addr);
+            const struct gmt_live *h = live_home(&S->live_by_key, buf[i + PREFETCH_AHEAD].addr);
             __builtin_prefetch(h);
             __builtin_prefetch(h + 1);
             stopped |= e->time > stop_after;
@@ -960,7 +810,7 @@ static int run_pass(struct state *S)
      * the end (or at --to) knows, where counters would move at every allocation and free
      * (a sum mod 2^64 either way, so the same on a corrupt trace too) */
     for (size_t j = 0; j < S->live_by_key.cap; j++) {
-        const struct live *l = &S->live_by_key.s[j];
+        const struct gmt_live *l = &S->live_by_key.s[j];
         if (l->refs && is_device(l->kind)) {
             S->rep->sites[l->site].live_at_end += l->bytes;
             S->rep->sites[l->site].count_at_end++;
@@ -980,253 +830,6 @@ static int run_pass(struct state *S)
     return 0;
 }
 
-/* ---- collectives ---- */
-
-static int cmp_scope_begin(const void *a, const void *b, void *ctx)
-{
-    const struct gmt_scope *s = ctx;
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    if (s[x].t_begin != s[y].t_begin)
-        return s[x].t_begin < s[y].t_begin ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t scope_bytes(const struct gmt_scope *s)
-{
-    uint64_t n = s->count * gmt_nccl_type_size(s->datatype);
-    /* AllGather's count is per rank; the buffer a person thinks of is the input */
-    return n;
-}
-
-/* Scopes are in file order, which is mostly begin order already: sorted only if not,
- * and only then through an array of indices (as large as the scopes' count, fresh
- * memory written for nothing when they are in order). *order_p is NULL when the scopes'
- * own order is begin order. 0 or -ENOMEM. */
-static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
-{
-    size_t n = t->n_scopes;
-    *order_p = NULL;
-    bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
-    if (sorted)
-        return 0;
-    uint32_t *order = malloc(n * sizeof *order);
-    if (!order)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        order[i] = (uint32_t)i;
-    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
-    *order_p = order;
-    return 0;
-}
-
-/* What a Group row shows, per group scope index: its members' op names, their bytes and
- * the first member's communicator. calloc'd: fresh pages, touched only for the groups. */
-struct group_sums {
-    char (*labels)[64];
-    uint64_t *bytes, *comm;
-};
-
-static void group_sums_free(struct group_sums *g)
-{
-    free(g->labels);
-    free(g->bytes);
-    free(g->comm);
-}
-
-/* The group labels from their members, in begin order. 0 or -ENOMEM. */
-static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struct group_sums *g)
-{
-    size_t n = t->n_scopes;
-    g->labels = calloc(n ? n : 1, sizeof *g->labels);
-    g->bytes = calloc(n ? n : 1, sizeof *g->bytes);
-    g->comm = calloc(n ? n : 1, sizeof *g->comm);
-    if (!g->labels || !g->bytes || !g->comm)
-        return -ENOMEM;
-    for (size_t k = 0; k < n; k++) {
-        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
-        if (!s->parent_id)
-            continue;
-        long pi = gmt_trace_scope_index(t, s->parent_id);
-        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
-            continue;
-        char *lab = g->labels[pi];
-        const char *name = gmt_op_name(s->op);
-        if (!strstr(lab, name)) {
-            size_t len = strlen(lab);
-            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
-        }
-        g->bytes[pi] += scope_bytes(s);
-        if (!g->comm[pi])
-            g->comm[pi] = s->comm;
-    }
-    return 0;
-}
-
-/* The row of (comm, op, bytes): the label of a row of another op than Group is that op's
- * name, so only a group's needs comparing. NULL when there is none yet. */
-static struct gmt_coll_row *find_row(struct gmt_report *rep, uint64_t comm, uint16_t op,
-                                     uint64_t bytes, const char *label)
-{
-    struct gmt_coll_row *row = NULL;
-    for (size_t r = 0; r < rep->n_colls; r++)
-        if (rep->colls[r].comm == comm && rep->colls[r].op == op &&
-            rep->colls[r].bytes_per_call == bytes &&
-            (op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
-            row = &rep->colls[r];
-    return row;
-}
-
-/* One call's device-use delta (MEMINFO around it) and host time. */
-struct call_times {
-    bool has_dev;
-    int64_t dev;
-    uint64_t host;
-};
-
-/* A new row for scope s, its first call; NULL out of memory. */
-static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report *rep,
-                                    size_t *cap, const struct gmt_scope *s, uint64_t comm,
-                                    const char *label, uint64_t bytes, struct call_times ct)
-{
-    if (grow((void **)&rep->colls, cap, rep->n_colls + 1, sizeof *rep->colls))
-        return NULL;
-    struct gmt_coll_row *row = &rep->colls[rep->n_colls++];
-    memset(row, 0, sizeof *row);
-    row->comm = comm;
-    row->op = s->op;
-    snprintf(row->label, sizeof row->label, "%s", label);
-    row->bytes_per_call = bytes;
-    const struct gmt_comm *c = gmt_trace_comm(t, comm);
-    row->rank = c ? c->rank : -1;
-    row->nranks = c ? c->nranks : -1;
-    row->device = c ? c->device : s->device;
-    row->first_has_dev = ct.has_dev;
-    row->first_dev = ct.dev;
-    row->host_ns_first = ct.host;
-    row->first_time = s->t_begin;
-    row->first_stack = gmt_trace_scope_stack(t, s);
-    return row;
-}
-
-/* One top scope's call into its row (made at its first call); 0 or -ENOMEM. */
-static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *cap, size_t i,
-                    const struct group_sums *g, int32_t *row_of)
-{
-    const struct gmt_scope *s = &t->scopes[i];
-    /* the op's name itself, not a copy: there are as many scopes as calls */
-    char group_label[64];
-    const char *label = gmt_op_name(s->op);
-    uint64_t bytes = scope_bytes(s), comm = s->comm;
-    if (s->op == GMT_OP_Group) {
-        snprintf(group_label, sizeof group_label, "Group(%s)", g->labels[i][0] ? g->labels[i] : "");
-        label = group_label;
-        bytes = g->bytes[i];
-        comm = g->comm[i];
-    }
-    struct gmt_coll_row *row = find_row(rep, comm, s->op, bytes, label);
-    const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
-    struct call_times ct = {.has_dev = m && m->has_mem_before && m->has_mem_after};
-    ct.dev = ct.has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
-    /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
-    ct.host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
-    if (!row) {
-        if (!(row = new_row(t, rep, cap, s, comm, label, bytes, ct)))
-            return -ENOMEM;
-    } else if (ct.has_dev) {
-        if (!row->later_has_dev || ct.dev > row->later_dev_max)
-            row->later_dev_max = ct.dev;
-        row->later_has_dev = true;
-    }
-    row_of[i] = (int32_t)(row - rep->colls);
-    row->calls++;
-    if (s->result != 0) /* (0 until it ended) */
-        row->failed++;
-    /* A scope that begins and ends at one instant was not timed: a member of a group
-     * written the short way, or a loop call whose call form says duration 0 (format 2.5).
-     * One still open (t_end 0) is not timed either. A timed call form stands for the
-     * calls it was sampled from (its weight): the row's mean is then that of all of
-     * them, not leaning to the calls timed always (the first ones, with their samples). */
-    unsigned w = s->t_end > s->t_begin ? (s->host_weight > 1 ? s->host_weight : 1) : 0;
-    row->host_ns_total += ct.host * w;
-    row->host_calls += w;
-    return 0;
-}
-
-/*
- * The collective rows, in two halves around the replay. Before it, build_colls makes
- * the rows from the scopes alone (the top scopes in begin order; their order in *order_p,
- * NULL when that is the scopes' own) and gives each top scope its row in row_of, where
- * the replay counts allocations (struct row_count). After it, finish_colls adds what the
- * replay found: the bytes each call tracked, and the allocation counts.
- */
-static int build_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                       int32_t *row_of, uint32_t **order_p, uint64_t t_from, uint64_t t_to)
-{
-    uint32_t *order;
-    struct group_sums g = {NULL, NULL, NULL};
-    size_t cap = 0;
-    int r = begin_order(t, &order);
-    if (!r)
-        r = group_sums_of(t, order, &g);
-    for (size_t k = 0; !r && k < t->n_scopes; k++) {
-        size_t i = order ? order[k] : k;
-        /* --from/--to: the calls that began in the window (their row_of stays -1) */
-        const struct gmt_scope *sc = &t->scopes[i];
-        if (top[i] == (int32_t)i && sc->t_begin >= t_from && (!t_to || sc->t_begin <= t_to))
-            r = add_call(t, rep, &cap, i, &g, row_of);
-    }
-    group_sums_free(&g);
-    if (r) {
-        free(order);
-        return r;
-    }
-    *order_p = order;
-    return 0;
-}
-
-/* The replay's share of the rows: each call's tracked bytes (the first call's, and the
- * later ones' largest and total), in the order build_colls made the rows, and the
- * allocations counted per row. The allocation bytes and other-thread counts of every
- * Group row go to the trace's first Group row, whatever its label or communicator (the
- * rows of other ops keep their own); the JSON and CSV outputs show them so. Returns 0
- * or -ENOMEM. */
-static int finish_colls(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                        const int32_t *row_of, const uint32_t *order, const struct row_count *rc)
-{
-    bool *seen = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *seen);
-    if (!seen)
-        return -ENOMEM;
-    for (size_t k = 0; k < t->n_scopes; k++) {
-        size_t i = order ? order[k] : k;
-        if (top[i] != (int32_t)i || row_of[i] < 0)
-            continue;
-        struct gmt_coll_row *row = &rep->colls[row_of[i]];
-        int64_t tracked = rep->scope_tracked[i];
-        if (!seen[row_of[i]]) {
-            seen[row_of[i]] = true;
-            row->first_tracked = tracked;
-        } else {
-            if (tracked > row->later_tracked_max)
-                row->later_tracked_max = tracked;
-            row->later_tracked_total = gmt_sat_add(row->later_tracked_total, tracked);
-        }
-    }
-    free(seen);
-    struct gmt_coll_row *first_group = NULL;
-    for (size_t r = 0; r < rep->n_colls; r++) {
-        struct gmt_coll_row *row = &rep->colls[r];
-        row->allocs += rc[r].n;
-        if (row->op == GMT_OP_Group && !first_group)
-            first_group = row;
-        struct gmt_coll_row *to = row->op == GMT_OP_Group ? first_group : row;
-        to->alloc_bytes += rc[r].bytes;
-        to->allocs_other_thread += rc[r].other;
-    }
-    return 0;
-}
-
 static int cmp_site(const void *a, const void *b)
 {
     const struct gmt_site_row *x = a, *y = b;
@@ -1237,51 +840,6 @@ static int cmp_site(const void *a, const void *b)
     if (x->bytes_total != y->bytes_total)
         return x->bytes_total > y->bytes_total ? -1 : 1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-static int cmp_open(const void *a, const void *b)
-{
-    const struct gmt_open_row *x = a, *y = b;
-    return x->since < y->since ? -1 : x->since > y->since;
-}
-
-/* The calls still open where the trace ends (hang forensics), outermost ones: an inner
- * call NCCL makes inside another is part of it, as everywhere in the replay. */
-static int open_at_end(struct state *S)
-{
-    const struct gmt_trace *t = S->t;
-    struct gmt_report *rep = S->rep;
-    if (!S->n_open)
-        return 0;
-    if (!(rep->open = calloc(S->n_open, sizeof *rep->open)))
-        return -ENOMEM;
-    for (size_t i = 0; i < S->n_open; i++) {
-        int32_t si = S->open[i];
-        if (S->top[si] != si)
-            continue;
-        const struct gmt_scope *s = &t->scopes[si];
-        struct gmt_open_row *o = &rep->open[rep->n_open++];
-        o->scope = s->id;
-        o->op = s->op;
-        o->comm = s->comm;
-        o->since = s->t_begin;
-        o->tid = s->tid;
-        o->device = s->device;
-        o->tracked = rep->scope_tracked[si];
-        /* its SCOPE_BEGIN, where the loader found it, holds the caller's stack */
-        if (s->offset <= t->image_len && t->image_len - s->offset >= sizeof(struct gmt_rec_scope_begin)) {
-            struct gmt_rec_scope_begin b;
-            memcpy(&b, t->image + s->offset, sizeof b);
-            if (b.h.type == GMT_REC_SCOPE_BEGIN && b.scope_id == s->id)
-                o->stack = b.stack_id;
-        }
-        int32_t row = S->row_of[si];
-        /* the row's count is every call's; a call's own is what this scope added */
-        o->allocs = row >= 0 && rep->colls[row].calls == 1 ? rep->colls[row].allocs : 0;
-    }
-    if (rep->n_open > 1)
-        qsort(rep->open, rep->n_open, sizeof *rep->open, cmp_open);
-    return 0;
 }
 
 /* What the device said beside the events (gmt_trace's samples, in time order): NVML's
@@ -1326,14 +884,14 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     size_t ns = t->n_scopes ? t->n_scopes : 1;
     uint32_t *order = NULL;
     rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
-    /* build_colls writes the top scopes' rows; -1 elsewhere (attribute returns only top
-     * scopes, but a corrupt file's parent cycle can make top_scopes stop at another) */
+    /* gmt_colls_build writes the top scopes' rows; -1 elsewhere (attribute returns only top
+     * scopes, but a corrupt file's parent cycle can make gmt_colls_top_scopes stop at another) */
     int32_t *row_of = malloc(ns * sizeof *row_of);
     if (row_of)
         memset(row_of, 0xff, ns * sizeof *row_of);
     S.row_of = row_of;
     S.site_by_stack = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *S.site_by_stack);
-    int32_t *top = top_scopes(t);
+    int32_t *top = gmt_colls_top_scopes(t);
     S.top = top;
     S.top_by_dense = top ? top - 1 : NULL;
     if (!rep->scope_tracked || !top || !row_of || !S.site_by_stack)
@@ -1341,7 +899,7 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     gmt_hint_huge(rep->scope_tracked, ns * sizeof *rep->scope_tracked);
     gmt_hint_huge(row_of, ns * sizeof *row_of);
     gmt_hint_huge(top, ns * sizeof *top);
-    if ((r = build_colls(t, rep, S.top, row_of, &order, o->t_from, o->t_to)))
+    if ((r = gmt_colls_build(t, rep, S.top, row_of, &order, o->t_from, o->t_to)))
         goto out;
     r = -ENOMEM;
     if (!(S.rc = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *S.rc)))
@@ -1354,9 +912,9 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         rep->dev[d].host_end = S.host[d];
         rep->dev[d].peer_end = S.peer[d];
     }
-    if ((r = finish_colls(t, rep, S.top, row_of, order, S.rc)))
+    if ((r = gmt_colls_finish(t, rep, S.top, row_of, order, S.rc)))
         goto out;
-    if ((r = open_at_end(&S)))
+    if ((r = gmt_colls_open_at_end(t, rep, S.open, S.n_open, S.top, row_of)))
         goto out;
     device_samples(&S);
     if (rep->n_sites > 1)
@@ -1387,36 +945,4 @@ void gmt_report_free(struct gmt_report *rep)
     free(rep->open);
     free(rep->scope_tracked);
     memset(rep, 0, sizeof *rep);
-}
-
-/* ---- NCCL's choices per collective row (NCCL_COLL_INFO, gmt_trace.choices) ---- */
-
-uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
-                       struct gmt_nccl_pick *out)
-{
-    struct gmt_nccl_pick seen[8];
-    size_t n = 0;
-    uint64_t total = 0;
-    memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < t->n_choices; i++) {
-        const struct gmt_nccl_choice *c = &t->choices[i];
-        if (c->kind != GMT_NCCL_INFO_COLL || c->comm != row->comm || c->op != row->op ||
-            c->count * gmt_nccl_type_size(c->datatype) != row->bytes_per_call)
-            continue;
-        total++;
-        size_t k = 0;
-        while (k < n && !(seen[k].algo == c->algo && seen[k].proto == c->proto &&
-                          seen[k].nchannels == c->nchannels && seen[k].nwarps == c->nwarps))
-            k++;
-        if (k == n && n < sizeof seen / sizeof seen[0])
-            seen[n++] = (struct gmt_nccl_pick){c->algo, c->proto, c->nchannels, c->nwarps, 0, 0, 0};
-        if (k < n)
-            seen[k].calls++;
-    }
-    for (size_t k = 0; k < n; k++)
-        if (seen[k].calls > out->calls)
-            *out = seen[k];
-    out->total = total;
-    out->choices = (uint32_t)n;
-    return total;
 }

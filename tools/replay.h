@@ -49,6 +49,17 @@ struct gmt_dev_report {
     uint64_t peer_peak, peer_end;      /* peers' memory mapped here (imported handles, IPC) */
 };
 
+/* What NCCL chose for the calls of one collective row (its NCCL_COLL_INFO records of the
+ * row's communicator, op and bytes per call; the library writes a choice where it first
+ * appears and where it changes, not at every launch): the choice most records have, how
+ * many have it, of how many, and how many different choices there were. */
+struct gmt_nccl_pick {
+    uint8_t algo, proto, nchannels, nwarps; /* as in NCCL_COLL_INFO */
+    uint64_t calls;                         /* records with this choice */
+    uint64_t total;                         /* records of the row */
+    uint32_t choices;                       /* different choices among them (up to 8 told apart) */
+};
+
 /* One row per (communicator, op, bytes per call): a collective as a person thinks of it. */
 struct gmt_coll_row {
     uint64_t comm;
@@ -71,6 +82,7 @@ struct gmt_coll_row {
                                         * their group's time, docs/trace-format.md) */
     uint64_t first_time;
     uint32_t first_stack;              /* the first call's stack on the caller's side, 0 none */
+    struct gmt_nccl_pick pick;         /* what NCCL chose for its calls; total 0: no record */
 };
 
 struct gmt_site_row {
@@ -138,16 +150,6 @@ static inline bool gmt_dev_shown(const struct gmt_dev_report *d)
            d->peer_peak;
 }
 
-/* What NCCL chose for the calls of one collective row (its NCCL_COLL_INFO records of the
- * row's communicator, op and bytes per call; the library writes a choice where it first
- * appears and where it changes, not at every launch): the choice most records have, how
- * many have it, of how many, and how many different choices there were. */
-struct gmt_nccl_pick {
-    uint8_t algo, proto, nchannels, nwarps; /* as in NCCL_COLL_INFO */
-    uint64_t calls;                         /* records with this choice */
-    uint64_t total;                         /* records of the row */
-    uint32_t choices;                       /* different choices among them (up to 8 told apart) */
-};
 /* 0 none (no record: NCCL's profiler interface was not in use), else the pick's total. */
 uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
                        struct gmt_nccl_pick *out);

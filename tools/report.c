@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "category.h"
+#include "idnames.h"
 #include "reader.h"
 #include "symbolize.h"
 
@@ -28,6 +29,7 @@ void gmt_report_opts_init(struct gmt_report_opts *o)
     o->top = 10;
     o->device = -1;
     o->width = 100;
+    o->nccl_model = true;
 }
 
 int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob)
@@ -167,6 +169,7 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
         gmt_analysis_free(a);
         return -1;
     }
+    a->nccl_rc = o->nccl_model ? gmt_nccl_model_build(a, &a->nccl) : 0;
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -178,6 +181,7 @@ void gmt_analysis_free(struct gmt_analysis *a)
 {
     gmt_report_free(&a->rep);
     gmt_phases_free(&a->phases);
+    gmt_nccl_model_free(&a->nccl);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

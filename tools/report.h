@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "nccl_model.h"
 #include "phases.h"
 #include "replay.h"
 #include "trace.h"
@@ -28,6 +29,7 @@ struct gmt_report_opts {
     int n_internal;
     bool no_symbols;           /* module+offset only, no binary is opened */
     const char *step;          /* --step: the NVTX range that marks a step (phases.h), NULL default */
+    bool nccl_model;           /* fill gmt_analysis.nccl: on unless a command needs none of it */
 };
 
 void gmt_report_opts_init(struct gmt_report_opts *o);
@@ -48,9 +50,14 @@ struct gmt_analysis {
     size_t n_cats;
     const struct gmt_report_opts *opts;  /* as given to gmt_analyze: outlives the analysis */
     struct gmt_phases phases;            /* device memory by NVTX range (phases.c) */
+    /* NCCL's memory by communicator and purpose (nccl_model.h), when the options asked for
+     * it; nccl_rc -ENOMEM: it could not be made (the rest of the analysis stands) */
+    struct gmt_nccl_model nccl;
+    int nccl_rc;
 };
 
-/* Loads, categorises and replays one trace. Returns 0, or -1 with a one-line message. */
+/* Loads, categorises and replays one trace, and models its NCCL memory. Returns 0, or -1
+ * with a one-line message. */
 int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_report_opts *o,
                 char *err, size_t errlen);
 void gmt_analysis_free(struct gmt_analysis *a);

@@ -11,109 +11,63 @@
 #include "export.h"
 #include "holders.h"
 #include "job.h"
-#include "nccl_model.h"
+#include "jobs.h"
+#include "idnames.h"
 #include "reader.h"
+#include "render_explain.h"
 #include "render_job.h"
 #include "stacks.h"
+#include "tracks.h"
 #include "u64map.h"
 #include "util.h"
 
-/* A counter track: downsampled as the Chrome export's (export.h, struct gmt_xtrack), its
- * points kept as time (ns from the trace's start), value pairs. */
-struct track {
-    struct gmt_xtrack x;
-    struct page *P;
+/* A counter track's points as the engine decides them (tracks.h): time (ns from the
+ * trace's start), value pairs. */
+struct points {
     uint64_t *tv;
     size_t n, cap;
 };
 
-enum { TR_TRACKED, TR_USED, TR_CAT0 };
-#define TR_PER_DEV (TR_CAT0 + GMT_MAX_CATS)
-
 struct page {
     const struct gmt_analysis *a;
-    struct gmt_xbuckets bk;
-    struct track tr[GMT_MAX_DEVS][TR_PER_DEV];
-    uint64_t tracked[GMT_MAX_DEVS], by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
-    /* per device, per stack id: device bytes live now, and at the device's peak (the
-     * first moment the tracked bytes reach it, as the replay finds it) */
-    uint64_t *live[GMT_MAX_DEVS], *at_peak[GMT_MAX_DEVS];
-    size_t n_stacks;
+    struct gmt_tracks tk;      /* the counters and the bytes by stack (tracks.h) */
+    struct points pts[GMT_MAX_DEVS][GMT_TR_PER_DEV];
     bool oom;
 };
 
-static void point(void *ctx, uint64_t t, uint64_t v)
+static void point(void *ctx, int ds, int k, uint64_t t, uint64_t v)
 {
-    struct track *x = ctx;
+    struct page *P = ctx;
+    struct points *x = &P->pts[ds][k];
     if (x->n + 2 > x->cap) {
         size_t c = x->cap ? x->cap * 2 : 64;
         uint64_t *q = realloc(x->tv, c * sizeof *q);
         if (!q) {
-            x->P->oom = true;
+            P->oom = true;
             return;
         }
         x->tv = q;
         x->cap = c;
     }
-    x->tv[x->n++] = t > x->P->bk.t0 ? t - x->P->bk.t0 : 0;
+    x->tv[x->n++] = t > P->tk.bk.t0 ? t - P->tk.bk.t0 : 0;
     x->tv[x->n++] = v;
-}
-
-static void sample(struct page *P, int ds, int k, uint64_t t, uint64_t v)
-{
-    struct track *x = &P->tr[ds][k];
-    const struct gmt_xtrack_out o = {point, x};
-    x->P = P;
-    gmt_xtrack_sample(&x->x, &P->bk, t, v, &o);
 }
 
 static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
 {
     struct page *P = ctx;
-    if (!freed_at || !gmt_kind_is_device(l->kind))
-        return 0;
-    int ds = gmt_export_dslot(P->a, l->device);
-    if (ds < 0 || ds >= GMT_MAX_DEVS)
-        return 0;
-    P->tracked[ds] -= l->bytes;
-    P->by_cat[ds][l->cat] -= l->bytes;
-    if (P->live[ds] && l->stack < P->n_stacks)
-        P->live[ds][l->stack] -= l->bytes;
-    sample(P, ds, TR_TRACKED, freed_at, P->tracked[ds]);
-    sample(P, ds, TR_CAT0 + l->cat, freed_at, P->by_cat[ds][l->cat]);
-    return P->oom ? -ENOMEM : 0;
+    int r = gmt_tracks_done(&P->tk, l, freed_at);
+    return r ? r : P->oom ? -ENOMEM : 0;
 }
 
 static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt_xlive *l)
 {
     struct page *P = ctx;
-    if (e->type == GMT_EV_ALLOC && l && gmt_kind_is_device(l->kind)) {
-        int ds = gmt_export_dslot(P->a, l->device);
-        if (ds >= 0 && ds < GMT_MAX_DEVS) {
-            P->tracked[ds] += l->bytes;
-            P->by_cat[ds][l->cat] += l->bytes;
-            if (P->live[ds] && l->stack < P->n_stacks) {
-                P->live[ds][l->stack] += l->bytes;
-                if (!P->at_peak[ds] && (size_t)ds < P->a->rep.n_dev && P->tracked[ds] == P->a->rep.dev[ds].peak) {
-                    P->at_peak[ds] = malloc(P->n_stacks * sizeof *P->at_peak[ds]);
-                    if (!P->at_peak[ds])
-                        P->oom = true;
-                    else
-                        memcpy(P->at_peak[ds], P->live[ds], P->n_stacks * sizeof *P->live[ds]);
-                }
-            }
-            sample(P, ds, TR_TRACKED, e->time, P->tracked[ds]);
-            sample(P, ds, TR_CAT0 + l->cat, e->time, P->by_cat[ds][l->cat]);
-        }
-    } else if (e->type == GMT_EV_MEMINFO) {
-        int ds = gmt_export_dslot(P->a, e->device);
-        if (ds >= 0 && ds < GMT_MAX_DEVS && e->bytes >= e->addr)
-            sample(P, ds, TR_USED, e->time, e->bytes - e->addr);
-    }
-    return P->oom ? -ENOMEM : 0;
+    int r = gmt_tracks_event(&P->tk, e, l);
+    return r ? r : P->oom ? -ENOMEM : 0;
 }
 
-static void put_track(FILE *o, const struct track *x)
+static void put_track(FILE *o, const struct points *x)
 {
     fputc('[', o);
     for (size_t i = 0; i < x->n; i++)
@@ -185,19 +139,6 @@ static void frames_free(struct frames *F)
     gmt_u64map_free(&F->at);
 }
 
-struct flame_site {
-    uint32_t stack;
-    uint64_t bytes;
-};
-
-static int cmp_flame(const void *x, const void *y)
-{
-    const struct flame_site *a = x, *b = y;
-    if (a->bytes != b->bytes)
-        return a->bytes > b->bytes ? -1 : 1;
-    return a->stack < b->stack ? -1 : a->stack > b->stack;
-}
-
 /* A device's icicle: [{"stack": id, "bytes": B, "frames": [index, ...]}], the sites
  * with the most bytes live at its peak, each stack outermost frame first and ending at
  * its site (the allocator's and runtime's frames inside it left out). */
@@ -205,18 +146,10 @@ static int put_flame(FILE *o, struct page *P, size_t ds, struct frames *F)
 {
     static char buf[131072];
     static const char *fr[512];
-    const uint64_t *at = P->at_peak[ds];
-    size_t n = 0;
-    for (size_t k = 0; at && k < P->n_stacks; k++)
-        n += at[k] != 0;
-    struct flame_site *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
+    struct gmt_flame_site *v;
+    size_t n;
+    if (gmt_tracks_flame(&P->tk, ds, &v, &n))
         return -ENOMEM;
-    n = 0;
-    for (size_t k = 0; at && k < P->n_stacks; k++)
-        if (at[k])
-            v[n++] = (struct flame_site){(uint32_t)k, at[k]};
-    qsort(v, n, sizeof *v, cmp_flame);
     uint64_t rest = 0;
     for (size_t i = FLAME_SITES; i < n; i++)
         rest += v[i].bytes;
@@ -260,7 +193,7 @@ static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro
             continue;
         fprintf(o, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"peak_time_ns\":%" PRIu64
                    ",\"end_bytes\":%" PRIu64 ",\"failures\":%" PRIu64,
-                first ? "" : ",", r->device, r->peak, r->peak_time > P->bk.t0 ? r->peak_time - P->bk.t0 : 0,
+                first ? "" : ",", r->device, r->peak, r->peak_time > P->tk.bk.t0 ? r->peak_time - P->tk.bk.t0 : 0,
                 r->end, r->failures);
         if (r->has_used)
             fprintf(o, ",\"device_used_max_bytes\":%" PRIu64 ",\"device_total_bytes\":%" PRIu64,
@@ -275,13 +208,13 @@ static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro
                 fc = 0;
             }
         fputs("},\"tracked\":", o);
-        put_track(o, &P->tr[d][TR_TRACKED]);
+        put_track(o, &P->pts[d][GMT_TR_TRACKED]);
         fputs(",\"used\":", o);
-        put_track(o, &P->tr[d][TR_USED]);
+        put_track(o, &P->pts[d][GMT_TR_USED]);
         fputs(",\"categories\":[", o);
         fc = 1;
         for (size_t c = 0; c < a->n_cats && c < GMT_MAX_CATS; c++) {
-            const struct track *x = &P->tr[d][TR_CAT0 + c];
+            const struct points *x = &P->pts[d][GMT_TR_CAT0 + c];
             if (!x->n)
                 continue;
             fputs(fc ? "{\"name\":" : ",{\"name\":", o);
@@ -383,7 +316,7 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
     for (size_t i = 0; i < t->n_scopes; i++)
         n += is_call(t->scopes[i].op);
     fputs(",\"nccl\":[", o);
-    struct lane L = lane_start(n, (uint64_t)max_spans, P->bk.span);
+    struct lane L = lane_start(n, (uint64_t)max_spans, P->tk.bk.span);
     int op = -1, dev = -1;
     for (size_t i = 0; i <= t->n_scopes; i++) {
         const struct gmt_scope *s = i < t->n_scopes ? &t->scopes[i] : NULL;
@@ -391,7 +324,7 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
             continue;
         uint64_t beg = 0, end = 0;
         if (s)
-            lane_times(s->t_begin, s->t_end, t->t_last, P->bk.t0, &beg, &end);
+            lane_times(s->t_begin, s->t_end, t->t_last, P->tk.bk.t0, &beg, &end);
         uint64_t bucket = s ? lane_bucket(&L, i, beg) : UINT64_MAX - 1;
         if (lane_closes(&L, bucket)) {
             lane_open_item(o, &L);
@@ -531,15 +464,13 @@ static void put_phases(FILE *o, const struct gmt_analysis *a, uint64_t t0, uint6
 /* explain --json's object of this trace where it has NCCL memory, else null. */
 static int put_explain(FILE *o, const struct gmt_analysis *a)
 {
-    struct gmt_nccl_model m;
     fputs(",\"explain\":", o);
-    if (gmt_nccl_model_build(a, &m))
+    if (a->nccl_rc)
         return -ENOMEM;
-    if (m.n_c)
-        gmt_explain_trace_json(o, a, &m);
+    if (a->nccl.n_c)
+        gmt_render_explain_json(o, a, NULL, true);
     else
         fputs("null", o);
-    gmt_nccl_model_free(&m);
     return 0;
 }
 
@@ -573,31 +504,20 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
 {
     const struct gmt_analysis *a = P->a;
     const struct gmt_trace *t = &a->t;
-    P->bk.t0 = t->t_first;
-    P->bk.span = t->t_last > t->t_first ? t->t_last - t->t_first : 0;
-    P->bk.n = (uint64_t)(max_points - 1) / 2;
-    P->n_stacks = t->n_stacks + 1;
-    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
-        if (!(P->live[ds] = calloc(P->n_stacks, sizeof *P->live[ds])))
-            return -ENOMEM;
+    if (gmt_tracks_init(&P->tk, a, max_points, true, point, P))
+        return -ENOMEM;
     const struct gmt_xwalk_ops ops = {.alloc_done = on_done, .event = on_event, .ctx = P};
     int r = gmt_export_walk(a, &ops);
     if (r)
         return r;
-    for (size_t ds = 0; ds < a->rep.n_dev && ds < GMT_MAX_DEVS; ds++)
-        for (int k = 0; k < TR_PER_DEV; k++) {
-            struct track *x = &P->tr[ds][k];
-            const struct gmt_xtrack_out to = {point, x};
-            x->P = P;
-            gmt_xtrack_end(&x->x, t->t_last, &to);
-        }
+    gmt_tracks_end(&P->tk);
     if (P->oom)
         return -ENOMEM;
     fputs("{\"file\":", o);
     gmt_fput_json_string(o, file);
     fputs(",\"name\":", o);
     put_name(o, t, file);
-    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->bk.span,
+    fprintf(o, ",\"rank\":%d,\"span_ns\":%" PRIu64 ",\"complete\":%s", t->has_proc ? t->proc.rank : -1, P->tk.bk.span,
             t->complete ? "true" : "false");
     struct frames F = {0};
     gmt_u64map_init(&F.at);
@@ -612,9 +532,9 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
     if (r)
         return r;
     put_spans(o, P, GMT_HTML_SPANS_DEFAULT);
-    put_first_calls(o, a, P->bk.t0);
-    put_phases(o, a, P->bk.t0, P->bk.span);
-    put_fails(o, a, P->bk.t0, ro);
+    put_first_calls(o, a, P->tk.bk.t0);
+    put_phases(o, a, P->tk.bk.t0, P->tk.bk.span);
+    put_fails(o, a, P->tk.bk.t0, ro);
     put_sites(o, a, ro);
     put_leaks(o, a, ro);
     if ((r = put_explain(o, a)))
@@ -625,12 +545,10 @@ static int put_trace(FILE *o, struct page *P, const char *file, const struct gmt
 
 static void page_reset(struct page *P)
 {
-    for (size_t d = 0; d < GMT_MAX_DEVS; d++) {
-        for (size_t k = 0; k < TR_PER_DEV; k++)
-            free(P->tr[d][k].tv);
-        free(P->live[d]);
-        free(P->at_peak[d]);
-    }
+    for (size_t d = 0; d < GMT_MAX_DEVS; d++)
+        for (size_t k = 0; k < GMT_TR_PER_DEV; k++)
+            free(P->pts[d][k].tv);
+    gmt_tracks_free(&P->tk);
     memset(P, 0, sizeof *P);
 }
 
@@ -677,72 +595,77 @@ static void put_escaped(FILE *f, const char *s, size_t n)
     }
 }
 
-int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
-                    const char *out, long max_points)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    struct page *P = calloc(1, sizeof *P);
-    int64_t *start = calloc(n ? n : 1, sizeof *start);
-    bool *ok = calloc(n ? n : 1, sizeof *ok);
+/* What the page gathers of each trace as the driver hands it over: its part of the
+ * data (m), the job, and each trace's anchor for the one time axis. */
+struct gather {
+    FILE *m;
+    struct page *P;
+    const struct gmt_report_opts *ro;
+    long max_points;
+    size_t n, written;
     struct gmt_job j;
-    gmt_job_init(&j);
-    int status = GMT_EXIT_OK, r = 0;
-    if (!m || !P || !start || !ok)
-        r = -ENOMEM;
-    uint64_t base = UINT64_MAX;
-    size_t written = 0;
-    struct { uint64_t real, mono, first; bool has; } *anch = calloc(n ? n : 1, sizeof *anch);
-    if (!anch)
-        r = -ENOMEM;
-    for (size_t i = 0; i < n && !r; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], ro, err, sizeof err)) {
-            gmt_err("gpumemtrace: %s", err);
-            status = GMT_EXIT_ERROR;
-            continue;
-        }
-        page_reset(P);
-        P->a = &a;
-        if (written)
-            fputc(',', m);
-        r = put_trace(m, P, files[i], ro, max_points);
-        if (!r && n > 1)
-            r = gmt_job_add(&j, &a);
-        ok[i] = true;
-        anch[i].has = a.t.has_proc;
-        anch[i].real = a.t.proc.realtime_ns;
-        anch[i].mono = a.t.proc.monotonic_ns;
-        anch[i].first = a.t.t_first;
-        if (a.t.has_proc && a.t.proc.realtime_ns < base)
-            base = a.t.proc.realtime_ns;
-        written++;
-        gmt_analysis_free(&a);
+    bool *ok;
+    struct anchor { uint64_t real, mono, first; bool has; } *anch;
+    uint64_t base;
+};
+
+static int report_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                      size_t errlen)
+{
+    struct gather *G = ctx;
+    page_reset(G->P);
+    G->P->a = a;
+    if (G->written)
+        fputc(',', G->m);
+    int r = put_trace(G->m, G->P, a->t.path, G->ro, G->max_points);
+    if (!r && G->n > 1)
+        r = gmt_job_add(&G->j, a);
+    G->ok[i] = true;
+    G->anch[i] = (struct anchor){a->t.proc.realtime_ns, a->t.proc.monotonic_ns, a->t.t_first,
+                                 a->t.has_proc};
+    if (a->t.has_proc && a->t.proc.realtime_ns < G->base)
+        G->base = a->t.proc.realtime_ns;
+    G->written++;
+    return r;
+}
+
+/* The page's data ahead of the traces': the job, the ranks, the purposes' names and each
+ * trace's start on the one time axis (ns from the job's earliest anchor). */
+static void put_head(FILE *h, const struct gather *G)
+{
+    const struct gmt_job *j = G->n > 1 ? &G->j : NULL;
+    fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", G->max_points);
+    gmt_render_job_json(h, j);
+    put_ranks(h, j);
+    fputs("\"purposes\":{", h);
+    for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
+        fputs(k ? "," : "", h);
+        gmt_fput_json_string(h, gmt_nccl_purpose_key(k));
+        fputc(':', h);
+        gmt_fput_json_string(h, gmt_nccl_purpose_text(k));
     }
-    if (!r && n > 1 && written)
-        r = gmt_job_finish(&j);
-    if (m && fclose(m))
-        r = r ? r : -ENOMEM;
-    m = NULL;
-    if (r || !written) {
-        if (r)
-            gmt_err("gpumemtrace: report: out of memory");
-        else if (status == GMT_EXIT_OK)
-            gmt_err("gpumemtrace: report: no trace found");
-        status = GMT_EXIT_ERROR;
-        goto done;
+    fputs("},", h);
+    fputs("\"start_ns\":[", h);
+    size_t k = 0;
+    for (size_t i = 0; i < G->n; i++) {
+        const struct anchor *x = &G->anch[i];
+        int64_t start = 0;
+        if (G->ok[i] && x->has && G->base != UINT64_MAX)
+            start = (int64_t)(x->real - G->base) + (int64_t)x->first - (int64_t)x->mono;
+        if (G->ok[i])
+            fprintf(h, "%s%" PRId64, k++ ? "," : "", start);
     }
-    /* one time axis: each trace's start in ns from the job's earliest anchor */
-    for (size_t i = 0; i < n; i++)
-        if (ok[i] && anch[i].has && base != UINT64_MAX)
-            start[i] = (int64_t)(anch[i].real - base) + (int64_t)anch[i].first - (int64_t)anch[i].mono;
+    fputs("],\"traces\":[", h);
+}
+
+/* The page into out: the template around the data (the head, then the traces' parts in
+ * buf). GMT_EXIT_OK, or GMT_EXIT_ERROR after saying why. */
+static int write_page(const char *out, const struct gather *G, const char *buf, size_t len)
+{
     FILE *f = fopen(out, "w");
     if (!f) {
         gmt_err("gpumemtrace: report: cannot create %s: %s", out, strerror(errno));
-        status = GMT_EXIT_ERROR;
-        goto done;
+        return GMT_EXIT_ERROR;
     }
     const char *mark = strstr(gmt_report_page, "<!--GMT-DATA-->");
     size_t pre = mark ? (size_t)(mark - gmt_report_page) : strlen(gmt_report_page);
@@ -752,23 +675,7 @@ int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *
     size_t jl = 0;
     FILE *h = open_memstream(&jb, &jl);
     if (h) {
-        fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", max_points);
-        gmt_render_job_json(h, n > 1 ? &j : NULL);
-        put_ranks(h, n > 1 ? &j : NULL);
-        fputs("\"purposes\":{", h);
-        for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
-            fputs(k ? "," : "", h);
-            gmt_fput_json_string(h, gmt_nccl_purpose_key(k));
-            fputc(':', h);
-            gmt_fput_json_string(h, gmt_nccl_purpose_text(k));
-        }
-        fputs("},", h);
-        fputs("\"start_ns\":[", h);
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (ok[i])
-                fprintf(h, "%s%" PRId64, k++ ? "," : "", start[i]);
-        fputs("],\"traces\":[", h);
+        put_head(h, G);
         fclose(h);
         put_escaped(f, jb, jl);
     }
@@ -779,18 +686,49 @@ int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *
         fputs(mark + strlen("<!--GMT-DATA-->"), f);
     if (!h || ferror(f) | fclose(f)) {
         gmt_err("gpumemtrace: report: cannot write %s", out);
+        return GMT_EXIT_ERROR;
+    }
+    return GMT_EXIT_OK;
+}
+
+int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
+                    const char *out, long max_points)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct gather G = {.m = open_memstream(&buf, &len), .P = calloc(1, sizeof *G.P), .ro = ro,
+                       .max_points = max_points, .n = n, .ok = calloc(n ? n : 1, sizeof *G.ok),
+                       .anch = calloc(n ? n : 1, sizeof *G.anch), .base = UINT64_MAX};
+    gmt_job_init(&G.j);
+    int status = GMT_EXIT_OK, r = 0;
+    struct gmt_jobs_result res = {0};
+    if (!G.m || !G.P || !G.ok || !G.anch) {
+        r = -ENOMEM;
+    } else {
+        const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = report_one, .ctx = &G};
+        r = gmt_jobs_run(&J, &res);
+    }
+    if (res.skipped)
+        status = GMT_EXIT_ERROR;
+    if (!r && n > 1 && G.written)
+        r = gmt_job_finish(&G.j);
+    if (G.m && fclose(G.m))
+        r = r ? r : -ENOMEM;
+    if (r || !G.written) {
+        if (r)
+            gmt_err("gpumemtrace: report: out of memory");
+        else if (status == GMT_EXIT_OK)
+            gmt_err("gpumemtrace: report: no trace found");
+        status = GMT_EXIT_ERROR;
+    } else if (write_page(out, &G, buf, len)) {
         status = GMT_EXIT_ERROR;
     }
-done:
-    if (m)
-        fclose(m);
     free(buf);
-    if (P)
-        page_reset(P);
-    free(P);
-    free(start);
-    free(ok);
-    free(anch);
-    gmt_job_free(&j);
+    if (G.P)
+        page_reset(G.P);
+    free(G.P);
+    free(G.ok);
+    free(G.anch);
+    gmt_job_free(&G.j);
     return status;
 }

@@ -1,0 +1,366 @@
+/* collectives.c: the collective rows of a replay (one per communicator, op and size), and NCCL's choices for them. */
+#include "collectives.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idnames.h"
+#include "nccl_types.h"
+#include "reader.h"
+#include "util.h"
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+static int cmp_scope_begin(const void *a, const void *b, void *ctx)
+{
+    const struct gmt_scope *s = ctx;
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (s[x].t_begin != s[y].t_begin)
+        return s[x].t_begin < s[y].t_begin ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t scope_bytes(const struct gmt_scope *s)
+{
+    uint64_t n = s->count * gmt_nccl_type_size(s->datatype);
+    /* AllGather's count is per rank; the buffer a person thinks of is the input */
+    return n;
+}
+
+/* Scopes are in file order, which is mostly begin order already: sorted only if not,
+ * and only then through an array of indices (as large as the scopes' count, fresh
+ * memory written for nothing when they are in order). *order_p is NULL when the scopes'
+ * own order is begin order. 0 or -ENOMEM. */
+static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
+{
+    size_t n = t->n_scopes;
+    *order_p = NULL;
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
+    if (sorted)
+        return 0;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    *order_p = order;
+    return 0;
+}
+
+/* What a Group row shows, per group scope index: its members' op names, their bytes and
+ * the first member's communicator. calloc'd: fresh pages, touched only for the groups. */
+struct group_sums {
+    char (*labels)[64];
+    uint64_t *bytes, *comm;
+};
+
+static void group_sums_free(struct group_sums *g)
+{
+    free(g->labels);
+    free(g->bytes);
+    free(g->comm);
+}
+
+/* The group labels from their members, in begin order. 0 or -ENOMEM. */
+static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struct group_sums *g)
+{
+    size_t n = t->n_scopes;
+    g->labels = calloc(n ? n : 1, sizeof *g->labels);
+    g->bytes = calloc(n ? n : 1, sizeof *g->bytes);
+    g->comm = calloc(n ? n : 1, sizeof *g->comm);
+    if (!g->labels || !g->bytes || !g->comm)
+        return -ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
+        if (!s->parent_id)
+            continue;
+        long pi = gmt_trace_scope_index(t, s->parent_id);
+        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
+            continue;
+        char *lab = g->labels[pi];
+        const char *name = gmt_op_name(s->op);
+        if (!strstr(lab, name)) {
+            size_t len = strlen(lab);
+            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
+        }
+        g->bytes[pi] += scope_bytes(s);
+        if (!g->comm[pi])
+            g->comm[pi] = s->comm;
+    }
+    return 0;
+}
+
+/* The row of (comm, op, bytes): the label of a row of another op than Group is that op's
+ * name, so only a group's needs comparing. NULL when there is none yet. */
+static struct gmt_coll_row *find_row(struct gmt_report *rep, uint64_t comm, uint16_t op,
+                                     uint64_t bytes, const char *label)
+{
+    struct gmt_coll_row *row = NULL;
+    for (size_t r = 0; r < rep->n_colls; r++)
+        if (rep->colls[r].comm == comm && rep->colls[r].op == op &&
+            rep->colls[r].bytes_per_call == bytes &&
+            (op != GMT_OP_Group || !strcmp(rep->colls[r].label, label)))
+            row = &rep->colls[r];
+    return row;
+}
+
+/* One call's device-use delta (MEMINFO around it) and host time. */
+struct call_times {
+    bool has_dev;
+    int64_t dev;
+    uint64_t host;
+};
+
+/* A new row for scope s, its first call; NULL out of memory. */
+static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report *rep,
+                                    size_t *cap, const struct gmt_scope *s, uint64_t comm,
+                                    const char *label, uint64_t bytes, struct call_times ct)
+{
+    if (grow((void **)&rep->colls, cap, rep->n_colls + 1, sizeof *rep->colls))
+        return NULL;
+    struct gmt_coll_row *row = &rep->colls[rep->n_colls++];
+    memset(row, 0, sizeof *row);
+    row->comm = comm;
+    row->op = s->op;
+    snprintf(row->label, sizeof row->label, "%s", label);
+    row->bytes_per_call = bytes;
+    const struct gmt_comm *c = gmt_trace_comm(t, comm);
+    row->rank = c ? c->rank : -1;
+    row->nranks = c ? c->nranks : -1;
+    row->device = c ? c->device : s->device;
+    row->first_has_dev = ct.has_dev;
+    row->first_dev = ct.dev;
+    row->host_ns_first = ct.host;
+    row->first_time = s->t_begin;
+    row->first_stack = gmt_trace_scope_stack(t, s);
+    return row;
+}
+
+/* One top scope's call into its row (made at its first call); 0 or -ENOMEM. */
+static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *cap, size_t i,
+                    const struct group_sums *g, int32_t *row_of)
+{
+    const struct gmt_scope *s = &t->scopes[i];
+    /* the op's name itself, not a copy: there are as many scopes as calls */
+    char group_label[64];
+    const char *label = gmt_op_name(s->op);
+    uint64_t bytes = scope_bytes(s), comm = s->comm;
+    if (s->op == GMT_OP_Group) {
+        snprintf(group_label, sizeof group_label, "Group(%s)", g->labels[i][0] ? g->labels[i] : "");
+        label = group_label;
+        bytes = g->bytes[i];
+        comm = g->comm[i];
+    }
+    struct gmt_coll_row *row = find_row(rep, comm, s->op, bytes, label);
+    const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
+    struct call_times ct = {.has_dev = m && m->has_mem_before && m->has_mem_after};
+    ct.dev = ct.has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
+    /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
+    ct.host = s->t_end >= s->t_begin ? s->t_end - s->t_begin : 0;
+    if (!row) {
+        if (!(row = new_row(t, rep, cap, s, comm, label, bytes, ct)))
+            return -ENOMEM;
+    } else if (ct.has_dev) {
+        if (!row->later_has_dev || ct.dev > row->later_dev_max)
+            row->later_dev_max = ct.dev;
+        row->later_has_dev = true;
+    }
+    row_of[i] = (int32_t)(row - rep->colls);
+    row->calls++;
+    if (s->result != 0) /* (0 until it ended) */
+        row->failed++;
+    /* A scope that begins and ends at one instant was not timed: a member of a group
+     * written the short way, or a loop call whose call form says duration 0 (format 2.5).
+     * One still open (t_end 0) is not timed either. A timed call form stands for the
+     * calls it was sampled from (its weight): the row's mean is then that of all of
+     * them, not leaning to the calls timed always (the first ones, with their samples). */
+    unsigned w = s->t_end > s->t_begin ? (s->host_weight > 1 ? s->host_weight : 1) : 0;
+    row->host_ns_total += ct.host * w;
+    row->host_calls += w;
+    return 0;
+}
+
+int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
+                    int32_t *row_of, uint32_t **order_p, uint64_t t_from, uint64_t t_to)
+{
+    uint32_t *order;
+    struct group_sums g = {NULL, NULL, NULL};
+    size_t cap = 0;
+    int r = begin_order(t, &order);
+    if (!r)
+        r = group_sums_of(t, order, &g);
+    for (size_t k = 0; !r && k < t->n_scopes; k++) {
+        size_t i = order ? order[k] : k;
+        /* --from/--to: the calls that began in the window (their row_of stays -1) */
+        const struct gmt_scope *sc = &t->scopes[i];
+        if (top[i] == (int32_t)i && sc->t_begin >= t_from && (!t_to || sc->t_begin <= t_to))
+            r = add_call(t, rep, &cap, i, &g, row_of);
+    }
+    group_sums_free(&g);
+    if (r) {
+        free(order);
+        return r;
+    }
+    *order_p = order;
+    return 0;
+}
+
+/* The replay's share of the rows: each call's tracked bytes (the first call's, and the
+ * later ones' largest and total), in the order gmt_colls_build made the rows, and the
+ * allocations counted per row. The allocation bytes and other-thread counts of every
+ * Group row go to the trace's first Group row, whatever its label or communicator (the
+ * rows of other ops keep their own); the JSON and CSV outputs show them so. */
+int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
+                     const int32_t *row_of, const uint32_t *order, const struct gmt_row_count *rc)
+{
+    bool *seen = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *seen);
+    if (!seen)
+        return -ENOMEM;
+    for (size_t k = 0; k < t->n_scopes; k++) {
+        size_t i = order ? order[k] : k;
+        if (top[i] != (int32_t)i || row_of[i] < 0)
+            continue;
+        struct gmt_coll_row *row = &rep->colls[row_of[i]];
+        int64_t tracked = rep->scope_tracked[i];
+        if (!seen[row_of[i]]) {
+            seen[row_of[i]] = true;
+            row->first_tracked = tracked;
+        } else {
+            if (tracked > row->later_tracked_max)
+                row->later_tracked_max = tracked;
+            row->later_tracked_total = gmt_sat_add(row->later_tracked_total, tracked);
+        }
+    }
+    free(seen);
+    struct gmt_coll_row *first_group = NULL;
+    for (size_t r = 0; r < rep->n_colls; r++) {
+        struct gmt_coll_row *row = &rep->colls[r];
+        row->allocs += rc[r].n;
+        if (row->op == GMT_OP_Group && !first_group)
+            first_group = row;
+        struct gmt_coll_row *to = row->op == GMT_OP_Group ? first_group : row;
+        to->alloc_bytes += rc[r].bytes;
+        to->allocs_other_thread += rc[r].other;
+    }
+    for (size_t r = 0; r < rep->n_colls; r++)
+        gmt_nccl_pick(t, &rep->colls[r], &rep->colls[r].pick);
+    return 0;
+}
+
+/* An NCCL call that NCCL itself makes inside another (ncclBcast calling ncclBroadcast
+ * through its exported name) is part of the outer one: events and rows go to the
+ * outermost call below any group. */
+int32_t *gmt_colls_top_scopes(const struct gmt_trace *t)
+{
+    /* one more in front, for the top_by_dense view */
+    int32_t *raw = malloc((t->n_scopes + 1) * sizeof *raw);
+    if (!raw)
+        return NULL;
+    raw[0] = -1;
+    int32_t *top = raw + 1;
+    for (size_t i = 0; i < t->n_scopes; i++) {
+        size_t j = i;
+        for (int hops = 0; hops < 64; hops++) {
+            const struct gmt_scope *s = &t->scopes[j];
+            long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+            if (p < 0 || (size_t)p == j || t->scopes[p].op == GMT_OP_Group)
+                break;
+            j = (size_t)p;
+        }
+        top[i] = (int32_t)j;
+    }
+    return top;
+}
+
+static int cmp_open(const void *a, const void *b)
+{
+    const struct gmt_open_row *x = a, *y = b;
+    return x->since < y->since ? -1 : x->since > y->since;
+}
+
+/* The calls still open where the trace ends (hang forensics), outermost ones: an inner
+ * call NCCL makes inside another is part of it, as everywhere in the replay. */
+int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *open,
+                          size_t n_open, const int32_t *top, const int32_t *row_of)
+{
+    if (!n_open)
+        return 0;
+    if (!(rep->open = calloc(n_open, sizeof *rep->open)))
+        return -ENOMEM;
+    for (size_t i = 0; i < n_open; i++) {
+        int32_t si = open[i];
+        if (top[si] != si)
+            continue;
+        const struct gmt_scope *s = &t->scopes[si];
+        struct gmt_open_row *o = &rep->open[rep->n_open++];
+        o->scope = s->id;
+        o->op = s->op;
+        o->comm = s->comm;
+        o->since = s->t_begin;
+        o->tid = s->tid;
+        o->device = s->device;
+        o->tracked = rep->scope_tracked[si];
+        /* its SCOPE_BEGIN, where the loader found it, holds the caller's stack */
+        if (s->offset <= t->image_len && t->image_len - s->offset >= sizeof(struct gmt_rec_scope_begin)) {
+            struct gmt_rec_scope_begin b;
+            memcpy(&b, t->image + s->offset, sizeof b);
+            if (b.h.type == GMT_REC_SCOPE_BEGIN && b.scope_id == s->id)
+                o->stack = b.stack_id;
+        }
+        int32_t row = row_of[si];
+        /* the row's count is every call's; a call's own is what this scope added */
+        o->allocs = row >= 0 && rep->colls[row].calls == 1 ? rep->colls[row].allocs : 0;
+    }
+    if (rep->n_open > 1)
+        qsort(rep->open, rep->n_open, sizeof *rep->open, cmp_open);
+    return 0;
+}
+
+/* ---- NCCL's choices per collective row (NCCL_COLL_INFO, gmt_trace.choices) ---- */
+
+uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
+                       struct gmt_nccl_pick *out)
+{
+    struct gmt_nccl_pick seen[8];
+    size_t n = 0;
+    uint64_t total = 0;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < t->n_choices; i++) {
+        const struct gmt_nccl_choice *c = &t->choices[i];
+        if (c->kind != GMT_NCCL_INFO_COLL || c->comm != row->comm || c->op != row->op ||
+            c->count * gmt_nccl_type_size(c->datatype) != row->bytes_per_call)
+            continue;
+        total++;
+        size_t k = 0;
+        while (k < n && !(seen[k].algo == c->algo && seen[k].proto == c->proto &&
+                          seen[k].nchannels == c->nchannels && seen[k].nwarps == c->nwarps))
+            k++;
+        if (k == n && n < sizeof seen / sizeof seen[0])
+            seen[n++] = (struct gmt_nccl_pick){c->algo, c->proto, c->nchannels, c->nwarps, 0, 0, 0};
+        if (k < n)
+            seen[k].calls++;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (seen[k].calls > out->calls)
+            *out = seen[k];
+    out->total = total;
+    out->choices = (uint32_t)n;
+    return total;
+}

@@ -1,0 +1,341 @@
+/* render_explain.c: `explain`'s text and JSON, and its short form in summary's, from a trace's NCCL model and its what-ifs. */
+#include "render_explain.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *mb(char *buf, size_t len, uint64_t v)
+{
+    return gmt_fmt_bytes(buf, len, v);
+}
+
+static void comm_title(FILE *o, const struct gmt_nccl_comm *c)
+{
+    if (c->comm == 0)
+        fprintf(o, "\nno communicator (ncclMemAlloc, or NCCL outside a communicator's calls)");
+    else if (c->rank >= 0)
+        fprintf(o, "\ncommunicator #%d (rank %d of %d, device %d)", c->index, c->rank, c->nranks,
+                c->device);
+    else
+        fprintf(o, "\ncommunicator #%d", c->index);
+}
+
+static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_nccl_comm *c)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+    const struct gmt_nccl_p2p_sizes z = m->p2p;
+    fprintf(o, "  why that size\n");
+    if (c->coll_channels)
+        fprintf(o, "    channels   %d at the first collective (%d receive buffers, one ring peer each)\n",
+                c->coll_channels, c->coll_channels);
+    if (c->init_channels && !c->init_guessed)
+        fprintf(o, "    channels   %d with device structures from initChannel at init\n",
+                c->init_channels);
+    else if (c->init_channels)
+        fprintf(o, "    channels   %d with device structures at init, read from their count "
+                "(3 per channel and 2, as NCCL 2.28 makes them; no frames)\n", c->init_channels);
+    if (!m->modelled) {
+        fprintf(o, "    no model for NCCL %s: only what was observed is shown\n",
+                m->version ? "of this version" : "of unknown version");
+        return;
+    }
+    uint64_t waste = 0;
+    if (c->recv_each) {
+        fprintf(o, "    receive    ncclRecvMem %s + LL %s + LL128 %s%s%s = %s needed, %s each",
+                mb(b1, sizeof b1, z.header_recv), mb(b2, sizeof b2, z.ll), mb(b3, sizeof b3, z.ll128),
+                z.read ? "" : " + Simple ", z.read ? "" : mb(b4, sizeof b4, z.simple),
+                mb(b5, sizeof b5, z.recv_need), mb(b6, sizeof b6, z.recv));
+        fprintf(o, " (aligned to 2 MiB)\n");
+        if (c->recv_each != z.recv)
+            fprintf(o, "    DISAGREE   the trace's receive buffers are %s each, the model's %s\n",
+                    mb(b1, sizeof b1, c->recv_each), mb(b2, sizeof b2, z.recv));
+        else
+            waste += (z.recv - z.recv_need) * (uint64_t)c->coll_channels;
+    }
+    if (c->send_each) {
+        fprintf(o, "    send       ncclSendMem %s%s%s = %s needed, %s each (aligned to 2 MiB)\n",
+                mb(b1, sizeof b1, z.header_send), z.read ? " + Simple " : "",
+                z.read ? mb(b2, sizeof b2, z.simple) : "", mb(b3, sizeof b3, z.send_need),
+                mb(b4, sizeof b4, z.send));
+        if (c->send_each != z.send)
+            fprintf(o, "    DISAGREE   the trace's send buffers are %s each, the model's %s\n",
+                    mb(b1, sizeof b1, c->send_each), mb(b2, sizeof b2, z.send));
+        else
+            waste += (z.send - z.send_need) * (uint64_t)c->coll_channels;
+    }
+    uint64_t small = 0, small_n = 0;
+    for (size_t i = 0; i < c->n_g; i++)
+        if (!c->g[i].host && (c->g[i].purpose == GMT_NCCL_CHANNEL || c->g[i].purpose == GMT_NCCL_DEVCOMM)) {
+            small += c->g[i].bytes;
+            small_n += c->g[i].count;
+        }
+    if (small_n)
+        fprintf(o, "    structures %" PRIu64 " allocations of %s in all for structures of a few hundred "
+                "bytes to a few KiB each\n               (2.28: ncclDevChannelPeer 608 B per rank, "
+                "peer pointers, ring ranks; ncclDevCommAndChannels)%s\n",
+                small_n, mb(b1, sizeof b1, small),
+                m->cumem ? ": the 2 MiB cuMem granularity sets their size" : "");
+    if (waste)
+        fprintf(o, "    rounding   %s of the transport buffers is alignment, not data\n",
+                mb(b1, sizeof b1, waste));
+}
+
+static void settings_text(FILE *o, const struct gmt_nccl_model *m)
+{
+    fprintf(o, "  settings  ");
+    int col = 12;
+    for (int k = 0; k < GMT_NCCL_NKNOBS; k++) {
+        char item[96];
+        if (m->set.v[k] < 0)
+            snprintf(item, sizeof item, "%s=auto*", gmt_nccl_knob_name(k));
+        else
+            snprintf(item, sizeof item, "%s=%" PRId64 "%s", gmt_nccl_knob_name(k), m->set.v[k],
+                     m->set.set & (1u << k) ? "" : "*");
+        if (k && col + 2 + (int)strlen(item) > 98) {
+            fprintf(o, "\n            ");
+            col = 12;
+        } else if (k) {
+            col += fprintf(o, "  ");
+        }
+        col += fprintf(o, "%s", item);
+    }
+    fprintf(o, "\n            (* unset: NCCL's default)\n");
+}
+
+void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct gmt_explain *x,
+                             size_t i_trace)
+{
+    if (i_trace)
+        fputc('\n', o);
+    const struct gmt_trace *t = &a->t;
+    const struct gmt_nccl_model *m = &a->nccl;
+    int n_w = x ? x->n : 0;
+    char b1[32], b2[32], b3[32];
+    fprintf(o, "gpumemtrace explain: NCCL memory of %s\n", t->path);
+    if (t->has_proc) {
+        fprintf(o, "  process   pid %u%s%s", t->proc.pid, t->host ? " on " : "", t->host ? t->host : "");
+        if (t->proc.rank >= 0)
+            fprintf(o, ", rank %d", t->proc.rank);
+        fprintf(o, "\n");
+    }
+    int32_t v = m->version;
+    if (v > 0)
+        fprintf(o, "  NCCL      %d.%d.%d: %s", v / 10000, v / 100 % 100, v % 100,
+                m->modelled ? "sizing rules of NCCL 2.28-2.30" : "no model for this version");
+    else
+        fprintf(o, "  NCCL      version unknown: no model");
+    fprintf(o, "; %s\n", m->cumem ? "cuMem on (every device buffer a cuMemCreate, 2 MiB steps)"
+                                  : "not every device buffer came from cuMemCreate");
+    fprintf(o, "  classified %s\n", m->symbols ? "from NCCL's own frames where they were found"
+                                               : "without NCCL symbols: by API, size and timing");
+    settings_text(o, m);
+    if (!m->n_c) {
+        fprintf(o, "\nno NCCL allocation in this trace\n");
+        return;
+    }
+    for (size_t i = 0; i < m->n_c; i++) {
+        const struct gmt_nccl_comm *c = &m->c[i];
+        comm_title(o, c);
+        fprintf(o, ": %s device, %s pinned host, %" PRIu64 " allocations\n",
+                mb(b1, sizeof b1, c->dev_bytes), mb(b2, sizeof b2, c->host_bytes), c->allocs);
+        fprintf(o, "  %-32s %6s %10s %9s  %-30s %-40s %s\n", "purpose", "count", "bytes", "each",
+                "cause", "allocated by", "how");
+        for (int p = 0; p < GMT_NCCL_NPURPOSES; p++)
+            for (size_t k = 0; k < c->n_g; k++) {
+                const struct gmt_nccl_group *g = &c->g[k];
+                if (g->purpose != p)
+                    continue;
+                char by[272];
+                if (g->func[0] && g->where[0])
+                    snprintf(by, sizeof by, "%s (%s)", g->func, g->where);
+                else
+                    snprintf(by, sizeof by, "%s", g->func[0] ? g->func : g->where[0] ? g->where : "-");
+                char what[48];
+                snprintf(what, sizeof what, "%s%s", gmt_nccl_purpose_text(p), g->host ? " [host]" : "");
+                fprintf(o, "  %-32s %6" PRIu64 " %10s %9s  %-30s %-40s %s\n", what, g->count,
+                        mb(b1, sizeof b1, g->bytes), mb(b2, sizeof b2, g->each), g->cause, by,
+                        gmt_nccl_how_key(g->how));
+            }
+        why_text(o, m, c);
+        for (int k = 0; k < n_w; k++) {
+            const struct gmt_nccl_prediction *p = &x->w[k].per_comm[i];
+            fprintf(o, "  what if %s: %s device (%s), %s host; %s: %s\n", x->w[k].spec,
+                    mb(b1, sizeof b1, p->dev_bytes),
+                    gmt_fmt_sbytes(b2, sizeof b2, (int64_t)p->dev_bytes - (int64_t)c->dev_bytes),
+                    mb(b3, sizeof b3, p->host_bytes), p->confidence, p->note);
+        }
+    }
+    fprintf(o, "\nthis process: %s device, %s pinned host of NCCL's\n", mb(b1, sizeof b1, m->dev_bytes),
+            mb(b2, sizeof b2, m->host_bytes));
+    for (int k = 0; k < n_w; k++) {
+        const struct gmt_explain_whatif *w = &x->w[k];
+        fprintf(o, "  what if %s: %s device (%s), %s host; %s\n", w->spec, mb(b1, sizeof b1, w->dev_bytes),
+                gmt_fmt_sbytes(b2, sizeof b2, (int64_t)w->dev_bytes - (int64_t)m->dev_bytes),
+                mb(b3, sizeof b3, w->host_bytes), w->confidence);
+    }
+    const struct gmt_nccl_saving *sv = m->savings;
+    size_t ns = m->n_savings;
+    if (ns)
+        fprintf(o, "\nsettings that would save the most here\n");
+    for (size_t i = 0; i < ns; i++)
+        fprintf(o, "  %-28s saves %9s  cost: %s\n", sv[i].setting, mb(b1, sizeof b1, sv[i].saves),
+                sv[i].cost);
+}
+
+static void json_savings(FILE *o, const struct gmt_nccl_model *m)
+{
+    for (size_t i = 0; i < m->n_savings; i++) {
+        const struct gmt_nccl_saving *sv = &m->savings[i];
+        fprintf(o, "%s{\"setting\": ", i ? ", " : "");
+        gmt_fput_json_string(o, sv->setting);
+        fprintf(o, ", \"saves\": %" PRIu64 ", \"cost\": ", sv->saves);
+        gmt_fput_json_string(o, sv->cost);
+        fprintf(o, "}");
+    }
+}
+
+static void json_groups(FILE *o, const struct gmt_nccl_comm *c)
+{
+    fprintf(o, "\"groups\": [");
+    for (size_t k = 0; k < c->n_g; k++) {
+        const struct gmt_nccl_group *g = &c->g[k];
+        fprintf(o, "%s{\"purpose\": \"%s\", \"how\": \"%s\", \"host\": %s, \"cause\": ", k ? ", " : "",
+                gmt_nccl_purpose_key(g->purpose), gmt_nccl_how_key(g->how), g->host ? "true" : "false");
+        gmt_fput_json_string(o, g->cause);
+        fprintf(o, ", \"function\": ");
+        gmt_fput_json_string(o, g->func);
+        fprintf(o, ", \"where\": ");
+        gmt_fput_json_string(o, g->where);
+        fprintf(o, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"each\": %" PRIu64 "}", g->count,
+                g->bytes, g->each);
+    }
+    fprintf(o, "]");
+}
+
+void gmt_render_explain_json_begin(FILE *o)
+{
+    fprintf(o, "{\"schema\": \"gpumemtrace.explain/1\", \"traces\": [");
+}
+
+void gmt_render_explain_json_end(FILE *o)
+{
+    fprintf(o, "]}\n");
+}
+
+void gmt_render_explain_json(FILE *o, const struct gmt_analysis *a, const struct gmt_explain *x,
+                             bool first)
+{
+    const struct gmt_trace *t = &a->t;
+    const struct gmt_nccl_model *m = &a->nccl;
+    int n_w = x ? x->n : 0;
+    fprintf(o, "%s{\"file\": ", first ? "" : ", ");
+    gmt_fput_json_string(o, t->path);
+    fprintf(o, ", \"rank\": %d, \"nccl_version\": %d, \"modelled\": %s, \"cumem\": %s, "
+            "\"symbols\": %s, \"settings\": {", t->has_proc ? t->proc.rank : -1, m->version,
+            m->modelled ? "true" : "false", m->cumem ? "true" : "false", m->symbols ? "true" : "false");
+    for (int k = 0; k < GMT_NCCL_NKNOBS; k++)
+        fprintf(o, "%s\"%s\": {\"value\": %" PRId64 ", \"set\": %s}", k ? ", " : "", gmt_nccl_knob_name(k),
+                m->set.v[k], m->set.set & (1u << k) ? "true" : "false");
+    const struct gmt_nccl_p2p_sizes z = m->p2p;
+    fprintf(o, "}, \"p2p_sizes\": {\"recv_need\": %" PRIu64 ", \"recv\": %" PRIu64
+            ", \"send_need\": %" PRIu64 ", \"send\": %" PRIu64 ", \"read\": %s}, \"communicators\": [",
+            z.recv_need, z.recv, z.send_need, z.send, z.read ? "true" : "false");
+    for (size_t i = 0; i < m->n_c; i++) {
+        const struct gmt_nccl_comm *c = &m->c[i];
+        fprintf(o, "%s{\"index\": %d, \"rank\": %d, \"nranks\": %d, \"device\": %d, \"device_bytes\": %"
+                PRIu64 ", \"host_bytes\": %" PRIu64 ", \"allocations\": %" PRIu64
+                ", \"channels_init\": %d, \"channels_collective\": %d, ", i ? ", " : "", c->index,
+                c->rank, c->nranks, c->device, c->dev_bytes, c->host_bytes, c->allocs,
+                c->init_channels, c->coll_channels);
+        json_groups(o, c);
+        fprintf(o, ", \"what_if\": [");
+        for (int k = 0; k < n_w; k++) {
+            const struct gmt_nccl_prediction *p = &x->w[k].per_comm[i];
+            fprintf(o, "%s{\"settings\": ", k ? ", " : "");
+            gmt_fput_json_string(o, x->w[k].spec);
+            fprintf(o, ", \"device_bytes\": %" PRIu64 ", \"host_bytes\": %" PRIu64 ", \"confidence\": \"%s\"}",
+                    p->dev_bytes, p->host_bytes, p->confidence);
+        }
+        fprintf(o, "]}");
+    }
+    fprintf(o, "], \"device_bytes\": %" PRIu64 ", \"savings\": [", m->dev_bytes);
+    json_savings(o, m);
+    fprintf(o, "]}");
+}
+
+/* ------------------------------------------------------------ the short form in summary */
+
+/* The purposes of a communicator, largest first, as "receive 20 MiB, send 4 MiB". */
+static void purposes_line(FILE *o, const struct gmt_nccl_comm *c)
+{
+    bool done[GMT_NCCL_NPURPOSES] = {0};
+    for (int shown = 0; shown < 4; shown++) {
+        int best = -1;
+        for (int p = 0; p < GMT_NCCL_NPURPOSES; p++)
+            if (!done[p] && c->by_purpose[p] && (best < 0 || c->by_purpose[p] > c->by_purpose[best]))
+                best = p;
+        if (best < 0)
+            break;
+        done[best] = true;
+        char b[32];
+        fprintf(o, "%s%s %s", shown ? ", " : "", gmt_nccl_purpose_key(best),
+                mb(b, sizeof b, c->by_purpose[best]));
+    }
+}
+
+void gmt_render_explain_brief_text(FILE *o, const struct gmt_analysis *a)
+{
+    const struct gmt_nccl_model *m = &a->nccl;
+    if (a->nccl_rc || !m->n_c)
+        return;
+    char b1[32], b2[32];
+    fprintf(o, "\nNCCL memory by purpose ('gpumemtrace explain' says why, and what other settings would do)\n");
+    for (size_t i = 0; i < m->n_c && i < 4; i++) {
+        const struct gmt_nccl_comm *c = &m->c[i];
+        if (c->comm)
+            fprintf(o, "  comm #%d rank %d/%d", c->index, c->rank, c->nranks);
+        else
+            fprintf(o, "  no communicator");
+        fprintf(o, ": %s device, %s host: ", mb(b1, sizeof b1, c->dev_bytes),
+                mb(b2, sizeof b2, c->host_bytes));
+        purposes_line(o, c);
+        if (c->coll_channels)
+            fprintf(o, "; %d channels", c->coll_channels);
+        fprintf(o, "\n");
+    }
+    if (m->n_c > 4)
+        fprintf(o, "  ... %zu more communicators\n", m->n_c - 4);
+    for (size_t i = 0; i < m->n_savings; i++)
+        fprintf(o, "  %s %s would save %s (%s)\n", i ? "   " : "try", m->savings[i].setting,
+                mb(b1, sizeof b1, m->savings[i].saves), m->savings[i].cost);
+}
+
+void gmt_render_explain_brief_json(FILE *o, const struct gmt_analysis *a)
+{
+    const struct gmt_nccl_model *m = &a->nccl;
+    if (a->nccl_rc || !m->n_c) {
+        fprintf(o, "null");
+        return;
+    }
+    fprintf(o, "{\"modelled\": %s, \"communicators\": [", m->modelled ? "true" : "false");
+    for (size_t i = 0; i < m->n_c; i++) {
+        const struct gmt_nccl_comm *c = &m->c[i];
+        fprintf(o, "%s{\"index\": %d, \"rank\": %d, \"nranks\": %d, \"device_bytes\": %" PRIu64
+                ", \"host_bytes\": %" PRIu64 ", \"channels\": %d, \"by_purpose\": {", i ? ", " : "",
+                c->index, c->rank, c->nranks, c->dev_bytes, c->host_bytes, c->coll_channels);
+        bool first = true;
+        for (int p = 0; p < GMT_NCCL_NPURPOSES; p++)
+            if (c->by_purpose[p]) {
+                fprintf(o, "%s\"%s\": %" PRIu64, first ? "" : ", ", gmt_nccl_purpose_key(p),
+                        c->by_purpose[p]);
+                first = false;
+            }
+        fprintf(o, "}}");
+    }
+    fprintf(o, "], \"savings\": [");
+    json_savings(o, m);
+    fprintf(o, "]}");
+}
