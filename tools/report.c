@@ -167,6 +167,8 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
         gmt_analysis_free(a);
         return -1;
     }
+    if (gmt_blocks_compute(t, &a->phases, o->device, &a->blocks))
+        goto nomem;
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -178,6 +180,7 @@ void gmt_analysis_free(struct gmt_analysis *a)
 {
     gmt_report_free(&a->rep);
     gmt_phases_free(&a->phases);
+    gmt_blocks_free(&a->blocks);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blocks.h"
 #include "phases.h"
 #include "replay.h"
 #include "trace.h"
@@ -48,6 +49,7 @@ struct gmt_analysis {
     size_t n_cats;
     const struct gmt_report_opts *opts;  /* as given to gmt_analyze: outlives the analysis */
     struct gmt_phases phases;            /* device memory by NVTX range (phases.c) */
+    struct gmt_blocks blocks;            /* PyTorch's caching allocator (blocks.c) */
 };
 
 /* Loads, categorises and replays one trace. Returns 0, or -1 with a one-line message. */
