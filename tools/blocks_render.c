@@ -168,10 +168,13 @@ void gmt_blocks_text(FILE *out, const struct gmt_analysis *a)
 
 /* ---- JSON ---- */
 
+/* "stack": every frame; "line": the frames that matter from the site, as the text shows. */
 static void json_stack(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 {
     char line[8192];
     gmt_fput_json_string(out, stack ? gmt_stack_full(a, stack, 64, line, sizeof line) : "");
+    fprintf(out, ", \"line\": ");
+    gmt_fput_json_string(out, stack ? gmt_stack_line(a, stack, text_frames(a), line, sizeof line) : "");
 }
 
 void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
