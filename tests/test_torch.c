@@ -105,6 +105,11 @@ Test(torch, a_fork_child_traces_its_own_blocks)
 Test(torch, cpu_blocks_are_forwarded_and_not_recorded)
 {
     scenario("", "cpu", "");
+    /* the loader skips other devices' blocks: the file itself must hold the CUDA one alone */
+    cr_assert_eq(sh("$G dump t/*.gmt | awk '$4 == \"BLOCK\"' | wc -l"), 0);
+    char out[64];
+    slurp("out", out, sizeof out);
+    cr_expect_eq(atoi(out), 1, "%s BLOCK records, not 1", out);
 }
 
 Test(torch, without_events_the_summary_says_why)
