@@ -125,3 +125,31 @@ Test(torch, without_events_the_summary_says_why)
     slurp("out", text, sizeof text);
     cr_expect(strstr(text, "backend:cudaMallocAsync: PyTorch reports no blocks"), "%s", text);
 }
+
+/* The exports: every block a row, its sites a table, allocated and reserved as counters. */
+Test(torch, the_exports_carry_the_blocks)
+{
+    cr_assert_eq(sh("$G run -q -o t -- " PROG " steps 4 > prog.out"), 0);
+    cr_assert_eq(sh("$G export --format sqlite -o db t && $G export --format csv -o csv t && "
+                    "$G export --format chrome -o c.json t"), 0);
+    char prog[512], out[4096];
+    slurp("prog.out", prog, sizeof prog);
+    unsigned long allocs = 0, frees = 0, allocated = 0, reserved = 0;
+    cr_assert_eq(sscanf(prog, "allocs=%lu frees=%lu allocated=%lu reserved=%lu", &allocs, &frees,
+                        &allocated, &reserved), 4, "%s", prog);
+    cr_assert_eq(sh("python3 -c \"import sqlite3, csv, json\n"
+                    "db = sqlite3.connect('db')\n"
+                    "print(*db.execute(\\\"select sum(op = 'ALLOC'), sum(op = 'FREE') from blocks\\\").fetchone())\n"
+                    "last = db.execute('select allocated, reserved from blocks order by time_ns desc limit 1').fetchone()\n"
+                    "print(*last)\n"
+                    "print(sum(r[0] for r in db.execute('select blocks from block_sites')))\n"
+                    "print(len(list(csv.DictReader(open('csv/blocks.csv')))))\n"
+                    "ev = json.load(open('c.json'))['traceEvents']\n"
+                    "print(sorted(set(e['name'] for e in ev if e.get('ph') == 'C' and 'PyTorch' in e['name'])))\""), 0);
+    slurp("out", out, sizeof out);
+    char want[1024];
+    snprintf(want, sizeof want, "%lu %lu\n%lu %lu\n%lu\n%lu\n"
+             "['GPU 0 PyTorch allocated bytes', 'GPU 0 PyTorch reserved bytes']\n",
+             allocs, frees, allocated, reserved, allocs, allocs + frees);
+    cr_expect_str_eq(out, want);
+}

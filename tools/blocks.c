@@ -583,6 +583,24 @@ out:
     return rc;
 }
 
+int gmt_blocks_each(const struct gmt_trace *t, int device,
+                    int (*fn)(void *ctx, const struct gmt_block_note *b), void *ctx)
+{
+    const struct gmt_block_note **v = malloc((t->n_blocks ? t->n_blocks : 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_blocks; i++)
+        if (device < 0 || t->blocks[i].device == device)
+            v[n++] = &t->blocks[i];
+    qsort(v, n, sizeof *v, cmp_note);
+    int r = 0;
+    for (size_t i = 0; i < n && !r; i++)
+        r = fn(ctx, v[i]);
+    free(v);
+    return r;
+}
+
 void gmt_blocks_free(struct gmt_blocks *B)
 {
     free(B->sites);

@@ -101,6 +101,11 @@ int gmt_blocks_compute(const struct gmt_trace *t, const struct gmt_phases *p, in
                        struct gmt_blocks *b);
 void gmt_blocks_free(struct gmt_blocks *b);
 
+/* t's blocks of `device` (-1 all) in time order, each handed to fn; stops at fn's first
+ * nonzero return, which it returns. -ENOMEM. */
+int gmt_blocks_each(const struct gmt_trace *t, int device,
+                    int (*fn)(void *ctx, const struct gmt_block_note *b), void *ctx);
+
 /* The summary's section on them, as text and as the JSON object's members (blocks_render.c). */
 void gmt_blocks_text(FILE *out, const struct gmt_analysis *a);
 void gmt_blocks_json(FILE *out, const struct gmt_analysis *a);

@@ -180,6 +180,8 @@ static void json_stack(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
 {
     const struct gmt_blocks *B = &a->blocks;
+    if (B->mode == GMT_BLOCKS_NONE)
+        return; /* no PyTorch CUDA allocator: no member (docs/summary-json.md) */
     fprintf(out, ", \"pytorch\": {\"mode\": ");
     gmt_fput_json_string(out, gmt_block_mode_key(B->mode));
     fprintf(out, ", \"note\": ");
