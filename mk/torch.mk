@@ -30,3 +30,12 @@ fakes-torch: $(FAKE_C10) $(FAKE_C10_CUDA) $(FAKE_TORCH_PROG)
 test-extras: fakes-torch
 $(BUILD)/tests/test_torch: fakes-torch
 $(BUILD)/tests/test_torch: private ALLCFLAGS += -DTORCH_SRC='"$(abspath .)"'
+
+# ---- the block-event benchmark (tests/bench/torch_bench.sh): `make bench-torch`
+$(BUILD)/bench/libtorch_stub.so: tests/bench/torch_stub.c $(FAKE_C10)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -o $@ $< -L$(FAKES_ABS) -Wl,-rpath,$(FAKES_ABS) -lc10
+
+.PHONY: bench-torch
+bench-torch: lib $(BUILD)/bench/libtorch_stub.so
+	tests/bench/torch_bench.sh $(BUILD)
