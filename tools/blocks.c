@@ -412,14 +412,17 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
             } else if (gmt_u64map_put(&P->live_at, key, P->n_live - 1)) {
                 return -ENOMEM;
             }
-            *l = (struct lblock){b->addr, (uint64_t)b->size, b->time, b->stack, b->device,
+            /* an ALLOC's size is positive as PyTorch reports it; a corrupt one is read as
+             * its magnitude */
+            uint64_t size = b->size < 0 ? (uint64_t)0 - (uint64_t)b->size : (uint64_t)b->size;
+            *l = (struct lblock){b->addr, size, b->time, b->stack, b->device,
                                  step_at(&P->st, b->time)};
-            total += b->size;
+            total += (int64_t)size;
             struct gmt_block_site *s = site_of(P, b->stack);
             if (!s)
                 return -ENOMEM;
             s->allocs++;
-            s->bytes_total += (uint64_t)b->size;
+            s->bytes_total += size;
         } else if (b->op == GMT_BLOCK_FREE) {
             uint64_t key = block_key(b->addr, b->device);
             uint64_t *at = gmt_u64map_get(&P->live_at, key);

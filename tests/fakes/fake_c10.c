@@ -66,3 +66,9 @@ EXPORT void fake_c10_profiler_stats(struct fake_c10_profiler *out)
     out->ooms = atomic_load(&ooms);
     out->cuda_events = atomic_load(&cuda_events);
 }
+
+/* The same count alone, for ctypes. */
+EXPORT uint64_t fake_c10_profiler_events(void)
+{
+    return atomic_load(&events);
+}

@@ -16,6 +16,7 @@ struct fake_c10_profiler {
     uint64_t cuda_events;      /* of events, those of device type CUDA */
 };
 void fake_c10_profiler_stats(struct fake_c10_profiler *out);
+uint64_t fake_c10_profiler_events(void);
 
 /* libc10_cuda.so: the caching allocator on the runtime's current device. NULL: out of
  * memory, after reportOutOfMemoryToProfiler. */

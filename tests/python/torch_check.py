@@ -47,6 +47,8 @@ def main():
     p = pytorch(js)
     if scen == "leak":
         counts(p, v)
+        expect(v["profiler"] == v["allocs"] + v["frees"],
+               "libc10's report got %d events of %d" % (v["profiler"], v["allocs"] + v["frees"]))
         steps = v["allocs"] // 5
         s = p["steps"]
         expect(s["count"] == steps, "steps %d, not %d" % (s["count"], steps))

@@ -20,6 +20,9 @@ c10.fake_c10_cuda_malloc.argtypes = [ctypes.c_size_t]
 c10.fake_c10_cuda_free.argtypes = [ctypes.c_void_p]
 for f in ("allocated", "reserved", "count_allocs", "count_frees"):
     getattr(c10, "fake_c10_cuda_" + f).restype = ctypes.c_uint64
+# loaded by ctypes as libc10_cuda's dependency, RTLD_LOCAL: the library must still find it
+prof = ctypes.CDLL(os.environ["FAKES_DIR"] + "/libc10.so")
+prof.fake_c10_profiler_events.restype = ctypes.c_uint64
 kept = []
 
 
@@ -47,6 +50,7 @@ for step in range(STEPS):
 
 with open(__file__) as f:
     line = next(i for i, s in enumerate(f, 1) if s.rstrip().endswith("# KEEP"))
-print("keep_line=%d allocated=%d reserved=%d allocs=%d frees=%d" % (
+print("keep_line=%d allocated=%d reserved=%d allocs=%d frees=%d profiler=%d" % (
     line, c10.fake_c10_cuda_allocated(), c10.fake_c10_cuda_reserved(),
-    c10.fake_c10_cuda_count_allocs(), c10.fake_c10_cuda_count_frees()))
+    c10.fake_c10_cuda_count_allocs(), c10.fake_c10_cuda_count_frees(),
+    prof.fake_c10_profiler_events()))
