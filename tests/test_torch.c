@@ -153,3 +153,22 @@ Test(torch, the_exports_carry_the_blocks)
              allocs, frees, allocated, reserved, allocs, allocs + frees);
     cr_expect_str_eq(out, want);
 }
+
+/* The report's chart: PyTorch's allocated and reserved lines of each device, the last
+ * points the allocator's own end totals. */
+Test(torch, the_report_draws_allocated_and_reserved)
+{
+    cr_assert_eq(sh("$G run -q -o t -- " PROG " steps 3 > prog.out && $G report t -o r.html"), 0);
+    cr_assert_eq(sh("python3 -c \"import json, re\n"
+                    "s = open('r.html').read()\n"
+                    "d = json.loads(re.findall(r'<script[^>]*>(.*?)</script>', s, re.S)[0])\n"
+                    "dev = d['traces'][0]['devices'][0]\n"
+                    "print(dev['pytorch_allocated'][-1], dev['pytorch_reserved'][-1])\""), 0);
+    char prog[512], out[256], want[256];
+    slurp("prog.out", prog, sizeof prog);
+    slurp("out", out, sizeof out);
+    unsigned long allocated = 0, reserved = 0;
+    cr_assert_eq(sscanf(strstr(prog, "allocated="), "allocated=%lu reserved=%lu", &allocated, &reserved), 2);
+    snprintf(want, sizeof want, "%lu %lu\n", allocated, reserved);
+    cr_expect_str_eq(out, want);
+}
