@@ -374,7 +374,8 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
     struct gmt_blocks *B = P->B;
     uint64_t t0 = n ? v[0]->time : 0, span = n ? v[n - 1]->time - t0 : 0;
     uint64_t last_step_end = P->st.n ? P->st.e[P->st.n - 1] : 0;
-    int64_t total = 0;
+    /* unsigned: a corrupt trace's sums wrap instead of overflowing */
+    uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const struct gmt_block_note *b = v[i];
         struct gmt_block_dev *d = dev_of(B, b->device);
@@ -408,7 +409,7 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
             if (old) { /* a second ALLOC of a live block: the first one's free was lost */
                 P->n_live--;
                 l = &P->live[*old];
-                total -= (int64_t)l->size;
+                total -= l->size;
             } else if (gmt_u64map_put(&P->live_at, key, P->n_live - 1)) {
                 return -ENOMEM;
             }
@@ -417,7 +418,7 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
             uint64_t size = b->size < 0 ? (uint64_t)0 - (uint64_t)b->size : (uint64_t)b->size;
             *l = (struct lblock){b->addr, size, b->time, b->stack, b->device,
                                  step_at(&P->st, b->time)};
-            total += (int64_t)size;
+            total += size;
             struct gmt_block_site *s = site_of(P, b->stack);
             if (!s)
                 return -ENOMEM;
@@ -432,7 +433,7 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
                 size_t k = (size_t)*at;
                 gmt_u64map_del_at(&P->live_at, at);
                 struct lblock *l = &P->live[k];
-                total -= (int64_t)l->size;
+                total -= l->size;
                 if (last_step_end && b->time > last_step_end && add_kept(P, l))
                     return -ENOMEM;
                 if (k != P->n_live - 1) {
@@ -458,7 +459,7 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
             if (oom_picture(P, o))
                 return -ENOMEM;
         }
-        total_after[i] = total;
+        total_after[i] = (int64_t)total;
         size_t slot = (size_t)(d - B->dev);
         if (peak_at[slot] == i)
             for (size_t k = 0; k < P->n_live; k++)
@@ -502,12 +503,13 @@ static void step_rule(struct pass *P, const struct gmt_block_note *const *v, con
     struct gmt_blocks *B = P->B;
     B->steps = P->st.n;
     for (size_t i = 0; i < P->st.n; i++) {
-        int64_t g = total_at(v, total, n, P->st.e[i]) - total_at(v, total, n, P->st.b[i]);
+        int64_t g = (int64_t)((uint64_t)total_at(v, total, n, P->st.e[i]) -
+                              (uint64_t)total_at(v, total, n, P->st.b[i]));
         if (i == 0) {
             B->first_step_growth = g;
             continue;
         }
-        B->later_growth += g;
+        B->later_growth = (int64_t)((uint64_t)B->later_growth + (uint64_t)g);
         if (i == 1 || g < B->later_min)
             B->later_min = g;
     }
