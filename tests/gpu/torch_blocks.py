@@ -66,7 +66,7 @@ def counts():
             th.join()
     try:
         torch.empty(1 << 46, dtype=torch.uint8, device=dev)  # 64 TiB: the allocator's OOM
-    except torch.OutOfMemoryError:
+    except RuntimeError:  # torch.cuda.OutOfMemoryError
         pass
     d = stats_now()
     d["ooms"] = torch.cuda.memory_stats(dev).get("num_ooms", -1)

@@ -90,11 +90,14 @@ check "backend:cudaMallocAsync: the text says why" grep -q "backend:cudaMallocAs
 
 # ---- 4. the planted leak, with the cache on
 traced leak -- leak leak.json
+# a 3 MiB request that lands in a free block less than 1 MiB larger gets it whole (the
+# allocator splits large blocks only above that): a step may keep a little more
 check "leak: +3 MiB per step over 39 steps, from keep_for_later at its line" "$py" -c "
 import json; want = json.load(open('leak.json'))
 s = json.load(open('leak.summary.json'))['traces'][0]['pytorch']['steps']
 site = 'keep_for_later (torch_blocks.py:%d)' % want['keep_line']; print(s)
-assert s['count'] == 40 and s['grows_every_step'] and s['growth_per_step_bytes'] == 3 << 20
+assert s['count'] == 40 and s['grows_every_step']
+assert 3 << 20 <= s['growth_per_step_bytes'] <= (3 << 20) + (1 << 19), s['growth_per_step_bytes']
 assert s['line'].startswith(site), (s['line'], site)"
 check "leak: the top block site at the allocated peak is keep_for_later's line" "$py" -c "
 import json; want = json.load(open('leak.json'))
@@ -138,11 +141,11 @@ echo "== summary of the leaking loop (cache on), its PyTorch section:"
 sed -n '/^PyTorch.s caching allocator/,/^Allocation failures/p' leak.summary.txt | head -n 30
 echo
 echo "== torch_blocks: PyTorch's caching allocator seen from inside (details in $w)"
-printf '%-52s %s\n' "check" "result"
-sed -n 's/^\(ok  \|FAIL\) \(.*\)$/\2|\1/p' "$w/results.txt" | awk -F'|' '{ printf "%-52.52s %s\n", $1, $2 }'
-printf '%-52s %s\n' "allocation-bound loop, ms/step untraced (median of $reps)" "$plain"
-printf '%-52s %s (%s)\n' "  traced, ms/step" "$traced" "$(pct "$plain" "$traced")"
-printf '%-52s %s (%s)\n' "  _record_memory_history(stacks='all'), ms/step" "$snap" "$(pct "$plain" "$snap")"
-printf '%-52s %s\n' "  block events per step; traced cost per event, us" "$events; $per_event"
+printf '%-76s %s\n' "check" "result"
+sed -n 's/^\(ok  \|FAIL\) \(.*\)$/\2|\1/p' "$w/results.txt" | awk -F'|' '{ printf "%-76.76s %s\n", $1, $2 }'
+printf '%-76s %s\n' "allocation-bound loop, ms/step untraced (median of $reps)" "$plain"
+printf '%-76s %s (%s)\n' "  traced, ms/step" "$traced" "$(pct "$plain" "$traced")"
+printf '%-76s %s (%s)\n' "  _record_memory_history(stacks='all'), ms/step" "$snap" "$(pct "$plain" "$snap")"
+printf '%-76s %s\n' "  block events per step; traced cost per event, us" "$events; $per_event"
 [ $failed = 0 ] && echo "all checks passed" || echo "SOME CHECKS FAILED"
 exit $failed
