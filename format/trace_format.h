@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 5           /* compatible additions: new types, appended fields, ids */
+#define GMT_VERSION_MINOR 6           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -66,7 +66,8 @@ struct gmt_rec {
     X(NVTX_STRING,  24, gmt_rec_nvtx_string)                        \
     X(NVTX_RANGE,   25, gmt_rec_nvtx_range)                         \
     X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)                   \
-    X(SCOPE_OPEN,   27, gmt_rec_scope_open)
+    X(SCOPE_OPEN,   27, gmt_rec_scope_open)                         \
+    X(BLOCK,        28, gmt_rec_block)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -607,6 +608,31 @@ struct gmt_rec_nvtx_range {
 struct gmt_rec_nvtx_range_ext {
     struct gmt_rec_nvtx_range r;
     uint64_t range_id;         /* the id START returned to the program, from 1 */
+};
+
+/* BLOCK (2.6): PyTorch's caching allocator handed out or took back one block, or failed a
+ * request, as it told c10::reportMemoryUsageToProfiler (reportOutOfMemoryToProfiler for
+ * OOM) on the thread that allocates or frees. Blocks lie inside the segments that ALLOC
+ * records show (cudaMalloc, cuMemMap); they are not device memory of their own. Only CUDA
+ * devices' blocks are written. No dt: its time is its own. */
+#define GMT_BLOCK_OPS(X) X(ALLOC, 1) X(FREE, 2) X(OOM, 3)
+enum gmt_block_op {
+#define GMT_X(name, val) GMT_BLOCK_##name = val,
+    GMT_BLOCK_OPS(GMT_X)
+#undef GMT_X
+};
+struct gmt_rec_block {
+    struct gmt_rec h;          /* aux: enum gmt_block_op */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint64_t address;          /* the block's device address; OOM: 0 */
+    int64_t size;              /* bytes, signed as reported: +block size (ALLOC), -block size
+                                * (FREE), the request that failed (OOM) */
+    uint64_t total_allocated;  /* bytes of live blocks on the device after the change */
+    uint64_t total_reserved;   /* bytes of the allocator's segments on the device then */
+    uint32_t stack_id;         /* ALLOC, OOM: the thread's stack; FREE: 0 (not captured) */
+    int8_t device_type;        /* c10::DeviceType: 1 CUDA */
+    int8_t device_index;       /* the device's index, -1 the current one */
+    uint16_t reserved;         /* 0 */
 };
 
 /* END: clean shutdown. A file without it was cut (crash, kill, exec). */

@@ -175,7 +175,8 @@ static bool env_wanted(const char *e)
     /* what changes GPU memory use, and what names the job a process belongs to (the
      * launchers' job ids; GPUMEMTRACE_JOB_ID, which `gpumemtrace run` sets) */
     static const char *const prefixes[] = { "NCCL_", "CUDA_", "GPUMEMTRACE_",
-                                            "PYTORCH_CUDA_ALLOC_CONF=", "TORCHELASTIC_RUN_ID=",
+                                            "PYTORCH_CUDA_ALLOC_CONF=", "PYTORCH_NO_CUDA_MEMORY_CACHING=",
+                                            "TORCHELASTIC_RUN_ID=",
                                             "SLURM_JOB_ID=", "OMPI_MCA_ess_base_jobid=",
                                             "PMIX_NAMESPACE=" };
     for (size_t i = 0; i < GMT_COUNTOF(prefixes); i++)

@@ -235,6 +235,12 @@ Test(writer, round_trips_every_record_type)
                                      .time_ns = gmt_now_ns(), .tid = 4321, .scope_id = 9,
                                      .comm = 0xc0, .count = 4, .datatype = 7, .peer = -1 };
     gmt_emit(&so, 0);
+    /* (2.6) a PyTorch block handed out */
+    struct gmt_rec_block bl = { .h = { GMT_REC_BLOCK, GMT_BLOCK_ALLOC, sizeof bl },
+                                .time_ns = gmt_now_ns(), .address = 0xb000, .size = 4096,
+                                .total_allocated = 4096, .total_reserved = 2 << 20, .stack_id = 1,
+                                .device_type = 1, .device_index = 0 };
+    gmt_emit(&bl, 0);
 
     gmt_writer_finish();
 
@@ -426,6 +432,14 @@ Test(writer, round_trips_every_record_type)
             cr_expect(h->aux == GMT_OP_AllReduce && o->tid == 4321 && o->scope_id == 9 &&
                       o->comm == 0xc0 && o->count == 4 && o->peer == -1);
             cr_expect_eq(ev.time_ns, o->time_ns, "SCOPE_OPEN's time is its own");
+            break;
+        }
+        case GMT_REC_BLOCK: {
+            const struct gmt_rec_block *b = (const void *)h;
+            cr_expect(h->aux == GMT_BLOCK_ALLOC && b->address == 0xb000 && b->size == 4096 &&
+                      b->total_allocated == 4096 && b->total_reserved == 2 << 20 &&
+                      b->device_type == 1 && b->device_index == 0);
+            cr_expect_eq(ev.time_ns, b->time_ns, "BLOCK's time is its own");
             break;
         }
         case GMT_REC_END: {

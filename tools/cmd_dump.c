@@ -392,6 +392,21 @@ static uint32_t fields_graphmem(FILE *o, const struct gmt_rec *h)
     return sizeof *r;
 }
 
+static uint32_t fields_block(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_block *r = (const void *)h;
+    named(o, "op", gmt_block_op_name(h->aux), h->aux);
+    u64(o, "time_ns", r->time_ns);
+    hex(o, "address", r->address);
+    i64(o, "size", r->size);
+    u64(o, "allocated", r->total_allocated);
+    u64(o, "reserved", r->total_reserved);
+    u64(o, "stack", r->stack_id);
+    i64(o, "device_type", r->device_type);
+    i64(o, "device", r->device_index);
+    return sizeof *r;
+}
+
 static uint32_t fields_nccl_coll_info(FILE *o, const struct gmt_rec *h)
 {
     const struct gmt_rec_nccl_coll_info *r = (const void *)h;
@@ -480,6 +495,7 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_NVTX_STRING] = fields_nvtx_string,
     [GMT_REC_NVTX_RANGE] = fields_nvtx_range,
     [GMT_REC_SCOPE_OPEN] = fields_scope_open,
+    [GMT_REC_BLOCK] = fields_block,
     [GMT_REC_END] = fields_end,
 };
 

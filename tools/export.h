@@ -18,7 +18,8 @@ struct gmt_xcol {
 };
 
 enum gmt_xtable { GMT_XT_TRACES, GMT_XT_ALLOCATIONS, GMT_XT_NCCL_CALLS, GMT_XT_SITES,
-                  GMT_XT_DEVICE_SAMPLES, GMT_XT_FAILURES, GMT_XT_COUNT };
+                  GMT_XT_DEVICE_SAMPLES, GMT_XT_FAILURES, GMT_XT_BLOCKS, GMT_XT_BLOCK_SITES,
+                  GMT_XT_COUNT };
 
 struct gmt_xtable_def {
     const char *name;

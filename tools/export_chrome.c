@@ -189,6 +189,28 @@ static void trace_meta(struct chrome *C, const char *file)
     }
 }
 
+/* PyTorch's allocated and reserved bytes per device (blocks.h: its line, already one
+ * point per slice of the trace), as two counters beside the tracked bytes. */
+static void block_counters(struct chrome *C)
+{
+    const struct gmt_blocks *B = &C->a->blocks;
+    for (size_t d = 0; d < B->n_dev; d++)
+        for (int k = 0; k < 2; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "GPU %d PyTorch %s bytes", B->dev[d].device,
+                     k ? "reserved" : "allocated");
+            for (size_t i = 0; i < B->dev[d].n_line; i++) {
+                const struct gmt_block_point *p = &B->dev[d].line[i];
+                sep(C);
+                fprintf(C->out, "{\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"name\":", C->pid);
+                gmt_fput_json_string(C->out, name);
+                fputs(",\"ts\":", C->out);
+                ts(C, p->time);
+                fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", k ? p->reserved : p->allocated);
+            }
+        }
+}
+
 /* The PROCESS record of a trace (its rank and time anchor), read without loading it. */
 static int anchor(const char *path, struct gmt_rec_process *p)
 {
@@ -232,6 +254,8 @@ static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
     r = gmt_export_walk(a, &ops);
     gmt_tracks_end(&C->tk);
     gmt_tracks_free(&C->tk);
+    if (!r)
+        block_counters(C);
     if (!r)
         return 0;
     gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"

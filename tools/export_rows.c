@@ -10,6 +10,7 @@
 #include "jobs.h"
 #include "idnames.h"
 #include "nccl_types.h"
+#include "reader.h"
 #include "stacks.h"
 #include "util.h"
 
@@ -35,6 +36,12 @@ static const struct gmt_xcol c_samples[] = {
 static const struct gmt_xcol c_fails[] = {
     I("trace"), I("time_ns"), I("device"), T("kind"), T("api"), I("bytes"), I("site"),
     T("error"), I("scope"), I("tid")};
+static const struct gmt_xcol c_blocks[] = {
+    I("trace"), I("time_ns"), T("op"), I("device"), I("address"), I("bytes"), I("allocated"),
+    I("reserved"), I("site"), I("tid")};
+static const struct gmt_xcol c_block_sites[] = {
+    I("trace"), I("site"), T("folded"), T("frame"), I("blocks"), I("bytes_total"),
+    I("live_at_peak"), I("live_at_end")};
 #undef I
 #undef T
 
@@ -52,6 +59,11 @@ const struct gmt_xtable_def gmt_xtables[GMT_XT_COUNT] = {
     [GMT_XT_SITES] = {"sites", c_sites, N(c_sites), "CREATE UNIQUE INDEX sites_site ON sites(trace, site);"},
     [GMT_XT_DEVICE_SAMPLES] = {"device_samples", c_samples, N(c_samples),
                                "CREATE INDEX device_samples_trace_time ON device_samples(trace, time_ns);"},
+    [GMT_XT_BLOCKS] = {"blocks", c_blocks, N(c_blocks),
+                       "CREATE INDEX blocks_trace_time ON blocks(trace, time_ns);"
+                       "CREATE INDEX blocks_site ON blocks(trace, site);"},
+    [GMT_XT_BLOCK_SITES] = {"block_sites", c_block_sites, N(c_block_sites),
+                            "CREATE UNIQUE INDEX block_sites_site ON block_sites(trace, site);"},
     [GMT_XT_FAILURES] = {"failures", c_fails, N(c_fails),
                          "CREATE INDEX failures_trace_time ON failures(trace, time_ns);"},
 };
@@ -210,6 +222,35 @@ static int site_rows(struct rows *R)
     return 0;
 }
 
+/* PyTorch's blocks (blocks.h), each BLOCK in time order, and their sites. */
+static int block_row(void *ctx, const struct gmt_block_note *b)
+{
+    struct rows *R = ctx;
+    const struct gmt_trace *t = &R->a->t;
+    struct gmt_xval v[] = {vi(R->trace), vi(rel(t, b->time)), vs(gmt_block_op_name(b->op)),
+                           vi(b->device), b->op == GMT_BLOCK_OOM ? VNULL : vi((int64_t)b->addr),
+                           vi(b->size), vi((int64_t)b->allocated), vi((int64_t)b->reserved),
+                           b->stack ? vi(b->stack) : VNULL, vi(b->tid)};
+    return R->sink->row(R->sink->ctx, GMT_XT_BLOCKS, v);
+}
+
+static int block_rows(struct rows *R)
+{
+    int r = gmt_blocks_each(&R->a->t, R->a->opts->device, block_row, R);
+    const struct gmt_blocks *B = &R->a->blocks;
+    static char folded[65536], frame[4096];
+    for (size_t i = 0; !r && i < B->n_sites; i++) {
+        const struct gmt_block_site *s = &B->sites[i];
+        gmt_stack_folded(R->a, s->stack, folded, sizeof folded);
+        gmt_stack_line(R->a, s->stack, 1, frame, sizeof frame);
+        struct gmt_xval v[] = {vi(R->trace), vi(s->stack), vs(folded), vs(frame), vi((int64_t)s->allocs),
+                               vi((int64_t)s->bytes_total), vi((int64_t)s->live_at_peak),
+                               vi((int64_t)s->live_at_end)};
+        r = R->sink->row(R->sink->ctx, GMT_XT_BLOCK_SITES, v);
+    }
+    return r;
+}
+
 /* One trace's rows into the sink; a failure stops the export (the sink said why). */
 static int rows_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
                     size_t errlen)
@@ -221,6 +262,8 @@ static int rows_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out
         r = call_rows(&R);
     if (!r)
         r = site_rows(&R);
+    if (!r)
+        r = block_rows(&R);
     if (!r)
         r = gmt_export_walk(a, &ops);
     if (r == -ENOMEM)

@@ -133,6 +133,7 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     [GMT_REC_NVTX_RANGE] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_nvtx_range, time_ns) },
     /* (2.5) the begin of another thread's call: its time is its own, no clock moves */
     [GMT_REC_SCOPE_OPEN] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_scope_open, time_ns) },
+    [GMT_REC_BLOCK] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_block, time_ns) },
 };
 #undef RULE_ABS
 #undef RULE_DT

@@ -338,6 +338,7 @@ static void json_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     json_phases(out, a);
     fprintf(out, ", \"unmatched_frees\": %" PRIu64 ", \"nccl_memory\": ", a->rep.unmatched_frees);
     gmt_render_explain_brief_json(out, a);
+    gmt_blocks_json(out, a);
     fprintf(out, "}");
 }
 

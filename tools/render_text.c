@@ -485,6 +485,7 @@ static void text_trace(FILE *out, const struct gmt_analysis *a, const struct gmt
     text_sites(out, a, o, false);
     text_sites(out, a, o, true);
     text_held(out, a);
+    gmt_blocks_text(out, a);
     text_fails(out, a, o);
     text_open(out, a, o);
     if (a->rep.unmatched_frees)

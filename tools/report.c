@@ -170,6 +170,8 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
         return -1;
     }
     a->nccl_rc = o->nccl_model ? gmt_nccl_model_build(a, &a->nccl) : 0;
+    if (gmt_blocks_compute(t, &a->phases, o->device, &a->blocks))
+        goto nomem;
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -182,6 +184,7 @@ void gmt_analysis_free(struct gmt_analysis *a)
     gmt_report_free(&a->rep);
     gmt_phases_free(&a->phases);
     gmt_nccl_model_free(&a->nccl);
+    gmt_blocks_free(&a->blocks);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

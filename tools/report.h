@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "nccl_model.h"
+#include "blocks.h"
 #include "phases.h"
 #include "replay.h"
 #include "trace.h"
@@ -54,6 +55,7 @@ struct gmt_analysis {
      * it; nccl_rc -ENOMEM: it could not be made (the rest of the analysis stands) */
     struct gmt_nccl_model nccl;
     int nccl_rc;
+    struct gmt_blocks blocks;            /* PyTorch's caching allocator (blocks.c) */
 };
 
 /* Loads, categorises and replays one trace, and models its NCCL memory. Returns 0, or -1

@@ -181,6 +181,25 @@ oom:
     return -ENOMEM;
 }
 
+/* PyTorch's allocated and reserved bytes on `device` (blocks.h's line of them), as two
+ * tracks of [time, bytes, ...]; empty when the trace has no blocks there. */
+static void put_blocks_line(FILE *o, const struct page *P, int device)
+{
+    const struct gmt_blocks *B = &P->a->blocks;
+    const struct gmt_block_dev *d = NULL;
+    for (size_t i = 0; i < B->n_dev; i++)
+        if (B->dev[i].device == device)
+            d = &B->dev[i];
+    for (int k = 0; k < 2; k++) {
+        fputs(k ? "],\"pytorch_reserved\":[" : ",\"pytorch_allocated\":[", o);
+        for (size_t i = 0; d && i < d->n_line; i++)
+            fprintf(o, "%s%" PRIu64 ",%" PRIu64, i ? "," : "",
+                    d->line[i].time > P->tk.bk.t0 ? d->line[i].time - P->tk.bk.t0 : 0,
+                    k ? d->line[i].reserved : d->line[i].allocated);
+    }
+    fputc(']', o);
+}
+
 static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro, struct frames *F)
 {
     const struct gmt_analysis *a = P->a;
@@ -211,6 +230,7 @@ static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro
         put_track(o, &P->pts[d][GMT_TR_TRACKED]);
         fputs(",\"used\":", o);
         put_track(o, &P->pts[d][GMT_TR_USED]);
+        put_blocks_line(o, P, r->device);
         fputs(",\"categories\":[", o);
         fc = 1;
         for (size_t c = 0; c < a->n_cats && c < GMT_MAX_CATS; c++) {

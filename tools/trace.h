@@ -131,6 +131,17 @@ struct gmt_nvtx_note {
     uint32_t tid;
 };
 
+/* A block of PyTorch's caching allocator (BLOCK), in file order (blocks.c sorts them). */
+struct gmt_block_note {
+    uint64_t time;
+    uint64_t addr;             /* OOM: 0 */
+    int64_t size;              /* as recorded: + ALLOC, - FREE, the request (OOM) */
+    uint64_t allocated, reserved; /* the allocator's totals on the device after it */
+    uint32_t stack, tid;
+    int16_t device;            /* device_index; -1 the current one */
+    uint8_t op;                /* enum gmt_block_op */
+};
+
 struct gmt_reader;
 struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
 struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
@@ -177,6 +188,7 @@ struct gmt_trace {
     struct gmt_graph_sample *graph_samples; size_t n_graph_samples;
     struct gmt_nccl_choice *choices; size_t n_choices; /* NCCL_COLL_INFO, by time */
     struct gmt_nvtx_note *nvtx; size_t n_nvtx; /* in file order */
+    struct gmt_block_note *blocks; size_t n_blocks; /* BLOCK records, in file order */
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by

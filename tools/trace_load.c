@@ -33,6 +33,7 @@ struct loader {
     struct gmt_meminfo_note *mi; size_t n_mi, cap_mi;
     size_t cap_proc, cap_graph, cap_choice;
     size_t cap_nvtx;
+    size_t cap_blocks;
     bool samples_unsorted, choices_unsorted;
 };
 
@@ -496,6 +497,29 @@ static int on_nvtx(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
+static int on_block(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
+{
+    const struct gmt_rec_block *r = (const void *)e->rec;
+    if (r->device_type != 1)
+        return 0; /* only CUDA blocks are written; another device's are not ours to count */
+    uint64_t mag = r->size < 0 ? (uint64_t)0 - (uint64_t)r->size : (uint64_t)r->size;
+    if (mag > GMT_BYTES_MAX || r->total_allocated > GMT_BYTES_MAX || r->total_reserved > GMT_BYTES_MAX) {
+        snprintf(err, errlen, "%s: offset %llu: BLOCK of %lld bytes (allocated %llu, reserved %llu) "
+                 "is beyond the 2^56 bytes a trace may hold: the trace is corrupt", L->t->path,
+                 (unsigned long long)e->offset, (long long)r->size,
+                 (unsigned long long)r->total_allocated, (unsigned long long)r->total_reserved);
+        return -EINVAL;
+    }
+    struct gmt_trace *t = L->t;
+    struct gmt_block_note *n = gmt_array_push((void **)&t->blocks, &t->n_blocks, &L->cap_blocks, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    *n = (struct gmt_block_note){r->time_ns, r->address, r->size, r->total_allocated,
+                                 r->total_reserved, r->stack_id, e->tid, r->device_index,
+                                 (uint8_t)e->rec->aux};
+    return 0;
+}
+
 static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     const struct gmt_rec_meminfo *m = (const void *)e->rec;
@@ -566,6 +590,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_NCCL_COLL_INFO: return on_nccl_coll_info(L, e);
     case GMT_REC_NVTX_STRING:
     case GMT_REC_NVTX_RANGE: return on_nvtx(L, e);
+    case GMT_REC_BLOCK: return on_block(L, e, err, errlen);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
@@ -891,6 +916,7 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->graph_samples);
     free(t->choices);
     free(t->nvtx);
+    free(t->blocks);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);

@@ -126,6 +126,12 @@ int main(int argc, char **argv)
     }
     {
         struct tb t = { 0 };
+        tb_blocks(&t);
+        rc |= put(c, "blocks.gmt", &t, t.len);
+        tb_free(&t);
+    }
+    {
+        struct tb t = { 0 };
         tb_header_ex(&t, 0x04030201u, 1, 0, 32);
         rc |= put(c, "byte-order.gmt", &t, t.len);
         tb_free(&t);

@@ -588,4 +588,30 @@ static inline void tb_opens(struct tb *b, int end)
     }
 }
 
+
+/* ---- (2.6) PyTorch's blocks ---- */
+static inline void tb_block(struct tb *b, unsigned op, uint64_t addr, int64_t size, uint64_t allocated,
+                            uint64_t reserved, uint64_t t)
+{
+    struct gmt_rec_block r = { .time_ns = TB_T0 + t, .address = addr, .size = size,
+                               .total_allocated = allocated, .total_reserved = reserved,
+                               .device_type = 1, .device_index = 0 };
+    tb_rec(b, GMT_REC_BLOCK, (uint16_t)op, &r, sizeof r, NULL, 0);
+}
+
+/* One 20 MiB segment of PyTorch's on device 0: three 6 MiB blocks, the first and the
+ * third freed, then a 10 MiB request that fails (an OOM against an 8 MiB free range). */
+static inline void tb_blocks(struct tb *b)
+{
+    tb_process_min(b);
+    tb_thread_on_device0(b, 100, 1000);
+    tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 20 * TB_MIB, 0, -1, 1000);
+    for (int i = 0; i < 3; i++)
+        tb_block(b, GMT_BLOCK_ALLOC, 0x1000000 + (uint64_t)i * 6 * TB_MIB, 6 * (int64_t)TB_MIB,
+                 (uint64_t)(i + 1) * 6 * TB_MIB, 20 * TB_MIB, 3000 + (uint64_t)i * 100);
+    tb_block(b, GMT_BLOCK_FREE, 0x1000000, -6 * (int64_t)TB_MIB, 12 * TB_MIB, 20 * TB_MIB, 4000);
+    tb_block(b, GMT_BLOCK_FREE, 0x1000000 + 12 * TB_MIB, -6 * (int64_t)TB_MIB, 6 * TB_MIB, 20 * TB_MIB, 4100);
+    tb_block(b, GMT_BLOCK_OOM, 0, 10 * (int64_t)TB_MIB, 6 * TB_MIB, 20 * TB_MIB, 5000);
+}
+
 #endif
