@@ -235,6 +235,11 @@ Test(writer, round_trips_every_record_type)
                                      .time_ns = gmt_now_ns(), .tid = 4321, .scope_id = 9,
                                      .comm = 0xc0, .count = 4, .datatype = 7, .peer = -1 };
     gmt_emit(&so, 0);
+    /* (2.6) after a sample on its thread; no time of its own */
+    struct gmt_rec_devlimits dl = { .h = { GMT_REC_DEVLIMITS, GMT_MEMINFO_FIRST, sizeof dl }, .device = 1,
+                                    .scope_id = 0, .stack_bytes = 1984, .printf_fifo_bytes = 1u << 20,
+                                    .malloc_heap_bytes = 8u << 20, .sm_count = 132, .max_threads_per_sm = 2048 };
+    gmt_emit(&dl, 0);
 
     gmt_writer_finish();
 
@@ -426,6 +431,13 @@ Test(writer, round_trips_every_record_type)
             cr_expect(h->aux == GMT_OP_AllReduce && o->tid == 4321 && o->scope_id == 9 &&
                       o->comm == 0xc0 && o->count == 4 && o->peer == -1);
             cr_expect_eq(ev.time_ns, o->time_ns, "SCOPE_OPEN's time is its own");
+            break;
+        }
+        case GMT_REC_DEVLIMITS: {
+            const struct gmt_rec_devlimits *l = (const void *)h;
+            cr_expect(h->aux == GMT_MEMINFO_FIRST && l->device == 1 && l->stack_bytes == 1984 &&
+                      l->printf_fifo_bytes == 1u << 20 && l->malloc_heap_bytes == 8u << 20 &&
+                      l->sm_count == 132 && l->max_threads_per_sm == 2048);
             break;
         }
         case GMT_REC_END: {
