@@ -119,9 +119,22 @@ Test(untracked, other_process_on_the_device_is_named, .timeout = 60)
 {
     char lp[PATH_MAX + 64];
     snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/fakes/nvml", cli_build_dir());
-    const char *const env[] = {"FAKECUDA_DEVICES=1", lp, "FAKENVML_OTHER_MB=100", "GPUMEMTRACE_SAMPLE_MS=1", NULL};
+    const char *const env[] = {"FAKECUDA_DEVICES=1", lp, "FAKENVML_OTHER_MB=100", "GPUMEMTRACE_SAMPLE_MS=5",
+                               "UNTRACKED_LINGER_MS=300", NULL};
     struct result res;
     summary_json(traced(env, "nccl", NULL), &res);
     cr_expect_eq(json_int(res.out, "other_processes_bytes"), (long long)(100 * MIB), "%s", res.out);
     cr_expect_eq(json_int(res.out, "other_processes"), 1);
+}
+
+/* explain's what-if for the stack: back to the default gives (limit - 1024) x threads. */
+Test(untracked, explain_predicts_the_stack_given_back, .timeout = 60)
+{
+    struct result res;
+    RUN(&res, NULL, "explain", "--no-symbols", traced(NULL, "stack", "4096"));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    char want[160], b[32];
+    snprintf(b, sizeof b, "-%llu MiB", (unsigned long long)((4096 - 1024) * THREADS / MIB));
+    snprintf(want, sizeof want, "once the kernels needing 4096 B ran (cudaDeviceSetLimit(cudaLimitStackSize, 1024)): %s", b);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
 }

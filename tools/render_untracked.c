@@ -2,6 +2,7 @@
 #include "untracked.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "report.h"
 #include "util.h"
@@ -49,6 +50,41 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
     double pct = d->used_max ? 100.0 * (double)u.unexplained / (double)d->used_max : 0.0;
     snprintf(how, sizeof how, "%.1f %% of device used: what no measurement names (kernels loaded later, pools)", pct);
     part(out, "unexplained", u.unexplained, how);
+}
+
+/* The driver's default stack limit: what cudaDeviceSetLimit can take it back to. */
+#define STACK_DEFAULT 1024u
+
+void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a)
+{
+    bool head = false;
+    for (size_t d = 0; d < a->rep.n_dev; d++) {
+        const struct gmt_dev_report *r = &a->rep.dev[d];
+        struct gmt_untracked u;
+        gmt_untracked_parts(&a->t, &a->rep, r, &u);
+        if (!u.known || !u.lim.known || u.lim.stack <= STACK_DEFAULT)
+            continue;
+        if (!head)
+            fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
+        head = true;
+        char b[32];
+        fprintf(out, "  device %d: what if the stack limit went back to %u B once the kernels needing %" PRIu64
+                     " B ran (cudaDeviceSetLimit(cudaLimitStackSize, %u)): %s device, exact; the next "
+                     "launch of such a kernel grows it again\n",
+                r->device, STACK_DEFAULT, u.lim.stack, STACK_DEFAULT,
+                gmt_fmt_sbytes(b, sizeof b, -(int64_t)((u.lim.stack - STACK_DEFAULT) * u.lim.threads)));
+    }
+    const char *loading = NULL;
+    for (size_t i = 0; i < a->t.n_env; i++)
+        if (!strncmp(a->t.env[i], "CUDA_MODULE_LOADING=", 20))
+            loading = a->t.env[i] + 20;
+    if (loading && !strcmp(loading, "EAGER")) {
+        if (!head)
+            fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
+        fprintf(out, "  what if CUDA_MODULE_LOADING=LAZY (the default): each kernel loaded at its first launch, "
+                     "not every kernel at its module's load; less context memory, by how much the trace "
+                     "cannot predict\n");
+    }
 }
 
 void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c)

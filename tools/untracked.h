@@ -53,6 +53,9 @@ bool gmt_untracked_call_limits(const struct gmt_trace *t, uint32_t scope, int de
 struct gmt_analysis;
 /* Device d's untracked memory as named lines, each with how it was measured. */
 void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *d);
+/* What settings would move the untracked parts, where the trace predicts it: a stack limit
+ * above the default given back, and what CUDA_MODULE_LOADING does (not predicted). */
+void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a);
 /* Under an NCCL calls row: what its first call's device jump beyond tracked was, named. */
 void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c);
 

@@ -9,12 +9,14 @@
  *           by hand and a second all_reduce of another size (sampled: a first call)
  *   launch  a kernel needing LOCAL_BYTES of local memory per thread, launched once
  *           (no NCCL), then one all_reduce so that a sample follows
+ * UNTRACKED_LINGER_MS=N: wait N ms before exiting (the tracer's NVML samples).
  * Prints "untracked_prog: ok stack=S" (the stack limit at the end) and exits 0. */
 #include "fake_nccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CK(call)                                                                              \
     do {                                                                                      \
@@ -67,6 +69,11 @@ int main(int argc, char **argv)
         all_reduce(c, buf, COUNT / 2);
         CK(ncclCommDestroy(c));
     }
+    /* UNTRACKED_LINGER_MS: stay that long, so that the tracer's own thread samples NVML
+     * (its first sample loads NVML; only then is there an exit sample too) */
+    const char *linger = getenv("UNTRACKED_LINGER_MS");
+    if (linger)
+        usleep((useconds_t)strtoul(linger, NULL, 10) * 1000u);
     size_t stack = 0;
     CK(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE));
     printf("untracked_prog: ok stack=%zu\n", stack);
