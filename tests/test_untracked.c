@@ -138,3 +138,23 @@ Test(untracked, explain_predicts_the_stack_given_back, .timeout = 60)
     snprintf(want, sizeof want, "once the kernels needing 4096 B ran (cudaDeviceSetLimit(cudaLimitStackSize, 1024)): %s", b);
     cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
 }
+
+/* A job of two ranks, another process on rank 1's GPU only: rank 1 stands out, with that
+ * cause, and its context is the same as rank 0's (the other process is not in it). */
+Test(untracked, job_names_the_rank_with_another_process_on_its_gpu, .timeout = 60)
+{
+    char lp[PATH_MAX + 64];
+    snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/fakes/nvml", cli_build_dir());
+    const char *const e0[] = {"FAKECUDA_DEVICES=1", lp, "RANK=0", "WORLD_SIZE=2", "GPUMEMTRACE_SAMPLE_MS=5",
+                              "UNTRACKED_LINGER_MS=300", NULL};
+    const char *const e1[] = {"FAKECUDA_DEVICES=1", lp, "RANK=1", "WORLD_SIZE=2", "GPUMEMTRACE_SAMPLE_MS=5",
+                              "UNTRACKED_LINGER_MS=300", "FAKENVML_OTHER_MB=100", NULL};
+    const char *d0 = traced(e0, "nccl", NULL), *d1 = traced(e1, "nccl", NULL);
+    struct result res;
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", d0, d1);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "rank 1: peak") && strstr(res.out, "untracked: another process on its GPU: 100 MiB"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "CUDA context     275 MiB on every rank"), "%s", res.out);
+    cr_expect_null(strstr(res.out, "rank 0: peak"), "%s", res.out);
+}

@@ -175,6 +175,10 @@ static void init_devices_locked(void)
         devices[i].stack = FAKECUDA_STACK_DEFAULT;
         devices[i].fifo = FAKECUDA_PRINTF_FIFO_DEFAULT;
         devices[i].heap = FAKECUDA_MALLOC_HEAP_DEFAULT;
+        /* another process on the device (the fake NVML lists it): the device's free memory
+         * counts it, as a real device's does */
+        devices[i].used = (size_t)env_long("FAKENVML_OTHER_MB", 0, 0, 1L << 20) * MIB;
+        if (devices[i].used > mem / 2) devices[i].used = 0;
     }
 }
 
