@@ -2127,8 +2127,8 @@ EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray arr)
 
 /* ----------------------------------------------------------------------------- limits */
 /* The limits are the device's primary context's (a context made by cuCtxCreate shares
- * them: a deviation). The real driver's defaults on an H200, which FACTS-level tests
- * measure: stack 1024 B per thread, printf FIFO 1 MiB, malloc heap 8 MiB. */
+ * them: a deviation). The defaults are those the real driver has on an H200:
+ * stack 1024 B per thread, printf FIFO 1 MiB, malloc heap 8 MiB. */
 EXPORT CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 {
     count(FN_cuCtxGetLimit, 0);
