@@ -67,7 +67,8 @@ struct gmt_rec {
     X(NVTX_RANGE,   25, gmt_rec_nvtx_range)                         \
     X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)                   \
     X(SCOPE_OPEN,   27, gmt_rec_scope_open)                         \
-    X(BLOCK,        28, gmt_rec_block)
+    X(BLOCK,        28, gmt_rec_block)                              \
+    X(DEVLIMITS,    29, gmt_rec_devlimits)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -485,6 +486,31 @@ struct gmt_rec_meminfo_ext {   /* 2.3 */
     struct gmt_rec_meminfo m;
     uint64_t process_bytes;    /* device memory this process uses (NVML's per-process
                                 * figure), GMT_MEMINFO_UNKNOWN when the source lacks it */
+    /* optional, present when h.size >= sizeof(struct gmt_rec_meminfo_ext2): */
+};
+struct gmt_rec_meminfo_ext2 {  /* 2.6 */
+    struct gmt_rec_meminfo_ext x;
+    uint64_t other_bytes;      /* bytes NVML lists as used on the device by the other
+                                * processes, summed; GMT_MEMINFO_UNKNOWN when it cannot say */
+    uint32_t other_count;      /* how many other processes it lists on the device */
+    uint32_t reserved;         /* 0 */
+};
+
+/* DEVLIMITS (2.6): the context's limits, read with a cuMemGetInfo sample. Written right
+ * after that MEMINFO on the same thread, with the same phase (aux), device and scope; it
+ * carries no dt and moves no clock: its instant is that MEMINFO's. The device memory the
+ * limits hold is the CLI's to compute (docs/untracked.md): the local-memory reservation
+ * is stack_bytes x max_threads_per_sm x sm_count. */
+#define GMT_LIMIT_UNKNOWN UINT64_MAX   /* a limit the driver did not answer */
+struct gmt_rec_devlimits {
+    struct gmt_rec h;          /* aux: enum gmt_meminfo_phase of the MEMINFO it follows */
+    int32_t device;            /* CUDA device ordinal */
+    uint32_t scope_id;         /* the scope sampled around, 0 none */
+    uint64_t stack_bytes;      /* cuCtxGetLimit(CU_LIMIT_STACK_SIZE): bytes per thread */
+    uint64_t printf_fifo_bytes; /* CU_LIMIT_PRINTF_FIFO_SIZE, bytes */
+    uint64_t malloc_heap_bytes; /* CU_LIMIT_MALLOC_HEAP_SIZE, bytes */
+    uint32_t sm_count;         /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT; 0 unknown */
+    uint32_t max_threads_per_sm; /* CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR; 0 unknown */
 };
 
 /* GRAPHMEM (2.3): the device's graph memory (cuDeviceGetGraphMemAttribute), sampled

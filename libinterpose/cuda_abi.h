@@ -172,6 +172,17 @@ typedef enum CUgraphMem_attribute_enum {
     CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH
 } CUgraphMem_attribute;
 
+/* the context's limits and the device properties limits.c reads (only those values) */
+typedef enum CUlimit_enum {
+    CU_LIMIT_STACK_SIZE = 0x00,
+    CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+    CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+} CUlimit;
+typedef enum CUdevice_attribute_enum {
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
+} CUdevice_attribute;
+
 typedef struct CUgraphEdgeData_st {
     unsigned char from_port;
     unsigned char to_port;
@@ -382,6 +393,10 @@ typedef CUresult gmt_fn_cuCtxPopCurrent_v2(CUcontext *pctx);
  * mode, which no capture on another stream can refuse). */
 typedef CUresult gmt_fn_cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev);
 typedef CUresult gmt_fn_cuThreadExchangeStreamCaptureMode(int *mode); /* CUstreamCaptureMode */
+/* limits.c's reads beside a cuMemGetInfo sample: the context's limits and the device's
+ * properties that size its local-memory reservation. */
+typedef CUresult gmt_fn_cuCtxGetLimit(size_t *value, CUlimit limit);
+typedef CUresult gmt_fn_cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev);
 
 typedef CUresult gmt_fn_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 typedef CUresult gmt_fn_cuMemFree_v2(CUdeviceptr dptr);

@@ -133,3 +133,32 @@ int gmt_driver_pci_bus_id(int device, char *buf, int len)
     buf[len - 1] = 0;
     return buf[0] ? 0 : -1;
 }
+
+int gmt_driver_limits(uint64_t out[3])
+{
+    gmt_fn_cuCtxGetLimit *get = GMT_DRIVER(cuCtxGetLimit);
+    static const CUlimit which[3] = {CU_LIMIT_STACK_SIZE, CU_LIMIT_PRINTF_FIFO_SIZE,
+                                     CU_LIMIT_MALLOC_HEAP_SIZE};
+    if (!get)
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        size_t v = 0;
+        out[i] = get(&v, which[i]) == CUDA_SUCCESS ? (uint64_t)v : GMT_LIMIT_UNKNOWN;
+    }
+    return 0;
+}
+
+int gmt_driver_sm_shape(int device, uint32_t *sms, uint32_t *threads_per_sm)
+{
+    gmt_fn_cuDeviceGet *dget = GMT_DRIVER(cuDeviceGet);
+    gmt_fn_cuDeviceGetAttribute *attr = GMT_DRIVER(cuDeviceGetAttribute);
+    CUdevice dev;
+    int a = 0, b = 0;
+    if (!dget || !attr || dget(&dev, device) != 0 ||
+        attr(&a, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != 0 ||
+        attr(&b, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev) != 0 || a <= 0 || b <= 0)
+        return -1;
+    *sms = (uint32_t)a;
+    *threads_per_sm = (uint32_t)b;
+    return 0;
+}

@@ -24,7 +24,9 @@
     X(cuStreamGetCaptureInfo_v3)                                                             \
     X(cuDeviceGetGraphMemAttribute)                                                          \
     X(cuDeviceGetPCIBusId)                                                                   \
-    X(cuThreadExchangeStreamCaptureMode)
+    X(cuThreadExchangeStreamCaptureMode)                                                     \
+    X(cuCtxGetLimit)                                                                         \
+    X(cuDeviceGetAttribute)
 
 enum gmt_driver_call {
 #define GMT_X(name) GMT_DRIVER_##name,
@@ -60,5 +62,10 @@ GMT_HIDDEN int gmt_driver_graph_mem(int device, uint64_t out[4]);
 GMT_HIDDEN int gmt_driver_meminfo_here(int device, uint64_t *free_b, uint64_t *total_b);
 /* 0 and `device`'s PCI bus id ("0000:65:00.0") in buf, or -1. Needs no context. */
 GMT_HIDDEN int gmt_driver_pci_bus_id(int device, char *buf, int len);
+/* 0 and the current context's stack, printf FIFO and malloc heap limits (bytes, each
+ * GMT_LIMIT_UNKNOWN where the driver did not answer), or -1: no driver. */
+GMT_HIDDEN int gmt_driver_limits(uint64_t out[3]);
+/* 0 and `device`'s multiprocessor count and resident threads per multiprocessor, or -1. */
+GMT_HIDDEN int gmt_driver_sm_shape(int device, uint32_t *sms, uint32_t *threads_per_sm);
 
 #endif

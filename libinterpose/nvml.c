@@ -100,17 +100,31 @@ int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b, uint64_t
         rc = 0;
         *free_b = m.free;
         *total_b = m.total;
-        *process_b = GMT_MEMINFO_UNKNOWN;
+        process_b[0] = GMT_MEMINFO_UNKNOWN;
+        process_b[1] = GMT_MEMINFO_UNKNOWN;
+        process_b[2] = 0;
         unsigned int n = (unsigned int)GMT_COUNTOF(procs_buf);
         /* pid as the caller's namespace sees it: in a container NVML may list host pids,
          * and this process is then not found (its figure stays unknown) */
         unsigned int me = (unsigned int)getpid();
         if (nv.procs && nv.procs(device, &n, procs_buf) == NVML_SUCCESS) {
-            for (unsigned int i = 0; i < n && i < GMT_COUNTOF(procs_buf); i++)
-                if (procs_buf[i].pid == me && procs_buf[i].used != NVML_VALUE_NOT_AVAILABLE) {
-                    *process_b = procs_buf[i].used;
-                    break;
+            uint64_t others = 0;
+            bool others_known = true;
+            for (unsigned int i = 0; i < n && i < GMT_COUNTOF(procs_buf); i++) {
+                bool known = procs_buf[i].used != NVML_VALUE_NOT_AVAILABLE;
+                if (procs_buf[i].pid == me) {
+                    if (known)
+                        process_b[0] = procs_buf[i].used;
+                    continue;
                 }
+                process_b[2]++;
+                others += known ? procs_buf[i].used : 0;
+                others_known = others_known && known;
+            }
+            /* a process whose figure NVML withholds makes the others' sum unknown, not
+             * smaller than it is */
+            if (others_known)
+                process_b[1] = others;
         }
     }
     gmt_lib_leave(e);

@@ -43,23 +43,27 @@ static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes)
 }
 
 
-/* A MEMINFO record; with process_b, the extended one. */
+/* A MEMINFO record; with process_b (this process's bytes, the other processes' bytes and
+ * their count: NVML's), the extended one. */
 static void emit_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase,
                         enum gmt_meminfo_source src, uint64_t free_b, uint64_t total_b,
                         const uint64_t *process_b)
 {
-    struct gmt_rec_meminfo_ext r;
+    struct gmt_rec_meminfo_ext2 r;
     memset(&r, 0, sizeof r);
-    size_t size = process_b ? sizeof r : sizeof r.m;
-    r.m.h = (struct gmt_rec){.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
-                             .size = gmt_rec_padded(size)};
-    r.m.scope_id = scope_id;
-    r.m.device = device;
-    r.m.source = src;
-    r.m.free_bytes = free_b;
-    r.m.total_bytes = total_b;
-    if (process_b)
-        r.process_bytes = *process_b;
+    size_t size = process_b ? sizeof r : sizeof r.x.m;
+    r.x.m.h = (struct gmt_rec){.type = GMT_REC_MEMINFO, .aux = (uint16_t)phase,
+                               .size = gmt_rec_padded(size)};
+    r.x.m.scope_id = scope_id;
+    r.x.m.device = device;
+    r.x.m.source = src;
+    r.x.m.free_bytes = free_b;
+    r.x.m.total_bytes = total_b;
+    if (process_b) {
+        r.x.process_bytes = process_b[0];
+        r.other_bytes = process_b[1];
+        r.other_count = (uint32_t)process_b[2];
+    }
     gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
 }
 
@@ -69,8 +73,10 @@ void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
     int e = gmt_lib_enter(); /* the driver's calls may set errno */
     int rc = gmt_driver_meminfo(device, &f, &t);
     gmt_lib_leave(e);
-    if (rc == 0)
+    if (rc == 0) {
         emit_sample(scope_id, device, phase, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+        gmt_limits_after_sample(scope_id, device, phase);
+    }
 }
 
 /*
@@ -140,8 +146,11 @@ static void sample_here(int device, enum gmt_meminfo_phase phase)
     int e = gmt_lib_enter();
     int rc = gmt_driver_meminfo_here(device, &f, &t);
     gmt_lib_leave(e);
-    if (rc == 0)
-        emit_sample(gmt_current_scope(), device, phase, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+    if (rc == 0) {
+        uint32_t scope = gmt_current_scope();
+        emit_sample(scope, device, phase, GMT_MEMINFO_SRC_CUMEMGETINFO, f, t, NULL);
+        gmt_limits_after_sample(scope, device, phase);
+    }
 }
 
 void gmt_sample_first_slow(int device)
@@ -172,9 +181,9 @@ static void sample_nvml(uint64_t mask, enum gmt_meminfo_phase phase)
             nvml_asked |= 1ull << d;
             nvml_dev[d] = gmt_nvml_device(dev_bus[d]);
         }
-        uint64_t f, t, p;
-        if (nvml_dev[d] && gmt_nvml_meminfo(nvml_dev[d], &f, &t, &p) == 0)
-            emit_sample(gmt_current_scope(), d, phase, GMT_MEMINFO_SRC_NVML, f, t, &p);
+        uint64_t f, t, p[3];
+        if (nvml_dev[d] && gmt_nvml_meminfo(nvml_dev[d], &f, &t, p) == 0)
+            emit_sample(gmt_current_scope(), d, phase, GMT_MEMINFO_SRC_NVML, f, t, p);
     }
 }
 

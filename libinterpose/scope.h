@@ -286,4 +286,9 @@ static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
 /* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
 GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
 
+/* ---- limits.c ---- */
+/* Writes a DEVLIMITS record after a cuMemGetInfo MEMINFO of `device` made on this thread,
+ * when the thread's current context is on that device. */
+GMT_HIDDEN void gmt_limits_after_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
+
 #endif

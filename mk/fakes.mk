@@ -13,6 +13,7 @@
 #   fake_driver_vmm      tests/progs/fake_driver_vmm.c: driver API only, cuMem VMM + pools
 #   fake_nccl_2proc      tests/progs/fake_nccl_2proc.c: launcher + 2 ranks in 2 processes
 #   fake_nccl_1proc      tests/progs/fake_nccl_1proc.c: ncclCommInitAll, 2 devices, 1 process
+#   untracked_prog       tests/progs/untracked_prog.c: one GPU: context, NCCL, limits moved
 #   fake_abi_check_fake / fake_abi_check_real   ABI values, fake header vs the toolkit's
 # Make variables for other mk files:
 #   FAKES_DIR, FAKE_LIBS (all the libraries), FAKE_PROGS (all the programs),
@@ -38,7 +39,8 @@ FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/l
 FAKE_OLD_DRIVER := $(FAKES_DIR)/old-driver/libcuda.so.1
 FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so $(FAKE_OLD_DRIVER)
 
-FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake
+FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake \
+                   untracked_prog
 FAKE_HAVE_TOOLKIT := $(wildcard /usr/local/cuda/include/cuda.h)
 FAKE_PROG_NAMES += $(if $(FAKE_HAVE_TOOLKIT),fake_abi_check_real)
 FAKE_PROGS    := $(FAKE_PROG_NAMES:%=$(FAKES_DIR)/progs/%)
@@ -106,6 +108,10 @@ $(FAKES_DIR)/progs/fake_nccl_2proc: tests/progs/fake_nccl_2proc.c $(FAKE_HDRS) $
 $(FAKES_DIR)/progs/fake_nccl_1proc: tests/progs/fake_nccl_1proc.c $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
+
+$(FAKES_DIR)/progs/untracked_prog: tests/progs/untracked_prog.c $(FAKE_HDRS) $(FAKE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart -lcuda
 
 $(FAKES_DIR)/progs/fake_abi_check_fake: tests/progs/fake_abi_check.c $(FAKE_HDRS)
 	@mkdir -p $(@D)

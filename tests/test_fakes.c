@@ -184,7 +184,7 @@ Test(driver, module_load_costs_hidden_memory)
 {
     driver_ctx(0);
     CUmodule m;
-    struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 100 * MIB};
+    struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 100 * MIB, 0};
     cr_assert_eq(cuModuleLoadData(&m, &img), CUDA_SUCCESS);
     cr_expect_eq(dev(0).hidden, FAKECUDA_CONTEXT_BYTES + 100 * MIB);
     cr_assert_eq(cuModuleUnload(m), CUDA_SUCCESS);

@@ -241,6 +241,11 @@ Test(writer, round_trips_every_record_type)
                                 .total_allocated = 4096, .total_reserved = 2 << 20, .stack_id = 1,
                                 .device_type = 1, .device_index = 0 };
     gmt_emit(&bl, 0);
+    /* (2.6) after a sample on its thread; no time of its own */
+    struct gmt_rec_devlimits dl = { .h = { GMT_REC_DEVLIMITS, GMT_MEMINFO_FIRST, sizeof dl }, .device = 1,
+                                    .scope_id = 0, .stack_bytes = 1984, .printf_fifo_bytes = 1u << 20,
+                                    .malloc_heap_bytes = 8u << 20, .sm_count = 132, .max_threads_per_sm = 2048 };
+    gmt_emit(&dl, 0);
 
     gmt_writer_finish();
 
@@ -440,6 +445,13 @@ Test(writer, round_trips_every_record_type)
                       b->total_allocated == 4096 && b->total_reserved == 2 << 20 &&
                       b->device_type == 1 && b->device_index == 0);
             cr_expect_eq(ev.time_ns, b->time_ns, "BLOCK's time is its own");
+            break;
+        }
+        case GMT_REC_DEVLIMITS: {
+            const struct gmt_rec_devlimits *l = (const void *)h;
+            cr_expect(h->aux == GMT_MEMINFO_FIRST && l->device == 1 && l->stack_bytes == 1984 &&
+                      l->printf_fifo_bytes == 1u << 20 && l->malloc_heap_bytes == 8u << 20 &&
+                      l->sm_count == 132 && l->max_threads_per_sm == 2048);
             break;
         }
         case GMT_REC_END: {

@@ -376,7 +376,30 @@ static uint32_t fields_meminfo(FILE *o, const struct gmt_rec *h)
         return sizeof *r;
     if (x->process_bytes != GMT_MEMINFO_UNKNOWN)
         u64(o, "process", x->process_bytes);
-    return sizeof *x;
+    const struct gmt_rec_meminfo_ext2 *x2 = (const void *)h;
+    if (h->size < sizeof *x2)
+        return sizeof *x;
+    if (x2->other_bytes != GMT_MEMINFO_UNKNOWN)
+        u64(o, "other", x2->other_bytes);
+    u64(o, "other_count", x2->other_count);
+    return sizeof *x2;
+}
+
+static uint32_t fields_devlimits(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_devlimits *r = (const void *)h;
+    named(o, "phase", gmt_meminfo_phase_name(h->aux), h->aux);
+    i64(o, "device", r->device);
+    u64(o, "scope", r->scope_id);
+    if (r->stack_bytes != GMT_LIMIT_UNKNOWN)
+        u64(o, "stack", r->stack_bytes);
+    if (r->printf_fifo_bytes != GMT_LIMIT_UNKNOWN)
+        u64(o, "printf_fifo", r->printf_fifo_bytes);
+    if (r->malloc_heap_bytes != GMT_LIMIT_UNKNOWN)
+        u64(o, "malloc_heap", r->malloc_heap_bytes);
+    u64(o, "sms", r->sm_count);
+    u64(o, "threads_per_sm", r->max_threads_per_sm);
+    return sizeof *r;
 }
 
 static uint32_t fields_graphmem(FILE *o, const struct gmt_rec *h)
@@ -496,6 +519,7 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_NVTX_RANGE] = fields_nvtx_range,
     [GMT_REC_SCOPE_OPEN] = fields_scope_open,
     [GMT_REC_BLOCK] = fields_block,
+    [GMT_REC_DEVLIMITS] = fields_devlimits,
     [GMT_REC_END] = fields_end,
 };
 

@@ -149,6 +149,7 @@ static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report
     row->first_dev = ct.dev;
     row->host_ns_first = ct.host;
     row->first_time = s->t_begin;
+    row->first_scope = s->id;
     row->first_stack = gmt_trace_scope_stack(t, s);
     return row;
 }

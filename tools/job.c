@@ -1,5 +1,6 @@
 /* job.c: many traces as one job: each rank's figures, their spread (min, median, max), the ranks and collectives that stand out, the recorded differences that explain them, and the groups of ranks that behave alike. */
 #include "job.h"
+#include "untracked.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -95,6 +96,20 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
             r->has_used = true;
             int64_t u = gmt_dev_untracked(&rep->dev[d]);
             r->untracked += u > 0 ? (uint64_t)u : 0;
+            struct gmt_untracked parts;
+            gmt_untracked_parts(t, rep, &rep->dev[d], &parts);
+            if (parts.has_context) {
+                r->has_context = true;
+                r->u_context += parts.context > 0 ? (uint64_t)parts.context : 0;
+            }
+            if (parts.lim.known) {
+                r->has_reserv = true;
+                r->u_reserv += parts.lim.reservation;
+            }
+            if (parts.has_other) {
+                r->has_other = true;
+                r->u_other += parts.other;
+            }
         }
     }
     r->env = calloc(t->n_env ? t->n_env : 1, sizeof *r->env);
@@ -275,6 +290,15 @@ int gmt_job_finish(struct gmt_job *j)
         r = spread_of(j, offsetof(struct gmt_job_rank, untracked),
                       offsetof(struct gmt_job_rank, has_used), &j->untracked);
     if (!r)
+        r = spread_of(j, offsetof(struct gmt_job_rank, u_context),
+                      offsetof(struct gmt_job_rank, has_context), &j->u_context);
+    if (!r)
+        r = spread_of(j, offsetof(struct gmt_job_rank, u_reserv),
+                      offsetof(struct gmt_job_rank, has_reserv), &j->u_reserv);
+    if (!r)
+        r = spread_of(j, offsetof(struct gmt_job_rank, u_other),
+                      offsetof(struct gmt_job_rank, has_other), &j->u_other);
+    if (!r)
         r = coll_spreads(j);
     if (!r)
         r = usual_context(j);
@@ -338,10 +362,46 @@ static bool far_from(uint64_t x, uint64_t median)
 
 static const char *differences(const struct gmt_job *j, size_t i, char *buf, size_t len);
 
+size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len)
+{
+    const struct gmt_job_rank *r = &j->r[i];
+    char b1[GMT_FMT_LEN], b2[GMT_FMT_LEN];
+    size_t n = 0;
+    if (buf && len)
+        buf[0] = 0;
+    /* another process's memory is not this rank's at all: any is a cause */
+    if (r->has_other && r->u_other >= (1u << 20)) {
+        if (buf)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "another process on its GPU: %s",
+                                  gmt_fmt_bytes(b1, sizeof b1, r->u_other));
+        else
+            return 1;
+    }
+    if (r->has_context && j->u_context.known && far_from(r->u_context, j->u_context.median)) {
+        if (buf)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%sits CUDA context %s, median %s",
+                                  n ? "; " : "", gmt_fmt_bytes(b1, sizeof b1, r->u_context),
+                                  gmt_fmt_bytes(b2, sizeof b2, j->u_context.median));
+        else
+            return 1;
+    }
+    if (r->has_reserv && j->u_reserv.known && far_from(r->u_reserv, j->u_reserv.median)) {
+        if (buf)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%sits local-memory reservation %s, median %s",
+                                  n ? "; " : "", gmt_fmt_bytes(b1, sizeof b1, r->u_reserv),
+                                  gmt_fmt_bytes(b2, sizeof b2, j->u_reserv.median));
+        else
+            return 1;
+    }
+    return n < len ? n : (len ? len - 1 : 0);
+}
+
 bool gmt_job_rank_stands_out(const struct gmt_job *j, size_t i)
 {
     const struct gmt_job_rank *r = &j->r[i];
     if (far_from(r->peak, j->peak.median) || far_from(r->nccl, j->nccl.median))
+        return true;
+    if (gmt_job_rank_untracked_cause(j, i, NULL, 0))
         return true;
     for (size_t k = 0; k < j->n_colls; k++)
         if (j->colls[k].out_rank == r->rank && r->rank >= 0)

@@ -24,6 +24,10 @@ struct gmt_job_rank {
     char *job_id;              /* NULL none */
     uint64_t peak, nccl, untracked; /* over its devices; nccl: the nccl category at the peaks */
     bool has_used, complete;
+    /* untracked parts over its devices (docs/untracked.md): the CUDA context, the
+     * local-memory reservation, other processes on its GPUs */
+    uint64_t u_context, u_reserv, u_other;
+    bool has_context, has_reserv, has_other;
     uint64_t fails;
     size_t n_dev;
     int32_t version[4];
@@ -50,6 +54,7 @@ struct gmt_job_coll_spread {
 struct gmt_job {
     struct gmt_job_rank *r; size_t n, cap; /* sorted by rank by gmt_job_finish */
     struct gmt_job_spread peak, nccl, untracked;
+    struct gmt_job_spread u_context, u_reserv, u_other; /* untracked parts per rank */
     struct gmt_job_coll_spread *colls; size_t n_colls;
     size_t n_hosts, n_groups, n_ranked;
     int32_t world_size;        /* the ranks' common world size, -1 unknown or mixed */
@@ -73,6 +78,10 @@ void gmt_job_free(struct gmt_job *j);
 
 /* Whether rank i stands out: its peak (or NCCL bytes) is more than 10% and 1 MiB from the
  * median, or its group is not the largest. */
+/* Why rank i's untracked memory stands out (another process on its GPU, a larger CUDA
+ * context or local-memory reservation than the median's), into buf; its length, 0: none.
+ * buf NULL: nonzero when there is a cause. */
+size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len);
 bool gmt_job_rank_stands_out(const struct gmt_job *j, size_t i);
 /* What rank i's recorded context has that most ranks' does not: settings, versions,
  * world size, device count; "" when nothing. */

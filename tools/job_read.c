@@ -19,7 +19,8 @@ struct msg {
     uint32_t kind;
     int32_t rank, world_size;
     uint64_t peak, nccl, untracked, fails, n_dev;
-    uint8_t has_used, complete;
+    uint64_t u_context, u_reserv, u_other;
+    uint8_t has_used, complete, has_context, has_reserv, has_other;
     int32_t version[4];
     uint32_t n_env, n_colls;
     uint32_t len_path, len_host, len_job, len_err; /* 0: NULL */
@@ -55,6 +56,12 @@ static int read_one(void *ctx, size_t index, const struct gmt_analysis *a, FILE 
     m.peak = r->peak;
     m.nccl = r->nccl;
     m.untracked = r->untracked;
+    m.u_context = r->u_context;
+    m.u_reserv = r->u_reserv;
+    m.u_other = r->u_other;
+    m.has_context = r->has_context;
+    m.has_reserv = r->has_reserv;
+    m.has_other = r->has_other;
     m.fails = r->fails;
     m.n_dev = r->n_dev;
     m.has_used = r->has_used;
@@ -136,6 +143,12 @@ static int take(void *ctx, size_t index, const char *p, size_t len)
     r->peak = m.peak;
     r->nccl = m.nccl;
     r->untracked = m.untracked;
+    r->u_context = m.u_context;
+    r->u_reserv = m.u_reserv;
+    r->u_other = m.u_other;
+    r->has_context = m.has_context;
+    r->has_reserv = m.has_reserv;
+    r->has_other = m.has_other;
     r->fails = m.fails;
     r->n_dev = (size_t)m.n_dev;
     r->has_used = m.has_used;

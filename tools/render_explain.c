@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "untracked.h"
 #include "util.h"
 
 static const char *mb(char *buf, size_t len, uint64_t v)
@@ -183,6 +184,7 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
     for (size_t i = 0; i < ns; i++)
         fprintf(o, "  %-28s saves %9s  cost: %s\n", sv[i].setting, mb(b1, sizeof b1, sv[i].saves),
                 sv[i].cost);
+    gmt_untracked_whatif_text(o, a);
 }
 
 static void json_savings(FILE *o, const struct gmt_nccl_model *m)

@@ -83,6 +83,12 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
     spread_line(o, "peak per rank", &j->peak);
     spread_line(o, "NCCL per rank", &j->nccl);
     spread_line(o, "untracked per rank", &j->untracked);
+    if (j->u_context.known)
+        spread_line(o, "  CUDA context", &j->u_context);
+    if (j->u_reserv.known)
+        spread_line(o, "  local-mem reservation", &j->u_reserv);
+    if (j->u_other.known && j->u_other.max)
+        spread_line(o, "  other processes", &j->u_other);
     /* what stands out, and what the traces say is different there */
     size_t shown = 0, out = 0;
     for (size_t i = 0; i < j->n; i++) {
@@ -98,6 +104,9 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
         gmt_fmt_bytes(p, sizeof p, r->peak);
         gmt_fmt_bytes(n, sizeof n, r->nccl);
         fprintf(o, "    rank %" PRId32 ": peak %s, NCCL %s", r->rank, p, n);
+        char cause[512];
+        if (gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
+            fprintf(o, "; untracked: %s", cause);
         gmt_job_differences(j, i, diff, sizeof diff);
         if (diff[0]) {
             fprintf(o, "; recorded differences: ");

@@ -11,6 +11,7 @@
 #include "render_explain.h"
 #include "reader.h"
 #include "stacks.h"
+#include "untracked.h"
 #include "util.h"
 
 static void jcats(FILE *out, const struct gmt_analysis *a, const uint64_t *by_cat)
@@ -60,6 +61,39 @@ static void json_process(FILE *out, const struct gmt_trace *t)
     fprintf(out, ", \"records_dropped\": %" PRIu64, t->records_dropped);
 }
 
+
+/* The named parts of untracked memory (docs/untracked.md): a part the trace did not
+ * measure is null. */
+static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *r)
+{
+    struct gmt_untracked u;
+    gmt_untracked_parts(&a->t, &a->rep, r, &u);
+    if (!u.known) {
+        fprintf(out, ", \"untracked_parts\": null");
+        return;
+    }
+    fprintf(out, ", \"untracked_parts\": {");
+    if (u.has_context)
+        fprintf(out, "\"context_bytes\": %" PRId64, u.context);
+    else
+        fprintf(out, "\"context_bytes\": null");
+    fprintf(out, ", \"loaded_in_nccl_calls_bytes\": %" PRId64, u.in_calls);
+    if (u.lim.known)
+        fprintf(out, ", \"stack_bytes_per_thread\": %" PRIu64 ", \"threads\": %" PRIu64
+                     ", \"local_reservation_bytes\": %" PRIu64 ", \"printf_fifo_bytes\": %" PRIu64
+                     ", \"malloc_heap_bytes\": %" PRIu64,
+                u.lim.stack, u.lim.threads, u.lim.reservation, u.lim.fifo, u.lim.heap);
+    else
+        fprintf(out, ", \"stack_bytes_per_thread\": null, \"threads\": null, \"local_reservation_bytes\": null"
+                     ", \"printf_fifo_bytes\": null, \"malloc_heap_bytes\": null");
+    if (u.has_other)
+        fprintf(out, ", \"other_processes_bytes\": %" PRIu64 ", \"other_processes\": %" PRIu32, u.other,
+                u.other_count);
+    else
+        fprintf(out, ", \"other_processes_bytes\": null, \"other_processes\": null");
+    fprintf(out, ", \"unexplained_bytes\": %" PRId64 "}", u.unexplained);
+}
+
 static void json_devices(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_trace *t = &a->t;
@@ -91,6 +125,7 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
                     gmt_dev_untracked(r), r->total);
         else
             fprintf(out, ", \"device_used_max_bytes\": null, \"untracked_bytes\": null");
+        json_untracked_parts(out, a, r);
         if (r->has_proc)
             fprintf(out, ", \"process_used_max_bytes\": %" PRIu64 ", \"process_used_end_bytes\": %" PRIu64,
                     r->proc_max, r->proc_last);

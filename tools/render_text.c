@@ -12,6 +12,7 @@
 #include "render_explain.h"
 #include "reader.h"
 #include "stacks.h"
+#include "untracked.h"
 #include "util.h"
 
 static const char *op_label(const struct gmt_analysis *a, uint32_t scope_id, char *buf, size_t len)
@@ -171,14 +172,17 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
                     gmt_fmt_bytes(b1, sizeof b1, r->peer_peak), gmt_fmt_bytes(b2, sizeof b2, r->peer_end));
         if (r->host_peak)
             fprintf(out, "\n         pinned host memory: peak %s", gmt_fmt_bytes(b1, sizeof b1, r->host_peak));
-        fprintf(out, "\n");
+        if (r->has_used)
+            gmt_untracked_text(out, a, r);
+        else
+            fprintf(out, "\n");
     }
     if (host_only) {
         char bh[32];
         fprintf(out, "  pinned host memory with no device: peak %s\n", gmt_fmt_bytes(bh, sizeof bh, host_only));
     }
-    fprintf(out, "  untracked = device used - tracked - graph memory: the CUDA context, loaded\n"
-                 "  kernels and pool reserves that no allocation call shows. '?' = never sampled.\n");
+    fprintf(out, "  untracked = device used - tracked - graph memory, named in parts where the\n"
+                 "  trace measured them (docs/untracked.md). '?' = never sampled.\n");
 }
 
 /* The NCCL calls table's columns: a narrow --width drops the right-hand ones first
@@ -260,6 +264,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         print_coll_row(out, opw, show, cells);
         if (c->failed)
             fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
+        gmt_untracked_call_text(out, a, c);
         const struct gmt_nccl_pick *pk = &c->pick;
         if (pk->total)
             fprintf(out, "    NCCL chose %s/%s, %u channel(s), %u warps%s\n",

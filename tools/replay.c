@@ -522,6 +522,12 @@ static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
     d->total = total;
     d->used_last = used;
     d->tracked_at_used_last = S->tracked[ds];
+    if (!d->has_first && e->api == GMT_MEMINFO_SRC_CUMEMGETINFO) {
+        d->has_first = true;
+        d->first_used = used;
+        d->first_time = e->time;
+        d->tracked_at_first = S->tracked[ds];
+    }
     if (in_window(S, e->time) && (!d->has_used || used > d->used_max)) {
         d->used_max = used;
         d->used_max_time = e->time;

@@ -37,6 +37,10 @@ struct gmt_dev_report {
     bool has_used;
     uint64_t used_max, used_max_time, tracked_at_used_max, total;
     uint64_t used_last, tracked_at_used_last;
+    /* the device's first cuMemGetInfo sample (after its first allocation): what the context
+     * held before the program's own memory, in docs/untracked.md's parts */
+    bool has_first;
+    uint64_t first_used, first_time, tracked_at_first;
     uint64_t allocs, frees, failures;
     uint64_t device_allocs;            /* of allocs, those of local device memory */
     /* NVML's figure for this process (MEMINFO with process_bytes), in the window */
@@ -81,6 +85,7 @@ struct gmt_coll_row {
                                         * members written the short way (zero length at
                                         * their group's time, docs/trace-format.md) */
     uint64_t first_time;
+    uint32_t first_scope;              /* the first call's scope id */
     uint32_t first_stack;              /* the first call's stack on the caller's side, 0 none */
     struct gmt_nccl_pick pick;         /* what NCCL chose for its calls; total 0: no record */
 };

@@ -104,6 +104,18 @@ struct gmt_proc_sample {
     uint64_t time;
     uint64_t process_bytes;    /* this process's device memory */
     int16_t device;
+    uint32_t other_count;      /* (2.6) other processes NVML listed on the device */
+    uint64_t other_bytes;      /* (2.6) their device memory, GMT_MEMINFO_UNKNOWN unknown */
+};
+/* (2.6) A DEVLIMITS record with the cuMemGetInfo sample it follows, in file order. */
+struct gmt_limits_sample {
+    uint64_t time;
+    uint64_t used;             /* the device's used bytes in that sample; 0 none paired */
+    uint64_t stack, fifo, heap; /* bytes; GMT_LIMIT_UNKNOWN unknown */
+    uint32_t sms, threads_per_sm; /* 0 unknown */
+    uint32_t scope;
+    int16_t device;
+    uint8_t phase;             /* enum gmt_meminfo_phase */
 };
 struct gmt_graph_sample {
     uint64_t time;
@@ -185,6 +197,7 @@ struct gmt_trace {
     uint32_t *scope_dense; size_t n_scope_dense; /* the same for small ids: index + 1, 0 none */
     size_t scope_dense_reserved; /* bytes of address space reserved for it; 0: malloc'd */
     struct gmt_proc_sample *proc_samples; size_t n_proc_samples;
+    struct gmt_limits_sample *limits; size_t n_limits; /* in file order */
     struct gmt_graph_sample *graph_samples; size_t n_graph_samples;
     struct gmt_nccl_choice *choices; size_t n_choices; /* NCCL_COLL_INFO, by time */
     struct gmt_nvtx_note *nvtx; size_t n_nvtx; /* in file order */

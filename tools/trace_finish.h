@@ -12,6 +12,7 @@
 struct gmt_meminfo_note {
     uint64_t time, off, free_bytes, total_bytes;
     uint32_t scope;
+    uint32_t tid, size;        /* its thread, its record's bytes (DEVLIMITS pairing) */
     uint8_t phase;
 };
 

@@ -31,7 +31,7 @@ struct loader {
     int cur_device;                 /* thread_device() of its thread: a map lookup per
                                      * CHUNK and CUCTX, not per scope */
     struct gmt_meminfo_note *mi; size_t n_mi, cap_mi;
-    size_t cap_proc, cap_graph, cap_choice;
+    size_t cap_proc, cap_graph, cap_choice, cap_limits;
     size_t cap_nvtx;
     size_t cap_blocks;
     bool samples_unsorted, choices_unsorted;
@@ -531,6 +531,14 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
         return -EINVAL;
     }
     const struct gmt_rec_meminfo_ext *x = (const void *)e->rec;
+    const struct gmt_rec_meminfo_ext2 *x2 = (const void *)e->rec;
+    bool has_other = e->rec->size >= sizeof *x2 && x2->other_bytes != GMT_MEMINFO_UNKNOWN;
+    if (has_other && x2->other_bytes > GMT_BYTES_MAX) {
+        snprintf(err, errlen, "%s: offset %llu: MEMINFO of %llu bytes used by other processes is "
+                 "beyond the 2^56 bytes a trace may hold: the trace is corrupt", L->t->path,
+                 (unsigned long long)e->offset, (unsigned long long)x2->other_bytes);
+        return -EINVAL;
+    }
     if (e->rec->size >= sizeof *x && x->process_bytes != GMT_MEMINFO_UNKNOWN) {
         if (x->process_bytes > GMT_BYTES_MAX) {
             snprintf(err, errlen, "%s: offset %llu: MEMINFO of %llu bytes used by the process is "
@@ -543,7 +551,9 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
                                                    &L->cap_proc, sizeof *p);
         if (!p)
             return -ENOMEM;
-        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, (int16_t)m->device};
+        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, (int16_t)m->device,
+                                      has_other ? x2->other_count : 0,
+                                      has_other ? x2->other_bytes : GMT_MEMINFO_UNKNOWN};
         if (t->n_proc_samples > 1 && p[-1].time > p->time)
             L->samples_unsorted = true;
     }
@@ -555,8 +565,34 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
     n->free_bytes = m->free_bytes;
     n->total_bytes = m->total_bytes;
     n->scope = m->scope_id;
+    n->tid = e->tid;
+    n->size = e->rec->size;
     n->phase = (uint8_t)e->rec->aux;
     return note_event(L, e);
+}
+
+/* DEVLIMITS: kept with the used figure of the cuMemGetInfo sample right before it on its
+ * thread (the writer puts it there; one that follows anything else is kept unpaired). */
+static int on_devlimits(struct loader *L, const struct gmt_event *e)
+{
+    const struct gmt_rec_devlimits *r = (const void *)e->rec;
+    struct gmt_trace *t = L->t;
+    struct gmt_limits_sample *p = gmt_array_push((void **)&t->limits, &t->n_limits, &L->cap_limits, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    /* it carries no time: its instant is its sample's */
+    uint64_t used = 0, time = 0;
+    if (L->n_mi) {
+        const struct gmt_meminfo_note *n = &L->mi[L->n_mi - 1];
+        if (n->tid == e->tid && n->off + n->size == e->offset && n->total_bytes >= n->free_bytes) {
+            used = n->total_bytes - n->free_bytes;
+            time = n->time;
+        }
+    }
+    *p = (struct gmt_limits_sample){time, used, r->stack_bytes, r->printf_fifo_bytes,
+                                    r->malloc_heap_bytes, r->sm_count, r->max_threads_per_sm,
+                                    r->scope_id, (int16_t)r->device, (uint8_t)e->rec->aux};
+    return 0;
 }
 
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
@@ -587,6 +623,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_SCOPE_END: return on_scope_end(L, e);
     case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
     case GMT_REC_GRAPHMEM: return on_graphmem(L, e, err, errlen);
+    case GMT_REC_DEVLIMITS: return on_devlimits(L, e);
     case GMT_REC_NCCL_COLL_INFO: return on_nccl_coll_info(L, e);
     case GMT_REC_NVTX_STRING:
     case GMT_REC_NVTX_RANGE: return on_nvtx(L, e);
@@ -913,6 +950,7 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->scope_mem);
     gmt_u64map_free(&t->scope_mem_of);
     free(t->proc_samples);
+    free(t->limits);
     free(t->graph_samples);
     free(t->choices);
     free(t->nvtx);

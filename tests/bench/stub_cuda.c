@@ -19,6 +19,14 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext c) { current = c; return CUDA_SUCCESS;
 EXPORT CUresult cuCtxGetCurrent(CUcontext *c) { *c = current; return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
 EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = (size_t)100 << 30; *t = (size_t)140 << 30; return CUDA_SUCCESS; }
+/* what the library reads beside each cuMemGetInfo sample (limits.c) */
+EXPORT CUresult cuCtxGetLimit(size_t *v, CUlimit l) { *v = l == CU_LIMIT_STACK_SIZE ? 1024 : 1u << 20; return CUDA_SUCCESS; }
+EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    (void)d;
+    *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 2048;
+    return CUDA_SUCCESS;
+}
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 {
     *p = next_addr;

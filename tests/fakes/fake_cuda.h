@@ -22,6 +22,7 @@ typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
@@ -256,6 +257,17 @@ CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
+typedef enum { CU_LIMIT_STACK_SIZE = 0, CU_LIMIT_PRINTF_FIFO_SIZE = 1, CU_LIMIT_MALLOC_HEAP_SIZE = 2 } CUlimit;
+typedef enum {
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
+} CUdevice_attribute;
+CUresult cuCtxGetLimit(size_t *value, CUlimit limit);
+CUresult cuCtxSetLimit(CUlimit limit, size_t value);
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev);
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, CUstream s, void **params, void **extra);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t widthInBytes, size_t height,
@@ -575,7 +587,16 @@ cudaError_t cudaPeekAtLastError(void);
 struct fakecuda_image {
     uint64_t magic;
     uint64_t bytes;
+    uint64_t local_bytes; /* local memory per thread its kernels need; 0: within any limit */
 };
+/* The simulated device's shape and the context's default limits, as the H200's driver
+ * has them but with fewer multiprocessors (the reservation stays small): the local-memory
+ * reservation is stack limit x threads per SM x SMs, charged hidden. */
+#define FAKECUDA_SMS 8
+#define FAKECUDA_THREADS_PER_SM 2048
+#define FAKECUDA_STACK_DEFAULT 1024u
+#define FAKECUDA_PRINTF_FIFO_DEFAULT (1u << 20)
+#define FAKECUDA_MALLOC_HEAP_DEFAULT (8u << 20)
 
 /* Per ABI function of the driver: calls, bytes asked (size argument where there is one)
  * and the kernel thread id of the last caller. Unknown names give zeros. */
@@ -618,6 +639,9 @@ int fakecudart_resolution(struct fakecudart_resolution *out);
 /* Hidden in both builds (the fake NCCL calls it in its static runtime): loads a module
  * of `bytes` into the current device's context once per device and slot. */
 cudaError_t fakecudart_load_module_once(int slot, unsigned long long bytes);
+/* The same, then one launch of its kernel, which needs `local_bytes` of local memory per
+ * thread (the driver grows the context's stack limit to it if it is more). */
+cudaError_t fakecudart_launch_once(int slot, unsigned long long bytes, unsigned long long local_bytes);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,12 @@
  *   does), a full device gives CUDA_ERROR_OUT_OF_MEMORY; a context costs 300 MiB and a
  *   module load more, which no allocation call shows (as NCCL's kernels loading into
  *   the context do on a real GPU): only cuMemGetInfo reveals them;
+ * - of the context's charge, the limits hold a part (FAKECUDA_CONTEXT_BYTES counts them at
+ *   their defaults): the local-memory reservation, stack limit x FAKECUDA_THREADS_PER_SM x
+ *   FAKECUDA_SMS, the printf FIFO and the malloc heap. cuCtxSetLimit moves them and their
+ *   charge; a cuLaunchKernel of a kernel needing more local memory per thread than the
+ *   stack limit grows the limit to that need, and the charge with it, with no allocation
+ *   call, as an H200 does; cuCtxGetLimit and cuDeviceGetAttribute tell them;
  * - VMM handles are memfds, so a mapping shows the handle's memory at the reserved
  *   address and two mappings of one handle share data; memory is freed when its last
  *   reference is released and its last mapping is gone; mappings are inaccessible until
@@ -90,6 +96,8 @@
     X(cuMulticastCreate) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuMipmappedArrayCreate)   \
     X(cuArrayDestroy) X(cuMipmappedArrayDestroy) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy)  \
     X(cuMemsetD8_v2) X(cuModuleLoadData) X(cuModuleUnload) X(cuGetErrorString)                \
+    X(cuCtxGetLimit) X(cuCtxSetLimit) X(cuDeviceGetAttribute) X(cuModuleGetFunction)          \
+    X(cuLaunchKernel)                                                                         \
     X(cuGetErrorName) X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 enum fn_id {
@@ -132,6 +140,9 @@ struct device {
     size_t gm_used, gm_used_rounded, gm_used_high, gm_reserved, gm_reserved_high;
     struct CUctx_st primary;
     struct CUmemPoolHandle_st *default_pool;
+    /* the primary context's limits (bytes): what they hold beyond the defaults is charged
+     * hidden on top of the context's own FAKECUDA_CONTEXT_BYTES */
+    size_t stack, fifo, heap;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -161,6 +172,13 @@ static void init_devices_locked(void)
         devices[i].total = mem;
         devices[i].primary.dev = i;
         devices[i].primary.primary = 1;
+        devices[i].stack = FAKECUDA_STACK_DEFAULT;
+        devices[i].fifo = FAKECUDA_PRINTF_FIFO_DEFAULT;
+        devices[i].heap = FAKECUDA_MALLOC_HEAP_DEFAULT;
+        /* another process on the device (the fake NVML lists it): the device's free memory
+         * counts it, as a real device's does */
+        devices[i].used = (size_t)env_long("FAKENVML_OTHER_MB", 0, 0, 1L << 20) * MIB;
+        if (devices[i].used > mem / 2) devices[i].used = 0;
     }
 }
 
@@ -179,6 +197,32 @@ static void uncharge_locked(int dev, size_t bytes, int hidden)
     if (dev < 0 || dev >= ndevices) return;
     devices[dev].used -= bytes;
     if (hidden) devices[dev].hidden -= bytes;
+}
+
+/* Device memory the limits hold: the local-memory reservation (stack per thread for every
+ * thread the SMs can hold), the printf FIFO and the malloc heap. */
+static size_t limits_bytes(size_t stack, size_t fifo, size_t heap)
+{
+    return stack * FAKECUDA_THREADS_PER_SM * FAKECUDA_SMS + fifo + heap;
+}
+#define LIMITS_DEFAULT_BYTES \
+    limits_bytes(FAKECUDA_STACK_DEFAULT, FAKECUDA_PRINTF_FIFO_DEFAULT, FAKECUDA_MALLOC_HEAP_DEFAULT)
+
+/* Moves device dev's limits to the new values, charging or giving back the difference. */
+static CUresult set_limits_locked(int dev, size_t stack, size_t fifo, size_t heap)
+{
+    struct device *d = &devices[dev];
+    size_t now = limits_bytes(d->stack, d->fifo, d->heap), want = limits_bytes(stack, fifo, heap);
+    if (want > now) {
+        CUresult r = charge_locked(dev, want - now, 1);
+        if (r) return r;
+    } else {
+        uncharge_locked(dev, now - want, 1);
+    }
+    d->stack = stack;
+    d->fifo = fifo;
+    d->heap = heap;
+    return CUDA_SUCCESS;
 }
 
 static CUcontext current_ctx(void)
@@ -454,6 +498,9 @@ static CUresult primary_release(CUdevice dev)
     /* Released to zero: the context and what it cost go away (allocations stay charged). */
     else if (--c->refs == 0) {
         c->active = 0;
+        /* its reservation goes with it: the next primary context starts at the defaults */
+        set_limits_locked(dev, FAKECUDA_STACK_DEFAULT, FAKECUDA_PRINTF_FIFO_DEFAULT,
+                          FAKECUDA_MALLOC_HEAP_DEFAULT);
         uncharge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
     }
     pthread_mutex_unlock(&lock);
@@ -2078,10 +2125,57 @@ EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray arr)
     return array_free(MIPMAP_MAGIC, arr);
 }
 
+/* ----------------------------------------------------------------------------- limits */
+/* The limits are the device's primary context's (a context made by cuCtxCreate shares
+ * them: a deviation). The defaults are those the real driver has on an H200:
+ * stack 1024 B per thread, printf FIFO 1 MiB, malloc heap 8 MiB. */
+EXPORT CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+    count(FN_cuCtxGetLimit, 0);
+    NEED_CTX(dev);
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_SUCCESS;
+    if (limit == CU_LIMIT_STACK_SIZE) *value = devices[dev].stack;
+    else if (limit == CU_LIMIT_PRINTF_FIFO_SIZE) *value = devices[dev].fifo;
+    else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) *value = devices[dev].heap;
+    else r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    count(FN_cuCtxSetLimit, value);
+    NEED_CTX(dev);
+    pthread_mutex_lock(&lock);
+    struct device *d = &devices[dev];
+    CUresult r;
+    if (limit == CU_LIMIT_STACK_SIZE) r = set_limits_locked(dev, value, d->fifo, d->heap);
+    else if (limit == CU_LIMIT_PRINTF_FIFO_SIZE) r = set_limits_locked(dev, d->stack, value, d->heap);
+    else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) r = set_limits_locked(dev, d->stack, d->fifo, value);
+    else r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
+{
+    count(FN_cuDeviceGetAttribute, 0);
+    NEED_INIT();
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    if (attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) *value = FAKECUDA_SMS;
+    else if (attrib == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) *value = FAKECUDA_THREADS_PER_SM;
+    else return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 /* ----------------------------------------------------------------------------- modules */
 struct CUmod_st {
     int dev;
     size_t bytes;
+    size_t local_bytes; /* local memory per thread its kernel needs */
 };
 
 EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
@@ -2100,9 +2194,38 @@ EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
         free(m);
         return r;
     }
-    *m = (struct CUmod_st){.dev = dev, .bytes = bytes};
+    *m = (struct CUmod_st){.dev = dev, .bytes = bytes,
+                           .local_bytes = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->local_bytes : 0};
     *mod = m;
     return CUDA_SUCCESS;
+}
+
+/* A module's one kernel: the function handle is the module's. */
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+    count(FN_cuModuleGetFunction, 0);
+    NEED_INIT();
+    if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
+    *f = (CUfunction)(void *)m;
+    return CUDA_SUCCESS;
+}
+
+/* Runs nothing. A kernel needing more local memory per thread than the stack limit grows
+ * the limit to its need at launch, and the reservation with it, with no allocation call:
+ * as the real driver does (the limit then stays until set lower by hand). */
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream s, void **params, void **extra)
+{
+    count(FN_cuLaunchKernel, 0);
+    NEED_CTX(dev);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    const struct CUmod_st *m = (const void *)f;
+    pthread_mutex_lock(&lock);
+    struct device *d = &devices[dev];
+    CUresult r = m->local_bytes > d->stack ? set_limits_locked(dev, m->local_bytes, d->fifo, d->heap)
+                                           : CUDA_SUCCESS;
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 EXPORT CUresult cuModuleUnload(CUmodule m)
@@ -2277,6 +2400,11 @@ enum sel { ANY, PTDS, LEGACY };
     X("cuMemsetD8", cuMemsetD8_v2, 3020, ANY)                                                 \
     X("cuModuleLoadData", cuModuleLoadData, 2000, ANY)                                        \
     X("cuModuleUnload", cuModuleUnload, 2000, ANY)                                            \
+    X("cuModuleGetFunction", cuModuleGetFunction, 2000, ANY)                                  \
+    X("cuLaunchKernel", cuLaunchKernel, 4000, ANY)                                            \
+    X("cuCtxGetLimit", cuCtxGetLimit, 3010, ANY)                                              \
+    X("cuCtxSetLimit", cuCtxSetLimit, 3010, ANY)                                              \
+    X("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000, ANY)                                \
     X("cuGetErrorString", cuGetErrorString, 6000, ANY)                                        \
     X("cuGetErrorName", cuGetErrorName, 6000, ANY)                                            \
     X("cuGetProcAddress", cuGetProcAddress_v2, 12000, ANY)                                    \

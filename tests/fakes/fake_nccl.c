@@ -19,7 +19,9 @@
  *   collective on a device also loads more kernels (hidden, FAKENCCL_LAZY_BYTES); each
  *   rank then maps the next rank's receive buffers (cuMemExportToShareableHandle there,
  *   cuMemImportFromShareableHandle + reserve + map here: address space, no memory of
- *   this device); later collectives allocate nothing; send/recv connect per peer;
+ *   this device); later collectives allocate nothing; send/recv connect per peer, and
+ *   their kernel's launch grows the context's stack limit to FAKENCCL_P2P_LOCAL_BYTES
+ *   per thread (the driver's local-memory reservation grows with it: hidden memory);
  * - inside ncclGroupStart/ncclGroupEnd all of it happens in ncclGroupEnd; a bare call is
  *   a group of one;
  * - ncclCommDestroy frees each buffer with cuMemRetainAllocationHandle, cuMemRelease,
@@ -982,6 +984,11 @@ static ncclResult_t run_comm(struct ncclComm *c)
         if (o->type == OP_SPLIT) r = run_split(c, o);
         else if (o->type != OP_SEND && o->type != OP_RECV && o->count) r = run_collective(c, o);
     }
+    /* The send/receive kernel needs more local memory per thread than the default stack
+     * limit: its launch grows the context's local-memory reservation, as NCCL 2.28.9's
+     * did on an H200 (1024 -> 1984 bytes per thread), with no allocation call. */
+    if (!r && np2p && fakecudart_launch_once(2, 0, FAKENCCL_P2P_LOCAL_BYTES) != cudaSuccess)
+        r = fail(ncclUnhandledCudaError, "%s", "launching the send/receive kernel failed (out of device memory?)");
     if (!r && np2p) {
         struct op *p2p[64];
         int k = 0;

@@ -180,6 +180,7 @@ const char *pncclGetLastError(ncclComm_t comm);
 #define FAKENCCL_DEFAULT_NCHANNELS 2
 #define FAKENCCL_KERNEL_BYTES (360ull << 20) /* hidden: kernels loaded at the first init on a device */
 #define FAKENCCL_LAZY_BYTES (186ull << 20)   /* hidden: loaded at the first collective on a device */
+#define FAKENCCL_P2P_LOCAL_BYTES 1984u     /* local memory per thread of the send/receive kernel */
 
 #ifdef __cplusplus
 }

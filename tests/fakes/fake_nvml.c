@@ -11,7 +11,9 @@
  *   NVML numbers devices in the reverse of CUDA's order (as CUDA_VISIBLE_DEVICES or
  *   CUDA_DEVICE_ORDER can make them differ): only the bus id maps one to the other;
  * - device-wide used = what the fake driver charged (allocations and the hidden context
- *   and module bytes) plus FAKENVML_OTHER_MB of another process (pid 1, listed);
+ *   and module bytes), FAKENVML_OTHER_MB of another process (pid 1, listed) among them:
+ *   the fake driver charges that to each device at its start, so that cuMemGetInfo's
+ *   free memory counts it too, as a real device's does;
  *   this process's figure = what the fake charged: its allocations and its context
  *   (the fake's "hidden" bytes), as NVML's per-process figure includes the context.
  *   A process with no context on the device is not listed.
@@ -102,7 +104,7 @@ static int ready(void)
     return 0;
 }
 
-static long other_mb(void)
+static __attribute__((unused)) long other_mb(void)
 {
     const char *s = getenv("FAKENVML_OTHER_MB");
     return s ? atol(s) : 0;
@@ -194,7 +196,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(struct fake_dev *d, nvmlMemory_t *m)
     if (failing("meminfo")) return NVML_ERROR_UNKNOWN;
     struct fakecuda_dev_stats s;
     if (!m || stats_of(d, &s)) return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned long long used = s.used + (unsigned long long)other_mb() * MIB;
+    /* the driver charges the other process's memory to the device itself (fake_driver.c),
+     * as a real device's free memory counts every process's */
+    unsigned long long used = s.used;
     if (used > s.total) used = s.total;
     *m = (nvmlMemory_t){s.total, s.total - used, used};
     return NVML_SUCCESS;
@@ -215,7 +219,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(struct fake_dev *d, 
         list[n++] = (nvmlProcessInfo_t){1, (unsigned long long)other_mb() * MIB, ~0u, ~0u};
     const char *u = getenv("FAKENVML_UNLISTED");
     if (s.hidden > 0 && !(u && *u == '1'))
-        list[n++] = (nvmlProcessInfo_t){(unsigned)getpid(), s.used, ~0u, ~0u};
+        list[n++] = (nvmlProcessInfo_t){(unsigned)getpid(), s.used - (unsigned long long)other_mb() * MIB, ~0u, ~0u};
     unsigned cap = *count;
     *count = n;
     if (cap < n || (n && !infos)) return NVML_ERROR_INSUFFICIENT_SIZE;

@@ -77,7 +77,9 @@
     X(memcpy_dtod, "cuMemcpyDtoD", 3020, 0, "cuMemcpyDtoD_v2")                                \
     X(memcpy_any, "cuMemcpy", 4000, 0, "cuMemcpy")                                            \
     X(memset8, "cuMemsetD8", 3020, 0, "cuMemsetD8_v2")                                      \
-    X(module_load, "cuModuleLoadData", 2000, 0, "cuModuleLoadData")
+    X(module_load, "cuModuleLoadData", 2000, 0, "cuModuleLoadData")                          \
+    X(module_function, "cuModuleGetFunction", 2000, 0, "cuModuleGetFunction")                \
+    X(launch, "cuLaunchKernel", 4000, 0, "cuLaunchKernel")
 
 static struct {
     CUresult (*init)(unsigned);
@@ -134,6 +136,9 @@ static struct {
     CUresult (*memcpy_any)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memset8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*module_load)(CUmodule *, const void *);
+    CUresult (*module_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       CUstream, void **, void **);
 } drv;
 
 static const struct entry {
@@ -810,20 +815,42 @@ API const char *cudaGetErrorString(cudaError_t e)
 
 /* Stands for the lazy loading of a library's kernels into the current context (what
  * cudart does for the fatbins a library registered): once per device and slot. */
-__attribute__((visibility("hidden"))) cudaError_t fakecudart_load_module_once(int slot, unsigned long long bytes)
+static CUmodule loaded_modules[MAX_DEVICES][4];
+
+static cudaError_t load_module_once(int slot, unsigned long long bytes, unsigned long long local_bytes,
+                                    CUmodule *out)
 {
-    static CUmodule loaded[MAX_DEVICES][4];
     NEED_CTX();
     int dev = 0;
     cudaGetDevice(&dev);
     if (slot < 0 || slot >= 4 || !drv.module_load) return set_error(cudaErrorInvalidValue);
     pthread_mutex_lock(&lock);
     CUresult r = CUDA_SUCCESS;
-    if (!loaded[dev][slot]) {
-        struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, bytes};
-        r = drv.module_load(&loaded[dev][slot], &img);
+    if (!loaded_modules[dev][slot]) {
+        struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, bytes, local_bytes};
+        r = drv.module_load(&loaded_modules[dev][slot], &img);
     }
+    *out = loaded_modules[dev][slot];
     pthread_mutex_unlock(&lock);
+    return ret(r);
+}
+
+__attribute__((visibility("hidden"))) cudaError_t fakecudart_load_module_once(int slot, unsigned long long bytes)
+{
+    CUmodule m;
+    return load_module_once(slot, bytes, 0, &m);
+}
+
+__attribute__((visibility("hidden"))) cudaError_t fakecudart_launch_once(int slot, unsigned long long bytes,
+                                                                         unsigned long long local_bytes)
+{
+    CUmodule m = NULL;
+    cudaError_t e = load_module_once(slot, bytes, local_bytes, &m);
+    if (e != cudaSuccess) return e;
+    if (!drv.module_function || !drv.launch) return set_error(cudaErrorInvalidValue);
+    CUfunction f = NULL;
+    CUresult r = drv.module_function(&f, m, "kernel");
+    if (r == CUDA_SUCCESS) r = drv.launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     return ret(r);
 }
 

@@ -1,0 +1,81 @@
+/* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand. */
+
+/* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES
+ *   ctx     cudaSetDevice(0), one 16 MiB cudaMalloc kept to the end: context and limits only
+ *   nccl    the same, then ncclCommInitAll on device 0, a 1 Mi-float ncclAllReduce, a
+ *           grouped ncclSend + ncclRecv to itself (its kernel grows the stack limit), and
+ *           a second all_reduce of another size; ncclCommDestroy
+ *   stack   the same as nccl up to the first all_reduce, then cuCtxSetLimit(STACK, BYTES)
+ *           by hand and a second all_reduce of another size (sampled: a first call)
+ *   launch  a kernel needing LOCAL_BYTES of local memory per thread, launched once
+ *           (no NCCL), then one all_reduce so that a sample follows
+ * UNTRACKED_LINGER_MS=N: wait N ms before exiting (the tracer's NVML samples).
+ * Prints "untracked_prog: ok stack=S" (the stack limit at the end) and exits 0. */
+#include "fake_nccl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CK(call)                                                                              \
+    do {                                                                                      \
+        long e_ = (long)(call);                                                               \
+        if (e_ != 0) {                                                                        \
+            fprintf(stderr, "untracked_prog: %s failed: %ld\n", #call, e_);                   \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+#define COUNT (1u << 20)
+
+static void all_reduce(ncclComm_t c, float *buf, size_t n)
+{
+    CK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c, NULL));
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "ctx";
+    unsigned long arg = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
+    void *keep;
+    CK(cudaSetDevice(0));
+    CK(cudaMalloc(&keep, 16u << 20));
+    if (strcmp(mode, "ctx") != 0) {
+        float *buf, *rbuf;
+        CK(cudaMalloc((void **)&buf, COUNT * sizeof(float)));
+        CK(cudaMalloc((void **)&rbuf, COUNT * sizeof(float)));
+        memset(buf, 0, COUNT * sizeof(float)); /* device memory is host-visible in the fake */
+        if (!strcmp(mode, "launch")) { /* before NCCL: the next samples are around its calls */
+            struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 2u << 20, arg};
+            CUmodule m;
+            CUfunction f;
+            CK(cuModuleLoadData(&m, &img));
+            CK(cuModuleGetFunction(&f, m, "needs_local"));
+            CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        }
+        ncclComm_t c;
+        int dev0 = 0;
+        CK(ncclCommInitAll(&c, 1, &dev0));
+        all_reduce(c, buf, COUNT);
+        if (!strcmp(mode, "nccl")) {
+            CK(ncclGroupStart());
+            CK(ncclSend(buf, COUNT, ncclFloat, 0, c, NULL));
+            CK(ncclRecv(rbuf, COUNT, ncclFloat, 0, c, NULL));
+            CK(ncclGroupEnd());
+        } else if (!strcmp(mode, "stack")) {
+            CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, arg));
+        }
+        all_reduce(c, buf, COUNT / 2);
+        CK(ncclCommDestroy(c));
+    }
+    /* UNTRACKED_LINGER_MS: stay that long, so that the tracer's own thread samples NVML
+     * (its first sample loads NVML; only then is there an exit sample too) */
+    const char *linger = getenv("UNTRACKED_LINGER_MS");
+    if (linger)
+        usleep((useconds_t)strtoul(linger, NULL, 10) * 1000u);
+    size_t stack = 0;
+    CK(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE));
+    printf("untracked_prog: ok stack=%zu\n", stack);
+    return 0;
+}

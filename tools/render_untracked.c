@@ -1,0 +1,113 @@
+/* render_untracked.c: untracked device memory as text: each named part with how it was measured, the rest as unexplained. */
+#include "untracked.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+#include "util.h"
+
+static void part(FILE *out, const char *name, int64_t bytes, const char *how)
+{
+    char b[32];
+    fprintf(out, "           %-26s %10s  %s\n", name, gmt_fmt_sbytes(b, sizeof b, bytes), how);
+}
+
+void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *d)
+{
+    struct gmt_untracked u;
+    gmt_untracked_parts(&a->t, &a->rep, d, &u);
+    if (!u.known)
+        return;
+    char b1[32], how[192];
+    fprintf(out, "\n         untracked %s at the largest sample, in parts:\n",
+            gmt_fmt_sbytes(b1, sizeof b1, u.total));
+    if (u.has_context)
+        part(out, "CUDA context", u.context,
+             u.lim_first.known ? "device used at the first sample, less tracked, limits, others"
+                               : "device used at the first sample, less tracked (limits in it)");
+    if (u.has_calls) {
+        snprintf(how, sizeof how, "modules, kernels: device used around %" PRIu32
+                 " NCCL call(s)' first call, less tracked, limits", u.n_calls);
+        part(out, "loaded in NCCL calls", u.in_calls, how);
+    }
+    if (u.lim.known) {
+        snprintf(how, sizeof how, "%" PRIu64 " B stack per thread x %" PRIu64 " threads (cuCtxGetLimit)",
+                 u.lim.stack, u.lim.threads);
+        part(out, "local-memory reservation", (int64_t)u.lim.reservation, how);
+        part(out, "printf FIFO", (int64_t)u.lim.fifo, "CU_LIMIT_PRINTF_FIFO_SIZE");
+        part(out, "device malloc heap", (int64_t)u.lim.heap, "CU_LIMIT_MALLOC_HEAP_SIZE");
+    } else {
+        fprintf(out, "           %-26s %10s  %s\n", "limits", "?", "no limits in the trace (format < 2.6)");
+    }
+    if (u.has_other) {
+        snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's",
+                 u.other_count);
+        part(out, "other processes", (int64_t)u.other, how);
+    } else {
+        fprintf(out, "           %-26s %10s  %s\n", "other processes", "?", "no NVML process list in the trace");
+    }
+    double pct = d->used_max ? 100.0 * (double)u.unexplained / (double)d->used_max : 0.0;
+    snprintf(how, sizeof how, "%.1f %% of device used: what no measurement names (kernels loaded later, pools)", pct);
+    part(out, "unexplained", u.unexplained, how);
+}
+
+/* The driver's default stack limit: what cudaDeviceSetLimit can take it back to. */
+#define STACK_DEFAULT 1024u
+
+void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a)
+{
+    bool head = false;
+    for (size_t d = 0; d < a->rep.n_dev; d++) {
+        const struct gmt_dev_report *r = &a->rep.dev[d];
+        struct gmt_untracked u;
+        gmt_untracked_parts(&a->t, &a->rep, r, &u);
+        if (!u.known || !u.lim.known || u.lim.stack <= STACK_DEFAULT)
+            continue;
+        if (!head)
+            fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
+        head = true;
+        char b[32];
+        fprintf(out, "  device %d: what if the stack limit went back to %u B once the kernels needing %" PRIu64
+                     " B ran (cudaDeviceSetLimit(cudaLimitStackSize, %u)): %s device, exact; the next "
+                     "launch of such a kernel grows it again\n",
+                r->device, STACK_DEFAULT, u.lim.stack, STACK_DEFAULT,
+                gmt_fmt_sbytes(b, sizeof b, -(int64_t)((u.lim.stack - STACK_DEFAULT) * u.lim.threads)));
+    }
+    const char *loading = NULL;
+    for (size_t i = 0; i < a->t.n_env; i++)
+        if (!strncmp(a->t.env[i], "CUDA_MODULE_LOADING=", 20))
+            loading = a->t.env[i] + 20;
+    if (loading && !strcmp(loading, "EAGER")) {
+        if (!head)
+            fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
+        fprintf(out, "  what if CUDA_MODULE_LOADING=LAZY (the default): each kernel loaded at its first launch, "
+                     "not every kernel at its module's load; less context memory, by how much the trace "
+                     "cannot predict\n");
+    }
+}
+
+void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c)
+{
+    if (!c->first_has_dev || c->first_dev <= c->first_tracked)
+        return;
+    int64_t jump = c->first_dev - c->first_tracked;
+    char b1[32], b2[32], b3[32];
+    struct gmt_limits_view before, after;
+    if (!gmt_untracked_call_limits(&a->t, c->first_scope, c->device, &before, &after))
+        return;
+    int64_t grew = (int64_t)after.reservation - (int64_t)before.reservation;
+    if (after.stack != before.stack) {
+        fprintf(out, "    1st call: %s device beyond tracked; local memory reservation grew: %" PRIu64
+                     " B -> %" PRIu64 " B of stack per thread x %" PRIu64 " threads = %s",
+                gmt_fmt_sbytes(b1, sizeof b1, jump), before.stack, after.stack, after.threads,
+                gmt_fmt_sbytes(b2, sizeof b2, grew));
+        if (jump - grew != 0)
+            fprintf(out, "; the rest, %s, not named", gmt_fmt_sbytes(b3, sizeof b3, jump - grew));
+        fprintf(out, "\n");
+    } else {
+        fprintf(out, "    1st call: %s device beyond tracked, limits unchanged (stack %" PRIu64
+                     " B per thread): kernels or modules loaded in the call, which no call names\n",
+                gmt_fmt_sbytes(b1, sizeof b1, jump), after.stack);
+    }
+}

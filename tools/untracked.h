@@ -1,0 +1,62 @@
+/* untracked.h: device memory no allocation call shows, split into named parts (context, local-memory reservation, printf FIFO, malloc heap, other processes) and the rest. */
+#ifndef GMT_UNTRACKED_H
+#define GMT_UNTRACKED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "replay.h"
+#include "trace.h"
+
+/* The limits as the CLI reads a DEVLIMITS record: bytes each holds. */
+struct gmt_limits_view {
+    bool known;
+    uint64_t stack;            /* bytes per thread */
+    uint64_t threads;          /* resident threads the reservation is for: SMs x threads per SM */
+    uint64_t reservation;      /* stack x threads, bytes */
+    uint64_t fifo, heap;       /* bytes (0 when the driver did not say) */
+};
+
+/* The untracked memory of one device at its largest device-use sample (docs/untracked.md).
+ * Each part has `has_` when the trace measured it; `unexplained` is what is left. */
+struct gmt_untracked {
+    bool known;                /* the device was sampled: total is meaningful */
+    int64_t total;             /* gmt_dev_untracked: used - tracked - graph memory */
+    struct gmt_limits_view lim; /* at the largest sample (the latest limits before it) */
+    struct gmt_limits_view lim_first; /* at the first sample */
+    bool has_context;
+    int64_t context;           /* at the first sample: used - tracked - limits - others */
+    bool has_calls;
+    int64_t in_calls;          /* device jumps at NCCL calls' first calls before the largest
+                                * sample, beyond tracked and the limits' growth: modules and
+                                * kernels they loaded */
+    uint32_t n_calls;          /* how many such calls */
+    bool has_other;
+    uint64_t other;            /* other processes' memory on the device (NVML) */
+    uint32_t other_count;
+    int64_t unexplained;       /* total - the parts measured */
+};
+
+void gmt_limits_view_of(const struct gmt_limits_sample *s, struct gmt_limits_view *v);
+/* The parts of device d's untracked memory in trace t, replayed into rep. */
+void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep,
+                         const struct gmt_dev_report *d, struct gmt_untracked *u);
+
+/* What one NCCL call's first-call jump says of the limits: the stack limit before and after
+ * it (samples of scope `scope` on `device`, phases BEGIN and END). False when the trace has
+ * no such pair. */
+bool gmt_untracked_call_limits(const struct gmt_trace *t, uint32_t scope, int device,
+                               struct gmt_limits_view *before, struct gmt_limits_view *after);
+
+/* ---- render_untracked.c: the parts as text ---- */
+struct gmt_analysis;
+/* Device d's untracked memory as named lines, each with how it was measured. */
+void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *d);
+/* What settings would move the untracked parts, where the trace predicts it: a stack limit
+ * above the default given back, and what CUDA_MODULE_LOADING does (not predicted). */
+void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a);
+/* Under an NCCL calls row: what its first call's device jump beyond tracked was, named. */
+void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c);
+
+#endif
