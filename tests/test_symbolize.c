@@ -379,36 +379,3 @@ Test(symbolize, a_template_s_return_type_is_not_its_name)
     cr_expect_str_eq(gmt_without_return_type("operator new(unsigned long)"), "operator new(unsigned long)");
     cr_expect_null(gmt_without_return_type(NULL));
 }
-
-/* A debug directory whose file has the module's name and another build-id (another
- * build of it): its symbols are not the module's, so none are used. */
-Test(symbolize, debug_dir_file_of_another_build_id_is_not_used)
-{
-    struct loaded l;
-    load(&l, "libsymtest.so");
-    char src[4096], dir[] = "/tmp/gmt-test-symdir-XXXXXX", dst[4200];
-    test_dir(src, sizeof src);
-    strncat(src, "/libsymtest-other.so", sizeof src - strlen(src) - 1);
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(dst, sizeof dst, "%s/libsymtest.so", dir);
-    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
-    cr_assert(in && out, "%s -> %s", src, dst);
-    char buf[65536];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf, in)) > 0)
-        cr_assert_eq(fwrite(buf, 1, k, out), k);
-    fclose(in);
-    cr_assert_eq(fclose(out), 0);
-    const char *dirs[] = { dir, NULL };
-    uint64_t pc = (uintptr_t)sym(&l, "symtest_leaf");
-    const struct gmt_frame *f;
-    size_t n;
-    struct gmt_symbolizer *s = with_module(&l, "/nonexistent/elsewhere/libsymtest.so", dirs);
-    cr_assert_eq(gmt_sym_resolve_pc(s, pc, &f, &n), 0);
-    cr_assert_geq(n, 1);
-    cr_expect_null(f[0].function, "named %s from a debug file of another build-id", f[0].function);
-    cr_expect_eq(f[0].offset, pc - l.bias);
-    gmt_sym_free(s);
-    unlink(dst);
-    rmdir(dir);
-}
