@@ -490,3 +490,31 @@ Test(explain, bad_input_exits_2_with_one_line)
     RUN(&res, NULL, "explain", "--bogus", path);
     cr_expect_eq(res.status, 2);
 }
+
+/* Receive buffers of a size the model does not give the run's settings (a build that
+ * sizes them otherwise): a what-if that changes their size scales the run's, and says
+ * its confidence is low; the model's own size under the same what-if is exact. */
+Test(explain, what_if_on_buffers_the_model_does_not_size_is_low_confidence)
+{
+    struct gmt_nccl_model m = { .modelled = true };
+    gmt_nccl_settings_of(NULL, &m.set);
+    struct gmt_nccl_settings to = m.set;
+    char err[256];
+    cr_assert_eq(gmt_nccl_settings_parse(&to, "NCCL_BUFFSIZE=1M", err, sizeof err), 0, "%s", err);
+    struct gmt_nccl_p2p_sizes was, will;
+    gmt_nccl_p2p_sizes(&m.set, &was);
+    gmt_nccl_p2p_sizes(&to, &will);
+    cr_assert_neq(was.recv, will.recv, "the what-if changes the receive buffers' size");
+    for (int model_size = 0; model_size < 2; model_size++) {
+        struct gmt_nccl_group g = { .purpose = GMT_NCCL_RECV, .how = GMT_NCCL_BY_STACK,
+                                    .count = 2, .p2p = true };
+        g.each = model_size ? was.recv : was.recv + (1u << 20);
+        g.bytes = g.count * g.each;
+        struct gmt_nccl_comm c = { .g = &g, .n_g = 1, .nranks = 2, .dev_bytes = g.bytes };
+        struct gmt_nccl_prediction p;
+        gmt_nccl_predict(&m, &c, &to, &p);
+        cr_assert_not_null(p.confidence);
+        cr_expect_str_eq(p.confidence, model_size ? "exact" : "low", "%s size: %s (%s)",
+                         model_size ? "the model's" : "another", p.confidence, p.note);
+    }
+}

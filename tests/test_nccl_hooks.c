@@ -1229,6 +1229,26 @@ Test(scope, group_is_published_for_its_members_devices_until_it_ends)
     cr_expect_eq(gmt_scope_for_foreign_thread(1), 0);
 }
 
+/* An outer frame that comes to concern a device after an inner frame was published
+ * there (a member's group registered late, as gmt_scope_member_pre can) leaves the inner
+ * one published: an allocation there is the innermost call's. When the inner one ends,
+ * the device falls back to the outer. */
+Test(scope, an_outer_frame_registered_later_does_not_hide_the_inner_one)
+{
+    open_own_trace();
+    uint32_t outer = gmt_scope_begin(GMT_OP_AllReduce, 0, 8, ncclFloat32, -1, 0);
+    uint32_t inner = gmt_scope_begin(GMT_OP_AllGather, 0, 8, ncclFloat32, -1, 0);
+    gmt_scope_add_device(inner, 0, 1);
+    cr_assert_eq(gmt_scope_for_foreign_thread(0), inner);
+    gmt_claims_register(0, 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), inner, "the outer scope %u hid the inner %u",
+                 gmt_scope_for_foreign_thread(0), inner);
+    gmt_scope_end(inner, GMT_OP_AllGather, 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), outer, "the outer one once the inner ended");
+    gmt_scope_end(outer, GMT_OP_AllReduce, 0);
+    cr_expect_eq(gmt_scope_for_foreign_thread(0), 0);
+}
+
 Test(scope, nesting_past_the_cap_is_counted_not_fatal)
 {
     open_own_trace();

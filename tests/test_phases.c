@@ -119,3 +119,124 @@ Test(phases, off_with_gpumemtrace_nvtx_0)
     cr_expect_eq(sh("$G dump t/*.gmt | grep -c NVTX_"), 1, "grep finds no NVTX record");
     cr_expect_eq(sh("$G dump t/*.gmt | grep -c ALLOC"), 0, "the allocations are traced");
 }
+
+/* ---- the phase figures on a hand-built trace (no NVTX client needed) ---- */
+#include "phases.h"
+#include "trace.h"
+#include "golden/tracebuild.h"
+
+#define PH_MIB (1ull << 20)
+
+struct phtrace {
+    struct tb b;
+    uint64_t now;      /* the thread's clock: its last event's time */
+    uint64_t next;     /* the next address */
+};
+
+static void ph_event_alloc(struct phtrace *p, uint64_t bytes, uint64_t addr)
+{
+    struct gmt_rec_alloc r = { .address = addr, .bytes = bytes, .dt = 100, .stack_id = 1,
+                               .kind = GMT_KIND_DEVICE, .device = 0 };
+    tb_rec(&p->b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &r, sizeof r, NULL, 0);
+    p->now += 100;
+}
+
+static uint64_t ph_alloc(struct phtrace *p, uint64_t bytes)
+{
+    uint64_t a = p->next;
+    p->next += 1ull << 32;
+    ph_event_alloc(p, bytes, a);
+    return a;
+}
+
+static void ph_free(struct phtrace *p, uint64_t addr)
+{
+    struct gmt_rec_free r = { .address = addr, .dt = 100 };
+    tb_rec(&p->b, GMT_REC_FREE, GMT_API_cudaFree, &r, sizeof r, NULL, 0);
+    p->now += 100;
+}
+
+/* A push or pop of "step" in the default domain, between two events of the thread. */
+static void ph_range(struct phtrace *p, unsigned op)
+{
+    struct gmt_rec_nvtx_range r = { .time_ns = p->now + 50, .name = 1 };
+    tb_rec(&p->b, GMT_REC_NVTX_RANGE, (uint16_t)op, &r, sizeof r, NULL, 0);
+}
+
+static void ph_begin(struct phtrace *p)
+{
+    memset(p, 0, sizeof *p);
+    p->now = TB_T0 + 1000;
+    p->next = 0x7e0000000000ull;
+    tb_header_current(&p->b);
+    struct gmt_rec_process pr = { .pid = 5, .ppid = 1, .world_size = 1, .local_world_size = 1,
+                                  .monotonic_ns = TB_T0 };
+    tb_rec(&p->b, GMT_REC_PROCESS, 0, &pr, sizeof pr, NULL, 0);
+    uint64_t ip[1] = { 0x401100ull };
+    struct gmt_rec_stack s = { .stack_id = 1, .depth = 1 };
+    tb_rec(&p->b, GMT_REC_STACK, 0, &s, sizeof s, ip, sizeof ip);
+    static const char name[] = "step";
+    struct gmt_rec_nvtx_string n = { .id = 1, .len = sizeof name };
+    tb_rec(&p->b, GMT_REC_NVTX_STRING, GMT_NVTX_STR_NAME, &n, sizeof n, name, sizeof name);
+    tb_chunk(&p->b, 100);
+    tb_thread_at(&p->b, 100, p->now);
+    struct gmt_rec_cuctx x = { .context = 0xc0, .device = 0 };
+    tb_rec(&p->b, GMT_REC_CUCTX, 0, &x, sizeof x, NULL, 0);
+}
+
+/* Four steps: the first takes 10 MiB and gives it back (its peak is the highest of any
+ * step); steps 2 to 4 keep 1, 3 and 2 MiB (6 MiB live at the last one's end). */
+static void ph_compute(struct gmt_phases *ph)
+{
+    struct phtrace p;
+    ph_begin(&p);
+    ph_range(&p, GMT_NVTX_PUSH);
+    uint64_t big = ph_alloc(&p, 10 * PH_MIB);
+    ph_free(&p, big);
+    ph_range(&p, GMT_NVTX_POP);
+    const uint64_t kept[] = { 1, 3, 2 };
+    for (int i = 0; i < 3; i++) {
+        ph_range(&p, GMT_NVTX_PUSH);
+        ph_alloc(&p, kept[i] * PH_MIB);
+        ph_range(&p, GMT_NVTX_POP);
+    }
+    struct gmt_rec_end e = { .time_ns = p.now + 1000 };
+    tb_rec(&p.b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+    char path[] = "/tmp/gmt-test-phases-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, p.b.p, p.b.len), (ssize_t)p.b.len);
+    close(fd);
+    struct gmt_trace t;
+    char err[256];
+    cr_assert_eq(gmt_trace_load(&t, path, err, sizeof err), 0, "%s", err);
+    unlink(path);
+    cr_assert_eq(gmt_phases_compute(&t, NULL, -1, ph, err, sizeof err), 0, "%s", err);
+    gmt_trace_free(&t);
+    tb_free(&p.b);
+}
+
+Test(phases_model, a_phase_s_peak_is_its_highest_occurrence_not_its_last)
+{
+    struct gmt_phases ph;
+    ph_compute(&ph);
+    cr_assert_eq(ph.n_rows, 1);
+    cr_expect_str_eq(ph.rows[0].name, "step");
+    cr_expect_eq(ph.rows[0].count, 4);
+    cr_expect_eq(ph.rows[0].peak, 10 * PH_MIB, "peak %llu MiB: the last step's, not the highest",
+                 (unsigned long long)(ph.rows[0].peak / PH_MIB));
+    gmt_phases_free(&ph);
+}
+
+Test(phases_model, the_later_steps_least_growth_is_their_minimum)
+{
+    struct gmt_phases ph;
+    ph_compute(&ph);
+    cr_expect_eq(ph.steps, 4);
+    cr_expect_eq(ph.first_step_growth, 0);
+    cr_expect_eq(ph.later_growth, (int64_t)(6 * PH_MIB));
+    cr_expect_eq(ph.later_min, (int64_t)PH_MIB, "later_min %lld MiB, not the least (1 MiB)",
+                 (long long)(ph.later_min / (int64_t)PH_MIB));
+    cr_expect(ph.grows_every_step);
+    gmt_phases_free(&ph);
+}

@@ -357,8 +357,9 @@ Test(sampling, process_figure_unknown_when_nvml_cannot_say)
     const char *libs[] = {"nvml", "nvml", "nvml-old"};
     for (int i = 0; i < 3; i++) {
         struct run r;
-        run(&r, true, libs[i], "plain", "80", envs[i]);
+        run(&r, true, libs[i], "sampled", "20000", envs[i]);
         cr_assert_eq(r.status, 0, "%s", r.out);
+        cr_assert(strstr(r.out, "sampled: yes\n"), "case %d: %s", i, r.out);
         struct trace t;
         read_trace(r.traces[0], &t);
         const struct sample *p = find(&t, GMT_MEMINFO_PERIODIC, 0);
@@ -372,10 +373,15 @@ Test(sampling, process_figure_unknown_when_nvml_cannot_say)
 
 Test(sampling, other_processes_count_device_wide_not_in_the_process_figure)
 {
-    const char *env[] = {"GPUMEMTRACE_SAMPLE_MS=10", "FAKENVML_OTHER_MB=1000", NULL};
+    /* The program stays until the flusher has sampled both devices (bounded): a fixed
+     * stay lets a loaded machine leave the flusher no tick inside it. The flusher wakes
+     * only every 100 ms here, later than a short stay would wait, as under load. */
+    const char *env[] = {"GPUMEMTRACE_SAMPLE_MS=10", "GPUMEMTRACE_FLUSH_MS=200",
+                         "FAKENVML_OTHER_MB=1000", NULL};
     struct run r;
-    run(&r, true, "nvml", "plain", "60", env);
+    run(&r, true, "nvml", "sampled", "20000", env);
     cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_assert(strstr(r.out, "sampled: yes\n"), "no periodic sample in 20 s: %s", r.out);
     struct trace t;
     read_trace(r.traces[0], &t);
     const struct sample *p = find(&t, GMT_MEMINFO_PERIODIC, 1);

@@ -71,6 +71,7 @@ static const char *const cnames[C_COUNT] = {
 static _Atomic unsigned long counts[C_COUNT];
 static _Atomic unsigned long from_flusher;    /* calls from the tracer's thread ("gpumemtrace") */
 static _Atomic int inits;                     /* nvmlInit_v2 minus nvmlShutdown */
+static _Atomic unsigned long flusher_meminfo[MAX_DEVICES]; /* answered, by CUDA device */
 
 typedef int dev_stats_fn(int, struct fakecuda_dev_stats *);
 typedef int bus_fn(int, char *, int);
@@ -201,7 +202,18 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(struct fake_dev *d, nvmlMemory_t *m)
     unsigned long long used = s.used;
     if (used > s.total) used = s.total;
     *m = (nvmlMemory_t){s.total, s.total - used, used};
+    char name[17] = "";
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && !strcmp(name, "gpumemtrace"))
+        atomic_fetch_add(&flusher_meminfo[d->cuda], 1);
     return NVML_SUCCESS;
+}
+
+/* Not NVML's: how many memory queries about CUDA device `dev` the tracer's thread has had
+ * answered, so that a program can wait for a periodic sample instead of sleeping on the
+ * chance that one falls in its window. */
+EXPORT unsigned long fakenvml_flusher_meminfo(int dev)
+{
+    return dev >= 0 && dev < MAX_DEVICES ? atomic_load(&flusher_meminfo[dev]) : 0;
 }
 
 #ifndef FAKENVML_OLD

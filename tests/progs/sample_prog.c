@@ -1,4 +1,5 @@
 /* sample_prog.c: a CUDA program with no NCCL call, for test_sampling: allocations on two devices, an idle stretch, a failed allocation, a fork. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,10 @@
 
 /* Usage: sample_prog MODE MS
  *   plain MS   allocate on device 0 and device 1, stay MS ms, free; exit 0
- *   idle MS    the same, and print how many driver calls the process made while it
+ *   sampled MS  allocate on device 0 and device 1, stay until the tracer's thread has
+ *              had a memory query about each answered by the fake NVML (at most MS ms),
+ *              print whether it had, free; exit 0
+ *   idle MS    as plain, and print how many driver calls the process made while it
  *              slept (none of its own: any would be the tracer's)
  *   oom MS     device 0: a too large allocation fails; stay MS ms; exit 7
  *   fork MS    fork before any allocation: the child allocates on device 0 and stays
@@ -69,6 +73,25 @@ static void stay(long ms)
         ;
 }
 
+/* Waits, at most ms, for the fake NVML to have answered the tracer's thread about
+ * devices 0 and 1: a periodic sample of each is then in the trace, however late the
+ * flusher ran. The NVML is the one the tracer loaded (none loaded: none to wait for). */
+static int sampled_within(long ms)
+{
+    typedef unsigned long count_fn(int);
+    for (long waited = 0; waited <= ms; waited++) {
+        void *h = dlopen("libnvidia-ml.so.1", RTLD_NOLOAD | RTLD_LAZY);
+        count_fn *f = h ? (count_fn *)dlsym(h, "fakenvml_flusher_meminfo") : NULL;
+        int done = f && f(0) > 0 && f(1) > 0;
+        if (h)
+            dlclose(h);
+        if (done)
+            return 1;
+        stay(1);
+    }
+    return 0;
+}
+
 static CUcontext ctx_of(int dev)
 {
     CUcontext c = NULL;
@@ -99,18 +122,21 @@ static void report(const char *who)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: sample_prog plain|idle|oom|fork|forkafter MS\n");
+        fprintf(stderr, "usage: sample_prog plain|sampled|idle|oom|fork|forkafter MS\n");
         return 2;
     }
     const char *mode = argv[1];
     long ms = atol(argv[2]);
     if (cuInit(0) != CUDA_SUCCESS)
         return 1;
-    if (!strcmp(mode, "plain") || !strcmp(mode, "idle")) {
+    if (!strcmp(mode, "plain") || !strcmp(mode, "idle") || !strcmp(mode, "sampled")) {
         CUdeviceptr a = alloc_on(0, 64 << 20);
         CUdeviceptr b = alloc_on(1, 32 << 20);
         unsigned long before = driver_calls();
-        stay(ms);
+        if (!strcmp(mode, "sampled"))
+            printf("sampled: %s\n", sampled_within(ms) ? "yes" : "no");
+        else
+            stay(ms);
         unsigned long during = driver_calls() - before;
         if (!strcmp(mode, "idle"))
             printf("driver calls while idle: %lu\n", during);
