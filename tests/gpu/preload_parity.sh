@@ -40,7 +40,8 @@ rm -rf "$out/nccl" && mkdir -p "$out/nccl"
 (cd "$out" && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV LD_PRELOAD=$lib GPUMEMTRACE_OUTPUT="$out/nccl/t.%p.gmt" \
   python3 -m torch.distributed.run --nproc_per_node="$n" ar.py >"$out/nccl.out" 2>"$out/nccl.err")
 check $? "the job exits 0 (nccl.err)"
-grep -qi "profiler.*libgpumemtrace\|libgpumemtrace.*profiler" "$out/nccl.err"
+# NCCL's INFO lines go to the workers' stdout unless NCCL_DEBUG_FILE says otherwise
+cat "$out/nccl.out" "$out/nccl.err" | grep -qi "profiler.*libgpumemtrace\|libgpumemtrace.*profiler"
 check $? "NCCL loaded the library as its profiler plugin"
 if [ "$n" -ge 2 ]; then
   k=0; for t in "$out"/nccl/*.gmt; do k=$((k + $("$g" dump "$t" | grep -c NCCL_COLL_INFO))); done
