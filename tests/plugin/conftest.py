@@ -29,6 +29,11 @@ def gmt(pytester, monkeypatch):
               "PYTEST_GPUMEMTRACE_REEXEC", "PYTEST_GPUMEMTRACE_CHILD"):
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setenv("GMT_FAKES", FAKES)
+    # pytester moves HOME, and with it a pytest installed in the user's site: the inner
+    # sessions find pytest, and what it needs, by the path it was imported from
+    site = os.path.dirname(os.path.dirname(pytest.__file__))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (site, os.environ.get("PYTHONPATH")) if p))
     pytester.makeconftest(HELPERS)
     pytester.extra = [] if plugin_installed() else ["-p", "gpumemtrace.pytest_plugin"]
     return pytester
