@@ -46,7 +46,7 @@ const char gmt_help_check[] =
     "                         are named); the default when both have the same ranks\n"
     "  --aggregate            compare the job: each check's min, median and max across\n"
     "                         ranks (world sizes may differ)\n"
-    "  --debug-paths DIR      extra directories for binaries and debug files (repeatable)\n"
+    "  --debug-dir DIR        extra directories for binaries and debug files (repeatable)\n"
     "Limits given here override the baseline's, check by check; a default given here\n"
     "overrides all of the baseline's. When the baseline and the traces cover different\n"
     "ranks, the check fails with one message unless --per-rank or --aggregate says how\n"

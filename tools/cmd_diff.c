@@ -30,7 +30,7 @@ const char gmt_help_diff[] =
     "  --frames N        stack frames that identify a site, from where the code asked (default 8)\n"
     "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
     "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
-    "  --debug-paths DIR extra directories for binaries and debug files (repeatable)\n"
+    "  --debug-dir DIR   extra directories for binaries and debug files (repeatable)\n"
     "\n"
     "Exit status: 0 (whatever changed), 2 bad usage or unreadable input.\n";
 

@@ -26,7 +26,7 @@ const char gmt_help_explain[] =
     "                    settings, SPEC = NAME=VALUE[,NAME=VALUE...] (NCCL_BUFFSIZE=1M,\n"
     "                    NCCL_MAX_NCHANNELS=8; K, M, G: binary units); repeatable\n"
     "  --json            one JSON document (schema gpumemtrace.explain/1, docs/nccl-memory.md)\n"
-    "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
+    "  --debug-dir DIR   extra directories to look for binaries and debug files (repeatable)\n"
     "  --no-symbols      open no binary: classify by API, size and timing only\n"
     "\n"
     "Exit status: 0, 2 bad usage or unreadable input.\n";

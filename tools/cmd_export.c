@@ -40,7 +40,7 @@ const char gmt_help_export[] =
     "                    device's peak), allocated (every allocation's bytes, summed),\n"
     "                    leaked (still allocated at the end), at=SEC (live SEC seconds in)\n"
     "  --device N        folded: only device N\n"
-    "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
+    "  --debug-dir DIR   extra directories to look for binaries and debug files (repeatable)\n"
     "  --no-symbols      show module+offset, open no binary\n";
 
 enum cost { COST_PEAK, COST_ALLOCATED, COST_LEAKED, COST_AT };

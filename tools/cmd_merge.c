@@ -26,7 +26,7 @@ const char gmt_help_merge[] =
     "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
     "  --allow-mixed     merge traces of different runs or with duplicate ranks anyway\n"
     "  --no-symbols      open no binary (categories still come from module names)\n"
-    "  --debug-paths DIR extra directories for binaries and debug files (repeatable)\n";
+    "  --debug-dir DIR   extra directories for binaries and debug files (repeatable)\n";
 
 static const struct option merge_opts[] = {{"allow-mixed", no_argument, 0, 'm'}, {0, 0, 0, 0}};
 

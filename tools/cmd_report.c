@@ -27,7 +27,7 @@ const char gmt_help_report[] =
     "  --max-points N    points per counter track at most (default 2000, >= 3); each\n"
     "                    track keeps its lowest and highest value per time bucket\n"
     "  --top N           sites in the table (default as summary's)\n"
-    "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
+    "  --debug-dir DIR   extra directories to look for binaries and debug files (repeatable)\n"
     "  --no-symbols      show module+offset, open no binary\n";
 
 struct report_args {

@@ -45,7 +45,7 @@ const char gmt_help_summary[] =
     "  --from SEC        ignore peaks and failures before SEC seconds into the trace\n"
     "  --to SEC          stop the replay at SEC seconds into the trace\n"
     "  --op NAME         only collectives of this op (AllReduce, Group, ...)\n"
-    "  --debug-paths DIR extra directories to look for binaries and debug files (repeatable)\n"
+    "  --debug-dir DIR   extra directories to look for binaries and debug files (repeatable)\n"
     "  --category NAME=GLOB  add a category rule for modules matching GLOB (repeatable)\n"
     "  --width N         output width (default: the terminal's, else 100)\n"
     "  --frames N        stack frames shown per site, from where the code asked (1..64;\n"
