@@ -67,6 +67,10 @@ class BinaryDistribution(Distribution):
         return True
 
 
+# egg_info and build write below the make build directory, which must exist before either
+# runs (a fresh checkout, or one whose build/ holds only make's products)
+os.makedirs(os.path.join(BUILD, "python"), exist_ok=True)
+
 setup(
     cmdclass={"build_py": make_then_build_py, "bdist_wheel": manylinux_wheel},
     distclass=BinaryDistribution,
