@@ -11,20 +11,6 @@
 #include "reader.h"
 #include "util.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
 static int cmp_scope_begin(const void *a, const void *b, void *ctx)
 {
     const struct gmt_scope *s = ctx;
@@ -133,7 +119,7 @@ static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report
                                     size_t *cap, const struct gmt_scope *s, uint64_t comm,
                                     const char *label, uint64_t bytes, struct call_times ct)
 {
-    if (grow((void **)&rep->colls, cap, rep->n_colls + 1, sizeof *rep->colls))
+    if (gmt_grow((void **)&rep->colls, cap, rep->n_colls + 1, sizeof *rep->colls))
         return NULL;
     struct gmt_coll_row *row = &rep->colls[rep->n_colls++];
     memset(row, 0, sizeof *row);

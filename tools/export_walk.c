@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "u64map.h"
+#include "util.h"
 
 int gmt_export_dslot(const struct gmt_analysis *a, int device)
 {
@@ -38,21 +39,6 @@ struct walk {
     size_t n_open, cap_open;
     uint64_t next_id;
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
 
 static bool attributable(uint16_t op)
 {
@@ -112,8 +98,8 @@ static int on_alloc(struct walk *W, const struct gmt_timed_event *e, const struc
     if (W->n_free) {
         idx = W->free_slots[--W->n_free];
     } else {
-        if (grow((void **)&W->live, &W->cap_live, W->n_live + 1, sizeof *W->live) ||
-            grow((void **)&W->free_slots, &W->cap_free, W->n_live + 1, sizeof *W->free_slots))
+        if (gmt_grow((void **)&W->live, &W->cap_live, W->n_live + 1, sizeof *W->live) ||
+            gmt_grow((void **)&W->free_slots, &W->cap_free, W->n_live + 1, sizeof *W->free_slots))
             return -ENOMEM;
         idx = (uint32_t)W->n_live++;
     }
@@ -165,7 +151,7 @@ int gmt_export_walk(const struct gmt_analysis *a, const struct gmt_xwalk_ops *op
             case GMT_EV_SCOPE_BEGIN:
                 if (e->scope >= a->t.n_scopes) /* a begin the loader did not take */
                     break;
-                if (grow((void **)&W.open, &W.cap_open, W.n_open + 1, sizeof *W.open))
+                if (gmt_grow((void **)&W.open, &W.cap_open, W.n_open + 1, sizeof *W.open))
                     r = -ENOMEM;
                 else
                     W.open[W.n_open++] = e->scope;

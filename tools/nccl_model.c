@@ -285,21 +285,6 @@ struct build {
     size_t n_causes, cap_causes;
 };
 
-static int grow(void **p, size_t *cap, size_t want, size_t elem)
-{
-    if (want <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < want)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* The plain name of a frame's function: demangled, without arguments or clone suffix. */
 static void plain_name(const char *fn, char *buf, size_t len)
 {
@@ -385,7 +370,7 @@ static int frames_of(struct build *B, uint32_t id, bool host, const struct frame
     }
     uint32_t slot = B->stack_info[id];
     if (!slot) {
-        if (grow((void **)&B->info, &B->cap_info, B->n_info + 2, sizeof *B->info))
+        if (gmt_grow((void **)&B->info, &B->cap_info, B->n_info + 2, sizeof *B->info))
             return -ENOMEM;
         int r = stack_frames(B, id, false, &B->info[B->n_info]);
         if (!r)
@@ -425,7 +410,7 @@ static int cause_of(struct build *B, long i, const struct cause **out)
         *out = &B->causes[B->cause_of[i] - 1];
         return 0;
     }
-    if (grow((void **)&B->causes, &B->cap_causes, B->n_causes + 1, sizeof *B->causes))
+    if (gmt_grow((void **)&B->causes, &B->cap_causes, B->n_causes + 1, sizeof *B->causes))
         return -ENOMEM;
     struct cause *c = &B->causes[B->n_causes];
     memset(c, 0, sizeof *c);
@@ -593,7 +578,7 @@ static int add_alloc(struct build *B, const struct gmt_timed_event *e)
         }
     }
     if (!g) {
-        if (grow((void **)&cm->g, &cm->cap_g, cm->n_g + 1, sizeof *cm->g))
+        if (gmt_grow((void **)&cm->g, &cm->cap_g, cm->n_g + 1, sizeof *cm->g))
             return -ENOMEM;
         g = &cm->g[cm->n_g++];
         memset(g, 0, sizeof *g);
@@ -682,7 +667,7 @@ int gmt_nccl_model_build(const struct gmt_analysis *a, struct gmt_nccl_model *m)
         for (size_t i = 0; i < n && !rc; i++) {
             const struct gmt_timed_event *e = &ev[i];
             if (e->type == GMT_EV_SCOPE_BEGIN) {
-                rc = grow((void **)&B.open, &B.cap_open, B.n_open + 1, sizeof *B.open);
+                rc = gmt_grow((void **)&B.open, &B.cap_open, B.n_open + 1, sizeof *B.open);
                 if (!rc)
                     B.open[B.n_open++] = (int32_t)e->scope;
             } else if (e->type == GMT_EV_SCOPE_END) {

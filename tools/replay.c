@@ -107,21 +107,6 @@ struct state {
     struct gmt_row_count no_row;   /* what belongs to no row, counted and dropped */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* Device slot for a device ordinal; the last slot collects everything beyond. */
 static int dslot_find(struct state *S, int device)
 {
@@ -158,7 +143,7 @@ static __attribute__((noinline)) int site_of_slow(struct state *S, uint32_t stac
     }
     struct gmt_report *rep = S->rep;
     size_t n = rep->n_sites, cap = S->cap_sites;
-    if (grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites))
+    if (gmt_grow((void **)&rep->sites, &S->cap_sites, n + 1, sizeof *rep->sites))
         return -ENOMEM;
     for (size_t d = 0; d < GMT_MAX_DEVS && S->cap_sites > cap; d++) {
         if (!S->sdl[d])
@@ -288,7 +273,7 @@ static int imported_add(struct state *S, int32_t digest)
 {
     if (imported(S, digest))
         return 0;
-    if (grow((void **)&S->imported, &S->cap_imported, S->n_imported + 1, sizeof *S->imported))
+    if (gmt_grow((void **)&S->imported, &S->cap_imported, S->n_imported + 1, sizeof *S->imported))
         return -ENOMEM;
     S->imported[S->n_imported++] = digest;
     return 0;
@@ -456,7 +441,7 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
         return -EOVERFLOW;
     int ds = dslot(S, e->device);
     rep->dev[ds].failures++;
-    if (grow((void **)&rep->fails, &S->cap_fails, rep->n_fails + 1, sizeof *rep->fails))
+    if (gmt_grow((void **)&rep->fails, &S->cap_fails, rep->n_fails + 1, sizeof *rep->fails))
         return -ENOMEM;
     struct gmt_fail_row *f = &rep->fails[rep->n_fails++];
     memset(f, 0, sizeof *f);
@@ -538,7 +523,7 @@ static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
 
 static int open_scope(struct state *S, uint32_t scope)
 {
-    if (grow((void **)&S->open, &S->cap_open, S->n_open + 1, sizeof *S->open))
+    if (gmt_grow((void **)&S->open, &S->cap_open, S->n_open + 1, sizeof *S->open))
         return -ENOMEM;
     S->open[S->n_open++] = (int32_t)scope;
     return 0;

@@ -426,3 +426,20 @@ void gmt_fput_json_string(FILE *out, const char *s)
 {
     gmt_fput_json_stringn(out, s, s ? strlen(s) : 0);
 }
+
+int gmt_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    if (elem && n > SIZE_MAX / elem)
+        return -ENOMEM;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}

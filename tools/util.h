@@ -85,6 +85,9 @@ void gmt_vec_free(struct gmt_vec *v);
 /* The same for an array kept as three fields of its owner (*arr, *n, *cap, elements of
  * `elem` bytes): appends one zeroed element and returns it, NULL when out of memory. */
 void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
+/* Makes *p (of *cap elements of elem bytes) hold at least need, doubling from 64: 0 or
+ * -ENOMEM (then *p and *cap are as they were). */
+int gmt_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* a - b, saturated at INT64_MIN and INT64_MAX: byte counts from untrusted traces. */
 static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
