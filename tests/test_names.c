@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "module_range.h"
 #include "args.h"
 #include "golden/tracebuild.h"
 #include "names.h"
@@ -55,27 +56,6 @@ static void stack_dir(char *buf, size_t len)
     strncat(buf, "/stack", len - strlen(buf) - 1);
 }
 
-static int find_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct loaded *l = data;
-    if (!info->dlpi_name || strcmp(info->dlpi_name, l->path) != 0)
-        return 0;
-    l->bias = info->dlpi_addr;
-    l->start = UINT64_MAX;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < l->start)
-            l->start = a;
-        if (a + ph->p_memsz > l->end)
-            l->end = a + ph->p_memsz;
-    }
-    return 1;
-}
-
 static void load(struct loaded *l, const char *name)
 {
     memset(l, 0, sizeof *l);
@@ -84,7 +64,7 @@ static void load(struct loaded *l, const char *name)
     strncat(l->path, name, sizeof l->path - strlen(l->path) - 1);
     l->handle = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(l->handle, "dlopen %s: %s", l->path, dlerror());
-    cr_assert_eq(dl_iterate_phdr(find_range, l), 1);
+    cr_assert_eq(module_range(l->path, &l->bias, &l->start, &l->end), 1);
     elf_version(EV_CURRENT);
     int fd = open(l->path, O_RDONLY);
     Elf *elf = elf_begin(fd, ELF_C_READ, NULL);

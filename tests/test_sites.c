@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "module_range.h"
 #include "report.h"
 #include "stacks.h"
 #include "golden/tracebuild.h"
@@ -23,27 +24,6 @@ struct loaded {
     size_t build_id_len;
 };
 
-static int find_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct loaded *l = data;
-    if (!info->dlpi_name || strcmp(info->dlpi_name, l->path) != 0)
-        return 0;
-    l->bias = info->dlpi_addr;
-    l->start = UINT64_MAX;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < l->start)
-            l->start = a;
-        if (a + ph->p_memsz > l->end)
-            l->end = a + ph->p_memsz;
-    }
-    return 1;
-}
-
 static void load_sitetest(struct loaded *l)
 {
     memset(l, 0, sizeof *l);
@@ -53,7 +33,7 @@ static void load_sitetest(struct loaded *l)
     strcpy(strrchr(l->path, '/'), "/stack/libsitetest.so");
     l->handle = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(l->handle, "dlopen %s: %s", l->path, dlerror());
-    cr_assert_eq(dl_iterate_phdr(find_range, l), 1);
+    cr_assert_eq(module_range(l->path, &l->bias, &l->start, &l->end), 1);
     elf_version(EV_CURRENT);
     int fd = open(l->path, O_RDONLY);
     cr_assert_geq(fd, 0);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "module_range.h"
 #include "category.h"
 #include "stacks.h"
 #include "symbolize.h"
@@ -48,26 +49,6 @@ static size_t file_build_id(const char *path, uint8_t *out)
     return (size_t)n;
 }
 
-static int find_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    struct loaded *l = data;
-    if (!info->dlpi_name || strcmp(info->dlpi_name, l->path) != 0)
-        return 0;
-    l->bias = info->dlpi_addr;
-    l->start = UINT64_MAX;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uint64_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < l->start)
-            l->start = a;
-        if (a + ph->p_memsz > l->end)
-            l->end = a + ph->p_memsz;
-    }
-    return 1;
-}
-
 static void load(struct loaded *l, const char *name)
 {
     memset(l, 0, sizeof *l);
@@ -76,7 +57,7 @@ static void load(struct loaded *l, const char *name)
     strncat(l->path, name, sizeof l->path - strlen(l->path) - 1);
     l->handle = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(l->handle, "dlopen %s: %s", l->path, dlerror());
-    cr_assert_eq(dl_iterate_phdr(find_range, l), 1);
+    cr_assert_eq(module_range(l->path, &l->bias, &l->start, &l->end), 1);
     l->build_id_len = file_build_id(l->path, l->build_id);
 }
 
