@@ -195,7 +195,7 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n)
         return r;
     }
     if (*n)
-        qsort(*out, *n, sizeof **out, cmp_str);
+        gmt_sort(*out, *n, sizeof **out, cmp_str);
     return 0;
 }
 

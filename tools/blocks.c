@@ -242,12 +242,12 @@ static int oom_picture(struct pass *P, struct gmt_block_oom *o)
     for (size_t i = 0; i < P->n_live; i++)
         if (P->live[i].device == o->device)
             lb[n++] = P->live[i];
-    qsort(lb, n, sizeof *lb, cmp_lblock_addr);
+    gmt_sort(lb, n, sizeof *lb, cmp_lblock_addr);
     size_t ns = 0;
     for (size_t i = 0; i < P->segs.n; i++)
         if (P->segs.v[i].t_alloc <= o->time && P->segs.v[i].t_free > o->time)
             sg[ns++] = P->segs.v[i];
-    qsort(sg, ns, sizeof *sg, cmp_seg_addr);
+    gmt_sort(sg, ns, sizeof *sg, cmp_seg_addr);
     size_t k = 0;
     for (size_t s = 0; s < ns; s++) {
         uint64_t lo = sg[s].addr, hi = sg[s].addr + sg[s].size;
@@ -551,7 +551,7 @@ int gmt_blocks_compute(const struct gmt_trace *t, const struct gmt_phases *p, in
             v[n++] = &t->blocks[i];
             oom |= t->blocks[i].op == GMT_BLOCK_OOM;
         }
-    qsort(v, n, sizeof *v, cmp_note);
+    gmt_sort(v, n, sizeof *v, cmp_note);
     if (collect_steps(p, &P.st) || (oom && load_segments(t, &P.segs)))
         goto out;
     if (walk(&P, v, n, NULL, total))
@@ -570,7 +570,7 @@ int gmt_blocks_compute(const struct gmt_trace *t, const struct gmt_phases *p, in
     if (walk(&P, v, n, peak_at, total))
         goto out;
     step_rule(&P, v, total, n);
-    qsort(B->sites, B->n_sites, sizeof *B->sites, cmp_site);
+    gmt_sort(B->sites, B->n_sites, sizeof *B->sites, cmp_site);
     rc = 0;
 out:
     free(v);
@@ -598,7 +598,7 @@ int gmt_blocks_each(const struct gmt_trace *t, int device,
     for (size_t i = 0; i < t->n_blocks; i++)
         if (device < 0 || t->blocks[i].device == device)
             v[n++] = &t->blocks[i];
-    qsort(v, n, sizeof *v, cmp_note);
+    gmt_sort(v, n, sizeof *v, cmp_note);
     int r = 0;
     for (size_t i = 0; i < n && !r; i++)
         r = fn(ctx, v[i]);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util.h"
 
 static int cmp_who(const void *x, const void *y)
 {
@@ -26,7 +27,7 @@ int gmt_whos_of(struct gmt_whos *w, const struct gmt_metrics *m)
     for (size_t i = 0; i < m->n; i++)
         w->v[w->n++] = (struct gmt_who){m->v[i].rank, m->v[i].process};
     if (w->n)
-        qsort(w->v, w->n, sizeof *w->v, cmp_who);
+        gmt_sort(w->v, w->n, sizeof *w->v, cmp_who);
     size_t out = 0;
     for (size_t i = 0; i < w->n; i++)
         if (!out || cmp_who(&w->v[out - 1], &w->v[i]))
@@ -174,7 +175,7 @@ int gmt_metrics_across_ranks(struct gmt_metrics *out, const struct gmt_metrics *
         keys[i].calls = m->v[i].calls;
     }
     if (m->n)
-        qsort(keys, m->n, sizeof *keys, cmp_key_value);
+        gmt_sort(keys, m->n, sizeof *keys, cmp_key_value);
     int r = 0;
     for (size_t i = 0; i < m->n && !r;) {
         size_t j = i;

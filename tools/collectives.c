@@ -45,7 +45,7 @@ static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    qsort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    gmt_sort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
     *order_p = order;
     return 0;
 }
@@ -316,7 +316,7 @@ int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, con
         o->allocs = row >= 0 && rep->colls[row].calls == 1 ? rep->colls[row].allocs : 0;
     }
     if (rep->n_open > 1)
-        qsort(rep->open, rep->n_open, sizeof *rep->open, cmp_open);
+        gmt_sort(rep->open, rep->n_open, sizeof *rep->open, cmp_open);
     return 0;
 }
 

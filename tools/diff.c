@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "nccl_print.h"
 #include "stacks.h"
+#include "util.h"
 
 struct row {
     char *key;                 /* kind, TAB, what: the matching key */
@@ -87,7 +88,7 @@ static int rows_of(const struct gmt_analysis *a, int frames, struct gmt_vec *row
         return r;
     /* sites that print alike are one site to a person: sum them */
     if (rows->len)
-        qsort(rows->data, rows->len, sizeof(struct row), cmp_row);
+        gmt_sort(rows->data, rows->len, sizeof(struct row), cmp_row);
     struct row *v = rows->data;
     size_t out = 0;
     for (size_t i = 0; i < rows->len; i++) {
@@ -150,7 +151,7 @@ static struct gmt_diff_change *changes_of(const struct gmt_vec *rb, const struct
         if (x->in_base != x->in_new && strstr(x->key, "(cuMemGetInfo)"))
             k--;
     }
-    qsort(c, k, sizeof *c, cmp_change);
+    gmt_sort(c, k, sizeof *c, cmp_change);
     *n = k;
     return c;
 }

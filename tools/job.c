@@ -10,6 +10,7 @@
 
 #include "metrics.h"
 #include "reader.h"
+#include "util.h"
 
 void gmt_job_init(struct gmt_job *j)
 {
@@ -119,7 +120,7 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
         if (setting(t->env[i]) && !(r->env[r->n_env++] = strdup(t->env[i])))
             bad = true;
     if (!bad && r->n_env)
-        qsort(r->env, r->n_env, sizeof *r->env, cmp_str);
+        gmt_sort(r->env, r->n_env, sizeof *r->env, cmp_str);
     for (size_t k = 0; !bad && k < rep->n_colls; k++) {
         const struct gmt_coll_row *cr = &rep->colls[k];
         struct gmt_job_coll *c = &r->colls[r->n_colls++];
@@ -183,7 +184,7 @@ static int spread_of(const struct gmt_job *j, size_t off, size_t known, struct g
         v[n++] = x;
     }
     if (n) {
-        qsort(v, n, sizeof *v, cmp_u64);
+        gmt_sort(v, n, sizeof *v, cmp_u64);
         s->median = v[(n - 1) / 2];
         s->known = true;
     }
@@ -231,7 +232,7 @@ static int coll_spreads(struct gmt_job *j)
                         v[n++] = j->r[i2].colls[k2].first;
                         break;
                     }
-            qsort(v, n, sizeof *v, cmp_i64);
+            gmt_sort(v, n, sizeof *v, cmp_i64);
             s->c.first = v[(n - 1) / 2];
             s->ranks = (int)n;
             s->out_rank = -1;
@@ -282,7 +283,7 @@ static bool alike(const struct gmt_job_rank *a, const struct gmt_job_rank *b)
 int gmt_job_finish(struct gmt_job *j)
 {
     if (j->n)
-        qsort(j->r, j->n, sizeof *j->r, cmp_rank);
+        gmt_sort(j->r, j->n, sizeof *j->r, cmp_rank);
     int r = spread_of(j, offsetof(struct gmt_job_rank, peak), SIZE_MAX, &j->peak);
     if (!r)
         r = spread_of(j, offsetof(struct gmt_job_rank, nccl), SIZE_MAX, &j->nccl);
@@ -457,7 +458,7 @@ static int64_t usual_of(int64_t *v, size_t n)
 {
     if (!n)
         return -1;
-    qsort(v, n, sizeof *v, cmp_i64);
+    gmt_sort(v, n, sizeof *v, cmp_i64);
     int64_t best = v[0];
     size_t best_n = 0;
     for (size_t i = 0; i < n;) {
@@ -585,7 +586,7 @@ const char *gmt_job_group_ranks(const struct gmt_job *j, size_t g, char *buf, si
     /* the member at the group's median peak stands for it */
     *rep = 0;
     if (peaks && count) {
-        qsort(peaks, count, sizeof *peaks, cmp_u64);
+        gmt_sort(peaks, count, sizeof *peaks, cmp_u64);
         uint64_t med = peaks[(count - 1) / 2];
         for (size_t i = 0; i < j->n; i++)
             if (j->r[i].group == g && j->r[i].peak == med) {

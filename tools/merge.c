@@ -10,6 +10,7 @@
 #include "nccl_print.h"
 #include "reader.h"
 #include "stacks.h"
+#include "util.h"
 
 static int cmp_rank(const void *x, const void *y)
 {
@@ -136,7 +137,7 @@ static int outlier_of(struct gmt_merge_coll *k)
         return -ENOMEM;
     for (size_t i = 0; i < k->n_vals; i++)
         v[i] = k->vals[i].first;
-    qsort(v, k->n_vals, sizeof *v, cmp_i64);
+    gmt_sort(v, k->n_vals, sizeof *v, cmp_i64);
     /* the lower median: a value some rank really has */
     k->median_first = v[(k->n_vals - 1) / 2];
     free(v);
@@ -349,7 +350,7 @@ int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
         rank_totals(r);
         m->n_ranks++;
     }
-    qsort(m->ranks, m->n_ranks, sizeof *m->ranks, cmp_rank);
+    gmt_sort(m->ranks, m->n_ranks, sizeof *m->ranks, cmp_rank);
     for (size_t i = 0; i < m->n_ranks; i++)
         if (add_colls(m, &m->ranks[i]))
             status = -EINVAL;
@@ -369,7 +370,7 @@ int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
         }
     }
     if (m->n_sites)
-        qsort(m->sites, m->n_sites, sizeof *m->sites, cmp_site);
+        gmt_sort(m->sites, m->n_sites, sizeof *m->sites, cmp_site);
     return status;
 }
 

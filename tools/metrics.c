@@ -129,7 +129,7 @@ static int cmp_metric_q(const void *a, const void *b)
 void gmt_metrics_sort(struct gmt_metrics *m)
 {
     if (m->n)
-        qsort(m->v, m->n, sizeof *m->v, cmp_metric_q);
+        gmt_sort(m->v, m->n, sizeof *m->v, cmp_metric_q);
 }
 
 struct gmt_metric *gmt_metrics_push(struct gmt_metrics *m)
@@ -205,7 +205,7 @@ static int add_inits(struct gmt_metrics *m, const struct gmt_analysis *a, int32_
         return -ENOMEM;
     for (size_t i = 0; i < t->n_scopes; i++)
         order[i] = i;
-    qsort_r(order, t->n_scopes, sizeof *order, cmp_scope_time, t->scopes);
+    gmt_sort_r(order, t->n_scopes, sizeof *order, cmp_scope_time, t->scopes);
     for (size_t k = 0; k < t->n_scopes; k++) {
         const struct gmt_scope *s = &t->scopes[order[k]];
         if (!gmt_op_is_comm_init(s->op))

@@ -629,7 +629,7 @@ int gmt_names_make(const char *trace, const char *const *debug_dirs, bool force,
     for (size_t i = 0; i < g.ips.cap; i++)
         if (g.ips.state[i] == 1)
             ips[n_ips++] = g.ips.keys[i];
-    qsort(ips, n_ips, sizeof *ips, cmp_u64);
+    gmt_sort(ips, n_ips, sizeof *ips, cmp_u64);
     made->addresses = 0;
     for (size_t i = 0; i < n_ips; i++) {
         uint64_t pc = ips[i] - 1; /* what gmt_sym_resolve looks up for a return address */
@@ -664,7 +664,7 @@ int gmt_names_make(const char *trace, const char *const *debug_dirs, bool force,
         n_frames += nf;
     }
     /* one entry per module and offset: a module loaded twice maps the same code twice */
-    qsort(addrs, n_addrs, sizeof *addrs, cmp_waddr);
+    gmt_sort(addrs, n_addrs, sizeof *addrs, cmp_waddr);
     size_t k = 0;
     for (size_t i = 0; i < n_addrs; i++)
         if (!k || cmp_waddr(&addrs[k - 1], &addrs[i]))

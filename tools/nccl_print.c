@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -33,7 +34,7 @@ void gmt_nccl_print_of(const struct gmt_trace *t, struct gmt_nccl_print *p)
         if (!strncmp(t->env[i], "NCCL_", 5) && strchr(t->env[i], '=') &&
             !strpbrk(t->env[i], "\n") && !print_skips(t->env[i]))
             names[n++] = t->env[i];
-    qsort(names, n, sizeof *names, cmp_str);
+    gmt_sort(names, n, sizeof *names, cmp_str);
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
         size_t l = strlen(names[i]);

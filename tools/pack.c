@@ -236,7 +236,7 @@ static int index_read(int fd, uint64_t fsize, const char *path, struct index *x,
     }
     free(next_name);
     if (!r && x->n)
-        qsort(x->m, x->n, sizeof *x->m, cmp_member);
+        gmt_sort(x->m, x->n, sizeof *x->m, cmp_member);
     if (r == -ENOMEM)
         snprintf(err, errlen, "%s: out of memory", path);
     return r;

@@ -478,7 +478,7 @@ static int run(struct pass *S)
             order[n_ranges++] = &t->nvtx[i];
         }
     }
-    qsort(order, n_ranges, sizeof *order, cmp_note_time);
+    gmt_sort(order, n_ranges, sizeof *order, cmp_note_time);
     struct gmt_trace_iter *it = gmt_trace_iter_new(t);
     if (!it) {
         free(order);
@@ -519,9 +519,9 @@ static int run(struct pass *S)
     if (p->grows_every_step && (r = grow_site(S)))
         return r;
     if (p->n_rows)
-        qsort(p->rows, p->n_rows, sizeof *p->rows, cmp_row);
+        gmt_sort(p->rows, p->n_rows, sizeof *p->rows, cmp_row);
     if (p->n_stacks)
-        qsort(p->stacks, p->n_stacks, sizeof *p->stacks, cmp_stack);
+        gmt_sort(p->stacks, p->n_stacks, sizeof *p->stacks, cmp_stack);
     return 0;
 }
 

@@ -909,7 +909,7 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         goto out;
     device_samples(&S);
     if (rep->n_sites > 1)
-        qsort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
+        gmt_sort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
     free((void *)S.top_by_dense);

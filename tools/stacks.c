@@ -362,7 +362,7 @@ static int cmp_line_ref(const void *x, const void *y)
 /* Lines equal to a neighbour's in the sorted order: marked in dup[]. Returns their count. */
 static size_t mark_dups(struct line_ref *r, size_t n, bool *dup)
 {
-    qsort(r, n, sizeof *r, cmp_line_ref);
+    gmt_sort(r, n, sizeof *r, cmp_line_ref);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         bool d = (i > 0 && !strcmp(r[i].text, r[i - 1].text)) ||

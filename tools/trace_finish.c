@@ -34,7 +34,7 @@ static uint64_t comm_holding(const struct gmt_trace *t, uint64_t context)
 int gmt_trace_tie_choices(struct gmt_trace *t, bool unsorted)
 {
     if (unsorted)
-        qsort(t->choices, t->n_choices, sizeof *t->choices, cmp_choice);
+        gmt_sort(t->choices, t->n_choices, sizeof *t->choices, cmp_choice);
     struct gmt_u64map by_context;
     gmt_u64map_init(&by_context);
     for (int pass = 0; pass < 2; pass++)
@@ -80,8 +80,8 @@ static int cmp_graph_sample(const void *a, const void *b)
  * not stable; ties between two threads' samples have no order to keep). */
 void gmt_trace_sort_samples(struct gmt_trace *t)
 {
-    qsort(t->proc_samples, t->n_proc_samples, sizeof *t->proc_samples, cmp_proc_sample);
-    qsort(t->graph_samples, t->n_graph_samples, sizeof *t->graph_samples, cmp_graph_sample);
+    gmt_sort(t->proc_samples, t->n_proc_samples, sizeof *t->proc_samples, cmp_proc_sample);
+    gmt_sort(t->graph_samples, t->n_graph_samples, sizeof *t->graph_samples, cmp_graph_sample);
 }
 
 /* With duplicate scope ids, which scope a SCOPE_* record means depends on where it lies
@@ -126,7 +126,7 @@ int gmt_trace_finish_scopes(struct gmt_trace *t, struct gmt_meminfo_note *mi, si
     }
     /* in time order, ties in file order, as the events are replayed: the last wins */
     if (n_mi > 1)
-        qsort(mi, n_mi, sizeof *mi, cmp_meminfo);
+        gmt_sort(mi, n_mi, sizeof *mi, cmp_meminfo);
     for (size_t i = 0; i < n_mi; i++) {
         const struct gmt_meminfo_note *e = &mi[i];
         if (!e->scope)

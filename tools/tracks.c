@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "replay.h"
+#include "util.h"
 
 int gmt_tracks_init(struct gmt_tracks *T, const struct gmt_analysis *a, long max_points,
                     bool by_stack, gmt_tracks_point_fn *point, void *ctx)
@@ -134,7 +135,7 @@ int gmt_tracks_flame(const struct gmt_tracks *T, size_t ds, struct gmt_flame_sit
     for (size_t k = 0; at && k < T->n_stacks; k++)
         if (at[k])
             v[n++] = (struct gmt_flame_site){(uint32_t)k, at[k]};
-    qsort(v, n, sizeof *v, cmp_flame);
+    gmt_sort(v, n, sizeof *v, cmp_flame);
     *out = v;
     *n_out = n;
     return 0;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Room for any result of the gmt_fmt_* functions below, NUL included. */
 #define GMT_FMT_LEN 32
@@ -88,6 +89,21 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem);
 /* Makes *p (of *cap elements of elem bytes) hold at least need, doubling from 64: 0 or
  * -ENOMEM (then *p and *cap are as they were). */
 int gmt_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* qsort for arrays that may be empty: a vector nothing was pushed to has a NULL base,
+ * which qsort's nonnull contract forbids even for zero elements. */
+static inline void gmt_sort(void *base, size_t n, size_t size,
+                            int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+static inline void gmt_sort_r(void *base, size_t n, size_t size,
+                              int (*cmp)(const void *, const void *, void *), void *arg)
+{
+    if (n > 1)
+        qsort_r(base, n, size, cmp, arg);
+}
 
 /* a - b, saturated at INT64_MIN and INT64_MAX: byte counts from untrusted traces. */
 static inline int64_t gmt_sat_sub(int64_t a, int64_t b)
