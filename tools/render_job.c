@@ -162,6 +162,32 @@ static void json_spread(FILE *o, const char *key, const struct gmt_job_spread *s
             key, s->min, s->min_rank, s->median, s->max, s->max_rank);
 }
 
+/* , "untracked_bytes": N|null, "untracked_parts": {context, reservation, other_processes}
+ * of one rank, each null where its traces did not measure it */
+static void json_rank_untracked(FILE *o, const struct gmt_job_rank *r)
+{
+    const struct {
+        const char *key;
+        bool known;
+        uint64_t v;
+    } f[] = {{"context", r->has_context, r->u_context},
+             {"reservation", r->has_reserv, r->u_reserv},
+             {"other_processes", r->has_other, r->u_other}};
+    if (r->has_used)
+        fprintf(o, ", \"untracked_bytes\": %" PRIu64, r->untracked);
+    else
+        fputs(", \"untracked_bytes\": null", o);
+    fputs(", \"untracked_parts\": {", o);
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        fprintf(o, "%s\"%s_bytes\": ", k ? ", " : "", f[k].key);
+        if (f[k].known)
+            fprintf(o, "%" PRIu64, f[k].v);
+        else
+            fputs("null", o);
+    }
+    fputc('}', o);
+}
+
 void gmt_render_job_json(FILE *o, const struct gmt_job *j)
 {
     if (!j) {
@@ -184,7 +210,13 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
     json_spread(o, "nccl", &j->nccl);
     fputs(", ", o);
     json_spread(o, "untracked", &j->untracked);
-    fputs(", \"stand_out\": [", o);
+    fputs(", \"untracked_parts\": {", o);
+    json_spread(o, "context", &j->u_context);
+    fputs(", ", o);
+    json_spread(o, "reservation", &j->u_reserv);
+    fputs(", ", o);
+    json_spread(o, "other_processes", &j->u_other);
+    fputs("}, \"stand_out\": [", o);
     size_t n = 0;
     for (size_t i = 0; i < j->n; i++) {
         if (!gmt_job_rank_stands_out(j, i))
@@ -195,6 +227,10 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
         fprintf(o, ", \"peak_bytes\": %" PRIu64 ", \"nccl_bytes\": %" PRIu64 ", \"differences\": ",
                 j->r[i].peak, j->r[i].nccl);
         gmt_fput_json_string(o, gmt_job_differences(j, i, diff, sizeof diff));
+        json_rank_untracked(o, &j->r[i]);
+        fputs(", \"untracked_cause\": ", o);
+        gmt_job_rank_untracked_cause(j, i, diff, sizeof diff);
+        gmt_fput_json_string(o, diff);
         fputc('}', o);
     }
     fputs("], \"collectives\": [", o);
