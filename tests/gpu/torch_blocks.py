@@ -12,6 +12,8 @@ Usage: torch_blocks.py MODE OUT.json [ARGS]
            of 4 KiB .. 4 MiB made and dropped; V = plain | snapshot (the caller runs the
            traced variant under the library); writes ms per step (median) and block
            events per step
+  gpt2 V   a GPT-2-sized transformers model's training step (bf16 autocast, AdamW),
+           V as for bench; writes ms per step (median) and block events per step
 """
 import json
 import os
@@ -137,11 +139,49 @@ def bench(variant, steps):
     write({"variant": variant, "ms_per_step": ms, "events_per_step": events})
 
 
+def gpt2(variant, steps):
+    """A GPT-2-sized model (transformers' GPT2LMHeadModel, 124M parameters, bf16 autocast,
+    AdamW), batch 8 x 512 tokens: median ms per training step and block events per step."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config()).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randint(0, 50257, (8, 512), device=dev)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x, labels=x).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+
+    for _ in range(5):
+        step()
+    if variant == "snapshot":
+        torch.cuda.memory._record_memory_history(stacks="all", max_entries=1000000)
+    s0 = torch.cuda.memory_stats(dev)["allocation.all.allocated"]
+    per = []
+    for _ in range(steps):
+        t0 = time.perf_counter_ns()
+        step()
+        per.append(time.perf_counter_ns() - t0)
+    s1 = torch.cuda.memory_stats(dev)["allocation.all.allocated"]
+    if variant == "snapshot":
+        torch.cuda.memory._record_memory_history(enabled=None)
+    per.sort()
+    write({"variant": variant, "ms_per_step": per[len(per) // 2] / 1e6,
+           "events_per_step": 2 * (s1 - s0) / steps})
+
+
 if mode == "counts":
     counts()
 elif mode == "leak":
     leak()
 elif mode == "bench":
     bench(sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 2000)
+elif mode == "gpt2":
+    gpt2(sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 30)
 else:
     raise SystemExit("unknown mode " + mode)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torch_blocks.sh: real-GPU checks, on one NVIDIA GPU with PyTorch, of PyTorch's caching-allocator blocks in the trace: counts and totals against torch.cuda.memory_stats(), a planted leak named by its line with the cache on, expandable segments and cudaMallocAsync shown as they are, and the per-step cost against the untraced loop and against _record_memory_history, in one run.
+# torch_blocks.sh: real-GPU checks, on one NVIDIA GPU with PyTorch, of PyTorch's caching-allocator blocks in the trace: counts and totals against torch.cuda.memory_stats(), a planted leak named by its line with the cache on, expandable segments and cudaMallocAsync shown as they are, and the per-step cost of an allocation-bound loop and of a GPT-2-sized transformers step against the untraced runs and against _record_memory_history, interleaved in one run.
 #
 # Usage: bash tests/gpu/torch_blocks.sh   (from a copy of the tree with build/ carried; builds nothing)
 # Needs build/libgpumemtrace.so, build/gpumemtrace and python3 with torch (CUDA). Writes
@@ -108,20 +108,21 @@ assert top['line'].startswith(site) and top['live_at_peak_bytes'] >= 39 * (3 << 
 
 # ---- 5. cost per step: untraced, traced, _record_memory_history(stacks='all'), interleaved
 reps=3
-: >bench.txt
-for r in $(seq 1 $reps); do
-  order="plain traced snapshot"; [ $r = 2 ] && order="traced snapshot plain"; [ $r = 3 ] && order="snapshot plain traced"
-  for v in $order; do
-    rm -rf bench.traces
-    case $v in
-      plain|snapshot) timeout 120 "$py" "$prog" bench "b.$v.$r.json" "$v" >/dev/null 2>>bench.err ;;
-      traced) timeout 120 env LD_PRELOAD="$lib" GPUMEMTRACE_OUTPUT="$w/bench.%p.gmt" "$py" "$prog" bench "b.$v.$r.json" plain >/dev/null 2>>bench.err
-              rm -f "$w"/bench.*.gmt ;;
-    esac
-    "$py" -c "import json; d = json.load(open('b.$v.$r.json')); print('$v', d['ms_per_step'], d['events_per_step'])" >>bench.txt 2>>bench.err
+interleaved() { # interleaved MODE OUT.txt: plain, traced and snapshot runs of MODE, in rotating order
+  : >"$2"
+  for r in $(seq 1 $reps); do
+    order="plain traced snapshot"; [ $r = 2 ] && order="traced snapshot plain"; [ $r = 3 ] && order="snapshot plain traced"
+    for v in $order; do
+      case $v in
+        plain|snapshot) timeout 300 "$py" "$prog" "$1" "b.$1.$v.$r.json" "$v" >/dev/null 2>>"$1.err" ;;
+        traced) timeout 300 env LD_PRELOAD="$lib" GPUMEMTRACE_OUTPUT="$w/$1.%p.gmt" "$py" "$prog" "$1" "b.$1.$v.$r.json" plain >/dev/null 2>>"$1.err"
+                rm -f "$w/$1".*.gmt ;;
+      esac
+      "$py" -c "import json; d = json.load(open('b.$1.$v.$r.json')); print('$v', d['ms_per_step'], d['events_per_step'])" >>"$2" 2>>"$1.err"
+    done
   done
-done
-read -r plain traced snap events <<<"$("$py" - bench.txt <<'PYEOF'
+}
+medians() { "$py" - "$1" <<'PYEOF'
 import sys, statistics
 v = {}
 for line in open(sys.argv[1]):
@@ -130,11 +131,21 @@ for line in open(sys.argv[1]):
 m = {k: statistics.median(x) for k, x in v.items()}
 print(m.get("plain", float("nan")), m.get("traced", float("nan")), m.get("snapshot", float("nan")), ev_)
 PYEOF
-)"
+}
+interleaved bench bench.txt
+read -r plain traced snap events <<<"$(medians bench.txt)"
+if "$py" -c "import transformers" 2>/dev/null; then
+  interleaved gpt2 gpt2.txt
+  read -r g_plain g_traced g_snap g_events <<<"$(medians gpt2.txt)"
+else
+  g_plain=nan g_traced=nan g_snap=nan g_events="no transformers package"
+fi
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", (b - a) / a * 100 }'; }
 per_event=$(awk -v a="$plain" -v b="$traced" -v e="$events" 'BEGIN { printf "%.2f", (b - a) * 1000 / e }')
 check "cost: the traced loop within 3% of untraced per step" awk -v a="$plain" -v b="$traced" 'BEGIN { exit !((b - a) / a <= 0.03) }'
 check "cost: at most 0.5 us per block event (20 Python frames)" awk -v x="$per_event" 'BEGIN { exit !(x <= 0.5) }'
+[ "$g_plain" = nan ] ||
+  check "cost: the traced GPT-2 step within 3% of untraced" awk -v a="$g_plain" -v b="$g_traced" 'BEGIN { exit !((b - a) / a <= 0.03) }'
 
 echo
 echo "== summary of the leaking loop (cache on), its PyTorch section:"
@@ -147,5 +158,10 @@ printf '%-76s %s\n' "allocation-bound loop, ms/step untraced (median of $reps)" 
 printf '%-76s %s (%s)\n' "  traced, ms/step" "$traced" "$(pct "$plain" "$traced")"
 printf '%-76s %s (%s)\n' "  _record_memory_history(stacks='all'), ms/step" "$snap" "$(pct "$plain" "$snap")"
 printf '%-76s %s\n' "  block events per step; traced cost per event, us" "$events; $per_event"
+printf '%-76s %s\n' "GPT-2-sized transformers step (bf16, AdamW, 8 x 512), ms/step untraced" "$g_plain"
+[ "$g_plain" = nan ] || {
+printf '%-76s %s (%s)\n' "  traced, ms/step" "$g_traced" "$(pct "$g_plain" "$g_traced")"
+printf '%-76s %s (%s)\n' "  _record_memory_history(stacks='all'), ms/step" "$g_snap" "$(pct "$g_plain" "$g_snap")"; }
+printf '%-76s %s\n' "  block events per step" "$g_events"
 [ $failed = 0 ] && echo "all checks passed" || echo "SOME CHECKS FAILED"
 exit $failed
