@@ -120,7 +120,7 @@ Test(report, a_big_trace_stays_small_and_keeps_its_peak, .timeout = 180)
 
 Test(report, the_page_loads_in_a_headless_browser, .timeout = 240)
 {
-    int st = run("R=%s; $G report --no-symbols -o job.html $R/tests/golden/demo-r0.gmt "
+    int st = run("R=%s; $G report --no-symbols --every-rank -o job.html $R/tests/golden/demo-r0.gmt "
                  "$R/tests/golden/demo-r1.gmt && python3 $R/tests/report_browser.py job.html shot.png 2", root);
     if (st == 77)
         cr_skip_test("no chromium installed: %s", out);
@@ -133,7 +133,7 @@ Test(report, the_page_loads_in_a_headless_browser, .timeout = 240)
 
 Test(report, mouse_zoom_and_pan_work_in_a_browser, .timeout = 240)
 {
-    int st = run("R=%s; $G report --no-symbols -o job.html $R/tests/golden/demo-r0.gmt "
+    int st = run("R=%s; $G report --no-symbols --every-rank -o job.html $R/tests/golden/demo-r0.gmt "
                  "$R/tests/golden/demo-r1.gmt && python3 $R/tests/report_mouse.py job.html 2", root);
     if (st == 77)
         cr_skip_test("no chromium, chromedriver or selenium: %s", out);
@@ -152,6 +152,37 @@ Test(report, mouse_zoom_and_pan_work_in_a_browser, .timeout = 240)
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "R=%%s; sed '%s' job.html >bad.html && ! cmp -s job.html bad.html && "
                  "python3 $R/tests/report_mouse.py bad.html 2", bad[i].sed);
+        cr_expect_eq(run(cmd, root), 1, "case %zu: %s%s", i, out, err);
+        cr_expect(strstr(out, bad[i].says), "case %zu: %s", i, out);
+    }
+}
+
+/* How the page looks, as layout facts the browser reads (tests/report_layout.py): round
+ * ticks in one unit per axis, NCCL labels inside the plot and apart, untracked named in
+ * the legend and the chart, no start code atop the icicle, the demo's two ranks alike
+ * drawn once under their group's name (and both with --every-rank). Pages with each
+ * of those broken are told apart. */
+Test(report, the_page_draws_round_ticks_whole_labels_and_ranks_alike_once, .timeout = 300)
+{
+    int st = run("R=%s; $G report --no-symbols -o job.html $R/tests/golden/demo-r0.gmt $R/tests/golden/demo-r1.gmt "
+                 "&& python3 $R/tests/report_layout.py job.html --sections 1 --alike 'ranks 0-1' --untracked", root);
+    if (st == 77)
+        cr_skip_test("no chromium, chromedriver or selenium: %s", out);
+    cr_expect_eq(st, 0, "%s%s", out, err);
+    cr_expect_eq(run("R=%s; $G report --no-symbols --every-rank -o all.html $R/tests/golden/demo-r0.gmt "
+                     "$R/tests/golden/demo-r1.gmt && python3 $R/tests/report_layout.py all.html --sections 2", root),
+                 0, "%s%s", out, err);
+    static const struct { const char *sed, *says; } bad[] = {
+        {"s/return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) \\* p;/return raw;/", "times a power of ten"},
+        {"s/if (a < lo || b > hi || placed/if (a < lo || placed/", "outside the plot"},
+        {"s/while (k < s.frames.length - 1 \\&\\& START.test/while (false \\&\\& START.test/", "start code"},
+        {"s/if (R \\&\\& R.drawn === false) return;//", "section(s) drawn"},
+        {"s/if (x1 - x0 > 120 \\&\\& gap > bestGap)/if (false)/", "untracked gap is not labelled"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "R=%%s; sed '%s' job.html >bad.html && ! cmp -s job.html bad.html && "
+                 "python3 $R/tests/report_layout.py bad.html --sections 1 --untracked", bad[i].sed);
         cr_expect_eq(run(cmd, root), 1, "case %zu: %s%s", i, out, err);
         cr_expect(strstr(out, bad[i].says), "case %zu: %s", i, out);
     }

@@ -1,5 +1,6 @@
 /* cmd_report.c: `gpumemtrace report`: a job's traces as one HTML page that works offline (docs/report.md). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ const char gmt_help_report[] =
     "the bytes it added), NVTX ranges on another, failed allocations as markers; one\n"
     "chart per rank on one time axis; per device an icicle of the stacks live at the\n"
     "peak; tables of the top sites, leaks, failures and NCCL memory by purpose (as\n"
-    "explain); for a job, the spread of peaks and a row per rank.\n"
+    "explain); for a job, the spread of peaks and a row per rank. Ranks that behave\n"
+    "alike (as summary groups them) are drawn once, named with their rank list.\n"
     "Drag or scroll on a chart to zoom, shift-drag to pan, double-click to reset;\n"
     "click an icicle's frame to zoom into it, its top bar to go back.\n"
     "A directory among the TRACEs stands for the traces in it (docs/report.md).\n"
@@ -27,12 +29,15 @@ const char gmt_help_report[] =
     "  --max-points N    points per counter track at most (default 2000, >= 3); each\n"
     "                    track keeps its lowest and highest value per time bucket\n"
     "  --top N           sites in the table (default as summary's)\n"
+    "  --every-rank      draw every rank; by default ranks alike (as summary groups\n"
+    "                    them) are drawn once, named with their rank list\n"
     "  --debug-dir DIR   extra directories to look for binaries and debug files (repeatable)\n"
     "  --no-symbols      show module+offset, open no binary\n";
 
 struct report_args {
     const char *output;
     long max_points;
+    bool every_rank;
 };
 
 static int report_opt(void *ctx, int c, const char *arg)
@@ -50,12 +55,16 @@ static int report_opt(void *ctx, int c, const char *arg)
             return gmt_cli_usage_error("report", "--max-points wants a number from 3 to 1000000, not '%s'", arg);
         ra->max_points = v;
         return 0;
+    case 'e':
+        ra->every_rank = true;
+        return 0;
     }
     return GMT_EXIT_ERROR;
 }
 
 static const struct option report_opts[] = {
-    {"output", required_argument, 0, 'o'}, {"max-points", required_argument, 0, 'm'}, {0, 0, 0, 0}};
+    {"output", required_argument, 0, 'o'}, {"max-points", required_argument, 0, 'm'},
+    {"every-rank", no_argument, 0, 'e'}, {0, 0, 0, 0}};
 
 int gmt_cmd_report(int argc, char **argv)
 {
@@ -85,7 +94,7 @@ int gmt_cmd_report(int argc, char **argv)
         gmt_free_paths(files, n_files);
         return GMT_EXIT_ERROR;
     }
-    int x = gmt_report_html(files, n_files, &args.ro, ra.output, ra.max_points);
+    int x = gmt_report_html(files, n_files, &args.ro, ra.output, ra.max_points, ra.every_rank);
     gmt_free_paths(files, n_files);
     return x ? x : status;
 }

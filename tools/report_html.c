@@ -573,8 +573,10 @@ static void page_reset(struct page *P)
 }
 
 /* The job's ranks, one row each as the job's spread counts them (job.c): rank, host,
- * peak, NCCL bytes at the peaks, untracked bytes, failed allocations. */
-static void put_ranks(FILE *o, const struct gmt_job *j)
+ * peak, NCCL bytes at the peaks, untracked bytes, failed allocations, and its group of
+ * ranks alike (job.c's grouping): "alike" its ranks, "drawn" false for all but the
+ * group's representative, whose section the page draws for the group. */
+static void put_ranks(FILE *o, const struct gmt_job *j, bool every_rank)
 {
     fputs("\"ranks\":", o);
     if (!j) {
@@ -597,8 +599,13 @@ static void put_ranks(FILE *o, const struct gmt_job *j)
             fprintf(o, "%" PRIu64, r->untracked);
         else
             fputs("null", o);
-        fprintf(o, ",\"failures\":%" PRIu64 ",\"stands_out\":%s}", r->fails,
+        char ranks[512];
+        size_t cnt = 0, rep = i;
+        gmt_job_group_ranks(j, r->group, ranks, sizeof ranks, &cnt, &rep);
+        fprintf(o, ",\"failures\":%" PRIu64 ",\"stands_out\":%s,\"alike\":", r->fails,
                 gmt_job_rank_stands_out(j, i) ? "true" : "false");
+        gmt_fput_json_string(o, ranks);
+        fprintf(o, ",\"alike_count\":%zu,\"drawn\":%s}", cnt, every_rank || cnt < 2 || rep == i ? "true" : "false");
     }
     fputs("],", o);
 }
@@ -627,6 +634,7 @@ struct gather {
     bool *ok;
     struct anchor { uint64_t real, mono, first; bool has; } *anch;
     uint64_t base;
+    bool every_rank;           /* draw ranks alike each, not once */
 };
 
 static int report_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
@@ -656,7 +664,7 @@ static void put_head(FILE *h, const struct gather *G)
     const struct gmt_job *j = G->n > 1 ? &G->j : NULL;
     fprintf(h, "{\"schema\":\"gpumemtrace.report/1\",\"max_points\":%ld,", G->max_points);
     gmt_render_job_json(h, j);
-    put_ranks(h, j);
+    put_ranks(h, j, G->every_rank);
     fputs("\"purposes\":{", h);
     for (int k = 0; k < GMT_NCCL_NPURPOSES; k++) {
         fputs(k ? "," : "", h);
@@ -712,13 +720,14 @@ static int write_page(const char *out, const struct gather *G, const char *buf, 
 }
 
 int gmt_report_html(char *const *files, size_t n, const struct gmt_report_opts *ro,
-                    const char *out, long max_points)
+                    const char *out, long max_points, bool every_rank)
 {
     char *buf = NULL;
     size_t len = 0;
     struct gather G = {.m = open_memstream(&buf, &len), .P = calloc(1, sizeof *G.P), .ro = ro,
                        .max_points = max_points, .n = n, .ok = calloc(n ? n : 1, sizeof *G.ok),
-                       .anch = calloc(n ? n : 1, sizeof *G.anch), .base = UINT64_MAX};
+                       .anch = calloc(n ? n : 1, sizeof *G.anch), .base = UINT64_MAX,
+                       .every_rank = every_rank};
     gmt_job_init(&G.j);
     int status = GMT_EXIT_OK, r = 0;
     struct gmt_jobs_result res = {0};
