@@ -33,11 +33,13 @@ static const char *in(const char *dir, const char *name)
 /* ---- a job of ranks that differ in one thing (as tests/test_check.c builds them) ---- */
 
 /* One rank: CommInitRank (2 MiB), a user buffer (4 MiB), `calls` AllReduces of which the
- * first allocates 2 x buffsize inside the call, on a thread with a name. */
+ * first allocates 2 x buffsize inside the call, on a thread with a name; then four loop
+ * AllReduces in call form, two timed at a rate of 8 and two not, and a group whose one
+ * member was written the short way (not timed). */
 static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsize, int calls)
 {
     struct tb b = {0};
-    tb_header(&b);
+    tb_header_current(&b);
     /* a host name that CSV must quote */
     static const char host[] = "node \"a\",1";
     char var[64];
@@ -79,6 +81,15 @@ static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsi
         struct gmt_rec_scope_end ce = {.dt = 10, .scope_id = sid};
         tb_rec(&b, GMT_REC_SCOPE_END, GMT_OP_AllReduce, &ce, sizeof ce, NULL, 0);
     }
+    struct gmt_rec_scope_begin f = {.comm = comm, .count = MiB / 4, .stream = 0, .datatype = 7, .peer = -1};
+    for (uint32_t k = 0; k < 4; k++)
+        tb_scope_call_w(&b, GMT_OP_AllReduce, ++sid, 0, 20000, k % 2 ? 3000 + 1000 * k + 10 * (uint32_t)rank : 0,
+                        k ? 0 : GMT_CALL_HAS_ALL, &f, k % 2 ? 8 : 0);
+    uint32_t group = ++sid;
+    tb_scope_begin(&b, GMT_OP_Group, group, 0, 0, 0, 10);
+    tb_scope_begin(&b, GMT_OP_AllGather, ++sid, group, comm, 1024, 0);
+    tb_scope_end(&b, GMT_OP_AllGather, sid, 0, 0);
+    tb_scope_end(&b, GMT_OP_Group, group, 0, 30);
     struct gmt_rec_free fr = {.address = 0x7e0000000000ull + pid * 0x10000000ull + 1, .dt = 10};
     tb_rec(&b, GMT_REC_FREE, GMT_API_cudaFree, &fr, sizeof fr, NULL, 0);
     struct gmt_rec_end end = {.time_ns = TB_T0 + 1000000};

@@ -394,7 +394,7 @@ static void rows_open_at_end(FILE *f, const struct gmt_analysis *a, const struct
         const struct gmt_comm *c = gmt_trace_comm(t, v->comm);
         struct row r = trace_row(f, a);
         cell_u(&r, v->scope);
-        cell_s(&r, gmt_op_name(v->op));
+        cell_s(&r, v->label);
         cell_i(&r, c ? c->rank : -1);
         cell_i(&r, c ? c->nranks : -1);
         cell_i(&r, v->device);

@@ -414,9 +414,11 @@ static void text_open(FILE *out, const struct gmt_analysis *a, const struct gmt_
                      c->rank, c->nranks);
         uint64_t end = a->t.t_last > r->since ? a->t.t_last : r->since;
         gmt_fmt_duration(dur, sizeof dur, end - r->since);
+        snprintf(lab, sizeof lab, "%s #%u at %.3f s", r->label, r->scope,
+                 (double)(r->since - a->t.t_first) / 1e9);
         fprintf(out, "  %s%s, device %d, thread %u: open since %.3f s (%s before the trace ends); "
                      "allocated %s under it\n",
-                op_label(a, r->scope, lab, sizeof lab), comm, r->device, r->tid,
+                lab, comm, r->device, r->tid,
                 (double)(r->since - a->t.t_first) / 1e9, dur, gmt_fmt_sbytes(b1, sizeof b1, r->tracked));
         if (r->stack) {
             char line[1024];
