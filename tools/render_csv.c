@@ -11,6 +11,7 @@
 #include "nccl_model.h"
 #include "reader.h"
 #include "stacks.h"
+#include "util.h"
 
 const char *const gmt_csv_names[GMT_CSV_COUNT] = {
 #define GMT_X(name, what) #name,
@@ -40,24 +41,11 @@ static void sep(struct row *r)
     r->any = true;
 }
 
-/* RFC 4180, as `export --format csv` writes it: quoted only where a field holds a comma,
- * a quote, CR or LF, or starts or ends with a space; a quote inside is doubled. */
+/* As `export --format csv` writes its cells (util.h: quoting, formulas made inert). */
 static void cell_s(struct row *r, const char *s)
 {
     sep(r);
-    if (!s)
-        return;
-    size_t n = strlen(s);
-    bool quote = strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' '));
-    if (quote)
-        fputc('"', r->f);
-    for (const char *p = s; *p; p++) {
-        if (*p == '"')
-            fputc('"', r->f);
-        fputc(*p, r->f);
-    }
-    if (quote)
-        fputc('"', r->f);
+    gmt_fput_csv_cell(r->f, s);
 }
 
 static void cell_u(struct row *r, uint64_t v)

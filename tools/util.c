@@ -409,6 +409,44 @@ void gmt_fput_safe(FILE *out, const char *s, size_t n)
     }
 }
 
+/* A decimal number as a spreadsheet reads one: [+-] digits [. digits] [e [+-] digits]. */
+static bool csv_number(const char *s)
+{
+    const char *p = s + (*s == '+' || *s == '-');
+    size_t digits = strspn(p, "0123456789");
+    p += digits;
+    if (*p == '.') {
+        size_t frac = strspn(p + 1, "0123456789");
+        digits += frac;
+        p += 1 + frac;
+    }
+    if (digits && (*p == 'e' || *p == 'E')) {
+        const char *q = p + 1 + (p[1] == '+' || p[1] == '-');
+        size_t exp = strspn(q, "0123456789");
+        p = exp ? q + exp : p;
+    }
+    return digits && !*p;
+}
+
+void gmt_fput_csv_cell(FILE *out, const char *s)
+{
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    bool formula = n && strchr("=+-@\t\r", s[0]) && !csv_number(s);
+    if (!formula && !strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
+        fputs(s, out);
+        return;
+    }
+    fputs(formula ? "\"'" : "\"", out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
 void gmt_err(const char *fmt, ...)
 {
     char buf[8192];

@@ -51,6 +51,13 @@ void gmt_fput_json_stringn(FILE *out, const char *s, size_t n);
  * the byte there does not start one (overlong forms and surrogates included). */
 size_t gmt_utf8_len(const unsigned char *s, size_t n);
 
+/* Writes s as one text cell of CSV (RFC 4180): as it is, or between double quotes where it
+ * holds a comma, a quote, CR or LF, or starts or ends with a space, a quote inside
+ * doubled. A cell that a spreadsheet would run as a formula (one starting with '=', '+',
+ * '-', '@', TAB or CR) gets a single quote in front and is quoted ("'=1+2"), unless it
+ * is a number ("-5", "+1.5e3" stay as they are). NULL: an empty cell. */
+void gmt_fput_csv_cell(FILE *out, const char *s);
+
 /* Opens a file the CLI reads (a trace, a baseline, a module or its debug file) so that
  * it cannot block or feed forever: opened with O_NONBLOCK (a FIFO with no writer does
  * not block the open) then cleared, and checked with fstat before use. A regular file
