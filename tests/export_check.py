@@ -5,12 +5,14 @@ against `summary --json` of the same traces (tests/test_export.c runs it).
   export_check.py chrome OUT.json SUMMARY.json MAX_POINTS
   export_check.py sqlite JOB.db SUMMARY.json [QUERIES.sql]
   export_check.py csv DIR SUMMARY.json
+  export_check.py inert DIR -        (no CSV cell there runs as a spreadsheet formula)
 
 Exits 1 with one line per problem found; prints what it compared."""
 import collections
 import csv
 import json
 import os
+import re
 import sqlite3
 import sys
 
@@ -60,6 +62,40 @@ def live_peaks(allocs):
     return out
 
 
+def summary_ops(traces):
+    """trace index -> the names of its collective rows (the summary's COLLECTIVE op)."""
+    return {i: {c["op"] for c in t["collectives"]} for i, t in enumerate(traces)}
+
+
+def summary_means(traces):
+    """op -> (host ns, calls it stands for) over the job, as the summary's rows add them."""
+    out = collections.defaultdict(lambda: [0, 0])
+    for t in traces:
+        for c in t["collectives"]:
+            out[c["op"]][0] += c["host_ns_total"]
+            out[c["op"]][1] += c["host_calls"]
+    return {op: v for op, v in out.items() if v[1]}
+
+
+def check_calls(name, rows, traces):
+    """rows: (trace, counted_as, scope, op, begin, end, duration, timed, weight) of every
+    call. A call has a duration exactly when it was timed; a timed one's weight is at
+    least 1 and an untimed one's 0; the outermost calls go by the summary's names."""
+    ops = collections.defaultdict(set)
+    for tr, counted, scope, op, begin, end, dur, timed, weight in rows:
+        if timed not in (0, 1):
+            bad(f"{name}: trace {tr} call {scope}: timed {timed!r}")
+        elif timed and (begin is None or end is None or dur != end - begin or weight < 1):
+            bad(f"{name}: trace {tr} call {scope}: timed, but begin {begin} end {end} duration {dur} weight {weight}")
+        elif not timed and (dur is not None or weight != 0 or (begin is not None and end is not None)):
+            bad(f"{name}: trace {tr} call {scope}: untimed, but begin {begin} end {end} duration {dur} weight {weight}")
+        if counted == scope:
+            ops[tr].add(op)
+    for i, want in summary_ops(traces).items():
+        if ops.get(i, set()) != want:
+            bad(f"{name}: trace {i}: calls named {sorted(ops.get(i, set()))}, the summary's rows {sorted(want)}")
+
+
 def compare_tables(name, peaks_got, allocs_got, calls_got, traces, fails_got):
     peaks, allocs, calls = expected(traces)
     for i, v in FAILS.items():
@@ -96,6 +132,7 @@ def check_chrome(path, summary, max_points):
     names = collections.defaultdict(set)
     flows = collections.Counter()
     xcount = collections.Counter()
+    cnames = collections.defaultdict(set)
     fails = collections.Counter()
     for n, e in enumerate(evs):
         ph = e.get("ph")
@@ -117,10 +154,19 @@ def check_chrome(path, summary, max_points):
             continue
         if ph == "i" and e["name"] == "allocation failed":
             fails[e["pid"]] += 1
+        if e.get("cat") == "nccl" and ph in "Xi":
+            # an NCCL call: a slice when timed (or still open), an instant when not
+            timed = e.get("args", {}).get("timed")
+            if timed is not (ph == "X" and not e["args"].get("open_at_end")):
+                bad(f"chrome: event {n}: NCCL call {e['name']!r} as {ph!r} with timed {timed!r}")
+            w = e["args"].get("weight")
+            if not isinstance(w, int) or (w < 1 if timed else w != 0):
+                bad(f"chrome: event {n}: NCCL call {e['name']!r}: weight {e['args'].get('weight')!r}")
+            xcount[e["pid"]] += 1
+            cnames[e["pid"]].add(e["name"])
         if ph == "X":
             if not isinstance(e["dur"], (int, float)) or e["dur"] < 0:
                 bad(f"chrome: event {n}: dur {e['dur']!r}")
-            xcount[e["pid"]] += 1
         if ph == "C":
             track = (e["pid"], e["name"])
             points[track] += 1
@@ -158,7 +204,10 @@ def check_chrome(path, summary, max_points):
             bad(f"chrome: process {pids[i]}: {fails[pids[i]]} failure events, summary says {v}")
     for i, v in calls.items():
         if i < len(pids) and xcount[pids[i]] < v:
-            bad(f"chrome: process {pids[i]}: {xcount[pids[i]]} NCCL slices, fewer than its {v} calls")
+            bad(f"chrome: process {pids[i]}: {xcount[pids[i]]} NCCL calls, fewer than its {v} calls")
+    for i, want in summary_ops(traces).items():
+        if i < len(pids) and not want <= cnames[pids[i]]:
+            bad(f"chrome: process {pids[i]}: calls named {sorted(cnames[pids[i]])}, the summary's rows {sorted(want)}")
     print(f"chrome: {len(evs)} events, {len(points)} counter tracks (most points: "
           f"{max(points.values()) if points else 0}), {len(peaks)} peaks compared")
 
@@ -177,6 +226,8 @@ def check_sqlite(path, summary, queries):
     calls = dict(db.execute("SELECT trace, count(*) FROM nccl_calls WHERE counted_as = scope GROUP BY trace"))
     fails = dict(db.execute("SELECT trace, count(*) FROM failures GROUP BY trace"))
     compare_tables("sqlite", peaks, allocs, calls, traces, fails)
+    check_calls("sqlite", db.execute("SELECT trace, counted_as, scope, op, begin_ns, end_ns, duration_ns, "
+                                     "timed, weight FROM nccl_calls").fetchall(), traces)
     for t in ("traces", "allocations", "nccl_calls", "sites", "device_samples", "failures"):
         idx = db.execute("SELECT count(*) FROM sqlite_master WHERE type='index' AND tbl_name=?", (t,)).fetchone()[0]
         if not idx:
@@ -196,6 +247,12 @@ def check_sqlite(path, summary, queries):
             print(f"query {name!r}: {got[:4]}")
             if not got:
                 bad(f"sqlite: query {name!r} returned nothing")
+            if name.startswith("mean host time"):
+                want = summary_means(traces)
+                means = {r[0]: r[1] for r in got}
+                if set(means) != set(want) or any(abs(means[op] - ns / n) > 1e-6 * max(1, ns / n)
+                                                  for op, (ns, n) in want.items()):
+                    bad(f"sqlite: query {name!r}: {means}, summary {({op: ns / n for op, (ns, n) in want.items()})}")
             if name.startswith("peak per rank"):
                 want = {}
                 for t in traces:
@@ -233,6 +290,29 @@ def check_csv(d, summary):
             bad(f"csv: trace {row['trace']}: host {row['host']!r} pid {row['pid']}, summary says {t['host']!r} {t['pid']}")
     fails = collections.Counter(num(f["trace"]) for f in tables["failures"])
     compare_tables("csv", peaks, allocs, calls, traces, fails)
+    check_calls("csv", [(num(c["trace"]), num(c["counted_as"]), num(c["scope"]), c["op"], num(c["begin_ns"]),
+                         num(c["end_ns"]), num(c["duration_ns"]), num(c["timed"]), num(c["weight"]))
+                        for c in tables["nccl_calls"]], traces)
+
+
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def check_inert(d):
+    """No cell of a CSV file in d starts as a formula (=, +, -, @, TAB, CR) unless it is a
+    number; the cells made inert (a quote in front) are printed."""
+    inert = []
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".csv"):
+            continue
+        with open(os.path.join(d, name), newline="") as f:
+            for k, row in enumerate(csv.reader(f, strict=True)):
+                for cell in row:
+                    if cell[:1] in ("=", "+", "-", "@", "\t", "\r") and not NUMBER.fullmatch(cell):
+                        bad(f"inert: {name} row {k}: a cell a spreadsheet runs: {cell[:40]!r}")
+                    elif cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r"):
+                        inert.append(cell)
+    print(f"inert: {len(inert)} cells made inert: {inert[:8]}")
 
 
 def main():
@@ -243,6 +323,8 @@ def main():
         check_sqlite(out, summary, sys.argv[4] if len(sys.argv) > 4 else None)
     elif mode == "csv":
         check_csv(out, summary)
+    elif mode == "inert":
+        check_inert(out)
     else:
         sys.exit(f"unknown mode {mode}")
     for p in problems[:40]:

@@ -717,13 +717,14 @@ Test(util, writes_json_strings_as_valid_utf8)
     FILE *f = open_memstream(&buf, &len);
     cr_assert_not_null(f);
     /* valid 2-, 3- and 4-byte sequences pass; a lone continuation byte, a cut sequence,
-     * an overlong form, a surrogate and bytes above U+10FFFF are each \u00XX */
+     * an overlong form, a surrogate and bytes above U+10FFFF are each \u00XX; a C1
+     * control (U+009B) is its \u escape, the character after it (U+00A0) itself */
     gmt_fput_json_string(f, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\x80|\xe2\x82|\xc0\xaf|"
-                            "\xed\xa0\x80|\xf4\x90\x80\x80|\x1b\"\\");
+                            "\xed\xa0\x80|\xf4\x90\x80\x80|\x1b\"\\|\xc2\x9b\xc2\xa0");
     fclose(f);
     cr_expect_str_eq(buf, "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\\u0080|\\u00e2\\u0082|"
                           "\\u00c0\\u00af|\\u00ed\\u00a0\\u0080|\\u00f4\\u0090\\u0080\\u0080|"
-                          "\\u001b\\\"\\\\\"");
+                          "\\u001b\\\"\\\\|\\u009b\xc2\xa0\"");
     expect_json("string", buf);
     free(buf);
 }

@@ -33,11 +33,13 @@ static const char *in(const char *dir, const char *name)
 /* ---- a job of ranks that differ in one thing (as tests/test_check.c builds them) ---- */
 
 /* One rank: CommInitRank (2 MiB), a user buffer (4 MiB), `calls` AllReduces of which the
- * first allocates 2 x buffsize inside the call, on a thread with a name. */
+ * first allocates 2 x buffsize inside the call, on a thread with a name; then four loop
+ * AllReduces in call form, two timed at a rate of 8 and two not, and a group whose one
+ * member was written the short way (not timed). */
 static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsize, int calls)
 {
     struct tb b = {0};
-    tb_header(&b);
+    tb_header_current(&b);
     /* a host name that CSV must quote */
     static const char host[] = "node \"a\",1";
     char var[64];
@@ -79,6 +81,15 @@ static void rank_write(const char *path, int rank, uint32_t pid, uint64_t buffsi
         struct gmt_rec_scope_end ce = {.dt = 10, .scope_id = sid};
         tb_rec(&b, GMT_REC_SCOPE_END, GMT_OP_AllReduce, &ce, sizeof ce, NULL, 0);
     }
+    struct gmt_rec_scope_begin f = {.comm = comm, .count = MiB / 4, .stream = 0, .datatype = 7, .peer = -1};
+    for (uint32_t k = 0; k < 4; k++)
+        tb_scope_call_w(&b, GMT_OP_AllReduce, ++sid, 0, 20000, k % 2 ? 3000 + 1000 * k + 10 * (uint32_t)rank : 0,
+                        k ? 0 : GMT_CALL_HAS_ALL, &f, k % 2 ? 8 : 0);
+    uint32_t group = ++sid;
+    tb_scope_begin(&b, GMT_OP_Group, group, 0, 0, 0, 10);
+    tb_scope_begin(&b, GMT_OP_AllGather, ++sid, group, comm, 1024, 0);
+    tb_scope_end(&b, GMT_OP_AllGather, sid, 0, 0);
+    tb_scope_end(&b, GMT_OP_Group, group, 0, 30);
     struct gmt_rec_free fr = {.address = 0x7e0000000000ull + pid * 0x10000000ull + 1, .dt = 10};
     tb_rec(&b, GMT_REC_FREE, GMT_API_cudaFree, &fr, sizeof fr, NULL, 0);
     struct gmt_rec_end end = {.time_ns = TB_T0 + 1000000};
@@ -338,4 +349,45 @@ Test(export, csv_quotes_a_field_that_holds_only_a_comma)
     snprintf(tp, sizeof tp, "%s/traces.csv", csv);
     const char *text = cli_read_file(tp);
     cr_expect(strstr(text, ",1,1,2,\"node,01\",4242,") != NULL, "%s", text);
+}
+
+/* A group the trace ends inside is named after the members it had begun, in the summary's
+ * open_at_end and collectives alike and in the export; it has a begin but no end, so no
+ * duration, and its Chrome slice lasts to the end. */
+Test(export, an_open_group_is_named_as_its_row, .timeout = 60)
+{
+    struct tb b = {0};
+    tb_process_min(&b);
+    tb_thread_on_device0(&b, 100, 1000);
+    struct gmt_rec_comm c = {.comm = 0xc0, .rank = 0, .nranks = 2, .device = 0, .dt = 100};
+    tb_rec(&b, GMT_REC_COMM, 0, &c, sizeof c, NULL, 0);
+    tb_scope_begin(&b, GMT_OP_Group, 1, 0, 0, 0, 100);
+    tb_scope_begin(&b, GMT_OP_AllReduce, 2, 1, 0xc0, 1024, 100);
+    tb_scope_end(&b, GMT_OP_AllReduce, 2, 0, 0);
+    tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 4 * MiB, 0, -1, 100);
+    const char *d = cli_tmpdir();
+    const char *tr = in(d, "t.gmt"), *sum = in(d, "summary.json"), *db = in(d, "t.db"), *json = in(d, "t.json");
+    cr_assert_eq(tb_write(&b, tr), 0);
+    tb_free(&b);
+    summary_of(sum, &tr, 1);
+    const char *s = cli_read_file(sum);
+    cr_expect(strstr(s, "\"open_at_end\": [{\"scope\": 1, \"op\": \"Group(AllReduce)\""), "%s", s);
+    cr_expect(strstr(s, "\"op\": \"Group(AllReduce)\", \"comm_rank\""), "%s", s);
+    struct result res;
+    RUN(&res, "export", "--format", "sqlite", "--no-symbols", "-o", db, tr);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "sqlite", db, sum);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    cli_exec(&res, NULL, (const char *const[]){"python3", "-c", "import sqlite3, sys; print(sqlite3.connect("
+                                              "sys.argv[1]).execute('SELECT op, begin_ns IS NULL, end_ns IS NULL, "
+                                              "duration_ns IS NULL, timed, weight FROM nccl_calls ORDER BY scope')"
+                                              ".fetchall())", db, NULL});
+    cr_expect_str_eq(res.out, "[('Group(AllReduce)', 0, 1, 1, 0, 0), ('AllReduce', 1, 0, 1, 0, 0)]\n", "%s", res.err);
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, tr);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    CHECK(&res, "chrome", json, sum, "10000");
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    const char *text = cli_read_file(json);
+    cr_expect(strstr(text, "\"ph\":\"X\",\"cat\":\"nccl\",\"pid\":0,\"tid\":100,\"name\":\"Group(AllReduce)\""), "%s", text);
+    cr_expect(strstr(text, "\"timed\":false,\"weight\":0,\"open_at_end\":true"), "%s", text);
 }

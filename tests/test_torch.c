@@ -140,9 +140,9 @@ Test(torch, the_exports_carry_the_blocks)
     cr_assert_eq(sh("python3 -c \"import sqlite3, csv, json\n"
                     "db = sqlite3.connect('db')\n"
                     "print(*db.execute(\\\"select sum(op = 'ALLOC'), sum(op = 'FREE') from blocks\\\").fetchone())\n"
-                    "last = db.execute('select allocated, reserved from blocks order by time_ns desc limit 1').fetchone()\n"
+                    "last = db.execute('select allocated_bytes, reserved_bytes from blocks order by time_ns desc limit 1').fetchone()\n"
                     "print(*last)\n"
-                    "print(sum(r[0] for r in db.execute('select blocks from block_sites')))\n"
+                    "print(sum(r[0] for r in db.execute('select allocs from block_sites')))\n"
                     "print(len(list(csv.DictReader(open('csv/blocks.csv')))))\n"
                     "ev = json.load(open('c.json'))['traceEvents']\n"
                     "print(sorted(set(e['name'] for e in ev if e.get('ph') == 'C' and 'PyTorch' in e['name'])))\""), 0);

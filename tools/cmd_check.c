@@ -214,6 +214,8 @@ static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const str
                    const struct timespec *t0, const struct gmt_nccl_print *nccl)
 {
     char changed[1024];
+    if (gmt_safe_stdout())
+        return GMT_EXIT_ERROR;
     if (gmt_nccl_print_diff(&base->nccl, nccl, changed, sizeof changed)[0])
         printf("NCCL changed since the baseline: %s\n", changed);
     struct gmt_whos bw = {0}, nw = {0};
@@ -263,7 +265,9 @@ static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const str
     status = vs.fails ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     const char *sum = getenv("GITHUB_STEP_SUMMARY");
     if (sum && *sum) {
-        FILE *o = fopen(sum, "a");
+        FILE *f = fopen(sum, "a"), *o = f ? gmt_safe_stream(f) : NULL;
+        if (f && !o)
+            fclose(f);
         if (o) {
             gmt_render_check_step_summary(o, &vs);
             fclose(o);

@@ -82,8 +82,10 @@ int gmt_cmd_diff(int argc, char **argv)
     }
     if (args.output == GMT_OUT_JSON)
         gmt_render_diff_json(stdout, &d);
-    else
+    else if (!gmt_safe_stdout())
         gmt_render_diff_text(stdout, &d, args.ro.top, o.all);
+    else
+        status = GMT_EXIT_ERROR;
     gmt_diff_free(&d);
     return status;
 }

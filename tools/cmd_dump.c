@@ -640,6 +640,8 @@ int gmt_cmd_dump(int argc, char **argv)
     if (nfiles == 0)
         return gmt_cli_usage_error("dump", "no trace file given");
     int status = GMT_EXIT_OK, shown = 0;
+    if (gmt_safe_stdout())
+        return GMT_EXIT_ERROR;
     /* the file operands, a directory standing for the traces in it */
     char **ops = malloc((size_t)nfiles * sizeof *ops);
     if (!ops) {
@@ -661,7 +663,7 @@ int gmt_cmd_dump(int argc, char **argv)
         status = GMT_EXIT_ERROR;
     for (size_t i = 0; i < n && !ferror(stdout); i++) {
         if (n > 1)
-            printf("%s==> %s <==\n", shown++ ? "\n" : "", files[i]);
+            printf("%s==> %s <==\n", shown++ ? "\n" : "", gmt_one_line(files[i]));
         int rc = dump_one(files[i], expand);
         if (rc > status)
             status = rc;

@@ -104,6 +104,8 @@ int gmt_cmd_explain(int argc, char **argv)
         return rc;
     if (args.first >= argc)
         return gmt_cli_usage_error("explain", "no trace given");
+    if (args.output != GMT_OUT_JSON && gmt_safe_stdout())
+        return GMT_EXIT_ERROR;
     char **files;
     size_t n_files;
     int status = gmt_args_traces(&args, argc, argv, &files, &n_files);

@@ -81,8 +81,10 @@ int gmt_cmd_merge(int argc, char **argv)
     }
     if (args.output == GMT_OUT_JSON)
         gmt_render_merge_json(stdout, &m, args.ro.top);
-    else
+    else if (!gmt_safe_stdout())
         gmt_render_merge_text(stdout, &m, args.ro.top);
+    else
+        status = GMT_EXIT_ERROR;
     size_t n = m.n_ranks;
     gmt_merge_free(&m);
     gmt_free_paths(files, n_files);

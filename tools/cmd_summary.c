@@ -203,9 +203,23 @@ struct outs {
  * after saying which could not be created. */
 static int outs_open(struct outs *out)
 {
-    for (size_t k = 0; k < out->n; k++)
+    for (size_t k = 0; k < out->n; k++) {
+        /* the text a person reads: through a stream that lets no control byte pass */
+        bool text = out->r[k] == &gmt_render_text;
+        if (text && !out->path[k] && gmt_safe_stdout())
+            return GMT_EXIT_ERROR;
         if (!(out->f[k] = gmt_output_open("summary", out->path[k])))
             return GMT_EXIT_ERROR;
+        FILE *safe = text && out->path[k] ? gmt_safe_stream(out->f[k]) : NULL;
+        if (text && out->path[k] && !safe) {
+            fclose(out->f[k]);
+            out->f[k] = NULL;
+            gmt_err("gpumemtrace: out of memory");
+            return GMT_EXIT_ERROR;
+        }
+        if (safe)
+            out->f[k] = safe;
+    }
     return 0;
 }
 

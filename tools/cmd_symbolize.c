@@ -221,6 +221,8 @@ int gmt_cmd_symbolize(int argc, char **argv)
         }
     char **files;
     size_t n;
+    if (gmt_safe_stdout())
+        return GMT_EXIT_ERROR;
     int status = gmt_args_traces(&args, argc, argv, &files, &n);
     if (status < 0)
         return GMT_EXIT_ERROR;

@@ -53,7 +53,7 @@ static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
 /* What a Group row shows, per group scope index: its members' op names, their bytes and
  * the first member's communicator. calloc'd: fresh pages, touched only for the groups. */
 struct group_sums {
-    char (*labels)[64];
+    char (*labels)[GMT_GROUP_MEMBERS];
     uint64_t *bytes, *comm;
 };
 
@@ -62,6 +62,16 @@ static void group_sums_free(struct group_sums *g)
     free(g->labels);
     free(g->bytes);
     free(g->comm);
+}
+
+/* A member's op name into its group's label, once each, '+' between them. */
+static void add_member(char *lab, const struct gmt_scope *s)
+{
+    const char *name = gmt_op_name(s->op);
+    if (!strstr(lab, name)) {
+        size_t len = strlen(lab);
+        snprintf(lab + len, GMT_GROUP_MEMBERS - len, "%s%s", len ? "+" : "", name);
+    }
 }
 
 /* The group labels from their members, in begin order. 0 or -ENOMEM. */
@@ -80,12 +90,7 @@ static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struc
         long pi = gmt_trace_scope_index(t, s->parent_id);
         if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
             continue;
-        char *lab = g->labels[pi];
-        const char *name = gmt_op_name(s->op);
-        if (!strstr(lab, name)) {
-            size_t len = strlen(lab);
-            snprintf(lab + len, 64 - len, "%s%s", len ? "+" : "", name);
-        }
+        add_member(g->labels[pi], s);
         g->bytes[pi] += scope_bytes(s);
         if (!g->comm[pi])
             g->comm[pi] = s->comm;
@@ -150,8 +155,7 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
     const char *label = gmt_op_name(s->op);
     uint64_t bytes = scope_bytes(s), comm = s->comm;
     if (s->op == GMT_OP_Group) {
-        snprintf(group_label, sizeof group_label, "Group(%s)", g->labels[i][0] ? g->labels[i] : "");
-        label = group_label;
+        label = gmt_colls_call_name(s, g->labels[i], group_label, sizeof group_label);
         bytes = g->bytes[i];
         comm = g->comm[i];
     }
@@ -173,12 +177,10 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
     row->calls++;
     if (s->result != 0) /* (0 until it ended) */
         row->failed++;
-    /* A scope that begins and ends at one instant was not timed: a member of a group
-     * written the short way, or a loop call whose call form says duration 0 (format 2.5).
-     * One still open (t_end 0) is not timed either. A timed call form stands for the
-     * calls it was sampled from (its weight): the row's mean is then that of all of
-     * them, not leaning to the calls timed always (the first ones, with their samples). */
-    unsigned w = s->t_end > s->t_begin ? (s->host_weight > 1 ? s->host_weight : 1) : 0;
+    /* A timed call form stands for the calls it was sampled from (its weight): the
+     * row's mean is then that of all of them, not leaning to the calls timed always (the
+     * first ones, with their samples); an untimed call counts for none. */
+    unsigned w = gmt_scope_weight(s);
     row->host_ns_total += ct.host * w;
     row->host_calls += w;
     return 0;
@@ -207,6 +209,32 @@ int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, const int
     }
     *order_p = order;
     return 0;
+}
+
+const char *gmt_colls_call_name(const struct gmt_scope *s, const char *members, char *buf, size_t len)
+{
+    if (s->op != GMT_OP_Group)
+        return gmt_op_name(s->op);
+    snprintf(buf, len, "Group(%s)", members ? members : "");
+    return buf;
+}
+
+int gmt_colls_group_labels(const struct gmt_trace *t, char (**labels)[GMT_GROUP_MEMBERS])
+{
+    uint32_t *order;
+    *labels = NULL;
+    if (begin_order(t, &order))
+        return -ENOMEM;
+    char (*lab)[GMT_GROUP_MEMBERS] = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *lab);
+    for (size_t k = 0; lab && k < t->n_scopes; k++) {
+        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
+        long pi = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+        if (pi >= 0 && t->scopes[pi].op == GMT_OP_Group)
+            add_member(lab[pi], s);
+    }
+    free(order);
+    *labels = lab;
+    return lab ? 0 : -ENOMEM;
 }
 
 /* The replay's share of the rows: each call's tracked bytes (the first call's, and the
@@ -312,6 +340,7 @@ int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, con
                 o->stack = b.stack_id;
         }
         int32_t row = row_of[si];
+        snprintf(o->label, sizeof o->label, "%s", row >= 0 ? rep->colls[row].label : gmt_op_name(s->op));
         /* the row's count is every call's; a call's own is what this scope added */
         o->allocs = row >= 0 && rep->colls[row].calls == 1 ? rep->colls[row].allocs : 0;
     }

@@ -30,6 +30,18 @@ int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, const int
 int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
                      const int32_t *row_of, const uint32_t *order, const struct gmt_row_count *rc);
 
+/* A group's name is its members' op names, in the order they were first called, '+'
+ * between them, within this many bytes. */
+#define GMT_GROUP_MEMBERS 64
+
+/* The name a call goes by in every output (the summary's rows, the exports): its op's
+ * name, or for a group "Group(MEMBERS)", members as gmt_colls_group_labels gives them;
+ * into buf for a group, else the op's name itself. */
+const char *gmt_colls_call_name(const struct gmt_scope *s, const char *members, char *buf, size_t len);
+/* Per scope index, each group's members (empty for the other scopes): calloc'd, so only
+ * the groups' pages are touched; free() it. 0 or -ENOMEM. */
+int gmt_colls_group_labels(const struct gmt_trace *t, char (**labels)[GMT_GROUP_MEMBERS]);
+
 /* Per scope index: the outermost call it belongs to below any group (an NCCL call NCCL
  * makes inside another is part of it). One more entry in front, -1: the replay's view by
  * the trace's dense scope ids reads it for id 0. Returns the array past that entry (free

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "collectives.h"
 #include "jobs.h"
 #include "idnames.h"
 #include "tracks.h"
@@ -27,6 +28,7 @@ struct chrome {
     int64_t shift;             /* trace time + shift = ns since base_ns */
     long max_points;
     struct gmt_tracks tk;      /* its counters (tracks.h) */
+    char (*members)[GMT_GROUP_MEMBERS]; /* its groups' members, per scope (collectives.h) */
 };
 
 static void sep(struct chrome *C)
@@ -86,20 +88,42 @@ static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
     return gmt_tracks_done(&C->tk, l, freed_at);
 }
 
+/* The name of scope i, as the summary's rows name it ("Group(AllReduce)" for a group). */
+static const char *call_name(const struct chrome *C, size_t i, char *buf, size_t len)
+{
+    return gmt_colls_call_name(&C->a->t.scopes[i], C->members ? C->members[i] : NULL, buf, len);
+}
+
+/* A timed call is a slice from its begin to its end, with the weight its duration stands
+ * for; one the library did not time (its begin unknown: a loop call it did not sample, a
+ * group member written the short way) an instant at its end; one still open a slice to
+ * the trace's end. */
 static void call_slice(struct chrome *C, size_t i)
 {
     const struct gmt_trace *t = &C->a->t;
     const struct gmt_scope *s = &t->scopes[i];
-    uint64_t end = s->t_end ? s->t_end : t->t_last;
+    unsigned w = gmt_scope_weight(s);
+    char name[GMT_GROUP_MEMBERS + 8];
     sep(C);
-    fprintf(C->out, "{\"ph\":\"X\",\"cat\":\"nccl\",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"name\":\"%s\",\"ts\":",
-            C->pid, s->tid, gmt_op_name(s->op));
+    if (w || !s->t_end)
+        fprintf(C->out, "{\"ph\":\"X\",\"cat\":\"nccl\",\"pid\":%" PRId64 ",\"tid\":%" PRIu32 ",\"name\":",
+                C->pid, s->tid);
+    else
+        fprintf(C->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nccl\",\"pid\":%" PRId64 ",\"tid\":%" PRIu32
+                        ",\"name\":", C->pid, s->tid);
+    gmt_fput_json_string(C->out, call_name(C, i, name, sizeof name));
+    fputs(",\"ts\":", C->out);
     ts(C, s->t_begin);
-    uint64_t dur = end > s->t_begin ? end - s->t_begin : 0;
-    fprintf(C->out, ",\"dur\":%" PRIu64 ".%03d,\"args\":{\"scope\":%" PRIu32 ",\"comm\":%d,\"count\":%" PRIu64
-                    ",\"result\":%d,\"tracked_added\":%" PRId64 "%s}}",
-            dur / 1000, (int)(dur % 1000), s->id, gmt_trace_comm_index(t, s->comm), s->count, s->result,
-            C->a->rep.scope_tracked ? C->a->rep.scope_tracked[i] : 0, s->t_end ? "" : ",\"open_at_end\":true");
+    if (w || !s->t_end) {
+        uint64_t end = s->t_end ? s->t_end : t->t_last;
+        uint64_t dur = end > s->t_begin ? end - s->t_begin : 0;
+        fprintf(C->out, ",\"dur\":%" PRIu64 ".%03d", dur / 1000, (int)(dur % 1000));
+    }
+    fprintf(C->out, ",\"args\":{\"scope\":%" PRIu32 ",\"comm\":%d,\"count\":%" PRIu64 ",\"result\":%d,"
+                    "\"tracked_bytes\":%" PRId64 ",\"timed\":%s,\"weight\":%u%s}}",
+            s->id, gmt_trace_comm_index(t, s->comm), s->count, s->result,
+            C->a->rep.scope_tracked ? C->a->rep.scope_tracked[i] : 0, w ? "true" : "false", w,
+            s->t_end ? "" : ",\"open_at_end\":true");
 }
 
 static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt_xlive *l)
@@ -118,10 +142,12 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
             const struct gmt_scope *s = &t->scopes[l->scope];
             uint64_t id = ++C->flows;
             instant(C, "NCCL proxy allocation", l->tid, e->time);
+            char name[GMT_GROUP_MEMBERS + 8];
             fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"memory\":\"%s\",\"api\":\"%s\","
-                            "\"scope\":%" PRIu32 ",\"op\":\"%s\",\"site\":%" PRIu32 "}}",
-                    l->bytes, gmt_kind_name(l->kind), gmt_export_memory(l->kind), gmt_api_name(l->api), s->id,
-                    gmt_op_name(s->op), l->stack);
+                            "\"scope\":%" PRIu32 ",\"op\":",
+                    l->bytes, gmt_kind_name(l->kind), gmt_export_memory(l->kind), gmt_api_name(l->api), s->id);
+            gmt_fput_json_string(C->out, call_name(C, (size_t)l->scope, name, sizeof name));
+            fprintf(C->out, ",\"stack_id\":%" PRIu32 "}}", l->stack);
             /* a flow arrow from the call to the allocation */
             sep(C);
             fprintf(C->out, "{\"ph\":\"s\",\"cat\":\"nccl\",\"name\":\"proxy allocation\",\"id\":%" PRIu64
@@ -137,12 +163,16 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
         break;
     }
     case GMT_EV_FAIL: {
-        char buf[128];
+        const char *en = gmt_error_name(e->api, e->error);
         instant(C, "allocation failed", e->tid, e->time);
-        fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"api\":\"%s\",\"device\":%d,\"error\":",
-                e->bytes, gmt_kind_name(e->kind), gmt_api_name(e->api), e->device);
-        gmt_fput_json_string(C->out, gmt_error_text(e->api, e->error, buf, sizeof buf));
-        fprintf(C->out, ",\"site\":%" PRIu32 "}}", e->stack);
+        fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"api\":\"%s\",\"device\":%d,"
+                        "\"error\":%" PRId32 ",\"error_name\":",
+                e->bytes, gmt_kind_name(e->kind), gmt_api_name(e->api), e->device, e->error);
+        if (en)
+            gmt_fput_json_string(C->out, en);
+        else
+            fputs("null", C->out);
+        fprintf(C->out, ",\"stack_id\":%" PRIu32 "}}", e->stack);
         break;
     }
     case GMT_EV_SCOPE_BEGIN:
@@ -242,9 +272,13 @@ static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
     const struct gmt_trace *t = &a->t;
     C->a = a;
     C->pid = X->by_rank ? X->procs[i].rank : (int64_t)i;
+    if (gmt_colls_group_labels(t, &C->members))
+        return -ENOMEM;
     int r = gmt_tracks_init(&C->tk, a, C->max_points, false, point, C);
-    if (r)
+    if (r) {
+        free(C->members);
         return r;
+    }
     /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
      * first record at the job's start */
     C->shift = t->has_proc ? (int64_t)(t->proc.realtime_ns - C->base_ns) - (int64_t)t->proc.monotonic_ns
@@ -254,6 +288,8 @@ static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
     r = gmt_export_walk(a, &ops);
     gmt_tracks_end(&C->tk);
     gmt_tracks_free(&C->tk);
+    free(C->members);
+    C->members = NULL;
     if (!r)
         block_counters(C);
     if (!r)

@@ -1,4 +1,4 @@
-/* export_csv.c: the job's tables as CSV, one file per table in a directory (RFC 4180 quoting). */
+/* export_csv.c: the job's tables as CSV, one file per table in a directory (RFC 4180 quoting, formulas made inert). */
 #include "export.h"
 
 #include <errno.h>
@@ -16,26 +16,6 @@ struct csv {
     char *name[GMT_XT_COUNT];
 };
 
-/* A field quoted only where it must be: it holds a comma, a quote, CR or LF, or leading
- * or trailing space; a quote inside is doubled. NULL: an empty field. */
-static void field(FILE *f, const char *s)
-{
-    if (!s)
-        return;
-    size_t n = strlen(s);
-    if (!strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static int csv_row(void *ctx, enum gmt_xtable t, const struct gmt_xval *v)
 {
     struct csv *C = ctx;
@@ -47,7 +27,7 @@ static int csv_row(void *ctx, enum gmt_xtable t, const struct gmt_xval *v)
         if (v[c].null)
             continue;
         if (def->cols[c].type == GMT_XTEXT)
-            field(f, v[c].s);
+            gmt_fput_csv_cell(f, v[c].s);
         else
             fprintf(f, "%" PRId64, v[c].i);
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "collectives.h"
 #include "jobs.h"
 #include "idnames.h"
 #include "nccl_types.h"
@@ -20,28 +21,29 @@ static const struct gmt_xcol c_traces[] = {
     I("trace"), T("file"), I("rank"), I("local_rank"), I("world_size"), T("host"), I("pid"),
     T("job_id"), I("driver_version"), I("runtime_version"), I("nccl_version"), T("settings"),
     I("start_realtime_ns"), I("span_ns"), I("records"), I("complete"), I("records_dropped")};
+/* Columns are named as summary --json names the same figure (docs/export.md). */
 static const struct gmt_xcol c_allocs[] = {
-    I("trace"), I("id"), I("time_ns"), I("device"), T("kind"), T("memory"), T("api"), I("bytes"), I("site"),
-    T("category"), I("scope"), I("tid"), I("freed_at_ns")};
+    I("trace"), I("id"), I("time_ns"), I("device"), T("kind"), T("memory"), T("api"), I("bytes"),
+    I("stack_id"), T("category"), I("scope"), I("tid"), I("freed_at_ns")};
 static const struct gmt_xcol c_calls[] = {
     I("trace"), I("scope"), I("parent"), I("counted_as"), T("op"), I("comm"), I("comm_rank"), I("comm_size"),
-    I("count"), I("bytes"), I("begin_ns"), I("end_ns"), I("tid"), I("device"), I("result"),
-    I("tracked_added")};
+    I("count"), I("bytes"), I("begin_ns"), I("end_ns"), I("duration_ns"), I("timed"), I("weight"),
+    I("tid"), I("device"), I("result"), I("tracked_bytes")};
 static const struct gmt_xcol c_sites[] = {
-    I("trace"), I("site"), T("category"), T("folded"), T("frame"), I("allocs"),
-    I("bytes_total"), I("live_at_peak"), I("live_at_end")};
+    I("trace"), I("stack_id"), T("category"), T("stack"), T("folded"), T("frame"), I("allocs"),
+    I("bytes_total"), I("live_at_peak_bytes"), I("live_at_end_bytes")};
 static const struct gmt_xcol c_samples[] = {
-    I("trace"), I("time_ns"), I("device"), I("free"), I("total"), I("used"), T("source"),
-    T("phase"), I("scope")};
+    I("trace"), I("time_ns"), I("device"), I("free_bytes"), I("total_bytes"), I("used_bytes"),
+    T("source"), T("phase"), I("scope")};
 static const struct gmt_xcol c_fails[] = {
-    I("trace"), I("time_ns"), I("device"), T("kind"), T("api"), I("bytes"), I("site"),
-    T("error"), I("scope"), I("tid")};
+    I("trace"), I("time_ns"), I("device"), T("kind"), T("api"), I("bytes"), I("stack_id"),
+    I("error"), T("error_name"), I("scope"), I("tid")};
 static const struct gmt_xcol c_blocks[] = {
-    I("trace"), I("time_ns"), T("op"), I("device"), I("address"), I("bytes"), I("allocated"),
-    I("reserved"), I("site"), I("tid")};
+    I("trace"), I("time_ns"), T("op"), I("device"), I("address"), I("bytes"), I("allocated_bytes"),
+    I("reserved_bytes"), I("stack_id"), I("tid")};
 static const struct gmt_xcol c_block_sites[] = {
-    I("trace"), I("site"), T("folded"), T("frame"), I("blocks"), I("bytes_total"),
-    I("live_at_peak"), I("live_at_end")};
+    I("trace"), I("stack_id"), T("stack"), T("folded"), T("frame"), I("allocs"), I("bytes_total"),
+    I("live_at_peak_bytes"), I("live_at_end_bytes")};
 #undef I
 #undef T
 
@@ -50,20 +52,20 @@ const struct gmt_xtable_def gmt_xtables[GMT_XT_COUNT] = {
     [GMT_XT_TRACES] = {"traces", c_traces, N(c_traces), "CREATE INDEX traces_rank ON traces(rank);"},
     [GMT_XT_ALLOCATIONS] = {"allocations", c_allocs, N(c_allocs),
                             "CREATE INDEX allocations_trace_time ON allocations(trace, time_ns);"
-                            "CREATE INDEX allocations_site ON allocations(trace, site);"
+                            "CREATE INDEX allocations_stack ON allocations(trace, stack_id);"
                             "CREATE INDEX allocations_scope ON allocations(trace, scope);"},
     [GMT_XT_NCCL_CALLS] = {"nccl_calls", c_calls, N(c_calls),
                            "CREATE INDEX nccl_calls_trace_begin ON nccl_calls(trace, begin_ns);"
                            "CREATE INDEX nccl_calls_op ON nccl_calls(op);"
                            "CREATE UNIQUE INDEX nccl_calls_scope ON nccl_calls(trace, scope);"},
-    [GMT_XT_SITES] = {"sites", c_sites, N(c_sites), "CREATE UNIQUE INDEX sites_site ON sites(trace, site);"},
+    [GMT_XT_SITES] = {"sites", c_sites, N(c_sites), "CREATE UNIQUE INDEX sites_stack ON sites(trace, stack_id);"},
     [GMT_XT_DEVICE_SAMPLES] = {"device_samples", c_samples, N(c_samples),
                                "CREATE INDEX device_samples_trace_time ON device_samples(trace, time_ns);"},
     [GMT_XT_BLOCKS] = {"blocks", c_blocks, N(c_blocks),
                        "CREATE INDEX blocks_trace_time ON blocks(trace, time_ns);"
-                       "CREATE INDEX blocks_site ON blocks(trace, site);"},
+                       "CREATE INDEX blocks_stack ON blocks(trace, stack_id);"},
     [GMT_XT_BLOCK_SITES] = {"block_sites", c_block_sites, N(c_block_sites),
-                            "CREATE UNIQUE INDEX block_sites_site ON block_sites(trace, site);"},
+                            "CREATE UNIQUE INDEX block_sites_stack ON block_sites(trace, stack_id);"},
     [GMT_XT_FAILURES] = {"failures", c_fails, N(c_fails),
                          "CREATE INDEX failures_trace_time ON failures(trace, time_ns);"},
 };
@@ -125,11 +127,10 @@ static int event(void *ctx, const struct gmt_timed_event *e, const struct gmt_xl
         return R->sink->row(R->sink->ctx, GMT_XT_DEVICE_SAMPLES, v);
     }
     if (e->type == GMT_EV_FAIL) {
-        char buf[128];
         long sc = e->scope ? gmt_trace_scope_index(t, e->scope) : -1;
         struct gmt_xval v[] = {vi(R->trace), vi(rel(t, e->time)), vi(e->device), vs(gmt_kind_name(e->kind)),
                                vs(gmt_api_name(e->api)), vi((int64_t)e->bytes), vi(e->stack),
-                               vs(gmt_error_text(e->api, e->error, buf, sizeof buf)),
+                               vi(e->error), vs(gmt_error_name(e->api, e->error)),
                                scope_val(t, (int32_t)sc), vi(e->tid)};
         return R->sink->row(R->sink->ctx, GMT_XT_FAILURES, v);
     }
@@ -182,38 +183,69 @@ static uint32_t counted_as(const struct gmt_trace *t, size_t i)
     return t->scopes[j].id;
 }
 
-static int call_rows(struct rows *R)
+/* A call's row. Its begin is known only when it was timed: a loop call the library did
+ * not time, or a group member written the short way, has its end alone (the trace puts
+ * its begin at its end). weight: the calls a timed one's duration stands for. */
+static int call_row(struct rows *R, size_t i, const char (*members)[GMT_GROUP_MEMBERS])
 {
     const struct gmt_trace *t = &R->a->t;
     const struct gmt_report *rep = &R->a->rep;
-    for (size_t i = 0; i < t->n_scopes; i++) {
-        const struct gmt_scope *s = &t->scopes[i];
-        const struct gmt_comm *c = gmt_trace_comm(t, s->comm);
-        struct gmt_xval v[] = {
-            vi(R->trace), vi(s->id), s->parent_id ? vi(s->parent_id) : VNULL, vi(counted_as(t, i)),
-            vs(gmt_op_name(s->op)),
-            s->comm ? vi(gmt_trace_comm_index(t, s->comm)) : VNULL, c ? vi(c->rank) : VNULL,
-            c ? vi(c->nranks) : VNULL, vi((int64_t)s->count),
-            vi((int64_t)(s->count * gmt_nccl_type_size(s->datatype))), vi(rel(t, s->t_begin)),
-            s->t_end ? vi(rel(t, s->t_end)) : VNULL, vi(s->tid), vi(s->device), vi(s->result),
-            rep->scope_tracked ? vi(rep->scope_tracked[i]) : VNULL};
-        int r = R->sink->row(R->sink->ctx, GMT_XT_NCCL_CALLS, v);
-        if (r)
-            return r;
-    }
-    return 0;
+    const struct gmt_scope *s = &t->scopes[i];
+    const struct gmt_comm *c = gmt_trace_comm(t, s->comm);
+    char name[GMT_GROUP_MEMBERS + 8];
+    unsigned w = gmt_scope_weight(s);
+    bool begun = w || !s->t_end; /* a call still open has its begin */
+    struct gmt_xval v[] = {
+        vi(R->trace), vi(s->id), s->parent_id ? vi(s->parent_id) : VNULL, vi(counted_as(t, i)),
+        vs(gmt_colls_call_name(s, members ? members[i] : NULL, name, sizeof name)),
+        s->comm ? vi(gmt_trace_comm_index(t, s->comm)) : VNULL, c ? vi(c->rank) : VNULL,
+        c ? vi(c->nranks) : VNULL, vi((int64_t)s->count),
+        vi((int64_t)(s->count * gmt_nccl_type_size(s->datatype))), begun ? vi(rel(t, s->t_begin)) : VNULL,
+        s->t_end ? vi(rel(t, s->t_end)) : VNULL, w ? vi((int64_t)(s->t_end - s->t_begin)) : VNULL,
+        vi(w > 0), vi(w), vi(s->tid), vi(s->device), vi(s->result),
+        rep->scope_tracked ? vi(rep->scope_tracked[i]) : VNULL};
+    return R->sink->row(R->sink->ctx, GMT_XT_NCCL_CALLS, v);
+}
+
+static int call_rows(struct rows *R)
+{
+    const struct gmt_trace *t = &R->a->t;
+    char (*members)[GMT_GROUP_MEMBERS];
+    if (gmt_colls_group_labels(t, &members))
+        return -ENOMEM;
+    int r = 0;
+    for (size_t i = 0; !r && i < t->n_scopes; i++)
+        r = call_row(R, i, members);
+    free(members);
+    return r;
+}
+
+/* A stack in the orders the tables give it: `stack` innermost first with " < " between
+ * frames (as summary --json), `folded` outermost first with ';' (the folded format of
+ * flame graph tools), and `frame`, the site's frame. Scratch kept static: one thread. */
+struct stack_texts {
+    const char *stack, *folded, *frame;
+};
+
+static void stack_texts(const struct gmt_analysis *a, uint32_t stack, struct stack_texts *x)
+{
+    static char full[65536], folded[65536], buf[131072];
+    static const char *frames[512];
+    size_t site, n = gmt_stack_frames(a, stack, buf, sizeof buf, frames, 512, &site);
+    x->stack = gmt_stack_full(a, stack, 64, full, sizeof full);
+    x->folded = gmt_stack_folded(a, stack, folded, sizeof folded);
+    x->frame = site < n ? frames[site] : "";
 }
 
 static int site_rows(struct rows *R)
 {
     const struct gmt_report *rep = &R->a->rep;
-    static char folded[65536], frame[4096];
     for (size_t i = 0; i < rep->n_sites; i++) {
         const struct gmt_site_row *s = &rep->sites[i];
-        gmt_stack_folded(R->a, s->stack, folded, sizeof folded);
-        gmt_stack_line(R->a, s->stack, 1, frame, sizeof frame);
-        struct gmt_xval v[] = {vi(R->trace), vi(s->stack), vs(cat_name(R->a, s->cat)), vs(folded),
-                               vs(frame), vi((int64_t)s->allocs), vi((int64_t)s->bytes_total),
+        struct stack_texts x;
+        stack_texts(R->a, s->stack, &x);
+        struct gmt_xval v[] = {vi(R->trace), vi(s->stack), vs(cat_name(R->a, s->cat)), vs(x.stack),
+                               vs(x.folded), vs(x.frame), vi((int64_t)s->allocs), vi((int64_t)s->bytes_total),
                                vi((int64_t)s->live_at_peak), vi((int64_t)s->live_at_end)};
         int r = R->sink->row(R->sink->ctx, GMT_XT_SITES, v);
         if (r)
@@ -238,12 +270,12 @@ static int block_rows(struct rows *R)
 {
     int r = gmt_blocks_each(&R->a->t, R->a->opts->device, block_row, R);
     const struct gmt_blocks *B = &R->a->blocks;
-    static char folded[65536], frame[4096];
     for (size_t i = 0; !r && i < B->n_sites; i++) {
         const struct gmt_block_site *s = &B->sites[i];
-        gmt_stack_folded(R->a, s->stack, folded, sizeof folded);
-        gmt_stack_line(R->a, s->stack, 1, frame, sizeof frame);
-        struct gmt_xval v[] = {vi(R->trace), vi(s->stack), vs(folded), vs(frame), vi((int64_t)s->allocs),
+        struct stack_texts x;
+        stack_texts(R->a, s->stack, &x);
+        struct gmt_xval v[] = {vi(R->trace), vi(s->stack), vs(x.stack), vs(x.folded), vs(x.frame),
+                               vi((int64_t)s->allocs),
                                vi((int64_t)s->bytes_total), vi((int64_t)s->live_at_peak),
                                vi((int64_t)s->live_at_end)};
         r = R->sink->row(R->sink->ctx, GMT_XT_BLOCK_SITES, v);

@@ -94,22 +94,22 @@ const char *gmt_metric_what(const struct gmt_metric *m, char *buf, size_t len)
         snprintf(occ, sizeof occ, " #%u", m->occurrence);
     switch (m->check) {
     case GMT_CHECK_init:
-        snprintf(buf, len, "init %s%s%s", m->op, size, occ);
+        snprintf(buf, len, "init %s%s%s", gmt_one_line(m->op), size, occ);
         break;
     case GMT_CHECK_first_call:
     case GMT_CHECK_steady: {
         char b[GMT_FMT_LEN];
         snprintf(bpc, sizeof bpc, " %s/call", exact_bytes(b, sizeof b, m->bytes_per_call));
-        snprintf(buf, len, "%s %s%s%s%s", gmt_check_name(m->check), m->op, size, bpc, occ);
+        snprintf(buf, len, "%s %s%s%s%s", gmt_check_name(m->check), gmt_one_line(m->op), size, bpc, occ);
         break;
     }
     default:
         if (m->device >= 0)
             snprintf(buf, len, "%s device %d%s%s%s", gmt_check_name(m->check), m->device,
-                     m->category[0] ? " " : "", m->category, occ);
+                     m->category[0] ? " " : "", gmt_one_line(m->category), occ);
         else
             snprintf(buf, len, "%s device ?%s%s%s", gmt_check_name(m->check),
-                     m->category[0] ? " " : "", m->category, occ);
+                     m->category[0] ? " " : "", gmt_one_line(m->category), occ);
         break;
     }
     return buf;

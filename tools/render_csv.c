@@ -11,6 +11,7 @@
 #include "nccl_model.h"
 #include "reader.h"
 #include "stacks.h"
+#include "util.h"
 
 const char *const gmt_csv_names[GMT_CSV_COUNT] = {
 #define GMT_X(name, what) #name,
@@ -40,24 +41,11 @@ static void sep(struct row *r)
     r->any = true;
 }
 
-/* RFC 4180, as `export --format csv` writes it: quoted only where a field holds a comma,
- * a quote, CR or LF, or starts or ends with a space; a quote inside is doubled. */
+/* As `export --format csv` writes its cells (util.h: quoting, formulas made inert). */
 static void cell_s(struct row *r, const char *s)
 {
     sep(r);
-    if (!s)
-        return;
-    size_t n = strlen(s);
-    bool quote = strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' '));
-    if (quote)
-        fputc('"', r->f);
-    for (const char *p = s; *p; p++) {
-        if (*p == '"')
-            fputc('"', r->f);
-        fputc(*p, r->f);
-    }
-    if (quote)
-        fputc('"', r->f);
+    gmt_fput_csv_cell(r->f, s);
 }
 
 static void cell_u(struct row *r, uint64_t v)
@@ -394,7 +382,7 @@ static void rows_open_at_end(FILE *f, const struct gmt_analysis *a, const struct
         const struct gmt_comm *c = gmt_trace_comm(t, v->comm);
         struct row r = trace_row(f, a);
         cell_u(&r, v->scope);
-        cell_s(&r, gmt_op_name(v->op));
+        cell_s(&r, v->label);
         cell_i(&r, c ? c->rank : -1);
         cell_i(&r, c ? c->nranks : -1);
         cell_i(&r, v->device);

@@ -50,7 +50,7 @@ static void pair_text(FILE *o, const struct gmt_diff_pair *p, long top, bool all
     size_t changed = 0;
     for (size_t i = 0; i < p->n; i++)
         changed += p->c[i].delta != 0 || p->c[i].in_base != p->c[i].in_new;
-    fprintf(o, "\n%s: %s -> %s: %zu change%s\n", p->who, p->base->t.path, p->now->t.path,
+    fprintf(o, "\n%s: %s -> %s: %zu change%s\n", p->who, gmt_one_line(p->base->t.path), gmt_one_line(p->now->t.path),
             changed, changed == 1 ? "" : "s");
     if (p->nccl_changed[0])
         fprintf(o, "  NCCL changed: %s\n", p->nccl_changed);
@@ -122,7 +122,7 @@ static void only_text(FILE *o, const struct gmt_diff *d, int side)
         const struct gmt_diff_only *x = &((const struct gmt_diff_only *)d->only.data)[k];
         if (x->side == side)
             fprintf(o, "\n%s: only in %s (%s)\n", x->who, side ? "NEW" : "BASE",
-                    s->paths[x->index]);
+                    gmt_one_line(s->paths[x->index]));
     }
 }
 
@@ -144,8 +144,8 @@ void gmt_render_diff_json(FILE *o, const struct gmt_diff *d)
 
 void gmt_render_diff_text(FILE *o, const struct gmt_diff *d, long top, bool all)
 {
-    fprintf(o, "gpumemtrace diff: %s (%zu process%s) -> %s (%zu process%s)\n", d->base.arg,
-            d->n_base, d->n_base == 1 ? "" : "es", d->now.arg, d->n_new,
+    fprintf(o, "gpumemtrace diff: %s (%zu process%s) -> %s (%zu process%s)\n", gmt_one_line(d->base.arg),
+            d->n_base, d->n_base == 1 ? "" : "es", gmt_one_line(d->now.arg), d->n_new,
             d->n_new == 1 ? "" : "es");
     for (size_t i = 0; i < d->pairs.len; i++)
         pair_text(o, &((const struct gmt_diff_pair *)d->pairs.data)[i], top, all);

@@ -115,9 +115,9 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
     const struct gmt_nccl_model *m = &a->nccl;
     int n_w = x ? x->n : 0;
     char b1[32], b2[32], b3[32];
-    fprintf(o, "gpumemtrace explain: NCCL memory of %s\n", t->path);
+    fprintf(o, "gpumemtrace explain: NCCL memory of %s\n", gmt_one_line(t->path));
     if (t->has_proc) {
-        fprintf(o, "  process   pid %u%s%s", t->proc.pid, t->host ? " on " : "", t->host ? t->host : "");
+        fprintf(o, "  process   pid %u%s%s", t->proc.pid, t->host ? " on " : "", t->host ? gmt_one_line(t->host) : "");
         if (t->proc.rank >= 0)
             fprintf(o, ", rank %d", t->proc.rank);
         fprintf(o, "\n");

@@ -296,7 +296,7 @@ static void json_open(FILE *out, const struct gmt_analysis *a)
         const struct gmt_open_row *r = &rep->open[i];
         char line[8192];
         fprintf(out, "%s{\"scope\": %u, \"op\": ", i ? ", " : "", r->scope);
-        gmt_fput_json_string(out, gmt_op_name(r->op));
+        gmt_fput_json_string(out, r->label);
         const struct gmt_comm *c = gmt_trace_comm(t, r->comm);
         fprintf(out, ", \"comm_rank\": %d, \"comm_size\": %d, \"device\": %d, \"tid\": %u"
                      ", \"since_ns\": %" PRIu64 ", \"open_for_ns\": %" PRIu64

@@ -75,8 +75,8 @@ void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top)
         gmt_fmt_bytes(b[5], sizeof b[5], r->first_calls);
         const char *base = strrchr(r->a.t.path, '/');
         fprintf(o, "  %-5d %-8.8s %10s %10s %10s %10s %12s %12s  %s\n", r->rank,
-               r->a.t.host ? r->a.t.host : "?", b[0], b[1], b[2], b[3], b[4], b[5],
-               base ? base + 1 : r->a.t.path);
+               r->a.t.host ? gmt_one_line(r->a.t.host) : "?", b[0], b[1], b[2], b[3], b[4], b[5],
+               gmt_one_line(base ? base + 1 : r->a.t.path));
     }
     fprintf(o, "\n  NCCL calls across ranks (what the first call added, tracked)\n");
     fprintf(o, "  %-28s %5s %10s %6s %10s %10s  %s\n", "op", "size", "bytes/call", "ranks",

@@ -43,9 +43,9 @@ static void text_header(FILE *out, const struct gmt_analysis *a, const struct gm
     const struct gmt_trace *t = &a->t;
     const struct gmt_rec_process *p = &t->proc;
     char b1[32], b2[32], b3[32];
-    fprintf(out, "gpumemtrace summary of %s\n\n", t->path);
+    fprintf(out, "gpumemtrace summary of %s\n\n", gmt_one_line(t->path));
     if (t->has_proc) {
-        fprintf(out, "  process   pid %u (parent %u) on %s", p->pid, p->ppid, t->host ? t->host : "?");
+        fprintf(out, "  process   pid %u (parent %u) on %s", p->pid, p->ppid, t->host ? gmt_one_line(t->host) : "?");
         if (p->rank >= 0)
             fprintf(out, ", rank %d of %d (local rank %d)", p->rank, p->world_size, p->local_rank);
         if (p->flags & GMT_PROC_FORKED)
@@ -414,9 +414,11 @@ static void text_open(FILE *out, const struct gmt_analysis *a, const struct gmt_
                      c->rank, c->nranks);
         uint64_t end = a->t.t_last > r->since ? a->t.t_last : r->since;
         gmt_fmt_duration(dur, sizeof dur, end - r->since);
+        snprintf(lab, sizeof lab, "%s #%u at %.3f s", r->label, r->scope,
+                 (double)(r->since - a->t.t_first) / 1e9);
         fprintf(out, "  %s%s, device %d, thread %u: open since %.3f s (%s before the trace ends); "
                      "allocated %s under it\n",
-                op_label(a, r->scope, lab, sizeof lab), comm, r->device, r->tid,
+                lab, comm, r->device, r->tid,
                 (double)(r->since - a->t.t_first) / 1e9, dur, gmt_fmt_sbytes(b1, sizeof b1, r->tracked));
         if (r->stack) {
             char line[1024];
@@ -440,7 +442,7 @@ static void text_phases(FILE *out, const struct gmt_analysis *a, const struct gm
     for (size_t i = 0; i < p->n_rows && shown < o->top; i++, shown++) {
         const struct gmt_phase_row *r = &p->rows[i];
         char b1[32], b2[32], b3[32], b4[32];
-        fprintf(out, "  %-40.*s %8" PRIu64 " %10s %11s %11s %8" PRIu64 " %10s%s\n", 40, r->name,
+        fprintf(out, "  %-40.*s %8" PRIu64 " %10s %11s %11s %8" PRIu64 " %10s%s\n", 40, gmt_one_line(r->name),
                 r->count, gmt_fmt_bytes(b1, sizeof b1, r->peak), gmt_fmt_sbytes(b2, sizeof b2, r->growth),
                 gmt_fmt_sbytes(b3, sizeof b3, r->growth_max), r->allocs,
                 gmt_fmt_bytes(b4, sizeof b4, r->alloc_bytes), r->open_at_end ? "  (open at end)" : "");
@@ -450,7 +452,7 @@ static void text_phases(FILE *out, const struct gmt_analysis *a, const struct gm
         for (size_t i = 0; i < p->n_stacks && (long)i < o->top; i++) {
             char b[32];
             fprintf(out, "    %10s in %8" PRIu64 "  %s\n", gmt_fmt_bytes(b, sizeof b, p->stacks[i].bytes),
-                    p->stacks[i].allocs, p->stacks[i].path);
+                    p->stacks[i].allocs, gmt_one_line(p->stacks[i].path));
         }
         if (p->unnamed_allocs)
             fprintf(out, "    %" PRIu64 " allocation(s) with no range open on their thread\n",

@@ -120,6 +120,7 @@ struct gmt_fail_row {
 struct gmt_open_row {
     uint32_t scope;                    /* its id */
     uint16_t op;
+    char label[64];                    /* its collective row's name ("Group(AllReduce)") */
     uint64_t comm, since;              /* ns */
     uint32_t tid, stack;               /* its caller's stack, 0 none */
     int device;

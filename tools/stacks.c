@@ -217,8 +217,9 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int 
             }
             char f[640];
             frame_text(&fr[k], f, sizeof f);
+            /* a person's line (folded, or from its site): a name's line end does not end it */
             int w = snprintf(buf + used, len - used, "%s%s%s", shown ? " < " : "",
-                             omitted ? "… < " : "", f);
+                             omitted ? "… < " : "", fold || from_site ? gmt_one_line(f) : f);
             omitted = false;
             if (w < 0 || (size_t)w >= len - used) {
                 buf[len - 1] = 0;
@@ -286,15 +287,21 @@ const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max
 }
 
 /* A frame's text as one field of a folded line: ';' separates frames there and the last
- * space the count, so ';' becomes ':', and control characters (a name from a corrupt
- * file) become '?'. */
+ * space the count, so ';' becomes ':', and what is no printable text (a control byte, a
+ * C1 control, a byte of no UTF-8 sequence: a name from a corrupt or hostile file) '?'. */
 static void folded_field(char *f)
 {
-    for (; *f; f++) {
-        if (*f == ';')
-            *f = ':';
-        else if ((unsigned char)*f < 0x20 || *f == 0x7f)
-            *f = '?';
+    unsigned char *p = (unsigned char *)f;
+    size_t n = strlen(f);
+    for (size_t i = 0; i < n;) {
+        size_t k = gmt_utf8_len(p + i, n - i);
+        if (k == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)
+            p[i] = p[i + 1] = '?';
+        else if (!k || p[i] < 0x20 || p[i] == 0x7f)
+            p[i] = '?', k = 1;
+        else if (p[i] == ';')
+            p[i] = ':';
+        i += k;
     }
 }
 

@@ -251,6 +251,15 @@ static inline long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)
     return idx ? (long)*idx : -1;
 }
 
+/* The calls scope s's host time stands for: 0 when it was not timed (it begins and ends
+ * at one instant: a group member written the short way, a loop call written in call form
+ * whose begin the library did not time; or it never ended), else its weight (1, or the
+ * rate a call form was sampled at: docs/trace-format.md, SCOPE_END). */
+static inline unsigned gmt_scope_weight(const struct gmt_scope *s)
+{
+    return s->t_end > s->t_begin ? (s->host_weight > 1 ? s->host_weight : 1) : 0;
+}
+
 /* Communicators by order of appearance, from 1 (0: not in the trace), to tell rows of
  * two apart. */
 int gmt_trace_comm_index(const struct gmt_trace *t, uint64_t comm);

@@ -386,6 +386,8 @@ void gmt_fput_json_stringn(FILE *out, const char *s, size_t n)
             fprintf(out, "\\%c", ch);
         else if (ch < 0x20 || ch == 0x7f || k == 0)
             fprintf(out, "\\u%04x", ch); /* a control byte, or a byte read as Latin-1 */
+        else if (k == 2 && ch == 0xc2 && p[i + 1] < 0xa0)
+            fprintf(out, "\\u%04x", p[i + 1]); /* a C1 control, U+0080 to U+009F */
         else
             fwrite(p + i, 1, k, out);
         i += k ? k : 1;
@@ -393,13 +395,40 @@ void gmt_fput_json_stringn(FILE *out, const char *s, size_t n)
     fputc('"', out);
 }
 
-void gmt_fput_safe(FILE *out, const char *s, size_t n)
+/* Whether the n bytes at s (n < the sequence's length) can begin a valid UTF-8 sequence. */
+static bool utf8_prefix(const unsigned char *s, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
+    size_t len = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+               : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    if (n >= len)
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return false;
+    return true;
+}
+
+/* gmt_fput_safe's work, '\n' kept where lines: of the n bytes at p, what is printable
+ * as it is, every other byte as \xHH. Returns the bytes taken: all of them at_end, else
+ * all but a UTF-8 sequence cut at the end (the caller has the rest of it next). */
+static size_t put_safe(FILE *out, const unsigned char *p, size_t n, bool lines, bool at_end)
+{
+    size_t i = 0;
+    while (i < n) {
+        /* a run of printable ASCII (most of any text) in one write */
+        size_t run = 0;
+        while (i + run < n && ((p[i + run] >= 0x20 && p[i + run] < 0x7f) || (lines && p[i + run] == '\n')))
+            run++;
+        if (run) {
+            fwrite(p + i, 1, run, out);
+            i += run;
+            continue;
+        }
         size_t k = gmt_utf8_len(p + i, n - i);
+        if (!k && !at_end && utf8_prefix(p + i, n - i))
+            break;
         bool c1 = k == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
-        if (k == 0 || c1 || p[i] < 0x20 || p[i] == 0x7f) {
+        if ((k == 0 || c1 || p[i] < 0x20 || p[i] == 0x7f) && !(lines && p[i] == '\n')) {
             fprintf(out, "\\x%02x", p[i]);
             i++;
         } else {
@@ -407,6 +436,135 @@ void gmt_fput_safe(FILE *out, const char *s, size_t n)
             i += k;
         }
     }
+    return i;
+}
+
+void gmt_fput_safe(FILE *out, const char *s, size_t n)
+{
+    put_safe(out, (const unsigned char *)s, n, false, true);
+}
+
+const char *gmt_one_line(const char *s)
+{
+    if (!s || !strchr(s, '\n'))
+        return s; /* the common case: no copy */
+    static char ring[8][4096];
+    static unsigned next;
+    char *buf = ring[next++ % 8];
+    size_t n = 0;
+    for (; *s && n + 5 < sizeof ring[0]; s++) {
+        if (*s == '\n') {
+            memcpy(buf + n, "\\x0a", 4);
+            n += 4;
+        } else {
+            buf[n++] = *s;
+        }
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* ---- a text stream that lets no control byte through but line ends ---- */
+
+struct safe_stream {
+    FILE *f;
+    unsigned char tail[4];     /* a UTF-8 sequence cut at the end of a write */
+    size_t n_tail;
+};
+
+static ssize_t safe_write(void *cookie, const char *buf, size_t n)
+{
+    struct safe_stream *S = cookie;
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t used = 0;
+    while (S->n_tail && used < n) {
+        S->tail[S->n_tail++] = p[used++];
+        size_t k = put_safe(S->f, S->tail, S->n_tail, true, false);
+        memmove(S->tail, S->tail + k, S->n_tail - k);
+        S->n_tail -= k;
+    }
+    if (used < n) {
+        size_t k = used + put_safe(S->f, p + used, n - used, true, false);
+        memcpy(S->tail, p + k, n - k); /* fewer than 4: a sequence's start */
+        S->n_tail = n - k;
+    }
+    /* on to the file at once: a program `run` starts writes there too */
+    return fflush(S->f) || ferror(S->f) ? -1 : (ssize_t)n;
+}
+
+static int safe_close(void *cookie)
+{
+    struct safe_stream *S = cookie;
+    put_safe(S->f, S->tail, S->n_tail, true, true);
+    int r = fclose(S->f);
+    free(S);
+    return r;
+}
+
+FILE *gmt_safe_stream(FILE *f)
+{
+    struct safe_stream *S = calloc(1, sizeof *S);
+    FILE *w = S ? fopencookie(S, "w", (cookie_io_functions_t){.write = safe_write, .close = safe_close})
+                : NULL;
+    if (!w) {
+        free(S);
+        return NULL;
+    }
+    S->f = f;
+    if (isatty(fileno(f)))
+        setvbuf(w, NULL, _IOLBF, 0);
+    else
+        setvbuf(w, NULL, _IOFBF, 1 << 16);
+    return w;
+}
+
+int gmt_safe_stdout(void)
+{
+    FILE *w = gmt_safe_stream(stdout);
+    if (!w) {
+        gmt_err("gpumemtrace: out of memory");
+        return -1;
+    }
+    stdout = w;
+    return 0;
+}
+
+/* A decimal number as a spreadsheet reads one: [+-] digits [. digits] [e [+-] digits]. */
+static bool csv_number(const char *s)
+{
+    const char *p = s + (*s == '+' || *s == '-');
+    size_t digits = strspn(p, "0123456789");
+    p += digits;
+    if (*p == '.') {
+        size_t frac = strspn(p + 1, "0123456789");
+        digits += frac;
+        p += 1 + frac;
+    }
+    if (digits && (*p == 'e' || *p == 'E')) {
+        const char *q = p + 1 + (p[1] == '+' || p[1] == '-');
+        size_t exp = strspn(q, "0123456789");
+        p = exp ? q + exp : p;
+    }
+    return digits && !*p;
+}
+
+void gmt_fput_csv_cell(FILE *out, const char *s)
+{
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    bool formula = n && strchr("=+-@\t\r", s[0]) && !csv_number(s);
+    if (!formula && !strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
+        fputs(s, out);
+        return;
+    }
+    fputs(formula ? "\"'" : "\"", out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
 }
 
 void gmt_err(const char *fmt, ...)

@@ -36,20 +36,44 @@ void gmt_fput_quoted(FILE *out, const char *s, size_t n);
  * valid UTF-8 other than the C1 controls), and every other byte as \xHH: a name in a
  * message then stays on its line and can send no escape sequence to a terminal. */
 void gmt_fput_safe(FILE *out, const char *s, size_t n);
+/* s with each line end in it written \x0a: s itself when it has none, else a copy in one
+ * of 8 buffers that later calls reuse (4 KiB, cut there). For a trace's string within a
+ * line of text output, where the text stream below keeps line ends: one in a host name
+ * would start a line that looks like the output's own. NULL for NULL. */
+const char *gmt_one_line(const char *s);
+
+/* A stream for text a person reads: what is written to it goes on to f as gmt_fput_safe
+ * writes it, but for '\n', the line end, which it keeps. The text outputs write through
+ * one, so that no control byte from a trace's strings (a host name, a file name, an
+ * NVTX or Python name) reaches the terminal or the log, whichever string it came in
+ * and whatever printed it; gmt_one_line keeps such a string on its line. Closing it
+ * closes f. NULL out of memory (nothing changed). */
+FILE *gmt_safe_stream(FILE *f);
+/* stdout made such a stream, for a command's text output (main closes it at exit, and
+ * with it the real stdout). 0, or -1 out of memory, said on stderr (stdout as it was). */
+int gmt_safe_stdout(void);
+
 /* Prints one message on stderr, formatted, through gmt_fput_safe, then a newline: the
  * one way the CLI reports errors, so that every file name and argument in one is
  * escaped. */
 void gmt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Writes s as a JSON string that is always valid UTF-8 JSON: '"' and '\\' escaped,
- * control bytes and DEL as \u00XX, and each byte that is not part of a valid UTF-8
- * sequence as \u00XX, its Latin-1 reading (docs/summary-json.md). The n form stops at
- * n bytes or a NUL. */
+ * control bytes, DEL and the C1 controls (U+0080 to U+009F) as \u00XX, and each byte
+ * that is not part of a valid UTF-8 sequence as \u00XX, its Latin-1 reading
+ * (docs/summary-json.md). The n form stops at n bytes or a NUL. */
 void gmt_fput_json_string(FILE *out, const char *s);
 void gmt_fput_json_stringn(FILE *out, const char *s, size_t n);
 /* The length of the valid UTF-8 sequence at s (n bytes left, n >= 1): 1 to 4, or 0 when
  * the byte there does not start one (overlong forms and surrogates included). */
 size_t gmt_utf8_len(const unsigned char *s, size_t n);
+
+/* Writes s as one text cell of CSV (RFC 4180): as it is, or between double quotes where it
+ * holds a comma, a quote, CR or LF, or starts or ends with a space, a quote inside
+ * doubled. A cell that a spreadsheet would run as a formula (one starting with '=', '+',
+ * '-', '@', TAB or CR) gets a single quote in front and is quoted ("'=1+2"), unless it
+ * is a number ("-5", "+1.5e3" stay as they are). NULL: an empty cell. */
+void gmt_fput_csv_cell(FILE *out, const char *s);
 
 /* Opens a file the CLI reads (a trace, a baseline, a module or its debug file) so that
  * it cannot block or feed forever: opened with O_NONBLOCK (a FIFO with no writer does
