@@ -111,6 +111,12 @@ Test(cli, rejects_bad_usage_with_one_line_and_status_2)
         { "summary", "--top= 5", "--top wants a count, not ' 5'" },
         { "summary", "--width=abc", "--width wants 40..1000, not 'abc'" },
         { "diff", "--top=x", "--top wants a count, not 'x'" },
+        /* an option that takes a value, given none: said so, not "unknown" */
+        { "summary", "-o", "gpumemtrace summary: option '-o' needs a value" },
+        { "report", "--output", "gpumemtrace report: option '--output' needs a value" },
+        { "check", "--baseline", "gpumemtrace check: option '--baseline' needs a value" },
+        { "run", "-o", "gpumemtrace run: option '-o' needs a value" },
+        { "explain", "-o", "gpumemtrace explain: unknown option '-o'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i][1])

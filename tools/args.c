@@ -106,12 +106,21 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     struct option tab[MAX_OWN + N_SHARED + 1];
     if (build_table(spec, tab))
         return gmt_cli_usage_error(spec->cmd, "too many options");
+    /* a ':' after any '+' makes getopt_long tell a missing value (':') from an option
+     * it does not know ('?') */
+    char optstring[32];
+    const char *os = spec->optstring;
+    if (snprintf(optstring, sizeof optstring, "%s:%s", *os == '+' ? "+" : "",
+                 os + (*os == '+')) >= (int)sizeof optstring)
+        return gmt_cli_usage_error(spec->cmd, "too many options");
     int c;
     optind = 0; /* 0, not 1: a full reset, so a second parse in one process starts clean */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, optstring, tab, NULL)) != -1) {
         int r;
-        if (c >= OPT_JSON || (c == 'o' && (spec->shared & GMT_ARGS_OUTPUT)))
+        if (c == ':')
+            r = gmt_cli_usage_error(spec->cmd, "option '%s' needs a value", argv[optind - 1]);
+        else if (c >= OPT_JSON || (c == 'o' && (spec->shared & GMT_ARGS_OUTPUT)))
             r = shared_opt(spec, c, optarg, a);
         else if (c != '?' && spec->own_opt)
             r = (r = spec->own_opt(spec->ctx, c, optarg)) ? r : -1;
