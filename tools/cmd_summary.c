@@ -59,10 +59,11 @@ const char gmt_help_summary[] =
     "                    default: step, train_step, iteration, iter N, ProfilerStep#N,\n"
     "                    batch ...: docs/phases.md)\n"
     "\n"
-    "Several traces (files, directories searched for *.gmt, globs) are one job: the\n"
-    "summary opens with the job's overview (ranks, hosts, world size, the spread of each\n"
-    "figure over the ranks, the ranks and collectives that stand out and the recorded\n"
-    "differences that explain them), then one report per group of ranks alike.\n"
+    "Several traces (files, directories searched for *.gmt, packs, globs quoted or\n"
+    "not) are one job: the summary opens with the job's overview (ranks, hosts, world\n"
+    "size, the spread of each figure over the ranks, the ranks and collectives that\n"
+    "stand out and the recorded differences that explain them), then one report per\n"
+    "group of ranks alike.\n"
     "JSON and CSV always hold every trace.\n";
 
 static int term_width(void)
