@@ -84,3 +84,61 @@ Test(usage, merge_of_nothing_prints_only_why)
     cr_expect_str_eq(res.out, "");
     cr_expect(strstr(res.err, "bad magic"), "%s", res.err);
 }
+
+/* ---- selections ---- */
+
+/* A selection that matches nothing in any trace read is exit 2 with what there is to
+ * select, and no report; one that matches in some trace of a job is a report. */
+Test(usage, a_selection_that_matches_nothing_is_an_error_listing_what_exists)
+{
+    const char *d = demo_dir();
+    char r0[PATH_MAX];
+    snprintf(r0, sizeof r0, "%s/demo-r0.gmt", d);
+    static const struct {
+        const char *opt, *val, *cmd, *want;
+        bool job;
+    } cases[] = {
+        {"--device", "7", "summary", "--device 7 matches no device in the 2 traces read "
+                                     "(devices there: 0, 1)\n", true},
+        {"--device", "1", "summary", "--device 1 matches no device in the trace read "
+                                     "(devices there: 0)\n", false},
+        {"--op", "Nope", "summary", "--op Nope matches no NCCL call in the trace read (calls "
+                                    "there: CommInitRank, Group(AllReduce), AllReduce, AllGather, "
+                                    "CommDestroy)\n", false},
+        {"--step", "nope", "summary", "--step nope matches no NVTX range in the 2 traces read "
+                                      "(ranges there: none)\n", true},
+        {"--device", "7", "export", "--device 7 matches no device in the 2 traces read "
+                                    "(devices there: 0, 1)\n", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *what = cases[i].job ? d : r0;
+        if (!strcmp(cases[i].cmd, "export"))
+            RUN(&res, "export", "--no-symbols", "--format", "folded", cases[i].opt, cases[i].val, what);
+        else
+            RUN(&res, "summary", "--no-symbols", cases[i].opt, cases[i].val, what);
+        cr_expect_eq(res.status, 2, "case %zu: %d %s", i, res.status, res.err);
+        cr_expect_str_eq(res.out, "", "case %zu: a report of nothing", i);
+        cr_expect(strstr(res.err, cases[i].want), "case %zu: %s", i, res.err);
+        cr_expect_eq(lines(res.err), 1, "case %zu: %s", i, res.err);
+    }
+    /* the JSON document too: none rather than an empty one */
+    RUN(&res, "summary", "--json", "--device", "7", r0);
+    cr_expect_eq(res.status, 2);
+    cr_expect_str_eq(res.out, "");
+    /* matched somewhere: a report; an op matches groups that hold it, in any case */
+    RUN(&res, "summary", "--no-symbols", "--device", "1", d);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "gpumemtrace summary of a job"), "%s", res.out);
+    RUN(&res, "summary", "--no-symbols", "--op", "allreduce", r0);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "Group(AllReduce)") && !strstr(res.out, "  AllGather "), "%s", res.out);
+    RUN(&res, "export", "--no-symbols", "--format", "folded", "--device", "1", d);
+    cr_expect_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "demo-r1.gmt;") && !strstr(res.out, "demo-r0.gmt;"), "%s", res.out);
+    /* the NVTX ranges a --step could name */
+    RUN(&res, "summary", "--no-symbols", "--step", "nope", "tests/golden/nvtx.gmt");
+    cr_expect_eq(res.status, 2);
+    cr_expect(strstr(res.err, "(ranges there: epoch, lib::forward, train_step)\n"), "%s", res.err);
+    RUN(&res, "summary", "--no-symbols", "--step", "^epoch$", "tests/golden/nvtx.gmt");
+    cr_expect_eq(res.status, 0, "%s", res.err);
+}
