@@ -1295,7 +1295,7 @@ Test(cli, width_narrows_the_tables)
     RUN(&res, "summary", "--no-symbols", "--width", "80", "tests/golden/demo-r0.gmt");
     cr_assert_eq(res.status, 0, "%s", res.err);
     const char *p = strstr(res.out, "\nPeak device memory\n");
-    const char *e = strstr(res.out, "\n  host time = ");
+    const char *e = strstr(res.out, "\n  left out at width 80: ");
     cr_assert(p && e, "%s", res.out);
     int over = 0;
     for (const char *l = strchr(p + 1, '\n') + 1; l < e; l = strchr(l, '\n') + 1) {
@@ -1307,7 +1307,8 @@ Test(cli, width_narrows_the_tables)
             over++;
     }
     cr_expect_eq(over, 0, "%s", res.out);
-    cr_expect(strstr(res.out, "  op                           rank       calls bytes/call  1st track  later max\n"), "%s", res.out);
+    cr_expect(strstr(res.out, "  op               rank  calls bytes/call  1st track    1st dev  later max\n"),
+              "%s", res.out);
     RUN(&res, "summary", "--no-symbols", "--width", "200", "tests/golden/demo-r0.gmt");
     cr_expect(strstr(res.out, "allocs(proxy) host time\n"), "every column at 200: %s", res.out);
 }

@@ -142,3 +142,52 @@ Test(usage, a_selection_that_matches_nothing_is_an_error_listing_what_exists)
     RUN(&res, "summary", "--no-symbols", "--step", "^epoch$", "tests/golden/nvtx.gmt");
     cr_expect_eq(res.status, 0, "%s", res.err);
 }
+
+/* ---- widths ---- */
+
+/* The NCCL calls table at any width: the footnote explains the columns shown, no other,
+ * and names those a narrow width left out, with the width that shows them all. */
+Test(usage, a_narrow_table_explains_only_the_columns_it_shows)
+{
+    static const char *const cols[] = {"later dev", "allocs(proxy)", "host time"};
+    int full = 0;
+    for (int w = 40; w <= 200; w += 4) {
+        char width[16];
+        snprintf(width, sizeof width, "%d", w);
+        RUN(&res, "summary", "--no-symbols", "--width", width, "tests/golden/demo-r0.gmt");
+        cr_assert_eq(res.status, 0, "%s", res.err);
+        const char *t = strstr(res.out, "\nNCCL calls");
+        cr_assert(t, "%s", res.out);
+        const char *head = strchr(t + 1, '\n') + 1, *end = strstr(head, "\n\n");
+        cr_assert(end, "%s", t);
+        size_t hl = strcspn(head, "\n");
+        char table[8192];
+        snprintf(table, sizeof table, "%.*s", (int)(end - head), head);
+        char left[512] = "";
+        const char *lo = strstr(table, "  left out at width ");
+        if (lo)
+            snprintf(left, sizeof left, "%.*s", (int)strcspn(lo, "\n"), lo);
+        bool any_gone = false;
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+            bool shown = memmem(head, hl, cols[c], strlen(cols[c])) != NULL;
+            any_gone |= !shown;
+            cr_expect(!shown == !!strstr(left, cols[c]), "width %d: %s %s, left out: '%s'", w,
+                      cols[c], shown ? "shown" : "not shown", left);
+        }
+        cr_expect(!!strstr(table, "host time = mean") == !!memmem(head, hl, "host time", 9),
+                  "width %d: host time explained iff shown:\n%s", w, table);
+        cr_expect(!!strstr(table, "(proxy) = allocations") == !!memmem(head, hl, "(proxy)", 7),
+                  "width %d: (proxy) explained iff shown:\n%s", w, table);
+        cr_expect(any_gone == (lo != NULL), "width %d:\n%s", w, table);
+        if (lo) {
+            int want = 0;
+            cr_expect_eq(sscanf(strstr(lo, "(--width ") + 9, "%d", &want), 1, "%s", lo);
+            cr_expect(full == 0 || want == full, "width %d: %d, not %d", w, want, full);
+            full = want;
+            cr_expect_gt(want, w, "width %d: %s", w, lo);
+        } else if (full) {
+            cr_expect_geq(w, full, "every column at width %d, below %d", w, full);
+        }
+    }
+    cr_expect_gt(full, 0, "no width left a column out");
+}
