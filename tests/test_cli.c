@@ -522,6 +522,12 @@ Test(util, formats_bytes_for_people)
     cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, 288ll << 20), "+288 MiB");
     cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, INT64_MIN), "-8 EiB");
     cr_expect_str_eq(gmt_fmt_sbytes(buf, sizeof buf, 0), "0 B");
+    /* halves round away from zero, as the report's page rounds them */
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 13ull << 27), "1.63 GiB"); /* 1.625 */
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 49ull << 18), "12.3 MiB"); /* 12.25 */
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 201ull << 9), "101 KiB"); /* 100.5 */
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 1023ull << 10 | 512), "1 MiB"); /* 1023.5 KiB */
+    cr_expect_str_eq(gmt_fmt_bytes(buf, sizeof buf, 1041ull << 20), "1.02 GiB"); /* 1.0166 */
 }
 
 Test(util, formats_times)
