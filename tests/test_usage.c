@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "golden/tracebuild.h"
 
 static struct result res;
 
@@ -190,4 +191,42 @@ Test(usage, a_narrow_table_explains_only_the_columns_it_shows)
         }
     }
     cr_expect_gt(full, 0, "no width left a column out");
+}
+
+/* ---- figures of two moments ---- */
+
+/* A trace on device 0: 100 MiB allocated (the peak), then a sample `later` ns after it
+ * that says 300 MiB in use; a path to it in a new directory. */
+static const char *two_moments(uint32_t later)
+{
+    struct tb b = {0};
+    tb_process_min(&b);
+    tb_thread_on_device0(&b, 100, 1000);
+    tb_alloc_at(&b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 100 * TB_MIB, 0, -1, 1000);
+    tb_meminfo(&b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 300 * TB_MIB, GMT_MEMINFO_UNKNOWN,
+               later);
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/t.gmt", cli_tmpdir());
+    cr_assert_eq(tb_write(&b, path), 0);
+    tb_free(&b);
+    return path;
+}
+
+/* The peak row's untracked and dev used come from the largest sample: when that is not
+ * the peak's instant, the row says when it was and what was tracked then, so that its
+ * figures add up; a sample at the peak needs no such line. */
+Test(usage, a_row_of_figures_from_another_moment_says_when)
+{
+    RUN(&res, "summary", "--no-symbols", two_moments(2500000));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "+200 MiB    300 MiB"), "%s", res.out);
+    cr_expect(strstr(res.out, "\n         untracked, dev used: largest sample at 0.003 s, 2.5 ms "
+                              "after the peak; tracked then 100 MiB\n"), "%s", res.out);
+    RUN(&res, "summary", "--no-symbols", two_moments(0));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "+200 MiB    300 MiB"), "%s", res.out);
+    cr_expect(!strstr(res.out, "largest sample at"), "%s", res.out);
+    RUN(&res, "merge", "--no-symbols", two_moments(2500000));
+    cr_expect(strstr(res.out, "\n  dev used, untracked: at each rank's largest device-used sample, "
+                              "not at its peak\n"), "%s", res.out);
 }

@@ -111,6 +111,25 @@ static void text_header(FILE *out, const struct gmt_analysis *a, const struct gm
     fprintf(out, "%s\n", shown ? "; the rest unset (NCCL's defaults)" : "none set (NCCL's defaults)");
 }
 
+/* The peak row's untracked and dev used are the largest device-used sample's, which is
+ * seldom the peak's instant: when it is another, when it was and what was tracked then,
+ * so that the row's figures add up (tracked then + graph + untracked = dev used). */
+static void peak_row_moment(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *r)
+{
+    if (!r->has_used || r->used_max_time == r->peak_time)
+        return;
+    uint64_t t = r->used_max_time, p = r->peak_time;
+    char when[GMT_FMT_LEN], d[GMT_FMT_LEN], tr[GMT_FMT_LEN], g[GMT_FMT_LEN];
+    snprintf(when, sizeof when, "%.3f", t > a->t.t_first ? (double)(t - a->t.t_first) / 1e9 : 0.0);
+    gmt_fmt_duration(d, sizeof d, t > p ? t - p : p - t);
+    gmt_fmt_bytes(tr, sizeof tr, r->tracked_at_used_max);
+    fprintf(out, "         untracked, dev used: largest sample at %s s, %s %s the peak; tracked then %s",
+            when, d, t > p ? "after" : "before", tr);
+    if (r->graph_at_used_max)
+        fprintf(out, ", graph %s", gmt_fmt_bytes(g, sizeof g, r->graph_at_used_max));
+    fputc('\n', out);
+}
+
 static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_report *rep = &a->rep;
@@ -145,6 +164,7 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         fprintf(out, "  %-6s %10s %10s s %10s %10s %10s%s%.*s\n", r->device < 0 ? "?" : dn, bpeak,
                 bt, bend, bu, bused, room >= 8 ? "  " : "", room >= 8 ? room : 0,
                 op_label(a, r->peak_scope, lab, sizeof lab));
+        peak_row_moment(out, a, r);
         fprintf(out, "         at the peak:");
         for (size_t c = 0; c < a->n_cats; c++)
             if (r->peak_by_cat[c]) {
