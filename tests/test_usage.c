@@ -1,4 +1,4 @@
-/* test_usage.c: the CLI at the edges of its use: operands (globs, empty directories), selections that match nothing, narrow widths. */
+/* test_usage.c: the CLI at the edges of its use: operands (globs, empty directories), selections that match nothing, narrow widths, figures taken at other moments or over other ranks. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdio.h>
@@ -229,4 +229,27 @@ Test(usage, a_row_of_figures_from_another_moment_says_when)
     RUN(&res, "merge", "--no-symbols", two_moments(2500000));
     cr_expect(strstr(res.out, "\n  dev used, untracked: at each rank's largest device-used sample, "
                               "not at its peak\n"), "%s", res.out);
+}
+
+/* check --aggregate's peak and leak are over each rank's own device: it names them
+ * (one device, or the lowest and highest), not "device ?". */
+Test(usage, an_aggregate_names_the_ranks_devices)
+{
+    const char *d = demo_dir(); /* rank 0 on device 0, rank 1 on device 1 */
+    char bl[PATH_MAX];
+    snprintf(bl, sizeof bl, "%s/b.json", d);
+    RUN(&res, "check", "--write-baseline", bl, d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    RUN(&res, "check", "--baseline", bl, "--aggregate", "--verbose", d);
+    cr_expect_eq(res.status, 0, "%s%s", res.out, res.err);
+    cr_expect(!strstr(res.out, "device ?"), "%s", res.out);
+    cr_expect_eq(count_of(res.out, "ranks max     peak devices 0-1 "), 1, "%s", res.out);
+    cr_expect_eq(count_of(res.out, "ranks min     leak devices 0-1 "), 1, "%s", res.out);
+    /* one rank: its device */
+    char r0[PATH_MAX];
+    snprintf(r0, sizeof r0, "%s/demo-r0.gmt", d);
+    snprintf(bl, sizeof bl, "%s/b0.json", d);
+    RUN(&res, "check", "--write-baseline", bl, r0);
+    RUN(&res, "check", "--baseline", bl, "--aggregate", "--verbose", r0);
+    cr_expect(strstr(res.out, "ranks median  peak device 0 "), "%s", res.out);
 }
