@@ -99,10 +99,13 @@ Test(phases, step_takes_a_regex_of_the_users_own)
     need_nvtx();
     cr_assert_eq(sh("$G run -q -o t -- python3 '" NVTX_SRC "/tests/phases_client.py' run "
                     "\"$B/fakes/libcudart.so.13\" expect.json leak"), 0);
-    cr_expect_eq(sh("$G summary --no-symbols --step '^nothing$' t"), 0);
+    /* a --step of the user's that names no range: an error that lists the ranges */
+    cr_expect_eq(sh("$G summary --no-symbols --step '^nothing$' t"), 2);
     char out[16384], err[1024];
-    slurp("out", out, sizeof out);
-    cr_expect(strstr(out, "steps: no range matches --step"), "%s", out);
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "--step ^nothing$ matches no NVTX range in the trace read (ranges there: "),
+              "%s", err);
+    cr_expect(strstr(err, "train_step"), "%s", err);
     cr_expect_eq(sh("$G summary --no-symbols --step 'TRAIN_st' t"), 0);
     slurp("out", out, sizeof out);
     cr_expect(strstr(out, "grows every step: +3 MiB per step over 4 steps"), "any case: %s", out);

@@ -1,6 +1,10 @@
 /* test_report.c: `gpumemtrace report` on stored and generated traces: the page is self-contained, its data is summary --json's and explain --json's (tests/report_check.py), it loads in a headless browser (tests/report_browser.py), its mouse zoom and pan work there (tests/report_mouse.py), and bad input is one line and status 2. */
 #include "shell_test.h"
 
+#include <inttypes.h>
+
+#include "util.h"
+
 static char root[PATH_MAX];
 
 static void setup(void)
@@ -186,6 +190,45 @@ Test(report, the_page_draws_round_ticks_whole_labels_and_ranks_alike_once, .time
         cr_expect_eq(run(cmd, root), 1, "case %zu: %s%s", i, out, err);
         cr_expect(strstr(out, bad[i].says), "case %zu: %s", i, out);
     }
+}
+
+/* The page's byte formatter (its JavaScript) prints each size as the CLI does: halves
+ * (1.625 GiB), the edges of a unit (1023.5 KiB), negative sizes, sizes above 2^53. */
+Test(report, the_page_prints_sizes_as_the_cli_does, .timeout = 120)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/sizes.tsv", work);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int u = 0; u < 6; u++)
+        for (uint64_t j = 0; j < 8 * 1100; j += 1 + (j > 800) * 6) {
+            uint64_t v = (j << (10 * u)) / 8; /* in eighths of the unit: every kind of half */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t r = x >> (x & 63);
+            for (int k = 0; k < 2; k++) {
+                uint64_t b = k ? r : v;
+                char t[GMT_FMT_LEN], s[GMT_FMT_LEN];
+                fprintf(f, "%" PRIu64 "\t%s\n", b, gmt_fmt_bytes(t, sizeof t, b));
+                if (b && b <= INT64_MAX)
+                    fprintf(f, "-%" PRIu64 "\t%s\n", b, gmt_fmt_sbytes(s, sizeof s, -(int64_t)b));
+            }
+        }
+    cr_assert_eq(fclose(f), 0);
+    int st = run("R=%s; $G report --no-symbols -o p.html $R/tests/golden/demo-r0.gmt && "
+                 "python3 $R/tests/report_numbers.py p.html sizes.tsv", root);
+    if (st == 77)
+        cr_skip_test("neither node nor chromium: %s", out);
+    cr_expect_eq(st, 0, "%s%s", out, err);
+    cr_expect(strstr(out, "values print alike"), "%s", out);
+    /* the pytest plugin's messages too */
+    st = run("R=%s; PYTHONPATH=$R/python python3 -c 'import sys\n"
+             "from gpumemtrace.pytest_plugin import human\n"
+             "rows = [l.rstrip(\"\\n\").split(\"\\t\") for l in open(sys.argv[1])]\n"
+             "bad = [(v, t, human(int(v))) for v, t in rows if human(int(v)) != t]\n"
+             "print(len(rows), \"sizes,\", len(bad), \"differ\", bad[:5])\n"
+             "sys.exit(1 if bad else 0)' sizes.tsv", root);
+    cr_expect_eq(st, 0, "%s%s", out, err);
 }
 
 /* A '<' in the trace's strings (here its host name) can't end the page's <script>: in

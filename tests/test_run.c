@@ -6,7 +6,31 @@ TestSuite(run, .init = shell_setup, .fini = shell_teardown);
 Test(run, passes_the_exit_status_through)
 {
     cr_expect_eq(sh("$G run -q -o t -- sh -c 'exit 3'"), 3);
-    cr_expect_eq(count_traces("t"), 0, "a process that never touched CUDA leaves no trace");
+    cr_expect_eq(count_traces("t"), -1, "a process that never touched CUDA leaves no trace, "
+                 "and no directory");
+}
+
+/* A run that started nothing, or whose command touched no GPU, leaves no directory it
+ * made; what the user had stays, files and empty directories alike. */
+Test(run, a_failed_run_leaves_nothing_behind)
+{
+    for (int i = 0; i < 2; i++) /* each time: not one directory per try */
+        cr_expect_eq(sh("$G run -- ./no-such-program"), 127);
+    cr_expect_eq(sh("$G run -o t -- ./no-such-program"), 127);
+    cr_expect_eq(sh("$G run -q -o u -- true"), 0);
+    cr_expect_eq(sh("$G run -o v -- true"), 0);
+    char err[4096];
+    slurp("err", err, sizeof err);
+    cr_expect(strstr(err, "gpumemtrace: no traces (no process touched CUDA or NCCL): v not kept\n"),
+              "%s", err);
+    cr_expect_eq(sh("ls -A | grep -v '^out$' | grep -v '^err$' | wc -l"), 0);
+    char out[256];
+    slurp("out", out, sizeof out);
+    cr_expect_eq(atoi(out), 0, "left behind: %s", out);
+    /* the user's directories: kept, with what they hold */
+    cr_expect_eq(sh("mkdir e h && touch h/mine && $G run -o e -- ./no-such-program; "
+                    "$G run -o h -- ./no-such-program; $G run -q -o e -- true; "
+                    "test -d e && test -f h/mine"), 0);
 }
 
 Test(run, missing_command_is_127_like_a_shell)

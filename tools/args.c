@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,12 +107,21 @@ int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, stru
     struct option tab[MAX_OWN + N_SHARED + 1];
     if (build_table(spec, tab))
         return gmt_cli_usage_error(spec->cmd, "too many options");
+    /* a ':' after any '+' makes getopt_long tell a missing value (':') from an option
+     * it does not know ('?') */
+    char optstring[32];
+    const char *os = spec->optstring;
+    if (snprintf(optstring, sizeof optstring, "%s:%s", *os == '+' ? "+" : "",
+                 os + (*os == '+')) >= (int)sizeof optstring)
+        return gmt_cli_usage_error(spec->cmd, "too many options");
     int c;
     optind = 0; /* 0, not 1: a full reset, so a second parse in one process starts clean */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, spec->optstring, tab, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, optstring, tab, NULL)) != -1) {
         int r;
-        if (c >= OPT_JSON || (c == 'o' && (spec->shared & GMT_ARGS_OUTPUT)))
+        if (c == ':')
+            r = gmt_cli_usage_error(spec->cmd, "option '%s' needs a value", argv[optind - 1]);
+        else if (c >= OPT_JSON || (c == 'o' && (spec->shared & GMT_ARGS_OUTPUT)))
             r = shared_opt(spec, c, optarg, a);
         else if (c != '?' && spec->own_opt)
             r = (r = spec->own_opt(spec->ctx, c, optarg)) ? r : -1;
@@ -199,50 +209,82 @@ int gmt_list_traces(const char *dir, char ***out, size_t *n)
     return 0;
 }
 
+/* One operand into v: a directory or a pack as the traces in it, anything else as it
+ * is. 0, -ENOENT (a directory or pack without traces: said into msgs) or -ENOMEM. */
+static int expand_one(const char *arg, struct gmt_vec *v, struct gmt_msgs *msgs)
+{
+    struct stat st;
+    bool found = stat(arg, &st) == 0;
+    bool dir = found && S_ISDIR(st.st_mode);
+    bool pack = found && S_ISREG(st.st_mode) && gmt_pack_is(arg);
+    if (!dir && !pack) {
+        char **slot = gmt_vec_push(v);
+        if (!slot || !(*slot = strdup(arg))) {
+            if (slot)
+                v->len--;
+            return -ENOMEM;
+        }
+        return 0;
+    }
+    char **list;
+    size_t k;
+    char err[512];
+    int status = 0;
+    if (pack && gmt_pack_list(arg, &list, &k, err, sizeof err) == -EINVAL) {
+        gmt_msgs_add(msgs, "%s", err);
+        return -ENOENT;
+    }
+    if (pack ? !k : gmt_list_traces(arg, &list, &k) || k == 0) {
+        gmt_msgs_add(msgs, "%s: no traces (*.gmt) in this %s", arg, pack ? "pack" : "directory");
+        status = -ENOENT;
+        if (!k)
+            return status;
+    }
+    for (size_t j = 0; j < k; j++) {
+        char **slot = gmt_vec_push(v);
+        if (!slot) {
+            free(list[j]);
+            status = -ENOMEM;
+            continue;
+        }
+        *slot = list[j];
+    }
+    free(list);
+    return status;
+}
+
+/* A pattern the shell would have expanded had it not been quoted: an operand that is no
+ * file and holds a glob's special characters, matched as glob(3) matches (sorted; no
+ * match is said into msgs). Its matches go in as operands of their own. */
+static int expand_glob(const char *arg, struct gmt_vec *v, struct gmt_msgs *msgs)
+{
+    glob_t g;
+    int r = glob(arg, 0, NULL, &g);
+    if (r == GLOB_NOSPACE)
+        return -ENOMEM;
+    if (r) {
+        gmt_msgs_add(msgs, "%s: no file matches", arg);
+        return -ENOENT;
+    }
+    int status = 0;
+    for (size_t i = 0; i < g.gl_pathc && status != -ENOMEM; i++) {
+        int x = expand_one(g.gl_pathv[i], v, msgs);
+        status = x ? x : status;
+    }
+    globfree(&g);
+    return status;
+}
+
 int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
                      struct gmt_msgs *msgs)
 {
     struct gmt_vec v = GMT_VEC_INIT(char *);
     int status = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && status != -ENOMEM; i++) {
         struct stat st;
-        bool found = stat(args[i], &st) == 0;
-        bool dir = found && S_ISDIR(st.st_mode);
-        bool pack = found && S_ISREG(st.st_mode) && gmt_pack_is(args[i]);
-        if (dir || pack) {
-            char **list;
-            size_t k;
-            char err[512];
-            if (pack && gmt_pack_list(args[i], &list, &k, err, sizeof err) == -EINVAL) {
-                gmt_msgs_add(msgs, "%s", err);
-                status = -ENOENT;
-                continue;
-            }
-            if (pack ? !k : gmt_list_traces(args[i], &list, &k) || k == 0) {
-                gmt_msgs_add(msgs, "%s: no traces (*.gmt) in this %s", args[i],
-                             pack ? "pack" : "directory");
-                status = -ENOENT;
-                if (!k)
-                    continue;
-            }
-            for (size_t j = 0; j < k; j++) {
-                char **slot = gmt_vec_push(&v);
-                if (!slot) {
-                    free(list[j]);
-                    status = -ENOMEM;
-                    continue;
-                }
-                *slot = list[j];
-            }
-            free(list);
-        } else {
-            char **slot = gmt_vec_push(&v);
-            if (!slot || !(*slot = strdup(args[i]))) {
-                if (slot)
-                    v.len--;
-                status = -ENOMEM;
-            }
-        }
+        bool pattern = strpbrk(args[i], "*?[") && stat(args[i], &st) != 0;
+        int r = pattern ? expand_glob(args[i], &v, msgs) : expand_one(args[i], &v, msgs);
+        status = r ? r : status;
     }
     *out = v.data;
     *nout = v.len;

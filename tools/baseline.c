@@ -284,7 +284,7 @@ static int parse_metric(const struct gmt_json *v, struct gmt_metric *m, char *er
     if (v->type != GMT_JSON_OBJECT)
         return bad(v, err, errlen, "a metric wants an object, not %s", gmt_json_type_name(v->type));
     memset(m, 0, sizeof *m);
-    m->rank = m->comm_size = m->comm_rank = m->device = -1;
+    m->rank = m->comm_size = m->comm_rank = m->device = m->dev_lo = m->dev_hi = -1;
     m->occurrence = 1;
     m->check = GMT_CHECK_N;
     struct metric_keys at = {0};

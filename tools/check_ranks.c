@@ -173,6 +173,8 @@ int gmt_metrics_across_ranks(struct gmt_metrics *out, const struct gmt_metrics *
         keys[i] = job_key(&m->v[i]);
         keys[i].value = m->v[i].value;
         keys[i].calls = m->v[i].calls;
+        /* the rank's device rides along, outside the identity, to be shown */
+        keys[i].dev_lo = keys[i].dev_hi = m->v[i].device;
     }
     if (m->n)
         gmt_sort(keys, m->n, sizeof *keys, cmp_key_value);
@@ -183,6 +185,12 @@ int gmt_metrics_across_ranks(struct gmt_metrics *out, const struct gmt_metrics *
             j++;
         /* keys[i..j) are one quantity's values over the ranks, ascending */
         const int64_t stat[3] = {keys[i].value, keys[i + (j - i - 1) / 2].value, keys[j - 1].value};
+        int32_t lo = -1, hi = -1;
+        for (size_t k = i; k < j; k++)
+            if (keys[k].dev_lo >= 0) {
+                lo = lo < 0 || keys[k].dev_lo < lo ? keys[k].dev_lo : lo;
+                hi = keys[k].dev_hi > hi ? keys[k].dev_hi : hi;
+            }
         for (int s = 0; s < 3; s++) {
             struct gmt_metric *o = gmt_metrics_push(out);
             if (!o) {
@@ -193,6 +201,8 @@ int gmt_metrics_across_ranks(struct gmt_metrics *out, const struct gmt_metrics *
             o->process = GMT_JOB_MIN + s;
             o->value = stat[s];
             o->calls = keys[j - 1].calls;
+            o->dev_lo = lo;
+            o->dev_hi = hi;
         }
         i = j;
     }

@@ -303,7 +303,7 @@ int gmt_cmd_check(int argc, char **argv)
     const struct gmt_args_spec spec = {
         .cmd = "check", .help = gmt_help_check, .shared = GMT_ARGS_DEBUG_PATHS,
         .own = check_opts, .own_opt = check_opt, .ctx = &ca, .optstring = "",
-        .unknown = "unknown option or missing value"};
+        .unknown = "unknown option"};
     int status = gmt_args_parse(&spec, argc, argv, &args);
     if (status >= 0)
         return status;

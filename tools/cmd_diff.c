@@ -60,7 +60,7 @@ int gmt_cmd_diff(int argc, char **argv)
         .cmd = "diff", .help = gmt_help_diff, .top_max = 1000000,
         .shared = GMT_ARGS_JSON | GMT_ARGS_DEBUG_PATHS | GMT_ARGS_TOP | GMT_ARGS_FRAMES,
         .own = diff_opts, .own_opt = diff_opt, .ctx = &o, .optstring = "",
-        .unknown = "unknown option or missing value"};
+        .unknown = "unknown option"};
     int status = gmt_args_parse(&spec, argc, argv, &args);
     if (status >= 0)
         return status;

@@ -11,6 +11,7 @@
 #include "jobs.h"
 #include "report.h"
 #include "stacks.h"
+#include "select.h"
 #include "util.h"
 
 const char gmt_help_export[] =
@@ -39,7 +40,7 @@ const char gmt_help_export[] =
     "  --cost WHAT       folded: what a stack's bytes are: peak (default: live at each\n"
     "                    device's peak), allocated (every allocation's bytes, summed),\n"
     "                    leaked (still allocated at the end), at=SEC (live SEC seconds in)\n"
-    "  --device N        folded: only device N\n"
+    "  --device N        folded: only device N (one that no trace has: an error)\n"
     "  --debug-dir DIR   extra directories to look for binaries and debug files (repeatable)\n"
     "  --no-symbols      show module+offset, open no binary\n";
 
@@ -147,16 +148,23 @@ struct folded_job {
     enum cost cost;
     char *const *files;
     bool roots;                /* several traces: each line starts with its trace's frame */
+    struct gmt_seen seen;      /* what --device found in the traces taken */
 };
 
-/* One trace's folded stacks (perhaps in a worker: jobs.h). */
+/* One trace's folded stacks (perhaps in a worker: jobs.h), after what its selections
+ * found (select.h). */
 static int folded_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
                       size_t errlen)
 {
     const struct folded_job *F = ctx;
     char root[256];
     root_frame(F->files[i], root, sizeof root);
-    if (!folded(out, a, F->cost, F->roots ? root : NULL))
+    struct gmt_seen seen;
+    gmt_seen_init(&seen);
+    int r = gmt_seen_add(&seen, a, a->opts);
+    r = r ? r : gmt_seen_put(out, &seen);
+    gmt_seen_free(&seen);
+    if (!r && !folded(out, a, F->cost, F->roots ? root : NULL))
         return 0;
     snprintf(err, errlen, "export: out of memory");
     return -1;
@@ -164,8 +172,11 @@ static int folded_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
 
 static int folded_take(void *ctx, size_t i, const char *p, size_t len)
 {
-    const struct folded_job *F = ctx;
-    fwrite(p, 1, len, F->out);
+    struct folded_job *F = ctx;
+    size_t used;
+    if (gmt_seen_take(&F->seen, p, len, &used))
+        return -ENOMEM;
+    fwrite(p + used, 1, len - used, F->out);
     return 0;
 }
 
@@ -216,15 +227,17 @@ int gmt_cmd_export(int argc, char **argv)
         gmt_free_paths(files, n_files);
         return GMT_EXIT_ERROR;
     }
-    struct folded_job F = {out, ea.cost, files, n_files > 1};
+    struct folded_job F = {.out = out, .cost = ea.cost, .files = files, .roots = n_files > 1};
+    gmt_seen_init(&F.seen);
     const struct gmt_jobs J = {.files = files, .n = n_files, .ro = &args.ro, .trace = folded_one,
                                .take = folded_take, .ctx = &F};
     struct gmt_jobs_result res;
     int r = gmt_jobs_run(&J, &res);
     if (r)
         gmt_err("gpumemtrace: %s", r == -ENOMEM ? "out of memory" : "a process reading the traces died");
-    if (r || res.skipped || ferror(out))
+    if (r || res.skipped || ferror(out) || (F.seen.traces && gmt_seen_check(&F.seen, &args.ro, "export")))
         status = GMT_EXIT_ERROR;
+    gmt_seen_free(&F.seen);
     gmt_free_paths(files, n_files);
     int closed = gmt_output_close("export", out, output);
     return closed ? closed : status;

@@ -70,8 +70,13 @@ int gmt_cmd_merge(int argc, char **argv)
         gmt_err("gpumemtrace: out of memory");
         return GMT_EXIT_ERROR;
     }
-    if (r)
+    if (r || !m.n_ranks)
         status = GMT_EXIT_ERROR;
+    if (!m.n_ranks) { /* nothing read: what was wrong with each operand was said */
+        gmt_merge_free(&m);
+        gmt_free_paths(files, n_files);
+        return status;
+    }
     char why[1024];
     if (!allow_mixed && !gmt_merge_one_run(&m, why, sizeof why)) {
         gmt_err("gpumemtrace merge: %s (--allow-mixed merges them anyway)", why);
@@ -85,8 +90,7 @@ int gmt_cmd_merge(int argc, char **argv)
         gmt_render_merge_text(stdout, &m, args.ro.top);
     else
         status = GMT_EXIT_ERROR;
-    size_t n = m.n_ranks;
     gmt_merge_free(&m);
     gmt_free_paths(files, n_files);
-    return n ? status : GMT_EXIT_ERROR;
+    return status;
 }

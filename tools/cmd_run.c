@@ -1,5 +1,6 @@
 /* cmd_run.c: `gpumemtrace run -- COMMAND`: runs a command with the tracer preloaded, then summarises. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -31,7 +32,8 @@ const char gmt_help_run[] =
     "\n"
     "options:\n"
     "  -o, --output DIR   output directory, new or empty (default: a new\n"
-    "                     ./gpumemtrace-YYYYmmdd-HHMMSS, -2, -3, ... when taken)\n"
+    "                     ./gpumemtrace-YYYYmmdd-HHMMSS, -2, -3, ... when taken); one\n"
+    "                     that run made is removed again when no trace lands in it\n"
     "  --append           write into -o DIR although it holds traces (the same job's\n"
     "                     other ranks: its job id is taken from them)\n"
     "  --lib PATH         the preload library (default: $GPUMEMTRACE_LIB, else\n"
@@ -213,9 +215,11 @@ static size_t traces_in(const char *dir)
 /* The output directory, new for this run: -o's (made if missing; an existing one must
  * hold no trace unless --append), else one named after the time, created exclusively
  * (-2, -3, ... when two runs start in the same second), in dirbuf. Its absolute path in
- * absdir. 0, or the exit status after saying why not. */
-static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir, bool append)
+ * absdir; *made: this run created it. 0, or the exit status after saying why not. */
+static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir, bool append,
+                    bool *made_it)
 {
+    *made_it = false;
     if (!*dir) {
         time_t now = time(NULL);
         struct tm tm;
@@ -239,7 +243,10 @@ static int make_dir(const char **dir, char *dirbuf, size_t len, char *absdir, bo
             return GMT_EXIT_ERROR;
         }
         *dir = dirbuf;
-    } else if (mkdir(*dir, 0755) && errno != EEXIST) {
+        *made_it = true;
+    } else if (mkdir(*dir, 0755) == 0) {
+        *made_it = true;
+    } else if (errno != EEXIST) {
         gmt_err("gpumemtrace run: cannot create %s: %s", *dir, strerror(errno));
         return GMT_EXIT_ERROR;
     }
@@ -360,26 +367,45 @@ static int set_env(const char *lib, const char *absdir)
 }
 
 /* Runs argv[0..] and waits for it; its exit status (128 + the signal that killed it), or
- * -1 when it could not be started. */
-static int run_and_wait(char **argv)
+ * -1 when no process could be made. *started: the command was executed (a pipe closed
+ * by the exec tells; the child writes errno into it when the exec failed). */
+static int run_and_wait(char **argv, bool *started)
 {
+    *started = false;
+    int ex[2];
     fflush(stdout);
+    if (pipe2(ex, O_CLOEXEC)) {
+        gmt_err("gpumemtrace run: pipe: %s", strerror(errno));
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         gmt_err("gpumemtrace run: fork: %s", strerror(errno));
+        close(ex[0]);
+        close(ex[1]);
         return -1;
     }
     if (pid == 0) {
+        close(ex[0]);
         execvp(argv[0], argv);
-        gmt_err("gpumemtrace run: %s: %s", argv[0], strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
+        int e = errno;
+        gmt_err("gpumemtrace run: %s: %s", argv[0], strerror(e));
+        (void)!write(ex[1], &e, sizeof e);
+        _exit(e == ENOENT ? 127 : 126);
     }
+    close(ex[1]);
     /* Ctrl-C reaches the whole foreground group; we wait for the job to finish
      * (it gets the signal too) and then summarise what it left. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, oint, oquit;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGINT, &ign, &oint);
     sigaction(SIGQUIT, &ign, &oquit);
+    int e;
+    ssize_t got;
+    while ((got = read(ex[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    close(ex[0]);
+    *started = got == 0;
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
@@ -408,15 +434,26 @@ int gmt_cmd_run(int argc, char **argv)
         return gmt_cli_usage_error("run", "no command given");
     char lib[PATH_MAX], dirbuf[80], absdir[PATH_MAX];
     const char *dir = ra.dir;
+    bool made = false, started = false;
     if (ra.append && !ra.dir)
         return gmt_cli_usage_error("run", "--append wants -o DIR");
     if ((rc = resolve_lib(ra.lib, lib)) ||
-        (rc = make_dir(&dir, dirbuf, sizeof dirbuf, absdir, ra.append)) ||
-        (rc = set_job_id(absdir, ra.append)) || (rc = set_env(lib, absdir)))
+        (rc = make_dir(&dir, dirbuf, sizeof dirbuf, absdir, ra.append, &made)))
         return rc;
-    if ((rc = run_and_wait(argv + args.first)) < 0)
-        return GMT_EXIT_ERROR;
+    if ((rc = set_job_id(absdir, ra.append)) || (rc = set_env(lib, absdir)) ||
+        (rc = run_and_wait(argv + args.first, &started)) < 0 || !started) {
+        /* a run that failed leaves nothing behind: the directory it made, still empty
+         * (rmdir removes nothing else) */
+        if (made)
+            (void)rmdir(dir);
+        return rc < 0 ? GMT_EXIT_ERROR : rc;
+    }
     gmt_names_run_dir(dir, ra.quiet);
+    if (made && rmdir(dir) == 0) {
+        if (!ra.quiet)
+            gmt_err("gpumemtrace: no traces (no process touched CUDA or NCCL): %s not kept", dir);
+        return rc;
+    }
     if (!ra.quiet)
         short_summary(dir);
     return rc;

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "reader.h"
 #include "replay.h"
+#include "select.h"
 #include "render.h"
 #include "report.h"
 #include "trace.h"
@@ -59,11 +60,13 @@ const char gmt_help_summary[] =
     "                    default: step, train_step, iteration, iter N, ProfilerStep#N,\n"
     "                    batch ...: docs/phases.md)\n"
     "\n"
-    "Several traces (files, directories searched for *.gmt, globs) are one job: the\n"
-    "summary opens with the job's overview (ranks, hosts, world size, the spread of each\n"
-    "figure over the ranks, the ranks and collectives that stand out and the recorded\n"
-    "differences that explain them), then one report per group of ranks alike.\n"
-    "JSON and CSV always hold every trace.\n";
+    "Several traces (files, directories searched for *.gmt, packs, globs quoted or\n"
+    "not) are one job: the summary opens with the job's overview (ranks, hosts, world\n"
+    "size, the spread of each figure over the ranks, the ranks and collectives that\n"
+    "stand out and the recorded differences that explain them), then one report per\n"
+    "group of ranks alike.\n"
+    "JSON and CSV always hold every trace. A --device, --op or --step that matches\n"
+    "nothing in any trace read is an error that lists what the traces have.\n";
 
 static int term_width(void)
 {
@@ -152,8 +155,9 @@ static int summary_opt(void *ctx, int c, const char *arg)
     return GMT_EXIT_ERROR;
 }
 
-/* --device and --op that select nothing in this trace: said on stderr, with what the
- * trace has (the report then shows the empty sections). */
+/* In one report of a job whose traces the selections matched: --device and --op that
+ * select nothing in this trace, said on stderr with what it has (the report then shows
+ * the empty sections). */
 static void say_unmatched(const struct gmt_analysis *a, const struct gmt_report_opts *ro)
 {
     const struct gmt_report *rep = &a->rep;
@@ -266,13 +270,32 @@ struct summary_run {
     const struct outs *out;
     const struct gmt_report_opts *ro;
     size_t written;
+    bool alone;                /* the one trace given: its selections must match in it, and
+                                * the document begins once they do */
+    bool begun;
 };
 
 static int summary_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o, char *err,
                        size_t errlen)
 {
     struct summary_run *S = ctx;
-    say_unmatched(a, S->ro);
+    if (S->alone) {
+        struct gmt_seen seen;
+        gmt_seen_init(&seen);
+        int r = gmt_seen_add(&seen, a, S->ro);
+        if (r)
+            gmt_err("gpumemtrace: out of memory");
+        else
+            r = gmt_seen_check(&seen, S->ro, "summary");
+        gmt_seen_free(&seen);
+        if (r)
+            return 1; /* said why: the run stops, nothing is rendered */
+        if (!S->begun)
+            outs_begin(S->out, NULL, S->ro);
+        S->begun = true;
+    } else {
+        say_unmatched(a, S->ro);
+    }
     for (size_t k = 0; k < S->out->n; k++)
         S->out->r[k]->trace(S->out->f[k], a, S->ro, S->written);
     S->written++;
@@ -280,14 +303,18 @@ static int summary_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *
 }
 
 /* The reports of files[0..n), the first of them the `written`-th written. 0, or -1 when
- * some trace could not be read (the driver said why). */
+ * some trace could not be read (the driver said why). alone: the one trace given, its
+ * document begun here once its selections match (*begun then true). */
 static int summarise(const struct outs *out, char *const *files, size_t n,
-                     const struct gmt_report_opts *ro, size_t written)
+                     const struct gmt_report_opts *ro, size_t written, bool alone, bool *begun)
 {
-    struct summary_run S = {out, ro, written};
+    struct summary_run S = {out, ro, written, alone, false};
     const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = summary_one, .ctx = &S};
     struct gmt_jobs_result res;
-    return gmt_jobs_run(&J, &res) || res.skipped ? -1 : 0;
+    int r = gmt_jobs_run(&J, &res) || res.skipped ? -1 : 0;
+    if (begun)
+        *begun = S.begun;
+    return r;
 }
 
 /*
@@ -329,6 +356,12 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
         gmt_job_read_result_free(&res, n);
         return GMT_EXIT_ERROR;
     }
+    /* a selection that matches nothing in any trace read: an error, before any output */
+    if (j.n && gmt_seen_check(&res.seen, ro, "summary")) {
+        gmt_job_free(&j);
+        gmt_job_read_result_free(&res, n);
+        return GMT_EXIT_ERROR;
+    }
     outs_begin(out, &j, ro);
     if (idle && !all)
         fprintf(text, "  (%zu trace(s) of processes that used no GPU, a launcher for one, left out)\n\n", idle);
@@ -343,7 +376,7 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
         if (!readable)
             gmt_err("gpumemtrace: out of memory");
         else
-            (void)summarise(out, readable, k, ro, 0);
+            (void)summarise(out, readable, k, ro, 0, false, NULL);
         free(readable);
     } else {
         size_t *order = malloc((j.n_groups ? j.n_groups : 1) * sizeof *order);
@@ -365,7 +398,7 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
                        ranks, cnt, j.r[rep].rank);
             else
                 fprintf(text, "== rank %s ==\n\n", ranks);
-            if (summarise(out, &j.r[rep].path, 1, ro, 0) == 0)
+            if (summarise(out, &j.r[rep].path, 1, ro, 0, false, NULL) == 0)
                 written++;
             else
                 status = GMT_EXIT_ERROR;
@@ -437,11 +470,10 @@ int gmt_cmd_summary(int argc, char **argv)
     if (n_files > 1 &&
         summarise_job(&out, files, n_files, &ro, sc.per_rank || out.r[0] != &gmt_render_text))
         status = GMT_EXIT_ERROR;
-    if (n_files <= 1) {
-        outs_begin(&out, NULL, &ro);
-        if (summarise(&out, files, n_files, &ro, 0))
-            status = GMT_EXIT_ERROR;
-    }
+    /* one trace: a document only when it could be read and its selections match */
+    bool ends = n_files > 1;
+    if (n_files <= 1 && summarise(&out, files, n_files, &ro, 0, true, &ends))
+        status = GMT_EXIT_ERROR;
     gmt_free_paths(files, n_files);
-    return outs_close(&out, status, true);
+    return outs_close(&out, status, ends);
 }

@@ -10,8 +10,9 @@
 #include "metrics.h"
 
 /* A trace's figures travel from the driver's workers (jobs.h) as one message: a header,
- * then the strings and collectives of struct gmt_job_rank. The parent keeps only the
- * figures: memory is a few traces (one per worker) plus the job. */
+ * then the strings and collectives of struct gmt_job_rank, then what the selections
+ * found in it (select.h). The parent keeps only the figures: memory is a few traces
+ * (one per worker) plus the job. */
 
 enum { MSG_RANK = 1, MSG_IDLE = 2 };
 
@@ -77,7 +78,14 @@ static int read_one(void *ctx, size_t index, const struct gmt_analysis *a, FILE 
         put_str(b, r->env[e]);
     fwrite(r->colls, sizeof *r->colls, r->n_colls, b);
     gmt_job_free(&one);
-    return 0;
+    struct gmt_seen seen;
+    gmt_seen_init(&seen);
+    int rc = gmt_seen_add(&seen, a, a->opts);
+    rc = rc ? rc : gmt_seen_put(b, &seen);
+    gmt_seen_free(&seen);
+    if (rc)
+        snprintf(err, errlen, "out of memory");
+    return rc ? -1 : 0;
 }
 
 /* ---- the parent's side: messages back into the job ---- */
@@ -169,6 +177,8 @@ static int take(void *ctx, size_t index, const char *p, size_t len)
         r->n_colls = m.n_colls;
         at += (size_t)m.n_colls * sizeof *r->colls;
     }
+    size_t used;
+    bad = bad || gmt_seen_take(&T->res->seen, b->p + at, b->len - at, &used);
     j->n++; /* freed with the job, whole or not */
     return bad ? -ENOMEM : 0;
 }
@@ -203,5 +213,6 @@ void gmt_job_read_result_free(struct gmt_job_read_result *res, size_t n)
         free(res->err[i]);
     free(res->err);
     free(res->unread);
+    gmt_seen_free(&res->seen);
     memset(res, 0, sizeof *res);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "job.h"
+#include "select.h"
 
 struct gmt_job_read_result {
     bool progress;             /* in: a progress line on stderr after a second */
@@ -13,6 +14,7 @@ struct gmt_job_read_result {
     char **err;                /* [n]: ... and why (the reader's one-line message) */
     size_t idle;               /* traces of processes that used no GPU, left out */
     size_t workers;            /* worker processes used, 0: read here */
+    struct gmt_seen seen;      /* what the options' selections found in the traces read */
 };
 
 /* Reads files[0..n) with options ro into j (gmt_job_add each; call gmt_job_finish

@@ -38,6 +38,8 @@ static void usage(FILE *out)
         fprintf(out, "   %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "'gpumemtrace help COMMAND' or 'gpumemtrace COMMAND --help' describes one.\n"
+          "A TRACE is a file, a directory (the *.gmt in it and below), a pack, or a\n"
+          "glob such as 'run/*.r0.gmt', matched here when the shell left it unexpanded.\n"
           GMT_CLI_EXIT_STATUS, out);
 }
 

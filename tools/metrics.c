@@ -107,6 +107,12 @@ const char *gmt_metric_what(const struct gmt_metric *m, char *buf, size_t len)
         if (m->device >= 0)
             snprintf(buf, len, "%s device %d%s%s%s", gmt_check_name(m->check), m->device,
                      m->category[0] ? " " : "", gmt_one_line(m->category), occ);
+        else if (m->dev_lo >= 0 && m->dev_lo == m->dev_hi)
+            snprintf(buf, len, "%s device %d%s%s%s", gmt_check_name(m->check), m->dev_lo,
+                     m->category[0] ? " " : "", gmt_one_line(m->category), occ);
+        else if (m->dev_lo >= 0)
+            snprintf(buf, len, "%s devices %d-%d%s%s%s", gmt_check_name(m->check), m->dev_lo,
+                     m->dev_hi, m->category[0] ? " " : "", gmt_one_line(m->category), occ);
         else
             snprintf(buf, len, "%s device ?%s%s%s", gmt_check_name(m->check),
                      m->category[0] ? " " : "", gmt_one_line(m->category), occ);
@@ -144,7 +150,7 @@ struct gmt_metric *gmt_metrics_push(struct gmt_metrics *m)
     }
     struct gmt_metric *e = &m->v[m->n++];
     memset(e, 0, sizeof *e);
-    e->comm_size = e->comm_rank = e->device = -1;
+    e->comm_size = e->comm_rank = e->device = e->dev_lo = e->dev_hi = -1;
     return e;
 }
 

@@ -50,6 +50,9 @@ struct gmt_metric {
     int32_t comm_rank;         /* rank in the communicator, -1 unknown */
     uint64_t bytes_per_call;   /* first_call/steady: the call's buffer bytes */
     int32_t device;            /* peak/leak: device ordinal; -1 otherwise */
+    int32_t dev_lo, dev_hi;    /* a job's peak/leak across ranks (device -1): the lowest and
+                                * highest device of the ranks' metrics; -1 none. Shown, not
+                                * compared: each rank's own device is one quantity */
     char category[GMT_CAT_NAME_MAX + 1]; /* peak/leak: restricted to this category, "" all */
     uint32_t occurrence;       /* 1, 2, ...: among metrics of one process with equal identity,
                                 * in order of first appearance (two communicators of one size) */

@@ -78,6 +78,11 @@ void gmt_render_merge_text(FILE *o, const struct gmt_merge *m, long top)
                r->a.t.host ? gmt_one_line(r->a.t.host) : "?", b[0], b[1], b[2], b[3], b[4], b[5],
                gmt_one_line(base ? base + 1 : r->a.t.path));
     }
+    bool sampled = false;
+    for (size_t i = 0; i < m->n_ranks; i++)
+        sampled |= m->ranks[i].has_used;
+    if (sampled) /* the peak's instant is seldom a sample's: `summary` says when each was */
+        fprintf(o, "  dev used, untracked: at each rank's largest device-used sample, not at its peak\n");
     fprintf(o, "\n  NCCL calls across ranks (what the first call added, tracked)\n");
     fprintf(o, "  %-28s %5s %10s %6s %10s %10s  %s\n", "op", "size", "bytes/call", "ranks",
            "min", "max", "");

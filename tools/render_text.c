@@ -111,6 +111,25 @@ static void text_header(FILE *out, const struct gmt_analysis *a, const struct gm
     fprintf(out, "%s\n", shown ? "; the rest unset (NCCL's defaults)" : "none set (NCCL's defaults)");
 }
 
+/* The peak row's untracked and dev used are the largest device-used sample's, which is
+ * seldom the peak's instant: when it is another, when it was and what was tracked then,
+ * so that the row's figures add up (tracked then + graph + untracked = dev used). */
+static void peak_row_moment(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *r)
+{
+    if (!r->has_used || r->used_max_time == r->peak_time)
+        return;
+    uint64_t t = r->used_max_time, p = r->peak_time;
+    char when[GMT_FMT_LEN], d[GMT_FMT_LEN], tr[GMT_FMT_LEN], g[GMT_FMT_LEN];
+    snprintf(when, sizeof when, "%.3f", t > a->t.t_first ? (double)(t - a->t.t_first) / 1e9 : 0.0);
+    gmt_fmt_duration(d, sizeof d, t > p ? t - p : p - t);
+    gmt_fmt_bytes(tr, sizeof tr, r->tracked_at_used_max);
+    fprintf(out, "         untracked, dev used: largest sample at %s s, %s %s the peak; tracked then %s",
+            when, d, t > p ? "after" : "before", tr);
+    if (r->graph_at_used_max)
+        fprintf(out, ", graph %s", gmt_fmt_bytes(g, sizeof g, r->graph_at_used_max));
+    fputc('\n', out);
+}
+
 static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_report *rep = &a->rep;
@@ -145,6 +164,7 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         fprintf(out, "  %-6s %10s %10s s %10s %10s %10s%s%.*s\n", r->device < 0 ? "?" : dn, bpeak,
                 bt, bend, bu, bused, room >= 8 ? "  " : "", room >= 8 ? room : 0,
                 op_label(a, r->peak_scope, lab, sizeof lab));
+        peak_row_moment(out, a, r);
         fprintf(out, "         at the peak:");
         for (size_t c = 0; c < a->n_cats; c++)
             if (r->peak_by_cat[c]) {
@@ -185,41 +205,102 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
                  "  trace measured them (docs/untracked.md). '?' = never sampled.\n");
 }
 
-/* The NCCL calls table's columns: a narrow --width drops the right-hand ones first
- * (host time, allocation counts, the device deltas, later max, calls) and then narrows
- * the op column; op, rank, bytes/call and the first call's tracked bytes always stay. */
+/* The NCCL calls table's columns, each as wide as its widest cell (op at most 28): a
+ * narrow --width drops the right-hand ones first (host time, allocation counts, the device
+ * deltas, later max, calls) and then narrows the op column; op, rank, bytes/call and the
+ * first call's tracked bytes always stay. The footnote explains only columns shown and
+ * names those left out. */
 enum { C_OP, C_RANK, C_CALLS, C_BPC, C_FT, C_FD, C_LM, C_LD, C_AL, C_HT, C_N };
 static const int coll_width[C_N] = {28, 9, 6, 10, 10, 10, 10, 10, 13, 9};
 static const char *const coll_heads[C_N] = {"op", "rank", "calls", "bytes/call", "1st track",
                                             "1st dev", "later max", "later dev", "allocs(proxy)",
                                             "host time"};
 
-/* Which columns fit in width; the op column's width. */
-static int coll_columns(int width, bool show[C_N])
+struct coll_layout {
+    int w[C_N];
+    bool show[C_N];
+    int full;                  /* the width every column needs */
+};
+
+static void coll_rank_text(const struct gmt_analysis *a, const struct gmt_coll_row *c, char *buf,
+                           size_t len)
 {
-    static const int drop[] = {C_HT, C_AL, C_LD, C_FD, C_LM, C_CALLS};
-    int total = 2;
-    for (int c = 0; c < C_N; c++) {
-        show[c] = true;
-        total += coll_width[c] + (c ? 1 : 0);
-    }
-    for (size_t k = 0; k < sizeof drop / sizeof drop[0] && total > width; k++) {
-        show[drop[k]] = false;
-        total -= coll_width[drop[k]] + 1;
-    }
-    int opw = coll_width[C_OP];
-    if (total > width)
-        opw = opw - (total - width) > 12 ? opw - (total - width) : 12;
-    return opw;
+    int ci = gmt_trace_comm_index(&a->t, c->comm);
+    if (c->rank >= 0 && a->t.n_comms > 1 && ci > 0)
+        snprintf(buf, len, "%d/%d c%d", c->rank, c->nranks, ci);
+    else if (c->rank >= 0)
+        snprintf(buf, len, "%d/%d", c->rank, c->nranks);
+    else
+        snprintf(buf, len, "-");
 }
 
-static void print_coll_row(FILE *out, int opw, const bool show[C_N], const char *const cells[C_N])
+static bool coll_shown(const struct gmt_report_opts *o, const struct gmt_coll_row *c)
 {
-    fprintf(out, "  %-*.*s", opw, opw, cells[C_OP]);
+    return gmt_report_coll_selected(o, c) && gmt_report_dev_selected(o, c->device);
+}
+
+/* Which columns fit in width, and how wide each is. */
+static void coll_columns(int width, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                         struct coll_layout *L)
+{
+    static const int drop[] = {C_HT, C_AL, C_LD, C_FD, C_LM, C_CALLS};
+    memcpy(L->w, coll_width, sizeof L->w);
+    int op = (int)strlen(coll_heads[C_OP]), rank = (int)strlen(coll_heads[C_RANK]);
+    for (size_t i = 0; i < a->rep.n_colls; i++) {
+        const struct gmt_coll_row *c = &a->rep.colls[i];
+        if (!coll_shown(o, c))
+            continue;
+        char r[48];
+        coll_rank_text(a, c, r, sizeof r);
+        int l = (int)strnlen(c->label, sizeof c->label);
+        op = l > op ? l : op;
+        rank = (int)strlen(r) > rank ? (int)strlen(r) : rank;
+    }
+    L->w[C_OP] = op < coll_width[C_OP] ? op : coll_width[C_OP];
+    L->w[C_RANK] = rank < coll_width[C_RANK] ? rank : coll_width[C_RANK];
+    int total = 2;
+    for (int c = 0; c < C_N; c++) {
+        L->show[c] = true;
+        total += L->w[c] + (c ? 1 : 0);
+    }
+    L->full = total;
+    for (size_t k = 0; k < sizeof drop / sizeof drop[0] && total > width; k++) {
+        L->show[drop[k]] = false;
+        total -= L->w[drop[k]] + 1;
+    }
+    if (total > width)
+        L->w[C_OP] = L->w[C_OP] - (total - width) > 12 ? L->w[C_OP] - (total - width) : 12;
+}
+
+static void print_coll_row(FILE *out, const struct coll_layout *L, const char *const cells[C_N])
+{
+    fprintf(out, "  %-*.*s", L->w[C_OP], L->w[C_OP], cells[C_OP]);
     for (int c = 1; c < C_N; c++)
-        if (show[c])
-            fprintf(out, c == C_RANK ? " %-*s" : " %*s", coll_width[c], cells[c]);
+        if (L->show[c])
+            fprintf(out, c == C_RANK ? " %-*s" : " %*s", L->w[c], cells[c]);
     fputc('\n', out);
+}
+
+/* What the columns shown mean, and which were left out at this width. */
+static void coll_footnote(FILE *out, const struct coll_layout *L, int width)
+{
+    if (L->show[C_HT])
+        fprintf(out, "  host time = mean per timed call (grouped calls after their first are written\n"
+                     "  untimed).");
+    if (L->show[C_AL])
+        fprintf(out, "%s(proxy) = allocations made on another thread than the caller's\n"
+                     "  (NCCL's proxy service thread) while the call was in flight.",
+                L->show[C_HT] ? " " : "  ");
+    if (L->show[C_HT] || L->show[C_AL])
+        fputc('\n', out);
+    char gone[160] = "";
+    size_t at = 0;
+    for (int c = 0; c < C_N && at < sizeof gone; c++)
+        if (!L->show[c])
+            at += (size_t)snprintf(gone + at, sizeof gone - at, "%s%s", at ? ", " : "", coll_heads[c]);
+    if (at)
+        fprintf(out, "  left out at width %d: %s (--width %d shows every column)\n", width, gone,
+                L->full);
 }
 
 static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -230,21 +311,15 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         fprintf(out, "  none\n");
         return;
     }
-    bool show[C_N];
-    int opw = coll_columns(o->width, show);
-    print_coll_row(out, opw, show, coll_heads);
+    struct coll_layout L;
+    coll_columns(o->width, a, o, &L);
+    print_coll_row(out, &L, coll_heads);
     for (size_t i = 0; i < rep->n_colls; i++) {
         const struct gmt_coll_row *c = &rep->colls[i];
-        if (!gmt_report_coll_selected(o, c) || !gmt_report_dev_selected(o, c->device))
+        if (!coll_shown(o, c))
             continue;
         char rank[48], bpc[32], ft[32], fd[32], lm[32], ld[32], al[48], ht[32];
-        int ci = gmt_trace_comm_index(&a->t, c->comm);
-        if (c->rank >= 0 && a->t.n_comms > 1 && ci > 0)
-            snprintf(rank, sizeof rank, "%d/%d c%d", c->rank, c->nranks, ci);
-        else if (c->rank >= 0)
-            snprintf(rank, sizeof rank, "%d/%d", c->rank, c->nranks);
-        else
-            snprintf(rank, sizeof rank, "-");
+        coll_rank_text(a, c, rank, sizeof rank);
         gmt_fmt_bytes(bpc, sizeof bpc, c->bytes_per_call);
         gmt_fmt_sbytes(ft, sizeof ft, c->first_tracked);
         if (c->first_has_dev)
@@ -261,9 +336,9 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         char calls[24];
         snprintf(calls, sizeof calls, "%" PRIu64, c->calls);
         const char *cells[C_N] = {c->label, rank, calls, bpc, ft, fd, lm, ld, al, ht};
-        print_coll_row(out, opw, show, cells);
+        print_coll_row(out, &L, cells);
         if (c->failed)
-            fprintf(out, "  %-28s %" PRIu64 " call(s) returned an error\n", "", c->failed);
+            fprintf(out, "  %-*s %" PRIu64 " call(s) returned an error\n", L.w[C_OP], "", c->failed);
         gmt_untracked_call_text(out, a, c);
         const struct gmt_nccl_pick *pk = &c->pick;
         if (pk->total)
@@ -277,9 +352,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
             fprintf(out, "    called from %.*s%s\n", room, line, (int)strlen(line) > room ? "…" : "");
         }
     }
-    fprintf(out, "  host time = mean per timed call (grouped calls after their first are written\n"
-                 "  untimed). (proxy) = allocations made on another thread than the caller's\n"
-                 "  (NCCL's proxy service thread) while the call was in flight.\n");
+    coll_footnote(out, &L, o->width);
 }
 
 static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,

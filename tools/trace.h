@@ -15,6 +15,22 @@
  * trace-format.md, the reader); every sum of such sizes then fits in 64 bits. */
 #define GMT_BYTES_MAX (1ull << 56)
 
+/* The latest time the CLI believes: 2^62 ns of CLOCK_MONOTONIC (146 years of uptime).
+ * A trace with a later one (the PROCESS anchor, or any record's time) is corrupt
+ * (gmt_trace_load says where); the difference and the sum of any two times then fit
+ * in an int64_t. */
+#define GMT_TIME_MAX (1ull << 62)
+
+/* The highest device ordinal the CLI believes: CUDA numbers a process's devices from 0,
+ * and none has thousands. A record's ordinal outside 0..GMT_DEVICE_MAX is read as -1
+ * (unknown; for an ALLOC, its thread's context's), so that none overflows a sum or an
+ * int16_t on its way. */
+#define GMT_DEVICE_MAX 4095
+static inline int gmt_device_ordinal(int64_t d)
+{
+    return d >= 0 && d <= GMT_DEVICE_MAX ? (int)d : -1;
+}
+
 struct gmt_module {
     uint32_t id;
     char *path;
@@ -373,7 +389,7 @@ static inline void gmt_walk_alloc(struct gmt_walk *w, const struct gmt_rec_alloc
     e->error = 0;
     if (a->kind == GMT_KIND_MAPPING && a->h.size >= sizeof(struct gmt_rec_alloc_ext))
         e->error = gmt_handle_digest(((const struct gmt_rec_alloc_ext *)(const void *)a)->related);
-    e->device = a->device >= 0 ? a->device : w->device;
+    e->device = (uint16_t)a->device <= GMT_DEVICE_MAX ? a->device : w->device;
     e->tid = w->tid;
 }
 

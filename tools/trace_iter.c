@@ -88,7 +88,7 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
         e->stack = f->stack_id;
         e->scope = f->scope_id;
         e->error = f->error;
-        e->device = f->device >= 0 ? f->device : w->device;
+        e->device = (uint16_t)f->device <= GMT_DEVICE_MAX ? f->device : w->device;
         break;
     }
     case GMT_REC_MEMINFO: {
@@ -102,7 +102,7 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
         e->stack = 0;
         e->scope = m->scope_id;
         e->error = 0;
-        e->device = (int16_t)m->device;
+        e->device = (int16_t)gmt_device_ordinal(m->device);
         break;
     }
     case GMT_REC_SCOPE_BEGIN:
@@ -114,9 +114,8 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
         gmt_walk_tick(w, ((const struct gmt_rec_comm *)(const void *)h)->dt);
         return 0;
     case GMT_REC_CUCTX: {
-        /* as the loader's tid -> device + 1 map gave it back */
-        int64_t d = ((const struct gmt_rec_cuctx *)(const void *)h)->device;
-        w->device = (int16_t)((int)(uint64_t)(d + 1) - 1);
+        /* as the loader keeps it */
+        w->device = (int16_t)gmt_device_ordinal(((const struct gmt_rec_cuctx *)(const void *)h)->device);
         return 0;
     }
     case GMT_REC_MODULE_LOAD:

@@ -394,7 +394,7 @@ static int on_thread(struct loader *L, const struct gmt_rec *r)
 static int on_cuctx(struct loader *L, const struct gmt_event *e)
 {
     const struct gmt_rec_cuctx *c = (const void *)e->rec;
-    int x = gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)((int64_t)c->device + 1));
+    int x = gmt_u64map_put(&L->tid_device, e->tid, (uint64_t)(gmt_device_ordinal(c->device) + 1));
     if (x)
         return x;
     L->cur_device = thread_device(L, e->tid); /* as the map gives it back */
@@ -429,7 +429,7 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
     slot->unique_id_hash = c->unique_id_hash;
     slot->rank = c->rank;
     slot->nranks = c->nranks;
-    slot->device = c->device;
+    slot->device = gmt_device_ordinal(c->device);
     /* an init or split scope opens before its communicator exists: the COMM record
      * its thread writes on return names it */
     for (size_t i = t->n_scopes; i-- > 0;) {
@@ -438,8 +438,8 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
             continue;
         if (!s->comm && gmt_op_is_comm_init(s->op)) {
             s->comm = c->comm;
-            if (c->device >= 0)
-                s->device = (int16_t)c->device;
+            if (slot->device >= 0)
+                s->device = (int16_t)slot->device;
         }
         break;
     }
@@ -459,7 +459,7 @@ static int on_graphmem(struct loader *L, const struct gmt_event *e, char *err, s
                                                 &L->cap_graph, sizeof *p);
     if (!p)
         return -ENOMEM;
-    *p = (struct gmt_graph_sample){e->time_ns, g->used_high, g->reserved_current, (int16_t)g->device};
+    *p = (struct gmt_graph_sample){e->time_ns, g->used_high, g->reserved_current, (int16_t)gmt_device_ordinal(g->device)};
     if (t->n_graph_samples > 1 && p[-1].time > p->time)
         L->samples_unsorted = true;
     return 0;
@@ -551,7 +551,7 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
                                                    &L->cap_proc, sizeof *p);
         if (!p)
             return -ENOMEM;
-        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, (int16_t)m->device,
+        *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, (int16_t)gmt_device_ordinal(m->device),
                                       has_other ? x2->other_count : 0,
                                       has_other ? x2->other_bytes : GMT_MEMINFO_UNKNOWN};
         if (t->n_proc_samples > 1 && p[-1].time > p->time)
@@ -591,7 +591,7 @@ static int on_devlimits(struct loader *L, const struct gmt_event *e)
     }
     *p = (struct gmt_limits_sample){time, used, r->stack_bytes, r->printf_fifo_bytes,
                                     r->malloc_heap_bytes, r->sm_count, r->max_threads_per_sm,
-                                    r->scope_id, (int16_t)r->device, (uint8_t)e->rec->aux};
+                                    r->scope_id, (int16_t)gmt_device_ordinal(r->device), (uint8_t)e->rec->aux};
     return 0;
 }
 
@@ -823,6 +823,32 @@ static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, siz
     return 0;
 }
 
+/* A trace whose latest time is beyond GMT_TIME_MAX: the message names the first record
+ * with such a time, at its offset in the file (the image's when the file cannot be read
+ * again), into err. */
+static void time_beyond(const struct gmt_trace *t, const char *path, char *err, size_t errlen)
+{
+    struct gmt_reader *r;
+    char e2[256];
+    struct stat st;
+    int o = stat(path, &st) == 0 && S_ISREG(st.st_mode)
+                ? gmt_reader_open(&r, path, e2, sizeof e2)
+                : gmt_reader_open_mem(&r, t->image, t->image_len, path, e2, sizeof e2);
+    struct gmt_event ev;
+    while (!o && gmt_reader_next(r, &ev, e2, sizeof e2) > 0)
+        if (ev.time_ns > GMT_TIME_MAX) {
+            snprintf(err, errlen, "%s: offset %llu: %s at %llu ns is beyond the 2^62 ns a trace "
+                     "may span: the trace is corrupt", path, (unsigned long long)ev.offset,
+                     gmt_rec_type_name(ev.rec->type), (unsigned long long)ev.time_ns);
+            gmt_reader_close(r);
+            return;
+        }
+    if (!o)
+        gmt_reader_close(r);
+    snprintf(err, errlen, "%s: a record's time is beyond the 2^62 ns a trace may span: the "
+             "trace is corrupt", path);
+}
+
 /* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
  * LOAD_EXPAND (the file has records that stand for others), or -1 with a message in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
@@ -860,6 +886,10 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
     if (n == LOAD_EXPAND) {
         rc = LOAD_EXPAND; /* the caller keeps t (its image) to expand it */
         goto keep;
+    }
+    if (t->t_last > GMT_TIME_MAX) { /* t_last is the latest of every time read */
+        time_beyond(t, path, err, errlen);
+        goto out;
     }
     uint64_t last = gmt_reader_offset(r);
     t->streams[L.cur].segs[t->streams[L.cur].n_segs - 1].end = last;

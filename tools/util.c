@@ -16,21 +16,22 @@
 
 #include "pack.h"
 
-/* Prints v (>= 1) with at most three significant digits and no trailing zeros, so
- * columns of sizes read at a glance. */
+/* Prints v (>= 0.9995) with at most three significant digits and no trailing zeros, so
+ * columns of sizes read at a glance: rounded half away from zero (1.625 -> "1.63"), in
+ * whole steps of the last digit shown, so that the report's page, whose bytes() does
+ * the same arithmetic on the same doubles, prints the same figure. */
 static void fmt_sig3(char *buf, size_t len, double v, const char *unit)
 {
-    int prec = v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2;
-    char num[GMT_FMT_LEN];
-    snprintf(num, sizeof num, "%.*f", prec, v);
-    if (strchr(num, '.')) {
-        size_t n = strlen(num);
-        while (n > 0 && num[n - 1] == '0')
-            num[--n] = 0;
-        if (n > 0 && num[n - 1] == '.')
-            num[--n] = 0;
+    unsigned scale = v >= 100 ? 1 : v >= 10 ? 10 : 100;
+    uint64_t n = (uint64_t)(v * scale + 0.5), whole = n / scale, part = n % scale;
+    if (scale == 100 && part % 10 == 0) {
+        part /= 10;
+        scale = 10;
     }
-    snprintf(buf, len, "%s %s", num, unit);
+    if (!part)
+        snprintf(buf, len, "%" PRIu64 " %s", whole, unit);
+    else
+        snprintf(buf, len, "%" PRIu64 ".%0*u %s", whole, scale == 100 ? 2 : 1, (unsigned)part, unit);
 }
 
 const char *gmt_fmt_bytes(char *buf, size_t len, uint64_t bytes)

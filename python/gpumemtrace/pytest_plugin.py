@@ -41,10 +41,21 @@ def parse_size(text):
 
 
 def human(n):
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return "%.2f %s" % (n / size, unit)
-    return "%d B" % n
+    """Bytes as the CLI prints them (gmt_fmt_bytes): three significant digits, halves
+    rounded away from zero, trailing zeros dropped: 1744830464 -> '1.63 GiB'."""
+    m = abs(n)
+    if m < 1024:
+        return "%d B" % n
+    units, i, v = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), 0, m / 1024
+    while v >= 1023.5 and i < len(units) - 1:
+        v /= 1024
+        i += 1
+    scale = 1 if v >= 100 else 10 if v >= 10 else 100
+    whole, part = divmod(int(v * scale + 0.5), scale)
+    if scale == 100 and part % 10 == 0:
+        part, scale = part // 10, 10
+    text = "%d.%0*d" % (whole, 2 if scale == 100 else 1, part) if part else "%d" % whole
+    return ("-" if n < 0 else "") + text + " " + units[i]
 
 
 def pytest_addoption(parser):

@@ -614,4 +614,23 @@ static inline void tb_blocks(struct tb *b)
     tb_block(b, GMT_BLOCK_OOM, 0, 10 * (int64_t)TB_MIB, 6 * TB_MIB, 20 * TB_MIB, 5000);
 }
 
+/* ---- values beyond what a trace can hold (tests/fuzz/regress/summary/) ---- */
+
+/* A process anchored at `anchor` ns, its one thread at `t` ns on device `device` (a
+ * CUCTX), with a 64 MiB cudaMalloc and a sample 1 us later. Hostile values: an anchor or
+ * a time past 2^63 ns, a device ordinal of 0x7fffffff. */
+static inline void tb_beyond(struct tb *b, uint64_t anchor, uint64_t t, int32_t device)
+{
+    tb_header_current(b);
+    struct gmt_rec_process p = { .pid = 9, .ppid = 1, .rank = -1, .local_rank = -1, .world_size = -1,
+                                 .local_world_size = -1, .monotonic_ns = anchor };
+    tb_rec(b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(b, 100);
+    tb_thread_at(b, 100, t);
+    struct gmt_rec_cuctx cx = { .context = 0xc1, .device = device };
+    tb_rec(b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    tb_alloc_at(b, GMT_API_cudaMalloc, GMT_KIND_DEVICE, 0, 0x1000000, 64 * TB_MIB, 0, -1, 1000);
+    tb_meminfo(b, GMT_MEMINFO_FIRST, GMT_MEMINFO_SRC_CUMEMGETINFO, 1 * TB_GIB, GMT_MEMINFO_UNKNOWN, 1000);
+}
+
 #endif
