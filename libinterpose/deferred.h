@@ -14,11 +14,14 @@
  *   RECORD  group.c: an open group is being recorded as a template; nothing is held.
  *   CALL    scope.c: a loop call's SCOPE_BEGIN waits in the thread's slot for the call
  *           form at its return (scope.c, "one record per call").
+ *   FORM    scope.c: the call form is being written; nothing is held, but a signal
+ *           handler's NCCL calls take the slow way (whole SCOPE_BEGIN and SCOPE_END),
+ *           so that no call form of theirs comes between this one's fields and its write.
  * Each client changes the byte only from or to its own states and OFF.
  */
-enum gmt_defer { GMT_DEFER_OFF, GMT_DEFER_MATCH, GMT_DEFER_RECORD, GMT_DEFER_CALL };
+enum gmt_defer { GMT_DEFER_OFF, GMT_DEFER_MATCH, GMT_DEFER_RECORD, GMT_DEFER_CALL, GMT_DEFER_FORM };
 _Static_assert(GMT_DEFER_MATCH == GMT_WRITER_DEFERRED && !(GMT_DEFER_RECORD & GMT_WRITER_DEFERRED) &&
-                   (GMT_DEFER_CALL & GMT_WRITER_DEFERRED),
+                   (GMT_DEFER_CALL & GMT_WRITER_DEFERRED) && !(GMT_DEFER_FORM & GMT_WRITER_DEFERRED),
                "MATCH and CALL alone hold records back");
 
 /* ---- group.c, the repeated groups: MATCH -> RECORD (the members matched that returned

@@ -626,7 +626,7 @@ struct gmt_call_thread {
     uint32_t id;               /* the held call's scope id */
     uint32_t rng;              /* gmt_call_timed's state */
     uint8_t ready;             /* the held slot is complete: a spill may write it */
-    uint8_t spilled;           /* a spill wrote the held begin (gmt_scope_end's handshake) */
+    uint8_t spills;            /* spills so far, wrapping (gmt_scope_end's handshake) */
     uint8_t has_prev;          /* prev_* hold the thread's previous call form's fields */
     uint64_t prev_comm, prev_count, prev_stream, prev_type_peer;
 };

@@ -208,9 +208,15 @@ __attribute__((cold)) void gmt_group_stop(void)
  * call's hook, which leaves the byte OFF or a group's state.) */
 unsigned gmt_group_lost(void)
 {
-    uint8_t st = rep_swap(GMT_DEFER_OFF);
+    /* only from the group's own states: FORM is scope.c's while it writes a call form */
+    uint8_t match = GMT_DEFER_MATCH, record = GMT_DEFER_RECORD;
+    bool was_match = __atomic_compare_exchange_n(&gmt_ts.writer.deferred, &match, GMT_DEFER_OFF,
+                                                 false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    if (!was_match)
+        __atomic_compare_exchange_n(&gmt_ts.writer.deferred, &record, GMT_DEFER_OFF, false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     gmt_ts.rep.n = 0;
-    return st == GMT_DEFER_MATCH ? 2u * gmt_ts.rep.done : 0;
+    return was_match ? 2u * gmt_ts.rep.done : 0;
 }
 
 /* A member's fields into the template being recorded, at `index`. */

@@ -324,9 +324,10 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
 {
     if (!gmt_writer_ready())
         return 0;
-    if (GMT_UNLIKELY(gmt_ts.writer.deferred == GMT_DEFER_CALL))
+    uint8_t st = gmt_ts.writer.deferred;
+    if (GMT_UNLIKELY(st == GMT_DEFER_CALL))
         gmt_scope_call_spill(); /* a signal handler's call inside a held one: that goes first */
-    else if (GMT_UNLIKELY(gmt_ts.writer.deferred != GMT_DEFER_OFF))
+    else if (GMT_UNLIKELY(st != GMT_DEFER_OFF && st != GMT_DEFER_FORM))
         gmt_group_stop(); /* a scope inside a group: not a plain member */
     uint32_t id = new_id();
     struct gmt_comm_memo *m = comm ? memo_of(comm) : NULL;
@@ -360,7 +361,7 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  * Signals: the state is CALL before the slot is written, so a handler's NCCL call goes
  * the slow way, and its records go first; a spill writes the slot only once it is
  * `ready`. The return takes the begin back with a load and a store, no locked
- * instruction: a spill between them shows in `spilled` (rep_close's way, group.c).
+ * instruction: a spill between them shows in the spill count (as rep_close has it, group.c).
  */
 
 /* The held call in the slot's words: word[W_ID] its scope id | op << 32 (0: none held),
@@ -464,7 +465,7 @@ __attribute__((cold)) void gmt_scope_call_spill(void)
     if (!__atomic_compare_exchange_n(&gmt_ts.writer.deferred, &call, GMT_DEFER_OFF, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
-    gmt_ts.call.spilled = 1;
+    gmt_ts.call.spills++;
     gmt_ts.call.ready = 0;
     atomic_signal_fence(memory_order_seq_cst);
     /* in the thread's buffer from here on: no SCOPE_OPEN needed for it */
@@ -712,20 +713,27 @@ __attribute__((hot)) void gmt_scope_end(uint32_t scope_id, enum gmt_op op, int r
     struct gmt_writer_slot *h = gmt_writer_slot();
     if (st == GMT_DEFER_CALL && GMT_LIKELY(gmt_ts.call.ready && gmt_ts.call.id == scope_id && h)) {
         /* The begin back from the slot, unless a spill wrote it: no spill can come
-         * after the store of OFF, and one between the load and it says so. The fields
-         * are read first: after the store, a signal handler's call may take the slot. */
+         * after the store of FORM, and one after the count was read changes it. (A
+         * handler's whole call can run in between too, and spill nothing of ours or be
+         * spilled itself: the count, unlike a flag it could clear, still says so.) The
+         * fields are read first: once the state lets go, a handler's call may take the
+         * slot. FORM until the call form is written: a handler's NCCL call meanwhile
+         * writes whole records, no call form between this one's fields and its write. */
         struct held_copy c = held_get(h);
-        gmt_ts.call.spilled = 0;
+        uint8_t spills = gmt_ts.call.spills;
         atomic_signal_fence(memory_order_seq_cst);
         st = gmt_ts.writer.deferred;
-        gmt_ts.writer.deferred = GMT_DEFER_OFF;
+        gmt_ts.writer.deferred = GMT_DEFER_FORM;
         atomic_signal_fence(memory_order_seq_cst);
         gmt_ts.call.ready = 0;
-        if (GMT_LIKELY(st == GMT_DEFER_CALL && !gmt_ts.call.spilled)) {
+        if (GMT_LIKELY(st == GMT_DEFER_CALL && spills == gmt_ts.call.spills)) {
             atomic_store_explicit(&h->word[W_ID], 0, memory_order_relaxed);
             held_end_write(&c, op, scope_id, result);
+            atomic_signal_fence(memory_order_seq_cst);
+            gmt_ts.writer.deferred = GMT_DEFER_OFF;
             return;
         }
+        gmt_ts.writer.deferred = GMT_DEFER_OFF;
     }
     /* not held (or written by a spill already): the plain SCOPE_END */
     struct gmt_rec_scope_end r = gmt_scope_end_rec(op, scope_id, result);

@@ -1436,6 +1436,26 @@ Test(scope, a_signal_handlers_call_in_the_middle_of_a_loop_call_leaves_it_intact
                  (int)(dropped / 2), (int)handler_calls + 1);
     cr_expect_eq(dropped % 2, 0, "%d records dropped: only handler calls, two records each",
                  (int)dropped);
+    /* and each call's fields are its own: a call form leaves out the fields of the
+     * previous one in the file, so a handler's call form written between a loop call's
+     * fields and its record would lend that call its communicator */
+    struct gmt_reader *rd;
+    uint8_t *buf = NULL;
+    char err[256];
+    struct gmt_event ev;
+    int wrong = 0, rc;
+    open_expanded(&rd, path, &buf);
+    while ((rc = gmt_reader_next(rd, &ev, err, sizeof err)) > 0) {
+        if (ev.rec->type != GMT_REC_SCOPE_BEGIN)
+            continue;
+        const struct gmt_rec_scope_begin *b = (const void *)ev.rec;
+        wrong += (b->h.aux == GMT_OP_AllReduce && b->comm != 0xa000) ||
+                 (b->h.aux == GMT_OP_Broadcast && b->comm != 0xd000);
+    }
+    cr_expect_eq(rc, 0, "%s", err);
+    gmt_reader_close(rd);
+    free(buf);
+    cr_expect_eq(wrong, 0, "%d calls with another call's communicator", wrong);
 }
 
 /* A loop call that stays in progress gets a SCOPE_OPEN from the flusher (on its own
