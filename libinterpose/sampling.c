@@ -20,7 +20,7 @@ bool gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes, struct gmt_com
                       uint64_t dk)
 {
     uint64_t key = gmt_mix(meminfo_key(comm, op, bytes));
-    long i = gmt_slot_of(count_keys, COUNT_SLOTS, key);
+    long i = gmt_key_slot(count_keys, COUNT_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i < 0)
         return false;
     /* Past the first N with no every:K the answer is no for good: a plain load, no

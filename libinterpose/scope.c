@@ -77,7 +77,8 @@ GMT_TLS struct gmt_comm_memo gmt_scope_memo[GMT_MEMOS];
 
 void gmt_scope_comm_cache_put(uint64_t comm, int device)
 {
-    long i = gmt_slot_of(comm_keys, COMM_SLOTS, gmt_mix(comm));
+    uint64_t key = gmt_mix(comm);
+    long i = gmt_key_slot(comm_keys, COMM_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i >= 0)
         atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
     /* after the store: a thread that sees the new generation then reads the new device */
@@ -92,7 +93,8 @@ void gmt_scope_comm_cache_put(uint64_t comm, int device)
  * share an entry only by a 64-bit collision. */
 static int comm_device_lookup(uint64_t comm)
 {
-    long i = gmt_slot_of(comm_keys, COMM_SLOTS, gmt_mix(comm));
+    uint64_t key = gmt_mix(comm);
+    long i = gmt_key_slot(comm_keys, COMM_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i >= 0) {
         int d = atomic_load_explicit(&comm_devs[i], memory_order_acquire);
         if (d > 0)
@@ -192,7 +194,8 @@ static _Atomic uint8_t captured[SEEN_SLOTS];
 
 static __attribute__((noinline)) bool first_of_lookup(uint64_t comm, unsigned op)
 {
-    long i = gmt_slot_of(seen_keys, SEEN_SLOTS, gmt_mix(gmt_mix(comm) ^ op));
+    uint64_t key = gmt_mix(gmt_mix(comm) ^ op);
+    long i = gmt_key_slot(seen_keys, SEEN_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i < 0)
         return false;
     /* The claim is the "seen" mark: the claiming call captures. A second probe finding
