@@ -358,7 +358,7 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  *     handler's) first writes it as a SCOPE_BEGIN of its own time (a spill), and the
  *     return then writes a plain SCOPE_END;
  *   - the flusher finds it when the call runs past a tick, and a crashing or exiting
- *     thread finds it, and writes a SCOPE_OPEN for it (writer.c): a call a process hangs
+ *     thread finds it, and writes a SCOPE_OPEN for it (writer_flush.c): a call a process hangs
  *     or dies in is in the file.
  * Signals: the state is CALL before the slot is written, so a handler's NCCL call goes
  * the slow way, and its records go first; a spill writes the slot only once it is
