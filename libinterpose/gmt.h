@@ -137,7 +137,7 @@ GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by n
 struct gmt_hot {
     struct {
         _Atomic int state;                   /* enum state; GMT_WRITER_OPEN: open */
-    } writer;                                /* writer.c */
+    } writer;                                /* the writer (writer.h) */
     struct {
         int off;                             /* a copy of gmt_opt.off */
         int no_repeat;                       /* !gmt_opt.group_repeat */
@@ -208,7 +208,8 @@ GMT_HIDDEN void *gmt_nvml_device(const char *pci_bus_id);
 GMT_HIDDEN int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b,
                                 uint64_t *process_b);
 
-/* ---- writer.c: per-thread buffers, one file per process ---- */
+/* ---- the writer (writer.c, writer_flush.c, writer_file.c): per-thread buffers, one file
+ * per process ---- */
 /* Opens the trace file if not open yet (lazily, at the first event) and writes the
  * header, PROCESS, ENV and module records. Returns false when tracing is off or failed. */
 GMT_HIDDEN bool gmt_writer_ready_slow(void);
@@ -559,7 +560,7 @@ struct gmt_nvtx_thread {
 GMT_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t id));
 
 /* ---- per thread: gmt_ts, one member per owning file ---- */
-struct buf; /* writer.c's */
+struct buf; /* writer.h's */
 
 /* scope.c: an open NCCL scope of the thread (frames[depth]) */
 struct gmt_frame {
@@ -631,7 +632,7 @@ struct gmt_call_thread {
     uint64_t prev_comm, prev_count, prev_stream, prev_type_peer;
 };
 
-/* writer.c's words of the thread (the first line) */
+/* the writer's words of the thread (the first line) */
 struct gmt_writer_thread {
     struct buf *buf;        /* the thread's ring; NULL until its first record */
     uint64_t clock;         /* the thread's clock as the reader will decode it, ns */
@@ -680,7 +681,7 @@ struct gmt_scope_thread {
  * scope.c's); frames[0] (a user group's) opens the second.
  */
 struct gmt_thread_state {
-    struct gmt_writer_thread writer;         /* writer.c */
+    struct gmt_writer_thread writer;         /* the writer (writer.h) */
     struct gmt_guard guard;                  /* every hook */
     struct gmt_nccl_thread nccl;             /* hooks_nccl.c */
     struct gmt_scope_thread scope;           /* scope.c */

@@ -42,12 +42,12 @@
 _Atomic int gmt_graph_capture_seen;
 
 /* ---- small tables of handles ----
- * Open addressing on handle values (pointers, never 0 or 1) with deletion: a deleted key
- * becomes TOMB, which lookups pass over and inserts reuse. Each key carries a value (the
- * device of its memory). `live` counts the keys present, raised before a key is
- * published and lowered after it is gone, so 0 means the table holds none. */
+ * Key tables (intern.h) on handle values (pointers, never 0 or 1) with deletion. Each key
+ * carries a value (the device of its memory), stored once its slot is claimed: a handle
+ * is looked up only by code that got it from the call that put it, which stored the
+ * value first. `live` counts the keys present, raised before a key is published and
+ * lowered after it is gone, so 0 means the table holds none. */
 #define TABLE_SLOTS 1024
-#define TOMB 1u
 struct table {
     _Atomic uint64_t keys[TABLE_SLOTS];
     _Atomic int vals[TABLE_SLOTS];
@@ -56,41 +56,23 @@ struct table {
 static struct table graphs; /* CUgraph that holds memory nodes -> device */
 static struct table execs;  /* CUgraphExec instantiated from one -> device */
 
-static uint32_t home(uint64_t key)
-{
-    return (uint32_t)gmt_mix(key) & (TABLE_SLOTS - 1);
-}
-
 static long table_find(struct table *t, uint64_t key)
 {
-    for (uint32_t p = 0, i = home(key); p < GMT_PROBES; p++, i = (i + 1) & (TABLE_SLOTS - 1)) {
-        uint64_t k = atomic_load_explicit(&t->keys[i], memory_order_acquire);
-        if (k == key)
-            return i;
-        if (k == 0)
-            return -1;
-    }
-    return -1;
+    return gmt_key_slot(t->keys, TABLE_SLOTS, (uint32_t)gmt_mix(key), key, GMT_KEY_FIND);
 }
 
 static void table_put(struct table *t, uint64_t key, int val)
 {
-    if (key <= TOMB)
+    if (key <= GMT_KEY_TOMB)
         return;
     long i = table_find(t, key);
+    if (i < 0) {
+        atomic_fetch_add_explicit(&t->live, 1, memory_order_acq_rel);
+        i = gmt_key_slot(t->keys, TABLE_SLOTS, (uint32_t)gmt_mix(key), key, GMT_KEY_ADD);
+    }
     if (i >= 0) {
         atomic_store_explicit(&t->vals[i], val, memory_order_relaxed);
         return;
-    }
-    atomic_fetch_add_explicit(&t->live, 1, memory_order_acq_rel);
-    for (uint32_t p = 0, j = home(key); p < GMT_PROBES; p++, j = (j + 1) & (TABLE_SLOTS - 1)) {
-        uint64_t k = atomic_load_explicit(&t->keys[j], memory_order_acquire);
-        if (k != 0 && k != TOMB)
-            continue;
-        atomic_store_explicit(&t->vals[j], val, memory_order_relaxed);
-        if (atomic_compare_exchange_strong_explicit(&t->keys[j], &k, key, memory_order_acq_rel,
-                                                    memory_order_acquire))
-            return;
     }
     /* The probe window is full: the handle goes untracked (its launches unsampled). */
     atomic_fetch_sub_explicit(&t->live, 1, memory_order_acq_rel);
@@ -99,15 +81,13 @@ static void table_put(struct table *t, uint64_t key, int val)
 /* Forgets `key`: true, with its value, when it was there. */
 static bool table_take(struct table *t, uint64_t key, int *val)
 {
-    if (key <= TOMB || atomic_load_explicit(&t->live, memory_order_acquire) == 0)
+    if (key <= GMT_KEY_TOMB || atomic_load_explicit(&t->live, memory_order_acquire) == 0)
         return false;
     long i = table_find(t, key);
     if (i < 0)
         return false;
     *val = atomic_load_explicit(&t->vals[i], memory_order_relaxed);
-    uint64_t k = key;
-    if (!atomic_compare_exchange_strong_explicit(&t->keys[i], &k, TOMB, memory_order_acq_rel,
-                                                 memory_order_acquire))
+    if (!gmt_key_drop(t->keys, i, key))
         return false;
     atomic_fetch_sub_explicit(&t->live, 1, memory_order_acq_rel);
     return true;

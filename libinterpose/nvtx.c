@@ -6,6 +6,7 @@
 #include <wchar.h>
 
 #include "gmt.h"
+#include "intern.h"
 
 /*
  * The protocol (NVTX v3's nvtxInit.h and nvtxTypes.h, restated here from its documented
@@ -42,18 +43,15 @@ struct nvtx_callbacks {        /* NvtxExportTableCallbacks, export table id 1 */
 enum { MSG_ASCII = 1, MSG_UNICODE = 2, MSG_REGISTERED = 3 };
 
 /*
- * Interning. Names and domains are kept by content in one global table of 64-bit slots
- * (the hash's high half and the entry's offset in the arena, in 8-byte units), as
- * stack.c keeps stacks: an entry is complete before the CAS that publishes it, and its
- * id is drawn once the CAS is won. A registered string's handle and a domain's handle
- * are pointers to their entries. Each entry ends in its NVTX_STRING record, written the
- * first time it is used in a file: `gen` is the file it was written to. A fork child
- * writes a file of its own, so the child starts a new generation rather than a new
- * table (the handles the program holds must stay valid there).
+ * Interning. Names and domains are kept by content in one global table of the library's
+ * lock-free kind (intern.h), as stack.c keeps stacks. A registered string's handle and a
+ * domain's handle are pointers to their entries. Each entry ends in its NVTX_STRING
+ * record, whose id is the table's, written the first time it is used in a file: `gen` is
+ * the file it was written to. A fork child writes a file of its own, so the child starts
+ * a new generation rather than a new table (the handles the program holds must stay
+ * valid there).
  */
-#define TABLE_BITS 14
-#define TABLE_SLOTS (1u << TABLE_BITS)
-#define TABLE_LIMIT (TABLE_SLOTS / 4 * 3)
+#define TABLE_SLOTS (1u << 14)
 #define ARENA_BYTES ((size_t)16 << 20)  /* address space; touched pages only */
 
 struct entry {
@@ -64,13 +62,11 @@ struct entry {
     struct gmt_rec_nvtx_string rec; /* then the string, NUL-terminated, padded */
 };
 _Static_assert(offsetof(struct entry, rec) % 8 == 0, "the record is 8-byte aligned");
+_Static_assert(offsetof(struct entry, hash) == 0, "an interned entry starts with its hash");
 
 static struct gmt_once setup_once;
-static _Atomic uint64_t *table;
-static unsigned char *arena;
-static _Atomic size_t arena_cursor = 8; /* offset 0 means "empty slot" */
-static _Atomic uint32_t next_id = 1;
-static _Atomic uint32_t entries;
+static struct gmt_intern names = GMT_INTERN_INIT;
+static const struct gmt_intern_kind name_kind;
 static _Atomic uint32_t file_gen = 1;
 static _Atomic uint64_t next_range = 1;
 /* Handed out when a name or domain cannot be interned (table full, no memory): NVTX
@@ -97,21 +93,18 @@ static bool setup(void)
         return true;
     if (st != GMT_ONCE_BUSY) /* failed, or a handler inside our own setup */
         return false;
-    void *t, *a;
-    if (!gmt_map_tables(&t, TABLE_SLOTS * sizeof(uint64_t), &a, ARENA_BYTES)) {
+    if (!gmt_intern_map(&names, &name_kind)) {
         gmt_warn("no memory for NVTX names: ranges are recorded unnamed");
         gmt_once_leave(&setup_once, false);
         return false;
     }
-    table = t;
-    arena = a;
     gmt_once_leave(&setup_once, true);
     return true;
 }
 
 static uint32_t entry_id(struct entry *e)
 {
-    return __atomic_load_n(&e->rec.id, __ATOMIC_ACQUIRE);
+    return gmt_intern_id(e, offsetof(struct entry, rec.id));
 }
 
 /* The entry's NVTX_STRING goes into this file once, by whichever thread uses it first. */
@@ -119,7 +112,8 @@ static void written(struct entry *e)
 {
     uint32_t g = atomic_load_explicit(&file_gen, memory_order_relaxed);
     uint32_t had = atomic_load_explicit(&e->gen, memory_order_relaxed);
-    if (GMT_LIKELY(had == g) || e == &unnamed)
+    /* id 0: its maker has not drawn it yet (intern.h); written once it has */
+    if (GMT_LIKELY(had == g) || e == &unnamed || !entry_id(e))
         return;
     if (atomic_compare_exchange_strong(&e->gen, &had, g) && gmt_writer_ready())
         gmt_emit(&e->rec, 0);
@@ -136,63 +130,55 @@ static uint64_t fnv(unsigned kind, const char *s, size_t n)
     return h;
 }
 
-static struct entry *at(uint64_t word)
+struct name_key {
+    unsigned kind;
+    const char *s;
+    size_t n;
+};
+
+static inline bool same_name(const void *entry, const void *key)
 {
-    return (struct entry *)(void *)(arena + (word & 0xffffffffu) * 8);
+    const struct entry *e = entry;
+    const struct name_key *k = key;
+    return e->rec.h.aux == k->kind && e->rec.len == k->n + 1 && !memcmp(e + 1, k->s, k->n);
 }
 
-/* The entry for (kind, s[0..n)), made when new; &unnamed when it can't be. A slot's word
- * is never 0: entries start at offset 8 or later. */
+static inline size_t fill_name(void *entry, const void *key, size_t bytes)
+{
+    struct entry *e = entry;
+    const struct name_key *k = key;
+    uint32_t size = (uint32_t)(bytes - offsetof(struct entry, rec));
+    atomic_store_explicit(&e->gen, 0, memory_order_relaxed);
+    e->quiet = 0;
+    e->rec.h = (struct gmt_rec){GMT_REC_NVTX_STRING, (uint16_t)k->kind, size};
+    e->rec.len = (uint32_t)k->n + 1;
+    memcpy(e + 1, k->s, k->n);
+    memset((char *)(e + 1) + k->n, 0, size - sizeof e->rec - k->n); /* the NUL, padding */
+    return bytes;
+}
+
+static const struct gmt_intern_kind name_kind = {
+    .slots = TABLE_SLOTS,
+    .arena_bytes = ARENA_BYTES,
+    .id_at = offsetof(struct entry, rec.id),
+    .same = same_name,
+    .fill = fill_name,
+};
+
+/* The entry for (kind, s[0..n)), made when new; &unnamed when it can't be. */
 static struct entry *intern(unsigned kind, const char *s, size_t n)
 {
     if (n > GMT_NVTX_STRING_MAX - 1)
         n = GMT_NVTX_STRING_MAX - 1;
     if (GMT_UNLIKELY(!setup()))
         return &unnamed;
-    uint64_t h = fnv(kind, s, n);
-    uint32_t hi = (uint32_t)(h >> 32);
-    struct entry *mine = NULL;
-    uint64_t mine_word = 0;
-    for (uint32_t i = 0, slot = (uint32_t)h & (TABLE_SLOTS - 1); i < TABLE_SLOTS;
-         i++, slot = (slot + 1) & (TABLE_SLOTS - 1)) {
-        uint64_t w = atomic_load_explicit(&table[slot], memory_order_acquire);
-        if (!w) {
-            if (!mine) {
-                if (atomic_load_explicit(&entries, memory_order_relaxed) >= TABLE_LIMIT)
-                    return &unnamed;
-                uint32_t size = gmt_rec_padded((uint32_t)(sizeof(struct gmt_rec_nvtx_string) + n + 1));
-                size_t need = offsetof(struct entry, rec) + size;
-                size_t off = atomic_fetch_add_explicit(&arena_cursor, need, memory_order_relaxed);
-                if (off + need > ARENA_BYTES || off / 8 > UINT32_MAX)
-                    return &unnamed;
-                mine = (struct entry *)(void *)(arena + off);
-                mine->hash = h;
-                mine->rec.h = (struct gmt_rec){GMT_REC_NVTX_STRING, (uint16_t)kind, size};
-                mine->rec.len = (uint32_t)n + 1;
-                memcpy(mine + 1, s, n); /* the rest of the arena is zero: the NUL, padding */
-                mine_word = (uint64_t)hi << 32 | off / 8;
-            }
-            uint64_t zero = 0;
-            if (atomic_compare_exchange_strong(&table[slot], &zero, mine_word)) {
-                atomic_fetch_add_explicit(&entries, 1, memory_order_relaxed);
-                __atomic_store_n(&mine->rec.id,
-                                 atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed),
-                                 __ATOMIC_RELEASE);
-                return mine;
-            }
-            w = zero; /* another thread took the slot: it may be this very string */
-        }
-        if ((uint32_t)(w >> 32) != hi)
-            continue;
-        struct entry *e = at(w);
-        if (e->hash == h && e->rec.h.aux == kind && e->rec.len == n + 1 &&
-            !memcmp(e + 1, s, n)) {
-            while (!entry_id(e)) /* its inserter draws the id in a moment */
-                gmt_cpu_relax();
-            return e; /* `mine`, if made, stays unused in the arena */
-        }
-    }
-    return &unnamed;
+    struct name_key key = { kind, s, n };
+    uint32_t size = gmt_rec_padded((uint32_t)(sizeof(struct gmt_rec_nvtx_string) + n + 1));
+    uint32_t id;
+    bool made;
+    struct entry *e = gmt_intern(&names, &name_kind, fnv(kind, s, n), &key,
+                                 offsetof(struct entry, rec) + size, &id, &made);
+    return e ? e : &unnamed;
 }
 
 /* A handle we handed out (a domain's, a registered string's), or NULL for one we did not. */
@@ -201,7 +187,7 @@ static struct entry *ours(const void *handle)
     const unsigned char *p = handle;
     if (handle == &unnamed)
         return &unnamed;
-    if (!arena || p < arena + 8 || p >= arena + ARENA_BYTES)
+    if (!names.arena || p < names.arena + 8 || p >= names.arena + ARENA_BYTES)
         return NULL;
     return (struct entry *)(void *)(uintptr_t)p;
 }

@@ -3,11 +3,11 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "gmt.h"
+#include "intern.h"
 
 /*
  * The rules (docs/stacks.md, "Python frames"):
@@ -25,21 +25,20 @@
  *   (which fails instead of faulting on unmapped memory), that the object, its strings
  *   and its line table can be read. Any doubt: no
  *   Python frames (or a frame without a line), never a fault.
- * - Code objects are interned by address in one lock-free table. An address can be reused
- *   by another code object once the first is freed: a slot also holds the object's
- *   name, filename and line-table pointers, first line and a fingerprint of the name's
- *   and file name's text (their strings can be freed and made again at the same
- *   addresses too: exec in a loop), and only an object that still has all of them is
- *   that slot's; another gets a new slot, id and PYCODE record.
- *   Each slot caches a few (instruction offset, line) pairs, so a line table is decoded
+ * - Code objects are interned by address in one table of the library's lock-free kind
+ *   (intern.h). An address can be reused by another code object once the first is
+ *   freed: an entry also holds the object's name, filename and line-table pointers,
+ *   first line and a fingerprint of the name's and file name's text (their strings can
+ *   be freed and made again at the same addresses too: exec in a loop), and only an
+ *   object that still has all of them is that entry's; another gets a new entry, id and
+ *   PYCODE record. The entry ends in its PYCODE record, whose id is the table's.
+ *   Each entry caches a few (instruction offset, line) pairs, so a line table is decoded
  *   once per call site, not per event.
  */
 
 #define PY_ITER_MAX 4096                 /* frames walked, skipped ones included */
-#define SLOT_BITS 16                     /* 65536 code objects, 8 MiB of address space */
-#define SLOT_COUNT (1u << SLOT_BITS)
-#define SLOT_LIMIT (SLOT_COUNT / 4 * 3)
-#define ARENA_BYTES ((size_t)16 << 20)   /* PYCODE records, address space */
+#define SLOT_COUNT (1u << 16)            /* 65536 code objects, 512 KiB of address space */
+#define ARENA_BYTES ((size_t)24 << 20)   /* entries and their PYCODE records, address space */
 #define LINETABLE_MAX (1u << 20)         /* bytes; a larger table is not believed */
 #define CODE_COPY 224                    /* bytes of a code object checked on first sight */
 #define LINE_WAYS 8
@@ -72,19 +71,22 @@ static const struct offsets tables[] = {
 enum { OWNER_GENERATOR = 1, OWNER_CSTACK = 3 };
 enum { PY_NEW, PY_BUSY, PY_READY, PY_ABSENT, PY_OFF };
 
-struct code_slot {
-    _Atomic uintptr_t code;        /* the code object's address; 0 empty */
-    _Atomic uint32_t id;           /* 0 until its PYCODE record is written; ID_DEAD when
-                                    * it could not be: the slot never matches */
-    int32_t firstlineno;
+struct code_entry {
+    uint64_t hash;                 /* of the code object's address */
+    uintptr_t code;                /* the code object's address */
     uintptr_t name, filename, linetable; /* the object's fields when it was seen */
     uint64_t name_fp, file_fp;     /* str_fp of the name and the file name then */
+    int32_t firstlineno;
     uint32_t table_len;            /* bytes of the line table, checked readable once;
                                     * NO_TABLE: none to believe */
     _Atomic uint32_t next_way;     /* the way a miss overwrites when all are taken */
+    uint32_t unused;
     _Atomic uint64_t lines[LINE_WAYS];   /* (lasti + 1) << 32 | line; 0 empty */
+    struct gmt_rec_pycode rec;     /* code_id: the table's id; then the strings */
 };
-_Static_assert(sizeof(struct code_slot) == 128, "one slot, two lines");
+_Static_assert(offsetof(struct code_entry, hash) == 0, "an interned entry starts with its hash");
+_Static_assert(offsetof(struct code_entry, rec) % 8 == 0, "the record is 8-byte aligned");
+_Static_assert(SLOT_COUNT < (1u << 24), "ids fit a Python frame's 24 bits");
 
 static _Atomic int state = PY_NEW;
 static GMT_TLS unsigned retry_count; /* this thread's captures since it last looked */
@@ -93,11 +95,8 @@ static void *(*get_tstate)(void);
 static int (*is_finalizing)(void);
 static uintptr_t code_type, unicode_type, bytes_type;
 static uintptr_t eval_lo, eval_hi;
-static struct code_slot *slots;
-static unsigned char *arena;
-static _Atomic size_t arena_cursor;
-static _Atomic uint32_t next_id = 1;
-static _Atomic uint32_t nslots;
+static struct gmt_intern codes = GMT_INTERN_INIT;
+static const struct gmt_intern_kind code_kind;
 static _Atomic int vm_read_broken;   /* process_vm_readv refused (seccomp): trust structure */
 
 static inline bool ptr_ok(uintptr_t p)
@@ -138,11 +137,7 @@ static bool readable(uintptr_t p, size_t len)
 
 static void fork_child(void)
 {
-    if (slots)
-        madvise(slots, SLOT_COUNT * sizeof *slots, MADV_DONTNEED);
-    atomic_store(&arena_cursor, 0);
-    atomic_store(&next_id, 1);
-    atomic_store(&nslots, 0);
+    gmt_intern_reset(&codes, &code_kind);
 }
 
 static void fork_child_setup(void)
@@ -215,10 +210,7 @@ static bool setup_slow(void)
                 off = NULL;
         }
         if (off && ptr_ok((uintptr_t)ct)) {
-            void *sl, *ar;
-            if (gmt_map_tables(&sl, SLOT_COUNT * sizeof *slots, &ar, ARENA_BYTES)) {
-                slots = sl;
-                arena = ar;
+            if (gmt_intern_map(&codes, &code_kind)) {
                 get_tstate = (void *(*)(void))gts;
                 is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
                 if (!is_finalizing)
@@ -448,117 +440,93 @@ static int line_311(const uint8_t *t, uint32_t n, int first, int64_t addr)
 
 /* ---- code objects ---- */
 
-static uint32_t emit_code(uintptr_t co, int32_t first, uintptr_t name, uintptr_t qual,
-                          uintptr_t file)
+/* A code object's fields, as its entry keeps them. */
+struct code_key {
+    uintptr_t co, name, file, lt;
+    int32_t first;
+};
+
+/* The same object as the entry's, not another that took its address since. */
+static inline __attribute__((always_inline)) bool same_code(const void *entry, const void *key)
 {
-    size_t max = sizeof(struct gmt_rec_pycode) + 3 * GMT_PYCODE_STR_MAX + GMT_ALIGN;
-    size_t at = atomic_fetch_add_explicit(&arena_cursor, max, memory_order_relaxed);
-    if (at + max > ARENA_BYTES)
+    const struct code_entry *e = entry;
+    const struct code_key *k = key;
+    return e->code == k->co && e->name == k->name && e->filename == k->file &&
+           e->linetable == k->lt && e->firstlineno == k->first &&
+           e->name_fp == str_fp(k->name) && e->file_fp == str_fp(k->file);
+}
+
+/* First sight: the object and its strings are checked before anything is believed, then
+ * the entry and its PYCODE record are written (the strings take what they need of the
+ * room reserved for the longest). 0: not a code object to intern. */
+static size_t fill_code(void *entry, const void *key, size_t bytes)
+{
+    struct code_entry *e = entry;
+    const struct code_key *k = key;
+    uintptr_t qual = off->co_qualname >= 0 ? word(k->co, off->co_qualname) : 0;
+    if (!readable(k->co, CODE_COPY) || !str_ok(k->name) || !str_ok(k->file) ||
+        (qual && !ptr_ok(qual)))
         return 0;
-    struct gmt_rec_pycode *r = (struct gmt_rec_pycode *)(void *)(arena + at);
+    e->code = k->co;
+    e->name = k->name;
+    e->filename = k->file;
+    e->linetable = k->lt;
+    e->name_fp = str_fp(k->name);
+    e->file_fp = str_fp(k->file);
+    e->firstlineno = k->first;
+    /* the line table is an immutable bytes object the code holds: checked once */
+    uint32_t tl = 0;
+    const uint8_t *t = table_bytes(k->lt, &tl);
+    e->table_len = t && readable((uintptr_t)t, tl) ? tl : NO_TABLE;
+    atomic_store_explicit(&e->next_way, 0, memory_order_relaxed);
+    for (int w = 0; w < LINE_WAYS; w++)
+        atomic_store_explicit(&e->lines[w], 0, memory_order_relaxed);
+    struct gmt_rec_pycode *r = &e->rec;
     char *s = (char *)(r + 1);
-    r->name_len = read_str(name, s, GMT_PYCODE_STR_MAX);
-    r->qualname_len = read_str(qual ? qual : name, s + r->name_len, GMT_PYCODE_STR_MAX);
-    r->filename_len = read_str(file, s + r->name_len + r->qualname_len, GMT_PYCODE_STR_MAX);
-    uint32_t bytes = (uint32_t)sizeof *r + r->name_len + r->qualname_len + r->filename_len;
-    uint32_t padded = gmt_rec_padded(bytes);
-    memset((char *)r + bytes, 0, padded - bytes);
-    /* give back what the strings did not need, unless another record was placed since
-     * (then that room stays unused) */
-    size_t end = at + max;
-    atomic_compare_exchange_strong_explicit(&arena_cursor, &end, at + padded,
-                                            memory_order_relaxed, memory_order_relaxed);
+    r->name_len = read_str(k->name, s, GMT_PYCODE_STR_MAX);
+    r->qualname_len = read_str(qual ? qual : k->name, s + r->name_len, GMT_PYCODE_STR_MAX);
+    r->filename_len = read_str(k->file, s + r->name_len + r->qualname_len, GMT_PYCODE_STR_MAX);
+    uint32_t used = (uint32_t)sizeof *r + r->name_len + r->qualname_len + r->filename_len;
+    uint32_t padded = gmt_rec_padded(used);
+    memset((char *)r + used, 0, padded - used);
     r->h.type = GMT_REC_PYCODE;
     r->h.aux = 0;
     r->h.size = padded;
-    r->firstlineno = first;
+    r->firstlineno = k->first;
     r->reserved = 0;
-    uint32_t id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
-    if (id >= (1u << 24))
-        return 0;
-    r->code_id = id;
-    gmt_emit(&r->h, 0);
-    (void)co;
-    return id;
+    (void)bytes;
+    return offsetof(struct code_entry, rec) + padded;
 }
 
-#define ID_DEAD UINT32_MAX
-#define ID_SPIN_LIMIT (1u << 20)
+static const struct gmt_intern_kind code_kind = {
+    .slots = SLOT_COUNT,
+    .arena_bytes = ARENA_BYTES,
+    .id_at = offsetof(struct code_entry, rec.code_id),
+    .same = same_code,
+    .fill = fill_code,
+};
 
-/* The id of a slot that holds co: another thread that claimed it may still be writing
- * its PYCODE record (a few hundred ns), so wait for it, within a bound. 0: none came. */
-static uint32_t slot_id(struct code_slot *s)
-{
-    uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
-    for (unsigned i = 0; !id && i < ID_SPIN_LIMIT; i++) {
-        gmt_cpu_relax();
-        id = atomic_load_explicit(&s->id, memory_order_acquire);
-    }
-    return id == ID_DEAD ? 0 : id;
-}
-
-/* The slot of code object co, made (and its PYCODE written) on first sight; NULL when
- * co is not a code object or the table is full. Two threads seeing co first at once: the
- * one whose claim loses waits for the winner's id, so co has one id (one frame value, so
- * one stack for the same frames on every thread). */
-static struct code_slot *code_slot(uintptr_t co)
+/* The entry of code object co, made (and its PYCODE written) on first sight; NULL when
+ * co is not a code object or the table is full. *id: its id. Two threads seeing co first
+ * at once: one entry and one id (one frame value, so one stack for the same frames on
+ * every thread). */
+static struct code_entry *code_entry(uintptr_t co, uint32_t *id)
 {
     if (!ptr_ok(co) || word(co, 8) != code_type)
         return NULL;
-    uintptr_t name = word(co, off->co_name), file = word(co, off->co_filename);
-    uintptr_t lt = word(co, off->co_linetable);
-    int32_t first = i32(co, off->co_firstlineno);
-    uint64_t h = (uint64_t)co * 0x9e3779b97f4a7c15ull;
-    for (uint32_t probe = 0, i = (uint32_t)(h >> (64 - SLOT_BITS)); probe < SLOT_COUNT;
-         probe++, i = (i + 1) & (SLOT_COUNT - 1)) {
-        struct code_slot *s = &slots[i];
-        uintptr_t k = atomic_load_explicit(&s->code, memory_order_acquire);
-        if (k == co) {
-            if (slot_id(s) && s->name == name &&
-                s->filename == file && s->linetable == lt && s->firstlineno == first &&
-                s->name_fp == str_fp(name) && s->file_fp == str_fp(file))
-                return s;
-            continue; /* another object that had this address, or being written */
-        }
-        if (k)
-            continue;
-        /* first sight: check the object and its strings before anything is believed */
-        uintptr_t qual = off->co_qualname >= 0 ? word(co, off->co_qualname) : 0;
-        if (!readable(co, CODE_COPY) || !str_ok(name) || !str_ok(file) ||
-            (qual && !ptr_ok(qual)))
-            return NULL;
-        if (atomic_load_explicit(&nslots, memory_order_relaxed) >= SLOT_LIMIT)
-            return NULL;
-        uintptr_t zero = 0;
-        if (!atomic_compare_exchange_strong_explicit(&s->code, &zero, co, memory_order_acq_rel,
-                                                     memory_order_acquire)) {
-            probe--, i = (i - 1) & (SLOT_COUNT - 1); /* look at this slot again */
-            continue;
-        }
-        atomic_fetch_add_explicit(&nslots, 1, memory_order_relaxed);
-        /* the line table is an immutable bytes object the code holds: checked once */
-        uint32_t tl = 0;
-        const uint8_t *t = table_bytes(lt, &tl);
-        s->table_len = t && readable((uintptr_t)t, tl) ? tl : NO_TABLE;
-        s->name = name;
-        s->filename = file;
-        s->name_fp = str_fp(name);
-        s->file_fp = str_fp(file);
-        s->linetable = lt;
-        s->firstlineno = first;
-        uint32_t id = emit_code(co, first, name, qual, file);
-        if (!id) {
-            atomic_store_explicit(&s->id, ID_DEAD, memory_order_release);
-            return NULL; /* the slot stays taken: never matches */
-        }
-        atomic_store_explicit(&s->id, id, memory_order_release);
-        return s;
-    }
-    return NULL;
+    struct code_key k = { co, word(co, off->co_name), word(co, off->co_filename),
+                          word(co, off->co_linetable), i32(co, off->co_firstlineno) };
+    bool made;
+    size_t room = offsetof(struct code_entry, rec) + sizeof(struct gmt_rec_pycode) +
+                  3 * GMT_PYCODE_STR_MAX + GMT_ALIGN;
+    struct code_entry *e = gmt_intern(&codes, &code_kind, gmt_mix(co), &k, room, id, &made);
+    if (made)
+        gmt_emit(&e->rec.h, 0);
+    return e && *id ? e : NULL;
 }
 
 /* lasti: in bytes (3.9), code units (3.10+); < 0 not started. 0: unknown line. */
-static uint32_t code_line(struct code_slot *s, uintptr_t co, int64_t lasti)
+static uint32_t code_line(struct code_entry *s, uintptr_t co, int64_t lasti)
 {
     if (lasti < 0)
         return s->firstlineno > 0 ? (uint32_t)s->firstlineno : 0;
@@ -652,10 +620,10 @@ uint32_t gmt_python_frames(struct gmt_py_stack *out)
             }
         }
         if (!skip && n < GMT_PY_DEPTH_MAX) {
-            struct code_slot *s = code_slot(co);
+            uint32_t id;
+            struct code_entry *s = code_entry(co, &id);
             if (!s)
                 break; /* not a code object: believe nothing further out */
-            uint32_t id = atomic_load_explicit(&s->id, memory_order_relaxed);
             out->ip[n++] = GMT_PYFRAME(id, code_line(s, co, lasti));
             in_group++;
         }

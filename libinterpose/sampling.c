@@ -20,7 +20,7 @@ bool gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes, struct gmt_com
                       uint64_t dk)
 {
     uint64_t key = gmt_mix(meminfo_key(comm, op, bytes));
-    long i = gmt_slot_of(count_keys, COUNT_SLOTS, key);
+    long i = gmt_key_slot(count_keys, COUNT_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i < 0)
         return false;
     /* Past the first N with no every:K the answer is no for good: a plain load, no
@@ -89,7 +89,7 @@ void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
  *   relaxed capture mode). The device's PCI bus id is asked there too, once: the flusher
  *   must not call CUDA, and NVML knows devices by bus id, not by CUDA's ordinals (which
  *   CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER renumber).
- * - PERIODIC: the flusher (writer.c) calls gmt_sampler_tick at each wake-up; every
+ * - PERIODIC: the flusher (worker.c) calls gmt_sampler_tick at each wake-up; every
  *   GPUMEMTRACE_SAMPLE_MS it asks NVML about each device that had an allocation. No
  *   NVML, no periodic samples: the flusher has no context, and borrowing the device's
  *   primary context (retain, push, cuMemGetInfo, pop, release) could create one when the

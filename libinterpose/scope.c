@@ -77,7 +77,8 @@ GMT_TLS struct gmt_comm_memo gmt_scope_memo[GMT_MEMOS];
 
 void gmt_scope_comm_cache_put(uint64_t comm, int device)
 {
-    long i = gmt_slot_of(comm_keys, COMM_SLOTS, gmt_mix(comm));
+    uint64_t key = gmt_mix(comm);
+    long i = gmt_key_slot(comm_keys, COMM_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i >= 0)
         atomic_store_explicit(&comm_devs[i], device + 1, memory_order_release);
     /* after the store: a thread that sees the new generation then reads the new device */
@@ -92,7 +93,8 @@ void gmt_scope_comm_cache_put(uint64_t comm, int device)
  * share an entry only by a 64-bit collision. */
 static int comm_device_lookup(uint64_t comm)
 {
-    long i = gmt_slot_of(comm_keys, COMM_SLOTS, gmt_mix(comm));
+    uint64_t key = gmt_mix(comm);
+    long i = gmt_key_slot(comm_keys, COMM_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i >= 0) {
         int d = atomic_load_explicit(&comm_devs[i], memory_order_acquire);
         if (d > 0)
@@ -192,7 +194,8 @@ static _Atomic uint8_t captured[SEEN_SLOTS];
 
 static __attribute__((noinline)) bool first_of_lookup(uint64_t comm, unsigned op)
 {
-    long i = gmt_slot_of(seen_keys, SEEN_SLOTS, gmt_mix(gmt_mix(comm) ^ op));
+    uint64_t key = gmt_mix(gmt_mix(comm) ^ op);
+    long i = gmt_key_slot(seen_keys, SEEN_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i < 0)
         return false;
     /* The claim is the "seen" mark: the claiming call captures. A second probe finding
@@ -356,7 +359,7 @@ static __attribute__((noinline)) uint32_t begin_any(enum gmt_op op, uint64_t com
  *     handler's) first writes it as a SCOPE_BEGIN of its own time (a spill), and the
  *     return then writes a plain SCOPE_END;
  *   - the flusher finds it when the call runs past a tick, and a crashing or exiting
- *     thread finds it, and writes a SCOPE_OPEN for it (writer.c): a call a process hangs
+ *     thread finds it, and writes a SCOPE_OPEN for it (writer_flush.c): a call a process hangs
  *     or dies in is in the file.
  * Signals: the state is CALL before the slot is written, so a handler's NCCL call goes
  * the slow way, and its records go first; a spill writes the slot only once it is

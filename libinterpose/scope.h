@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "gmt.h"
+#include "intern.h"
 #include "nccl_call.h"
 
 /* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
@@ -30,38 +31,6 @@ static inline bool gmt_call_timed(uint32_t *state)
     x ^= x << 5;
     *state = x;
     return (x & (GMT_CALL_TIMED_EVERY - 1)) == 0;
-}
-
-/* Small lock-free tables: open addressing on 64-bit keys, never deleted. */
-#define GMT_PROBES 16
-
-static inline uint64_t gmt_mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x ? x : 1; /* 0 marks an empty slot */
-}
-
-/* Index of `key`'s slot in a table of `n` (power of two) keys, claiming one if absent;
- * -1 when the probe window is full (callers then fall back to the safe behaviour). */
-static inline long gmt_slot_of(_Atomic uint64_t *keys, uint32_t n, uint64_t key)
-{
-    for (uint32_t p = 0, i = (uint32_t)key & (n - 1); p < GMT_PROBES; p++, i = (i + 1) & (n - 1)) {
-        uint64_t k = atomic_load_explicit(&keys[i], memory_order_acquire);
-        if (k == key)
-            return i;
-        if (k == 0) {
-            if (atomic_compare_exchange_strong_explicit(&keys[i], &k, key, memory_order_acq_rel,
-                                                        memory_order_acquire))
-                return i;
-            if (k == key)
-                return i;
-        }
-    }
-    return -1;
 }
 
 /*

@@ -7,20 +7,16 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "gmt.h"
+#include "intern.h"
 #include "probe.h"
 
 /*
- * Interning. A stack is hashed, then looked up in one global open-addressing table
- * whose slots are 64-bit words: the high 32 bits of the hash (to reject most
- * mismatches without touching the entry) and the entry's offset in the arena, in
- * 8-byte units. An entry is written completely into the bump arena before the CAS
- * that publishes its slot, so a reader that sees the slot sees the frames. Its id is
- * drawn only after the CAS wins, so ids are dense (1, 2, 3…) even when two threads
- * race to insert the same stack: the loser waits the few nanoseconds until the id
- * appears.
+ * Interning (intern.h). A stack is hashed and looked up in one global table of the
+ * library's lock-free kind: an entry is complete in the arena before its slot is
+ * published, and its id is drawn after, so ids are dense (1, 2, 3…) even when two
+ * threads race to insert the same stack.
  *
  * The entry's tail is laid out exactly as a STACK record, so the winner hands it to
  * gmt_emit as it is: no copy, no big buffer on the caller's stack.
@@ -36,21 +32,18 @@
  * trace cache makes one mmap per thread the first time that thread unwinds.
  */
 
-#define TABLE_BITS 18                          /* 262144 slots, 2 MiB of address space */
-#define TABLE_SLOTS (1u << TABLE_BITS)
-#define TABLE_LIMIT (TABLE_SLOTS / 4 * 3)      /* stop inserting at 75% full */
+#define TABLE_SLOTS (1u << 18)                 /* 262144 slots, 2 MiB of address space */
 #define ARENA_BYTES ((size_t)64 << 20)         /* address space; touched pages only */
 #define DEPTH_MAX 256                          /* largest GPUMEMTRACE_STACK_DEPTH */
 #define SLACK 8                                /* libunwind's and our own frames above the anchor */
 #define RAW_MAX (DEPTH_MAX + 32 + SLACK)
 #define MERGED_MAX (RAW_MAX + GMT_PY_DEPTH_MAX) /* native frames and the Python frames */
-#define ID_SPIN_LIMIT (1u << 22)
 
 struct entry {
     uint64_t hash;
     /* from here on: a struct gmt_rec_stack */
     struct gmt_rec h;
-    _Atomic uint32_t stack_id;
+    uint32_t stack_id;         /* the table's id, drawn once the entry is published */
     uint32_t depth;
     uint64_t ip[];
 };
@@ -64,15 +57,11 @@ _Static_assert(offsetof(struct entry, depth) - offsetof(struct entry, h) ==
 _Static_assert(offsetof(struct entry, ip) - offsetof(struct entry, h) ==
                    offsetof(struct gmt_rec_stack, ip),
                "entry must end in a STACK record");
-_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "atomic id has the plain layout");
+_Static_assert(offsetof(struct entry, hash) == 0, "an interned entry starts with its hash");
 
 static struct gmt_once setup_once;
-static _Atomic uint64_t *table;
-static unsigned char *arena;
-static _Atomic size_t arena_cursor = 8; /* offset 0 means "empty slot" */
-static _Atomic uint32_t next_id = 1;
-static _Atomic uint32_t entries;
-static _Atomic int warned_full;
+static struct gmt_intern stacks = GMT_INTERN_INIT;
+static const struct gmt_intern_kind stack_kind;
 static uintptr_t own_lo, own_hi; /* our shared object's code, when we are one */
 static bool fast_walk;           /* unwind.c's walk is set up and wanted */
 /* Captures given a frame that the fast tracer could not finish (then unw_backtrace did). */
@@ -130,11 +119,7 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data)
  * the parent's file holds). */
 static void fork_child(void)
 {
-    madvise(table, TABLE_SLOTS * sizeof(uint64_t), MADV_DONTNEED); /* zero pages again */
-    atomic_store(&arena_cursor, 8);
-    atomic_store(&next_id, 1);
-    atomic_store(&entries, 0);
-    atomic_store(&warned_full, 0);
+    gmt_intern_reset(&stacks, &stack_kind);
     capturing = 0;
     last = NULL;
 }
@@ -160,14 +145,11 @@ static bool setup(void)
         return true;
     if (st != GMT_ONCE_BUSY) /* failed, or a handler inside our own setup */
         return false;
-    void *t, *a;
-    if (!gmt_map_tables(&t, TABLE_SLOTS * sizeof(uint64_t), &a, ARENA_BYTES)) {
+    if (!gmt_intern_map(&stacks, &stack_kind)) {
         gmt_warn("no memory for the stack table: stacks are not recorded");
         gmt_once_leave(&setup_once, false);
         return false;
     }
-    table = t;
-    arena = a;
     struct own_search s = { (uintptr_t)&gmt_stack_capture, 0 };
     dl_iterate_phdr(find_own, &s);
     /* libunwind's default global cache serialises its slow path (a stack through code not
@@ -204,85 +186,52 @@ static uint64_t hash_frames(const uint64_t *ip, uint32_t n)
     return h;
 }
 
-static void full(void)
+struct frames {
+    const uint64_t *ip;
+    uint32_t n;
+};
+
+static inline bool same_frames(const void *entry, const void *key)
 {
-    if (!atomic_exchange(&warned_full, 1))
-        gmt_warn("stack table full: later new stacks are not recorded");
+    const struct entry *e = entry;
+    const struct frames *f = key;
+    return e->depth == f->n && memcmp(e->ip, f->ip, (size_t)f->n * sizeof(uint64_t)) == 0;
 }
 
-static uint32_t wait_id(struct entry *e)
+static inline size_t fill_frames(void *entry, const void *key, size_t bytes)
 {
-    for (unsigned i = 0; i < ID_SPIN_LIMIT; i++) {
-        uint32_t id = atomic_load_explicit(&e->stack_id, memory_order_acquire);
-        if (id)
-            return id;
-        gmt_cpu_relax();
-    }
-    return 0;
+    struct entry *e = entry;
+    const struct frames *f = key;
+    e->h.type = GMT_REC_STACK;
+    e->h.aux = 0;
+    e->h.size = (uint32_t)(bytes - offsetof(struct entry, h));
+    e->depth = f->n;
+    memcpy(e->ip, f->ip, (size_t)f->n * sizeof(uint64_t));
+    return bytes;
 }
 
-static struct entry *entry_at(uint64_t slot)
-{
-    return (struct entry *)(arena + (size_t)(slot & 0xffffffffu) * 8);
-}
+static const struct gmt_intern_kind stack_kind = {
+    .slots = TABLE_SLOTS,
+    .arena_bytes = ARENA_BYTES,
+    .id_at = offsetof(struct entry, stack_id),
+    .full_warning = "stack table full: later new stacks are not recorded",
+    .same = same_frames,
+    .fill = fill_frames,
+};
 
 /* The stack's id (0: none), and in *found its entry, when one was found or made. */
 static uint32_t intern(const uint64_t *ip, uint32_t n, struct entry **found)
 {
-    uint64_t h = hash_frames(ip, n);
-    uint64_t tag = h & 0xffffffff00000000ull;
-    size_t bytes = sizeof(struct entry) + (size_t)n * sizeof(uint64_t);
-    struct entry *mine = NULL;
-    uint64_t mine_slot = 0;
-
-    for (uint32_t probe = 0, i = (uint32_t)h & (TABLE_SLOTS - 1); probe < TABLE_SLOTS;
-         probe++, i = (i + 1) & (TABLE_SLOTS - 1)) {
-        uint64_t w = atomic_load_explicit(&table[i], memory_order_acquire);
-        while (w == 0) {
-            if (!mine) {
-                if (atomic_load_explicit(&entries, memory_order_relaxed) >= TABLE_LIMIT) {
-                    full();
-                    return 0;
-                }
-                size_t off = atomic_fetch_add_explicit(&arena_cursor, bytes, memory_order_relaxed);
-                if (off + bytes > ARENA_BYTES) {
-                    full();
-                    return 0;
-                }
-                mine = (struct entry *)(arena + off);
-                mine->hash = h;
-                mine->h.type = GMT_REC_STACK;
-                mine->h.aux = 0;
-                mine->h.size = (uint32_t)(bytes - offsetof(struct entry, h));
-                atomic_store_explicit(&mine->stack_id, 0, memory_order_relaxed);
-                mine->depth = n;
-                memcpy(mine->ip, ip, (size_t)n * sizeof(uint64_t));
-                mine_slot = tag | (uint64_t)(off / 8);
-            }
-            if (atomic_compare_exchange_strong_explicit(&table[i], &w, mine_slot,
-                                                        memory_order_acq_rel,
-                                                        memory_order_acquire)) {
-                atomic_fetch_add_explicit(&entries, 1, memory_order_relaxed);
-                uint32_t id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
-                atomic_store_explicit(&mine->stack_id, id, memory_order_release);
-                gmt_emit(&mine->h, 0);
-                *found = mine;
-                return id;
-            }
-            /* lost the slot: w now holds the winner; compare with it below */
-        }
-        if ((w & 0xffffffff00000000ull) != tag)
-            continue;
-        struct entry *e = entry_at(w);
-        if (e->hash == h && e->depth == n && memcmp(e->ip, ip, (size_t)n * sizeof(uint64_t)) == 0) {
-            uint32_t id = wait_id(e); /* `mine`, if made, stays unused in the arena */
-            if (id)
-                *found = e;
-            return id;
-        }
-    }
-    full();
-    return 0;
+    struct frames f = { ip, n };
+    uint32_t id;
+    bool made;
+    struct entry *e = gmt_intern(&stacks, &stack_kind, hash_frames(ip, n), &f,
+                                 sizeof(struct entry) + (size_t)n * sizeof(uint64_t), &id, &made);
+    if (made)
+        gmt_emit(&e->h, 0);
+    if (id)
+        *found = e;
+    return id;
 }
 
 #if defined(__x86_64__)
@@ -447,7 +396,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     uint32_t id = 0;
     struct entry *e = last;
     if (e && e->depth == n && memcmp(e->ip, raw.u, (size_t)n * sizeof(uint64_t)) == 0)
-        id = atomic_load_explicit(&e->stack_id, memory_order_acquire);
+        id = gmt_intern_id(e, offsetof(struct entry, stack_id));
     else if (n)
         id = intern(raw.u, n, &last);
 

@@ -17,7 +17,7 @@
 # has those four names made local (objcopy): TSan and the tests get glibc's, every
 # line of the library stays instrumented. The suites below reach no code through them;
 # the dl hooks are checked by the preload suites (test_dlsym, test_robust).
-TSAN_SUITES  := writer clock stack modules crash nccl_hooks sampling nvtx nccl_profiler_abi unwind query
+TSAN_SUITES  := writer clock stack intern modules crash nccl_hooks sampling nvtx nccl_profiler_abi unwind query
 TSAN_DIR     := $(BUILD)/tsan
 # -Wno-tsan: TSan does not model atomic_thread_fence (gmt_now_ns's seqlock has one); every
 # field that seqlock guards is an atomic, so no race can hide behind it.
