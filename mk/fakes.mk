@@ -6,6 +6,7 @@
 #   libcudart_static.a                 fake runtime, static (same source)
 #   libnccl.so.2 (+ libnccl.so)        fake NCCL, with the static runtime inside
 #   old-driver/libcuda.so.1            fake driver without cuGetProcAddress_v2 (pre-12.0)
+#   no-capture-info/libcuda.so.1       fake driver without cuStreamGetCaptureInfo_v3
 # Test programs, in $(FAKES_DIR)/progs (plain flags, never sanitized, so that others can
 # LD_PRELOAD the tracer into them); each says what it does at the top of its source:
 #   fake_cudart          tests/progs/fake_cudart.c, shared runtime (cudaMalloc & co)
@@ -37,7 +38,9 @@ FAKE_NCCL     := $(FAKES_DIR)/libnccl.so.2
 FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/libnccl.so
 FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
 FAKE_OLD_DRIVER := $(FAKES_DIR)/old-driver/libcuda.so.1
-FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so $(FAKE_OLD_DRIVER)
+FAKE_NOINFO_DRIVER := $(FAKES_DIR)/no-capture-info/libcuda.so.1
+FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so $(FAKE_OLD_DRIVER) \
+                 $(FAKE_NOINFO_DRIVER)
 
 FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake \
                    untracked_prog
@@ -61,6 +64,12 @@ $(FAKE_DRIVER): tests/fakes/fake_driver.c $(FAKE_HDRS)
 $(FAKE_OLD_DRIVER): tests/fakes/fake_driver.c $(FAKE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -DFAKECUDA_NO_PROC_ADDRESS_V2 -Wl,-soname,libcuda.so.1 -o $@ $<
+
+# A driver that can say whether a stream captures but not into which graph: put its
+# directory in LD_LIBRARY_PATH to see the tracer name the graph from its own table.
+$(FAKE_NOINFO_DRIVER): tests/fakes/fake_driver.c $(FAKE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -DFAKECUDA_NO_CAPTURE_INFO_V3 -Wl,-soname,libcuda.so.1 -o $@ $<
 
 $(FAKE_RUNTIME): tests/fakes/fake_runtime.c $(FAKE_HDRS)
 	@mkdir -p $(@D)

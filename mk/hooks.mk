@@ -52,3 +52,4 @@ HOOK_TEST_DEFS = -DHOOK_SRC='"$(abspath .)"' -DHOOK_DIR='"$(HOOK_ABS)"' -DHOOK_L
                  -DHOOK_FAKES='"$(FAKES_ABS)"' -DHOOK_STATIC_PROG='"$(abspath $(FAKES_DIR))/progs/fake_cudart_static"'
 $(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance $(BUILD)/tests/test_hooks: private ALLCFLAGS += $(HOOK_TEST_DEFS)
 $(BUILD)/tests/test_intercept $(BUILD)/tests/test_arrays $(BUILD)/tests/test_graph $(BUILD)/tests/test_dlsym $(BUILD)/tests/test_conformance $(BUILD)/tests/test_hooks: $(HOOK_PROGS) $(LIB_SO) $(FAKE_PROGS)
+$(BUILD)/tests/test_graph: $(FAKE_NOINFO_DRIVER)

@@ -1,4 +1,4 @@
-# mk/nccl.mk: the NCCL hooks' test program (on the fakes, plain flags: the tracer gets preloaded into it) and what test_nccl_hooks needs.
+# mk/nccl.mk: the NCCL hooks' test program (on the fakes, plain flags: the tracer gets preloaded into it) and what test_nccl_hooks and test_nccl_comms need.
 NCCL_PROG := $(FAKES_DIR)/progs/nccl_scenarios
 
 # The program refers to NCCL only weakly: --no-as-needed keeps libnccl.so.2 loaded.
@@ -10,6 +10,9 @@ $(NCCL_PROG): tests/progs/nccl_scenarios.c libinterpose/nccl_abi.h format/nccl_t
 test-extras: $(NCCL_PROG)
 $(BUILD)/tests/test_nccl_hooks: $(NCCL_PROG)
 $(BUILD)/tests/test_nccl_hooks: private ALLCFLAGS += -DNCCL_PROG='"$(abspath $(NCCL_PROG))"'
+$(BUILD)/tests/test_nccl_comms: $(NCCL_PROG) $(LIB_SO)
+$(BUILD)/tests/test_nccl_comms: private ALLCFLAGS += -DNCCL_PROG='"$(abspath $(NCCL_PROG))"' \
+  -DHOOK_LIB='"$(abspath $(LIB_SO))"'
 endif
 $(BUILD)/tests/test_nccl_hooks: $(LIB_SO)
 $(BUILD)/tests/test_nccl_hooks: private ALLCFLAGS += -DLIB_SO='"$(abspath $(LIB_SO))"'

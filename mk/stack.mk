@@ -2,7 +2,7 @@
 
 STACK_T := $(BUILD)/tests/stack
 STACK_SO := $(STACK_T)/libsymtest.so $(STACK_T)/libsymtest-nodebug.so $(STACK_T)/libsymtest-other.so \
-            $(STACK_T)/libsitetest.so
+            $(STACK_T)/libsitetest.so $(STACK_T)/libsymtest-stripped.so $(STACK_T)/libsymtest.debug
 SYMTEST_CFLAGS := -std=c11 -O1 -fPIC -shared -fno-omit-frame-pointer
 
 # Debug info and a content build-id: the good case.
@@ -17,6 +17,13 @@ $(STACK_T)/libsymtest-nodebug.so: tests/stack/symtest.c
 $(STACK_T)/libsymtest-other.so: tests/stack/symtest.c
 	@mkdir -p $(@D)
 	$(CC) $(SYMTEST_CFLAGS) -g -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 -o $@ $<
+
+# libsymtest.so split as distributions ship a library: stripped of every symbol table but
+# .dynsym, its symbols and DWARF in a debug file of the same build-id.
+$(STACK_T)/libsymtest-stripped.so: $(STACK_T)/libsymtest.so
+	objcopy --strip-all $< $@
+$(STACK_T)/libsymtest.debug: $(STACK_T)/libsymtest.so
+	objcopy --only-keep-debug $< $@
 
 # A runtime header's inline wrapper inlined into the user's function (test_sites).
 $(STACK_T)/libsitetest.so: tests/stack/sitetest.c

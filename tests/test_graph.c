@@ -177,3 +177,64 @@ Test(graph, a_program_that_never_captures_never_asks_whether_it_does)
     cr_expect_eq(s.gm[2].h.aux, GMT_GRAPHMEM_EXIT);
     hook_cleanup(&traced);
 }
+
+/* graph_paths tograph with the driver of `dir` (NULL: the usual one): the captured
+ * allocation names the graph that its memory node names. */
+static void expect_tograph(const char *dir, const char *v3)
+{
+    if (dir)
+        cr_assert_eq(setenv("LD_LIBRARY_PATH", dir, 1), 0);
+    static struct hook_run traced;
+    struct seen s;
+    run_path("tograph", "0", &s, &traced);
+    char line[64];
+    snprintf(line, sizeof line, "cuStreamGetCaptureInfo_v3: %s\n", v3);
+    cr_assert(strstr(traced.out, line) != NULL, "want %s in:\n%s", line, traced.out);
+    cr_expect(strstr(traced.out, "launch             r=0,0,0 device+41943040 ") != NULL,
+              "the fake's graph memory:\n%s", traced.out);
+    cr_assert_eq(s.ngraph_mem, 2u, "%u GRAPH_MEM allocations, want 2", s.ngraph_mem);
+    const struct gmt_rec_alloc_ext *n = &s.graph_mem[0], *c = &s.graph_mem[1];
+    cr_expect_eq(n->a.flags, 0u, "the memory node is not captured");
+    cr_expect_eq(c->a.flags, GMT_ALLOC_CAPTURED, "captured flags %#x", c->a.flags);
+    cr_expect_eq(c->a.bytes, 32 * MIB);
+    cr_expect_neq(n->related, 0u, "the memory node names no graph");
+    cr_expect_eq(c->related, n->related,
+                 "the captured allocation names graph %#llx, its memory node %#llx",
+                 (unsigned long long)c->related, (unsigned long long)n->related);
+    /* the graph holds memory: its launch (the captured free ran in it), its destroy and the
+     * exit are sampled */
+    cr_assert_eq(s.ngm, 3u, "%u GRAPHMEM records, want 3", s.ngm);
+    expect_graphmem("tograph", &s, 0, GMT_GRAPHMEM_LAUNCH, 8 * MIB, 40 * MIB, 40 * MIB,
+                    40 * MIB);
+    hook_cleanup(&traced);
+}
+
+Test(graph, a_capture_into_a_graph_names_it)
+{
+    expect_tograph(NULL, "exported");
+}
+
+/* A driver that tells whether a stream captures but not into which graph: the graph that
+ * cuStreamBeginCaptureToGraph named is the one the tracer remembers. */
+Test(graph, a_capture_into_a_graph_names_it_when_the_driver_cannot)
+{
+    expect_tograph(HOOK_FAKES "/no-capture-info", "absent");
+}
+
+/* The same driver and a plain capture: no record can name its graph, yet the graph is
+ * known to hold memory when the capture ends, so its launches are sampled. */
+Test(graph, a_capture_the_driver_cannot_name_still_samples_its_launches)
+{
+    cr_assert_eq(setenv("LD_LIBRARY_PATH", HOOK_FAKES "/no-capture-info", 1), 0);
+    static struct hook_run traced;
+    struct seen s;
+    run_path("plt", "0", &s, &traced);
+    cr_assert_eq(s.ngraph_mem, 2u, "%u GRAPH_MEM allocations, want 2", s.ngraph_mem);
+    cr_expect_eq(s.graph_mem[0].a.flags, GMT_ALLOC_CAPTURED);
+    cr_expect_eq(s.graph_mem[0].related, 0u, "a graph no call named: %#llx",
+                 (unsigned long long)s.graph_mem[0].related);
+    cr_assert_eq(s.ngm, 6u, "%u GRAPHMEM records, want 6", s.ngm);
+    expect_graphmem("plt", &s, 0, GMT_GRAPHMEM_LAUNCH, 0, 32 * MIB, 32 * MIB, 32 * MIB);
+    expect_graphmem("plt", &s, 1, GMT_GRAPHMEM_TRIM, 0, 32 * MIB, 0, 32 * MIB);
+    hook_cleanup(&traced);
+}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -545,4 +546,68 @@ Test(names, a_pack_reads_like_its_directory_and_tar_reads_it)
     if (!r)
         gmt_free_paths(list, n);
     free(p);
+}
+
+/* `gpumemtrace symbolize` of this build, run by the shell: its exit status, stderr in
+ * WORK/err. */
+static int symbolize_cli(const char *args)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(n > 0);
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0';
+    *strrchr(exe, '/') = '\0';
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s/gpumemtrace' symbolize %s >'%s/out' 2>'%s/err'", exe, args,
+             work, work);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The command's workers (one per core) name every trace of a directory between them; a
+ * trace that cannot be named fails the command, not the others; a pack is refused. */
+Test(names, symbolize_names_every_trace_and_fails_for_one_it_cannot)
+{
+    struct loaded l;
+    load(&l, "libsymtest.so");
+    uint64_t ip[1] = {addr_of(&l, "symtest_probe") + 1};
+    char dir[4200], trace[4300], args[8600], err[512];
+    at(dir, sizeof dir, "job");
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    enum { TRACES = 7 };
+    for (int i = 0; i < TRACES; i++) {
+        snprintf(trace, sizeof trace, "%s/t%d.gmt", dir, i);
+        write_trace(trace, 100 + (uint32_t)i, &l, l.path, ip, 1);
+    }
+    snprintf(args, sizeof args, "'%s'", dir);
+    cr_expect_eq(symbolize_cli(args), 0);
+    for (int i = 0; i < TRACES; i++) {
+        snprintf(trace, sizeof trace, "%s/t%d.gmt" GMT_NAMES_SUFFIX, dir, i);
+        cr_expect_eq(access(trace, R_OK), 0, "%s not written", trace);
+    }
+    /* where t3's names cannot go (a directory has their name), the others are still named */
+    snprintf(trace, sizeof trace, "%s/t3.gmt" GMT_NAMES_SUFFIX, dir);
+    cr_assert_eq(unlink(trace), 0);
+    cr_assert_eq(mkdir(trace, 0700), 0);
+    snprintf(args, sizeof args, "--force '%s'", dir);
+    cr_expect_eq(symbolize_cli(args), 2);
+    char path[4400];
+    at(path, sizeof path, "err");
+    size_t len;
+    uint8_t *e = slurp_file(path, &len);
+    cr_expect(len && memmem(e, len, "t3.gmt" GMT_NAMES_SUFFIX, strlen("t3.gmt" GMT_NAMES_SUFFIX)),
+              "%.*s", (int)len, (const char *)e);
+    free(e);
+    /* a pack is read, never written */
+    char pack[4300];
+    at(pack, sizeof pack, "job.gmtpack");
+    cr_assert_eq(rmdir(trace), 0);
+    struct gmt_pack_made pm;
+    cr_assert_eq(gmt_pack_write(dir, pack, &pm, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args, "'%s'", pack);
+    cr_expect_eq(symbolize_cli(args), 2);
+    e = slurp_file(path, &len);
+    cr_expect(len && memmem(e, len, "is a pack", 9), "%.*s", (int)len, (const char *)e);
+    free(e);
 }

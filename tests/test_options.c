@@ -123,7 +123,8 @@ Test(options, meminfo_syntax)
 {
     static const char *const good[] = { "never", "always", "first:1", "first:20,every:5" };
     static const char *const bad[] = { "first:", "first:0", "first:x", "first:2,every:",
-                                       "first:2,every:0", "first:2;every:3", "Always", "first:-1" };
+                                       "first:2,every:0", "first:2;every:3", "Always", "first:-1",
+                                       "first:2x", "first:2,every:3x" };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         setenv("GPUMEMTRACE_MEMINFO", good[i], 1);
         gmt_options_load();
@@ -197,11 +198,30 @@ Test(options, empty_value_means_unset)
 Test(options, unknown_option_is_warned)
 {
     setenv("GPUMEMTRACE_FLUSHMS", "10", 1);
+    /* run's job id is for the CLI, read from the trace's ENV: known, not warned about */
+    setenv("GPUMEMTRACE_JOB_ID", "job-1", 1);
+    setenv("GPUMEMTRACE_JOB_IDS", "1", 1);
     capture_begin();
     gmt_options_load();
     const char *err = capture_end();
     cr_expect(strstr(err, "gpumemtrace: warning: unknown option GPUMEMTRACE_FLUSHMS; ignored\n"),
               "stderr:\n%s", err);
+    cr_expect(strstr(err, "unknown option GPUMEMTRACE_JOB_IDS; ignored\n"), "stderr:\n%s", err);
+    cr_expect_null(strstr(err, "GPUMEMTRACE_JOB_ID;"), "stderr:\n%s", err);
+}
+
+/* The library's getenv, which answers NVTX's and NCCL's tool variables, finds every other
+ * variable as glibc's does: by its whole name. */
+Test(options, getenv_finds_a_variable_by_its_whole_name)
+{
+    setenv("GMT_TEST_VARIABLE_LONGER", "long", 1);
+    cr_expect_null(getenv("GMT_TEST_VARIABLE"), "a longer variable's value: %s",
+                   getenv("GMT_TEST_VARIABLE"));
+    setenv("GMT_TEST_VARIABLE", "short", 1);
+    cr_expect_str_eq(getenv("GMT_TEST_VARIABLE"), "short");
+    cr_expect_str_eq(getenv("GMT_TEST_VARIABLE_LONGER"), "long");
+    cr_expect_null(getenv("GMT_TEST_VARIABLE="));
+    cr_expect_null(getenv(""));
 }
 
 Test(options, quiet_silences_warnings)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "module_range.h"
@@ -359,4 +360,64 @@ Test(symbolize, a_template_s_return_type_is_not_its_name)
     cr_expect_str_eq(gmt_without_return_type("main"), "main");
     cr_expect_str_eq(gmt_without_return_type("operator new(unsigned long)"), "operator new(unsigned long)");
     cr_expect_null(gmt_without_return_type(NULL));
+}
+
+/* DIR/.build-id/xx/REST.debug for the build-id of `l` pointing at `target`; returns
+ * its path in `out` (DIR made here). */
+static void debug_link(const struct loaded *l, char *dir, const char *target, char *out,
+                       size_t len)
+{
+    char hex[2 * 64 + 1] = "";
+    for (size_t i = 0; i < l->build_id_len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", l->build_id[i]);
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/.build-id", dir);
+    mkdir(sub, 0700);
+    snprintf(sub, sizeof sub, "%s/.build-id/%.2s", dir, hex);
+    mkdir(sub, 0700);
+    cr_assert_lt(snprintf(out, len, "%s/%s.debug", sub, hex + 2), (int)len);
+    unlink(out);
+    char to[4096];
+    test_dir(to, sizeof to);
+    strncat(to, target, sizeof to - strlen(to) - 1);
+    cr_assert_eq(symlink(to, out), 0, "symlink %s", out);
+}
+
+/* A stripped module whose static function is named only in its separate debug file,
+ * found by build-id below a debug directory: that file is used when its build-id is the
+ * module's, and a file of another build at the same name is not. */
+Test(symbolize, a_debug_file_is_used_only_with_the_module_s_build_id)
+{
+    struct loaded l;
+    load(&l, "libsymtest-stripped.so");
+    uintptr_t (*hidden)(void) = (uintptr_t (*)(void))sym(&l, "symtest_hidden_address");
+    uint64_t pc = hidden() + 2;
+    char dir[] = "/tmp/gmt-debugdir-XXXXXX", link_path[4096];
+    cr_assert_not_null(mkdtemp(dir));
+    const char *dirs[] = { dir, NULL };
+    const struct gmt_frame *f;
+    size_t n;
+
+    debug_link(&l, dir, "/libsymtest.debug", link_path, sizeof link_path);
+    struct gmt_symbolizer *s = with_module(&l, NULL, dirs);
+    cr_assert_eq(gmt_sym_resolve_pc(s, pc, &f, &n), 0);
+    cr_expect_str_eq(f[0].function ? f[0].function : "(none)", "symtest_hidden");
+    cr_expect(ends_with(f[0].file, "symtest.c"), "file %s", f[0].file ? f[0].file : "(null)");
+    gmt_sym_free(s);
+
+    debug_link(&l, dir, "/libsymtest-other.so", link_path, sizeof link_path);
+    s = with_module(&l, NULL, dirs);
+    cr_assert_eq(gmt_sym_resolve_pc(s, pc, &f, &n), 0);
+    cr_expect_null(f[0].function, "named %s from another build's debug file", f[0].function);
+    cr_expect_null(f[0].file);
+    cr_expect_eq(f[0].offset, pc - l.bias);
+    gmt_sym_free(s);
+
+    unlink(link_path);
+    char sub[256];
+    *strrchr(link_path, '/') = 0;
+    rmdir(link_path);
+    snprintf(sub, sizeof sub, "%s/.build-id", dir);
+    rmdir(sub);
+    rmdir(dir);
 }

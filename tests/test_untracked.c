@@ -168,3 +168,31 @@ Test(untracked, job_names_the_rank_with_another_process_on_its_gpu, .timeout = 6
     cr_assert(parts, "%s", res.out);
     cr_expect_eq(json_int(parts, "max_bytes"), json_int(parts, "min_bytes"), "%s", parts);
 }
+
+/* Two devices, device 1's stack limit set by hand: its NCCL call is sampled from device 0's
+ * thread, in device 1's context pushed for the moment, and the limits beside that sample
+ * would be device 0's context's. Every DEVLIMITS of device 1 is its own. */
+Test(untracked, a_device_is_given_only_its_own_contexts_limits, .timeout = 60)
+{
+    static const char *const two[] = {"FAKECUDA_DEVICES=2", NULL};
+    const char *d = traced(two, "two", "8192");
+    static struct result res;
+    RUN(&res, NULL, "dump", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    int own = 0, other = 0;
+    for (const char *p = strstr(res.out, " DEVLIMITS "); p; p = strstr(p + 1, " DEVLIMITS ")) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        if (!strstr(line, " device=1 "))
+            continue;
+        if (strstr(line, " stack=8192 "))
+            own++;
+        else
+            other++;
+    }
+    cr_expect_gt(own, 0, "no limits of device 1 recorded:\n%s", res.out);
+    cr_expect_eq(other, 0, "%d DEVLIMITS of device 1 with another context's stack:\n%s", other,
+                 res.out);
+}

@@ -137,16 +137,19 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
     const char *const *lists[] = { std_dirs, (const char *const *)s->dirs };
     int fd;
     if (bid_len >= 2) {
-        char hex[2 * 64 + 1] = "", sub[8];
+        char hex[2 * 64 + 1] = "", sub[8], rest[2 * 64 + 8];
         for (int i = 0; i < bid_len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", bid[i]);
         snprintf(sub, sizeof sub, "/%.2s/", hex);
+        snprintf(rest, sizeof rest, "%s.debug", hex + 2);
+        /* .build-id/xx/REST.debug is the debug file; .build-id/xx/REST, the binary, can
+         * hold the symbols too (not stripped) */
         for (size_t l = 0; l < 2; l++)
             for (size_t i = 0; lists[l][i]; i++)
                 if ((fd = try_debug(debuginfo_file_name, bid, bid_len, lists[l][i],
-                                    "/.build-id", sub, hex + 2)) >= 0 ||
+                                    "/.build-id", sub, rest)) >= 0 ||
                     (fd = try_debug(debuginfo_file_name, bid, bid_len, lists[l][i],
-                                    "/.build-id", sub, "")) >= 0)
+                                    "/.build-id", sub, hex + 2)) >= 0)
                     return fd;
     }
     if (!debuglink_file || !file_name || strchr(debuglink_file, '/'))

@@ -1110,7 +1110,16 @@ EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *st)
     count(FN_cuStreamIsCapturing_ptsz, 0);
     return capture_info(s, st, NULL, NULL);
 }
-EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+/* FAKECUDA_NO_CAPTURE_INFO_V3 builds a driver without cuStreamGetCaptureInfo_v3 (neither
+ * exported nor handed out by cuGetProcAddress), as drivers before CUDA 12.3 are and as a
+ * driver shim that forwards only what it knows may be: a client then learns that a
+ * stream captures (cuStreamIsCapturing) but not into which graph. */
+#ifdef FAKECUDA_NO_CAPTURE_INFO_V3
+#define EXPORT_INFO_V3 __attribute__((visibility("hidden")))
+#else
+#define EXPORT_INFO_V3 EXPORT
+#endif
+EXPORT_INFO_V3 CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
                                           const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
 {
     count(FN_cuStreamGetCaptureInfo_v3, 0);
@@ -1119,7 +1128,7 @@ EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st,
     if (ndeps) *ndeps = 0;
     return capture_info(s, st, id, graph);
 }
-EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+EXPORT_INFO_V3 CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
                                                const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
 {
     count(FN_cuStreamGetCaptureInfo_v3_ptsz, 0);
@@ -2434,6 +2443,9 @@ static CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t
                          CUdriverProcAddressQueryResult *status)
 {
     if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+#ifdef FAKECUDA_NO_CAPTURE_INFO_V3 /* its table has no cuStreamGetCaptureInfo of 12030 */
+    if (!strcmp(symbol, "cuStreamGetCaptureInfo") && version >= 12030) version = 12029;
+#endif
     /* Per-thread lookups prefer the _ptsz/_ptds variant and fall back to the plain one,
      * as the real driver documents; other lookups never see the per-thread variants. */
     const struct proc_entry *best = NULL;

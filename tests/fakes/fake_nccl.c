@@ -27,12 +27,20 @@
  * - ncclCommDestroy frees each buffer with cuMemRetainAllocationHandle, cuMemRelease,
  *   cuMemUnmap, cuMemRelease, cuMemAddressFree;
  * - NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALLOC prints the ALLOC lines of the real one
- *   (requested sizes, not rounded ones).
+ *   (requested sizes, not rounded ones);
+ * - a non-blocking communicator (config blocking = 0, or left undefined with
+ *   NCCL_COMM_BLOCKING=0) initializes on a thread of its own: its init returns
+ *   ncclInProgress with the communicator set, ncclCommGetAsyncError says ncclInProgress
+ *   until the init ended and its result then; a call on it before (a collective,
+ *   ncclCommRegister, ncclCommUserRank & co) fails with ncclInvalidArgument and prints
+ *   NCCL's WARN line when NCCL_DEBUG is WARN or INFO, as ncclCommEnsureReady does; a
+ *   communicator whose init failed answers every call with that error. A rank that gave
+ *   up waiting for its peers takes the clique's shared-memory name with it.
  * Ranks meet in a shared-memory segment named after the unique id (so ranks may be in
  * one process or several) with a barrier in it; collectives run on the host pointers of
  * the simulated device memory and give exact results (sum/prod/max/min/avg on int8,
  * uint8, int32, uint32, int64, uint64, float, double; other types: ncclInvalidArgument).
- * Deviations: 2 channels by default (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS; the real
+ * Deviations: a non-blocking init inside a group, and a split, run as blocking ones; 2 channels by default (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS; the real
  * H200 uses 24); collectives are synchronous (the stream argument is ignored), so one
  * thread driving several ranks must use a group, as NCCL's documentation requires; no
  * NVLS, no work pool, send/recv buffers are not imported; environment variables are read
@@ -135,6 +143,27 @@ static ncclResult_t fail(ncclResult_t r, const char *fmt, const char *what)
     return r;
 }
 
+/* The prefix of the real one's log lines: host:pid:tid [device]. */
+static void log_prefix(char *out, size_t n)
+{
+    char host[64] = "host";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    int dev = -1;
+    cudaGetDevice(&dev);
+    snprintf(out, n, "%s:%d:%d [%d]", host, (int)getpid(), (int)gettid(), dev);
+}
+
+/* A WARN line, printed as the real one prints it with NCCL_DEBUG=WARN or INFO. */
+static void log_warn(const char *msg)
+{
+    const char *d = getenv("NCCL_DEBUG");
+    if (!d || (strcasecmp(d, "WARN") && strcasecmp(d, "INFO") && strcasecmp(d, "TRACE"))) return;
+    char pre[112];
+    log_prefix(pre, sizeof pre);
+    fprintf(stderr, "%s NCCL WARN %s\n", pre, msg);
+}
+
 enum alloc_log { LOG_CUDA, LOG_HOST, LOG_SHAREABLE };
 
 static int debug_alloc = -1;
@@ -146,15 +175,12 @@ static void log_alloc(enum alloc_log kind, size_t size, const void *p)
         debug_alloc = d && !strcasecmp(d, "INFO") && (!s || strcasestr(s, "ALLOC") || !strcasecmp(s, "ALL"));
     }
     if (!debug_alloc) return;
-    char host[64] = "host";
-    gethostname(host, sizeof host);
-    host[sizeof host - 1] = 0;
-    int dev = -1;
-    cudaGetDevice(&dev);
+    char pre[112];
+    log_prefix(pre, sizeof pre);
     char line[160];
     if (kind == LOG_SHAREABLE) snprintf(line, sizeof line, "Allocated shareable buffer %p size %zu", p, size);
     else snprintf(line, sizeof line, "Cuda %sAlloc Size %zu pointer %p", kind == LOG_HOST ? "Host " : "", size, p);
-    printf("%s:%d:%d [%d] NCCL INFO %s\n", host, (int)getpid(), (int)gettid(), dev, line);
+    printf("%s NCCL INFO %s\n", pre, line);
     fflush(stdout);
 }
 
@@ -344,6 +370,9 @@ struct ncclComm {
     int nch, p2p_nch;
     size_t recv_bytes, send_bytes; /* per channel, requested */
     int init_pending, ready, revoked;
+    atomic_int async;     /* ncclCommGetAsyncError's answer: ncclInProgress while initializing */
+    pthread_t init_thread; /* a non-blocking init's */
+    int init_started;
     int coll_connected;
     unsigned char p2p_connected[MAXR];
     unsigned split_count;
@@ -661,7 +690,10 @@ static ncclResult_t comm_init(struct ncclComm *c)
     char name[16];
     snprintf(name, sizeof name, "NCCL Service %d", c->rank);
     pthread_setname_np(c->service, name);
-    if ((r = barrier(c))) return r;
+    if ((r = barrier(c))) {
+        shm_unlink(c->shm_name); /* no peer is coming: the name would outlive the clique */
+        return r;
+    }
     if (c->rank == 0) shm_unlink(c->shm_name);
     if (env_long("NCCL_RUNTIME_CONNECT", 1, 0, 1) == 0) {
         unsigned char none[MAXR] = {0};
@@ -673,6 +705,7 @@ static ncclResult_t comm_init(struct ncclComm *c)
 
 static void comm_free(struct ncclComm *c)
 {
+    if (c->init_started) pthread_join(c->init_thread, NULL); /* a destroy waits for the init */
     stop_service(c);
     for (int i = 0; i < c->imports.n; i++) {
         pfn.unmap(c->imports.v[i].p, c->imports.v[i].mapped);
@@ -1108,14 +1141,24 @@ static ncclResult_t submit(struct ncclComm *c, const struct op *o)
 }
 
 /* --------------------------------------------------------------------------- arguments */
-static ncclResult_t check_comm(const struct ncclComm *c)
+/* NCCL's ncclCommEnsureReady: a communicator still initializing is not to be used, and
+ * one whose init failed keeps its error. */
+static ncclResult_t ensure_ready(struct ncclComm *c)
+{
+    ncclResult_t a = (ncclResult_t)atomic_load(&c->async);
+    if (a != ncclInProgress) return a;
+    log_warn("Attempt to use communicator before the previous operation returned ncclSuccess");
+    return fail(ncclInvalidArgument, "%s", "communicator still initializing");
+}
+
+static ncclResult_t check_comm(struct ncclComm *c)
 {
     if (!comm_ok(c)) return fail(ncclInvalidArgument, "%s", "invalid communicator");
     if (c->revoked) return fail(ncclInvalidUsage, "%s", "communicator revoked");
-    return ncclSuccess;
+    return ensure_ready(c);
 }
 
-static ncclResult_t check_args(const struct ncclComm *c, const struct op *o, int needs_op, int needs_root)
+static ncclResult_t check_args(struct ncclComm *c, const struct op *o, int needs_op, int needs_root)
 {
     ncclResult_t r = check_comm(c);
     if (r) return r;
@@ -1225,6 +1268,36 @@ API ncclResult_t ncclGetUniqueId(ncclUniqueId *out)
     return ncclSuccess;
 }
 
+/* Whether an init runs in the background: the config's blocking, else NCCL_COMM_BLOCKING. */
+static int nonblocking(const ncclConfig_t *config)
+{
+    int b = config ? config->blocking : NCCL_CONFIG_UNDEF_INT;
+    if (b == NCCL_CONFIG_UNDEF_INT) b = (int)env_long("NCCL_COMM_BLOCKING", 1, 0, 1);
+    return b == 0;
+}
+
+static void *init_main(void *arg)
+{
+    struct ncclComm *c = arg;
+    atomic_store(&c->async, run_comm(c));
+    return NULL;
+}
+
+/* A non-blocking init: the communicator is handed out now, initialized on a thread of its
+ * own (on the calling thread when none can be made). */
+static ncclResult_t init_nonblocking(struct ncclComm *c, ncclComm_t *out)
+{
+    atomic_store(&c->async, ncclInProgress);
+    *out = c;
+    if (pthread_create(&c->init_thread, NULL, init_main, c) == 0) {
+        c->init_started = 1;
+        return ncclInProgress;
+    }
+    ncclResult_t r = run_comm(c);
+    atomic_store(&c->async, r);
+    return r;
+}
+
 static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId uid, int rank, const ncclConfig_t *config)
 {
     if (!out) return fail(ncclInvalidArgument, "%s", "comm is NULL");
@@ -1239,6 +1312,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId uid, int
     if (cudaGetDevice(&dev) != cudaSuccess) return fail(ncclUnhandledCudaError, "%s", "cudaGetDevice failed");
     struct ncclComm *c = comm_new(nranks, rank, &id, dev);
     if (!c) return fail(ncclSystemError, "%s", "out of host memory");
+    if (group_depth == 0 && nonblocking(config)) return init_nonblocking(c, out);
     ncclGroupStart();
     ncclResult_t r = group_add(c);
     ncclResult_t e = ncclGroupEnd();
@@ -1354,13 +1428,15 @@ API ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
 API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 {
     if (!comm_ok(comm) || !err) return fail(ncclInvalidArgument, "%s", "invalid argument");
-    *err = ncclSuccess;
+    *err = (ncclResult_t)atomic_load(&comm->async);
     return ncclSuccess;
 }
 
 API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
     if (!comm_ok(comm) || !count) return fail(ncclInvalidArgument, "%s", "invalid argument");
+    ncclResult_t r = ensure_ready(comm);
+    if (r) return r;
     *count = comm->nranks;
     return ncclSuccess;
 }
@@ -1368,6 +1444,8 @@ API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *dev)
 {
     if (!comm_ok(comm) || !dev) return fail(ncclInvalidArgument, "%s", "invalid argument");
+    ncclResult_t r = ensure_ready(comm);
+    if (r) return r;
     *dev = comm->dev;
     return ncclSuccess;
 }
@@ -1375,6 +1453,8 @@ API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *dev)
 API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
     if (!comm_ok(comm) || !rank) return fail(ncclInvalidArgument, "%s", "invalid argument");
+    ncclResult_t r = ensure_ready(comm);
+    if (r) return r;
     *rank = comm->rank;
     return ncclSuccess;
 }

@@ -4,7 +4,10 @@
  *   PATH: runtime (cuda* calls through the PLT: the runtime reaches the driver through
  *         cuGetProcAddress), plt, getproc2, entry, dlsym (the driver's calls, looked up with
  *         FLAGS 0 or 2, the per-thread variants), nocapture (the runtime's async
- *         allocations and a graph with a memory node, never a capture).
+ *         allocations and a graph with a memory node, never a capture), tograph (through
+ *         the PLT: a capture into a graph that already holds a memory node,
+ *         cuStreamBeginCaptureToGraph, whose captured allocation so names the graph the
+ *         node names).
  * The sequence: capture cudaMallocAsync(32 MiB) + cudaFreeAsync on a stream, instantiate,
  * launch twice, trim; a graph captured empty, launched; a graph made with
  * cuGraphAddMemAllocNode (8 MiB), launched, its allocation freed outside it; destroy all.
@@ -257,6 +260,49 @@ static void runtime_sequence(void)
     show("alloc node freed", r, 3);
 }
 
+/* A capture into a graph made beforehand, which holds an 8 MiB memory node already:
+ * the captured allocation is the graph's second. */
+static void tograph_sequence(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream s;
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+        cuCtxSetCurrent(ctx) || cuStreamCreate(&s, 0))
+        die("context");
+    used0 = device_used();
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    printf("cuStreamGetCaptureInfo_v3: %s\n",
+           h && dlsym(h, "cuStreamGetCaptureInfo_v3") ? "exported" : "absent");
+    CUgraph into = NULL, g = NULL;
+    CUgraphExec e = NULL;
+    if (cuGraphCreate(&into, 0))
+        die("cuGraphCreate");
+    CUDA_MEM_ALLOC_NODE_PARAMS np;
+    memset(&np, 0, sizeof np);
+    np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    np.bytesize = 8 * MIB;
+    CUgraphNode node;
+    CUdeviceptr p = 0;
+    int r[4];
+    r[0] = cuGraphAddMemAllocNode(&node, into, NULL, 0, &np);
+    show("alloc node", r, 1);
+    r[0] = cuStreamBeginCaptureToGraph(s, into, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    r[1] = cuMemAllocAsync(&p, 32 * MIB, s);
+    r[2] = cuMemFreeAsync(p, s);
+    r[3] = cuStreamEndCapture(s, &g);
+    show("capture to graph", r, 4);
+    r[0] = g == into ? 0 : -1;
+    r[1] = cuGraphInstantiateWithFlags(&e, g, 0);
+    r[2] = cuGraphLaunch(e, s);
+    show("launch", r, 3);
+    r[0] = cuMemFreeAsync(np.dptr, s);
+    r[1] = cuGraphExecDestroy(e);
+    r[2] = cuGraphDestroy(g);
+    show("destroy", r, 3);
+}
+
 /* Async allocations and a graph with a memory node, never a capture. */
 static void nocapture_sequence(void)
 {
@@ -301,6 +347,8 @@ int main(int argc, char **argv)
         runtime_sequence();
     } else if (!strcmp(path, "nocapture")) {
         nocapture_sequence();
+    } else if (!strcmp(path, "tograph")) {
+        tograph_sequence();
     } else {
         struct drv d;
         if (!strcmp(path, "plt"))

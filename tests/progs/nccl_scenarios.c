@@ -18,6 +18,7 @@
 GMT_NCCL_ENTRIES(WEAK)
 #undef WEAK
 extern __typeof__(ncclGetUniqueId) ncclGetUniqueId __attribute__((weak));
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err);
 
 static ncclResult_t rc_of(const char *name, void *fn, ncclResult_t r)
 {
@@ -489,6 +490,71 @@ static int init_in_group(void)
     return 0;
 }
 
+/* Polls a non-blocking communicator until its init ended: its result. */
+static ncclResult_t wait_ready(ncclComm_t c)
+{
+    ncclResult_t st = ncclInProgress;
+    while (ncclCommGetAsyncError(c, &st) == ncclSuccess && st == ncclInProgress)
+        sched_yield();
+    return st;
+}
+
+/* A non-blocking communicator (rank 0 on device 0) used while its init waits for rank 1:
+ * those calls of the program's fail; rank 1's blocking init completes the clique; once
+ * ncclCommGetAsyncError says so, the same calls succeed. */
+static int nonblocking(void)
+{
+    ncclUniqueId id;
+    ncclComm_t c[2];
+    buffers();
+    ncclGetUniqueId(&id);
+    ncclConfig_t cfg = {.size = sizeof cfg, .magic = GMT_NCCL_CONFIG_MAGIC, .version = 22800,
+                        .blocking = 0};
+    printf("init rank 0 r=%d\n", (int)ncclCommInitRankConfig(&c[0], 2, id, 0, &cfg));
+    ncclResult_t st = ncclSuccess;
+    ncclCommGetAsyncError(c[0], &st);
+    printf("rank 0 state=%d\n", (int)st);
+    void *h = NULL;
+    printf("register while initializing r=%d\n",
+           (int)ncclCommRegister(c[0], sendb[0], 4096, &h));
+    printf("all_reduce while initializing r=%d\n",
+           (int)ncclAllReduce(sendb[0], recvb[0], COUNT, ncclFloat32, ncclSum, c[0], streams[0]));
+    cudaSetDevice(1);
+    printf("init rank 1 r=%d\n", (int)ncclCommInitRank(&c[1], 2, id, 1));
+    cudaSetDevice(0);
+    printf("rank 0 state=%d\n", (int)wait_ready(c[0]));
+    printf("register r=%d\n", (int)ncclCommRegister(c[0], sendb[0], 4096, &h));
+    printf("deregister r=%d\n", (int)ncclCommDeregister(c[0], h));
+    ncclGroupStart();
+    for (int d = 0; d < 2; d++)
+        ncclAllReduce(sendb[d], recvb[d], COUNT, ncclFloat32, ncclSum, c[d], streams[d]);
+    printf("group end r=%d\n", (int)ncclGroupEnd());
+    print_sums("nonblocking");
+    for (int d = 0; d < 2; d++)
+        ncclCommDestroy(c[d]);
+    return 0;
+}
+
+/* A non-blocking init that fails: rank 0 of 2 alone, its peer never comes (the fake gives
+ * up after FAKENCCL_TIMEOUT_S); every call on it then fails with the init's error. */
+static int nonblocking_fails(void)
+{
+    ncclUniqueId id;
+    ncclComm_t c = NULL;
+    buffers();
+    ncclGetUniqueId(&id);
+    ncclConfig_t cfg = {.size = sizeof cfg, .magic = GMT_NCCL_CONFIG_MAGIC, .version = 22800,
+                        .blocking = 0};
+    printf("init rank 0 r=%d\n", (int)ncclCommInitRankConfig(&c, 2, id, 0, &cfg));
+    printf("rank 0 state=%d\n", (int)wait_ready(c));
+    void *h = NULL;
+    printf("register r=%d\n", (int)ncclCommRegister(c, sendb[0], 4096, &h));
+    printf("all_reduce r=%d\n",
+           (int)ncclAllReduce(sendb[0], recvb[0], COUNT, ncclFloat32, ncclSum, c, streams[0]));
+    printf("abort r=%d\n", (int)ncclCommAbort(c));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -513,10 +579,14 @@ int main(int argc, char **argv)
         return repeat();
     if (strcmp(what, "crash_in_group") == 0)
         return crash_in_group();
+    if (strcmp(what, "nonblocking") == 0)
+        return nonblocking();
+    if (strcmp(what, "nonblocking_fails") == 0)
+        return nonblocking_fails();
     if (strcmp(what, "loop") == 0)
         return loop();
     if (strcmp(what, "hang") == 0 && argc > 3)
         return hang(argv[2], atoi(argv[3]));
-    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]|crash_in_group|loop [ITERS]|hang kill|crash|exit MS\n", argv[0]);
+    fprintf(stderr, "usage: %s calls|bare [ITERS]|group|init_in_group|rotate [ITERS [CLIQUES]]|nested|repeat [ITERS]|crash_in_group|nonblocking|nonblocking_fails|loop [ITERS]|hang kill|crash|exit MS\n", argv[0]);
     return 2;
 }

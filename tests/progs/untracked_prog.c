@@ -1,6 +1,6 @@
-/* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand. */
+/* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand; and one of two GPUs whose limits differ. */
 
-/* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES
+/* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES | two BYTES
  *   ctx     cudaSetDevice(0), one 16 MiB cudaMalloc kept to the end: context and limits only
  *   nccl    the same, then ncclCommInitAll on device 0, a 1 Mi-float ncclAllReduce, a
  *           grouped ncclSend + ncclRecv to itself (its kernel grows the stack limit), and
@@ -9,6 +9,10 @@
  *           by hand and a second all_reduce of another size (sampled: a first call)
  *   launch  a kernel needing LOCAL_BYTES of local memory per thread, launched once
  *           (no NCCL), then one all_reduce so that a sample follows
+ *   two     (FAKECUDA_DEVICES=2) the 16 MiB on device 0, then device 1's stack limit set
+ *           to BYTES and 16 MiB there; device 0 current again, ncclCommInitAll over both
+ *           and an all_reduce on each in a group: device 1's calls are sampled from
+ *           device 0's thread, in device 1's context pushed for the moment
  * UNTRACKED_LINGER_MS=N: wait N ms before exiting (the tracer's NVML samples).
  * Prints "untracked_prog: ok stack=S" (the stack limit at the end) and exits 0. */
 #include "fake_nccl.h"
@@ -41,7 +45,23 @@ int main(int argc, char **argv)
     void *keep;
     CK(cudaSetDevice(0));
     CK(cudaMalloc(&keep, 16u << 20));
-    if (strcmp(mode, "ctx") != 0) {
+    if (!strcmp(mode, "two")) {
+        float *buf[2];
+        CK(cudaSetDevice(1));
+        CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, arg));
+        CK(cudaMalloc(&keep, 16u << 20));
+        CK(cudaMalloc((void **)&buf[1], COUNT * sizeof(float)));
+        CK(cudaSetDevice(0));
+        CK(cudaMalloc((void **)&buf[0], COUNT * sizeof(float)));
+        ncclComm_t c[2];
+        CK(ncclCommInitAll(c, 2, NULL));
+        CK(ncclGroupStart());
+        for (int d = 0; d < 2; d++)
+            all_reduce(c[d], buf[d], COUNT);
+        CK(ncclGroupEnd());
+        for (int d = 0; d < 2; d++)
+            CK(ncclCommDestroy(c[d]));
+    } else if (strcmp(mode, "ctx") != 0) {
         float *buf, *rbuf;
         CK(cudaMalloc((void **)&buf, COUNT * sizeof(float)));
         CK(cudaMalloc((void **)&rbuf, COUNT * sizeof(float)));
