@@ -117,6 +117,7 @@ struct gmt_watch_trace {
     uint64_t size;             /* at the latest refresh */
     uint64_t digest;           /* of its first GMT_WATCH_DIGEST_BYTES */
     bool grew, gone;
+    uint64_t grew_realtime;    /* CLOCK_REALTIME ns of the latest refresh that found it grown */
     char *error;               /* why it could not be read on (one line), NULL none */
     bool error_said;
     uint64_t restarts;
@@ -129,6 +130,7 @@ struct gmt_watch_trace {
     char *host, *job_id;
     char **env; size_t n_env;
     int32_t version[4];
+    uint64_t hold_ns;          /* 4 x its writer's flush interval (GPUMEMTRACE_FLUSH_MS), 0 unknown */
     bool complete;
     uint64_t t_end, t_last;    /* END's time; the latest record time read */
     uint64_t t_applied;        /* the latest event applied */

@@ -133,6 +133,12 @@ static int fold_env(struct gmt_watch_trace *w, const struct gmt_rec_env *e)
         w->n_env++;
         s += strlen(s) + 1;
     }
+    for (size_t i = 0; i < w->n_env; i++) {
+        long ms;
+        if (!strncmp(w->env[i], "GPUMEMTRACE_FLUSH_MS=", 21) &&
+            !gmt_cli_long(w->env[i] + 21, 1, 3600000, &ms))
+            w->hold_ns = 4 * (uint64_t)ms * 1000000;
+    }
     char id[256];
     const char *j = gmt_env_job_id(w->env, w->n_env, id, sizeof id);
     free(w->job_id);

@@ -119,6 +119,7 @@ static void start_over(struct gmt_watch_trace *w)
  * C->batch records up to hold_ns before the latest time read. 0, -ENOMEM. */
 static int read_on(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w)
 {
+    uint64_t hold = w->hold_ns > C->hold_ns ? w->hold_ns : C->hold_ns;
     struct gmt_event ev;
     char err[512];
     uint64_t start = gmt_reader_offset(w->r);
@@ -131,8 +132,7 @@ static int read_on(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w)
         int x = gmt_watch_fold(C, w, &ev);
         if (x)
             return x;
-        if (++n % C->batch == 0 && w->t_last > C->hold_ns &&
-            (x = gmt_watch_apply(w, w->t_last - C->hold_ns)))
+        if (++n % C->batch == 0 && w->t_last > hold && (x = gmt_watch_apply(w, w->t_last - hold)))
             return x;
     }
     w->bytes_read += gmt_reader_offset(w->r) - start;
@@ -189,9 +189,9 @@ int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trac
     /* what could still come before the queued events: nothing once the file ended, or
      * stopped growing for a refresh (every thread's buffer is flushed within the
      * writer's flush interval), else what is hold_ns older than the latest time read */
-    uint64_t upto = UINT64_MAX;
+    uint64_t upto = UINT64_MAX, hold = w->hold_ns > C->hold_ns ? w->hold_ns : C->hold_ns;
     if (!final && !w->complete && !w->error && w->grew)
-        upto = w->t_last > C->hold_ns ? w->t_last - C->hold_ns : 0;
+        upto = w->t_last > hold ? w->t_last - hold : 0;
     int x = gmt_watch_apply(w, upto);
     if (rc == -EOVERFLOW || x == -EOVERFLOW) {
         char err[512];
