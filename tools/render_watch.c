@@ -118,16 +118,17 @@ static void rank_lines(FILE *o, const struct gmt_watch_row *r, const char *label
                 gmt_fmt_bytes(b1, sizeof b1, d->tracked), gmt_fmt_bytes(b2, sizeof b2, nccl),
                 has_u ? gmt_fmt_sbytes(b3, sizeof b3, u) : "-", gmt_fmt_bytes(b4, sizeof b4, d->peak));
         if (!shown++)
-            fprintf(o, "%-15s %-8s %-24s ", growth_text(r, g, sizeof g), r->state,
-                    call_text(r, c, sizeof c));
+            fprintf(o, "%6" PRIu64 " %-15s %-8s %-28s ", w->steps, growth_text(r, g, sizeof g),
+                    r->state, call_text(r, c, sizeof c));
         else
-            fprintf(o, "%-15s %-8s %-24s ", "", "", "");
+            fprintf(o, "%6s %-15s %-8s %-28s ", "", "", "", "");
         categories_text(o, w, d);
         fputc('\n', o);
     }
     if (!shown) /* communicators or calls, no device memory yet */
-        fprintf(o, "%8s %4s %10s %10s %10s %10s  %-15s %-8s %s\n", label, "-", "-", "-", "-", "-",
-                growth_text(r, g, sizeof g), r->state, call_text(r, c, sizeof c));
+        fprintf(o, "%8s %4s %10s %10s %10s %10s  %6" PRIu64 " %-15s %-8s %s\n", label, "-", "-",
+                "-", "-", "-", w->steps, growth_text(r, g, sizeof g), r->state,
+                call_text(r, c, sizeof c));
 }
 
 static bool alone(const struct gmt_watch_row *r)
@@ -165,8 +166,8 @@ static void grouped_lines(FILE *o, const struct gmt_watch_view *v)
 
 static void table(FILE *o, const struct gmt_watch_view *v, int max_rows)
 {
-    fprintf(o, "\n%8s %4s %10s %10s %10s %10s  %-15s %-8s %-24s %s\n", "RANK", "DEV", "TRACKED",
-            "NCCL", "UNTRACKED", "PEAK", "GROWTH", "STATE", "NCCL CALL", "BY CATEGORY");
+    fprintf(o, "\n%8s %4s %10s %10s %10s %10s  %6s %-15s %-8s %-28s %s\n", "RANK", "DEV", "TRACKED",
+            "NCCL", "UNTRACKED", "PEAK", "STEPS", "GROWTH", "STATE", "NCCL CALL", "BY CATEGORY");
     if (max_rows > 0 && v->n > (size_t)max_rows) {
         grouped_lines(o, v);
         return;

@@ -83,6 +83,7 @@ static int open_file(struct gmt_watch_trace *w, const struct stat *st)
         close_file(w);
         return -1;
     }
+    w->bytes_read += gmt_reader_offset(w->r); /* the header */
     if (first_bytes_digest(fileno(w->f), &w->digest)) {
         snprintf(err, sizeof err, "%s: cannot read: %s", w->path, strerror(errno));
         set_error(w, err);

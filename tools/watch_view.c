@@ -27,7 +27,7 @@ static const char *state_of(const struct gmt_watch_trace *w, uint64_t realtime_n
         return "ended";
     if (process_gone(w))
         return "stopped";
-    if (w->grew_realtime && realtime_ns - w->grew_realtime > QUIET_NS)
+    if (w->grew_realtime && realtime_ns > w->grew_realtime && realtime_ns - w->grew_realtime > QUIET_NS)
         return "quiet";
     return "running";
 }
