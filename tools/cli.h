@@ -30,6 +30,7 @@
     X(diff, "what grew or shrank between two runs: categories, collectives, sites, peaks") \
     X(check, "fail CI when NCCL memory grew beyond a baseline's limits; write baselines") \
     X(export, "device memory by call stack for other tools: folded stacks for flame graphs") \
+    X(watch, "a live view of a running job, redrawn as it runs; Prometheus metrics of it") \
     X(report, "one offline HTML page: memory over time per rank, NCCL calls, top sites") \
     X(symbolize, "name the traces' native frames here, so they read the same elsewhere") \
     X(pack, "one file for a whole job's traces and their names, read like the directory") \

@@ -137,6 +137,40 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
     return 0;
 }
 
+int gmt_job_add_rank(struct gmt_job *j, const struct gmt_job_rank *src, char *const *env,
+                     size_t n_env)
+{
+    if (j->n == j->cap) {
+        size_t nc = j->cap ? j->cap * 2 : 16;
+        void *p = realloc(j->r, nc * sizeof *j->r);
+        if (!p)
+            return -ENOMEM;
+        j->r = p;
+        j->cap = nc;
+    }
+    struct gmt_job_rank *r = &j->r[j->n];
+    *r = *src;
+    r->path = strdup(src->path);
+    r->host = dup_or_null(src->host);
+    r->job_id = dup_or_null(src->job_id);
+    r->env = calloc(n_env ? n_env : 1, sizeof *r->env);
+    r->n_env = 0;
+    r->colls = NULL;
+    r->n_colls = 0;
+    bool bad = !r->path || !r->env || (src->host && !r->host) || (src->job_id && !r->job_id);
+    for (size_t i = 0; !bad && i < n_env; i++)
+        if (setting(env[i]) && !(r->env[r->n_env++] = strdup(env[i])))
+            bad = true;
+    if (bad) {
+        rank_free(r);
+        return -ENOMEM;
+    }
+    if (r->n_env)
+        gmt_sort(r->env, r->n_env, sizeof *r->env, cmp_str);
+    j->n++;
+    return 0;
+}
+
 static int usual_context(struct gmt_job *j);
 
 /* ---- spreads ---- */

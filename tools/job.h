@@ -72,6 +72,11 @@ struct gmt_job {
 void gmt_job_init(struct gmt_job *j);
 /* Keeps an analysed trace's figures (category `nccl` by name). 0 or -ENOMEM. */
 int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a);
+/* Keeps one rank's figures as the caller made them (watch: of traces still being
+ * written): src's strings are copied, its env and colls are not read; the settings among
+ * env[0..n_env) ("NAME=value") are taken, as gmt_job_add takes a trace's. 0 or -ENOMEM. */
+int gmt_job_add_rank(struct gmt_job *j, const struct gmt_job_rank *src, char *const *env,
+                     size_t n_env);
 /* Sorts the ranks and computes the spreads, outliers and groups. 0 or -ENOMEM. */
 int gmt_job_finish(struct gmt_job *j);
 void gmt_job_free(struct gmt_job *j);

@@ -908,6 +908,19 @@ size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t 
     return n;
 }
 
+int gmt_reader_follow(struct gmt_reader *r)
+{
+    if (r->failed || r->map || !r->f)
+        return -EINVAL;
+    if (!r->done || r->complete)
+        return 0;
+    /* the stream stands past the bytes of a partial record, or at EOF: both cleared */
+    if (fseeko(r->f, (off_t)r->off, SEEK_SET) != 0)
+        return -errno;
+    r->done = r->cut = 0;
+    return 0;
+}
+
 bool gmt_reader_cut(const struct gmt_reader *r, uint64_t *offset)
 {
     if (r->cut && offset)

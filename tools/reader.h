@@ -53,6 +53,13 @@ uint64_t gmt_reader_offset(const struct gmt_reader *r);
  * times), NULL before. */
 const struct gmt_rec_process *gmt_reader_process(const struct gmt_reader *r);
 
+/* For a trace that is still being written: after gmt_reader_next() returned 0 (the end, or
+ * a record not yet whole), the next call reads on from the end of the last whole record,
+ * with every thread's clock as it was. Only for a stream reader (gmt_reader_fopen) on a
+ * seekable file. 0; -EINVAL for another reader or one that failed; -errno when the stream
+ * cannot seek. A reader that read END stays at the end. */
+int gmt_reader_follow(struct gmt_reader *r);
+
 /* Variable parts of records that gmt_reader_next() returned (already validated to fit
  * their record and be NUL-terminated). Valid as long as the record is. */
 const char *gmt_process_host(const struct gmt_rec_process *p);        /* "" when none */

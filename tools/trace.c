@@ -64,20 +64,28 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name)
     return NULL;
 }
 
-const char *gmt_trace_job_id(const struct gmt_trace *t, char *buf, size_t len)
+const char *gmt_env_job_id(char *const *env, size_t n_env, char *buf, size_t len)
 {
     static const struct { const char *var, *kind; } ids[] = {
         {"GPUMEMTRACE_JOB_ID", "run"},         {"TORCHELASTIC_RUN_ID", "torchelastic"},
         {"SLURM_JOB_ID", "slurm"},             {"OMPI_MCA_ess_base_jobid", "openmpi"},
         {"PMIX_NAMESPACE", "pmix"}};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        const char *v = gmt_trace_env(t, ids[i].var);
-        if (v && *v) {
-            snprintf(buf, len, "%s:%s", ids[i].kind, v);
+        size_t n = strlen(ids[i].var);
+        size_t k = 0;
+        while (k < n_env && (strncmp(env[k], ids[i].var, n) || env[k][n] != '='))
+            k++;
+        if (k < n_env && env[k][n + 1]) {
+            snprintf(buf, len, "%s:%s", ids[i].kind, env[k] + n + 1);
             return buf;
         }
     }
     return NULL;
+}
+
+const char *gmt_trace_job_id(const struct gmt_trace *t, char *buf, size_t len)
+{
+    return gmt_env_job_id(t->env, t->n_env, buf, len);
 }
 
 int gmt_trace_comm_index(const struct gmt_trace *t, uint64_t comm)

@@ -294,6 +294,8 @@ const char *gmt_trace_env(const struct gmt_trace *t, const char *name);
  * openmpi:…, pmix:…) into buf: GPUMEMTRACE_JOB_ID, which `gpumemtrace run` sets, else
  * the launcher's; NULL when the trace names none. */
 const char *gmt_trace_job_id(const struct gmt_trace *t, char *buf, size_t len);
+/* The same from "NAME=value" strings (an ENV record's), n_env of them. */
+const char *gmt_env_job_id(char *const *env, size_t n_env, char *buf, size_t len);
 
 /* The trace's events in time order (ties in file order), decoded in batches from the
  * file's image. new returns NULL when out of memory; next fills up to max events and

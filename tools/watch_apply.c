@@ -1,0 +1,365 @@
+/* watch_apply.c: a followed trace's queued allocations, frees, failures and samples applied in time order, as summary's replay counts them, and what the figures say now. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "category.h"
+#include "trace.h"
+#include "util.h"
+#include "watch.h"
+
+/* The device's row; the last one collects the devices beyond GMT_MAX_DEVS, as the
+ * replay's do. */
+static int dslot(struct gmt_watch_trace *w, int device)
+{
+    for (size_t i = 0; i < w->n_dev; i++)
+        if (w->dev[i].device == device)
+            return (int)i;
+    if (w->n_dev == GMT_MAX_DEVS)
+        return GMT_MAX_DEVS - 1;
+    struct gmt_watch_dev *d = &w->dev[w->n_dev];
+    memset(d, 0, sizeof *d);
+    d->device = device;
+    return (int)w->n_dev++;
+}
+
+/* A stack's category index; *pending when the stack is not defined yet (another thread's
+ * chunk may define it later): counted as unknown until it is. */
+static uint8_t cat_of(struct gmt_watch_trace *w, uint32_t stack, bool *pending)
+{
+    *pending = false;
+    if (stack) {
+        const uint64_t *c = gmt_u64map_get(&w->stack_cat, stack);
+        if (c)
+            return (uint8_t)*c;
+        *pending = true;
+    }
+    return (uint8_t)gmt_watch_cat_index(w, GMT_CAT_UNKNOWN);
+}
+
+static int charge(struct gmt_watch_trace *w, struct gmt_watch_dev *d, uint8_t cat, uint64_t bytes)
+{
+    uint64_t live = d->tracked + bytes;
+    /* what summary calls corrupt (trace.h): one test, as neither alone can wrap the sum */
+    if ((live | bytes) > GMT_BYTES_MAX)
+        return -EOVERFLOW;
+    d->tracked = live;
+    d->by_cat[cat] += bytes;
+    w->tracked_all += bytes;
+    if (d->tracked > d->peak) {
+        d->peak = d->tracked;
+        memcpy(d->peak_by_cat, d->by_cat, sizeof d->peak_by_cat);
+    }
+    return 0;
+}
+
+static void uncharge(struct gmt_watch_trace *w, const struct gmt_live *l)
+{
+    struct gmt_watch_dev *d = &w->dev[l->dslot];
+    if (l->scope)
+        w->n_pending_cat--;
+    if (!gmt_kind_is_device(l->kind))
+        return;
+    d->tracked -= l->bytes;
+    d->by_cat[l->cat] -= l->bytes;
+    w->tracked_all -= l->bytes;
+}
+
+static int on_alloc(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
+{
+    uint64_t key = gmt_replay_alloc_key(e->kind, e->addr);
+    if (e->kind == GMT_KIND_RETAINED) {
+        struct gmt_live *v = gmt_live_get(&w->live, key);
+        if (v)
+            v->refs++;
+        return 0;
+    }
+    int ds = dslot(w, e->device);
+    struct gmt_live *l = gmt_live_find_or_slot(&w->live, key);
+    if (!l)
+        return -ENOMEM;
+    if (l->refs)
+        uncharge(w, l); /* an address reused without a free read: the old entry is gone */
+    else
+        w->live.n++;
+    bool pending;
+    uint8_t cat = cat_of(w, e->stack, &pending);
+    *l = (struct gmt_live){.key = key, .bytes = e->bytes, .site = e->stack, .refs = 1,
+                           .scope = pending, .dslot = (int16_t)ds, .kind = e->kind, .cat = cat};
+    w->n_pending_cat += pending;
+    struct gmt_watch_dev *d = &w->dev[ds];
+    d->allocs++;
+    if (!gmt_kind_is_device(e->kind))
+        return 0;
+    d->device_allocs++;
+    return charge(w, d, cat, e->bytes);
+}
+
+static void on_free(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
+{
+    struct gmt_live *l = gmt_live_get(&w->live, gmt_replay_free_key(e->api, e->addr));
+    if (!l) {
+        w->unmatched_frees += e->addr != 0;
+        return;
+    }
+    if (l->refs > 1) { /* a retained handle: released once per reference */
+        l->refs--;
+        return;
+    }
+    w->dev[l->dslot].frees++;
+    uncharge(w, l);
+    gmt_live_del_at(&w->live, l);
+}
+
+static int on_fail(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
+{
+    if (e->bytes > GMT_BYTES_MAX)
+        return -EOVERFLOW;
+    struct gmt_watch_dev *d = &w->dev[dslot(w, e->device)];
+    d->failures++;
+    struct gmt_watch_fail *f = &w->fails[w->n_fails++ % GMT_WATCH_FAILS];
+    *f = (struct gmt_watch_fail){.time = e->time, .bytes = e->bytes, .tracked = d->tracked,
+                                 .error = e->error, .tid = e->tid, .device = e->device,
+                                 .api = e->api, .kind = e->kind};
+    if (d->has_used) {
+        f->has_dev = true;
+        f->dev_total = d->total;
+        f->dev_free = d->total - d->used_last;
+    }
+    return 0;
+}
+
+/* A FAIL sample is the device as the latest failure of its thread left it. */
+static void fail_sampled(struct gmt_watch_trace *w, const struct gmt_watch_ev *e, uint64_t total)
+{
+    size_t kept = w->n_fails < GMT_WATCH_FAILS ? (size_t)w->n_fails : GMT_WATCH_FAILS;
+    for (size_t i = 0; i < kept; i++) {
+        struct gmt_watch_fail *f = &w->fails[(w->n_fails - 1 - i) % GMT_WATCH_FAILS];
+        if (f->tid != e->tid)
+            continue;
+        if (f->device == e->device && !f->dev_at_fail) {
+            f->has_dev = f->dev_at_fail = true;
+            f->dev_free = e->addr;
+            f->dev_total = total;
+        }
+        return;
+    }
+}
+
+/* As the replay's on_meminfo: an NVML sample's used is taken against the cuMemGetInfo
+ * total when there is one. */
+static void on_meminfo(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
+{
+    struct gmt_watch_dev *d = &w->dev[dslot(w, e->device)];
+    uint64_t total = e->bytes;
+    if (e->api != GMT_MEMINFO_SRC_NVML)
+        d->cu_total = e->bytes;
+    else if (d->cu_total)
+        total = d->cu_total;
+    if (total < e->addr)
+        return;
+    uint64_t used = total - e->addr;
+    if (e->kind == GMT_MEMINFO_FAIL)
+        fail_sampled(w, e, total);
+    uint64_t graph = d->has_graph ? d->graph_reserved : 0;
+    d->total = total;
+    d->used_last = used;
+    d->tracked_at_last = d->tracked;
+    d->graph_at_last = graph;
+    d->time_last = e->time;
+    if (!d->has_used || used > d->used_max) {
+        d->used_max = used;
+        d->tracked_at_used_max = d->tracked;
+        d->graph_at_used_max = graph;
+    }
+    d->has_used = true;
+}
+
+static void on_step(struct gmt_watch_trace *w)
+{
+    if (++w->steps == 1) {
+        w->first_step_tracked = w->tracked_all;
+        for (size_t i = 0; i < w->n_dev; i++) {
+            struct gmt_watch_dev *d = &w->dev[i];
+            d->has_first_step = true;
+            d->nccl_first_step = w->nccl_cat >= 0 ? d->by_cat[w->nccl_cat] : 0;
+        }
+    }
+    w->last_step_tracked = w->tracked_all;
+}
+
+static int apply_one(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
+{
+    if (e->time >= w->next_mark) {
+        w->marks[w->n_marks++ % GMT_WATCH_MARKS].time = e->time;
+        w->marks[(w->n_marks - 1) % GMT_WATCH_MARKS].tracked = w->tracked_all;
+        w->next_mark = e->time + GMT_WATCH_MARK_NS;
+    }
+    if (e->time > w->t_applied)
+        w->t_applied = e->time;
+    switch (e->type) {
+    case GMT_WEV_ALLOC:
+        return on_alloc(w, e);
+    case GMT_WEV_FREE:
+        on_free(w, e);
+        return 0;
+    case GMT_WEV_FAIL:
+        return on_fail(w, e);
+    case GMT_WEV_MEMINFO:
+        on_meminfo(w, e);
+        return 0;
+    case GMT_WEV_GRAPH: {
+        struct gmt_watch_dev *d = &w->dev[dslot(w, e->device)];
+        d->has_graph = true;
+        d->graph_reserved = e->bytes;
+        return 0;
+    }
+    case GMT_WEV_STEP:
+        on_step(w);
+        return 0;
+    }
+    return 0;
+}
+
+/* Allocations whose stack a later chunk defined: their bytes move to its category. */
+static void resolve_categories(struct gmt_watch_trace *w)
+{
+    for (size_t i = 0; w->n_pending_cat && i < w->live.cap; i++) {
+        struct gmt_live *l = &w->live.s[i];
+        const uint64_t *c;
+        if (!l->refs || !l->scope || !(c = gmt_u64map_get(&w->stack_cat, l->site)))
+            continue;
+        if (gmt_kind_is_device(l->kind)) {
+            struct gmt_watch_dev *d = &w->dev[l->dslot];
+            d->by_cat[l->cat] -= l->bytes;
+            d->by_cat[*c] += l->bytes;
+        }
+        l->cat = (uint8_t)*c;
+        l->scope = 0;
+        w->n_pending_cat--;
+    }
+}
+
+static int cmp_ev(const void *x, const void *y)
+{
+    const struct gmt_watch_ev *a = x, *b = y;
+    if (a->time != b->time)
+        return a->time < b->time ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto)
+{
+    gmt_sort(w->q, w->n_q, sizeof *w->q, cmp_ev);
+    size_t i = 0;
+    int rc = 0;
+    for (; i < w->n_q && w->q[i].time <= upto; i++)
+        if ((rc = apply_one(w, &w->q[i])))
+            break;
+    if (rc)
+        i++;
+    memmove(w->q, w->q + i, (w->n_q - i) * sizeof *w->q);
+    w->n_q -= i;
+    resolve_categories(w);
+    return rc;
+}
+
+/* ---- what the figures say ---- */
+
+uint64_t gmt_watch_now(const struct gmt_watch_trace *w, uint64_t realtime_ns)
+{
+    if (w->complete)
+        return w->t_end > w->t_last ? w->t_end : w->t_last;
+    uint64_t now = w->t_last;
+    if (w->has_proc && realtime_ns >= w->realtime_ns) {
+        uint64_t t = w->monotonic_ns + (realtime_ns - w->realtime_ns);
+        if (t > now)
+            now = t;
+    }
+    return now;
+}
+
+const struct gmt_watch_call *gmt_watch_longest_call(const struct gmt_watch_trace *w)
+{
+    const struct gmt_watch_call *best = NULL;
+    for (size_t i = 0; i < w->n_open; i++)
+        if (!best || w->open[i].begin < best->begin)
+            best = &w->open[i];
+    return best;
+}
+
+const struct gmt_watch_comm *gmt_watch_comm_of(const struct gmt_watch_trace *w, uint64_t comm)
+{
+    for (size_t i = 0; comm && i < w->n_comms; i++)
+        if (w->comms[i].comm == comm)
+            return &w->comms[i];
+    return NULL;
+}
+
+bool gmt_watch_dev_shown(const struct gmt_watch_dev *d)
+{
+    return d->device_allocs || d->has_used || d->failures || d->has_graph;
+}
+
+bool gmt_watch_uses_gpu(const struct gmt_watch_trace *w)
+{
+    for (size_t i = 0; i < w->n_dev; i++)
+        if (gmt_watch_dev_shown(&w->dev[i]))
+            return true;
+    return w->n_comms || w->n_open;
+}
+
+int32_t gmt_watch_rank(const struct gmt_watch_trace *w)
+{
+    if (w->rank >= 0 || !w->n_comms)
+        return w->rank;
+    return w->comms[0].rank;
+}
+
+bool gmt_watch_step_growth(const struct gmt_watch_trace *w, int64_t *per_step)
+{
+    if (w->steps < 2)
+        return false;
+    int64_t d = gmt_sat_sub((int64_t)w->last_step_tracked, (int64_t)w->first_step_tracked);
+    *per_step = d / (int64_t)(w->steps - 1);
+    return true;
+}
+
+bool gmt_watch_minute_growth(const struct gmt_watch_trace *w, int64_t *per_min)
+{
+    const uint64_t minute = 60000000000ull, least = 10000000000ull;
+    size_t kept = w->n_marks < GMT_WATCH_MARKS ? w->n_marks : GMT_WATCH_MARKS;
+    uint64_t now = w->t_applied;
+    bool found = false;
+    uint64_t t0 = 0, b0 = 0;
+    for (size_t i = 0; i < kept; i++) {
+        uint64_t t = w->marks[i].time;
+        if (t > now || now - t < least || now - t > minute)
+            continue;
+        if (!found || t < t0) {
+            t0 = t;
+            b0 = w->marks[i].tracked;
+            found = true;
+        }
+    }
+    if (!found)
+        return false;
+    double rate = ((double)w->tracked_all - (double)b0) * (double)minute / (double)(now - t0);
+    *per_min = (int64_t)rate;
+    return true;
+}
+
+bool gmt_watch_untracked(const struct gmt_watch_dev *d, int64_t *bytes)
+{
+    if (!d->has_used)
+        return false;
+    *bytes = (int64_t)d->used_last - (int64_t)d->tracked_at_last - (int64_t)d->graph_at_last;
+    return true;
+}
+
+const struct gmt_watch_fail *gmt_watch_fail_at(const struct gmt_watch_trace *w, size_t i)
+{
+    if (i >= w->n_fails || i >= GMT_WATCH_FAILS)
+        return NULL;
+    return &w->fails[(w->n_fails - 1 - i) % GMT_WATCH_FAILS];
+}
