@@ -33,7 +33,7 @@ def check_icicles(t):
             per_stack[x["stack"]] = per_stack.get(x["stack"], 0) + x["bytes"]
         cut = cut or d["flame_rest_bytes"] > 0
     for x in t["sites"]:
-        got = per_stack.get(x["stack_id"], 0)
+        got = sum(per_stack.get(k, 0) for k in x["stack_ids"])
         if got != x["live_at_peak_bytes"] and not (cut and got < x["live_at_peak_bytes"]):
             fail("%s: site %s has %d bytes in the icicles, %d at the peak" %
                  (t["file"], x["line"], got, x["live_at_peak_bytes"]))
@@ -41,9 +41,10 @@ def check_icicles(t):
 
 def check_leaks(t, s):
     """summary's sites that are leaks (live at the end, held by nothing) come first among
-    the page's leaks, in order, with the same bytes."""
+    the page's leaks, by their bytes at the end, with the same bytes."""
     sl = [(x["live_at_end_bytes"], x["live_at_end_count"], x["stack"]) for x in s["sites"]
           if x["live_at_end_bytes"] and x["held_by"] is None]
+    sl.sort(key=lambda x: -x[0])
     pl = [(x["live_at_end_bytes"], x["live_at_end_count"], x["stack"]) for x in t["leaks"]]
     if pl[:len(sl)] != sl:
         fail("%s: leaks %s, summary's %s" % (t["file"], pl[:3], sl[:3]))

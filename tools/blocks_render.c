@@ -4,6 +4,7 @@
 #include <inttypes.h>
 
 #include "report.h"
+#include "sites.h"
 #include "stacks.h"
 #include "util.h"
 
@@ -77,43 +78,32 @@ static void text_steps(FILE *out, const struct gmt_analysis *a)
 
 static void text_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
 {
-    const struct gmt_blocks *B = &a->blocks;
     fprintf(out, leaks ? "\nPyTorch blocks still allocated at the end (leaks: tensors kept, not the cache), by site\n"
                        : "\nTop PyTorch block sites (tensors, by bytes allocated at the peak)\n");
-    enum { ROWS = 64, LINE = 2048 };
-    size_t row[ROWS];
-    uint32_t stk[ROWS];
-    static char buf[ROWS][LINE];
-    char *lines[ROWS];
-    size_t shown = 0, cap = (size_t)text_top(a) < ROWS ? (size_t)text_top(a) : ROWS;
-    for (size_t i = 0; i < B->n_sites && shown < cap; i++) {
-        const struct gmt_block_site *s = &B->sites[i];
-        if (leaks ? !s->live_at_end : !s->live_at_peak && !s->allocs)
-            continue;
-        row[shown] = i;
-        stk[shown] = s->stack;
-        lines[shown] = buf[shown];
-        shown++;
-    }
-    /* two sites must never print alike */
-    if (gmt_site_lines(a, stk, shown, text_frames(a), LINE, lines)) {
+    /* sites that print alike are one site */
+    struct gmt_site_groups G;
+    if (gmt_block_site_groups(a, leaks, text_frames(a), &G)) {
         fprintf(out, "  (out of memory)\n");
         return;
     }
+    size_t shown = (size_t)text_top(a) < G.n ? (size_t)text_top(a) : G.n;
     for (size_t j = 0; j < shown; j++) {
-        const struct gmt_block_site *s = &B->sites[row[j]];
-        char b1[32], b2[32], b3[32];
+        const struct gmt_site_row *s = &G.g[j].sum;
+        char b1[32], b2[32], b3[32], stacks[32] = "";
+        if (G.g[j].n_stacks > 1)
+            snprintf(stacks, sizeof stacks, ", %zu stacks", G.g[j].n_stacks);
         if (leaks)
-            fprintf(out, "  %10s in %" PRIu64 " block(s)\n", gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
-                    s->count_at_end);
+            fprintf(out, "  %10s in %" PRIu64 " block(s)%s\n", gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
+                    s->count_at_end, stacks);
         else
-            fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " blocks, %s in all\n",
+            fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " blocks, %s in all%s\n",
                     gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak), gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
-                    s->allocs, gmt_fmt_bytes(b3, sizeof b3, s->bytes_total));
-        fprintf(out, "      %s\n", lines[j]);
+                    s->allocs, gmt_fmt_bytes(b3, sizeof b3, s->bytes_total), stacks);
+        fprintf(out, "      %s\n", G.g[j].line);
     }
     if (!shown)
         fprintf(out, "  none\n");
+    gmt_site_groups_free(&G);
 }
 
 static void text_ooms(FILE *out, const struct gmt_analysis *a)
@@ -177,6 +167,34 @@ static void json_stack(FILE *out, const struct gmt_analysis *a, uint32_t stack)
     gmt_fput_json_string(out, stack ? gmt_stack_line(a, stack, text_frames(a), line, sizeof line) : "");
 }
 
+/* "sites" or "leaks": the block sites grouped as the text groups them, each with the
+ * stacks in it; "stack" is its largest's. */
+static void json_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
+{
+    fprintf(out, leaks ? "], \"leaks\": [" : "], \"sites\": [");
+    struct gmt_site_groups G;
+    if (gmt_block_site_groups(a, leaks, text_frames(a), &G))
+        return;
+    for (size_t i = 0; i < G.n && (long)i < text_top(a); i++) {
+        const struct gmt_site_row *s = &G.g[i].sum;
+        if (leaks)
+            fprintf(out, "%s{\"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 ", \"stack\": ", i ? ", " : "",
+                    s->live_at_end, s->count_at_end);
+        else
+            fprintf(out, "%s{\"live_at_peak_bytes\": %" PRIu64 ", \"live_at_end_bytes\": %" PRIu64
+                         ", \"live_at_end_count\": %" PRIu64 ", \"allocs\": %" PRIu64
+                         ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
+                    i ? ", " : "", s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs,
+                    s->bytes_total);
+        json_stack(out, a, s->stack);
+        fprintf(out, ", \"stack_ids\": [");
+        for (size_t k = 0; k < G.g[i].n_stacks; k++)
+            fprintf(out, "%s%" PRIu32, k ? ", " : "", G.g[i].stacks[k]);
+        fprintf(out, "]}");
+    }
+    gmt_site_groups_free(&G);
+}
+
 void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
 {
     const struct gmt_blocks *B = &a->blocks;
@@ -203,31 +221,8 @@ void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
                     d->line[k].allocated, d->line[k].reserved);
         fprintf(out, "]}");
     }
-    fprintf(out, "], \"sites\": [");
-    long shown = 0;
-    for (size_t i = 0; i < B->n_sites && shown < text_top(a); i++) {
-        const struct gmt_block_site *s = &B->sites[i];
-        fprintf(out, "%s{\"live_at_peak_bytes\": %" PRIu64 ", \"live_at_end_bytes\": %" PRIu64
-                     ", \"live_at_end_count\": %" PRIu64 ", \"allocs\": %" PRIu64
-                     ", \"bytes_total\": %" PRIu64 ", \"stack\": ",
-                shown ? ", " : "", s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs,
-                s->bytes_total);
-        json_stack(out, a, s->stack);
-        fprintf(out, "}");
-        shown++;
-    }
-    fprintf(out, "], \"leaks\": [");
-    shown = 0;
-    for (size_t i = 0; i < B->n_sites && shown < text_top(a); i++) {
-        const struct gmt_block_site *s = &B->sites[i];
-        if (!s->live_at_end)
-            continue;
-        fprintf(out, "%s{\"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 ", \"stack\": ", shown ? ", " : "",
-                s->live_at_end, s->count_at_end);
-        json_stack(out, a, s->stack);
-        fprintf(out, "}");
-        shown++;
-    }
+    json_sites(out, a, false);
+    json_sites(out, a, true);
     fprintf(out, "], \"steps\": {\"count\": %" PRIu64 ", \"first_growth_bytes\": %" PRId64
                  ", \"later_growth_bytes\": %" PRId64 ", \"grows_every_step\": %s",
             B->steps, B->first_step_growth, B->later_growth, B->grows_every_step ? "true" : "false");

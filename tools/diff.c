@@ -78,7 +78,7 @@ static int rows_of(const struct gmt_analysis *a, int frames, struct gmt_vec *row
         if (!sr->allocs)
             continue;
         char line[2048];
-        gmt_stack_line(a, sr->stack, frames, line, sizeof line);
+        gmt_site_line(a, sr->stack, sr->api, frames, line, sizeof line);
         if (sr->live_at_peak || !sr->live_at_end)
             r = add_row(rows, "site", line, clamp64(sr->live_at_peak));
         if (!r && sr->live_at_end)

@@ -9,6 +9,7 @@
 #include "idnames.h"
 #include "nccl_print.h"
 #include "reader.h"
+#include "sites.h"
 #include "stacks.h"
 #include "util.h"
 
@@ -232,8 +233,6 @@ bool gmt_merge_one_run(const struct gmt_merge *m, char *why, size_t len)
     return true;
 }
 
-#define SITE_LINE 512
-
 /* The site with this text, made at its first sight (the ranks before rank index i did
  * not have it: its minimum is 0 there); NULL out of memory. */
 static struct gmt_merge_site *site_of(struct gmt_merge *m, const char *line)
@@ -280,47 +279,25 @@ static void site_value(struct gmt_merge *m, struct gmt_merge_site *s, size_t i, 
     s->next = i + 1;
 }
 
-/* Rank index i's sites, printed as its summary prints them, into the sites across
- * ranks. -ENOMEM when one could not be kept. */
+/* Rank index i's sites, printed and grouped as its summary prints them (sites.h), into
+ * the sites across ranks: a line is one value of the rank. -ENOMEM when one could not
+ * be kept. */
 static int add_sites(struct gmt_merge *m, size_t i, int frames)
 {
-    const struct gmt_analysis *a = &m->ranks[i].a;
-    const struct gmt_report *rep = &a->rep;
-    size_t n = 0;
-    for (size_t k = 0; k < rep->n_sites; k++)
-        n += rep->sites[k].live_at_peak > 0;
-    if (!n)
-        return 0;
-    uint32_t *stacks = malloc(n * sizeof *stacks);
-    char **lines = calloc(n, sizeof *lines);
-    char *text = malloc(n * SITE_LINE);
-    int r = stacks && lines && text ? 0 : -ENOMEM;
-    uint64_t *bytes = r ? NULL : malloc(n * sizeof *bytes);
-    if (!bytes)
-        r = -ENOMEM;
-    size_t j = 0;
-    for (size_t k = 0; !r && k < rep->n_sites; k++)
-        if (rep->sites[k].live_at_peak) {
-            stacks[j] = rep->sites[k].stack;
-            bytes[j] = rep->sites[k].live_at_peak;
-            lines[j] = text + j * SITE_LINE;
-            j++;
-        }
-    if (!r && gmt_site_lines(a, stacks, n, frames, SITE_LINE, lines))
-        r = -ENOMEM;
-    /* gmt_site_lines never prints two sites of one rank alike: each line is one value */
-    for (size_t k = 0; !r && k < n; k++) {
-        struct gmt_merge_site *s = site_of(m, lines[k]);
-        if (!s) {
+    struct gmt_site_groups G;
+    if (gmt_report_site_groups(&m->ranks[i].a, GMT_SITES_ALL, frames, &G))
+        return -ENOMEM;
+    int r = 0;
+    for (size_t k = 0; !r && k < G.n; k++) {
+        if (!G.g[k].sum.live_at_peak)
+            continue;
+        struct gmt_merge_site *s = site_of(m, G.g[k].line);
+        if (!s)
             r = -ENOMEM;
-            break;
-        }
-        site_value(m, s, i, bytes[k]);
+        else
+            site_value(m, s, i, G.g[k].sum.live_at_peak);
     }
-    free(stacks);
-    free(lines);
-    free(text);
-    free(bytes);
+    gmt_site_groups_free(&G);
     return r;
 }
 

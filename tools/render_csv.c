@@ -10,6 +10,7 @@
 #include "job.h"
 #include "nccl_model.h"
 #include "reader.h"
+#include "sites.h"
 #include "stacks.h"
 #include "util.h"
 
@@ -299,44 +300,55 @@ static void rows_steps(FILE *f, const struct gmt_analysis *a, const struct gmt_r
     row_end(&r);
 }
 
-static void rows_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+/* A site's stacks as one cell: their ids, space-separated. */
+static const char *stack_ids(const struct gmt_site_group *g, char *buf, size_t len)
 {
-    long shown = 0;
-    for (size_t i = 0; i < a->rep.n_sites && shown < o->top; i++) {
-        const struct gmt_site_row *s = &a->rep.sites[i];
-        if (!s->allocs)
-            continue;
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t k = 0; k < g->n_stacks && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%" PRIu32, k ? " " : "", g->stacks[k]);
+    return buf;
+}
+
+/* The sites as summary --json lists them (grouped by their lines: sites.h), or the leaks
+ * as the text shows them. */
+static void rows_site_groups(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                             bool leaks)
+{
+    struct gmt_site_groups G;
+    if (gmt_report_site_groups(a, leaks ? GMT_SITES_LEAKS : GMT_SITES_ALL, gmt_site_frames(o), &G))
+        return;
+    for (size_t i = 0; i < G.n && (long)i < o->top; i++) {
+        const struct gmt_site_row *s = &G.g[i].sum;
         struct row r = trace_row(f, a);
         cell_s(&r, a->cat_names[s->cat]);
-        cell_u(&r, s->live_at_peak);
+        if (!leaks)
+            cell_u(&r, s->live_at_peak);
         cell_u(&r, s->live_at_end);
         cell_u(&r, s->count_at_end);
-        cell_u(&r, s->allocs);
-        cell_u(&r, s->bytes_total);
-        cell_s(&r, s->live_at_end ? gmt_site_holder(a, s) : NULL);
+        if (!leaks) {
+            cell_u(&r, s->allocs);
+            cell_u(&r, s->bytes_total);
+            cell_s(&r, s->live_at_end ? gmt_site_holder(a, s) : NULL);
+        }
         cell_s(&r, site_frame(a, s->stack));
         cell_s(&r, stack_text(a, s->stack));
+        char ids[4096];
+        cell_s(&r, G.g[i].line);
+        cell_s(&r, stack_ids(&G.g[i], ids, sizeof ids));
         row_end(&r);
-        shown++;
     }
+    gmt_site_groups_free(&G);
+}
+
+static void rows_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    rows_site_groups(f, a, o, false);
 }
 
 static void rows_leaks(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
-    long shown = 0;
-    for (size_t i = 0; i < a->rep.n_sites && shown < o->top; i++) {
-        const struct gmt_site_row *s = &a->rep.sites[i];
-        if (!s->live_at_end || gmt_site_holder(a, s))
-            continue;
-        struct row r = trace_row(f, a);
-        cell_s(&r, a->cat_names[s->cat]);
-        cell_u(&r, s->live_at_end);
-        cell_u(&r, s->count_at_end);
-        cell_s(&r, site_frame(a, s->stack));
-        cell_s(&r, stack_text(a, s->stack));
-        row_end(&r);
-        shown++;
-    }
+    rows_site_groups(f, a, o, true);
 }
 
 static void rows_held(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -483,9 +495,9 @@ static const struct table tables[GMT_CSV_COUNT] = {
                        "growth_per_step_bytes,growth_steps,site_bytes,site",
                        rows_steps, NULL},
     [GMT_CSV_sites] = {"file,category,live_at_peak_bytes,live_at_end_bytes,live_at_end_count,allocs,"
-                       "bytes_total,held_by,frame,stack",
+                       "bytes_total,held_by,frame,stack,line,stack_ids",
                        rows_sites, NULL},
-    [GMT_CSV_leaks] = {"file,category,bytes,allocations,frame,stack", rows_leaks, NULL},
+    [GMT_CSV_leaks] = {"file,category,bytes,allocations,frame,stack,line,stack_ids", rows_leaks, NULL},
     [GMT_CSV_held] = {"file,holder,bytes,allocations", rows_held, NULL},
     [GMT_CSV_failures] = {"file,time_ns,api,bytes,device,error,error_name,tracked_bytes,scope,"
                           "device_free_bytes,device_total_bytes,device_sampled,frame,stack",

@@ -10,6 +10,7 @@
 #include "names.h"
 #include "render_explain.h"
 #include "reader.h"
+#include "sites.h"
 #include "stacks.h"
 #include "untracked.h"
 #include "util.h"
@@ -211,17 +212,18 @@ static void json_frames(FILE *out, const struct gmt_analysis *a, uint32_t stack)
     fprintf(out, "], \"site\": %zu", site);
 }
 
+/* The sites, grouped as the text groups them (at --frames, default 3): each with its
+ * line and the stacks in it; "stack" and "frames" are its largest stack's. */
 static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
-    const struct gmt_report *rep = &a->rep;
     fprintf(out, "], \"sites\": [");
-    long shown = 0;
-    for (size_t i = 0; i < rep->n_sites && shown < o->top; i++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        if (!s->allocs)
-            continue;
+    struct gmt_site_groups G;
+    if (gmt_report_site_groups(a, GMT_SITES_ALL, gmt_site_frames(o), &G))
+        return; /* out of memory: no sites rather than a broken document */
+    for (size_t i = 0; i < G.n && (long)i < o->top; i++) {
+        const struct gmt_site_row *s = &G.g[i].sum;
         char line[8192];
-        fprintf(out, "%s{\"category\": ", shown ? ", " : "");
+        fprintf(out, "%s{\"category\": ", i ? ", " : "");
         gmt_fput_json_string(out, a->cat_names[s->cat]);
         fprintf(out, ", \"live_at_peak_bytes\": %" PRIu64 ", \"live_at_end_bytes\": %" PRIu64
                      ", \"live_at_end_count\": %" PRIu64 ", \"allocs\": %" PRIu64
@@ -235,9 +237,14 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
             gmt_fput_json_string(out, who);
         else
             fprintf(out, "null");
-        fprintf(out, "}");
-        shown++;
+        fprintf(out, ", \"line\": ");
+        gmt_fput_json_string(out, G.g[i].line);
+        fprintf(out, ", \"stack_ids\": [");
+        for (size_t k = 0; k < G.g[i].n_stacks; k++)
+            fprintf(out, "%s%" PRIu32, k ? ", " : "", G.g[i].stacks[k]);
+        fprintf(out, "]}");
     }
+    gmt_site_groups_free(&G);
 }
 
 /* What caches and communicators hold at the end, by holder (not leaks). */

@@ -11,6 +11,7 @@
 #include "names.h"
 #include "render_explain.h"
 #include "reader.h"
+#include "sites.h"
 #include "stacks.h"
 #include "untracked.h"
 #include "util.h"
@@ -358,64 +359,41 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
 static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                        bool leaks)
 {
-    const struct gmt_report *rep = &a->rep;
     int frames = o->frames ? o->frames : o->width >= 140 ? 5 : 3;
     fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end that nothing holds for reuse, by site)\n"
                        : "\nTop allocation sites (device memory, by bytes live at the peak)\n");
-    /* the rows shown, then their lines at once: two sites must never print alike */
-    size_t cap = (size_t)o->top < rep->n_sites ? (size_t)o->top : rep->n_sites;
-    size_t *row = malloc((cap ? cap : 1) * sizeof *row);
-    uint32_t *stk = malloc((cap ? cap : 1) * sizeof *stk);
-    char **lines = calloc(cap ? cap : 1, sizeof *lines);
-    enum { LINE = 2048 };
-    char *buf = malloc((cap ? cap : 1) * LINE);
-    if (!row || !stk || !lines || !buf) {
+    /* sites that print alike are one site: grouped at the frames shown */
+    struct gmt_site_groups G;
+    if (gmt_report_site_groups(a, leaks ? GMT_SITES_LEAKS : GMT_SITES_LIVE, frames, &G)) {
         fprintf(out, "  (out of memory)\n");
-        goto out;
+        return;
     }
-    size_t shown = 0;
-    for (size_t i = 0; i < rep->n_sites && shown < cap; i++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        if (leaks ? !s->live_at_end || gmt_site_holder(a, s) : !(s->live_at_peak || s->ever_live))
-            continue;
-        row[shown] = i;
-        stk[shown] = s->stack;
-        lines[shown] = buf + shown * LINE;
-        shown++;
-    }
-    if (gmt_site_lines(a, stk, shown, frames, LINE, lines)) {
-        fprintf(out, "  (out of memory)\n");
-        goto out;
-    }
+    size_t shown = (size_t)o->top < G.n ? (size_t)o->top : G.n;
     for (size_t j = 0; j < shown; j++) {
-        const struct gmt_site_row *s = &rep->sites[row[j]];
-        char b1[32], b2[32], b3[32], base[LINE];
+        const struct gmt_site_row *s = &G.g[j].sum;
+        char b1[32], b2[32], b3[32], stacks[32] = "";
         gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
         gmt_fmt_bytes(b2, sizeof b2, s->live_at_end);
         gmt_fmt_bytes(b3, sizeof b3, s->bytes_total);
+        if (G.g[j].n_stacks > 1)
+            snprintf(stacks, sizeof stacks, ", %zu stacks", G.g[j].n_stacks);
         if (leaks)
-            fprintf(out, "  %10s in %" PRIu64 " allocation(s)  [%s]\n", b2, s->count_at_end,
+            fprintf(out, "  %10s in %" PRIu64 " allocation(s)%s  [%s]\n", b2, s->count_at_end, stacks,
                     a->cat_names[s->cat]);
         else
-            fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " allocs, %s in all  [%s]\n", b1, b2,
-                    s->allocs, b3, a->cat_names[s->cat]);
-        /* cut to the width, unless --frames asked for more or the line grew to tell the
-         * site from another: then what tells them apart must show */
-        gmt_stack_line(a, s->stack, frames, base, sizeof base);
-        bool whole = o->frames || strcmp(base, lines[j]) != 0;
+            fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " allocs, %s in all%s  [%s]\n", b1, b2,
+                    s->allocs, b3, stacks, a->cat_names[s->cat]);
+        /* cut to the width, unless --frames asked for the frames */
+        const char *line = G.g[j].line;
         int room = o->width - 6 > 20 ? o->width - 6 : 20;
-        if (whole || (int)strlen(lines[j]) <= room)
-            fprintf(out, "      %s\n", lines[j]);
+        if (o->frames || (int)strlen(line) <= room)
+            fprintf(out, "      %s\n", line);
         else
-            fprintf(out, "      %.*s…\n", room, lines[j]);
+            fprintf(out, "      %.*s…\n", room, line);
     }
     if (!shown)
         fprintf(out, "  none\n");
-out:
-    free(row);
-    free(stk);
-    free(lines);
-    free(buf);
+    gmt_site_groups_free(&G);
 }
 
 /* Memory still allocated at the end that a cache or a communicator holds for reuse:

@@ -301,7 +301,8 @@ static inline __attribute__((always_inline)) int charge_device(struct state *S, 
     S->tracked[ds] = live;
     S->by_cat[ds][l->cat] += e->bytes;
     sdl_add(S, (uint32_t)site, ds, e->bytes);
-    sr->allocs++;
+    if (!sr->allocs++)
+        sr->api = e->api;
     sr->bytes_total += e->bytes;
     sr->ever_live |= e->bytes != 0;
     struct gmt_dev_report *d = &rep->dev[ds];

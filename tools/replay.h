@@ -92,6 +92,7 @@ struct gmt_coll_row {
 
 struct gmt_site_row {
     uint32_t stack;
+    uint16_t api;                      /* its first device allocation's (enum gmt_api) */
     uint8_t cat;
     bool ever_live;                    /* had device bytes live: an allocation of nonzero bytes */
     uint64_t allocs, bytes_total;

@@ -16,6 +16,7 @@
 #include "reader.h"
 #include "render_explain.h"
 #include "render_job.h"
+#include "sites.h"
 #include "stacks.h"
 #include "tracks.h"
 #include "u64map.h"
@@ -385,27 +386,37 @@ static void put_fails(FILE *o, const struct gmt_analysis *a, uint64_t t0, const 
     fprintf(o, "],\"failures_total\":%zu", rep->n_fails);
 }
 
+/* A site's table row, grouped as summary groups its sites (sites.h): its line at the
+ * frames shown, its largest stack (its id and every frame) and the ids of all. */
+static void put_site_stacks(FILE *o, const struct gmt_analysis *a, const struct gmt_site_group *g)
+{
+    char line[8192];
+    fputs(",\"line\":", o);
+    gmt_fput_json_string(o, g->line);
+    fputs(",\"stack\":", o);
+    gmt_fput_json_string(o, gmt_stack_full(a, g->sum.stack, 64, line, sizeof line));
+    fputs(",\"stack_ids\":[", o);
+    for (size_t k = 0; k < g->n_stacks; k++)
+        fprintf(o, "%s%" PRIu32, k ? "," : "", g->stacks[k]);
+    fputc(']', o);
+}
+
 /* As summary's leaks: sites with device memory live at the end that no cache or
  * communicator holds for reuse, the first --top. */
 static void put_leaks(FILE *o, const struct gmt_analysis *a, const struct gmt_report_opts *ro)
 {
-    const struct gmt_report *rep = &a->rep;
     fputs(",\"leaks\":[", o);
-    long shown = 0;
-    for (size_t i = 0; i < rep->n_sites && shown < ro->top; i++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        if (!s->live_at_end || gmt_site_holder(a, s))
-            continue;
-        char line[8192];
-        fprintf(o, "%s{\"live_at_end_bytes\":%" PRIu64 ",\"live_at_end_count\":%" PRIu64 ",\"category\":",
-                shown ? "," : "", s->live_at_end, s->count_at_end);
-        gmt_fput_json_string(o, a->cat_names[s->cat]);
-        fputs(",\"line\":", o);
-        gmt_fput_json_string(o, gmt_stack_line(a, s->stack, ro->frames ? ro->frames : 4, line, sizeof line));
-        fputs(",\"stack\":", o);
-        gmt_fput_json_string(o, gmt_stack_full(a, s->stack, 64, line, sizeof line));
-        fputc('}', o);
-        shown++;
+    struct gmt_site_groups G;
+    if (!gmt_report_site_groups(a, GMT_SITES_LEAKS, gmt_site_frames(ro), &G)) {
+        for (size_t i = 0; i < G.n && (long)i < ro->top; i++) {
+            const struct gmt_site_row *s = &G.g[i].sum;
+            fprintf(o, "%s{\"live_at_end_bytes\":%" PRIu64 ",\"live_at_end_count\":%" PRIu64 ",\"category\":",
+                    i ? "," : "", s->live_at_end, s->count_at_end);
+            gmt_fput_json_string(o, a->cat_names[s->cat]);
+            put_site_stacks(o, a, &G.g[i]);
+            fputc('}', o);
+        }
+        gmt_site_groups_free(&G);
     }
     fputc(']', o);
 }
@@ -494,27 +505,23 @@ static int put_explain(FILE *o, const struct gmt_analysis *a)
     return 0;
 }
 
-/* As summary --json selects them: sites that allocated, the first --top. */
+/* As summary --json selects and groups them: sites that allocated, the first --top;
+ * stack_id is the largest stack's, the one the icicles name. */
 static void put_sites(FILE *o, const struct gmt_analysis *a, const struct gmt_report_opts *ro)
 {
-    const struct gmt_report *rep = &a->rep;
     fputs(",\"sites\":[", o);
-    long shown = 0;
-    for (size_t i = 0; i < rep->n_sites && shown < ro->top; i++) {
-        const struct gmt_site_row *s = &rep->sites[i];
-        if (!s->allocs)
-            continue;
-        char line[8192];
-        fputs(shown ? ",{\"category\":" : "{\"category\":", o);
-        gmt_fput_json_string(o, a->cat_names[s->cat]);
-        fprintf(o, ",\"stack_id\":%" PRIu32 ",\"live_at_peak_bytes\":%" PRIu64 ",\"live_at_end_bytes\":%" PRIu64
-                   ",\"allocs\":%" PRIu64 ",\"line\":",
-                s->stack, s->live_at_peak, s->live_at_end, s->allocs);
-        gmt_fput_json_string(o, gmt_stack_line(a, s->stack, ro->frames ? ro->frames : 4, line, sizeof line));
-        fputs(",\"stack\":", o);
-        gmt_fput_json_string(o, gmt_stack_full(a, s->stack, 64, line, sizeof line));
-        fputc('}', o);
-        shown++;
+    struct gmt_site_groups G;
+    if (!gmt_report_site_groups(a, GMT_SITES_ALL, gmt_site_frames(ro), &G)) {
+        for (size_t i = 0; i < G.n && (long)i < ro->top; i++) {
+            const struct gmt_site_row *s = &G.g[i].sum;
+            fputs(i ? ",{\"category\":" : "{\"category\":", o);
+            gmt_fput_json_string(o, a->cat_names[s->cat]);
+            fprintf(o, ",\"stack_id\":%" PRIu32 ",\"live_at_peak_bytes\":%" PRIu64 ",\"live_at_end_bytes\":%" PRIu64
+                       ",\"allocs\":%" PRIu64, s->stack, s->live_at_peak, s->live_at_end, s->allocs);
+            put_site_stacks(o, a, &G.g[i]);
+            fputc('}', o);
+        }
+        gmt_site_groups_free(&G);
     }
     fputc(']', o);
 }

@@ -5,77 +5,96 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idnames.h"
 #include "symbolize.h"
 #include "trace.h"
 #include "util.h"
 
 /*
- * A site is where the user's code asked: the first frame, innermost first, that is not
- * an allocator's or a runtime's own; when the stack holds Python frames, the first
- * Python frame that is not a framework's own (the user's line), wherever native frames
- * are. X(kind, where, function), one row per rule; a row matches a frame of its kind
- * when each of its non-empty globs matches:
+ * One table of rules says whose a frame is. X(role, kind, where, function), one row per
+ * rule; a row matches a frame of its kind when each of its non-empty globs matches:
  *   NATIVE  where: the module's base name; function: the demangled function
  *   PYHOST  the same, for native frames of a stack that holds Python frames: the
  *           interpreter's own (its evaluation loop, call machinery), which the Python
  *           frames stand for
  *   PY      where: the code's file (co_filename, whole path); function: its qualified
  *           name
- * --internal GLOB adds a glob tried against a native frame's module and function, and
- * a Python frame's file and function.
+ * Roles:
+ *   INTERNAL   an allocator's, a runtime's or a framework's own: a site is the first
+ *              frame, innermost first, that matches none (when the stack holds Python
+ *              frames, the first Python frame that matches none, wherever native frames
+ *              are)
+ *   FRAMEWORK  with the INTERNAL rows, a framework's plumbing: beyond the site, where it
+ *              lies between the user's own frames, the folded line shows "…" for it
+ * --internal GLOB adds a glob of both roles, tried against a native frame's module and
+ * function, and a Python frame's file and function.
  */
-#define GMT_INTERNAL_RULES(X)                                                      \
-    X(NATIVE, "libgpumemtrace*", "")                                               \
-    X(NATIVE, "libcudart*", "")                                                    \
-    X(NATIVE, "libcuda.so*", "")                                                   \
-    X(NATIVE, "libc.so*", "")                                                      \
-    X(NATIVE, "ld-linux*", "")                                                     \
+#define GMT_FRAME_RULES(X)                                                         \
+    X(INTERNAL, NATIVE, "libgpumemtrace*", "")                                     \
+    X(INTERNAL, NATIVE, "libcudart*", "")                                          \
+    X(INTERNAL, NATIVE, "libcuda.so*", "")                                         \
+    X(INTERNAL, NATIVE, "libc.so*", "")                                            \
+    X(INTERNAL, NATIVE, "ld-linux*", "")                                           \
     /* the CUDA runtime linked into a program (nvcc's default) or an extension */  \
-    X(NATIVE, "", "libcudart_static_*")                                            \
-    X(NATIVE, "", "cuda[A-Z]*")                                                    \
+    X(INTERNAL, NATIVE, "", "libcudart_static_*")                                  \
+    X(INTERNAL, NATIVE, "", "cuda[A-Z]*")                                          \
     /* caching allocators: PyTorch's, CuPy's, XLA's */                             \
-    X(NATIVE, "", "c10::cuda::CUDACachingAllocator::*")                            \
-    X(NATIVE, "", "c10::cuda::CudaMallocAsync::*")                                 \
-    X(NATIVE, "", "*cupy_4cuda_6memory*")                                          \
-    X(NATIVE, "", "tsl::BFCAllocator::*")                                          \
-    X(NATIVE, "", "stream_executor::*Alloc*")                                      \
+    X(INTERNAL, NATIVE, "", "c10::cuda::CUDACachingAllocator::*")                  \
+    X(INTERNAL, NATIVE, "", "c10::cuda::CudaMallocAsync::*")                       \
+    X(INTERNAL, NATIVE, "", "*cupy_4cuda_6memory*")                                \
+    X(INTERNAL, NATIVE, "", "tsl::BFCAllocator::*")                                \
+    X(INTERNAL, NATIVE, "", "stream_executor::*Alloc*")                            \
     /* NCCL's allocation helpers (its alloc.h): the NCCL function that asked is next */ \
-    X(NATIVE, "", "ncclCudaCalloc*")                                               \
-    X(NATIVE, "", "ncclCudaMalloc*")                                               \
-    X(NATIVE, "", "ncclCudaHostCalloc*")                                           \
-    X(NATIVE, "", "ncclCuMemAlloc*")                                               \
-    X(NATIVE, "", "ncclCuMemHostAlloc*")                                           \
-    X(NATIVE, "", "ncclCalloc*")                                                   \
-    X(NATIVE, "", "ncclRealloc*")                                                  \
+    X(INTERNAL, NATIVE, "", "ncclCudaCalloc*")                                     \
+    X(INTERNAL, NATIVE, "", "ncclCudaMalloc*")                                     \
+    X(INTERNAL, NATIVE, "", "ncclCudaHostCalloc*")                                 \
+    X(INTERNAL, NATIVE, "", "ncclCuMemAlloc*")                                     \
+    X(INTERNAL, NATIVE, "", "ncclCuMemHostAlloc*")                                 \
+    X(INTERNAL, NATIVE, "", "ncclCalloc*")                                         \
+    X(INTERNAL, NATIVE, "", "ncclRealloc*")                                        \
     /* the interpreter, shared or linked into the executable, and ctypes' call path */ \
-    X(PYHOST, "libpython*", "")                                                    \
-    X(PYHOST, "python3*", "")                                                      \
-    X(PYHOST, "_ctypes*", "")                                                      \
-    X(PYHOST, "libffi*", "")                                                       \
+    X(INTERNAL, PYHOST, "libpython*", "")                                          \
+    X(INTERNAL, PYHOST, "python3*", "")                                            \
+    X(INTERNAL, PYHOST, "_ctypes*", "")                                            \
+    X(INTERNAL, PYHOST, "libffi*", "")                                             \
     /* PyTorch's Python, installed; and its layers between the user's line and the  \
      * native op where torch is a source checkout */                               \
-    X(PY, "*-packages/torch/*", "")                                                \
-    X(PY, "*/torch/nn/modules/*.py", "")                                           \
-    X(PY, "*/torch/nn/functional.py", "")                                          \
-    X(PY, "*/torch/functional.py", "")                                             \
-    X(PY, "*/torch/_tensor.py", "")                                                \
-    X(PY, "*/torch/_ops.py", "")                                                   \
-    X(PY, "*/torch/cuda/memory.py", "")                                            \
-    X(PY, "*/torch/utils/_contextlib.py", "")                                      \
-    X(PY, "*/torch/autograd/__init__.py", "")                                      \
-    X(PY, "*/torch/autograd/graph.py", "")                                         \
-    X(PY, "*/torch/nn/parallel/distributed.py", "")                                \
-    X(PY, "*/torch/distributed/distributed_c10d.py", "")                           \
-    X(PY, "*/torch/distributed/c10d_logger.py", "")
+    X(INTERNAL, PY, "*-packages/torch/*", "")                                      \
+    X(INTERNAL, PY, "*/torch/nn/modules/*.py", "")                                 \
+    X(INTERNAL, PY, "*/torch/nn/functional.py", "")                                \
+    X(INTERNAL, PY, "*/torch/functional.py", "")                                   \
+    X(INTERNAL, PY, "*/torch/_tensor.py", "")                                      \
+    X(INTERNAL, PY, "*/torch/_ops.py", "")                                         \
+    X(INTERNAL, PY, "*/torch/cuda/memory.py", "")                                  \
+    X(INTERNAL, PY, "*/torch/utils/_contextlib.py", "")                            \
+    X(INTERNAL, PY, "*/torch/autograd/__init__.py", "")                            \
+    X(INTERNAL, PY, "*/torch/autograd/graph.py", "")                               \
+    X(INTERNAL, PY, "*/torch/nn/parallel/distributed.py", "")                      \
+    X(INTERNAL, PY, "*/torch/distributed/distributed_c10d.py", "")                 \
+    X(INTERNAL, PY, "*/torch/distributed/c10d_logger.py", "")                      \
+    /* Python's import machinery and `python -m`, between a launcher's and the     \
+     * user's code */                                                              \
+    X(FRAMEWORK, PY, "<frozen importlib.*", "")                                    \
+    X(FRAMEWORK, PY, "*/importlib/*", "")                                          \
+    X(FRAMEWORK, PY, "<frozen runpy>", "")                                         \
+    X(FRAMEWORK, PY, "*/runpy.py", "")                                             \
+    /* PyTorch's native libraries (ATen, autograd, the Python bindings) */         \
+    X(FRAMEWORK, NATIVE, "libtorch*", "")                                          \
+    X(FRAMEWORK, NATIVE, "libc10*", "")                                            \
+    /* the C library's start code, in the executable */                            \
+    X(FRAMEWORK, NATIVE, "", "_start")                                             \
+    X(FRAMEWORK, NATIVE, "", "__libc_start*")
 
+enum rule_role { INTERNAL, FRAMEWORK };
 enum rule_kind { NATIVE, PYHOST, PY };
 
 static const struct {
+    enum rule_role role;
     enum rule_kind kind;
     const char *where, *function;
 } internal_rules[] = {
-#define GMT_X(k, m, f) { k, m, f },
-    GMT_INTERNAL_RULES(GMT_X)
+#define GMT_X(r, k, m, f) { r, k, m, f },
+    GMT_FRAME_RULES(GMT_X)
 #undef GMT_X
 };
 
@@ -96,14 +115,13 @@ static bool row_match(size_t i, const char *where, const char *fn)
 static bool layer_module(const char *mod, bool has_py)
 {
     for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++)
-        if ((internal_rules[i].kind == NATIVE || (has_py && internal_rules[i].kind == PYHOST)) &&
+        if (internal_rules[i].role == INTERNAL &&
+            (internal_rules[i].kind == NATIVE || (has_py && internal_rules[i].kind == PYHOST)) &&
             !internal_rules[i].function[0] && glob_match(internal_rules[i].where, mod))
             return true;
     return false;
 }
 
-/* Whether frame fr (of module mod, base name) is an allocator's, runtime's or
- * framework's own; has_py: the stack holds Python frames. */
 const char *gmt_without_return_type(const char *fn)
 {
     if (!fn)
@@ -116,8 +134,10 @@ const char *gmt_without_return_type(const char *fn)
     return sp && !strncmp(fn, "operator", 8) ? fn : sp ? sp + 1 : fn;
 }
 
-static bool internal_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr,
-                           bool has_py)
+/* Whether frame fr (of module mod, base name) matches a rule of role INTERNAL, or with
+ * `framework` one of either role; has_py: the stack holds Python frames. */
+static bool rule_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr,
+                       bool has_py, bool framework)
 {
     char dm[512];
     bool py = fr && fr->python;
@@ -128,7 +148,8 @@ static bool internal_frame(const struct gmt_analysis *a, const char *mod, const 
     const char *where = py ? fr->file : mod;
     for (size_t i = 0; i < sizeof internal_rules / sizeof internal_rules[0]; i++) {
         enum rule_kind k = internal_rules[i].kind;
-        if ((py ? k == PY : k == NATIVE || (has_py && k == PYHOST)) && row_match(i, where, fn))
+        if ((framework || internal_rules[i].role == INTERNAL) &&
+            (py ? k == PY : k == NATIVE || (has_py && k == PYHOST)) && row_match(i, where, fn))
             return true;
     }
     const struct gmt_report_opts *o = a->opts;
@@ -136,6 +157,13 @@ static bool internal_frame(const struct gmt_analysis *a, const char *mod, const 
         if (glob_match(o->internal[i], where) || glob_match(o->internal[i], fn))
             return true;
     return false;
+}
+
+/* An allocator's, runtime's or framework's own: never a site. */
+static bool internal_frame(const struct gmt_analysis *a, const char *mod, const struct gmt_frame *fr,
+                           bool has_py)
+{
+    return rule_frame(a, mod, fr, has_py, false);
 }
 
 static bool has_python(const struct gmt_stack *st)
@@ -173,12 +201,36 @@ static void frame_text(const struct gmt_frame *f, char *buf, size_t len)
         snprintf(buf, len, "0x%llx", (unsigned long long)f->offset);
 }
 
+/* A line being written: frames with " < " between them, "… < " before one that follows
+ * frames left out. */
+struct line_out {
+    char *buf;
+    size_t len, used;
+    int shown;
+};
+
+static bool put_frame(struct line_out *L, const char *text, bool gap)
+{
+    int w = snprintf(L->buf + L->used, L->len - L->used, "%s%s%s", L->shown ? " < " : "",
+                     gap ? "… < " : "", text);
+    if (w < 0 || (size_t)w >= L->len - L->used) {
+        L->buf[L->len - 1] = 0;
+        return false;
+    }
+    L->used += (size_t)w;
+    L->shown++;
+    return true;
+}
+
 /* Folding: from the site (the first frame that is not internal, innermost first; the
  * innermost frame when all are), the site and the frame after it, then the first frame
- * in each new module outward (which library handed the request on), "…" for what is
- * left out, up to max_frames shown. Unfolded: every frame. */
-static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int max_frames,
-                              bool fold, bool from_site, char *buf, size_t len)
+ * in each new module outward (which library handed the request on); a framework's
+ * frames (the rules' FRAMEWORK and INTERNAL rows) between the user's are left out; "…"
+ * for what is left out before a frame shown, up to max_frames shown. from_site: every
+ * frame from the site. Neither: every frame. api: named after the site's frame when it
+ * has no file and line (0: not). */
+static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, unsigned api,
+                              int max_frames, bool fold, bool from_site, char *buf, size_t len)
 {
     buf[0] = 0;
     const struct gmt_trace *t = &a->t;
@@ -190,43 +242,45 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack, int 
     bool has_py = has_python(st);
     uint32_t site_i = 0;
     size_t site_k = 0;
-    if (fold || from_site)
-        gmt_stack_site(a, stack, &site_i, &site_k);
-    size_t used = 0;
-    int shown = 0, seen = 0;
+    bool sited = (fold || from_site) && gmt_stack_site(a, stack, &site_i, &site_k);
+    struct line_out L = {buf, len, 0, 0};
+    int seen = 0;
     bool omitted = false;
     const char *prev_mod = NULL;
-    for (uint32_t i = site_i; i < st->depth && shown < max_frames; i++) {
+    for (uint32_t i = site_i; i < st->depth && L.shown < max_frames; i++) {
         uint64_t off;
         const char *mod = gmt_sym_module_of(a->sym, st->ip[i], &off);
         /* pass-through layers are left out: beyond the site when folded; unfolded, all
          * but an innermost one that nothing else precedes */
         if (layer_module(base_name(mod), has_py) &&
-            (fold || from_site ? i > site_i : shown > 0 || i + 1 < st->depth))
+            (fold || from_site ? i > site_i : L.shown > 0 || i + 1 < st->depth))
             continue;
         const struct gmt_frame *fr;
         size_t n;
         if (gmt_sym_resolve(a->sym, st->ip[i], &fr, &n) || n == 0)
             continue;
-        for (size_t k = i == site_i ? site_k : 0; k < n && shown < max_frames; k++, seen++) {
+        for (size_t k = i == site_i ? site_k : 0; k < n && L.shown < max_frames; k++) {
             bool new_module = !prev_mod || !mod || strcmp(prev_mod, mod) != 0;
             prev_mod = mod;
-            if (fold && seen >= 2 && !new_module) {
+            if (fold && L.shown && rule_frame(a, base_name(mod), &fr[k], has_py, true)) {
                 omitted = true;
                 continue;
             }
-            char f[640];
-            frame_text(&fr[k], f, sizeof f);
-            /* a person's line (folded, or from its site): a name's line end does not end it */
-            int w = snprintf(buf + used, len - used, "%s%s%s", shown ? " < " : "",
-                             omitted ? "… < " : "", fold || from_site ? gmt_one_line(f) : f);
-            omitted = false;
-            if (w < 0 || (size_t)w >= len - used) {
-                buf[len - 1] = 0;
-                return buf;
+            if (fold && seen++ >= 2 && !new_module) {
+                omitted = true;
+                continue;
             }
-            used += (size_t)w;
-            shown++;
+            char f[700];
+            frame_text(&fr[k], f, sizeof f);
+            const char *called = api && sited && !L.shown && !fr[k].file ? gmt_api_name(api) : NULL;
+            if (called) {
+                size_t l = strlen(f);
+                snprintf(f + l, sizeof f - l, " (calls %s)", called);
+            }
+            /* a person's line (folded, or from its site): a name's line end does not end it */
+            if (!put_frame(&L, fold || from_site ? gmt_one_line(f) : f, omitted))
+                return buf;
+            omitted = false;
         }
     }
     return buf;
@@ -274,16 +328,23 @@ bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_i
     return false; /* every frame internal: the stack is shown from its innermost */
 }
 
+const char *gmt_site_line(const struct gmt_analysis *a, uint32_t stack, unsigned api,
+                          int max_frames, char *buf, size_t len)
+{
+    bool fold = !(a->opts && a->opts->frames);
+    return stack_text(a, stack, api, max_frames, fold, !fold, buf, len);
+}
+
 const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len)
 {
-    return stack_text(a, stack, max_frames, true, false, buf, len);
+    return gmt_site_line(a, stack, 0, max_frames, buf, len);
 }
 
 const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len)
 {
-    return stack_text(a, stack, max_frames, false, false, buf, len);
+    return stack_text(a, stack, 0, max_frames, false, false, buf, len);
 }
 
 /* A frame's text as one field of a folded line: ';' separates frames there and the last
@@ -355,7 +416,8 @@ const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char 
 }
 
 struct line_ref {
-    char *text;
+    const char *text;
+    uint32_t key;
     size_t i;
 };
 
@@ -363,57 +425,46 @@ static int cmp_line_ref(const void *x, const void *y)
 {
     const struct line_ref *a = x, *b = y;
     int c = strcmp(a->text, b->text);
+    if (!c)
+        c = (a->key > b->key) - (a->key < b->key);
     return c ? c : (a->i > b->i) - (a->i < b->i);
 }
 
-/* Lines equal to a neighbour's in the sorted order: marked in dup[]. Returns their count. */
-static size_t mark_dups(struct line_ref *r, size_t n, bool *dup)
+void gmt_site_lines_free(char **lines, size_t n)
 {
-    gmt_sort(r, n, sizeof *r, cmp_line_ref);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        bool d = (i > 0 && !strcmp(r[i].text, r[i - 1].text)) ||
-                 (i + 1 < n && !strcmp(r[i].text, r[i + 1].text));
-        dup[r[i].i] = d;
-        k += d;
-    }
-    return k;
+    for (size_t i = 0; lines && i < n; i++)
+        free(lines[i]);
 }
 
-int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t n, int frames,
-                   size_t len, char **lines)
+int gmt_site_groups(const struct gmt_analysis *a, const struct gmt_site_in *in, size_t n,
+                    int frames, char **lines, size_t *group)
 {
     struct line_ref *r = malloc((n ? n : 1) * sizeof *r);
-    bool *dup = calloc(n ? n : 1, sizeof *dup);
-    if (!r || !dup) {
-        free(r);
-        free(dup);
-        return -1;
-    }
+    enum { LINE = 4096 };
+    char *buf = malloc(LINE);
+    int rc = r && buf ? 0 : -1;
     for (size_t i = 0; i < n; i++)
-        gmt_stack_line(a, stacks[i], frames, lines[i], len);
-    /* more frames for the lines that print alike, until they differ or show everything */
-    for (int f = frames; f <= 65; f++) {
-        for (size_t i = 0; i < n; i++)
-            r[i] = (struct line_ref){lines[i], i};
-        if (!mark_dups(r, n, dup) || f == 65)
-            break;
-        /* unfolded from the site (the frames folding leaves out may be what differs),
-         * first with as many frames, then one more each round */
-        for (size_t i = 0; i < n; i++)
-            if (dup[i])
-                stack_text(a, stacks[i], f, false, true, lines[i], len);
+        lines[i] = NULL;
+    for (size_t i = 0; !rc && i < n; i++) {
+        gmt_site_line(a, in[i].stack, in[i].api, frames, buf, LINE);
+        if (!(lines[i] = strdup(buf)))
+            rc = -1;
+        r[i] = (struct line_ref){lines[i], in[i].key, i};
     }
-    /* still alike (the same functions at other addresses, say, with no line numbers):
-     * the stack's id tells them apart */
-    for (size_t i = 0; i < n; i++)
-        if (dup[i]) {
-            size_t l = strlen(lines[i]);
-            snprintf(lines[i] + l, len > l ? len - l : 0, " [stack %u]", stacks[i]);
+    if (!rc && n) {
+        /* each run of equal lines and keys, in the sorted order, is one site: its first
+         * member (the least index) stands for it */
+        gmt_sort(r, n, sizeof *r, cmp_line_ref);
+        for (size_t k = 0; k < n; k++) {
+            bool same = k && r[k].key == r[k - 1].key && !strcmp(r[k].text, r[k - 1].text);
+            group[r[k].i] = same ? group[r[k - 1].i] : r[k].i;
         }
+    }
+    if (rc)
+        gmt_site_lines_free(lines, n);
     free(r);
-    free(dup);
-    return 0;
+    free(buf);
+    return rc;
 }
 
 size_t gmt_stack_frames(const struct gmt_analysis *a, uint32_t stack, char *buf, size_t len,

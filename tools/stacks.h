@@ -9,9 +9,15 @@
 #include "report.h"
 
 /* Frames of a stack that matter to a person, as one line "f1 < f2 < f3" (innermost
- * first, the CUDA runtime/driver and gpumemtrace left out), into buf. */
+ * first, from its site, the CUDA runtime/driver and gpumemtrace left out), into buf:
+ * folded (docs/stacks.md: a framework's frames between the user's as "…"), unless the
+ * options give a frame count (--frames N): then every frame from the site, N at most. */
 const char *gmt_stack_line(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len);
+/* The same for an allocation site, whose records called `api` (enum gmt_api, 0 unknown):
+ * a site frame without file and line names it, "main [prog] (calls cudaMallocArray)". */
+const char *gmt_site_line(const struct gmt_analysis *a, uint32_t stack, unsigned api,
+                          int max_frames, char *buf, size_t len);
 /* The same without folding: every frame, for machines (JSON) and for matching. */
 const char *gmt_stack_full(const struct gmt_analysis *a, uint32_t stack, int max_frames,
                            char *buf, size_t len);
@@ -26,11 +32,21 @@ const char *gmt_stack_folded(const struct gmt_analysis *a, uint32_t stack, char 
 bool gmt_stack_site(const struct gmt_analysis *a, uint32_t stack, uint32_t *ip_index,
                     size_t *inline_index);
 
-/* gmt_stack_line for n sites at once (stacks[i] into lines[i], each len bytes), with as
- * many more frames as it takes for two different sites never to print alike, the stack
- * id appended where no frame tells them apart. 0, or -1 out of memory. */
-int gmt_site_lines(const struct gmt_analysis *a, const uint32_t *stacks, size_t n, int frames,
-                   size_t len, char **lines);
+/* One site to print: its stack, the API its allocations called, and a key that must
+ * agree too for two sites to be one (a category, say). */
+struct gmt_site_in {
+    uint32_t stack;
+    uint16_t api;
+    uint32_t key;
+};
+
+/* Sites as a person reads them: the line of each of in[0..n) (gmt_site_line at `frames`)
+ * into lines[i] (each malloc'd: gmt_site_lines_free), and in group[i] the least j whose
+ * line and key are i's: sites that print alike are one site. 0, or -1 out of memory
+ * (lines then freed). */
+int gmt_site_groups(const struct gmt_analysis *a, const struct gmt_site_in *in, size_t n,
+                    int frames, char **lines, size_t *group);
+void gmt_site_lines_free(char **lines, size_t n);
 
 /* Every frame of a stack (this library's left out), innermost first, as texts kept in
  * buf (len bytes): up to max pointers into frames[]; *site is the site's index among
