@@ -153,7 +153,30 @@ for r in $(seq 1 3); do
   read -r wall rss <"$tmp/time"
   echo "job.wall $wall" >>"$res"; echo "job.rss $rss" >>"$res"
 done
-rm -rf "$tmp/job"
+echo "== CLI: watch, the live view (docs/live.md)"
+# the whole job in one refresh: every trace read from its start
+for r in $(seq 1 3); do
+  /usr/bin/env time -f "%e" -o "$tmp/time" "$cli" watch --once "$tmp/job" >/dev/null 2>"$tmp/cli.err" ||
+    { echo "   watch of the job failed:"; cat "$tmp/cli.err"; }
+  echo "watch.job $(cat "$tmp/time")" >>"$res"
+done
+# 8 traces growing while watch refreshes once a second for 10 s: its CPU over that time
+mkdir -p "$tmp/live"
+for r in $(seq 0 7); do "$b/gen_trace" 200000 "$tmp/live/src$r" "$r" 8 >/dev/null; : >"$tmp/live/r$r.gmt"; done
+( for k in $(seq 0 99); do
+    for r in $(seq 0 7); do
+      dd if="$tmp/live/src$r" bs=65536 skip=$k count=1 2>/dev/null >>"$tmp/live/r$r.gmt"
+    done
+    sleep 0.1
+  done ) &
+grower=$!
+"$cli" watch --interval 1 "$tmp/live" >/dev/null 2>&1 &
+wp=$!
+sleep 10
+ticks=$(awk '{print $14 + $15}' "/proc/$wp/stat" 2>/dev/null || echo nan)
+kill "$wp" "$grower" 2>/dev/null; wait "$wp" "$grower" 2>/dev/null
+echo "watch.cpu $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz / 10 * 100 }')" >>"$res"
+rm -rf "$tmp/job" "$tmp/live"
 
 # ---- the table
 echo
@@ -203,7 +226,10 @@ row "summary: records/s per CPU second" "" "" \
 row "report page, $cli_events events: draw (s)" "" "" "$draw" "< 5 s (10M events)"
 row "summary of 1,024 rank traces: wall (s)" "" "" "$(med job.wall) s" "< 30 s"
 row "summary of 1,024 rank traces: max RSS" "" "" "$(awk -v k="$(med job.rss)" 'BEGIN { printf "%.1f MiB", k / 1024 }')" ""
-echo "(job: 1,024 traces of 20,000 events, $jsize bytes, read on $(nproc) cores)"
+row "watch of 1,024 rank traces, first refresh: wall (s)" "" "" "$(med watch.job) s" "< 5 s"
+row "watch of 8 growing traces, 1 refresh/s: CPU" "" "" "$(med watch.cpu) %" "<= 1 % of a core"
+echo "(job: 1,024 traces of 20,000 events, $jsize bytes, read on $(nproc) cores; watch's 8"
+echo " traces grow by 64 KiB each every 0.1 s, read for 10 s)"
 echo "(report page: $psize bytes, target < 20 MB; draw = navigation to <body data-gmt-drawn>, median of 3)"
 echo "($grec records, $gsize bytes; summary CPU $cpu s; stub driver and stub NCCL return at once,"
 echo " so their rows show the tracer's own cost; the fake driver's mmap/munmap per pair adds noise)"
