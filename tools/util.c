@@ -502,7 +502,7 @@ static int safe_close(void *cookie)
     return r;
 }
 
-FILE *gmt_safe_stream(FILE *f)
+static FILE *safe_open(FILE *f, struct safe_stream **sp)
 {
     struct safe_stream *S = calloc(1, sizeof *S);
     FILE *w = S ? fopencookie(S, "w", (cookie_io_functions_t){.write = safe_write, .close = safe_close})
@@ -516,17 +516,36 @@ FILE *gmt_safe_stream(FILE *f)
         setvbuf(w, NULL, _IOLBF, 0);
     else
         setvbuf(w, NULL, _IOFBF, 1 << 16);
+    *sp = S;
     return w;
+}
+
+FILE *gmt_safe_stream(FILE *f)
+{
+    struct safe_stream *S;
+    return safe_open(f, &S);
 }
 
 int gmt_safe_stdout(void)
 {
-    FILE *w = gmt_safe_stream(stdout);
+    /* one safe stdout per process: a second command in it (a test harness) reuses it,
+     * in front of whatever stdout is by then */
+    static FILE *made;
+    static struct safe_stream *made_s;
+    if (made) {
+        if (stdout != made) {
+            fflush(made);
+            made_s->f = stdout;
+            stdout = made;
+        }
+        return 0;
+    }
+    FILE *w = safe_open(stdout, &made_s);
     if (!w) {
         gmt_err("gpumemtrace: out of memory");
         return -1;
     }
-    stdout = w;
+    stdout = made = w;
     return 0;
 }
 

@@ -258,7 +258,8 @@ int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto)
             break;
     if (rc)
         i++;
-    memmove(w->q, w->q + i, (w->n_q - i) * sizeof *w->q);
+    if (i && w->n_q > i)
+        memmove(w->q, w->q + i, (w->n_q - i) * sizeof *w->q);
     w->n_q -= i;
     resolve_categories(w);
     return rc;

@@ -128,7 +128,8 @@ static void respond(struct gmt_http *h, struct gmt_http_client *c, int status, c
         return;
     }
     memcpy(c->resp, head, (size_t)hn);
-    memcpy(c->resp + hn, body, len);
+    if (len)
+        memcpy(c->resp + hn, body, len);
     c->len = (size_t)hn + len;
     c->off = 0;
 }
