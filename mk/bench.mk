@@ -8,6 +8,7 @@
 #                      NCCL_PROFILER_PLUGIN and makes NCCL 2.28's plugin events per call
 #   libnull-profiler.so  tests/bench/null_profiler.c: a plugin that does nothing
 #   gen_trace          tests/bench/gen_trace.c: synthetic traces for `summary`
+#   trace_feed         tests/bench/trace_feed.c: traces that grow at a set rate, for watch
 #   sample_bench       tests/bench/sample_bench.c on the simulated driver: an allocation loop
 #                      of fixed length for `make bench-sampling` (tests/bench/sample.sh: the
 #                      periodic device samples on and off; --gpu on a GPU host)
@@ -18,7 +19,7 @@ BENCH_STUB := $(BENCH_DIR)/stub
 BENCH_STUB_ABS = $(abspath $(BENCH_STUB))
 BENCH_PROGS := $(BENCH_DIR)/alloc_bench_fake $(BENCH_DIR)/alloc_bench_stub $(BENCH_DIR)/nccl_bench \
                $(BENCH_DIR)/nccl_bench_prof $(BENCH_DIR)/libnull-profiler.so \
-               $(BENCH_DIR)/gen_trace $(BENCH_DIR)/sample_bench
+               $(BENCH_DIR)/gen_trace $(BENCH_DIR)/trace_feed $(BENCH_DIR)/sample_bench
 BENCH_STUB_FLAGS = -L$(BENCH_STUB_ABS) -Wl,-rpath,$(BENCH_STUB_ABS) -Wl,--no-as-needed
 
 $(BENCH_STUB)/libcuda.so.1: tests/bench/stub_cuda.c $(FAKE_HDRS)
@@ -68,6 +69,10 @@ $(BENCH_DIR)/sample_bench: tests/bench/sample_bench.c $(FAKE_HDRS) $$(FAKE_RT_LI
 $(BENCH_DIR)/gen_trace: tests/bench/gen_trace.c format/trace_format.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) -Iformat -o $@ $<
+
+$(BENCH_DIR)/trace_feed: tests/bench/trace_feed.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) -o $@ $<
 
 .PHONY: bench bench-progs bench-sampling
 bench-progs: $(BENCH_PROGS) $(LIB_SO) $(CLI)

@@ -158,6 +158,7 @@ struct gmt_watch_trace {
     uint64_t next_mark, tracked_all;
     /* the queue */
     struct gmt_watch_ev *q; size_t n_q, cap_q;
+    size_t q_sorted;           /* its first events, in time order */
     uint64_t seq;
 };
 

@@ -248,9 +248,38 @@ static int cmp_ev(const void *x, const void *y)
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/* The queue in time order again. Its first q_sorted events are (the last apply left them
+ * so), and each thread's events come in time order, so only the stretch where the new
+ * events overlap the old ones in time, and the new ones among themselves, need a sort. */
+static void queue_sort(struct gmt_watch_trace *w)
+{
+    struct gmt_watch_ev *q = w->q;
+    size_t u = w->q_sorted, n = w->n_q;
+    bool in_order = true;
+    uint64_t least = UINT64_MAX;
+    for (size_t i = u; i < n; i++) {
+        if (i > 0 && q[i].time < q[i - 1].time)
+            in_order = false;
+        if (q[i].time < least)
+            least = q[i].time;
+    }
+    if (!in_order) {
+        size_t lo = 0, hi = u; /* the first old event later than every new one's least */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (q[mid].time <= least)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        gmt_sort(q + lo, n - lo, sizeof *q, cmp_ev);
+    }
+    w->q_sorted = n;
+}
+
 int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto)
 {
-    gmt_sort(w->q, w->n_q, sizeof *w->q, cmp_ev);
+    queue_sort(w);
     size_t i = 0;
     int rc = 0;
     for (; i < w->n_q && w->q[i].time <= upto; i++)
@@ -261,6 +290,16 @@ int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto)
     if (i && w->n_q > i)
         memmove(w->q, w->q + i, (w->n_q - i) * sizeof *w->q);
     w->n_q -= i;
+    w->q_sorted = w->n_q;
+    /* a catch-up's batch leaves a large array behind: a thousand traces would keep one each */
+    if (w->cap_q > 1024 && w->n_q < w->cap_q / 8) {
+        size_t cap = w->n_q * 2 > 64 ? w->n_q * 2 : 64;
+        struct gmt_watch_ev *q = realloc(w->q, cap * sizeof *q);
+        if (q) {
+            w->q = q;
+            w->cap_q = cap;
+        }
+    }
     resolve_categories(w);
     return rc;
 }
