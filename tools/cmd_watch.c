@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
@@ -340,6 +341,12 @@ int gmt_cmd_watch(int argc, char **argv)
         }
         L.serving = true;
         gmt_err("gpumemtrace watch: serving http://%s/metrics", bound);
+    }
+    /* one open file per trace: a job of thousands of ranks passes the usual soft limit */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
     }
     stop_signal = 0;
     rc = run_loop(&L);

@@ -1,5 +1,7 @@
 /* watch_set.c: the traces one watch follows, listed again at each refresh, and the view across them: each rank's figures, the calls that hang, the ranks that stand out. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@
 
 #define HOLD_NS 1000000000ull  /* at least: 10 of the writer's default flush intervals */
 #define BATCH 65536            /* records read between two releases of a trace's queue */
+#define MAX_WORKERS 8          /* threads that refresh traces at once */
+#define TRACES_PER_WORKER 16   /* fewer traces than this a thread: not worth one more */
 
 int gmt_watch_set_init(struct gmt_watch_set *s, char *const *roots, size_t n, const char *step,
                        const char *const *cat_rules, size_t n_rules, char *err, size_t errlen)
@@ -164,9 +168,44 @@ static uint64_t clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The traces are independent (each its own file, reader and figures; the categories and
+ * the step regex are only read), so a refresh of many spreads them over the cores: the
+ * first refresh of a long job's thousand traces reads everything they hold. */
+struct work {
+    struct gmt_watch_set *s;
+    bool final;
+    uint64_t real;
+    _Atomic size_t next;
+    _Atomic int rc;
+};
+
+static void *refresh_some(void *p)
+{
+    struct work *k = p;
+    size_t i;
+    while ((i = atomic_fetch_add(&k->next, 1)) < k->s->n && !atomic_load(&k->rc)) {
+        struct gmt_watch_trace *w = k->s->t[i];
+        int rc = gmt_watch_trace_refresh(&k->s->ctx, w, k->final);
+        if (rc)
+            atomic_store(&k->rc, rc);
+        if (w->grew)
+            w->grew_realtime = k->real;
+    }
+    return NULL;
+}
+
+static size_t workers_for(size_t n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t k = cpus > 1 ? (size_t)cpus : 1;
+    if (k > MAX_WORKERS)
+        k = MAX_WORKERS;
+    return n / TRACES_PER_WORKER < k ? n / TRACES_PER_WORKER + 1 : k;
+}
+
 int gmt_watch_set_refresh(struct gmt_watch_set *s, bool final)
 {
-    uint64_t t0 = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME), bytes = 0;
+    uint64_t t0 = clock_ns(CLOCK_MONOTONIC), before = 0, after = 0;
     char **paths;
     size_t n;
     int rc = list_roots(s, &paths, &n);
@@ -176,17 +215,21 @@ int gmt_watch_set_refresh(struct gmt_watch_set *s, bool final)
     gmt_free_paths(paths, n);
     if (rc)
         return rc;
-    for (size_t i = 0; i < s->n && !rc; i++) {
-        struct gmt_watch_trace *w = s->t[i];
-        uint64_t before = w->bytes_read;
-        rc = gmt_watch_trace_refresh(&s->ctx, w, final);
-        if (w->grew)
-            w->grew_realtime = real;
-        bytes += w->bytes_read - before;
-    }
+    for (size_t i = 0; i < s->n; i++)
+        before += s->t[i]->bytes_read;
+    struct work k = {.s = s, .final = final, .real = clock_ns(CLOCK_REALTIME)};
+    pthread_t tid[MAX_WORKERS];
+    size_t started = 0, want = workers_for(s->n);
+    while (started + 1 < want && pthread_create(&tid[started], NULL, refresh_some, &k) == 0)
+        started++;
+    refresh_some(&k); /* this thread too; and alone when no other could start */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    for (size_t i = 0; i < s->n; i++)
+        after += s->t[i]->bytes_read;
     s->refreshes++;
     s->refresh_ns = clock_ns(CLOCK_MONOTONIC) - t0;
-    s->bytes = bytes;
-    s->bytes_total += bytes;
-    return rc;
+    s->bytes = after - before;
+    s->bytes_total += s->bytes;
+    return atomic_load(&k.rc);
 }
