@@ -162,13 +162,24 @@ Test(watch, applies_a_late_chunk_in_time_order)
     tb_free(&b);
 }
 
+/* b: the same first 64 bytes as one_thread's (header, PROCESS up to its anchors), a
+ * larger file. */
+static void other_thread(struct tb *b, uint32_t pid)
+{
+    process(b, pid, 0, "node2");
+    tb_thread_on_device0(b, 100, 1000);
+    for (int i = 0; i < 20; i++)
+        alloc(b, 0x100000 + (uint64_t)i * 0x1000, 2 * MIB, 0, 10);
+}
+
 Test(watch, a_replaced_or_shrunk_trace_is_a_restarted_rank)
 {
-    struct tb a = {0}, b = {0};
+    struct tb a = {0}, b = {0}, c = {0};
     one_thread(&a);
-    process(&b, 43, 0, "node1");
-    tb_thread_on_device0(&b, 100, 1000);
-    alloc(&b, 0x1000, 2 * MIB, 0, 10);
+    other_thread(&b, 42);
+    other_thread(&c, 43);
+    cr_assert_gt(b.len, a.len);
+    cr_assert_eq(memcmp(a.p, b.p, GMT_WATCH_DIGEST_BYTES), 0);
     const char *p = path_in("t.gmt"), *q = path_in("new.gmt");
     cr_assert_eq(tb_write(&a, p), 0);
     struct gmt_watch_set s;
@@ -176,25 +187,26 @@ Test(watch, a_replaced_or_shrunk_trace_is_a_restarted_rank)
     const struct gmt_watch_trace *w = refresh(&s, true);
     cr_expect_eq(w->dev[0].tracked, 20 * MIB);
     cr_assert_eq(tb_write(&b, q), 0);
-    cr_assert_eq(rename(q, p), 0); /* another file at the path */
+    cr_assert_eq(rename(q, p), 0); /* another file at the path, its first bytes alike */
     w = refresh(&s, true);
     cr_expect_eq(w->restarts, 1);
-    cr_expect_eq(w->pid, 43);
-    cr_expect_eq(w->dev[0].tracked, 2 * MIB);
-    cr_expect(!w->complete);
+    cr_expect_null(w->error, "%s", w->error);
+    cr_expect_str_eq(w->host, "node2");
+    cr_expect_eq(w->dev[0].tracked, 40 * MIB);
     cr_assert_eq(truncate(p, (off_t)b.off[3]), 0); /* the same file, shorter */
     w = refresh(&s, true);
     cr_expect_eq(w->restarts, 2);
     cr_expect_eq(w->n_dev, 0, "read again up to its CUCTX: nothing allocated");
-    /* rewritten from its start in place, as long as before or longer */
-    cr_assert_eq(tb_write(&a, p), 0);
+    /* rewritten in place from its start, longer than before: its first bytes tell */
+    cr_assert_eq(tb_write(&c, p), 0);
     w = refresh(&s, true);
     cr_expect_eq(w->restarts, 3);
-    cr_expect_eq(w->pid, 42);
-    cr_expect_eq(w->dev[0].tracked, 20 * MIB);
+    cr_expect_eq(w->pid, 43);
+    cr_expect_eq(w->dev[0].tracked, 40 * MIB);
     gmt_watch_set_free(&s);
     tb_free(&a);
     tb_free(&b);
+    tb_free(&c);
 }
 
 Test(watch, new_traces_join_and_gone_ones_leave)
