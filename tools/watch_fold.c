@@ -13,6 +13,7 @@
 
 #define ENV_MAX 4096           /* environment strings kept from a trace */
 #define COMMS_MAX 4096         /* communicators kept from a trace */
+#define STEPS_OPEN_MAX 4096    /* step ranges started and not ended, kept from a trace */
 
 void gmt_watch_fold_reset(struct gmt_watch_trace *w)
 {
@@ -286,8 +287,11 @@ static int fold_nvtx(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w,
                             ? ((const struct gmt_rec_nvtx_range_ext *)(const void *)h)->range_id
                             : 0;
     bool ended = false;
-    if (h->aux == GMT_NVTX_START && step && range_id)
+    if (h->aux == GMT_NVTX_START && step && range_id) {
+        if (w->step_ranges.used >= STEPS_OPEN_MAX)
+            return 0;
         return gmt_u64map_put(&w->step_ranges, range_id, 1);
+    }
     if (h->aux == GMT_NVTX_POP)
         ended = step;
     else if (h->aux == GMT_NVTX_END && range_id)
