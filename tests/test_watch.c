@@ -461,6 +461,78 @@ Test(watch, trace_strings_are_escaped_everywhere)
     tb_free(&b);
 }
 
+static struct gmt_json *snapshot(const char *file);
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Rank `rank` of a job: `mib` MiB allocated, and an ENV record of `env` when not NULL. */
+static void job_rank(const char *dir, int rank, uint64_t mib, const char *env, bool fail)
+{
+    struct tb b = {0};
+    process(&b, 100 + (uint32_t)rank, rank, "node1");
+    const char *e = env ? env : "GPUMEMTRACE_JOB_ID=j1";
+    struct gmt_rec_env er = {.count = 1, .bytes = (uint32_t)strlen(e) + 1};
+    tb_rec(&b, GMT_REC_ENV, 0, &er, sizeof er, e, er.bytes);
+    tb_thread_on_device0(&b, 100, 1000);
+    alloc(&b, 0x1000, mib * MIB, 0, 10);
+    if (fail) {
+        struct gmt_rec_alloc_fail f = {.bytes = 1ull << 40, .error = 2, .dt = 10,
+                                       .kind = GMT_KIND_DEVICE, .device = -1};
+        tb_rec(&b, GMT_REC_ALLOC_FAIL, GMT_API_cudaMalloc, &f, sizeof f, NULL, 0);
+    }
+    end(&b, 5000);
+    char name[64];
+    snprintf(name, sizeof name, "%s/r%d.gmt", dir, rank);
+    cr_assert_eq(tb_write(&b, path_in(name)), 0);
+    tb_free(&b);
+}
+
+Test(watch, the_rank_that_stands_out_with_what_explains_it)
+{
+    cr_assert_eq(sh("mkdir d"), 0);
+    for (int r = 0; r < 4; r++)
+        job_rank("d", r, r == 2 ? 96 : 32, r == 2 ? "NCCL_BUFFSIZE=8388608" : NULL, false);
+    cr_assert_eq(sh("$G watch --once --json d"), 0);
+    struct gmt_json *j = snapshot("out");
+    const struct gmt_json *so = gmt_json_get(j, "stand_out");
+    cr_assert_eq(so->n, 1, "one rank stands out");
+    int64_t rank;
+    gmt_json_int64(gmt_json_get(&so->items[0], "rank"), &rank);
+    cr_expect_eq(rank, 2);
+    cr_expect(strstr(gmt_json_get(&so->items[0], "differences")->str, "NCCL_BUFFSIZE=8388608"),
+              "%s", gmt_json_get(&so->items[0], "differences")->str);
+    gmt_json_free(j);
+    cr_assert_eq(sh("$G watch --once d"), 0);
+    char out[16384];
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "Ranks that stand out:\n  rank 2: peak 96 MiB (median 32 MiB)"), "%s", out);
+    cr_expect(strstr(out, "recorded differences: NCCL_BUFFSIZE=8388608"), "%s", out);
+}
+
+Test(watch, many_ranks_alike_share_a_row_but_not_those_that_failed)
+{
+    cr_assert_eq(sh("mkdir d"), 0);
+    for (int r = 0; r < 40; r++)
+        job_rank("d", r, 32, NULL, r == 17 || r == 18);
+    cr_assert_eq(sh("$G watch --once d"), 0);
+    char out[1 << 16];
+    slurp("out", out, sizeof out);
+    cr_expect(strstr(out, "40 ranks on 1 host, job run:j1"), "%s", out);
+    cr_expect(strstr(out, "\n38 ranks "), "the group: %s", out);
+    cr_expect(strstr(out, "\n      17    0 ") && strstr(out, "\n      18    0 "),
+              "each failed rank alone, though alike: %s", out);
+    cr_expect_lt(lines(out), 16, "%s", out);
+    cr_expect(strstr(out, "Failed allocations (2, the latest first):\n  "), "%s", out);
+    cr_expect(strstr(out, "rank 17 device 0: cudaMalloc of 1 TiB failed (cudaErrorMemoryAllocation)"),
+              "%s", out);
+}
+
 Test(watch, bad_usage_is_status_2)
 {
     cr_assert_eq(sh("mkdir d"), 0);
