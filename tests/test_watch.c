@@ -413,6 +413,16 @@ Test(watch, a_malformed_trace_is_one_line_and_status_2)
     cr_expect(strstr(err, "bad.gmt: offset") && strstr(err, "not a multiple of 8"), "%s", err);
     cr_expect_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
     cr_expect(strstr(out, "1 rank"), "what was read before is shown: %s", out);
+    /* no trace at all: refreshed again, it stays one error, nothing read or applied */
+    cr_assert_eq(sh("printf 'not a trace, long enough to be read as one' >d/no.gmt"), 0);
+    struct gmt_watch_set s;
+    set_open(&s, path_in("d/no.gmt"));
+    const struct gmt_watch_trace *w = refresh(&s, false);
+    w = refresh(&s, false);
+    cr_assert_not_null(w->error);
+    cr_expect(strstr(w->error, "no.gmt: offset 0: not a gpumemtrace trace (bad magic)"), "%s", w->error);
+    cr_expect_eq(w->records, 0);
+    gmt_watch_set_free(&s);
     tb_free(&b);
 }
 
