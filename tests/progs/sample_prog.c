@@ -22,7 +22,11 @@
  *   forkafter MS  allocate on device 0, stay MS ms, fork: the child allocates on
  *              device 1 and stays MS ms
  * Prints the fake driver's counts of context creations and primary-context retains:
- * the same traced or not, if the tracer creates no context. */
+ * the same traced or not, if the tracer creates no context.
+ * SAMPLE_PROG_ANSWERS=N: under the tracer, each stay of a process that allocated lasts
+ * until the tracer's thread has also had N memory queries about each of its devices
+ * answered by the fake NVML (at most 30 s more): N periodic samples of each are then in
+ * the trace, however late the flusher ran on a loaded machine. */
 
 static const char *const driver_fns[] = {
     "cuInit", "cuDriverGetVersion", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetName",
@@ -73,16 +77,19 @@ static void stay(long ms)
         ;
 }
 
-/* Waits, at most ms, for the fake NVML to have answered the tracer's thread about
- * devices 0 and 1: a periodic sample of each is then in the trace, however late the
- * flusher ran. The NVML is the one the tracer loaded (none loaded: none to wait for). */
-static int sampled_within(long ms)
+/* Waits, at most ms, for the fake NVML to have answered the tracer's thread `n` times
+ * about each device of the mask `devs`: a periodic sample of each is then in the trace,
+ * however late the flusher ran. The NVML is the one the tracer loaded (none loaded:
+ * none to wait for). */
+static int sampled_within(long ms, unsigned long n, unsigned devs)
 {
     typedef unsigned long count_fn(int);
     for (long waited = 0; waited <= ms; waited++) {
         void *h = dlopen("libnvidia-ml.so.1", RTLD_NOLOAD | RTLD_LAZY);
         count_fn *f = h ? (count_fn *)dlsym(h, "fakenvml_flusher_meminfo") : NULL;
-        int done = f && f(0) > 0 && f(1) > 0;
+        int done = f != NULL;
+        for (int d = 0; d < 2 && done; d++)
+            done = !(devs >> d & 1) || f(d) >= n;
         if (h)
             dlclose(h);
         if (done)
@@ -90,6 +97,16 @@ static int sampled_within(long ms)
         stay(1);
     }
     return 0;
+}
+
+/* stay(ms), then under the tracer with SAMPLE_PROG_ANSWERS=N until N periodic samples
+ * of each device of `devs` are in (the top's comment). */
+static void stay_sampled(long ms, unsigned devs)
+{
+    stay(ms);
+    const char *n = getenv("SAMPLE_PROG_ANSWERS");
+    if (n && atol(n) > 0 && dlsym(RTLD_DEFAULT, "gpumemtrace_query_version"))
+        sampled_within(30000, (unsigned long)atol(n), devs);
 }
 
 static CUcontext ctx_of(int dev)
@@ -134,9 +151,9 @@ int main(int argc, char **argv)
         CUdeviceptr b = alloc_on(1, 32 << 20);
         unsigned long before = driver_calls();
         if (!strcmp(mode, "sampled"))
-            printf("sampled: %s\n", sampled_within(ms) ? "yes" : "no");
+            printf("sampled: %s\n", sampled_within(ms, 1, 3) ? "yes" : "no");
         else
-            stay(ms);
+            stay_sampled(ms, 3);
         unsigned long during = driver_calls() - before;
         if (!strcmp(mode, "idle"))
             printf("driver calls while idle: %lu\n", during);
@@ -160,7 +177,7 @@ int main(int argc, char **argv)
         int after = !strcmp(mode, "forkafter");
         if (after) {
             alloc_on(0, 16 << 20);
-            stay(ms);
+            stay_sampled(ms, 1);
         }
         fflush(stdout);
         pid_t pid = fork();
@@ -168,7 +185,11 @@ int main(int argc, char **argv)
             return 1;
         if (pid == 0) {
             alloc_on(after ? 1 : 0, 8 << 20);
-            stay(ms);
+            /* the child of a sampling parent has no periodic samples to wait for */
+            if (after)
+                stay(ms);
+            else
+                stay_sampled(ms, 1);
             report("child");
             fflush(stdout);
             exit(0);
@@ -178,7 +199,7 @@ int main(int argc, char **argv)
             return 1;
         if (!after) {
             alloc_on(0, 16 << 20);
-            stay(ms);
+            stay_sampled(ms, 1);
         }
         report("parent");
         return 0;
