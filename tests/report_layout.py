@@ -20,8 +20,9 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
+
+import headless
 
 
 def fail(msg):
@@ -44,18 +45,7 @@ START = re.compile(r"^(_start|__libc_start_main|__libc_start_call_main|start_thr
 
 
 def browser():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    drv = shutil.which("chromedriver") or ("/usr/lib/chromium/chromedriver"
-                                           if os.path.exists("/usr/lib/chromium/chromedriver") else None)
-    if not exe or not drv:
-        skip("no chromium or chromedriver here")
-    o = webdriver.ChromeOptions()
-    o.binary_location = exe
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1200,1000",
-              "--force-device-scale-factor=1", "--proxy-server=127.0.0.1:9",
-              "--host-resolver-rules=MAP * ~NOTFOUND"]:
-        o.add_argument(a)
-    return webdriver.Chrome(options=o, service=webdriver.ChromeService(executable_path=drv))
+    return headless.chrome("report_layout", logs=False)
 
 
 def round_step(step):

@@ -17,8 +17,9 @@ exit 0 when it holds, 1 (with the reason) when not, 77 without chromium, chromed
 or the selenium package."""
 import json
 import os
-import shutil
 import sys
+
+import headless
 
 
 def fail(msg):
@@ -44,20 +45,7 @@ except ImportError:
 
 
 def browser():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    drv = shutil.which("chromedriver") or ("/usr/lib/chromium/chromedriver"
-                                           if os.path.exists("/usr/lib/chromium/chromedriver") else None)
-    if not exe or not drv:
-        skip("no chromium or chromedriver here")
-    o = webdriver.ChromeOptions()
-    o.binary_location = exe
-    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1200,1000",
-              "--force-device-scale-factor=1",
-              # offline: any fetch at view time fails instead of going out
-              "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND"]:
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    return webdriver.Chrome(options=o, service=webdriver.ChromeService(executable_path=drv))
+    return headless.chrome("report_mouse", logs=True)
 
 
 def view(d):
