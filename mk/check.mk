@@ -3,7 +3,7 @@
 CHECK_PROG_DIR := $(BUILD)/check
 CHECK_STEPS    := $(CHECK_PROG_DIR)/nccl_steps
 
-$(CHECK_STEPS): tests/progs/nccl_steps.c $(FAKE_HDRS) $(FAKE_LIBS)
+$(CHECK_STEPS): tests/progs/nccl_steps.c tests/progs/rank_id.h $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
 

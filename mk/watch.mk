@@ -3,7 +3,7 @@
 WATCH_DIR := $(BUILD)/watch
 WATCH_JOB := $(WATCH_DIR)/watch_job
 
-$(WATCH_JOB): tests/progs/watch_job.c $(FAKE_HDRS) $(FAKE_LIBS)
+$(WATCH_JOB): tests/progs/watch_job.c tests/progs/rank_id.h $(FAKE_HDRS) $(FAKE_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lnccl -lcudart
 

@@ -8,6 +8,7 @@
  *   (the bug the check must catch); ncclCommDestroy; frees its data buffer. Prints
  *   "rank R: ok". */
 #include "fake_nccl.h"
+#include "rank_id.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,36 +18,6 @@
 #include <unistd.h>
 
 #define COUNT (1u << 20)
-
-static int fail(int rank, const char *what, long e)
-{
-    fprintf(stderr, "rank %d: %s failed: %ld\n", rank, what, e);
-    return 1;
-}
-
-static int exchange_id(int rank, const char *idfile, ncclUniqueId *id)
-{
-    if (rank == 0) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", idfile);
-        if (ncclGetUniqueId(id) != ncclSuccess)
-            return -1;
-        FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) || rename(tmp, idfile))
-            return -1;
-        return 0;
-    }
-    FILE *f = NULL;
-    for (int i = 0; i < 30000 && !(f = fopen(idfile, "rb")); i++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    if (!f)
-        return -1;
-    int ok = fread(id, sizeof *id, 1, f) == 1;
-    fclose(f);
-    return ok ? 0 : -1;
-}
 
 static int run_rank(int rank, const char *idfile, long steps, size_t leak)
 {

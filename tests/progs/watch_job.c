@@ -13,6 +13,7 @@
  *   until it is killed, so rank 0 waits in ncclAllReduce (FAKENCCL_TIMEOUT_S bounds that).
  *   fail: at step STEPS/2 rank 1 asks cudaMalloc for 1 TiB, which fails, and goes on. */
 #include "fake_nccl.h"
+#include "rank_id.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -80,36 +81,6 @@ static void pop(void)
 }
 
 /* ---- the job ---- */
-
-static int fail(int rank, const char *what, long e)
-{
-    fprintf(stderr, "rank %d: %s failed: %ld\n", rank, what, e);
-    return 1;
-}
-
-static int exchange_id(int rank, const char *idfile, ncclUniqueId *id)
-{
-    if (rank == 0) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", idfile);
-        if (ncclGetUniqueId(id) != ncclSuccess)
-            return -1;
-        FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) || rename(tmp, idfile))
-            return -1;
-        return 0;
-    }
-    FILE *f = NULL;
-    for (int i = 0; i < 30000 && !(f = fopen(idfile, "rb")); i++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    if (!f)
-        return -1;
-    int ok = fread(id, sizeof *id, 1, f) == 1;
-    fclose(f);
-    return ok ? 0 : -1;
-}
 
 static void sleep_ms(long ms)
 {
