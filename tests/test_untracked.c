@@ -89,6 +89,27 @@ Test(untracked, send_recv_kernel_growth_is_named_at_the_call, .timeout = 60)
     cr_expect(strstr(res.out, "unexplained"), "%s", res.out);
 }
 
+/* The same growth seen first by a sample of the library's own thread (NVML's, which reads
+ * no limits) inside the group's end: that sample is the largest, and its parts are read
+ * at the call's closing sample, whose device used it equals, not at the call's opening
+ * one (before the growth, which would leave the growth unexplained). */
+Test(untracked, growth_seen_first_by_an_nvml_sample_inside_the_call_is_named, .timeout = 60)
+{
+    char lp[PATH_MAX + 64];
+    snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/fakes/nvml", cli_build_dir());
+    const char *const env[] = {"FAKECUDA_DEVICES=1", lp, "GPUMEMTRACE_SAMPLE_MS=5", "FAKENCCL_P2P_LINGER_MS=200",
+                               "UNTRACKED_LINGER_MS=50", NULL};
+    const char *d = traced(env, "nccl", NULL);
+    struct result res;
+    RUN(&res, NULL, "dump", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_assert(strstr(res.out, "source=NVML"), "no NVML sample: the case is not made\n%s", res.out);
+    summary_json(d, &res);
+    cr_expect_eq(json_int(res.out, "stack_bytes_per_thread"), FAKENCCL_P2P_LOCAL_BYTES, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "local_reservation_bytes"), (long long)(FAKENCCL_P2P_LOCAL_BYTES * THREADS));
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), 0, "%s", res.out);
+}
+
 /* cuCtxSetLimit by hand moves the reservation part by (new - old) x threads, and nothing
  * else: the context part stays what it was. */
 Test(untracked, stack_set_by_hand_moves_only_the_reservation, .timeout = 60)

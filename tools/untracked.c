@@ -23,10 +23,25 @@ static int64_t limits_bytes(const struct gmt_limits_view *v)
     return v->known ? (int64_t)(v->reservation + v->fifo + v->heap) : 0;
 }
 
-/* The device's limits sample latest at or before `time` (the first one if none is). */
-static const struct gmt_limits_sample *limits_at(const struct gmt_trace *t, int device, uint64_t time)
+static uint64_t udist(uint64_t a, uint64_t b)
 {
-    const struct gmt_limits_sample *best = NULL, *first = NULL;
+    return a > b ? a - b : b - a;
+}
+
+/*
+ * The device's limits at `time`, where the device used `used`: the sample latest at or
+ * before it, or the first one after it when that one's device used is nearer `used`. A
+ * sample that is not cuMemGetInfo's (NVML's, from the library's own thread) carries no
+ * limits, and can fall inside a call whose kernels grew the local-memory reservation:
+ * then device used already shows the growth that only the call's closing sample, later,
+ * reads in the limits. The reservation moves device used by its whole size, so the
+ * sample nearer in device used is the one in the same state. The first one if none is
+ * before.
+ */
+static const struct gmt_limits_sample *limits_at(const struct gmt_trace *t, int device, uint64_t time,
+                                                 uint64_t used)
+{
+    const struct gmt_limits_sample *best = NULL, *first = NULL, *next = NULL;
     for (size_t i = 0; i < t->n_limits; i++) {
         const struct gmt_limits_sample *s = &t->limits[i];
         if (s->device != device || !s->used)
@@ -35,8 +50,14 @@ static const struct gmt_limits_sample *limits_at(const struct gmt_trace *t, int 
             first = s;
         if (s->time <= time && (!best || s->time >= best->time))
             best = s;
+        if (s->time > time && (!next || s->time < next->time))
+            next = s;
     }
-    return best ? best : first;
+    if (!best)
+        return first;
+    if (next && udist(next->used, used) < udist(best->used, used))
+        return next;
+    return best;
 }
 
 /* NVML's other-process figure nearest to `time` on the device. */
@@ -75,7 +96,7 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
         return;
     u->known = true;
     u->total = gmt_dev_untracked(d);
-    gmt_limits_view_of(limits_at(t, d->device, d->used_max_time), &u->lim);
+    gmt_limits_view_of(limits_at(t, d->device, d->used_max_time, d->used_max), &u->lim);
     const struct gmt_proc_sample *o = other_near(t, d->device, d->used_max_time);
     if (o) {
         u->has_other = true;
@@ -87,7 +108,7 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
         /* Before the program's own memory, what the device held beyond the allocation is the
          * context: its code and data, the modules loaded by then, and the limits, which are
          * their own parts. */
-        gmt_limits_view_of(limits_at(t, d->device, d->first_time), &u->lim_first);
+        gmt_limits_view_of(limits_at(t, d->device, d->first_time, d->first_used), &u->lim_first);
         const struct gmt_proc_sample *of = other_near(t, d->device, d->first_time);
         u->has_context = true;
         u->context = (int64_t)d->first_used - (int64_t)d->tracked_at_first - limits_bytes(&u->lim_first) -

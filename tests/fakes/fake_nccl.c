@@ -1022,6 +1022,11 @@ static ncclResult_t run_comm(struct ncclComm *c)
      * did on an H200 (1024 -> 1984 bytes per thread), with no allocation call. */
     if (!r && np2p && fakecudart_launch_once(2, 0, FAKENCCL_P2P_LOCAL_BYTES) != cudaSuccess)
         r = fail(ncclUnhandledCudaError, "%s", "launching the send/receive kernel failed (out of device memory?)");
+    /* FAKENCCL_P2P_LINGER_MS: the group's end takes that long after the launch (3.5 ms on
+     * the H200), so that a sample from another thread can fall between the growth and the
+     * call's own closing sample */
+    long linger = np2p ? env_long("FAKENCCL_P2P_LINGER_MS", 0, 0, 10000) : 0;
+    if (!r && linger) usleep((useconds_t)linger * 1000u);
     if (!r && np2p) {
         struct op *p2p[64];
         int k = 0;

@@ -4,7 +4,9 @@
 # Usage: bash tests/gpu/untracked.sh      (from a copy of the tree with build/ carried)
 # Needs build/libgpumemtrace.so and build/gpumemtrace, nvcc, NCCL from PyTorch's wheel
 # (headers and library), python3 with torch. Builds only tests/gpu/untracked.cu and
-# untracked_nccl.cu. Writes to $OUT/untracked (or a temp dir); prints a table last.
+# untracked_nccl.cu. Also runs nccl-tests' sendrecv_perf and all_reduce_perf when
+# NCCL_TESTS_DIR holds them, and CuPy with NCCL and JAX where python3 has them.
+# Writes to $OUT/untracked (or a temp dir); prints a table last.
 # Target: unexplained at most 5 % of device used in each row. Exit 0 when every program
 # ran and every experiment moved its part by what the limits predict (within 2 MiB).
 set -u
@@ -71,6 +73,34 @@ f, t = torch.cuda.mem_get_info()
 print("used=%d reserved=%d" % (t - f, torch.cuda.memory_reserved()))
 PY
 run torch python3 torch_step.py
+# nccl-tests (NCCL_TESTS_DIR holds sendrecv_perf and all_reduce_perf), CuPy with NCCL and
+# JAX: each where it is installed, one GPU
+if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/sendrecv_perf" ]; then
+  run srp "$NCCL_TESTS_DIR/sendrecv_perf" -b 8 -e 8M -f 4 -g 1
+  run arp "$NCCL_TESTS_DIR/all_reduce_perf" -b 8 -e 64M -f 4 -g 1
+fi
+if python3 -c 'import cupy' 2>/dev/null; then
+  cat >cupy_nccl.py <<'PY'
+import cupy as cp
+from cupy.cuda import nccl
+comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+x = cp.ones(1 << 22, dtype=cp.float32); y = cp.empty_like(x)
+for _ in range(4):
+    comm.allReduce(x.data.ptr, y.data.ptr, x.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, cp.cuda.Stream.null.ptr)
+cp.cuda.Stream.null.synchronize()
+print("sum=%d" % int(y[:4].sum()))
+PY
+  run cupy python3 cupy_nccl.py
+fi
+if python3 -c 'import jax' 2>/dev/null; then
+  cat >jax_step.py <<'PY'
+import jax, jax.numpy as jnp
+x = jnp.ones((4096, 4096), jnp.float32)
+f = jax.jit(lambda a: (a @ a).sum())
+print("sum=%d" % int(f(x).block_until_ready()))
+PY
+  run jax python3 jax_step.py
+fi
 grep -h 'local memory reservation grew\|1st call:' nccl.summary.txt 2>/dev/null | sed 's/^ */  nccl: /' | tee -a results.txt
 
 python3 - "$w" <<'PY' | tee -a "$w/results.txt"
@@ -118,7 +148,8 @@ cols = ["context_bytes", "loaded_in_nccl_calls_bytes", "local_reservation_bytes"
         "malloc_heap_bytes", "other_processes_bytes", "unexplained_bytes"]
 print("  %-11s %9s %9s %8s %8s %8s %6s %6s %6s %9s %7s" % ("program", "dev used", "untracked", "context",
       "in NCCL", "reserv.", "fifo", "heap", "others", "unexpl.", "unexpl%"))
-for n in ["ctx", "local4k", "stack4k", "fifo64m", "heap256m", "nccl", "nccl_eager", "torch"]:
+for n in ["ctx", "local4k", "stack4k", "fifo64m", "heap256m", "nccl", "nccl_eager", "torch",
+          "srp", "arp", "cupy", "jax"]:
     p = parts(n)
     if not p:
         if os.path.exists(os.path.join(w, n + ".out")):
