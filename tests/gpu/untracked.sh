@@ -73,6 +73,9 @@ f, t = torch.cuda.mem_get_info()
 print("used=%d reserved=%d" % (t - f, torch.cuda.memory_reserved()))
 PY
 run torch python3 torch_step.py
+# the same with every module loaded at context creation: what PyTorch's kernels, loaded
+# lazily at their first launch (no call names them), add after the first sample
+run torch_eager env CUDA_MODULE_LOADING=EAGER python3 torch_step.py
 # nccl-tests (NCCL_TESTS_DIR holds sendrecv_perf and all_reduce_perf), CuPy with NCCL and
 # JAX: each where it is installed, one GPU
 if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/sendrecv_perf" ]; then
@@ -149,7 +152,7 @@ cols = ["context_bytes", "loaded_in_nccl_calls_bytes", "local_reservation_bytes"
 print("  %-11s %9s %9s %8s %8s %8s %6s %6s %6s %9s %7s" % ("program", "dev used", "untracked", "context",
       "in NCCL", "reserv.", "fifo", "heap", "others", "unexpl.", "unexpl%"))
 for n in ["ctx", "local4k", "stack4k", "fifo64m", "heap256m", "nccl", "nccl_eager", "torch",
-          "srp", "arp", "cupy", "jax"]:
+          "torch_eager", "srp", "arp", "cupy", "jax"]:
     p = parts(n)
     if not p:
         if os.path.exists(os.path.join(w, n + ".out")):
