@@ -224,6 +224,15 @@ int gmt_outfile_create(char *path, size_t cap, const char *host, int rank, const
     const char *pattern = gmt_opt.output && *gmt_opt.output ? gmt_opt.output
                                                             : "./gpumemtrace.%h.%p.gmt";
     int fd = -1;
+    /* The name as written, before the rank's suffix: a device, FIFO or directory there is
+     * refused as such, not given a file beside it (/dev/null.r0 in /dev) */
+    if (rank >= 0 && expand_path(path, cap, pattern, host, (long)getpid(), -1, 0) == 0) {
+        const char *kind = not_a_file(path);
+        if (kind) {
+            *what = kind;
+            return -EEXIST;
+        }
+    }
     for (int attempt = 0; attempt < 100; attempt++) {
         int rc = expand_path(path, cap, pattern, host, (long)getpid(), rank, attempt);
         if (rc) {

@@ -516,26 +516,28 @@ Test(harm, the_file_size_limit_stops_tracing_and_never_signals_the_program)
 }
 
 /* A device, a FIFO or a directory as the output: refused with one warning, nothing made
- * beside it (before: /dev/null.1, a regular file in /dev), never a wait on a FIFO. */
+ * beside it (before: /dev/null.1, a regular file in /dev; with a rank, /dev/null.r0),
+ * never a wait on a FIFO. */
 Test(harm, a_device_fifo_or_directory_as_output_is_refused_and_nothing_made)
 {
     static const char *const cases[][2] = {
         {"/dev/null", "a character device"}, {"$W/fifo", "a FIFO"}, {"$W/dir", "a directory"}};
     cr_assert_eq(sh("mkfifo fifo && mkdir dir"), 0);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = sh(E "ls /dev > dev.before; LD_PRELOAD=\"$L\" GPUMEMTRACE_OUTPUT=\"%s\" timeout 20 "
-                    "\"$E\" alloc 3; echo $?; ls /dev > dev.after; ls \"$W\"", cases[i][0]);
+    for (size_t i = 0; i < 2 * sizeof cases / sizeof cases[0]; i++) {
+        const char *const *c = cases[i % 3], *rank = i < 3 ? "" : "RANK=3 ";
+        int rc = sh(E "ls /dev > dev.before; %sLD_PRELOAD=\"$L\" GPUMEMTRACE_OUTPUT=\"%s\" timeout 20 "
+                    "\"$E\" alloc 3; echo $?; ls /dev > dev.after; ls \"$W\"", rank, c[0]);
         cr_expect_eq(rc, 0);
         slurp("out", out, sizeof out);
         slurp("err", err, sizeof err);
-        cr_expect(!strncmp(out, "0\n", 2), "%s: status %s", cases[i][0], out);
-        cr_expect(strstr(err, cases[i][1]) && strstr(err, "not a regular file"), "%s: %s", cases[i][0], err);
+        cr_expect(!strncmp(out, "0\n", 2), "%s%s: status %s", rank, c[0], out);
+        cr_expect(strstr(err, c[1]) && strstr(err, "not a regular file"), "%s%s: %s", rank, c[0], err);
         cr_expect_eq(lines_with(err, "\n"), 1, "one line: %s", err);
-        cr_expect_eq(sh("cmp dev.before dev.after"), 0, "%s: something was made in /dev", cases[i][0]);
-        cr_expect(!strstr(out, "fifo.") && !strstr(out, "dir."), "%s: a numbered name was made:\n%s",
-                  cases[i][0], out);
+        cr_expect_eq(sh("cmp dev.before dev.after"), 0, "%s%s: something was made in /dev", rank, c[0]);
+        cr_expect(!strstr(out, "fifo.") && !strstr(out, "dir."), "%s%s: a numbered name was made:\n%s",
+                  rank, c[0], out);
     }
-    sh("rm -f /dev/null.1");
+    sh("rm -f /dev/null.1 /dev/null.r3");
 }
 
 /* ---- plain LD_PRELOAD records what `run` records ---- */
