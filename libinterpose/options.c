@@ -215,12 +215,21 @@ void gmt_options_load(void)
  */
 static char *env_lookup(const char *name)
 {
-    size_t n = strlen(name);
-    if (!n || strchr(name, '='))
+    if (!name[0])
         return NULL;
-    for (char **e = environ; e && *e; e++)
-        if ((*e)[0] == name[0] && !strncmp(*e + 1, name + 1, n - 1) && (*e)[n] == '=')
-            return *e + n + 1;
+    size_t n = strlen(name);
+    /* the first two bytes compared before the rest: most entries differ there (a name
+     * of one byte has its terminator second, matched against the entry's '=') */
+    const char c0 = name[0], c1 = n > 1 ? name[1] : '=';
+    for (char **e = environ; e && *e; e++) {
+        const char *v = *e;
+        if (v[0] != c0 || v[1] != c1)
+            continue;
+        if (n == 1)
+            return (char *)v + 2;
+        if (!strncmp(v + 2, name + 2, n - 2) && v[n] == '=')
+            return (char *)v + n + 1;
+    }
     return NULL;
 }
 

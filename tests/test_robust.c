@@ -588,6 +588,21 @@ Test(harm, the_environment_and_children_are_unchanged)
     cr_expect_str_eq(out, "getenv nvtx (unset)\ngetenv nccl (unset)\nin environ 0\nchild unset unset\n");
 }
 
+/* The library's getenv answers every other name as glibc's does: one-byte names, a name
+ * that is a prefix of another, a name holding '=', the empty name, a name not set. */
+Test(harm, getenv_answers_as_glibc_for_every_other_name)
+{
+    const char *cmd = E "export A=1 AB=2 ABC= X=Y=Z NC=3 NV=4 NCCL_X=5; \"$E\" getenv A AB ABC X X=Y X=Y=Z '' "
+                      "NC NV NCCL_X NCCL NONE B > plain.txt; " TRACED "\"$E\" getenv A AB ABC X X=Y X=Y=Z '' "
+                      "NC NV NCCL_X NCCL NONE B > traced.txt";
+    cr_assert_eq(sh(cmd), 0);
+    char plain[1024], traced[1024];
+    slurp("plain.txt", plain, sizeof plain);
+    slurp("traced.txt", traced, sizeof traced);
+    cr_expect(strstr(plain, "[X=Y] =Z\n") && strstr(plain, "[A] =1\n"), "glibc's answers: %s", plain);
+    cr_expect_str_eq(traced, plain);
+}
+
 /* NCCL's profiler plugin: the simulated NCCL loads NCCL_PROFILER_PLUGIN as NCCL 2.28
  * does, through getenv (before: no NCCL_COLL_INFO without `run`). */
 Test(harm, plain_preload_loads_the_nccl_profiler_plugin)

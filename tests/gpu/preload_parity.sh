@@ -4,7 +4,8 @@
 # Usage: bash tests/gpu/preload_parity.sh BUILD_DIR OUT_DIR   (builds nothing: BUILD_DIR
 # holds gpumemtrace and libgpumemtrace.so). Prints one line per check, PASS or FAIL, and
 # exits 1 when one failed. With one GPU the NCCL job has one rank, for which NCCL
-# launches nothing: that check then only asks that NCCL loaded the plugin.
+# launches nothing: that check then only asks that NCCL loaded the plugin. Last, the
+# start-up of a one-rank job three ways, five interleaved rounds (what the parity costs).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 b=$(cd "${1:?usage: preload_parity.sh BUILD_DIR OUT_DIR}" && pwd)
@@ -70,6 +71,23 @@ check $? "that trace reads"
 [ "$plain" = "$traced" ]
 check $? "under ulimit -f 4 the traced program exits as untraced ($traced; fsize.err: $(grep -c 'File too large' "$out/fsize.err") warning)"
 rm -f "$out"/fsize.*.gmt "$out"/closed.*.gmt
+
+echo "== start-up: a one-rank PyTorch NCCL job, untraced / preloaded / preloaded without the parity (s)"
+cat >"$out/start.py" <<'PY'
+import os, torch, torch.distributed as dist
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29611")
+dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+x = torch.ones(1 << 10, device="cuda"); torch.cuda.nvtx.range_push("step"); dist.all_reduce(x); torch.cuda.nvtx.range_pop()
+torch.cuda.synchronize(); dist.destroy_process_group()
+PY
+secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1; awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
+for i in 1 2 3 4 5; do
+  a=$(secs python3 "$out/start.py")
+  b=$(secs env LD_PRELOAD="$lib" GPUMEMTRACE_OUTPUT="$out/st.%p.gmt" python3 "$out/start.py")
+  c=$(secs env LD_PRELOAD="$lib" GPUMEMTRACE_NVTX=0 GPUMEMTRACE_NCCL_PROFILER=0 GPUMEMTRACE_OUTPUT="$out/st0.%p.gmt" python3 "$out/start.py")
+  echo "  round $i: $a / $b / $c"
+done
+rm -f "$out"/st.*.gmt "$out"/st0.*.gmt
 
 echo "== $fails failed"
 [ "$fails" = 0 ]

@@ -166,10 +166,18 @@ int main(int argc, char **argv)
         fflush(stdout);
         return system("echo child ${NVTX_INJECTION64_PATH-unset} ${NCCL_PROFILER_PLUGIN-unset}") ? 4 : 0;
     }
+    if (!strcmp(mode, "getenv")) {
+        /* what getenv answers for each name given: the same traced as untraced */
+        for (int i = 2; i < argc; i++) {
+            const char *v = getenv(argv[i]);
+            printf("[%s] %s%s\n", argv[i], v ? "=" : "unset", v ? v : "");
+        }
+        return 0;
+    }
     if (!strcmp(mode, "nvtx"))
         return nvtx_client();
     if (!strcmp(mode, "bench"))
         return bench(argc > 2 ? argv[2] : NULL);
-    fprintf(stderr, "usage: robust_env alloc N | stdout | fds | openmax | env | nvtx | bench [LIB]\n");
+    fprintf(stderr, "usage: robust_env alloc N | stdout | fds | openmax | env | getenv NAME... | nvtx | bench [LIB]\n");
     return 2;
 }
