@@ -885,6 +885,10 @@ Test(job, the_overview_names_the_outlier_and_its_setting)
     RUN(&res, NULL, "summary", "--no-symbols", "--per-rank", d);
     cr_assert_eq(res.status, 0, "%s", res.err);
     cr_expect_eq(count_of(res.out, "gpumemtrace summary of /"), 8, "%s", res.out);
+    /* the spelling of report, explain and diff */
+    RUN(&res, NULL, "summary", "--no-symbols", "--every-rank", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(count_of(res.out, "gpumemtrace summary of /"), 8, "%s", res.out);
     RUN(&res, NULL, "summary", "--no-symbols", "--json", d);
     cr_assert_eq(res.status, 0, "%s", res.err);
     cr_expect(strstr(res.out, "\"world_size\": 8, \"missing_ranks\": 0, \"peak\": {\"min_bytes\": 8388608, "
