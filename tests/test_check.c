@@ -760,6 +760,11 @@ Test(check, aggregate_groups_ranks_alike_and_folds_agreeing_statistics)
     cr_expect(strstr(res.out, "FAIL  ranks max     first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
     cr_expect(!strstr(res.out, "all ranks  first_call AllReduce"), "%s", res.out);
     cr_expect(strstr(res.out, "PASS  all ranks     init "), "%s", res.out);
+    /* within its limit, the max that rank 5 moves is still its own row */
+    RUN(&res, NULL, "check", odd, "--baseline", bl, "--aggregate", "--verbose", "--max-bytes", "64MiB");
+    cr_expect_eq(res.status, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "PASS  ranks max     first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    cr_expect(!strstr(res.out, "all ranks  first_call AllReduce"), "%s", res.out);
     /* without --verbose, the failures only: the max of first_call, peak and leak */
     RUN(&res, NULL, "check", odd, "--baseline", bl, "--aggregate");
     cr_expect_eq(count_of(res.out, "FAIL  ranks max  "), 3, "%s", res.out);
