@@ -279,12 +279,14 @@ int gmt_cmd_explain(int argc, char **argv)
     if (status < 0)
         return GMT_EXIT_ERROR;
     struct each E = {&w, args.output == GMT_OUT_JSON, 0, NULL};
-    /* the operands as given name the job in its title */
+    /* the operands as given name the job in its title, a few of them; more, their count */
     char what[256];
     size_t at = 0;
     what[0] = 0;
-    for (int i = args.first; i < argc && at < sizeof what; i++)
+    for (int i = args.first; i < argc && at < sizeof what && argc - args.first <= 3; i++)
         at += (size_t)snprintf(what + at, sizeof what - at, "%s%s", at ? " " : "", argv[i]);
+    if (argc - args.first > 3)
+        snprintf(what, sizeof what, "%zu traces", n_files);
     if (n_files > 1) {
         status = explain_job(&E, files, n_files, &args.ro, what);
     } else {
