@@ -734,6 +734,53 @@ Test(check, aggregate_names_the_statistic_an_outlier_moves)
     cr_expect(!strstr(res.out, "rank 4 "), "%s", res.out);
 }
 
+Test(check, aggregate_groups_ranks_alike_and_folds_agreeing_statistics)
+{
+    const char *base = job_of(8, -1, 0);
+    char bl[PATH_MAX];
+    snprintf(bl, sizeof bl, "%s/nccl-baseline.json", base);
+    struct result res;
+    RUN(&res, NULL, "check", base, "--write-baseline", bl);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    /* the same run: every check's min, median and max agree, one row each */
+    RUN(&res, NULL, "check", base, "--baseline", bl, "--aggregate", "--verbose");
+    cr_expect_eq(res.status, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "the traces: 8 ranks in 1 group of ranks alike: ranks 0-7 (8 alike)\n") == res.out,
+              "%s", res.out);
+    cr_expect_eq(count_of(res.out, "\nPASS  all ranks  "), 5, "%s", res.out);
+    cr_expect(!strstr(res.out, "ranks min") && !strstr(res.out, "ranks max"), "%s", res.out);
+    cr_expect(strstr(res.out, "ok: 15 checks within their limits"), "the tally counts each: %s", res.out);
+    cr_expect(strstr(res.out, "5 rows for 15 checks"), "%s", res.out);
+    /* rank 5 apart: its group named, and the statistics it moves not folded */
+    const char *odd = job_of(8, 5, 4 * MiB);
+    RUN(&res, NULL, "check", odd, "--baseline", bl, "--aggregate", "--verbose");
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect(strstr(res.out, "the traces: 8 ranks in 2 groups of ranks alike: ranks 0-4, 6-7 (7 alike); rank 5\n"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "FAIL  ranks max     first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    cr_expect(!strstr(res.out, "all ranks  first_call AllReduce"), "%s", res.out);
+    cr_expect(strstr(res.out, "PASS  all ranks     init "), "%s", res.out);
+    /* within its limit, the max that rank 5 moves is still its own row */
+    RUN(&res, NULL, "check", odd, "--baseline", bl, "--aggregate", "--verbose", "--max-bytes", "64MiB");
+    cr_expect_eq(res.status, 0, "%s", res.out);
+    cr_expect(strstr(res.out, "PASS  ranks max     first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    cr_expect(!strstr(res.out, "all ranks  first_call AllReduce"), "%s", res.out);
+    /* without --verbose, the failures only: the max of first_call, peak and leak */
+    RUN(&res, NULL, "check", odd, "--baseline", bl, "--aggregate");
+    cr_expect_eq(count_of(res.out, "FAIL  ranks max  "), 3, "%s", res.out);
+    cr_expect_eq(count_of(res.out, "FAIL  "), 3, "%s", res.out);
+    /* every rank grew alike: each failure is one row */
+    struct synth big = normal;
+    big.buffsize = 2 * MiB;
+    RUN(&res, NULL, "check", new_run(big), "--baseline", bl, "--aggregate");
+    cr_expect_eq(res.status, 1, "%s", res.out);
+    cr_expect(strstr(res.out, "FAIL  all ranks  first_call AllReduce 2 ranks 1 MiB/call"), "%s", res.out);
+    cr_expect(!strstr(res.out, "FAIL  ranks "), "%s", res.out);
+    /* per rank, nothing is folded or grouped */
+    RUN(&res, NULL, "check", base, "--baseline", bl, "--verbose");
+    cr_expect(!strstr(res.out, "all ranks") && !strstr(res.out, "alike"), "%s", res.out);
+}
+
 Test(check, github_gets_at_most_ten_errors_and_a_step_summary)
 {
     const char *base = job_of(8, -1, 0);
@@ -841,6 +888,10 @@ Test(job, the_overview_names_the_outlier_and_its_setting)
     cr_expect(strstr(res.out, "  NCCL env  NCCL_BUFFSIZE=8388608; the rest unset (NCCL's defaults)\n"), "%s", res.out);
     cr_expect(strstr(res.out, "  NCCL env  none set (NCCL's defaults)\n"), "%s", res.out);
     RUN(&res, NULL, "summary", "--no-symbols", "--per-rank", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(count_of(res.out, "gpumemtrace summary of /"), 8, "%s", res.out);
+    /* the spelling of report, explain and diff */
+    RUN(&res, NULL, "summary", "--no-symbols", "--every-rank", d);
     cr_assert_eq(res.status, 0, "%s", res.err);
     cr_expect_eq(count_of(res.out, "gpumemtrace summary of /"), 8, "%s", res.out);
     RUN(&res, NULL, "summary", "--no-symbols", "--json", d);

@@ -463,6 +463,158 @@ Test(explain, summary_shows_the_short_form, .timeout = 60)
     cr_expect(strstr(res.out, "try NCCL_MAX_NCHANNELS=1 would save 14 MiB") != NULL, "%s", res.out);
 }
 
+/* ---- ranks alike, the answer first ---- */
+
+/* The line (1-based) where `what` first appears in text, 0 when it does not. */
+static int line_of(const char *text, const char *what)
+{
+    const char *at = strstr(text, what);
+    if (!at)
+        return 0;
+    int n = 1;
+    for (const char *p = text; p < at; p++)
+        n += *p == '\n';
+    return n;
+}
+
+/* The trace of job d whose first communicator has rank `rank` (the fake's processes
+ * have no RANK: their files do not say it). */
+static const char *trace_of_rank(const char *d, int rank)
+{
+    static struct result res;
+    RUN(&res, NULL, "explain", "--json", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    struct gmt_json *j = parse(res.out);
+    const struct gmt_json *tr = gmt_json_get(j, "traces");
+    char *path = NULL;
+    for (size_t i = 0; i < tr->n && !path; i++)
+        if (num(&gmt_json_get(&tr->items[i], "communicators")->items[0], "rank") == rank)
+            path = strdup(str(&tr->items[i], "file"));
+    gmt_json_free(j);
+    cr_assert_not_null(path, "no rank %d in %s", rank, d);
+    return path;
+}
+
+/* A new directory with rank 0's trace of job a and rank 1's of job b. */
+static const char *mixed(const char *a, const char *b)
+{
+    char *d = cli_tmpdir();
+    char cmd[4 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "cp %s %s.names %s/ && cp %s %s.names %s/", trace_of_rank(a, 0),
+             trace_of_rank(a, 0), d, trace_of_rank(b, 1), trace_of_rank(b, 1), d);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    return d;
+}
+
+Test(explain, ranks_alike_are_explained_once_with_their_rank_list, .timeout = 60)
+{
+    const char *d = traced(NULL);
+    static struct result res;
+    RUN(&res, NULL, "explain", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(line_of(res.out, "2 ranks in 1 group of ranks alike"), 1, "%s", res.out);
+    cr_expect(strstr(res.out, "\n  ranks 0-1 (2 alike): 30 MiB device, 1 MiB pinned host each\n"), "%s",
+              res.out);
+    cr_expect(strstr(res.out, "\n== ranks 0-1 (2 alike): the explanation of rank 0 stands for them ==\n"),
+              "%s", res.out);
+    cr_expect_eq(count_of(res.out, "\ncommunicator #1 "), 1, "one explanation: %s", res.out);
+    RUN(&res, NULL, "explain", "--every-rank", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(count_of(res.out, "\ncommunicator #1 "), 2, "every rank: %s", res.out);
+    cr_expect(strstr(res.out, "\n== rank 0 ==\n") && strstr(res.out, "\n== rank 1 ==\n"), "%s", res.out);
+    cr_expect(!strstr(res.out, "alike)"), "%s", res.out);
+    /* the JSON holds every trace, and the group with its files */
+    RUN(&res, NULL, "explain", "--json", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    struct gmt_json *j = parse(res.out);
+    cr_expect_eq(gmt_json_get(j, "traces")->n, 2);
+    const struct gmt_json *gs = gmt_json_get(j, "groups");
+    cr_assert(gs && gs->n == 1, "%s", res.out);
+    cr_expect_str_eq(str(&gs->items[0], "ranks"), "0-1");
+    cr_expect_eq(num(&gs->items[0], "count"), 2);
+    cr_expect_eq(gmt_json_get(&gs->items[0], "files")->n, 2);
+    gmt_json_free(j);
+}
+
+Test(explain, ranks_that_differ_are_not_merged, .timeout = 90)
+{
+    static const char *const small[] = {"NCCL_BUFFSIZE=1048576", NULL};
+    const char *d = mixed(traced(NULL), traced(small));
+    static struct result res;
+    RUN(&res, NULL, "explain", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "2 ranks in 2 groups of ranks alike"), "%s", res.out);
+    cr_expect(strstr(res.out, "\n  rank 0: 30 MiB device") && strstr(res.out, "\n  rank 1: 26 MiB device"),
+              "%s", res.out);
+    cr_expect_eq(count_of(res.out, "\ncommunicator #1 "), 2, "%s", res.out);
+    cr_expect(!strstr(res.out, "alike)"), "%s", res.out);
+    RUN(&res, NULL, "explain", "--json", d);
+    struct gmt_json *j = parse(res.out);
+    cr_expect_eq(gmt_json_get(j, "groups")->n, 2, "%s", res.out);
+    gmt_json_free(j);
+}
+
+Test(explain, the_what_if_answer_comes_first, .timeout = 60)
+{
+    const char *d = traced(NULL);
+    static struct result res;
+    RUN(&res, NULL, "explain", "--what-if", "NCCL_BUFFSIZE=1M", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    int at = line_of(res.out, "what if NCCL_BUFFSIZE=1M: saves 4 MiB device each (30 MiB -> 26 MiB), "
+                              "8 MiB over the 2, 1 MiB host; exact\n");
+    cr_expect(at >= 1 && at <= 3, "line %d: %s", at, res.out);
+    cr_expect_lt(at, line_of(res.out, "\ncommunicator #1 "), "%s", res.out);
+    /* one trace: the answer under its title */
+    static struct result r1;
+    RUN(&r1, NULL, "explain", "--json", d);
+    struct gmt_json *j = parse(r1.out);
+    const char *path = str(&gmt_json_get(j, "traces")->items[0], "file");
+    RUN(&res, NULL, "explain", "--what-if", "NCCL_BUFFSIZE=1M", path);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    at = line_of(res.out, "  what if NCCL_BUFFSIZE=1M: saves 4 MiB device (30 MiB -> 26 MiB), 1 MiB host; exact\n");
+    cr_expect(at >= 2 && at <= 3, "line %d: %s", at, res.out);
+    /* without a what-if: the setting that saves the most */
+    RUN(&res, NULL, "explain", path);
+    cr_expect_eq(line_of(res.out, "  most saved by NCCL_MAX_NCHANNELS=1: 14 MiB\n"), 3, "%s", res.out);
+    gmt_json_free(j);
+}
+
+Test(explain, diff_gives_the_answer_first_and_pairs_alike_once, .timeout = 90)
+{
+    static const char *const small[] = {"NCCL_BUFFSIZE=1048576", NULL};
+    const char *a = traced(NULL), *b = traced(small);
+    static struct result res;
+    RUN(&res, NULL, "diff", a, b);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(line_of(res.out, "  peak         -4 MiB  (34 MiB -> 30 MiB)  peak device 0; rank 0, "
+                                  "one of ranks 0-1 (2 alike)\n"), 2, "%s", res.out);
+    cr_expect_eq(line_of(res.out, "  grew most    nothing grew\n"), 3, "%s", res.out);
+    cr_expect_eq(line_of(res.out, "  shrank most  -4 MiB  "), 4, "%s", res.out);
+    cr_expect(strstr(res.out, "\n== ranks 0-1 (2 alike): the changes of rank 0 stand for them ==\nrank 0: "),
+              "%s", res.out);
+    cr_expect(!strstr(res.out, "\nrank 1: "), "once: %s", res.out);
+    RUN(&res, NULL, "diff", "--every-rank", a, b);
+    cr_expect(strstr(res.out, "\nrank 0: ") && strstr(res.out, "\nrank 1: "), "%s", res.out);
+    cr_expect(!strstr(res.out, "\n== "), "%s", res.out);
+    RUN(&res, NULL, "diff", "--json", a, b);
+    struct gmt_json *j = parse(res.out);
+    cr_expect_eq(gmt_json_get(j, "pairs")->n, 2, "every pair: %s", res.out);
+    const struct gmt_json *gs = gmt_json_get(j, "groups");
+    cr_assert(gs && gs->n == 1, "%s", res.out);
+    cr_expect_eq(num(&gs->items[0], "count"), 2);
+    const struct gmt_json *h = gmt_json_get(gmt_json_get(j, "headline"), "shrank");
+    cr_expect_eq(num(h, "delta"), -4 * (int64_t)MiB, "%s", res.out);
+    cr_expect_eq(gmt_json_get(gmt_json_get(j, "headline"), "grew")->type, GMT_JSON_NULL);
+    gmt_json_free(j);
+    /* rank 1 changed, rank 0 did not: two groups, each shown */
+    RUN(&res, NULL, "diff", a, mixed(a, b));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "\nrank 0: ") && strstr(res.out, "\nrank 1: "), "%s", res.out);
+    cr_expect(!strstr(res.out, "alike)"), "%s", res.out);
+    cr_expect_eq(line_of(res.out, "  shrank most  -4 MiB  "), 4, "%s", res.out);
+    cr_expect(strstr(res.out, "; rank 1\n"), "the change is rank 1's: %s", res.out);
+}
+
 /* ---- bad input ---- */
 
 Test(explain, bad_input_exits_2_with_one_line)

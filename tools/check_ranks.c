@@ -214,3 +214,39 @@ int gmt_metrics_across_ranks(struct gmt_metrics *out, const struct gmt_metrics *
     gmt_metrics_sort(out);
     return 0;
 }
+
+/* Whether two verdicts are of one quantity of the job and say the same of it. */
+static bool same_stat(const struct gmt_verdict *a, const struct gmt_verdict *b)
+{
+    const struct gmt_metric *ma = a->now ? a->now : a->base, *mb = b->now ? b->now : b->base;
+    struct gmt_metric ka = *ma, kb = *mb;
+    ka.process = kb.process = 0;
+    return a->kind == b->kind && !gmt_metric_cmp(&ka, &kb) && !a->base == !b->base &&
+           !a->now == !b->now && (!a->base || a->base->value == b->base->value) &&
+           (!a->now || a->now->value == b->now->value);
+}
+
+void gmt_verdicts_fold(const struct gmt_verdicts *vs, unsigned char *fold)
+{
+    memset(fold, 0, vs->n);
+    for (size_t i = 0; i < vs->n; i++) {
+        const struct gmt_metric *m = vs->v[i].now ? vs->v[i].now : vs->v[i].base;
+        if (m->rank != GMT_RANK_JOB || m->process != GMT_JOB_MIN)
+            continue;
+        size_t other[2] = {SIZE_MAX, SIZE_MAX};
+        for (size_t k = 0; k < vs->n; k++) {
+            const struct gmt_metric *o = vs->v[k].now ? vs->v[k].now : vs->v[k].base;
+            if (k == i || o->rank != GMT_RANK_JOB || o->process == GMT_JOB_MIN)
+                continue;
+            struct gmt_metric a = *m, b = *o;
+            a.process = b.process = 0;
+            if (!gmt_metric_cmp(&a, &b))
+                other[o->process == GMT_JOB_MEDIAN ? 0 : 1] = k;
+        }
+        if (other[0] == SIZE_MAX || other[1] == SIZE_MAX || !same_stat(&vs->v[i], &vs->v[other[0]]) ||
+            !same_stat(&vs->v[i], &vs->v[other[1]]))
+            continue;
+        fold[i] = 1;
+        fold[other[0]] = fold[other[1]] = 2;
+    }
+}

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "growth.h"
 #include "metrics.h"
 
 /* An aggregate metric's rank: its process field then says which statistic it is. */
@@ -30,5 +31,11 @@ void gmt_metrics_keep(struct gmt_metrics *m, const struct gmt_whos *keep);
  * communicator left out, its min, median and max over the processes that have it
  * (rank GMT_RANK_JOB). Sorted by identity. 0 or -ENOMEM. */
 int gmt_metrics_across_ranks(struct gmt_metrics *out, const struct gmt_metrics *m);
+
+/* Of the verdicts of the job's metrics (gmt_metrics_across_ranks): the min, median and
+ * max of one check that agree on both sides (same verdict, same base, same new value:
+ * every rank has the figure) are one row. fold[i] (vs->n of them) is 1 where verdict i is
+ * such a min and stands for the three, 2 where it is such a median or max, else 0. */
+void gmt_verdicts_fold(const struct gmt_verdicts *vs, unsigned char *fold);
 
 #endif

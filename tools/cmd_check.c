@@ -10,6 +10,7 @@
 #include "check_ranks.h"
 #include "args.h"
 #include "cli.h"
+#include "job.h"
 #include "report.h"
 #include "render_check.h"
 #include "util.h"
@@ -45,7 +46,9 @@ const char gmt_help_check[] =
     "  --per-rank             compare rank by rank, the ranks both sides have (the others\n"
     "                         are named); the default when both have the same ranks\n"
     "  --aggregate            compare the job: each check's min, median and max across\n"
-    "                         ranks (world sizes may differ)\n"
+    "                         ranks (world sizes may differ); the traces' groups of ranks\n"
+    "                         alike (as summary groups them) are named first, and a check\n"
+    "                         whose min, median and max agree is one row, 'all ranks'\n"
     "  --debug-dir DIR        extra directories for binaries and debug files (repeatable)\n"
     "Limits given here override the baseline's, check by check; a default given here\n"
     "overrides all of the baseline's. When the baseline and the traces cover different\n"
@@ -128,7 +131,7 @@ static int load_baseline(struct gmt_baseline *base, const char *path, const char
 /* The metrics of the traces named by the operands, sorted by identity: GMT_EXIT_OK, or
  * the exit status after saying why not. */
 static int measure(struct gmt_metrics *now, char *const *operands, size_t n,
-                   const struct gmt_report_opts *ro, const char *category)
+                   const struct gmt_report_opts *ro, const char *category, struct gmt_job *job)
 {
     char **paths;
     size_t n_paths;
@@ -136,7 +139,8 @@ static int measure(struct gmt_metrics *now, char *const *operands, size_t n,
     struct gmt_msgs msgs = GMT_MSGS_INIT;
     if (gmt_expand_paths(operands, n, &paths, &n_paths, &msgs))
         status = GMT_EXIT_ERROR;
-    if (gmt_metrics_from_paths(now, paths, n_paths, ro, category, &msgs))
+    if (gmt_metrics_from_paths_job(now, paths, n_paths, ro, category, &msgs, job) ||
+        (job && gmt_job_finish(job)))
         status = GMT_EXIT_ERROR;
     gmt_msgs_print(&msgs, stderr);
     gmt_free_paths(paths, n_paths);
@@ -209,9 +213,11 @@ static int ranks_differ(const struct gmt_whos *bw, const struct gmt_whos *nw)
 }
 
 /* --baseline: each metric against the baseline's, rendered; the exit status. `base` and
- * `now` are the side's own, changed here (ranks kept, or the job's aggregates). */
+ * `now` are the side's own, changed here (ranks kept, or the job's aggregates); job: the
+ * traces' ranks, their groups alike named with --aggregate. */
 static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const struct check_args *ca,
-                   const struct timespec *t0, const struct gmt_nccl_print *nccl)
+                   const struct timespec *t0, const struct gmt_nccl_print *nccl,
+                   const struct gmt_job *job)
 {
     char changed[1024];
     if (gmt_safe_stdout())
@@ -230,6 +236,7 @@ static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const str
             status = GMT_EXIT_ERROR;
         bm = &bagg;
         nm = &nagg;
+        gmt_render_check_groups(stdout, job);
         if (!same) {
             char b[600], n[600];
             printf("the job across ranks: the baseline has %s, the traces have %s\n",
@@ -261,7 +268,12 @@ static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const str
         goto out;
     }
     const char *gh = getenv("GITHUB_ACTIONS");
-    gmt_render_check_text(stdout, &vs, ca->verbose, gh && *gh);
+    /* across ranks, the min, median and max that agree are one row */
+    unsigned char *fold = ca->aggregate ? malloc(vs.n ? vs.n : 1) : NULL;
+    if (fold)
+        gmt_verdicts_fold(&vs, fold);
+    gmt_render_check_text(stdout, &vs, ca->verbose, gh && *gh, fold);
+    free(fold);
     status = vs.fails ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     const char *sum = getenv("GITHUB_STEP_SUMMARY");
     if (sum && *sum) {
@@ -324,9 +336,11 @@ int gmt_cmd_check(int argc, char **argv)
         status = load_baseline(&base, ca.baseline_path, &category);
     else
         status = GMT_EXIT_OK;
+    struct gmt_job job;
+    gmt_job_init(&job);
     if (status == GMT_EXIT_OK)
         status = measure(&now, argv + args.first, (size_t)(argc - args.first), &args.ro,
-                         category);
+                         category, ca.aggregate ? &job : NULL);
     /* what of NCCL the run had: the first trace's (the ranks of a job share it) */
     static struct gmt_nccl_print nccl;
     if (status == GMT_EXIT_OK) {
@@ -341,7 +355,8 @@ int gmt_cmd_check(int argc, char **argv)
     }
     if (status == GMT_EXIT_OK)
         status = ca.write_path ? write_new_baseline(ca.write_path, &now, &ca.cli, category, &nccl)
-                               : compare(&base, &now, &ca, &t0, &nccl);
+                               : compare(&base, &now, &ca, &t0, &nccl, &job);
+    gmt_job_free(&job);
     gmt_metrics_free(&now);
     gmt_baseline_free(&base);
     return status;

@@ -22,10 +22,15 @@ const char gmt_help_diff[] =
     "              per call, never by address or time)\n"
     "  site        bytes live at the peak per allocation site, matched by its symbolised\n"
     "              stack (never by address); leak: live at exit\n"
+    "The answer comes first: the largest change of a peak, what grew most and what shrank\n"
+    "most, each with the ranks it was seen in; then the pairs, biggest change first. Pairs\n"
+    "whose ranks behave alike in both runs are one group, shown once with its rank list.\n"
     "\n"
     "options:\n"
     "  --json            one JSON document with every row (schema gpumemtrace.diff/1)\n"
     "  --all             also show rows that did not change\n"
+    "  --every-rank      every pair's changes (default: once for each group of pairs whose\n"
+    "                    ranks behave alike on both sides, as summary groups them)\n"
     "  --top N           rows per process pair (default 25, 0 all)\n"
     "  --frames N        stack frames that identify a site, from where the code asked (default 8)\n"
     "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
@@ -35,10 +40,11 @@ const char gmt_help_diff[] =
     "Exit status: 0 (whatever changed), 2 bad usage or unreadable input.\n";
 
 struct opts {
-    bool all;
+    bool all, every_rank;
 };
 
-static const struct option diff_opts[] = {{"all", no_argument, 0, 'a'}, {0, 0, 0, 0}};
+static const struct option diff_opts[] = {{"all", no_argument, 0, 'a'},
+                                          {"every-rank", no_argument, 0, 'e'}, {0, 0, 0, 0}};
 
 static int diff_opt(void *ctx, int c, const char *arg)
 {
@@ -46,6 +52,8 @@ static int diff_opt(void *ctx, int c, const char *arg)
     struct opts *o = ctx;
     if (c == 'a')
         o->all = true;
+    if (c == 'e')
+        o->every_rank = true;
     return 0;
 }
 
@@ -83,7 +91,7 @@ int gmt_cmd_diff(int argc, char **argv)
     if (args.output == GMT_OUT_JSON)
         gmt_render_diff_json(stdout, &d);
     else if (!gmt_safe_stdout())
-        gmt_render_diff_text(stdout, &d, args.ro.top, o.all);
+        gmt_render_diff_text(stdout, &d, args.ro.top, o.all, o.every_rank);
     else
         status = GMT_EXIT_ERROR;
     gmt_diff_free(&d);

@@ -53,7 +53,8 @@ const char gmt_help_summary[] =
     "                    default 3, 5 from width 140); never so few that two sites look alike\n"
     "  --internal GLOB   frames whose function or module matches are allocator internals,\n"
     "                    skipped before a site (repeatable; built-in: docs/stacks.md)\n"
-    "  --per-rank        of several traces, every trace's report (default: one report for\n"
+    "  --every-rank, --per-rank\n"
+    "                    of several traces, every trace's report (default: one report for\n"
     "                    each group of ranks that behave alike, after the job's overview)\n"
     "  --no-symbols      show module+offset, open no binary (fast; traces from elsewhere)\n"
     "  --step REGEX      the NVTX range that marks a training step (POSIX ERE, any case;\n"
@@ -82,6 +83,7 @@ static const struct option summary_opts[] = {
     {"op", required_argument, 0, 'O'},   {"category", required_argument, 0, 'C'},
     {"table", required_argument, 0, 't'},
     {"width", required_argument, 0, 'w'}, {"per-rank", no_argument, 0, 'p'},
+    {"every-rank", no_argument, 0, 'p'},
     {"step", required_argument, 0, 's'}, {0, 0, 0, 0}};
 
 struct summary_ctx {

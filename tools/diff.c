@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "job.h"
 #include "metrics.h"
 #include "nccl_print.h"
 #include "stacks.h"
@@ -300,11 +301,149 @@ static int pair_up(struct gmt_diff *d, const size_t *ob, size_t nb, const size_t
     return 0;
 }
 
+/* ---- pairs alike, and the answer ---- */
+
+/* Each paired trace of side s into job j, and the job's group of each such trace into
+ * group[i] (SIZE_MAX: not paired). 0 or -ENOMEM. */
+static int side_groups(const struct gmt_diff *d, int side, struct gmt_job *j, size_t *group)
+{
+    const struct gmt_diff_pair *p = d->pairs.data;
+    for (size_t i = 0; i < d->pairs.len; i++)
+        if (gmt_job_add(j, side ? p[i].now : p[i].base))
+            return -ENOMEM;
+    if (gmt_job_finish(j))
+        return -ENOMEM;
+    /* the job sorts its ranks: find each pair's again by its file */
+    for (size_t i = 0; i < d->pairs.len; i++) {
+        const char *path = (side ? p[i].now : p[i].base)->t.path;
+        group[i] = SIZE_MAX;
+        for (size_t k = 0; k < j->n && group[i] == SIZE_MAX; k++)
+            if (!strcmp(j->r[k].path, path))
+                group[i] = j->r[k].group;
+    }
+    return 0;
+}
+
+/* A pair's rank when its name is a plain "rank N", else -1. */
+static int32_t plain_rank(const struct gmt_diff_pair *p)
+{
+    int r, used = 0;
+    if (sscanf(p->who, "rank %d%n", &r, &used) == 1 && !p->who[used] && r >= 0)
+        return r;
+    return -1;
+}
+
+/* Group g's name: "ranks 0-1, 4 (3 alike)" (runs of consecutive ranks as a-b, pairs being
+ * in identity order), or the one pair's ("rank 2", "process 3"). */
+static void group_who(const struct gmt_diff *d, size_t g, struct gmt_diff_group *G)
+{
+    const struct gmt_diff_pair *p = d->pairs.data;
+    char *buf = G->who;
+    size_t len = sizeof G->who;
+    if (G->n == 1) {
+        snprintf(buf, len, "%s", p[G->first].who);
+        return;
+    }
+    size_t at = (size_t)snprintf(buf, len, "ranks ");
+    bool first = true;
+    for (size_t i = 0; i < d->pairs.len && at < len; i++) {
+        if (p[i].group != g)
+            continue;
+        int32_t r = plain_rank(&p[i]);
+        size_t e = i;
+        while (r >= 0 && e + 1 < d->pairs.len && p[e + 1].group == g &&
+               plain_rank(&p[e + 1]) == r + (int32_t)(e + 1 - i))
+            e++;
+        const char *sep = first ? "" : ", ";
+        first = false;
+        if (r < 0)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", sep, p[i].who);
+        else if (e > i)
+            at += (size_t)snprintf(buf + at, len - at, "%s%d-%d", sep, r, r + (int32_t)(e - i));
+        else
+            at += (size_t)snprintf(buf + at, len - at, "%s%d", sep, r);
+        i = e;
+    }
+    if (at < len)
+        snprintf(buf + at, len - at, " (%zu alike)", G->n);
+}
+
+/* The pairs' groups: pairs whose base traces are alike and whose new traces are alike
+ * (job.h's groups of each side). 0 or -ENOMEM. */
+static int group_pairs(struct gmt_diff *d)
+{
+    size_t n = d->pairs.len;
+    struct gmt_job jb, jn;
+    gmt_job_init(&jb);
+    gmt_job_init(&jn);
+    size_t *gb = malloc((n ? n : 1) * sizeof *gb), *gn = malloc((n ? n : 1) * sizeof *gn);
+    int r = !gb || !gn ? -ENOMEM : 0;
+    if (!r)
+        r = side_groups(d, 0, &jb, gb);
+    if (!r)
+        r = side_groups(d, 1, &jn, gn);
+    struct gmt_diff_pair *p = d->pairs.data;
+    for (size_t i = 0; !r && i < n; i++) {
+        size_t k = 0;
+        while (k < i && !(gb[k] == gb[i] && gn[k] == gn[i]))
+            k++;
+        if (k < i) {
+            p[i].group = p[k].group;
+            ((struct gmt_diff_group *)d->groups.data)[p[i].group].n++;
+            continue;
+        }
+        struct gmt_diff_group *G = gmt_vec_push(&d->groups);
+        if (!G) {
+            r = -ENOMEM;
+            break;
+        }
+        memset(G, 0, sizeof *G);
+        G->n = 1;
+        G->first = i;
+        p[i].group = d->groups.len - 1;
+    }
+    for (size_t g = 0; !r && g < d->groups.len; g++)
+        group_who(d, g, &((struct gmt_diff_group *)d->groups.data)[g]);
+    free(gb);
+    free(gn);
+    gmt_job_free(&jb);
+    gmt_job_free(&jn);
+    return r;
+}
+
+/* The answer: over every pair, the largest growth, the largest shrink, and the largest
+ * change of a peak of tracked device memory. */
+static void headline(struct gmt_diff *d)
+{
+    const struct gmt_diff_pair *p = d->pairs.data;
+    d->grew = d->shrank = d->peak = (struct gmt_diff_pick){SIZE_MAX, 0};
+    int64_t up = 0, down = 0;
+    uint64_t pk = 0;
+    for (size_t i = 0; i < d->pairs.len; i++)
+        for (size_t k = 0; k < p[i].n; k++) {
+            const struct gmt_diff_change *c = &p[i].c[k];
+            if (c->delta > up) {
+                up = c->delta;
+                d->grew = (struct gmt_diff_pick){i, k};
+            }
+            if (c->delta < down) {
+                down = c->delta;
+                d->shrank = (struct gmt_diff_pick){i, k};
+            }
+            if (!strncmp(c->key, "peak\t", 5) && !strstr(c->key, "(cuMemGetInfo)") &&
+                c->in_base && c->in_new && mag(c->delta) > pk) {
+                pk = mag(c->delta);
+                d->peak = (struct gmt_diff_pick){i, k};
+            }
+        }
+}
+
 int gmt_diff_of(struct gmt_diff *d, const char *base, const char *now,
                 const struct gmt_report_opts *ro, int frames, struct gmt_msgs *msgs)
 {
     memset(d, 0, sizeof *d);
     d->pairs = (struct gmt_vec)GMT_VEC_INIT(struct gmt_diff_pair);
+    d->groups = (struct gmt_vec)GMT_VEC_INIT(struct gmt_diff_group);
     d->only = (struct gmt_vec)GMT_VEC_INIT(struct gmt_diff_only);
     d->base.arg = base;
     d->now.arg = now;
@@ -320,6 +459,9 @@ int gmt_diff_of(struct gmt_diff *d, const char *base, const char *now,
     d->cut_short = pair_up(d, ob, d->n_base, on, d->n_new, frames) != 0;
     free(ob);
     free(on);
+    if (!d->cut_short && group_pairs(d))
+        d->cut_short = true;
+    headline(d);
     return 0;
 }
 
@@ -328,6 +470,7 @@ void gmt_diff_free(struct gmt_diff *d)
     for (size_t i = 0; i < d->pairs.len; i++)
         pair_free(&((struct gmt_diff_pair *)d->pairs.data)[i]);
     gmt_vec_free(&d->pairs);
+    gmt_vec_free(&d->groups);
     gmt_vec_free(&d->only);
     free_side(&d->base);
     free_side(&d->now);

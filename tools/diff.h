@@ -34,6 +34,20 @@ struct gmt_diff_pair {
     struct gmt_vec rb, rn;     /* the two processes' rows, which own the keys */
     char nccl_changed[512];    /* NCCL version and settings that differ, "" none
                                 * (gmt_nccl_settings_diff) */
+    size_t group;              /* its group of pairs alike (gmt_diff.groups) */
+};
+
+/* Pairs alike: their base ranks alike on the base side and their new ranks alike on the
+ * new side, as summary groups ranks (job.h). The first pair of a group stands for it. */
+struct gmt_diff_group {
+    char who[560];             /* "ranks 0-1 (2 alike)", "rank 3", "process 2" */
+    size_t n;                  /* pairs in it */
+    size_t first;              /* the pair that stands for it */
+};
+
+/* One change of one pair, for the headline; pair SIZE_MAX: none. */
+struct gmt_diff_pick {
+    size_t pair, change;
 };
 
 /* A process of one side that the other lacks. */
@@ -49,6 +63,10 @@ struct gmt_diff {
     struct gmt_vec pairs;      /* struct gmt_diff_pair, in identity order */
     struct gmt_vec only;       /* struct gmt_diff_only, in identity order */
     bool cut_short;            /* out of memory while pairing: what came before is there */
+    struct gmt_vec groups;     /* struct gmt_diff_group, in the order of their first pair */
+    /* the answer: of every pair, the change that grew most, the one that shrank most, and
+     * the peak tracked device memory's largest change */
+    struct gmt_diff_pick grew, shrank, peak;
 };
 
 /* Loads both sides and pairs their processes, a site keyed by its first `frames` frames.

@@ -175,7 +175,9 @@ static int parse_opts(const char *help, struct opt *out, int max)
             }
         } else if (n) {
             size_t l = strlen(out[n - 1].desc);
-            snprintf(out[n - 1].desc + l, sizeof out[n - 1].desc - l, " %s", line + indent(line));
+            /* an option alone on its line: its meaning starts on the next */
+            snprintf(out[n - 1].desc + l, sizeof out[n - 1].desc - l, "%s%s", l ? " " : "",
+                     line + indent(line));
         }
     }
     /* every command takes --help */

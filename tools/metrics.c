@@ -1,5 +1,6 @@
 /* metrics.c: takes the NCCL memory metrics from analysed traces and gives each process its identity. */
 #include "metrics.h"
+#include "job.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -382,6 +383,7 @@ struct from_paths {
     struct gmt_idents ids;
     const char *category;
     struct gmt_msgs *msgs;
+    struct gmt_job *job;       /* NULL, or the traces that used a GPU, kept as ranks */
 };
 
 static int metrics_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
@@ -395,6 +397,8 @@ static int metrics_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *
     /* a process that used no GPU (a launcher) takes no identity */
     if (!r && P->m->n > before)
         r = gmt_idents_take(&P->ids, rank);
+    if (!r && P->job && gmt_analysis_used_gpu(a))
+        r = gmt_job_add(P->job, a);
     if (r)
         gmt_msgs_add(P->msgs, "%s: out of memory", a->t.path);
     return r;
@@ -410,7 +414,14 @@ int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
                            const struct gmt_report_opts *ro, const char *category,
                            struct gmt_msgs *msgs)
 {
-    struct from_paths P = {.m = m, .category = category, .msgs = msgs};
+    return gmt_metrics_from_paths_job(m, paths, n, ro, category, msgs, NULL);
+}
+
+int gmt_metrics_from_paths_job(struct gmt_metrics *m, char *const *paths, size_t n,
+                               const struct gmt_report_opts *ro, const char *category,
+                               struct gmt_msgs *msgs, struct gmt_job *job)
+{
+    struct from_paths P = {.m = m, .category = category, .msgs = msgs, .job = job};
     gmt_idents_init(&P.ids);
     const struct gmt_jobs J = {.files = paths, .n = n, .ro = ro, .trace = metrics_one,
                                .ctx = &P, .skipped = metrics_skipped};

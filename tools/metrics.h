@@ -107,5 +107,11 @@ bool gmt_analysis_used_gpu(const struct gmt_analysis *a);
 int gmt_metrics_from_paths(struct gmt_metrics *m, char *const *paths, size_t n,
                            const struct gmt_report_opts *ro, const char *category,
                            struct gmt_msgs *msgs);
+/* The same, each trace that used a GPU also kept in job (gmt_job_add; the caller
+ * finishes it). */
+struct gmt_job;
+int gmt_metrics_from_paths_job(struct gmt_metrics *m, char *const *paths, size_t n,
+                               const struct gmt_report_opts *ro, const char *category,
+                               struct gmt_msgs *msgs, struct gmt_job *job);
 
 #endif

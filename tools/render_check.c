@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -139,9 +140,12 @@ static void gh_escape(FILE *o, const char *s)
     }
 }
 
+static const char *row_who(const struct gmt_metric *m, bool folded, char *buf, size_t len);
+
 /* The verdicts shown (failures; all with verbose) as an aligned table, widths from the
  * rows themselves, and the tally. */
-static void text_table(FILE *o, const struct gmt_verdicts *vs, bool verbose)
+static void text_table(FILE *o, const struct gmt_verdicts *vs, bool verbose,
+                       const unsigned char *fold)
 {
     const struct gmt_verdict *res = vs->v;
     size_t n = vs->n;
@@ -152,7 +156,9 @@ static void text_table(FILE *o, const struct gmt_verdicts *vs, bool verbose)
         const struct gmt_metric *m = res[k].now ? res[k].now : res[k].base;
         char s[256], b[GMT_FMT_LEN];
         int l;
-        if ((l = (int)strlen(gmt_metric_who(m, s, sizeof s))) > ww) ww = l;
+        if (fold && fold[k] == 2)
+            continue;
+        if ((l = (int)strlen(row_who(m, fold && fold[k], s, sizeof s))) > ww) ww = l;
         if ((l = (int)strlen(gmt_metric_what(m, s, sizeof s))) > wt) wt = l;
         if (res[k].base && (l = (int)strlen(fmt_value(b, sizeof b, res[k].base->value))) > wb) wb = l;
         if (res[k].now && (l = (int)strlen(fmt_value(b, sizeof b, res[k].now->value))) > wn) wn = l;
@@ -166,7 +172,9 @@ static void text_table(FILE *o, const struct gmt_verdicts *vs, bool verbose)
             continue;
         const struct gmt_metric *m = r->now ? r->now : r->base;
         char who[64], what[256], b[GMT_FMT_LEN], nw[GMT_FMT_LEN], d[GMT_FMT_LEN], l[GMT_FMT_LEN];
-        gmt_metric_who(m, who, sizeof who);
+        if (fold && fold[k] == 2)
+            continue;
+        row_who(m, fold && fold[k], who, sizeof who);
         gmt_metric_what(m, what, sizeof what);
         fprintf(o, "%s  %-*s  %-*s  %*s -> %*s  ", verdict_name(r->kind), ww, who, wt, what, wb,
                 r->base ? fmt_value(b, sizeof b, r->base->value) : "new", wn,
@@ -190,6 +198,22 @@ static void text_table(FILE *o, const struct gmt_verdicts *vs, bool verbose)
         fprintf(o, "ok: %zu checks within their limits", n - vs->gone);
     fprintf(o, " (%zu new, %zu gone; fails when new - base > max(base * max_growth, max_bytes))%s\n",
             vs->added, vs->gone, verbose || !vs->fails ? "" : "; --verbose shows every check");
+    size_t folded = 0;
+    for (size_t k = 0; fold && k < n; k++)
+        folded += fold[k] == 1 && (verbose || res[k].kind == GMT_FAIL);
+    if (folded)
+        fprintf(o, "(\"all ranks\": the min, median and max of a check that agree, one row for "
+                   "the three: %zu rows for %zu checks)\n", folded, folded * 3);
+}
+
+/* A row's who: the metric's, or "all ranks" for the row that stands for a check's min,
+ * median and max. */
+static const char *row_who(const struct gmt_metric *m, bool folded, char *buf, size_t len)
+{
+    if (!folded)
+        return gmt_metric_who(m, buf, len);
+    snprintf(buf, len, "all ranks");
+    return buf;
 }
 
 /* One failure as a GitHub workflow ::error annotation. */
@@ -223,11 +247,33 @@ static void github_annotations(FILE *o, const struct gmt_verdicts *vs)
                    "all): see the step's log\n", vs->fails - shown, vs->fails);
 }
 
-void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose, bool github)
+void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose, bool github,
+                           const unsigned char *fold)
 {
-    text_table(o, vs, verbose);
+    text_table(o, vs, verbose, fold);
     if (github)
         github_annotations(o, vs);
+}
+
+void gmt_render_check_groups(FILE *o, const struct gmt_job *j)
+{
+    size_t *order = malloc((j->n_groups ? j->n_groups : 1) * sizeof *order);
+    if (!order)
+        return;
+    gmt_job_group_order(j, order);
+    fprintf(o, "the traces: %zu rank%s in %zu group%s of ranks alike: ", j->n, j->n == 1 ? "" : "s",
+            j->n_groups, j->n_groups == 1 ? "" : "s");
+    for (size_t k = 0; k < j->n_groups; k++) {
+        char ranks[512];
+        size_t cnt, rep;
+        gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &cnt, &rep);
+        if (cnt > 1)
+            fprintf(o, "%sranks %s (%zu alike)", k ? "; " : "", ranks, cnt);
+        else
+            fprintf(o, "%srank %s", k ? "; " : "", ranks);
+    }
+    fprintf(o, "\n");
+    free(order);
 }
 
 /* Markdown table cells: no '|' or newline may end one. */

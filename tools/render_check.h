@@ -6,13 +6,19 @@
 #include <stdio.h>
 
 #include "growth.h"
+#include "job.h"
 
 #define GMT_GITHUB_MAX_ERRORS 10 /* GitHub shows at most 10 error annotations per step */
 
 /* The failures (every verdict with `verbose`) as an aligned table, then a one-line
  * verdict; with `github`, the failures again as GitHub ::error annotations, at most
  * GMT_GITHUB_MAX_ERRORS (the last one then counts the rest). */
-void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose, bool github);
+/* fold (NULL: none): of --aggregate, gmt_verdicts_fold's, one row for a check's min,
+ * median and max that agree. */
+void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose, bool github,
+                           const unsigned char *fold);
+/* --aggregate: the traces' groups of ranks that behave alike (job.h), on one line. */
+void gmt_render_check_groups(FILE *o, const struct gmt_job *j);
 /* The verdict and the failures as a Markdown table, appended to a GitHub step summary. */
 void gmt_render_check_step_summary(FILE *o, const struct gmt_verdicts *vs);
 /* The verdicts as JUnit XML, one test case each, into a new file at path: `seconds` the

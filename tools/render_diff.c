@@ -15,6 +15,73 @@ static const char *fmt_val(char *buf, size_t len, bool has, int64_t v)
     return buf;
 }
 
+/* A change's members, without its braces. */
+static void change_json(FILE *o, const struct gmt_diff_change *c)
+{
+    const char *tab = strchr(c->key, '\t');
+    fprintf(o, "\"kind\": ");
+    gmt_fput_json_stringn(o, c->key, (size_t)(tab - c->key));
+    fprintf(o, ", \"what\": ");
+    gmt_fput_json_stringn(o, tab + 1, strlen(tab + 1));
+    if (c->in_base)
+        fprintf(o, ", \"base\": %" PRId64, c->base);
+    else
+        fprintf(o, ", \"base\": null");
+    if (c->in_new)
+        fprintf(o, ", \"new\": %" PRId64, c->now);
+    else
+        fprintf(o, ", \"new\": null");
+    fprintf(o, ", \"delta\": %" PRId64, c->delta);
+}
+
+static const struct gmt_diff_pair *pair_at(const struct gmt_diff *d, size_t i)
+{
+    return &((const struct gmt_diff_pair *)d->pairs.data)[i];
+}
+
+static const struct gmt_diff_group *group_at(const struct gmt_diff *d, size_t g)
+{
+    return &((const struct gmt_diff_group *)d->groups.data)[g];
+}
+
+/* One change of the headline as JSON: the change, its pair and who it stands for. */
+static void pick_json(FILE *o, const struct gmt_diff *d, const char *name,
+                      const struct gmt_diff_pick *k)
+{
+    fprintf(o, "\"%s\": ", name);
+    if (k->pair == SIZE_MAX) {
+        fprintf(o, "null");
+        return;
+    }
+    const struct gmt_diff_pair *p = pair_at(d, k->pair);
+    fprintf(o, "{\"pair\": %zu, \"who\": ", k->pair);
+    gmt_fput_json_stringn(o, p->who, strlen(p->who));
+    fprintf(o, ", \"group\": %zu", p->group);
+    fprintf(o, ", ");
+    change_json(o, &p->c[k->change]);
+    fprintf(o, "}");
+}
+
+/* One change of the headline as a line: label, change, values, what, and where. */
+static void pick_text(FILE *o, const struct gmt_diff *d, const char *label,
+                      const struct gmt_diff_pick *k, const char *none)
+{
+    if (k->pair == SIZE_MAX) {
+        fprintf(o, "  %-12s %s\n", label, none);
+        return;
+    }
+    const struct gmt_diff_pair *p = pair_at(d, k->pair);
+    const struct gmt_diff_change *c = &p->c[k->change];
+    char dl[GMT_FMT_LEN], b[GMT_FMT_LEN], w[GMT_FMT_LEN];
+    const char *tab = strchr(c->key, '\t');
+    fprintf(o, "  %-12s %s  (%s -> %s)  %.*s %s; %s", label, gmt_fmt_sbytes(dl, sizeof dl, c->delta),
+            fmt_val(b, sizeof b, c->in_base, c->base), fmt_val(w, sizeof w, c->in_new, c->now),
+            (int)(tab - c->key), c->key, gmt_one_line(tab + 1), p->who);
+    if (p->group < d->groups.len && group_at(d, p->group)->n > 1)
+        fprintf(o, ", one of %s", group_at(d, p->group)->who);
+    fputc('\n', o);
+}
+
 static void pair_json(FILE *o, const struct gmt_diff_pair *p, bool first)
 {
     fprintf(o, "%s{\"who\": ", first ? "" : ", ");
@@ -27,22 +94,11 @@ static void pair_json(FILE *o, const struct gmt_diff_pair *p, bool first)
     gmt_fput_json_string(o, p->nccl_changed);
     fprintf(o, ", \"changes\": [");
     for (size_t i = 0; i < p->n; i++) {
-        const char *tab = strchr(p->c[i].key, '\t');
-        fprintf(o, "%s{\"kind\": ", i ? ", " : "");
-        gmt_fput_json_stringn(o, p->c[i].key, (size_t)(tab - p->c[i].key));
-        fprintf(o, ", \"what\": ");
-        gmt_fput_json_stringn(o, tab + 1, strlen(tab + 1));
-        if (p->c[i].in_base)
-            fprintf(o, ", \"base\": %" PRId64, p->c[i].base);
-        else
-            fprintf(o, ", \"base\": null");
-        if (p->c[i].in_new)
-            fprintf(o, ", \"new\": %" PRId64, p->c[i].now);
-        else
-            fprintf(o, ", \"new\": null");
-        fprintf(o, ", \"delta\": %" PRId64 "}", p->c[i].delta);
+        fprintf(o, "%s{", i ? ", " : "");
+        change_json(o, &p->c[i]);
+        fprintf(o, "}");
     }
-    fprintf(o, "]}");
+    fprintf(o, "], \"group\": %zu}", p->group);
 }
 
 static void pair_text(FILE *o, const struct gmt_diff_pair *p, long top, bool all)
@@ -135,20 +191,56 @@ void gmt_render_diff_json(FILE *o, const struct gmt_diff *d)
     fprintf(o, ", \"pairs\": [");
     for (size_t i = 0; i < d->pairs.len; i++)
         pair_json(o, &((const struct gmt_diff_pair *)d->pairs.data)[i], i == 0);
-    fprintf(o, "], \"only_in_base\": [");
+    fprintf(o, "], \"groups\": [");
+    for (size_t g = 0; g < d->groups.len; g++) {
+        const struct gmt_diff_group *G = group_at(d, g);
+        fprintf(o, "%s{\"who\": ", g ? ", " : "");
+        gmt_fput_json_string(o, G->who);
+        fprintf(o, ", \"count\": %zu, \"stands_for\": %zu, \"pairs\": [", G->n, G->first);
+        size_t at = 0;
+        for (size_t i = 0; i < d->pairs.len; i++)
+            if (pair_at(d, i)->group == g)
+                fprintf(o, "%s%zu", at++ ? ", " : "", i);
+        fprintf(o, "]}");
+    }
+    fprintf(o, "], \"headline\": {");
+    pick_json(o, d, "peak", &d->peak);
+    fprintf(o, ", ");
+    pick_json(o, d, "grew", &d->grew);
+    fprintf(o, ", ");
+    pick_json(o, d, "shrank", &d->shrank);
+    fprintf(o, "}, \"only_in_base\": [");
     only_json(o, d, 0);
     fprintf(o, "], \"only_in_new\": [");
     only_json(o, d, 1);
     fprintf(o, "]}\n");
 }
 
-void gmt_render_diff_text(FILE *o, const struct gmt_diff *d, long top, bool all)
+void gmt_render_diff_text(FILE *o, const struct gmt_diff *d, long top, bool all, bool every_rank)
 {
     fprintf(o, "gpumemtrace diff: %s (%zu process%s) -> %s (%zu process%s)\n", gmt_one_line(d->base.arg),
             d->n_base, d->n_base == 1 ? "" : "es", gmt_one_line(d->now.arg), d->n_new,
             d->n_new == 1 ? "" : "es");
-    for (size_t i = 0; i < d->pairs.len; i++)
-        pair_text(o, &((const struct gmt_diff_pair *)d->pairs.data)[i], top, all);
+    /* the answer first: what changed most, and where */
+    if (d->pairs.len) {
+        pick_text(o, d, "peak", &d->peak, "no change of a tracked peak");
+        pick_text(o, d, "grew most", &d->grew, "nothing grew");
+        pick_text(o, d, "shrank most", &d->shrank, "nothing shrank");
+    }
+    bool grouped = !every_rank && d->groups.len < d->pairs.len;
+    if (grouped)
+        fprintf(o, "  (%zu pairs in %zu group%s of ranks alike, each group shown once; --every-rank "
+                "shows each)\n", d->pairs.len, d->groups.len, d->groups.len == 1 ? "" : "s");
+    for (size_t i = 0; i < d->pairs.len; i++) {
+        const struct gmt_diff_pair *p = pair_at(d, i);
+        bool stands = p->group < d->groups.len && group_at(d, p->group)->first == i;
+        if (grouped && !stands)
+            continue;
+        if (grouped && group_at(d, p->group)->n > 1)
+            fprintf(o, "\n== %s: the changes of %s stand for them ==", group_at(d, p->group)->who,
+                    p->who);
+        pair_text(o, p, top, all);
+    }
     only_text(o, d, 0);
     only_text(o, d, 1);
     if (!d->pairs.len && !d->only.len)

@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "untracked.h"
@@ -106,16 +107,82 @@ static void settings_text(FILE *o, const struct gmt_nccl_model *m)
     fprintf(o, "\n            (* unset: NCCL's default)\n");
 }
 
-void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct gmt_explain *x,
-                             size_t i_trace)
+/* "saves 4 MiB" / "adds 2 MiB" / "changes nothing" for a change from `from` to `to`. */
+static const char *change_text(char *buf, size_t len, uint64_t from, uint64_t to)
 {
-    if (i_trace)
-        fputc('\n', o);
+    char b[32];
+    if (to == from)
+        snprintf(buf, len, "changes nothing");
+    else
+        snprintf(buf, len, "%s %s", to < from ? "saves" : "adds",
+                 mb(b, sizeof b, to < from ? from - to : to - from));
+    return buf;
+}
+
+void gmt_render_explain_answer_text(FILE *o, const struct gmt_analysis *a,
+                                    const struct gmt_explain *x, const char *who, size_t n)
+{
+    const struct gmt_nccl_model *m = &a->nccl;
+    const char *each = who && n > 1 ? " each" : "";
+    char b1[32], b2[32], b3[32], b4[32], ch[64];
+    if (who)
+        fprintf(o, "  %s: ", who);
+    else
+        fprintf(o, "  NCCL's    ");
+    if (!m->n_c) {
+        fprintf(o, "no NCCL allocation\n");
+        return;
+    }
+    fprintf(o, "%s device, %s pinned host%s\n", mb(b1, sizeof b1, m->dev_bytes),
+            mb(b2, sizeof b2, m->host_bytes), each);
+    const char *ind = who ? "    " : "  ";
+    for (int k = 0; x && k < x->n; k++) {
+        const struct gmt_explain_whatif *w = &x->w[k];
+        fprintf(o, "%swhat if %s: %s device%s (%s -> %s)", ind, w->spec,
+                change_text(ch, sizeof ch, m->dev_bytes, w->dev_bytes), each,
+                mb(b1, sizeof b1, m->dev_bytes), mb(b2, sizeof b2, w->dev_bytes));
+        /* the group's total: what the setting is worth over the ranks it stands for */
+        if (each[0] && w->dev_bytes != m->dev_bytes) {
+            uint64_t d = w->dev_bytes < m->dev_bytes ? m->dev_bytes - w->dev_bytes
+                                                     : w->dev_bytes - m->dev_bytes;
+            fprintf(o, ", %s over the %zu", mb(b3, sizeof b3, d * n), n);
+        }
+        fprintf(o, ", %s host; %s\n", mb(b4, sizeof b4, w->host_bytes), w->confidence);
+    }
+    if ((!x || !x->n) && m->n_savings)
+        fprintf(o, "%smost saved by %s: %s%s\n", ind, m->savings[0].setting,
+                mb(b1, sizeof b1, m->savings[0].saves), each);
+}
+
+void gmt_render_explain_job_title(FILE *o, const char *what, size_t n_ranks, size_t n_groups,
+                                  bool every_rank)
+{
+    fprintf(o, "gpumemtrace explain: NCCL memory of %s, %zu rank%s", gmt_one_line(what), n_ranks,
+            n_ranks == 1 ? "" : "s");
+    if (every_rank)
+        fprintf(o, ", each shown\n");
+    else
+        fprintf(o, " in %zu group%s of ranks alike (--every-rank shows each)\n", n_groups,
+                n_groups == 1 ? "" : "s");
+}
+
+void gmt_render_explain_group_heading(FILE *o, const char *who, size_t n, int32_t rep_rank)
+{
+    if (n > 1)
+        fprintf(o, "\n== %s: the explanation of rank %d stands for them ==\n", who, rep_rank);
+    else
+        fprintf(o, "\n== %s ==\n", who);
+}
+
+void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct gmt_explain *x,
+                             bool named)
+{
     const struct gmt_trace *t = &a->t;
     const struct gmt_nccl_model *m = &a->nccl;
     int n_w = x ? x->n : 0;
     char b1[32], b2[32], b3[32];
-    fprintf(o, "gpumemtrace explain: NCCL memory of %s\n", gmt_one_line(t->path));
+    if (named)
+        fprintf(o, "  trace     %s\n", gmt_one_line(t->path));
     if (t->has_proc) {
         fprintf(o, "  process   pid %u%s%s", t->proc.pid, t->host ? " on " : "", t->host ? gmt_one_line(t->host) : "");
         if (t->proc.rank >= 0)
@@ -222,9 +289,35 @@ void gmt_render_explain_json_begin(FILE *o)
     fprintf(o, "{\"schema\": \"gpumemtrace.explain/1\", \"traces\": [");
 }
 
-void gmt_render_explain_json_end(FILE *o)
+void gmt_render_explain_json_end(FILE *o, const struct gmt_job *j)
 {
-    fprintf(o, "]}\n");
+    fprintf(o, "]");
+    if (j) {
+        size_t *order = malloc((j->n_groups ? j->n_groups : 1) * sizeof *order);
+        fprintf(o, ", \"groups\": [");
+        for (size_t k = 0; order && k < j->n_groups; k++) {
+            if (k == 0)
+                gmt_job_group_order(j, order);
+            char ranks[512];
+            size_t cnt, rep;
+            gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &cnt, &rep);
+            fprintf(o, "%s{\"ranks\": ", k ? ", " : "");
+            gmt_fput_json_string(o, ranks);
+            fprintf(o, ", \"count\": %zu, \"stands_for\": ", cnt);
+            gmt_fput_json_string(o, j->r[rep].path);
+            fprintf(o, ", \"files\": [");
+            size_t at = 0;
+            for (size_t i = 0; i < j->n; i++)
+                if (j->r[i].group == order[k]) {
+                    fprintf(o, "%s", at++ ? ", " : "");
+                    gmt_fput_json_string(o, j->r[i].path);
+                }
+            fprintf(o, "]}");
+        }
+        fprintf(o, "]");
+        free(order);
+    }
+    fprintf(o, "}\n");
 }
 
 void gmt_render_explain_json(FILE *o, const struct gmt_analysis *a, const struct gmt_explain *x,

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gmt_diff d;
     if (gmt_diff_of(&d, pb, pa, &ro, 8, &msgs) == 0) {
         struct fuzz_out o;
-        gmt_render_diff_text(fuzz_out_open(&o), &d, 5, true);
+        gmt_render_diff_text(fuzz_out_open(&o), &d, 5, true, false);
         fuzz_out_close(&o, 0);
         gmt_render_diff_json(fuzz_out_open(&o), &d);
         fuzz_out_close(&o, 1);
@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gmt_limits cli = {0};
         struct gmt_verdicts vs;
         if (gmt_verdicts_of(&vs, &back.metrics, &back.limits, &ma, &cli) == 0) {
-            gmt_render_check_text(fuzz_out_open(&o), &vs, true, true);
+            gmt_render_check_text(fuzz_out_open(&o), &vs, true, true, NULL);
             fuzz_out_close(&o, 0);
             gmt_render_check_step_summary(fuzz_out_open(&o), &vs);
             fuzz_out_close(&o, 0);

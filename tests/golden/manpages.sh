@@ -20,6 +20,10 @@ cmds=$("$cli" --help | sed -n '/^Commands:/,/^$/p' | awk 'NF >= 2 && /^   / {pri
 [ -n "$cmds" ] || bad "no commands in --help"
 for c in $cmds; do
   "$cli" __man "$c" >"$t/$c.1" || { bad "__man $c: exit $?"; continue; }
+  # a roff line that starts with a space breaks the paragraph: an option alone on its
+  # help line must not begin its meaning with one
+  sp=$(awk 'prev ~ /^\\fB\\-/ && /^ / {print; exit} {prev = $0}' "$t/$c.1")
+  [ -z "$sp" ] || bad "$c.1: an option's meaning starts with a space: $sp"
   grep -q "^\.TH GPUMEMTRACE\\\\-$(echo "$c" | tr a-z A-Z) 1 " "$t/$c.1" || bad "$c: no .TH header"
   grep -q "^\\\\fBgpumemtrace\\\\-$c\\\\fR(1)" "$t/gpumemtrace.1" || bad "gpumemtrace(1) names no gpumemtrace-$c(1)"
   if command -v groff >/dev/null; then
