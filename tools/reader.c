@@ -92,6 +92,8 @@ enum clock_rule {
                                 * its time is that; moves no clock (5.3) */
     CLOCK_ABS,                 /* sets its thread's clock to an absolute time_ns */
     CLOCK_DT,                  /* adds its dt to its thread's clock */
+    CLOCK_NOW,                 /* carries no time: its time is its thread's clock, which
+                                * it leaves alone (GROUP_REPEAT, whose members are there) */
 };
 
 struct type_rule {
@@ -134,6 +136,7 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     /* (2.5) the begin of another thread's call: its time is its own, no clock moves */
     [GMT_REC_SCOPE_OPEN] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_scope_open, time_ns) },
     [GMT_REC_BLOCK] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_block, time_ns) },
+    [GMT_REC_GROUP_REPEAT] = { CLOCK_NOW, 0, 0 },
 };
 #undef RULE_ABS
 #undef RULE_DT
@@ -526,7 +529,7 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rul
     uint32_t dt = 0;
     if (rule.clock == CLOCK_DT)
         memcpy(&dt, rec + rule.time_at, sizeof dt);
-    else
+    else if (rule.clock != CLOCK_NOW)
         memcpy(&abs_ns, rec + rule.time_at, sizeof abs_ns);
     if (rule.clock == CLOCK_ANCHOR || rule.clock == CLOCK_OWN) {
         /* The anchor, or a time of its own: it leaves every clock alone. */
@@ -540,6 +543,8 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rul
         c->ns = abs_ns;
         c->set = 1;
         *time_ns = abs_ns;
+    } else if (rule.clock == CLOCK_NOW) {
+        *time_ns = c->set ? c->ns : 0;
     } else if (c->set) {
         /* Wraps rather than traps on a corrupt clock: times are data, not sizes. */
         c->ns += dt;
@@ -757,6 +762,8 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
             memcpy(&t, map + off + rule.time_at, sizeof t);
             clock = t;
             set = true;
+        } else if (rule.clock == CLOCK_NOW) {
+            t = set ? clock : 0;
         }
         put_event(&ev[n++], h, off, nrec++, t, tid);
         off += h->size;
@@ -872,6 +879,8 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
                 break;
             clock = min_time = t;
             set = true;
+        } else if (rule.clock == CLOCK_NOW) {
+            t = set ? clock : 0; /* the loader sees to a time gone back */
         }
         put_event(&ev[n++], h, off, nrec++, t, tid);
         off += h->size;

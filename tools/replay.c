@@ -617,16 +617,24 @@ static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_w
                                                    uint64_t stop_after, bool *stopped)
 {
     struct gmt_timed_event e;
-    int x = gmt_walk_decode(S->t, w, &e);
-    if (x <= 0)
-        return x < 0;
-    *stopped |= e.time > stop_after;
-    if (*stopped)
-        return 0;
-    if (e.type == GMT_EV_FAIL)
-        return on_fail(S, &e);
-    if (e.type == GMT_EV_MEMINFO)
-        on_meminfo(S, &e);
+    do { /* a GROUP_REPEAT: each of its members' events, its record handed out again */
+        int x = gmt_walk_decode(S->t, w, &e);
+        if (x <= 0)
+            return x < 0;
+        *stopped |= e.time > stop_after;
+        if (e.type == GMT_EV_SCOPE_BEGIN || e.type == GMT_EV_SCOPE_END) {
+            int r = replay_event(S, &e, *stopped);
+            if (r)
+                return r;
+            continue;
+        }
+        if (*stopped)
+            return 0;
+        if (e.type == GMT_EV_FAIL)
+            return on_fail(S, &e);
+        if (e.type == GMT_EV_MEMINFO)
+            on_meminfo(S, &e);
+    } while (w->rep_k);
     return 0;
 }
 

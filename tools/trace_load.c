@@ -11,15 +11,18 @@
 
 #include "reader.h"
 #include "trace_finish.h"
+#include "trace_repeat.h"
 #include "trace_runs.h"
 #include "u64map.h"
 #include "util.h"
 
 #define MAX_STACK_ID (1u << 24) /* ids are dense from 1; a larger one is a corrupt file */
 
-/* on_record's answer to a record that stands for others (GROUP_REPEAT, SCOPE_END's call
- * form, SCOPE_OPEN): the records are loaded again, expanded (trace_expand.c) */
+/* on_record's answer to a record that stands for others: SCOPE_END's call form or
+ * SCOPE_OPEN (the records are loaded again, expanded: trace_expand.c), or GROUP_REPEAT
+ * met while the repeats are not followed (loaded again, following them) */
 #define LOAD_EXPAND 1
+#define LOAD_REPEATS 2
 
 struct loader {
     struct gmt_trace *t;
@@ -35,6 +38,14 @@ struct loader {
     size_t cap_nvtx;
     size_t cap_blocks;
     bool samples_unsorted, choices_unsorted;
+    /* Repeated groups, followed only in a trace that has them (a second pass): each
+     * thread's latest groups, the records of the repeats that could not stand */
+    bool repeats;
+    struct gmt_repeats reps;
+    uint32_t rep_tid;               /* the thread of rep_th, the latest asked for */
+    size_t rep_th;                  /* its index in reps.th + 1; 0 none */
+    uint64_t rep_lost;
+    size_t cap_reps;
 };
 
 static char *dupn(const char *s, size_t n)
@@ -272,6 +283,36 @@ static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t
  * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) go to the
  * map instead, so the array never grows past a few times the number of scopes. Returns
  * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
+/* The reserved arrays moved to the heap, to grow by doubling from there: the bound
+ * reserve_scopes() took is one scope per record, which repeated groups pass (their
+ * members' scopes lie at one record). Returns 0 or -ENOMEM. */
+static int unreserve_scopes(struct loader *L)
+{
+    struct gmt_trace *t = L->t;
+    size_t cap = 2 * L->cap_scope + 1024;
+    struct gmt_scope *s = calloc(cap, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    memcpy(s, t->scopes, t->n_scopes * sizeof *s);
+    gmt_unreserve(t->scopes, t->scopes_reserved);
+    t->scopes = s;
+    t->scopes_reserved = 0;
+    L->cap_scope = cap;
+    return 0;
+}
+
+static int unreserve_dense(struct gmt_trace *t)
+{
+    uint32_t *p = malloc(t->n_scope_dense ? t->n_scope_dense * sizeof *p : 1);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, t->scope_dense, t->n_scope_dense * sizeof *p);
+    gmt_unreserve(t->scope_dense, t->scope_dense_reserved);
+    t->scope_dense = p;
+    t->scope_dense_reserved = 0;
+    return 0;
+}
+
 static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
 {
     if (!id) /* no scope: the replay reads entry 0 for events outside any, so it stays 0 */
@@ -287,11 +328,12 @@ static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
         size_t n = t->n_scope_dense ? t->n_scope_dense : 1024;
         while (n <= id)
             n *= 2;
-        if (t->scope_dense_reserved) {
-            /* in place: the pages past the old end are fresh, zero (reserve_scopes) */
-            if (n * sizeof *t->scope_dense > t->scope_dense_reserved)
-                return -ENOMEM; /* cannot be: the bound covers every id placed here */
-        } else {
+        /* past the bound reserved (repeated groups' members): on the heap from now */
+        if (t->scope_dense_reserved && n * sizeof *t->scope_dense > t->scope_dense_reserved &&
+            unreserve_dense(t))
+            return -ENOMEM;
+        /* reserved, it grows in place: the pages past the old end are fresh, zero */
+        if (!t->scope_dense_reserved) {
             uint32_t *p = realloc(t->scope_dense, n * sizeof *p);
             if (!p)
                 return -ENOMEM;
@@ -309,10 +351,9 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     struct gmt_trace *t = L->t;
     const struct gmt_rec_scope_begin *b = (const void *)e->rec;
     struct gmt_scope *s;
+    if (t->scopes_reserved && t->n_scopes == L->cap_scope && unreserve_scopes(L))
+        return -ENOMEM;
     if (t->scopes_reserved) {
-        /* the bound reserve_scopes() took cannot be passed: each scope has its record */
-        if (t->n_scopes == L->cap_scope)
-            return -ENOMEM;
         s = &t->scopes[t->n_scopes++]; /* zero: fresh pages, never reused */
     } else if (!(s = gmt_array_push((void **)&t->scopes, &t->n_scopes, &L->cap_scope, sizeof *s))) {
         return -ENOMEM;
@@ -595,6 +636,93 @@ static int on_devlimits(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
+/* ---- repeated groups (GROUP_REPEAT): trace_repeat.h ---- */
+
+/* The repeat state of thread tid; NULL when out of memory. */
+static struct gmt_rep_thread *rep_thread(struct loader *L, uint32_t tid)
+{
+    if (!L->rep_th || L->rep_tid != tid) {
+        if (!gmt_repeats_thread(&L->reps, tid))
+            return NULL;
+        L->rep_th = (size_t)*gmt_u64map_get(&L->reps.of_tid, tid);
+        L->rep_tid = tid;
+    }
+    return &L->reps.th[L->rep_th - 1];
+}
+
+/* A scope record of the thread, noted for the repeats that follow. */
+static inline int rep_note(struct loader *L, const struct gmt_event *e)
+{
+    if (!L->repeats)
+        return 0;
+    struct gmt_rep_thread *rt = rep_thread(L, e->tid);
+    if (!rt)
+        return -ENOMEM;
+    gmt_rep_note(rt, e->rec, e->offset);
+    return 0;
+}
+
+/* The offsets of the SCOPE_BEGINs that group `like`'s members were first read from,
+ * noted once for all the groups that repeat it: where they start in t->rep_origin + 1. */
+static int rep_origins(struct loader *L, struct gmt_rep_group *like)
+{
+    struct gmt_trace *t = L->t;
+    if (like->tmpl)
+        return 0;
+    size_t at = t->n_rep_origin;
+    for (int i = 0; i < like->n; i++) {
+        uint64_t *o = gmt_array_push((void **)&t->rep_origin, &t->n_rep_origin,
+                                     &t->cap_rep_origin, sizeof *o);
+        if (!o)
+            return -ENOMEM;
+        *o = like->m[i].origin;
+    }
+    like->tmpl = at + 1;
+    return 0;
+}
+
+/* GROUP_REPEAT: its members' scopes, made as their records would be read, at the
+ * thread's time; the record stays in the image, where the iteration hands out their
+ * events (trace_iter.c). One that cannot stand counts its members' records as dropped. */
+static int on_repeat(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_group_repeat *g = (const void *)e->rec;
+    struct gmt_rep_thread *rt = rep_thread(L, e->tid);
+    if (!rt)
+        return -ENOMEM;
+    const struct gmt_rep_member *m;
+    struct gmt_rep_group *like;
+    int n = gmt_rep_apply(rt, g, &m, &like);
+    if (!n) {
+        L->rep_lost += 2 * (uint64_t)g->count;
+        return 0;
+    }
+    if (rep_origins(L, like))
+        return -ENOMEM;
+    rt->cur.tmpl = like->tmpl;
+    struct gmt_rep_note *note = gmt_array_push((void **)&t->reps, &t->n_reps, &L->cap_reps,
+                                               sizeof *note);
+    if (!note || gmt_u64map_put_new(&t->rep_at, e->offset, t->n_reps))
+        return -ENOMEM;
+    note->first_scope = t->n_scopes;
+    note->origin_at = like->tmpl - 1;
+    struct gmt_event ev = *e; /* its time: the thread's clock (the reader's CLOCK_NOW) */
+    for (int i = 0; i < n; i++) {
+        struct gmt_rec_scope_end en = {
+            .h = {GMT_REC_SCOPE_END, m[i].b.h.aux, sizeof en},
+            .scope_id = m[i].b.scope_id,
+            .result = m[i].result,
+        };
+        ev.rec = &m[i].b.h;
+        int x = on_scope_begin(L, &ev);
+        ev.rec = &en.h;
+        if (x || (x = on_scope_end(L, &ev)))
+            return x;
+    }
+    return 0;
+}
+
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     struct gmt_trace *t = L->t;
@@ -613,7 +741,14 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         return 0;
     case GMT_REC_MODULE_LOAD: return on_module(L, e);
     case GMT_REC_MODULE_UNLOAD: return on_module_unload(L, r);
-    case GMT_REC_THREAD: return on_thread(L, r);
+    case GMT_REC_THREAD:
+        if (L->repeats) { /* the thread's records start afresh */
+            struct gmt_rep_thread *rt = rep_thread(L, e->tid);
+            if (!rt)
+                return -ENOMEM;
+            gmt_rep_restart(rt);
+        }
+        return on_thread(L, r);
     case GMT_REC_STACK: return on_stack(L, r, err, errlen, e->offset);
     case GMT_REC_PYCODE: return on_pycode(L, r);
     case GMT_REC_CUCTX: return on_cuctx(L, e);
@@ -633,6 +768,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
         return 0;
     case GMT_REC_GROUP_REPEAT:
+        return L->repeats ? on_repeat(L, e) : LOAD_REPEATS;
     case GMT_REC_SCOPE_OPEN:
         return LOAD_EXPAND; /* gmt_trace_load starts again from the expanded records */
     default:
@@ -672,9 +808,12 @@ static inline int load_one(struct loader *L, struct span *sp, const struct gmt_e
     sp->n_events = 0;
     /* the next most common records, one per NCCL call each, without on_record's switch */
     if (e->rec->type == GMT_REC_SCOPE_BEGIN)
-        return on_scope_begin(L, e);
-    if (e->rec->type == GMT_REC_SCOPE_END)
+        return rep_note(L, e) ? -ENOMEM : on_scope_begin(L, e);
+    if (e->rec->type == GMT_REC_SCOPE_END) {
+        if (e->rec->size < GMT_SCOPE_CALL_MIN && rep_note(L, e))
+            return -ENOMEM;
         return on_scope_end(L, e);
+    }
     return on_record(L, e, err, errlen);
 }
 
@@ -852,10 +991,12 @@ static void time_beyond(const struct gmt_trace *t, const char *path, char *err, 
 /* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
  * LOAD_EXPAND (the file has records that stand for others), or -1 with a message in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
-                char *err, size_t errlen)
+                bool repeats, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    struct loader L = {.t = t, .cur_device = -1};
+    struct loader L = {.t = t, .cur_device = -1, .repeats = repeats};
+    gmt_repeats_init(&L.reps);
+    gmt_u64map_init(&t->rep_at);
     gmt_u64map_init(&L.tid_device);
     gmt_u64map_init(&L.stream_of);
     gmt_u64map_init(&t->scope_by_id);
@@ -883,8 +1024,8 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto nomem;
     if (n < 0)
         goto out;
-    if (n == LOAD_EXPAND) {
-        rc = LOAD_EXPAND; /* the caller keeps t (its image) to expand it */
+    if (n == LOAD_EXPAND || n == LOAD_REPEATS) {
+        rc = n; /* the caller keeps t (its image) to load it again */
         goto keep;
     }
     if (t->t_last > GMT_TIME_MAX) { /* t_last is the latest of every time read */
@@ -899,6 +1040,7 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto nomem;
     if (gmt_trace_finish_scopes(t, L.mi, L.n_mi))
         goto nomem;
+    t->records_dropped += L.rep_lost;
     if (L.samples_unsorted)
         gmt_trace_sort_samples(t);
     if (gmt_trace_tie_choices(t, L.choices_unsorted))
@@ -913,30 +1055,38 @@ out:
 keep:
     gmt_u64map_free(&L.tid_device);
     gmt_u64map_free(&L.stream_of);
+    gmt_repeats_free(&L.reps);
     free(L.mi);
     return rc;
 }
 
+/* A trace is read once in the common case. One with repeated groups is read again,
+ * following them (which every scope record then pays for); one with call forms or
+ * SCOPE_OPEN is read from an image with those replaced, following the repeats. */
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen)
 {
-    int rc = load(t, path, NULL, 0, err, errlen);
+    int rc = load(t, path, NULL, 0, false, err, errlen);
+    if (rc == LOAD_REPEATS) {
+        gmt_trace_free(t);
+        rc = load(t, path, NULL, 0, true, err, errlen);
+    }
     if (rc != LOAD_EXPAND)
         return rc;
     uint8_t *img = NULL;
     size_t len = 0;
     uint64_t records = 0, lost = 0, cut_offset = UINT64_MAX;
-    int x = gmt_trace_expand(t->image, t->image_len, path, &img, &len, &records, &cut_offset,
-                             &lost, err, errlen);
+    int x = gmt_trace_expand_calls(t->image, t->image_len, path, &img, &len, &records,
+                                   &cut_offset, &lost, err, errlen);
     gmt_trace_free(t);
     if (x == -ENOMEM)
         snprintf(err, errlen, "%s: out of memory", path);
     if (x)
         return -1;
-    rc = load(t, path, img, len, err, errlen);
-    if (rc == LOAD_EXPAND) { /* cannot be: none is left */
+    rc = load(t, path, img, len, true, err, errlen);
+    if (rc == LOAD_EXPAND || rc == LOAD_REPEATS) { /* cannot be: none is left */
         gmt_trace_free(t);
-        snprintf(err, errlen, "%s: GROUP_REPEAT, SCOPE_END's call form or SCOPE_OPEN left "
-                 "after expanding", path);
+        snprintf(err, errlen, "%s: SCOPE_END's call form or SCOPE_OPEN left after expanding",
+                 path);
         return -1;
     }
     if (rc)
@@ -985,6 +1135,9 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->choices);
     free(t->nvtx);
     free(t->blocks);
+    gmt_u64map_free(&t->rep_at);
+    free(t->reps);
+    free(t->rep_origin);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);
