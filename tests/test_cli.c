@@ -250,6 +250,7 @@ Test(cli, reads_repeated_groups_within_a_bound_on_memory, .timeout = 120)
     }
     RUN(&res, "summary", "--json", "--no-symbols", path);
     cr_expect(strstr(res.out, "\"calls\": 20001") != NULL, "every group's members counted");
+    cr_expect(strstr(res.out, "\"open_at_end\": []") != NULL, "every member replayed to its end");
     unlink(path);
 }
 

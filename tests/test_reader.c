@@ -1480,7 +1480,8 @@ Test(trace, reads_group_repeat_in_place_as_its_members)
     tb_scope_begin(&b, GMT_OP_AllReduce, 11, 10, 0xa, 256, 5);
     tb_scope_end(&b, GMT_OP_AllReduce, 11, 0, 5);
     struct gmt_rec_scope_begin send = {.dt = 3, .scope_id = 12, .parent_id = 10, .comm = 0xa,
-                                       .count = 64, .datatype = 7, .peer = 5};
+                                       .count = 64, .datatype = 7, .peer = 5,
+                                       .stack_id = 4};
     tb_rec(&b, GMT_REC_SCOPE_BEGIN, GMT_OP_Send, &send, sizeof send, NULL, 0);
     tb_scope_end(&b, GMT_OP_Send, 12, 2, 1);
     tb_scope_end(&b, GMT_OP_Group, 10, 0, 100);
