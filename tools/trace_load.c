@@ -1,4 +1,4 @@
-/* trace_load.c: loads a trace: validates it in file order, builds the metadata tables and scopes, notes each thread's runs. */
+/* trace_load.c: loads a trace: validates it in file order, builds its scopes and samples (the metadata tables: trace_meta.c), notes each thread's runs. */
 #include "idnames.h"
 #include "trace.h"
 
@@ -6,17 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "reader.h"
 #include "trace_finish.h"
+#include "trace_image.h"
+#include "trace_meta.h"
 #include "trace_repeat.h"
 #include "trace_runs.h"
 #include "u64map.h"
 #include "util.h"
 
-#define MAX_STACK_ID (1u << 24) /* ids are dense from 1; a larger one is a corrupt file */
 
 /* on_record's answer to a record that stands for others: SCOPE_END's call form or
  * SCOPE_OPEN (the records are loaded again, expanded: trace_expand.c), or GROUP_REPEAT
@@ -47,16 +46,6 @@ struct loader {
     uint64_t rep_lost;
     size_t cap_reps;
 };
-
-static char *dupn(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
 
 static int thread_device(struct loader *L, uint32_t tid)
 {
@@ -139,150 +128,6 @@ static inline int note_event(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-static int on_process(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_process *p = (const void *)r;
-    t->proc = *p;
-    t->has_proc = true;
-    const char *s = (const char *)(p + 1);
-    size_t room = r->size - sizeof *p;
-    size_t hl = p->host_len <= room ? p->host_len : room;
-    /* a second PROCESS (a corrupt or concatenated file) replaces the first, as before */
-    free(t->host);
-    free(t->cmdline);
-    t->cmdline = NULL;
-    t->host = dupn(s, hl ? strnlen(s, hl) : 0);
-    size_t cl = p->cmdline_len <= room - hl ? p->cmdline_len : room - hl;
-    char *c = dupn(s + hl, cl);
-    if (!t->host || !c) {
-        free(c);
-        return -ENOMEM;
-    }
-    /* arguments are NUL-separated: join them with spaces, drop the final NUL */
-    while (cl > 0 && c[cl - 1] == 0)
-        cl--;
-    for (size_t i = 0; i < cl; i++)
-        if (c[i] == 0)
-            c[i] = ' ';
-    c[cl] = 0;
-    t->cmdline = c;
-    return 0;
-}
-
-static int on_env(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_env *e = (const void *)r;
-    const char *s = (const char *)(e + 1), *end = (const char *)r + r->size;
-    if (e->bytes <= (size_t)(end - s))
-        end = s + e->bytes;
-    while (s < end && *s) {
-        size_t n = strnlen(s, (size_t)(end - s));
-        char **slot = gmt_array_push((void **)&t->env, &t->n_env, &L->cap_env, sizeof *slot);
-        if (!slot || !(*slot = dupn(s, n)))
-            return -ENOMEM;
-        s += n + 1;
-    }
-    return 0;
-}
-
-static int on_module(struct loader *L, const struct gmt_event *e)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_module_load *m = (const void *)e->rec;
-    struct gmt_module *mod = gmt_array_push((void **)&t->modules, &t->n_modules, &L->cap_mod, sizeof *mod);
-    if (!mod)
-        return -ENOMEM;
-    const char *p = (const char *)(m + 1);
-    size_t room = e->rec->size - sizeof *m;
-    size_t bl = m->build_id_len <= room ? m->build_id_len : room;
-    mod->id = m->module_id;
-    mod->build_id = (uint8_t *)dupn(p, bl);
-    mod->build_id_len = (uint32_t)bl;
-    size_t pl = m->path_len <= room - bl ? m->path_len : room - bl;
-    mod->path = dupn(p + bl, strnlen(p + bl, pl));
-    mod->bias = m->load_bias;
-    mod->start = m->start;
-    mod->end = m->end;
-    mod->t_load = m->time_ns;
-    return mod->path && mod->build_id ? 0 : -ENOMEM;
-}
-
-/* PYCODE: ids below 2^24 (the width a Python frame has for them), stored by id; the
- * reader checked that the three strings are within the record and NUL-terminated. */
-static int on_pycode(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_pycode *c = (const void *)r;
-    if (c->code_id == 0 || c->code_id >= (1u << 24) ||
-        c->code_id > t->image_len / sizeof(struct gmt_rec_pycode))
-        return 0; /* no frame can name it */
-    if (c->code_id >= t->n_pycodes) {
-        size_t n = t->n_pycodes ? t->n_pycodes : 64;
-        while (n <= c->code_id)
-            n *= 2;
-        struct gmt_pycode *p = realloc(t->pycodes, n * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        memset(p + t->n_pycodes, 0, (n - t->n_pycodes) * sizeof *p);
-        t->pycodes = p;
-        t->n_pycodes = n;
-    }
-    struct gmt_pycode *pc = &t->pycodes[c->code_id];
-    if (pc->name)
-        return 0; /* defined twice: keep the first */
-    const char *s = (const char *)(c + 1);
-    pc->name = strdup(s);
-    pc->qualname = strdup(s + c->name_len);
-    pc->file = strdup(s + c->name_len + c->qualname_len);
-    pc->firstlineno = c->firstlineno;
-    return pc->name && pc->qualname && pc->file ? 0 : -ENOMEM;
-}
-
-static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t errlen,
-                    uint64_t off)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_stack *s = (const void *)r;
-    /* ids are dense from 1, each defined by a STACK record of its own: one larger than
-     * the file has room for such records is corrupt (and would size the stack table) */
-    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID ||
-        s->stack_id > t->image_len / sizeof(struct gmt_rec_stack)) {
-        snprintf(err, errlen, "%s: offset %llu: stack id %u out of range", t->path,
-                 (unsigned long long)off, s->stack_id);
-        return -EINVAL;
-    }
-    if (s->stack_id >= t->n_stacks) {
-        size_t n = t->n_stacks ? t->n_stacks : 64;
-        while (n <= s->stack_id)
-            n *= 2;
-        struct gmt_stack *p = realloc(t->stacks, n * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        memset(p + t->n_stacks, 0, (n - t->n_stacks) * sizeof *p);
-        t->stacks = p;
-        t->n_stacks = n;
-    }
-    struct gmt_stack *st = &t->stacks[s->stack_id];
-    if (st->ip)
-        return 0; /* defined twice: keep the first */
-    uint32_t depth = s->depth;
-    if ((size_t)depth > (r->size - sizeof *s) / 8)
-        depth = (uint32_t)((r->size - sizeof *s) / 8);
-    st->ip = malloc((depth ? depth : 1) * sizeof(uint64_t));
-    if (!st->ip)
-        return -ENOMEM;
-    memcpy(st->ip, s->ip, depth * sizeof(uint64_t));
-    st->depth = depth;
-    return 0;
-}
-
-/* Scope ids are dense from 1 (the library draws them from one counter), and every event
- * of a trace looks its scope up: an array answers with one load where the hash map takes
- * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) go to the
- * map instead, so the array never grows past a few times the number of scopes. Returns
- * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
 /* The reserved arrays moved to the heap, to grow by doubling from there: the bound
  * reserve_scopes() took is one scope per record, which repeated groups pass (their
  * members' scopes lie at one record). Returns 0 or -ENOMEM. */
@@ -313,6 +158,11 @@ static int unreserve_dense(struct gmt_trace *t)
     return 0;
 }
 
+/* Scope ids are dense from 1 (the library draws them from one counter), and every event
+ * of a trace looks its scope up: an array answers with one load where the hash map takes
+ * three cache misses. Ids far beyond the scopes seen (a corrupt or odd file) go to the
+ * map instead, so the array never grows past a few times the number of scopes. Returns
+ * 1 when placed in the array, 0 when the map must hold it, or -ENOMEM. */
 static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
 {
     if (!id) /* no scope: the replay reads entry 0 for events outside any, so it stays 0 */
@@ -404,32 +254,6 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
 static inline bool is_plain_event(unsigned type)
 {
     return type < 32 && (PLAIN_EVENTS >> type & 1);
-}
-
-static int on_module_unload(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_module_unload *u = (const void *)r;
-    for (size_t i = 0; i < t->n_modules; i++)
-        if (t->modules[i].id == u->module_id && !t->modules[i].t_unload)
-            t->modules[i].t_unload = u->time_ns ? u->time_ns : 1;
-    return 0;
-}
-
-static int on_thread(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_thread *th = (const void *)r;
-    struct gmt_thread *slot = NULL;
-    for (size_t i = 0; i < t->n_threads; i++)
-        if (t->threads[i].tid == th->tid)
-            slot = &t->threads[i];
-    if (!slot && !(slot = gmt_array_push((void **)&t->threads, &t->n_threads, &L->cap_thr, sizeof *slot)))
-        return -ENOMEM;
-    slot->tid = th->tid;
-    memcpy(slot->name, th->name, GMT_THREAD_NAME_LEN);
-    slot->name[GMT_THREAD_NAME_LEN] = 0;
-    return 0;
 }
 
 static int on_cuctx(struct loader *L, const struct gmt_event *e)
@@ -733,14 +557,14 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     if (is_plain_event(r->type))
         return note_event(L, e);
     switch (r->type) {
-    case GMT_REC_PROCESS: return on_process(L, r);
-    case GMT_REC_ENV: return on_env(L, r);
+    case GMT_REC_PROCESS: return gmt_meta_process(t, r);
+    case GMT_REC_ENV: return gmt_meta_env(t, &L->cap_env, r);
     case GMT_REC_VERSION:
         if (r->aux < 4)
             t->version[r->aux] = ((const struct gmt_rec_version *)(const void *)r)->version;
         return 0;
-    case GMT_REC_MODULE_LOAD: return on_module(L, e);
-    case GMT_REC_MODULE_UNLOAD: return on_module_unload(L, r);
+    case GMT_REC_MODULE_LOAD: return gmt_meta_module(t, &L->cap_mod, e);
+    case GMT_REC_MODULE_UNLOAD: return gmt_meta_module_unload(t, r);
     case GMT_REC_THREAD:
         if (L->repeats) { /* the thread's records start afresh */
             struct gmt_rep_thread *rt = rep_thread(L, e->tid);
@@ -748,9 +572,9 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
                 return -ENOMEM;
             gmt_rep_restart(rt);
         }
-        return on_thread(L, r);
-    case GMT_REC_STACK: return on_stack(L, r, err, errlen, e->offset);
-    case GMT_REC_PYCODE: return on_pycode(L, r);
+        return gmt_meta_thread(t, &L->cap_thr, r);
+    case GMT_REC_STACK: return gmt_meta_stack(t, r, err, errlen, e->offset);
+    case GMT_REC_PYCODE: return gmt_meta_pycode(t, r);
     case GMT_REC_CUCTX: return on_cuctx(L, e);
     case GMT_REC_CHUNK: return on_chunk(L, e);
     case GMT_REC_COMM: return on_comm(L, e);
@@ -891,103 +715,6 @@ static void reserve_scopes(struct loader *L)
         t->scope_dense_reserved = dense;
 }
 
-/* The whole stream of a pipe or device in memory, for the same in-place reading. */
-static int slurp(FILE *f, uint8_t **out, size_t *len)
-{
-    size_t cap = 1 << 20, n = 0;
-    uint8_t *b = malloc(cap);
-    if (!b)
-        return -ENOMEM;
-    for (;;) {
-        if (n == cap) {
-            uint8_t *nb = cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
-            if (!nb) {
-                free(b);
-                return -ENOMEM;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(b);
-                *len = n;
-                return -EIO;
-            }
-            break;
-        }
-    }
-    *out = b;
-    *len = n;
-    return 0;
-}
-
-/* The trace's bytes in memory behind t->reader and t->image: `image` when given (taken
- * over), else the file. Returns 0, -ENOMEM, or -1 with a message in err. */
-static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
-                      char *err, size_t errlen)
-{
-    /* a regular file is mapped by the reader; anything else is read into memory first */
-    struct stat st;
-    if (image) {
-        t->image_buf = image;
-        t->image_len = image_len;
-        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
-            return -1;
-    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        FILE *f = gmt_fopen_input(path, 1, err, errlen);
-        if (!f)
-            return -1;
-        int x = slurp(f, &t->image_buf, &t->image_len);
-        int e = errno;
-        fclose(f);
-        if (x == -ENOMEM)
-            return -ENOMEM;
-        if (x) {
-            snprintf(err, errlen, "%s: offset %zu: read error: %s", path, t->image_len,
-                     strerror(e));
-            return -1;
-        }
-        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
-            return -1;
-    } else if (gmt_reader_open(&t->reader, path, err, errlen)) {
-        return -1;
-    }
-    if (!(t->image = gmt_reader_image(t->reader, &t->image_len))) {
-        snprintf(err, errlen, "%s: cannot map the file", path);
-        return -1;
-    }
-    return 0;
-}
-
-/* A trace whose latest time is beyond GMT_TIME_MAX: the message names the first record
- * with such a time, at its offset in the file (the image's when the file cannot be read
- * again), into err. */
-static void time_beyond(const struct gmt_trace *t, const char *path, char *err, size_t errlen)
-{
-    struct gmt_reader *r;
-    char e2[256];
-    struct stat st;
-    int o = stat(path, &st) == 0 && S_ISREG(st.st_mode)
-                ? gmt_reader_open(&r, path, e2, sizeof e2)
-                : gmt_reader_open_mem(&r, t->image, t->image_len, path, e2, sizeof e2);
-    struct gmt_event ev;
-    while (!o && gmt_reader_next(r, &ev, e2, sizeof e2) > 0)
-        if (ev.time_ns > GMT_TIME_MAX) {
-            snprintf(err, errlen, "%s: offset %llu: %s at %llu ns is beyond the 2^62 ns a trace "
-                     "may span: the trace is corrupt", path, (unsigned long long)ev.offset,
-                     gmt_rec_type_name(ev.rec->type), (unsigned long long)ev.time_ns);
-            gmt_reader_close(r);
-            return;
-        }
-    if (!o)
-        gmt_reader_close(r);
-    snprintf(err, errlen, "%s: a record's time is beyond the 2^62 ns a trace may span: the "
-             "trace is corrupt", path);
-}
-
 /* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
  * LOAD_EXPAND (the file has records that stand for others), or -1 with a message in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
@@ -1008,7 +735,7 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         free(image);
         goto nomem;
     }
-    int x = open_image(t, path, image, image_len, err, errlen);
+    int x = gmt_trace_open_image(t, path, image, image_len, err, errlen);
     if (x == -ENOMEM)
         goto nomem;
     if (x)
@@ -1029,7 +756,7 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto keep;
     }
     if (t->t_last > GMT_TIME_MAX) { /* t_last is the latest of every time read */
-        time_beyond(t, path, err, errlen);
+        gmt_trace_time_beyond(t, path, err, errlen);
         goto out;
     }
     uint64_t last = gmt_reader_offset(r);
