@@ -225,7 +225,16 @@ Test(cli, reads_repeated_groups_within_a_bound_on_memory, .timeout = 120)
         id += 65;
         tb_scope_begin(&b, GMT_OP_Group, id, 0, 0, 0, 1000);
         tb_group_repeat(&b, id, 64, like);
+        /* an allocation in ncclGroupEnd after its members (docs/trace-format.md): the
+         * group's, its members being over */
+        struct gmt_rec_alloc a = {.address = 0x7e0000000000ull, .bytes = 4096, .dt = 4,
+                                  .kind = GMT_KIND_DEVICE};
+        struct gmt_rec_free f = {.address = a.address, .dt = 1};
+        if (g % 1000 == 0)
+            tb_rec(&b, GMT_REC_ALLOC, GMT_API_cudaMalloc, &a, sizeof a, NULL, 0);
         tb_scope_end(&b, GMT_OP_Group, id, 0, 100);
+        if (g % 1000 == 0)
+            tb_rec(&b, GMT_REC_FREE, GMT_API_cudaFree, &f, sizeof f, NULL, 0);
     }
     struct gmt_rec_end e = {.time_ns = TB_T0 + 1000000000};
     tb_rec(&b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
@@ -251,6 +260,10 @@ Test(cli, reads_repeated_groups_within_a_bound_on_memory, .timeout = 120)
     RUN(&res, "summary", "--json", "--no-symbols", path);
     cr_expect(strstr(res.out, "\"calls\": 20001") != NULL, "every group's members counted");
     cr_expect(strstr(res.out, "\"open_at_end\": []") != NULL, "every member replayed to its end");
+    /* (a group itself is no call allocations are charged to) */
+    cr_expect(strstr(res.out, "\"allocs\": 20, \"alloc_bytes\"") == NULL,
+              "the allocations after the members are none of the members'");
+    cr_expect(strstr(res.out, "\"allocs\": 20, \"frees\": 20") != NULL, "the device's");
     unlink(path);
 }
 
