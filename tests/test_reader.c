@@ -1501,5 +1501,26 @@ Test(trace, reads_group_repeat_in_place_as_its_members)
     struct gmt_rec_end e = {.time_ns = TB_T0 + 1000000};
     tb_rec(&b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
     expect_repeats_read_in_place(&b);
+
+    /* a GROUP_REPEAT's count changed in the file after loading: the iteration keeps to
+     * the members the loader made */
+    char path[] = "/tmp/gmt-test-repeat-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, b.p, b.len), (ssize_t)b.len);
+    struct gmt_trace t;
+    char err[512];
+    cr_assert_eq(gmt_trace_load(&t, path, err, sizeof err), 0, "%s", err);
+    size_t off = sizeof(struct gmt_file_header);
+    while (((const struct gmt_rec *)(const void *)(b.p + off))->type != GMT_REC_GROUP_REPEAT)
+        off += ((const struct gmt_rec *)(const void *)(b.p + off))->size;
+    uint32_t huge = 0xffffffffu;
+    cr_assert_eq(pwrite(fd, &huge, 4, (off_t)(off + offsetof(struct gmt_rec_group_repeat, count))), 4);
+    close(fd);
+    unlink(path);
+    static struct gmt_timed_event ev[4096];
+    cr_expect_eq(all_events(&t, ev, 4096), t.n_events);
+    cr_expect_eq(walked_events(&t, ev, 4096), t.n_events);
+    gmt_trace_free(&t);
     tb_free(&b);
 }

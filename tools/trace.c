@@ -36,7 +36,7 @@ static const struct gmt_rec_scope_begin *scope_rec(const struct gmt_trace *t,
     const struct gmt_rec_group_repeat *g = (const void *)h;
     const uint64_t *v = gmt_u64map_get(&t->rep_at, s->offset);
     uint32_t k = s->id - g->scope_id - 1;
-    if (!v || k >= g->count)
+    if (!v || k >= t->reps[*v - 1].count)
         return NULL;
     const struct gmt_rep_note *n = &t->reps[*v - 1];
     return (const void *)(t->image + t->rep_origin[n->origin_at + k]);

@@ -170,12 +170,14 @@ struct gmt_block_note {
     uint8_t op;                /* enum gmt_block_op */
 };
 
-/* A GROUP_REPEAT whose members were restored: their scopes are first_scope onwards (in
- * order), and the SCOPE_BEGINs they were first read from lie at rep_origin[origin_at]
- * onwards. */
+/* A GROUP_REPEAT whose members were restored: their scopes are the `count` from
+ * first_scope on (in order), and the SCOPE_BEGINs they were first read from lie at
+ * rep_origin[origin_at] onwards. The count is the loader's, not read again from the
+ * record: a file changed since loading cannot take the iteration past the scopes. */
 struct gmt_rep_note {
     uint64_t first_scope;
     uint64_t origin_at;
+    uint32_t count;
 };
 
 struct gmt_reader;

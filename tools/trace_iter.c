@@ -57,7 +57,6 @@ bool gmt_walk_next_seg(struct gmt_walk *w)
  * begins and ends in turn, at the thread's time, from the note the loader made; none
  * (0) for one whose members could not be restored. Out of line: rare. */
 static __attribute__((noinline)) int walk_repeat(const struct gmt_trace *t, struct gmt_walk *w,
-                                                 const struct gmt_rec_group_repeat *g,
                                                  uint64_t off, struct gmt_timed_event *e)
 {
     if (!w->rep_k) {
@@ -65,7 +64,7 @@ static __attribute__((noinline)) int walk_repeat(const struct gmt_trace *t, stru
         if (!v)
             return 0;
         w->rep_first = t->reps[*v - 1].first_scope;
-        w->rep_n = 2 * g->count;
+        w->rep_n = 2 * t->reps[*v - 1].count;
     }
     uint32_t k = w->rep_k++;
     e->time = gmt_walk_tick(w, 0);
@@ -142,7 +141,7 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
     case GMT_REC_SCOPE_END:
         return gmt_walk_scope_end(t, w, (const void *)h, off, e);
     case GMT_REC_GROUP_REPEAT:
-        return walk_repeat(t, w, (const void *)h, off, e);
+        return walk_repeat(t, w, off, e);
     case GMT_REC_COMM:
         gmt_walk_tick(w, ((const struct gmt_rec_comm *)(const void *)h)->dt);
         return 0;

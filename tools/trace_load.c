@@ -531,6 +531,7 @@ static int on_repeat(struct loader *L, const struct gmt_event *e)
         return -ENOMEM;
     note->first_scope = t->n_scopes;
     note->origin_at = like->tmpl - 1;
+    note->count = (uint32_t)n;
     struct gmt_event ev = *e; /* its time: the thread's clock (the reader's CLOCK_NOW) */
     for (int i = 0; i < n; i++) {
         struct gmt_rec_scope_end en = {
