@@ -243,8 +243,8 @@ struct gmt_trace {
  * err. What follows the last whole record (a cut one) is copied as it is. *records and
  * *cut_offset (UINT64_MAX: not cut) are the file's own; *lost counts the records that
  * could not be restored (their groups are not in the file; a call form lacks a field
- * with no call form before it, or is malformed). gmt_trace_load does this itself for a
- * trace that needs it. */
+ * with no call form before it, or is malformed). For `dump --expand`: gmt_trace_load
+ * uses gmt_trace_expand_calls below for a trace that needs it. */
 int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t **out,
                      size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
                      char *err, size_t errlen);

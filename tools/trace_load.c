@@ -716,8 +716,10 @@ static void reserve_scopes(struct loader *L)
         t->scope_dense_reserved = dense;
 }
 
-/* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
- * LOAD_EXPAND (the file has records that stand for others), or -1 with a message in err. */
+/* Loads from the file, or from `image` (malloc'd, taken over) when not NULL, following
+ * the repeated groups when `repeats`. Returns 0, LOAD_EXPAND (the file has call forms or
+ * SCOPE_OPEN), LOAD_REPEATS (it has GROUP_REPEAT, not followed), or -1 with a message
+ * in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
                 bool repeats, char *err, size_t errlen)
 {
