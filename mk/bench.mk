@@ -9,6 +9,8 @@
 #   libnull-profiler.so  tests/bench/null_profiler.c: a plugin that does nothing
 #   gen_trace          tests/bench/gen_trace.c: synthetic traces for `summary`
 #   trace_feed         tests/bench/trace_feed.c: traces that grow at a set rate, for watch
+#   repeat_trace       tests/bench/repeat_trace.c: a trace of repeated groups (GROUP_REPEAT),
+#                      for the CLI's memory on them (docs/performance.md)
 #   sample_bench       tests/bench/sample_bench.c on the simulated driver: an allocation loop
 #                      of fixed length for `make bench-sampling` (tests/bench/sample.sh: the
 #                      periodic device samples on and off; --gpu on a GPU host)
@@ -19,7 +21,8 @@ BENCH_STUB := $(BENCH_DIR)/stub
 BENCH_STUB_ABS = $(abspath $(BENCH_STUB))
 BENCH_PROGS := $(BENCH_DIR)/alloc_bench_fake $(BENCH_DIR)/alloc_bench_stub $(BENCH_DIR)/nccl_bench \
                $(BENCH_DIR)/nccl_bench_prof $(BENCH_DIR)/libnull-profiler.so \
-               $(BENCH_DIR)/gen_trace $(BENCH_DIR)/trace_feed $(BENCH_DIR)/sample_bench
+               $(BENCH_DIR)/gen_trace $(BENCH_DIR)/trace_feed $(BENCH_DIR)/sample_bench \
+               $(BENCH_DIR)/repeat_trace
 BENCH_STUB_FLAGS = -L$(BENCH_STUB_ABS) -Wl,-rpath,$(BENCH_STUB_ABS) -Wl,--no-as-needed
 
 $(BENCH_STUB)/libcuda.so.1: tests/bench/stub_cuda.c $(FAKE_HDRS)
@@ -67,6 +70,10 @@ $(BENCH_DIR)/sample_bench: tests/bench/sample_bench.c $(FAKE_HDRS) $$(FAKE_RT_LI
 	$(CC) $(FAKE_CFLAGS) -o $@ $< $(FAKE_LDFLAGS) -lcuda
 
 $(BENCH_DIR)/gen_trace: tests/bench/gen_trace.c format/trace_format.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) -Iformat -o $@ $<
+
+$(BENCH_DIR)/repeat_trace: tests/bench/repeat_trace.c tests/golden/tracebuild.h format/trace_format.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) -Iformat -o $@ $<
 

@@ -537,7 +537,8 @@ void gmt_dump_line(FILE *o, const struct gmt_event *ev, const struct gmt_reader 
     const struct gmt_rec *h = ev->rec;
     const struct gmt_rec_process *proc = gmt_reader_process(r);
     char t[GMT_FMT_LEN] = "-";
-    if (ev->time_ns && h->type != GMT_REC_PROCESS) {
+    /* a GROUP_REPEAT's time is its thread's clock, which the record before shows */
+    if (ev->time_ns && h->type != GMT_REC_PROCESS && h->type != GMT_REC_GROUP_REPEAT) {
         gmt_fmt_since(t, sizeof t, ev->time_ns, proc ? proc->monotonic_ns : 0);
     } else if (h->type == GMT_REC_PROCESS) {
         gmt_fmt_seconds(t, sizeof t, 0);

@@ -50,18 +50,44 @@ static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
     return 0;
 }
 
-/* What a Group row shows, per group scope index: its members' op names, their bytes and
- * the first member's communicator. calloc'd: fresh pages, touched only for the groups. */
+/* What a Group row shows, for each group: its members' op names, their bytes and the
+ * first member's communicator. Only the groups have one (found by scope index): a
+ * repeated group's members are scopes too, 64 for a group, and an array per scope would
+ * grow with the calls rather than with the groups. */
+struct group_sum {
+    char label[GMT_GROUP_MEMBERS];
+    uint64_t bytes, comm;
+};
 struct group_sums {
-    char (*labels)[GMT_GROUP_MEMBERS];
-    uint64_t *bytes, *comm;
+    struct gmt_u64map of;              /* group scope index -> index in sum + 1 */
+    struct group_sum *sum;
+    size_t n, cap;
 };
 
 static void group_sums_free(struct group_sums *g)
 {
-    free(g->labels);
-    free(g->bytes);
-    free(g->comm);
+    gmt_u64map_free(&g->of);
+    free(g->sum);
+}
+
+/* Group scope pi's sums, made when new; NULL out of memory. */
+static struct group_sum *group_sum_of(struct group_sums *g, long pi)
+{
+    const uint64_t *v = gmt_u64map_get(&g->of, (uint64_t)pi);
+    if (v)
+        return &g->sum[*v - 1];
+    struct group_sum *x = gmt_array_push((void **)&g->sum, &g->n, &g->cap, sizeof *x);
+    if (!x || gmt_u64map_put_new(&g->of, (uint64_t)pi, g->n))
+        return NULL;
+    memset(x, 0, sizeof *x);
+    return x;
+}
+
+/* The sums of group scope i, NULL when it has no member. */
+static const struct group_sum *group_sum_at(const struct group_sums *g, size_t i)
+{
+    const uint64_t *v = gmt_u64map_get(&g->of, i);
+    return v ? &g->sum[*v - 1] : NULL;
 }
 
 /* A member's op name into its group's label, once each, '+' between them. */
@@ -78,11 +104,6 @@ static void add_member(char *lab, const struct gmt_scope *s)
 static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struct group_sums *g)
 {
     size_t n = t->n_scopes;
-    g->labels = calloc(n ? n : 1, sizeof *g->labels);
-    g->bytes = calloc(n ? n : 1, sizeof *g->bytes);
-    g->comm = calloc(n ? n : 1, sizeof *g->comm);
-    if (!g->labels || !g->bytes || !g->comm)
-        return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
         const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
         if (!s->parent_id)
@@ -90,10 +111,13 @@ static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struc
         long pi = gmt_trace_scope_index(t, s->parent_id);
         if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
             continue;
-        add_member(g->labels[pi], s);
-        g->bytes[pi] += scope_bytes(s);
-        if (!g->comm[pi])
-            g->comm[pi] = s->comm;
+        struct group_sum *x = group_sum_of(g, pi);
+        if (!x)
+            return -ENOMEM;
+        add_member(x->label, s);
+        x->bytes += scope_bytes(s);
+        if (!x->comm)
+            x->comm = s->comm;
     }
     return 0;
 }
@@ -155,9 +179,10 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
     const char *label = gmt_op_name(s->op);
     uint64_t bytes = scope_bytes(s), comm = s->comm;
     if (s->op == GMT_OP_Group) {
-        label = gmt_colls_call_name(s, g->labels[i], group_label, sizeof group_label);
-        bytes = g->bytes[i];
-        comm = g->comm[i];
+        const struct group_sum *x = group_sum_at(g, i);
+        label = gmt_colls_call_name(s, x ? x->label : "", group_label, sizeof group_label);
+        bytes = x ? x->bytes : 0;
+        comm = x ? x->comm : 0;
     }
     struct gmt_coll_row *row = find_row(rep, comm, s->op, bytes, label);
     const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
@@ -190,7 +215,8 @@ int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, const int
                     int32_t *row_of, uint32_t **order_p, uint64_t t_from, uint64_t t_to)
 {
     uint32_t *order;
-    struct group_sums g = {NULL, NULL, NULL};
+    struct group_sums g = {.sum = NULL};
+    gmt_u64map_init(&g.of);
     size_t cap = 0;
     int r = begin_order(t, &order);
     if (!r)
@@ -215,26 +241,49 @@ const char *gmt_colls_call_name(const struct gmt_scope *s, const char *members, 
 {
     if (s->op != GMT_OP_Group)
         return gmt_op_name(s->op);
-    snprintf(buf, len, "Group(%s)", members ? members : "");
-    return buf;
+    /* cut to len when the members are many (the return value read: GCC then lets it) */
+    int n = snprintf(buf, len, "Group(%s)", members ? members : "");
+    return n >= 0 ? buf : "Group";
 }
 
-int gmt_colls_group_labels(const struct gmt_trace *t, char (**labels)[GMT_GROUP_MEMBERS])
+struct gmt_group_labels {
+    struct group_sums g;
+};
+
+int gmt_colls_group_labels(const struct gmt_trace *t, struct gmt_group_labels **labels)
 {
     uint32_t *order;
     *labels = NULL;
-    if (begin_order(t, &order))
+    struct gmt_group_labels *l = calloc(1, sizeof *l);
+    if (!l)
         return -ENOMEM;
-    char (*lab)[GMT_GROUP_MEMBERS] = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *lab);
-    for (size_t k = 0; lab && k < t->n_scopes; k++) {
-        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
-        long pi = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
-        if (pi >= 0 && t->scopes[pi].op == GMT_OP_Group)
-            add_member(lab[pi], s);
+    gmt_u64map_init(&l->g.of);
+    if (begin_order(t, &order)) {
+        free(l);
+        return -ENOMEM;
     }
+    int r = group_sums_of(t, order, &l->g);
     free(order);
-    *labels = lab;
-    return lab ? 0 : -ENOMEM;
+    if (r) {
+        gmt_colls_group_labels_free(l);
+        return r;
+    }
+    *labels = l;
+    return 0;
+}
+
+const char *gmt_colls_group_label(const struct gmt_group_labels *l, size_t i)
+{
+    const struct group_sum *x = l ? group_sum_at(&l->g, i) : NULL;
+    return x ? x->label : NULL;
+}
+
+void gmt_colls_group_labels_free(struct gmt_group_labels *l)
+{
+    if (!l)
+        return;
+    group_sums_free(&l->g);
+    free(l);
 }
 
 /* The replay's share of the rows: each call's tracked bytes (the first call's, and the

@@ -38,9 +38,14 @@ int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const in
  * name, or for a group "Group(MEMBERS)", members as gmt_colls_group_labels gives them;
  * into buf for a group, else the op's name itself. */
 const char *gmt_colls_call_name(const struct gmt_scope *s, const char *members, char *buf, size_t len);
-/* Per scope index, each group's members (empty for the other scopes): calloc'd, so only
- * the groups' pages are touched; free() it. 0 or -ENOMEM. */
-int gmt_colls_group_labels(const struct gmt_trace *t, char (**labels)[GMT_GROUP_MEMBERS]);
+/* Each group's members, found by the group's scope index: kept for the groups alone (a
+ * repeated group's members are scopes too, and there are as many as calls). *labels is
+ * freed with gmt_colls_group_labels_free. 0 or -ENOMEM. */
+struct gmt_group_labels;
+int gmt_colls_group_labels(const struct gmt_trace *t, struct gmt_group_labels **labels);
+/* Group scope i's members; NULL for a scope that is no group with members. */
+const char *gmt_colls_group_label(const struct gmt_group_labels *g, size_t i);
+void gmt_colls_group_labels_free(struct gmt_group_labels *g);
 
 /* Per scope index: the outermost call it belongs to below any group (an NCCL call NCCL
  * makes inside another is part of it). One more entry in front, -1: the replay's view by

@@ -28,7 +28,7 @@ struct chrome {
     int64_t shift;             /* trace time + shift = ns since base_ns */
     long max_points;
     struct gmt_tracks tk;      /* its counters (tracks.h) */
-    char (*members)[GMT_GROUP_MEMBERS]; /* its groups' members, per scope (collectives.h) */
+    struct gmt_group_labels *members; /* its groups' members (collectives.h) */
 };
 
 static void sep(struct chrome *C)
@@ -91,7 +91,7 @@ static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
 /* The name of scope i, as the summary's rows name it ("Group(AllReduce)" for a group). */
 static const char *call_name(const struct chrome *C, size_t i, char *buf, size_t len)
 {
-    return gmt_colls_call_name(&C->a->t.scopes[i], C->members ? C->members[i] : NULL, buf, len);
+    return gmt_colls_call_name(&C->a->t.scopes[i], gmt_colls_group_label(C->members, i), buf, len);
 }
 
 /* A timed call is a slice from its begin to its end, with the weight its duration stands
@@ -276,7 +276,7 @@ static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
         return -ENOMEM;
     int r = gmt_tracks_init(&C->tk, a, C->max_points, false, point, C);
     if (r) {
-        free(C->members);
+        gmt_colls_group_labels_free(C->members);
         return r;
     }
     /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
@@ -288,7 +288,7 @@ static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
     r = gmt_export_walk(a, &ops);
     gmt_tracks_end(&C->tk);
     gmt_tracks_free(&C->tk);
-    free(C->members);
+    gmt_colls_group_labels_free(C->members);
     C->members = NULL;
     if (!r)
         block_counters(C);

@@ -186,7 +186,7 @@ static uint32_t counted_as(const struct gmt_trace *t, size_t i)
 /* A call's row. Its begin is known only when it was timed: a loop call the library did
  * not time, or a group member written the short way, has its end alone (the trace puts
  * its begin at its end). weight: the calls a timed one's duration stands for. */
-static int call_row(struct rows *R, size_t i, const char (*members)[GMT_GROUP_MEMBERS])
+static int call_row(struct rows *R, size_t i, const struct gmt_group_labels *members)
 {
     const struct gmt_trace *t = &R->a->t;
     const struct gmt_report *rep = &R->a->rep;
@@ -197,7 +197,7 @@ static int call_row(struct rows *R, size_t i, const char (*members)[GMT_GROUP_ME
     bool begun = w || !s->t_end; /* a call still open has its begin */
     struct gmt_xval v[] = {
         vi(R->trace), vi(s->id), s->parent_id ? vi(s->parent_id) : VNULL, vi(counted_as(t, i)),
-        vs(gmt_colls_call_name(s, members ? members[i] : NULL, name, sizeof name)),
+        vs(gmt_colls_call_name(s, gmt_colls_group_label(members, i), name, sizeof name)),
         s->comm ? vi(gmt_trace_comm_index(t, s->comm)) : VNULL, c ? vi(c->rank) : VNULL,
         c ? vi(c->nranks) : VNULL, vi((int64_t)s->count),
         vi((int64_t)(s->count * gmt_nccl_type_size(s->datatype))), begun ? vi(rel(t, s->t_begin)) : VNULL,
@@ -210,13 +210,13 @@ static int call_row(struct rows *R, size_t i, const char (*members)[GMT_GROUP_ME
 static int call_rows(struct rows *R)
 {
     const struct gmt_trace *t = &R->a->t;
-    char (*members)[GMT_GROUP_MEMBERS];
+    struct gmt_group_labels *members;
     if (gmt_colls_group_labels(t, &members))
         return -ENOMEM;
     int r = 0;
     for (size_t i = 0; !r && i < t->n_scopes; i++)
         r = call_row(R, i, members);
-    free(members);
+    gmt_colls_group_labels_free(members);
     return r;
 }
 

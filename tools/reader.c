@@ -11,6 +11,7 @@
 
 #include "idnames.h"
 #include "reader.h"
+#include "reader_parts.h"
 #include "util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -92,6 +93,8 @@ enum clock_rule {
                                 * its time is that; moves no clock (5.3) */
     CLOCK_ABS,                 /* sets its thread's clock to an absolute time_ns */
     CLOCK_DT,                  /* adds its dt to its thread's clock */
+    CLOCK_NOW,                 /* carries no time: its time is its thread's clock, which
+                                * it leaves alone (GROUP_REPEAT, whose members are there) */
 };
 
 struct type_rule {
@@ -134,48 +137,10 @@ static const struct type_rule type_rule[GMT_REC_TYPE_MAX] = {
     /* (2.5) the begin of another thread's call: its time is its own, no clock moves */
     [GMT_REC_SCOPE_OPEN] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_scope_open, time_ns) },
     [GMT_REC_BLOCK] = { CLOCK_OWN, 0, offsetof(struct gmt_rec_block, time_ns) },
+    [GMT_REC_GROUP_REPEAT] = { CLOCK_NOW, 0, 0 },
 };
 #undef RULE_ABS
 #undef RULE_DT
-
-/* ---- variable parts ---- */
-
-const char *gmt_process_host(const struct gmt_rec_process *p)
-{
-    return p->host_len ? (const char *)(p + 1) : "";
-}
-
-const char *gmt_process_cmdline(const struct gmt_rec_process *p, uint32_t *len)
-{
-    if (len)
-        *len = p->cmdline_len;
-    return (const char *)(p + 1) + p->host_len;
-}
-
-const char *gmt_env_strings(const struct gmt_rec_env *e)
-{
-    return (const char *)(e + 1);
-}
-
-const uint8_t *gmt_module_build_id(const struct gmt_rec_module_load *m)
-{
-    return (const uint8_t *)(m + 1);
-}
-
-const char *gmt_module_path(const struct gmt_rec_module_load *m)
-{
-    return (const char *)(m + 1) + m->build_id_len;
-}
-
-const struct gmt_rec_alloc_ext *gmt_alloc_ext(const struct gmt_rec_alloc *a)
-{
-    return a->h.size >= sizeof(struct gmt_rec_alloc_ext) ? (const void *)a : NULL;
-}
-
-const struct gmt_rec_free_ext *gmt_free_ext(const struct gmt_rec_free *f)
-{
-    return f->h.size >= sizeof(struct gmt_rec_free_ext) ? (const void *)f : NULL;
-}
 
 /* ---- per-thread clocks ---- */
 
@@ -385,135 +350,6 @@ void gmt_reader_close(struct gmt_reader *r)
 
 /* ---- records ---- */
 
-/* Checks that a string of `len` bytes (incl. its NUL) ends in NUL; len 0 is allowed
- * only where the spec says the string may be absent. */
-static int nul_ended(const uint8_t *s, uint32_t len)
-{
-    return len > 0 && s[len - 1] == 0;
-}
-
-/* Validates the parts of a known record that its size field alone doesn't cover.
- * `rec` holds h.size bytes, at least the fixed part. */
-static int check_process(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
-                     size_t errlen)
-{
-    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
-    const struct gmt_rec_process *p = (const void *)rec;
-    const uint8_t *v = rec + sizeof *p;
-    if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
-        return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
-                    "line (%u bytes) overflow the %llu-byte record", r->path,
-                    (unsigned long long)off, p->host_len, p->cmdline_len,
-                    (unsigned long long)size);
-    if (p->host_len && !nul_ended(v, p->host_len))
-        return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
-                    r->path, (unsigned long long)off);
-    if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
-        return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
-                    "NUL-terminated", r->path, (unsigned long long)off);
-    return 0;
-}
-
-static int check_env(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
-                     size_t errlen)
-{
-    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
-    const struct gmt_rec_env *e = (const void *)rec;
-    const uint8_t *v = rec + sizeof *e;
-    if ((uint64_t)sizeof *e + e->bytes > size)
-        return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
-                    "%llu-byte record", r->path, (unsigned long long)off, e->bytes,
-                    (unsigned long long)size);
-    uint64_t nuls = 0;
-    for (uint32_t i = 0; i < e->bytes; i++)
-        nuls += v[i] == 0;
-    if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
-        return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
-                    "in %u bytes, count says %u", r->path, (unsigned long long)off,
-                    (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
-                    e->bytes, e->count);
-    return 0;
-}
-
-static int check_module_load(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
-                     size_t errlen)
-{
-    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
-    const struct gmt_rec_module_load *m = (const void *)rec;
-    const uint8_t *v = rec + sizeof *m;
-    if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
-        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
-                    "path (%u bytes) overflow the %llu-byte record", r->path,
-                    (unsigned long long)off, m->build_id_len, m->path_len,
-                    (unsigned long long)size);
-    if (!nul_ended(v + m->build_id_len, m->path_len))
-        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
-                    "NUL-terminated", r->path, (unsigned long long)off);
-    return 0;
-}
-
-static int check_pycode(const struct gmt_reader *r, const uint8_t *rec, uint64_t off, char *err,
-                     size_t errlen)
-{
-    uint64_t size = ((const struct gmt_rec *)(const void *)rec)->size;
-    const struct gmt_rec_pycode *c = (const void *)rec;
-    const uint8_t *v = rec + sizeof *c;
-    if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
-        return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
-                    "overflow the %llu-byte record", r->path, (unsigned long long)off,
-                    c->name_len, c->qualname_len, c->filename_len,
-                    (unsigned long long)size);
-    if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
-        !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
-        return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
-                    "NUL-terminated", r->path, (unsigned long long)off);
-    return 0;
-}
-
-static int check_payload(const struct gmt_reader *r, const uint8_t *rec, uint64_t off,
-                         char *err, size_t errlen)
-{
-    const struct gmt_rec *h = (const void *)rec;
-    uint64_t size = h->size;
-    switch (h->type) {
-    case GMT_REC_PROCESS:
-        return check_process(r, rec, off, err, errlen);
-    case GMT_REC_NVTX_STRING: {
-        const struct gmt_rec_nvtx_string *n = (const void *)rec;
-        if ((uint64_t)sizeof *n + n->len > size)
-            return fail(err, errlen, "%s: offset %llu: NVTX_STRING of %u bytes overflows the "
-                        "%llu-byte record", r->path, (unsigned long long)off, n->len,
-                        (unsigned long long)size);
-        if (!n->len || !nul_ended(rec + sizeof *n, n->len))
-            return fail(err, errlen, "%s: offset %llu: NVTX_STRING is not NUL-terminated",
-                        r->path, (unsigned long long)off);
-        break;
-    }
-    case GMT_REC_ENV:
-        return check_env(r, rec, off, err, errlen);
-    case GMT_REC_MODULE_LOAD:
-        return check_module_load(r, rec, off, err, errlen);
-    case GMT_REC_THREAD: {
-        const struct gmt_rec_thread *t = (const void *)rec;
-        if (!memchr(t->name, 0, sizeof t->name))
-            return fail(err, errlen, "%s: offset %llu: THREAD name is not NUL-terminated",
-                        r->path, (unsigned long long)off);
-        break;
-    }
-    case GMT_REC_PYCODE:
-        return check_pycode(r, rec, off, err, errlen);
-    case GMT_REC_STACK: {
-        const struct gmt_rec_stack *s = (const void *)rec;
-        if ((uint64_t)sizeof *s + (uint64_t)s->depth * sizeof(uint64_t) > size)
-            return fail(err, errlen, "%s: offset %llu: STACK depth %u overflows the "
-                        "%llu-byte record", r->path, (unsigned long long)off, s->depth,
-                        (unsigned long long)size);
-        break;
-    }
-    }
-    return 0;
-}
-
 /* The time a record stands for, and its effect on the thread's clock, by its type's
  * rule. Returns 0, or -ENOMEM when the thread's clock slot can't be made. */
 static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rule rule,
@@ -526,7 +362,7 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rul
     uint32_t dt = 0;
     if (rule.clock == CLOCK_DT)
         memcpy(&dt, rec + rule.time_at, sizeof dt);
-    else
+    else if (rule.clock != CLOCK_NOW)
         memcpy(&abs_ns, rec + rule.time_at, sizeof abs_ns);
     if (rule.clock == CLOCK_ANCHOR || rule.clock == CLOCK_OWN) {
         /* The anchor, or a time of its own: it leaves every clock alone. */
@@ -540,6 +376,8 @@ static int decode_time(struct gmt_reader *r, const uint8_t *rec, struct type_rul
         c->ns = abs_ns;
         c->set = 1;
         *time_ns = abs_ns;
+    } else if (rule.clock == CLOCK_NOW) {
+        *time_ns = c->set ? c->ns : 0;
     } else if (c->set) {
         /* Wraps rather than traps on a corrupt clock: times are data, not sizes. */
         c->ns += dt;
@@ -612,7 +450,7 @@ static int take_record(struct gmt_reader *r, const uint8_t *rec, uint64_t off,
     struct type_rule rule = { CLOCK_NONE, 0, 0 };
     if (h->type < GMT_REC_TYPE_MAX)
         rule = type_rule[h->type];
-    if ((rule.flags & RULE_PARTS) && check_payload(r, rec, off, err, errlen) < 0) {
+    if ((rule.flags & RULE_PARTS) && gmt_reader_check_payload(r->path, rec, off, err, errlen) < 0) {
         r->failed = 1;
         return -1;
     }
@@ -757,6 +595,8 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
             memcpy(&t, map + off + rule.time_at, sizeof t);
             clock = t;
             set = true;
+        } else if (rule.clock == CLOCK_NOW) {
+            t = set ? clock : 0;
         }
         put_event(&ev[n++], h, off, nrec++, t, tid);
         off += h->size;
@@ -872,6 +712,8 @@ size_t gmt_reader_skim(struct gmt_reader *r, uint32_t mask, uint64_t min_time,
                 break;
             clock = min_time = t;
             set = true;
+        } else if (rule.clock == CLOCK_NOW) {
+            t = set ? clock : 0; /* the loader sees to a time gone back */
         }
         put_event(&ev[n++], h, off, nrec++, t, tid);
         off += h->size;

@@ -8,61 +8,11 @@
 #include <string.h>
 
 #include "collectives.h"
+#include "kind_class.h"
 #include "live_map.h"
 #include "nccl_types.h"
 #include "reader.h"
 #include "util.h"
-
-/* The live set's key of an allocation and of a release, for other passes over the events
- * (phases.c) that must match them as the replay does. */
-uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr)
-{
-    return gmt_live_key(kind < 256 ? gmt_ns_of_kind((uint8_t)kind) : GMT_NS_PTR, addr);
-}
-
-uint64_t gmt_replay_free_key(unsigned api, uint64_t addr)
-{
-    return gmt_live_key(gmt_ns_of_free_api(api), addr);
-}
-
-/* What each kind is charged as, by table: the replay asks for every allocation and free,
- * and a table is one load where a switch is a range check and a jump. */
-enum { CLASS_DEVICE = 1, CLASS_HOST = 2 };
-static const uint8_t class_of_kind[256] = {
-    [GMT_KIND_DEVICE] = CLASS_DEVICE, [GMT_KIND_POOL_ALLOC] = CLASS_DEVICE,
-    [GMT_KIND_PHYSICAL] = CLASS_DEVICE, [GMT_KIND_MANAGED] = CLASS_DEVICE,
-    [GMT_KIND_NCCL_MEM] = CLASS_DEVICE, /* GRAPH_MEM: address space (2.3); GRAPHMEM
-                                         * records say what graphs hold */
-    [GMT_KIND_ARRAY] = CLASS_DEVICE, [GMT_KIND_MIPMAPPED_ARRAY] = CLASS_DEVICE,
-    [GMT_KIND_HOST_PINNED] = CLASS_HOST, [GMT_KIND_PHYSICAL_HOST] = CLASS_HOST,
-};
-
-static inline bool is_device(uint8_t kind)
-{
-    return class_of_kind[kind] == CLASS_DEVICE;
-}
-
-static inline bool is_host(uint8_t kind)
-{
-    return class_of_kind[kind] == CLASS_HOST;
-}
-
-/* Another process's memory mapped here: an imported handle (its size as the importer
- * recorded it) and an IPC mapping. Shown as peer memory, never as this device's. */
-static inline bool is_peer(uint8_t kind)
-{
-    return kind == GMT_KIND_IMPORTED || kind == GMT_KIND_IPC_MAPPING;
-}
-
-bool gmt_kind_is_device(unsigned kind)
-{
-    return kind < 256 && is_device((uint8_t)kind);
-}
-
-bool gmt_kind_is_host(unsigned kind)
-{
-    return kind < 256 && is_host((uint8_t)kind);
-}
 
 /*
  * A site's live bytes on one device, and what they were at that device's peak. The peak
@@ -323,7 +273,7 @@ static inline __attribute__((always_inline)) int charge_other(struct state *S, s
                                                               int ds, const struct gmt_timed_event *e)
 {
     struct gmt_report *rep = S->rep;
-    if (is_host(e->kind)) {
+    if (gmt_kind_host(e->kind)) {
         uint64_t live = S->host[ds] + e->bytes;
         if ((live | e->bytes) > GMT_BYTES_MAX)
             return -EOVERFLOW;
@@ -337,7 +287,7 @@ static inline __attribute__((always_inline)) int charge_other(struct state *S, s
         S->virt[ds] = live;
         if (S->virt[ds] > rep->dev[ds].virtual_peak)
             rep->dev[ds].virtual_peak = S->virt[ds];
-    } else if (is_peer(e->kind) || (e->kind == GMT_KIND_MAPPING && e->error && imported(S, e->error))) {
+    } else if (gmt_kind_peer(e->kind) || (e->kind == GMT_KIND_MAPPING && e->error && imported(S, e->error))) {
         if (e->kind == GMT_KIND_IMPORTED && imported_add(S, gmt_handle_digest(e->addr)))
             return -ENOMEM;
         l->kind = GMT_KIND_IMPORTED; /* a peer's memory mapped here: freed as such */
@@ -375,7 +325,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     if (l->refs) {
         /* an address reused without a free we saw: the old entry is gone, its slot
          * (same key) takes the new one */
-        if (is_device(l->kind)) {
+        if (gmt_kind_device(l->kind)) {
             S->tracked[l->dslot] -= l->bytes;
             S->by_cat[l->dslot][l->cat] -= l->bytes;
             sdl_add(S, l->site, l->dslot, -l->bytes);
@@ -394,7 +344,7 @@ static inline __attribute__((always_inline)) int on_alloc(struct state *S, const
     l->scope = attribute(S, e);
 
     rep->dev[ds].allocs++;
-    if (is_device(e->kind))
+    if (gmt_kind_device(e->kind))
         return charge_device(S, l, ds, site, e);
     return charge_other(S, l, ds, e);
 }
@@ -415,18 +365,18 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     }
     int ds = l->dslot;
     rep->dev[ds].frees++;
-    if (is_device(l->kind)) {
+    if (gmt_kind_device(l->kind)) {
         int32_t sc = attribute(S, e);
         if (sc >= 0)
             rep->scope_tracked[sc] = gmt_wrap_add(rep->scope_tracked[sc], -l->bytes);
         S->tracked[ds] -= l->bytes;
         S->by_cat[ds][l->cat] -= l->bytes;
         sdl_add(S, l->site, ds, -l->bytes);
-    } else if (is_host(l->kind)) {
+    } else if (gmt_kind_host(l->kind)) {
         S->host[ds] -= l->bytes;
     } else if (l->kind == GMT_KIND_VIRTUAL) {
         S->virt[ds] -= l->bytes;
-    } else if (is_peer(l->kind)) {
+    } else if (gmt_kind_peer(l->kind)) {
         S->peer[ds] -= l->bytes;
     }
     gmt_live_del_at(&S->live_by_key, l);
@@ -565,7 +515,7 @@ static inline __attribute__((always_inline)) int replay_alloc(struct state *S,
 {
     if (!stopped)
         return on_alloc(S, e);
-    if (is_device(e->kind)) {
+    if (gmt_kind_device(e->kind)) {
         int32_t sc = attribute(S, e);
         if (sc >= 0)
             count_scope_alloc(S, sc, e);
@@ -617,16 +567,24 @@ static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_w
                                                    uint64_t stop_after, bool *stopped)
 {
     struct gmt_timed_event e;
-    int x = gmt_walk_decode(S->t, w, &e);
-    if (x <= 0)
-        return x < 0;
-    *stopped |= e.time > stop_after;
-    if (*stopped)
-        return 0;
-    if (e.type == GMT_EV_FAIL)
-        return on_fail(S, &e);
-    if (e.type == GMT_EV_MEMINFO)
-        on_meminfo(S, &e);
+    do { /* a GROUP_REPEAT: each of its members' events, its record handed out again */
+        int x = gmt_walk_decode(S->t, w, &e);
+        if (x <= 0)
+            return x < 0;
+        *stopped |= e.time > stop_after;
+        if (e.type == GMT_EV_SCOPE_BEGIN || e.type == GMT_EV_SCOPE_END) {
+            int r = replay_event(S, &e, *stopped);
+            if (r)
+                return r;
+            continue;
+        }
+        if (*stopped)
+            return 0;
+        if (e.type == GMT_EV_FAIL)
+            return on_fail(S, &e);
+        if (e.type == GMT_EV_MEMINFO)
+            on_meminfo(S, &e);
+    } while (w->rep_k);
     return 0;
 }
 
@@ -803,7 +761,7 @@ static int run_pass(struct state *S)
      * (a sum mod 2^64 either way, so the same on a corrupt trace too) */
     for (size_t j = 0; j < S->live_by_key.cap; j++) {
         const struct gmt_live *l = &S->live_by_key.s[j];
-        if (l->refs && is_device(l->kind)) {
+        if (l->refs && gmt_kind_device(l->kind)) {
             S->rep->sites[l->site].live_at_end += l->bytes;
             S->rep->sites[l->site].count_at_end++;
         }

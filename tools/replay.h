@@ -6,15 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kind_class.h" /* the charging rules and live-set keys the replay applies */
 #include "trace.h"
 
 #define GMT_MAX_CATS 32        /* categories, index 0 is "user" by convention of the caller */
 #define GMT_MAX_DEVS 16        /* devices tracked per process */
 
-/* Charging rules (docs/trace-format.md): which kinds are local device memory, which
- * are pinned host memory; the rest is address space or a peer's memory. */
-bool gmt_kind_is_device(unsigned kind);
-bool gmt_kind_is_host(unsigned kind);
 
 struct gmt_replay_opts {
     const uint8_t *stack_cat;  /* category index per stack id (t->n_stacks entries), or NULL */
@@ -160,10 +157,6 @@ static inline bool gmt_dev_shown(const struct gmt_dev_report *d)
 /* 0 none (no record: NCCL's profiler interface was not in use), else the pick's total. */
 uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
                        struct gmt_nccl_pick *out);
-/* The key the replay's live set gives an allocation of `kind` at `addr`, and the one a
- * release by `api` of `addr` looks up (the namespaces of handles, pointers, arrays...). */
-uint64_t gmt_replay_alloc_key(unsigned kind, uint64_t addr);
-uint64_t gmt_replay_free_key(unsigned api, uint64_t addr);
 
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
 void gmt_report_free(struct gmt_report *rep);

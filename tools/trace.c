@@ -22,21 +22,38 @@ const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
     return at && *at <= t->n_scope_mem ? &t->scope_mem[*at - 1] : NULL;
 }
 
-/* The SCOPE_BEGIN a scope was made from: whole in the image, which the trace keeps. */
+/* The SCOPE_BEGIN a scope was made from: whole in the image, which the trace keeps. A
+ * repeated group's member lies at its GROUP_REPEAT: its fields are those of the
+ * SCOPE_BEGIN it was first read from, but for its stack (0, as the format says). NULL
+ * for such a member when its note is not found (cannot be: the loader made both). */
 static const struct gmt_rec_scope_begin *scope_rec(const struct gmt_trace *t,
-                                                   const struct gmt_scope *s)
+                                                   const struct gmt_scope *s, bool *repeated)
 {
-    return (const void *)(t->image + s->offset);
+    const struct gmt_rec *h = (const void *)(t->image + s->offset);
+    *repeated = h->type == GMT_REC_GROUP_REPEAT;
+    if (!*repeated)
+        return (const void *)h;
+    const struct gmt_rec_group_repeat *g = (const void *)h;
+    const uint64_t *v = gmt_u64map_get(&t->rep_at, s->offset);
+    uint32_t k = s->id - g->scope_id - 1;
+    if (!v || k >= t->reps[*v - 1].count)
+        return NULL;
+    const struct gmt_rep_note *n = &t->reps[*v - 1];
+    return (const void *)(t->image + t->rep_origin[n->origin_at + k]);
 }
 
 uint32_t gmt_trace_scope_stack(const struct gmt_trace *t, const struct gmt_scope *s)
 {
-    return scope_rec(t, s)->stack_id;
+    bool repeated;
+    const struct gmt_rec_scope_begin *b = scope_rec(t, s, &repeated);
+    return b && !repeated ? b->stack_id : 0;
 }
 
 int32_t gmt_trace_scope_peer(const struct gmt_trace *t, const struct gmt_scope *s)
 {
-    return scope_rec(t, s)->peer;
+    bool repeated;
+    const struct gmt_rec_scope_begin *b = scope_rec(t, s, &repeated);
+    return b ? b->peer : -1;
 }
 
 const char *gmt_trace_thread_name(const struct gmt_trace *t, uint32_t tid)

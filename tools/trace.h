@@ -170,6 +170,16 @@ struct gmt_block_note {
     uint8_t op;                /* enum gmt_block_op */
 };
 
+/* A GROUP_REPEAT whose members were restored: their scopes are the `count` from
+ * first_scope on (in order), and the SCOPE_BEGINs they were first read from lie at
+ * rep_origin[origin_at] onwards. The count is the loader's, not read again from the
+ * record: a file changed since loading cannot take the iteration past the scopes. */
+struct gmt_rep_note {
+    uint64_t first_scope;
+    uint64_t origin_at;
+    uint32_t count;
+};
+
 struct gmt_reader;
 struct gmt_tstream;            /* one thread's records: its chunks, in file order (trace_runs.h) */
 struct gmt_run;                /* a stretch of a thread's events in time order (trace_runs.h) */
@@ -218,6 +228,11 @@ struct gmt_trace {
     struct gmt_nccl_choice *choices; size_t n_choices; /* NCCL_COLL_INFO, by time */
     struct gmt_nvtx_note *nvtx; size_t n_nvtx; /* in file order */
     struct gmt_block_note *blocks; size_t n_blocks; /* BLOCK records, in file order */
+    /* Repeated groups (GROUP_REPEAT) that stood: their members' scopes lie at the
+     * record's offset, which rep_at maps to its note + 1 (trace_load.c, trace_iter.c) */
+    struct gmt_u64map rep_at;
+    struct gmt_rep_note *reps; size_t n_reps;
+    uint64_t *rep_origin; size_t n_rep_origin, cap_rep_origin; /* SCOPE_BEGIN offsets */
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by
@@ -228,11 +243,17 @@ struct gmt_trace {
  * err. What follows the last whole record (a cut one) is copied as it is. *records and
  * *cut_offset (UINT64_MAX: not cut) are the file's own; *lost counts the records that
  * could not be restored (their groups are not in the file; a call form lacks a field
- * with no call form before it, or is malformed). gmt_trace_load does this itself for a
- * trace that needs it. */
+ * with no call form before it, or is malformed). For `dump --expand`: gmt_trace_load
+ * uses gmt_trace_expand_calls below for a trace that needs it. */
 int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t **out,
                      size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
                      char *err, size_t errlen);
+/* The same with each GROUP_REPEAT kept as it is: the loader restores their members
+ * itself, as it meets them, and the iteration hands out their events from the record
+ * (trace_repeat.h), so that the image stays the size of the file. */
+int gmt_trace_expand_calls(const uint8_t *img, size_t len, const char *path, uint8_t **out,
+                           size_t *out_len, uint64_t *records, uint64_t *cut_offset,
+                           uint64_t *lost, char *err, size_t errlen);
 
 /* gmt_reader_open on a file expanded as gmt_trace_expand does: the reader reads *buf,
  * which the caller frees after gmt_reader_close; *fe says what the file itself holds (its
@@ -329,6 +350,10 @@ struct gmt_walk {
     uint32_t tid;
     const struct gmt_seg *seg, *seg_last; /* the segment being read, the thread's last */
     uint64_t run_end;          /* file offset where the run ends */
+    /* Inside a GROUP_REPEAT (pos stays on it until its last member's end): the events
+     * handed out so far, of rep_n, and its members' first scope */
+    uint32_t rep_k, rep_n;
+    uint64_t rep_first;
 };
 
 size_t gmt_trace_iter_merge(struct gmt_trace_iter *it, struct gmt_timed_event *out, size_t max);
@@ -338,7 +363,8 @@ bool gmt_walk_next_seg(struct gmt_walk *w);
 /* The whole record at pos, of any type, as the iteration decodes it; pos moves past it.
  * Returns 1 with *e filled for an event, 0 for a record that is none (it may still move
  * the clock or the device), -1 when the record is not whole in the segment (pos stays:
- * the run ends there). */
+ * the run ends there). A GROUP_REPEAT stands for the SCOPE_BEGIN and SCOPE_END events of
+ * its members, handed out one a call: pos stays on it until the last. */
 int gmt_walk_decode(const struct gmt_trace *t, struct gmt_walk *w, struct gmt_timed_event *e);
 
 /* The time of a record with a dt: the thread's clock moved by it, 0 while the clock is

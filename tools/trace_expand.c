@@ -7,33 +7,18 @@
 #include <string.h>
 
 #include "reader.h"
+#include "trace_repeat.h"
 #include "u64map.h"
 #include "util.h"
 
-/* ---- repeated groups (GROUP_REPEAT, format 2.1) ----
+/* ---- repeated groups (GROUP_REPEAT, format 2.1): trace_repeat.h ----
  *
- * A GROUP_REPEAT stands for the member scopes of its thread's previous group
- * (docs/trace-format.md). Everything after loading works on records in place, so a trace
- * that has them is loaded from an image of the file with each one replaced by the
- * records it stands for: exactly what the library writes for those members when it
- * writes them one by one (GPUMEMTRACE_GROUP_REPEAT=0). One that cannot be expanded (its
- * group or the previous one is not in the file, or their members differ in number)
- * counts its members' records as dropped.
+ * Everything after loading works on records in place; the loader restores a repeat's
+ * members itself (trace_load.c), and the records it cannot take as they are (call forms,
+ * SCOPE_OPEN) are replaced here, in an image of the file. For `dump --expand` the
+ * repeats are replaced here too (expand_repeats).
  */
-struct rep_member {
-    struct gmt_rec_scope_begin b;
-    int32_t result;
-};
-#define GMT_REP_MAX_CLI 64             /* members kept per group; a larger one is not kept */
-struct rep_group {
-    uint32_t id;                       /* 0: none */
-    int n;                             /* members; -1: more than GMT_REP_MAX_CLI */
-    struct rep_member *m;
-};
-struct rep_thread {
-    struct rep_group cur;              /* the group open with no scope around it (id 0: none) */
-    struct rep_group last[GMT_REPEAT_LIKE_WINDOW]; /* the latest that ended, a ring */
-    unsigned next;                     /* the ring's slot the next one takes */
+struct call_thread {
     bool has_call;                     /* a call form was restored since the latest THREAD */
     struct gmt_rec_scope_begin call;   /* the begin restored from the latest */
 };
@@ -46,10 +31,12 @@ struct open_call {
 
 struct expander {
     const struct gmt_reader *r;          /* the file's */
+    bool expand_repeats;                 /* GROUP_REPEAT replaced too, else kept */
     uint8_t *out;
     size_t n, cap;
+    struct gmt_repeats reps;
     struct gmt_u64map of_tid;            /* tid -> index in th + 1 */
-    struct rep_thread *th;
+    struct call_thread *th;
     size_t n_th, cap_th;
     uint64_t lost;                       /* records that could not be restored */
     struct open_call *open;              /* the SCOPE_OPENs, one per (tid, scope_id) */
@@ -77,76 +64,18 @@ static int out_put(struct expander *x, const void *p, size_t len)
     return 0;
 }
 
-static void rep_thread_free(struct rep_thread *rt)
-{
-    free(rt->cur.m);
-    for (int i = 0; i < GMT_REPEAT_LIKE_WINDOW; i++)
-        free(rt->last[i].m);
-}
-
-static struct rep_thread *rep_thread_of(struct expander *x, uint32_t tid)
+static struct call_thread *call_thread_of(struct expander *x, uint32_t tid)
 {
     const uint64_t *v = gmt_u64map_get(&x->of_tid, tid);
     if (v)
         return &x->th[*v - 1];
-    struct rep_thread *rt = gmt_array_push((void **)&x->th, &x->n_th, &x->cap_th, sizeof *rt);
-    if (!rt)
+    struct call_thread *ct = gmt_array_push((void **)&x->th, &x->n_th, &x->cap_th, sizeof *ct);
+    if (!ct)
         return NULL;
-    memset(rt, 0, sizeof *rt);
-    bool ok = (rt->cur.m = calloc(GMT_REP_MAX_CLI, sizeof *rt->cur.m)) != NULL;
-    for (int i = 0; i < GMT_REPEAT_LIKE_WINDOW; i++)
-        ok = ok && (rt->last[i].m = calloc(GMT_REP_MAX_CLI, sizeof *rt->last[i].m)) != NULL;
-    if (!ok || gmt_u64map_put(&x->of_tid, tid, x->n_th))
+    memset(ct, 0, sizeof *ct);
+    if (gmt_u64map_put(&x->of_tid, tid, x->n_th))
         return NULL;
-    return rt;
-}
-
-/* The members of `like`, one of the thread's latest groups, into `cur` (group g), as
- * their records: NULL when it is not there or had another number of members. */
-static const struct rep_group *rep_like(const struct rep_thread *rt, uint32_t like, uint32_t count)
-{
-    for (int i = 0; i < GMT_REPEAT_LIKE_WINDOW; i++)
-        if (like && rt->last[i].id == like)
-            return rt->last[i].n >= 1 && (uint32_t)rt->last[i].n == count ? &rt->last[i] : NULL;
-    return NULL;
-}
-
-/* A scope record of the thread (as read, or restored from a call form) noted for the
- * groups GROUP_REPEAT refers to. */
-static void rep_note(struct rep_thread *rt, const struct gmt_rec *r)
-{
-    struct rep_group *cur = &rt->cur;
-    if (r->type == GMT_REC_SCOPE_BEGIN) {
-        const struct gmt_rec_scope_begin *b = (const void *)r;
-        if (r->aux == GMT_OP_Group && b->parent_id == 0) {
-            cur->id = b->scope_id;
-            cur->n = 0;
-        } else if (cur->id && b->parent_id == cur->id && cur->n >= 0) {
-            if (cur->n == GMT_REP_MAX_CLI) {
-                cur->n = -1;
-            } else {
-                struct rep_member *m = &cur->m[cur->n++];
-                memcpy(&m->b, b, sizeof m->b);
-                m->result = 0;
-            }
-        }
-    } else {
-        const struct gmt_rec_scope_end *en = (const void *)r;
-        if (cur->id && en->scope_id == cur->id) {
-            /* into the ring; its oldest slot's members array becomes the next cur's */
-            struct rep_group *slot = &rt->last[rt->next++ % GMT_REPEAT_LIKE_WINDOW];
-            struct rep_member *spare = slot->m;
-            *slot = *cur;
-            cur->m = spare;
-            cur->id = 0;
-        } else if (cur->id) {
-            for (int i = cur->n; i-- > 0;)
-                if (cur->m[i].b.scope_id == en->scope_id) {
-                    cur->m[i].result = en->result;
-                    break;
-                }
-        }
-    }
+    return ct;
 }
 
 /* ---- SCOPE_END's call form (format 2.5) ----
@@ -158,7 +87,7 @@ static void rep_note(struct rep_thread *rt, const struct gmt_rec *r)
  * counts its two records as dropped (a TIME in its place keeps the thread's clock where
  * its dt moved it). Returns 1 when restored into b and en, else 0.
  */
-static int call_restore(struct rep_thread *rt, const struct gmt_rec_scope_call *c,
+static int call_restore(struct call_thread *rt, const struct gmt_rec_scope_call *c,
                         struct gmt_rec_scope_begin *b, struct gmt_rec_scope_end *en)
 {
     uint32_t has = c->has;
@@ -284,6 +213,29 @@ static int open_restore(struct expander *x, size_t at, bool end_chunk, uint32_t 
     return 0;
 }
 
+/* GROUP_REPEAT: its members, as their group wrote them one by one. */
+static int expand_repeat(struct expander *x, struct gmt_rep_thread *rt,
+                         const struct gmt_rec_group_repeat *g)
+{
+    const struct gmt_rep_member *m;
+    struct gmt_rep_group *like;
+    int n = gmt_rep_apply(rt, g, &m, &like);
+    if (!n) {
+        x->lost += 2 * (uint64_t)g->count;
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        struct gmt_rec_scope_end en = {
+            .h = {GMT_REC_SCOPE_END, m[i].b.h.aux, sizeof en},
+            .scope_id = m[i].b.scope_id,
+            .result = m[i].result,
+        };
+        if (out_put(x, &m[i].b, sizeof m[i].b) || out_put(x, &en, sizeof en))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int expand_one(struct expander *x, const struct gmt_event *e)
 {
     const struct gmt_rec *r = e->rec;
@@ -295,21 +247,21 @@ static int expand_one(struct expander *x, const struct gmt_event *e)
         x->end_tid = e->tid;
     }
     if (r->type != GMT_REC_THREAD && r->type != GMT_REC_SCOPE_BEGIN &&
-        r->type != GMT_REC_SCOPE_END && r->type != GMT_REC_GROUP_REPEAT)
+        r->type != GMT_REC_SCOPE_END &&
+        (r->type != GMT_REC_GROUP_REPEAT || !x->expand_repeats))
         return out_put(x, r, r->size);
-    struct rep_thread *rt = rep_thread_of(x, e->tid);
-    if (!rt)
+    struct call_thread *ct = call_thread_of(x, e->tid);
+    struct gmt_rep_thread *rt = x->expand_repeats ? gmt_repeats_thread(&x->reps, e->tid) : NULL;
+    if (!ct || (x->expand_repeats && !rt))
         return -ENOMEM;
-    struct rep_group *cur = &rt->cur;
     if (r->type == GMT_REC_THREAD) { /* the thread's records start afresh */
-        cur->id = 0;
-        for (int i = 0; i < GMT_REPEAT_LIKE_WINDOW; i++)
-            rt->last[i].id = 0;
-        rt->has_call = false;
+        if (rt)
+            gmt_rep_restart(rt);
+        ct->has_call = false;
     } else if (r->type == GMT_REC_SCOPE_END && r->size >= GMT_SCOPE_CALL_MIN) {
         struct gmt_rec_scope_begin b;
         struct gmt_rec_scope_end en;
-        if (!call_restore(rt, (const void *)r, &b, &en)) {
+        if (!call_restore(ct, (const void *)r, &b, &en)) {
             /* dropped; its dt moved the thread's clock, which a TIME keeps where it was */
             x->lost += 2;
             uint64_t now;
@@ -318,50 +270,29 @@ static int expand_one(struct expander *x, const struct gmt_event *e)
             struct gmt_rec_time t = {.h = {GMT_REC_TIME, 0, sizeof t}, .time_ns = now};
             return out_put(x, &t, sizeof t);
         }
-        rep_note(rt, &b.h);
-        rep_note(rt, &en.h);
+        if (rt) {
+            gmt_rep_note(rt, &b.h, x->n);
+            gmt_rep_note(rt, &en.h, x->n);
+        }
         return out_put(x, &b, sizeof b) || out_put(x, &en, sizeof en) ? -ENOMEM : 0;
     } else if (r->type == GMT_REC_SCOPE_BEGIN || r->type == GMT_REC_SCOPE_END) {
-        rep_note(rt, r);
-    } else { /* GROUP_REPEAT: its members, as their group wrote them one by one */
-        const struct gmt_rec_group_repeat *g = (const void *)r;
-        const struct rep_group *like = rep_like(rt, g->like, g->count);
-        if (!cur->id || g->scope_id != cur->id || cur->n != 0 || !like ||
-            g->scope_id > UINT32_MAX - g->count) {
-            x->lost += 2 * (uint64_t)g->count;
-            return 0;
-        }
-        for (int i = 0; i < like->n; i++) {
-            struct rep_member *m = &cur->m[i];
-            m->b = like->m[i].b;
-            m->b.h.size = sizeof m->b;
-            m->b.dt = 0;
-            m->b.scope_id = g->scope_id + 1 + (uint32_t)i;
-            m->b.parent_id = g->scope_id;
-            m->b.stack_id = 0;
-            m->result = like->m[i].result;
-            struct gmt_rec_scope_end en = {
-                .h = {GMT_REC_SCOPE_END, m->b.h.aux, sizeof en},
-                .scope_id = m->b.scope_id,
-                .result = m->result,
-            };
-            if (out_put(x, &m->b, sizeof m->b) || out_put(x, &en, sizeof en))
-                return -ENOMEM;
-        }
-        cur->n = like->n;
-        return 0;
+        if (rt)
+            gmt_rep_note(rt, r, x->n);
+    } else {
+        return expand_repeat(x, rt, (const void *)r);
     }
     return out_put(x, r, r->size);
 }
 
-int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t **out,
-                     size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
-                     char *err, size_t errlen)
+static int expand(const uint8_t *img, size_t len, const char *path, bool repeats,
+                  uint8_t **out, size_t *out_len, uint64_t *records, uint64_t *cut_offset,
+                  uint64_t *lost, char *err, size_t errlen)
 {
     struct gmt_reader *r;
     if (gmt_reader_open_mem(&r, img, len, path, err, errlen))
         return -1;
-    struct expander x = {.r = r};
+    struct expander x = {.r = r, .expand_repeats = repeats};
+    gmt_repeats_init(&x.reps);
     gmt_u64map_init(&x.of_tid);
     gmt_u64map_init(&x.open_of);
     size_t first = gmt_reader_offset(r);
@@ -385,8 +316,7 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
         *cut_offset = UINT64_MAX;
     *lost = x.lost;
     gmt_reader_close(r);
-    for (size_t i = 0; i < x.n_th; i++)
-        rep_thread_free(&x.th[i]);
+    gmt_repeats_free(&x.reps);
     free(x.th);
     gmt_u64map_free(&x.of_tid);
     free(x.open);
@@ -398,6 +328,20 @@ int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t *
     *out = x.out;
     *out_len = x.n;
     return 0;
+}
+
+int gmt_trace_expand(const uint8_t *img, size_t len, const char *path, uint8_t **out,
+                     size_t *out_len, uint64_t *records, uint64_t *cut_offset, uint64_t *lost,
+                     char *err, size_t errlen)
+{
+    return expand(img, len, path, true, out, out_len, records, cut_offset, lost, err, errlen);
+}
+
+int gmt_trace_expand_calls(const uint8_t *img, size_t len, const char *path, uint8_t **out,
+                           size_t *out_len, uint64_t *records, uint64_t *cut_offset,
+                           uint64_t *lost, char *err, size_t errlen)
+{
+    return expand(img, len, path, false, out, out_len, records, cut_offset, lost, err, errlen);
 }
 
 int gmt_trace_open_expanded(struct gmt_reader **r, const char *path, uint8_t **buf,

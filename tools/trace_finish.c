@@ -107,6 +107,12 @@ int gmt_trace_map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
             const uint64_t *v = gmt_u64map_get(&latest, x->scope_id);
             if (v)
                 rc = gmt_u64map_put(&t->scope_at, off, *v + 1);
+        } else if (h->type == GMT_REC_GROUP_REPEAT && gmt_u64map_get(&t->rep_at, off)) {
+            /* its members' scopes, made here by the loader (their events name them by
+             * index, trace_iter.c): ids that later records may name */
+            const struct gmt_rec_group_repeat *g = (const void *)h;
+            for (uint32_t j = 0; j < g->count && !rc; j++)
+                rc = gmt_u64map_put(&latest, g->scope_id + 1 + j, k++);
         }
         off += h->size;
     }

@@ -53,6 +53,36 @@ bool gmt_walk_next_seg(struct gmt_walk *w)
     return walk_next_seg(w);
 }
 
+/* The next event of the GROUP_REPEAT at `off` (pos already past it): its members'
+ * begins and ends in turn, at the thread's time, from the note the loader made; none
+ * (0) for one whose members could not be restored. Out of line: rare. */
+static __attribute__((noinline)) int walk_repeat(const struct gmt_trace *t, struct gmt_walk *w,
+                                                 uint64_t off, struct gmt_timed_event *e)
+{
+    if (!w->rep_k) {
+        const uint64_t *v = gmt_u64map_get(&t->rep_at, off);
+        if (!v)
+            return 0;
+        w->rep_first = t->reps[*v - 1].first_scope;
+        w->rep_n = 2 * t->reps[*v - 1].count;
+    }
+    uint32_t k = w->rep_k++;
+    e->time = gmt_walk_tick(w, 0);
+    e->type = k & 1 ? GMT_EV_SCOPE_END : GMT_EV_SCOPE_BEGIN;
+    e->addr = e->bytes = 0;
+    e->api = e->kind = 0;
+    e->stack = 0;
+    e->scope = (uint32_t)(w->rep_first + k / 2);
+    e->error = 0;
+    e->device = w->device;
+    e->tid = 0;
+    if (w->rep_k < w->rep_n)
+        w->pos = off; /* the record again, for the next member's event */
+    else
+        w->rep_k = 0;
+    return 1;
+}
+
 /* The record at w->pos (pos < lim), of any type: see gmt_walk_decode. The records were
  * validated when loading; the size check only keeps a file changed since then from
  * taking the walk outside the segment or off the 8-byte grid the record structs need.
@@ -110,6 +140,8 @@ static inline __attribute__((always_inline)) int walk_decode(const struct gmt_tr
         return 1;
     case GMT_REC_SCOPE_END:
         return gmt_walk_scope_end(t, w, (const void *)h, off, e);
+    case GMT_REC_GROUP_REPEAT:
+        return walk_repeat(t, w, off, e);
     case GMT_REC_COMM:
         gmt_walk_tick(w, ((const struct gmt_rec_comm *)(const void *)h)->dt);
         return 0;

@@ -1,4 +1,4 @@
-/* trace_load.c: loads a trace: validates it in file order, builds the metadata tables and scopes, notes each thread's runs. */
+/* trace_load.c: loads a trace: validates it in file order, builds its scopes and samples (the metadata tables: trace_meta.c), notes each thread's runs. */
 #include "idnames.h"
 #include "trace.h"
 
@@ -6,20 +6,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include "reader.h"
 #include "trace_finish.h"
+#include "trace_image.h"
+#include "trace_meta.h"
+#include "trace_repeat.h"
 #include "trace_runs.h"
 #include "u64map.h"
 #include "util.h"
 
-#define MAX_STACK_ID (1u << 24) /* ids are dense from 1; a larger one is a corrupt file */
 
-/* on_record's answer to a record that stands for others (GROUP_REPEAT, SCOPE_END's call
- * form, SCOPE_OPEN): the records are loaded again, expanded (trace_expand.c) */
+/* on_record's answer to a record that stands for others: SCOPE_END's call form or
+ * SCOPE_OPEN (the records are loaded again, expanded: trace_expand.c), or GROUP_REPEAT
+ * met while the repeats are not followed (loaded again, following them) */
 #define LOAD_EXPAND 1
+#define LOAD_REPEATS 2
 
 struct loader {
     struct gmt_trace *t;
@@ -35,17 +37,15 @@ struct loader {
     size_t cap_nvtx;
     size_t cap_blocks;
     bool samples_unsorted, choices_unsorted;
+    /* Repeated groups, followed only in a trace that has them (a second pass): each
+     * thread's latest groups, the records of the repeats that could not stand */
+    bool repeats;
+    struct gmt_repeats reps;
+    uint32_t rep_tid;               /* the thread of rep_th, the latest asked for */
+    size_t rep_th;                  /* its index in reps.th + 1; 0 none */
+    uint64_t rep_lost;
+    size_t cap_reps;
 };
-
-static char *dupn(const char *s, size_t n)
-{
-    char *p = malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
 
 static int thread_device(struct loader *L, uint32_t tid)
 {
@@ -128,142 +128,33 @@ static inline int note_event(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-static int on_process(struct loader *L, const struct gmt_rec *r)
+/* The reserved arrays moved to the heap, to grow by doubling from there: the bound
+ * reserve_scopes() took is one scope per record, which repeated groups pass (their
+ * members' scopes lie at one record). Returns 0 or -ENOMEM. */
+static int unreserve_scopes(struct loader *L)
 {
     struct gmt_trace *t = L->t;
-    const struct gmt_rec_process *p = (const void *)r;
-    t->proc = *p;
-    t->has_proc = true;
-    const char *s = (const char *)(p + 1);
-    size_t room = r->size - sizeof *p;
-    size_t hl = p->host_len <= room ? p->host_len : room;
-    /* a second PROCESS (a corrupt or concatenated file) replaces the first, as before */
-    free(t->host);
-    free(t->cmdline);
-    t->cmdline = NULL;
-    t->host = dupn(s, hl ? strnlen(s, hl) : 0);
-    size_t cl = p->cmdline_len <= room - hl ? p->cmdline_len : room - hl;
-    char *c = dupn(s + hl, cl);
-    if (!t->host || !c) {
-        free(c);
+    size_t cap = 2 * L->cap_scope + 1024;
+    struct gmt_scope *s = calloc(cap, sizeof *s);
+    if (!s)
         return -ENOMEM;
-    }
-    /* arguments are NUL-separated: join them with spaces, drop the final NUL */
-    while (cl > 0 && c[cl - 1] == 0)
-        cl--;
-    for (size_t i = 0; i < cl; i++)
-        if (c[i] == 0)
-            c[i] = ' ';
-    c[cl] = 0;
-    t->cmdline = c;
+    memcpy(s, t->scopes, t->n_scopes * sizeof *s);
+    gmt_unreserve(t->scopes, t->scopes_reserved);
+    t->scopes = s;
+    t->scopes_reserved = 0;
+    L->cap_scope = cap;
     return 0;
 }
 
-static int on_env(struct loader *L, const struct gmt_rec *r)
+static int unreserve_dense(struct gmt_trace *t)
 {
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_env *e = (const void *)r;
-    const char *s = (const char *)(e + 1), *end = (const char *)r + r->size;
-    if (e->bytes <= (size_t)(end - s))
-        end = s + e->bytes;
-    while (s < end && *s) {
-        size_t n = strnlen(s, (size_t)(end - s));
-        char **slot = gmt_array_push((void **)&t->env, &t->n_env, &L->cap_env, sizeof *slot);
-        if (!slot || !(*slot = dupn(s, n)))
-            return -ENOMEM;
-        s += n + 1;
-    }
-    return 0;
-}
-
-static int on_module(struct loader *L, const struct gmt_event *e)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_module_load *m = (const void *)e->rec;
-    struct gmt_module *mod = gmt_array_push((void **)&t->modules, &t->n_modules, &L->cap_mod, sizeof *mod);
-    if (!mod)
+    uint32_t *p = malloc(t->n_scope_dense ? t->n_scope_dense * sizeof *p : 1);
+    if (!p)
         return -ENOMEM;
-    const char *p = (const char *)(m + 1);
-    size_t room = e->rec->size - sizeof *m;
-    size_t bl = m->build_id_len <= room ? m->build_id_len : room;
-    mod->id = m->module_id;
-    mod->build_id = (uint8_t *)dupn(p, bl);
-    mod->build_id_len = (uint32_t)bl;
-    size_t pl = m->path_len <= room - bl ? m->path_len : room - bl;
-    mod->path = dupn(p + bl, strnlen(p + bl, pl));
-    mod->bias = m->load_bias;
-    mod->start = m->start;
-    mod->end = m->end;
-    mod->t_load = m->time_ns;
-    return mod->path && mod->build_id ? 0 : -ENOMEM;
-}
-
-/* PYCODE: ids below 2^24 (the width a Python frame has for them), stored by id; the
- * reader checked that the three strings are within the record and NUL-terminated. */
-static int on_pycode(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_pycode *c = (const void *)r;
-    if (c->code_id == 0 || c->code_id >= (1u << 24) ||
-        c->code_id > t->image_len / sizeof(struct gmt_rec_pycode))
-        return 0; /* no frame can name it */
-    if (c->code_id >= t->n_pycodes) {
-        size_t n = t->n_pycodes ? t->n_pycodes : 64;
-        while (n <= c->code_id)
-            n *= 2;
-        struct gmt_pycode *p = realloc(t->pycodes, n * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        memset(p + t->n_pycodes, 0, (n - t->n_pycodes) * sizeof *p);
-        t->pycodes = p;
-        t->n_pycodes = n;
-    }
-    struct gmt_pycode *pc = &t->pycodes[c->code_id];
-    if (pc->name)
-        return 0; /* defined twice: keep the first */
-    const char *s = (const char *)(c + 1);
-    pc->name = strdup(s);
-    pc->qualname = strdup(s + c->name_len);
-    pc->file = strdup(s + c->name_len + c->qualname_len);
-    pc->firstlineno = c->firstlineno;
-    return pc->name && pc->qualname && pc->file ? 0 : -ENOMEM;
-}
-
-static int on_stack(struct loader *L, const struct gmt_rec *r, char *err, size_t errlen,
-                    uint64_t off)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_stack *s = (const void *)r;
-    /* ids are dense from 1, each defined by a STACK record of its own: one larger than
-     * the file has room for such records is corrupt (and would size the stack table) */
-    if (s->stack_id == 0 || s->stack_id >= MAX_STACK_ID ||
-        s->stack_id > t->image_len / sizeof(struct gmt_rec_stack)) {
-        snprintf(err, errlen, "%s: offset %llu: stack id %u out of range", t->path,
-                 (unsigned long long)off, s->stack_id);
-        return -EINVAL;
-    }
-    if (s->stack_id >= t->n_stacks) {
-        size_t n = t->n_stacks ? t->n_stacks : 64;
-        while (n <= s->stack_id)
-            n *= 2;
-        struct gmt_stack *p = realloc(t->stacks, n * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        memset(p + t->n_stacks, 0, (n - t->n_stacks) * sizeof *p);
-        t->stacks = p;
-        t->n_stacks = n;
-    }
-    struct gmt_stack *st = &t->stacks[s->stack_id];
-    if (st->ip)
-        return 0; /* defined twice: keep the first */
-    uint32_t depth = s->depth;
-    if ((size_t)depth > (r->size - sizeof *s) / 8)
-        depth = (uint32_t)((r->size - sizeof *s) / 8);
-    st->ip = malloc((depth ? depth : 1) * sizeof(uint64_t));
-    if (!st->ip)
-        return -ENOMEM;
-    memcpy(st->ip, s->ip, depth * sizeof(uint64_t));
-    st->depth = depth;
+    memcpy(p, t->scope_dense, t->n_scope_dense * sizeof *p);
+    gmt_unreserve(t->scope_dense, t->scope_dense_reserved);
+    t->scope_dense = p;
+    t->scope_dense_reserved = 0;
     return 0;
 }
 
@@ -287,11 +178,12 @@ static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
         size_t n = t->n_scope_dense ? t->n_scope_dense : 1024;
         while (n <= id)
             n *= 2;
-        if (t->scope_dense_reserved) {
-            /* in place: the pages past the old end are fresh, zero (reserve_scopes) */
-            if (n * sizeof *t->scope_dense > t->scope_dense_reserved)
-                return -ENOMEM; /* cannot be: the bound covers every id placed here */
-        } else {
+        /* past the bound reserved (repeated groups' members): on the heap from now */
+        if (t->scope_dense_reserved && n * sizeof *t->scope_dense > t->scope_dense_reserved &&
+            unreserve_dense(t))
+            return -ENOMEM;
+        /* reserved, it grows in place: the pages past the old end are fresh, zero */
+        if (!t->scope_dense_reserved) {
             uint32_t *p = realloc(t->scope_dense, n * sizeof *p);
             if (!p)
                 return -ENOMEM;
@@ -309,10 +201,9 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     struct gmt_trace *t = L->t;
     const struct gmt_rec_scope_begin *b = (const void *)e->rec;
     struct gmt_scope *s;
+    if (t->scopes_reserved && t->n_scopes == L->cap_scope && unreserve_scopes(L))
+        return -ENOMEM;
     if (t->scopes_reserved) {
-        /* the bound reserve_scopes() took cannot be passed: each scope has its record */
-        if (t->n_scopes == L->cap_scope)
-            return -ENOMEM;
         s = &t->scopes[t->n_scopes++]; /* zero: fresh pages, never reused */
     } else if (!(s = gmt_array_push((void **)&t->scopes, &t->n_scopes, &L->cap_scope, sizeof *s))) {
         return -ENOMEM;
@@ -363,32 +254,6 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
 static inline bool is_plain_event(unsigned type)
 {
     return type < 32 && (PLAIN_EVENTS >> type & 1);
-}
-
-static int on_module_unload(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_module_unload *u = (const void *)r;
-    for (size_t i = 0; i < t->n_modules; i++)
-        if (t->modules[i].id == u->module_id && !t->modules[i].t_unload)
-            t->modules[i].t_unload = u->time_ns ? u->time_ns : 1;
-    return 0;
-}
-
-static int on_thread(struct loader *L, const struct gmt_rec *r)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_thread *th = (const void *)r;
-    struct gmt_thread *slot = NULL;
-    for (size_t i = 0; i < t->n_threads; i++)
-        if (t->threads[i].tid == th->tid)
-            slot = &t->threads[i];
-    if (!slot && !(slot = gmt_array_push((void **)&t->threads, &t->n_threads, &L->cap_thr, sizeof *slot)))
-        return -ENOMEM;
-    slot->tid = th->tid;
-    memcpy(slot->name, th->name, GMT_THREAD_NAME_LEN);
-    slot->name[GMT_THREAD_NAME_LEN] = 0;
-    return 0;
 }
 
 static int on_cuctx(struct loader *L, const struct gmt_event *e)
@@ -595,6 +460,94 @@ static int on_devlimits(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
+/* ---- repeated groups (GROUP_REPEAT): trace_repeat.h ---- */
+
+/* The repeat state of thread tid; NULL when out of memory. */
+static struct gmt_rep_thread *rep_thread(struct loader *L, uint32_t tid)
+{
+    if (!L->rep_th || L->rep_tid != tid) {
+        if (!gmt_repeats_thread(&L->reps, tid))
+            return NULL;
+        L->rep_th = (size_t)*gmt_u64map_get(&L->reps.of_tid, tid);
+        L->rep_tid = tid;
+    }
+    return &L->reps.th[L->rep_th - 1];
+}
+
+/* A scope record of the thread, noted for the repeats that follow. */
+static inline int rep_note(struct loader *L, const struct gmt_event *e)
+{
+    if (!L->repeats)
+        return 0;
+    struct gmt_rep_thread *rt = rep_thread(L, e->tid);
+    if (!rt)
+        return -ENOMEM;
+    gmt_rep_note(rt, e->rec, e->offset);
+    return 0;
+}
+
+/* The offsets of the SCOPE_BEGINs that group `like`'s members were first read from,
+ * noted once for all the groups that repeat it: where they start in t->rep_origin + 1. */
+static int rep_origins(struct loader *L, struct gmt_rep_group *like)
+{
+    struct gmt_trace *t = L->t;
+    if (like->tmpl)
+        return 0;
+    size_t at = t->n_rep_origin;
+    for (int i = 0; i < like->n; i++) {
+        uint64_t *o = gmt_array_push((void **)&t->rep_origin, &t->n_rep_origin,
+                                     &t->cap_rep_origin, sizeof *o);
+        if (!o)
+            return -ENOMEM;
+        *o = like->m[i].origin;
+    }
+    like->tmpl = at + 1;
+    return 0;
+}
+
+/* GROUP_REPEAT: its members' scopes, made as their records would be read, at the
+ * thread's time; the record stays in the image, where the iteration hands out their
+ * events (trace_iter.c). One that cannot stand counts its members' records as dropped. */
+static int on_repeat(struct loader *L, const struct gmt_event *e)
+{
+    struct gmt_trace *t = L->t;
+    const struct gmt_rec_group_repeat *g = (const void *)e->rec;
+    struct gmt_rep_thread *rt = rep_thread(L, e->tid);
+    if (!rt)
+        return -ENOMEM;
+    const struct gmt_rep_member *m;
+    struct gmt_rep_group *like;
+    int n = gmt_rep_apply(rt, g, &m, &like);
+    if (!n) {
+        L->rep_lost += 2 * (uint64_t)g->count;
+        return 0;
+    }
+    if (rep_origins(L, like))
+        return -ENOMEM;
+    rt->cur.tmpl = like->tmpl;
+    struct gmt_rep_note *note = gmt_array_push((void **)&t->reps, &t->n_reps, &L->cap_reps,
+                                               sizeof *note);
+    if (!note || gmt_u64map_put_new(&t->rep_at, e->offset, t->n_reps))
+        return -ENOMEM;
+    note->first_scope = t->n_scopes;
+    note->origin_at = like->tmpl - 1;
+    note->count = (uint32_t)n;
+    struct gmt_event ev = *e; /* its time: the thread's clock (the reader's CLOCK_NOW) */
+    for (int i = 0; i < n; i++) {
+        struct gmt_rec_scope_end en = {
+            .h = {GMT_REC_SCOPE_END, m[i].b.h.aux, sizeof en},
+            .scope_id = m[i].b.scope_id,
+            .result = m[i].result,
+        };
+        ev.rec = &m[i].b.h;
+        int x = on_scope_begin(L, &ev);
+        ev.rec = &en.h;
+        if (x || (x = on_scope_end(L, &ev)))
+            return x;
+    }
+    return 0;
+}
+
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
     struct gmt_trace *t = L->t;
@@ -605,17 +558,24 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     if (is_plain_event(r->type))
         return note_event(L, e);
     switch (r->type) {
-    case GMT_REC_PROCESS: return on_process(L, r);
-    case GMT_REC_ENV: return on_env(L, r);
+    case GMT_REC_PROCESS: return gmt_meta_process(t, r);
+    case GMT_REC_ENV: return gmt_meta_env(t, &L->cap_env, r);
     case GMT_REC_VERSION:
         if (r->aux < 4)
             t->version[r->aux] = ((const struct gmt_rec_version *)(const void *)r)->version;
         return 0;
-    case GMT_REC_MODULE_LOAD: return on_module(L, e);
-    case GMT_REC_MODULE_UNLOAD: return on_module_unload(L, r);
-    case GMT_REC_THREAD: return on_thread(L, r);
-    case GMT_REC_STACK: return on_stack(L, r, err, errlen, e->offset);
-    case GMT_REC_PYCODE: return on_pycode(L, r);
+    case GMT_REC_MODULE_LOAD: return gmt_meta_module(t, &L->cap_mod, e);
+    case GMT_REC_MODULE_UNLOAD: return gmt_meta_module_unload(t, r);
+    case GMT_REC_THREAD:
+        if (L->repeats) { /* the thread's records start afresh */
+            struct gmt_rep_thread *rt = rep_thread(L, e->tid);
+            if (!rt)
+                return -ENOMEM;
+            gmt_rep_restart(rt);
+        }
+        return gmt_meta_thread(t, &L->cap_thr, r);
+    case GMT_REC_STACK: return gmt_meta_stack(t, r, err, errlen, e->offset);
+    case GMT_REC_PYCODE: return gmt_meta_pycode(t, r);
     case GMT_REC_CUCTX: return on_cuctx(L, e);
     case GMT_REC_CHUNK: return on_chunk(L, e);
     case GMT_REC_COMM: return on_comm(L, e);
@@ -633,6 +593,7 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
         return 0;
     case GMT_REC_GROUP_REPEAT:
+        return L->repeats ? on_repeat(L, e) : LOAD_REPEATS;
     case GMT_REC_SCOPE_OPEN:
         return LOAD_EXPAND; /* gmt_trace_load starts again from the expanded records */
     default:
@@ -672,9 +633,12 @@ static inline int load_one(struct loader *L, struct span *sp, const struct gmt_e
     sp->n_events = 0;
     /* the next most common records, one per NCCL call each, without on_record's switch */
     if (e->rec->type == GMT_REC_SCOPE_BEGIN)
-        return on_scope_begin(L, e);
-    if (e->rec->type == GMT_REC_SCOPE_END)
+        return rep_note(L, e) ? -ENOMEM : on_scope_begin(L, e);
+    if (e->rec->type == GMT_REC_SCOPE_END) {
+        if (e->rec->size < GMT_SCOPE_CALL_MIN && rep_note(L, e))
+            return -ENOMEM;
         return on_scope_end(L, e);
+    }
     return on_record(L, e, err, errlen);
 }
 
@@ -752,110 +716,17 @@ static void reserve_scopes(struct loader *L)
         t->scope_dense_reserved = dense;
 }
 
-/* The whole stream of a pipe or device in memory, for the same in-place reading. */
-static int slurp(FILE *f, uint8_t **out, size_t *len)
-{
-    size_t cap = 1 << 20, n = 0;
-    uint8_t *b = malloc(cap);
-    if (!b)
-        return -ENOMEM;
-    for (;;) {
-        if (n == cap) {
-            uint8_t *nb = cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
-            if (!nb) {
-                free(b);
-                return -ENOMEM;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(b);
-                *len = n;
-                return -EIO;
-            }
-            break;
-        }
-    }
-    *out = b;
-    *len = n;
-    return 0;
-}
-
-/* The trace's bytes in memory behind t->reader and t->image: `image` when given (taken
- * over), else the file. Returns 0, -ENOMEM, or -1 with a message in err. */
-static int open_image(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
-                      char *err, size_t errlen)
-{
-    /* a regular file is mapped by the reader; anything else is read into memory first */
-    struct stat st;
-    if (image) {
-        t->image_buf = image;
-        t->image_len = image_len;
-        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
-            return -1;
-    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        FILE *f = gmt_fopen_input(path, 1, err, errlen);
-        if (!f)
-            return -1;
-        int x = slurp(f, &t->image_buf, &t->image_len);
-        int e = errno;
-        fclose(f);
-        if (x == -ENOMEM)
-            return -ENOMEM;
-        if (x) {
-            snprintf(err, errlen, "%s: offset %zu: read error: %s", path, t->image_len,
-                     strerror(e));
-            return -1;
-        }
-        if (gmt_reader_open_mem(&t->reader, t->image_buf, t->image_len, path, err, errlen))
-            return -1;
-    } else if (gmt_reader_open(&t->reader, path, err, errlen)) {
-        return -1;
-    }
-    if (!(t->image = gmt_reader_image(t->reader, &t->image_len))) {
-        snprintf(err, errlen, "%s: cannot map the file", path);
-        return -1;
-    }
-    return 0;
-}
-
-/* A trace whose latest time is beyond GMT_TIME_MAX: the message names the first record
- * with such a time, at its offset in the file (the image's when the file cannot be read
- * again), into err. */
-static void time_beyond(const struct gmt_trace *t, const char *path, char *err, size_t errlen)
-{
-    struct gmt_reader *r;
-    char e2[256];
-    struct stat st;
-    int o = stat(path, &st) == 0 && S_ISREG(st.st_mode)
-                ? gmt_reader_open(&r, path, e2, sizeof e2)
-                : gmt_reader_open_mem(&r, t->image, t->image_len, path, e2, sizeof e2);
-    struct gmt_event ev;
-    while (!o && gmt_reader_next(r, &ev, e2, sizeof e2) > 0)
-        if (ev.time_ns > GMT_TIME_MAX) {
-            snprintf(err, errlen, "%s: offset %llu: %s at %llu ns is beyond the 2^62 ns a trace "
-                     "may span: the trace is corrupt", path, (unsigned long long)ev.offset,
-                     gmt_rec_type_name(ev.rec->type), (unsigned long long)ev.time_ns);
-            gmt_reader_close(r);
-            return;
-        }
-    if (!o)
-        gmt_reader_close(r);
-    snprintf(err, errlen, "%s: a record's time is beyond the 2^62 ns a trace may span: the "
-             "trace is corrupt", path);
-}
-
-/* Loads from the file, or from `image` (malloc'd, taken over) when not NULL. Returns 0,
- * LOAD_EXPAND (the file has records that stand for others), or -1 with a message in err. */
+/* Loads from the file, or from `image` (malloc'd, taken over) when not NULL, following
+ * the repeated groups when `repeats`. Returns 0, LOAD_EXPAND (the file has call forms or
+ * SCOPE_OPEN), LOAD_REPEATS (it has GROUP_REPEAT, not followed), or -1 with a message
+ * in err. */
 static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t image_len,
-                char *err, size_t errlen)
+                bool repeats, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    struct loader L = {.t = t, .cur_device = -1};
+    struct loader L = {.t = t, .cur_device = -1, .repeats = repeats};
+    gmt_repeats_init(&L.reps);
+    gmt_u64map_init(&t->rep_at);
     gmt_u64map_init(&L.tid_device);
     gmt_u64map_init(&L.stream_of);
     gmt_u64map_init(&t->scope_by_id);
@@ -867,7 +738,7 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         free(image);
         goto nomem;
     }
-    int x = open_image(t, path, image, image_len, err, errlen);
+    int x = gmt_trace_open_image(t, path, image, image_len, err, errlen);
     if (x == -ENOMEM)
         goto nomem;
     if (x)
@@ -883,12 +754,12 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto nomem;
     if (n < 0)
         goto out;
-    if (n == LOAD_EXPAND) {
-        rc = LOAD_EXPAND; /* the caller keeps t (its image) to expand it */
+    if (n == LOAD_EXPAND || n == LOAD_REPEATS) {
+        rc = n; /* the caller keeps t (its image) to load it again */
         goto keep;
     }
     if (t->t_last > GMT_TIME_MAX) { /* t_last is the latest of every time read */
-        time_beyond(t, path, err, errlen);
+        gmt_trace_time_beyond(t, path, err, errlen);
         goto out;
     }
     uint64_t last = gmt_reader_offset(r);
@@ -899,6 +770,7 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
         goto nomem;
     if (gmt_trace_finish_scopes(t, L.mi, L.n_mi))
         goto nomem;
+    t->records_dropped += L.rep_lost;
     if (L.samples_unsorted)
         gmt_trace_sort_samples(t);
     if (gmt_trace_tie_choices(t, L.choices_unsorted))
@@ -913,30 +785,38 @@ out:
 keep:
     gmt_u64map_free(&L.tid_device);
     gmt_u64map_free(&L.stream_of);
+    gmt_repeats_free(&L.reps);
     free(L.mi);
     return rc;
 }
 
+/* A trace is read once in the common case. One with repeated groups is read again,
+ * following them (which every scope record then pays for); one with call forms or
+ * SCOPE_OPEN is read from an image with those replaced, following the repeats. */
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen)
 {
-    int rc = load(t, path, NULL, 0, err, errlen);
+    int rc = load(t, path, NULL, 0, false, err, errlen);
+    if (rc == LOAD_REPEATS) {
+        gmt_trace_free(t);
+        rc = load(t, path, NULL, 0, true, err, errlen);
+    }
     if (rc != LOAD_EXPAND)
         return rc;
     uint8_t *img = NULL;
     size_t len = 0;
     uint64_t records = 0, lost = 0, cut_offset = UINT64_MAX;
-    int x = gmt_trace_expand(t->image, t->image_len, path, &img, &len, &records, &cut_offset,
-                             &lost, err, errlen);
+    int x = gmt_trace_expand_calls(t->image, t->image_len, path, &img, &len, &records,
+                                   &cut_offset, &lost, err, errlen);
     gmt_trace_free(t);
     if (x == -ENOMEM)
         snprintf(err, errlen, "%s: out of memory", path);
     if (x)
         return -1;
-    rc = load(t, path, img, len, err, errlen);
-    if (rc == LOAD_EXPAND) { /* cannot be: none is left */
+    rc = load(t, path, img, len, true, err, errlen);
+    if (rc == LOAD_EXPAND || rc == LOAD_REPEATS) { /* cannot be: none is left */
         gmt_trace_free(t);
-        snprintf(err, errlen, "%s: GROUP_REPEAT, SCOPE_END's call form or SCOPE_OPEN left "
-                 "after expanding", path);
+        snprintf(err, errlen, "%s: SCOPE_END's call form or SCOPE_OPEN left after expanding",
+                 path);
         return -1;
     }
     if (rc)
@@ -985,6 +865,9 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->choices);
     free(t->nvtx);
     free(t->blocks);
+    gmt_u64map_free(&t->rep_at);
+    free(t->reps);
+    free(t->rep_origin);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);
