@@ -59,6 +59,14 @@ const struct gmt_rec_process *gmt_reader_process(const struct gmt_reader *r);
  * seekable file. 0; -EINVAL for another reader or one that failed; -errno when the stream
  * cannot seek. A reader that read END stays at the end. */
 int gmt_reader_follow(struct gmt_reader *r);
+/* For a stream reader standing where it stopped (after gmt_reader_fopen,
+ * gmt_reader_follow, or this call with NULL): reads the stream in blocks of up to cap
+ * bytes (at least GMT_REC_MAX) into buf, the caller's, and hands the records out from it
+ * in place, instead of one fread per record. Until gmt_reader_follow or this call with
+ * buf NULL, which puts the stream back just past the last whole record read; the reader
+ * never frees buf. 0; -EINVAL for a reader of an image or a cap too small; -errno when
+ * the stream cannot seek back. */
+int gmt_reader_window(struct gmt_reader *r, uint8_t *buf, size_t cap);
 
 /* Variable parts of records that gmt_reader_next() returned (already validated to fit
  * their record and be NUL-terminated). Valid as long as the record is. */
