@@ -21,6 +21,8 @@ void gmt_watch_fold_reset(struct gmt_watch_trace *w)
     memset((char *)w + off, 0, sizeof *w - off);
     w->rank = w->world_size = -1;
     w->nccl_cat = -1;
+    w->live.dense = true; /* a thousand traces' live sets: half the memory, and half the
+                           * pages a first refresh faults in */
     gmt_u64map_init(&w->stack_cat);
     gmt_u64map_init(&w->thread_of);
     gmt_u64map_init(&w->step_names);
