@@ -801,24 +801,26 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
     struct clock_slot *c = r->cur_clk;
     if (!c) /* the thread's clock is looked up once per CHUNK, by gmt_reader_next */
         return 0;
-    const uint8_t *map = r->map;
-    const uint64_t len = r->map_len, tid = r->tid;
+    /* the bytes at hand: the image, or the window (file offsets base.. of it) */
+    const uint8_t *map = r->map ? r->map : r->win;
+    const uint64_t base = r->map ? 0 : r->win_base;
+    const uint64_t len = r->map ? r->map_len : r->win_base + r->win_len, tid = r->tid;
     uint64_t off = r->off, nrec = r->nrec, clock = c->ns;
     bool set = c->set;
     size_t n = 0;
     while (n < max && len - off >= sizeof(struct gmt_rec)) {
-        const struct gmt_rec *h = (const void *)(map + off);
+        const struct gmt_rec *h = (const void *)(map + (off - base));
         if (!plain_record(h, len - off))
             break;
         struct type_rule rule = type_rule[h->type];
         uint64_t t = 0;
         if (rule.clock == CLOCK_DT) {
             uint32_t dt;
-            memcpy(&dt, map + off + rule.time_at, sizeof dt);
+            memcpy(&dt, (const uint8_t *)h + rule.time_at, sizeof dt);
             if (set)
                 t = clock += dt; /* wraps on a corrupt clock, as decode_time does */
         } else if (rule.clock == CLOCK_ABS) { /* the anchor (PROCESS) has RULE_STATE */
-            memcpy(&t, map + off + rule.time_at, sizeof t);
+            memcpy(&t, (const uint8_t *)h + rule.time_at, sizeof t);
             clock = t;
             set = true;
         }
@@ -952,7 +954,7 @@ size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t 
 {
     size_t n = 0;
     *rc = 1;
-    if (!r->map) { /* a stream's records share one buffer: one at a time */
+    if (!r->map && !r->win) { /* a stream's records share one buffer: one at a time */
         *rc = gmt_reader_next(r, ev, err, errlen);
         return *rc > 0;
     }
@@ -962,6 +964,10 @@ size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t 
             if (n == max)
                 break;
         }
+        /* in a window, gmt_reader_next may read the next block over the records of
+         * this batch: it reads only the batch's first */
+        if (r->win && n)
+            break;
         int x = gmt_reader_next(r, &ev[n], err, errlen);
         if (x <= 0) {
             *rc = x;

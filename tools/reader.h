@@ -106,9 +106,10 @@ const uint8_t *gmt_reader_image(const struct gmt_reader *r, size_t *len);
 /* Up to max records at once, in ev[]: what calling gmt_reader_next() max times would
  * give, at a fraction of the cost per record. Returns how many; *rc is then 1 when more
  * may follow, else what gmt_reader_next() returned after the last (0 at the end, -1 on a
- * malformed record with its message in err). The records stay valid together only when
- * the reader has the whole image (gmt_reader_image() is not NULL); a stream reader
- * returns one record per call. */
+ * malformed record with its message in err). The records stay valid together while the
+ * reader has the whole image (gmt_reader_image() is not NULL), or until the next call
+ * with a window (gmt_reader_window), whose batches end where its bytes do; a stream
+ * reader without one returns one record per call. */
 size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t max, int *rc,
                              char *err, size_t errlen);
 /* What gmt_reader_skim() read past without handing out: how many records, the times of

@@ -149,6 +149,8 @@ struct gmt_watch_trace {
     struct gmt_watch_comm *comms; size_t n_comms, cap_comms;
     struct gmt_watch_thread *threads; size_t n_threads, cap_threads;
     struct gmt_u64map thread_of; /* tid -> index in threads */
+    uint32_t last_tid;         /* the thread of the latest lookup, its index + 1 (0 none): */
+    size_t last_thread;        /* a chunk's records are one thread's */
     uint64_t calls[GMT_OP_MAX]; /* NCCL calls that returned, by op */
     struct gmt_u64map step_names; /* NVTX_STRING ids of step names */
     struct gmt_u64map step_ranges; /* START range ids of steps still open */

@@ -271,16 +271,52 @@ static void merge(const struct gmt_watch_ev *a, size_t na, const struct gmt_watc
     memcpy(out + (na - i), b + j, (nb - j) * sizeof *b);
 }
 
+#define MERGE_WAYS 8 /* runs merged in one pass, each event then a scan of their heads */
+
+/* The runs of q[0..n) (n_runs of them, run k from at[k] to at[k + 1]) merged into out in
+ * one pass. */
+static void merge_ways(const struct gmt_watch_ev *q, const size_t *at, size_t n_runs,
+                       struct gmt_watch_ev *out)
+{
+    size_t head[MERGE_WAYS], end[MERGE_WAYS], k = n_runs;
+    for (size_t i = 0; i < k; i++) {
+        head[i] = at[i];
+        end[i] = at[i + 1];
+    }
+    while (k > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i < k; i++)
+            if (ev_before(&q[head[i]], &q[head[best]]))
+                best = i;
+        *out++ = q[head[best]++];
+        if (head[best] == end[best]) { /* that run is used up: the last takes its place */
+            head[best] = head[k - 1];
+            end[best] = end[k - 1];
+            k--;
+        }
+    }
+    memcpy(out, q + head[0], (end[0] - head[0]) * sizeof *q);
+}
+
 /* q[0..n) in time order (seq breaking ties). Each thread's events come in time order, so
- * the stretch is a few long ascending runs, one per chunk read: they are merged pairwise
- * through tmp (room for n) until one is left, O(n log runs), where a general sort of the
- * first refresh of a long job spent a tenth of its time. */
+ * the stretch is a few long ascending runs, one per chunk read: merged pairwise through
+ * tmp (room for n) until MERGE_WAYS are left, then those in one pass, where a general
+ * sort of the first refresh of a long job spent a tenth of its time. */
 static void sort_runs(struct gmt_watch_ev *q, size_t n, struct gmt_watch_ev *tmp)
 {
     struct gmt_watch_ev *src = q, *dst = tmp;
-    for (size_t runs = 2; runs > 1;) {
-        runs = 0;
-        for (size_t i = 0; i < n; runs++) {
+    for (;;) {
+        size_t at[MERGE_WAYS + 1], n_runs = 0, i = 0;
+        for (at[0] = 0; n_runs < MERGE_WAYS && i < n; at[++n_runs] = i)
+            i = run_end(src, i, n);
+        if (i == n) { /* few enough */
+            if (n_runs > 1)
+                merge_ways(src, at, n_runs, dst);
+            if ((n_runs > 1) != (src != q))
+                memcpy(q, n_runs > 1 ? dst : src, n * sizeof *q);
+            return;
+        }
+        for (i = 0; i < n;) { /* a pairwise pass */
             size_t m = run_end(src, i, n), e = m < n ? run_end(src, m, n) : n;
             merge(src + i, m - i, src + m, e - m, dst + i);
             i = e;
@@ -289,8 +325,6 @@ static void sort_runs(struct gmt_watch_ev *q, size_t n, struct gmt_watch_ev *tmp
         src = dst;
         dst = t;
     }
-    if (src != q)
-        memcpy(q, src, n * sizeof *q);
 }
 
 /* Sorts q[0..n) with S's room (grown to n), or room of its own; a general sort when

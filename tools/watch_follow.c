@@ -122,23 +122,29 @@ static int read_on(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w,
                    struct gmt_watch_scratch *S)
 {
     uint64_t hold = w->hold_ns > C->hold_ns ? w->hold_ns : C->hold_ns;
-    struct gmt_event ev;
+    struct gmt_event ev[64];
     char err[512];
     uint64_t start = gmt_reader_offset(w->r);
-    size_t n = 0;
-    int rc, x = 0;
-    /* a block of the file at a time: one fread per record was a third of a catch-up */
+    size_t n = 0, next_apply = C->batch;
+    int rc = 1, x = 0;
+    /* a block of the file at a time, its records a batch at a time: one fread per record
+     * was a third of a catch-up */
     if (S && S->win)
         gmt_reader_window(w->r, S->win, GMT_WATCH_WINDOW);
-    while ((rc = gmt_reader_next(w->r, &ev, err, sizeof err)) > 0) {
-        w->records++;
-        if (ev.time_ns > w->t_last)
-            w->t_last = ev.time_ns;
-        if ((x = gmt_watch_fold(C, w, &ev)))
-            break;
-        if (++n % C->batch == 0 && w->t_last > hold &&
-            (x = gmt_watch_apply(w, w->t_last - hold, S)))
-            break;
+    while (rc > 0 && !x) {
+        size_t got = gmt_reader_next_batch(w->r, ev, sizeof ev / sizeof *ev, &rc, err,
+                                           sizeof err);
+        for (size_t i = 0; i < got && !x; i++) {
+            w->records++;
+            if (ev[i].time_ns > w->t_last)
+                w->t_last = ev[i].time_ns;
+            x = gmt_watch_fold(C, w, &ev[i]);
+        }
+        if (!x && (n += got) >= next_apply) {
+            next_apply = n + C->batch;
+            if (w->t_last > hold)
+                x = gmt_watch_apply(w, w->t_last - hold, S);
+        }
     }
     w->bytes_read += gmt_reader_offset(w->r) - start;
     if (x || rc < 0) /* S's window is another trace's next: the stream back at the next record */
