@@ -426,6 +426,38 @@ Test(watch, a_malformed_trace_is_one_line_and_status_2)
     tb_free(&b);
 }
 
+/* An allocation beyond the 2^56 bytes a trace may hold stops the trace where it is: it
+ * leaves nothing in the live set, and what was queued after it is never applied, at
+ * this refresh or a later one (its free would take off bytes never charged: found by
+ * tests/fuzz/fuzz_watch.c, tests/fuzz/regress/watch/). */
+Test(watch, an_allocation_beyond_2p56_stops_the_trace_where_it_is)
+{
+    struct tb b = {0};
+    process(&b, 42, 0, "node1");
+    tb_thread_on_device0(&b, 100, 1000);
+    alloc(&b, 0x1000, 8 * MIB, 0, 10);
+    alloc(&b, 0x2000, 4 * MIB, 0, 10);
+    alloc(&b, 0x2000, 1ull << 60, 0, 10); /* the same address again: the old entry stays */
+    free_(&b, 0x2000, 10);
+    free_(&b, 0x1000, 10);
+    alloc(&b, 0x3000, 2 * MIB, 0, 10);
+    const char *p = path_in("t.gmt");
+    cr_assert_eq(tb_write(&b, p), 0);
+    struct gmt_watch_set s;
+    set_open(&s, p);
+    const struct gmt_watch_trace *w = refresh(&s, false);
+    for (int i = 0; i < 3; i++) /* no growth: applied at the first of them */
+        w = refresh(&s, false);
+    cr_assert_not_null(w->error);
+    cr_expect(strstr(w->error, "beyond the 2^56 bytes"), "%s", w->error);
+    cr_expect_eq(w->dev[0].tracked, 12 * MIB, "the two allocations before it");
+    cr_expect_eq(w->dev[0].by_cat[0] + w->dev[0].by_cat[1], 12 * MIB);
+    cr_expect_eq(w->live.n, 2);
+    cr_expect_eq(w->n_q, 0, "nothing left to apply");
+    gmt_watch_set_free(&s);
+    tb_free(&b);
+}
+
 /* Strings from a trace reach no terminal, JSON or metrics as they are. */
 Test(watch, trace_strings_are_escaped_everywhere)
 {

@@ -78,6 +78,14 @@ static int on_alloc(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
     struct gmt_live *l = gmt_live_find_or_slot(&w->live, key);
     if (!l)
         return -ENOMEM;
+    /* a size summary calls corrupt is refused before anything changes: an entry left in
+     * the live set without its bytes charged would take them off at its free */
+    struct gmt_watch_dev *d = &w->dev[ds];
+    if (gmt_kind_is_device(e->kind)) {
+        uint64_t old = l->refs && l->dslot == ds && gmt_kind_is_device(l->kind) ? l->bytes : 0;
+        if (e->bytes > GMT_BYTES_MAX || d->tracked - old + e->bytes > GMT_BYTES_MAX)
+            return -EOVERFLOW;
+    }
     if (l->refs)
         uncharge(w, l); /* an address reused without a free read: the old entry is gone */
     else
@@ -87,7 +95,6 @@ static int on_alloc(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
     *l = (struct gmt_live){.key = key, .bytes = e->bytes, .site = e->stack, .refs = 1,
                            .scope = pending, .dslot = (int16_t)ds, .kind = e->kind, .cat = cat};
     w->n_pending_cat += pending;
-    struct gmt_watch_dev *d = &w->dev[ds];
     d->allocs++;
     if (!gmt_kind_is_device(e->kind))
         return 0;

@@ -274,7 +274,7 @@ int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trac
     uint64_t upto = UINT64_MAX, hold = w->hold_ns > C->hold_ns ? w->hold_ns : C->hold_ns;
     if (!final && !w->complete && !w->error && w->grew)
         upto = w->t_last > hold ? w->t_last - hold : 0;
-    int x = gmt_watch_apply(w, upto, S);
+    int x = rc ? 0 : gmt_watch_apply(w, upto, S); /* nothing more after an error */
     if (lent && S->lent_to == w)
         queue_return(w, S);
     if (rc == -EOVERFLOW || x == -EOVERFLOW) {
@@ -282,6 +282,9 @@ int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trac
         snprintf(err, sizeof err, "%s: an allocation or the memory live on a device is beyond "
                  "the 2^56 bytes a trace may hold: the trace is corrupt", w->path);
         set_error(w, err);
+        /* it stops where it is: the events queued after that one are never applied (a
+         * later refresh would, and with them frees of what was never charged) */
+        w->n_q = w->q_sorted = 0;
         return 0;
     }
     return rc ? rc : x;
