@@ -11,6 +11,8 @@
 #include "util.h"
 #include "watch.h"
 
+#define LEND_FROM (256u << 10) /* bytes to read from which a trace's queue grows in S's array */
+
 struct gmt_watch_trace *gmt_watch_trace_new(const char *path)
 {
     struct gmt_watch_trace *w = calloc(1, sizeof *w);
@@ -263,7 +265,10 @@ int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trac
     if (!w->r && !w->error && open_file(w, &st) <= 0)
         return 0;
     int rc = 0;
-    bool lent = S && w->r && !w->error && w->grew;
+    /* a catch-up grows the queue: S's array then, not one of its own (a steady refresh
+     * reads a little and queues a little: moving its queue twice would cost more) */
+    bool lent = S && w->r && !w->error && w->grew &&
+                w->size - gmt_reader_offset(w->r) >= LEND_FROM;
     if (lent)
         queue_borrow(w, S);
     if (w->r && !w->error && w->grew)
