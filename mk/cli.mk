@@ -23,6 +23,8 @@ golden-update: $(GEN_GOLDEN) $(CLI)
 #   models    merge, diff and check's models over two traces, their renderers, baselines
 #   baseline  the baseline (and JSON) parser
 #   args      each command's option parsing, from an argv made of the input
+#   watch     watch's follow, fold and apply on a trace appended in pieces (cut anywhere,
+#             now and then cut back), its view as text, JSON and metrics
 # `make fuzz-run FUZZ_SECONDS=N` runs each for N seconds from the seed corpus (the
 # golden traces, tests/fuzz/corpus, the regression inputs). Not part of `make test`:
 # there, tests/golden/fuzz-regress.sh replays the seed corpus and every regression
@@ -30,7 +32,7 @@ golden-update: $(GEN_GOLDEN) $(CLI)
 # without libFuzzer (fuzz-replay-TARGET) in the test build's own mode.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := reader summary models baseline args
+FUZZ_TARGETS := reader summary models baseline args watch
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_TOOLS   := $(filter-out tools/main.c,$(TOOL_SRC))
 FUZZ_DEPS    := $(FUZZ_TOOLS) $(wildcard tools/*.h) tests/fuzz/fuzz_common.h format/trace_format.h

@@ -1,6 +1,7 @@
 /* test_reader.c: the trace reader on well-formed, cut, malformed and newer traces built in memory. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1522,5 +1523,94 @@ Test(trace, reads_group_repeat_in_place_as_its_members)
     cr_expect_eq(all_events(&t, ev, 4096), t.n_events);
     cr_expect_eq(walked_events(&t, ev, 4096), t.n_events);
     gmt_trace_free(&t);
+    tb_free(&b);
+}
+
+/* A trace larger than the window, with a record of nearly GMT_REC_MAX across a window's
+ * end, appended to a file in pieces cut anywhere (inside records too) and read after
+ * each piece through a window (record by record or in batches) or without, in turn,
+ * following its growth: the same records, offsets, times and threads as one read of the
+ * whole. */
+Test(reader, reads_a_growing_file_the_same_through_a_window, .timeout = 60)
+{
+    struct tb b = { 0 };
+    tb_header(&b);
+    for (uint32_t i = 0; i < 60000; i++) {
+        if (i % 5000 == 0) {
+            chunk(&b, 3 + i / 5000 % 2);
+            thread_at(&b, 3 + i / 5000 % 2, 1000 + i);
+        }
+        if (i == 21000) { /* about 1 MB in: it straddles the first window's end */
+            static uint8_t big[GMT_REC_MAX - 64];
+            struct { struct gmt_rec h; uint32_t dt, x; } future = { .dt = 1 };
+            memset(big, 0xab, sizeof big);
+            tb_rec(&b, 250, 0, &future, sizeof future, big, sizeof big);
+        }
+        alloc_dt(&b, i % 7);
+    }
+    struct gmt_reader *whole;
+    char err[512] = "";
+    cr_assert_eq(gmt_reader_open_mem(&whole, b.p, b.len, "t.gmt", err, sizeof err), 0, "%s", err);
+    char path[] = "/tmp/gmt-window-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *in = fopen(path, "rb");
+    cr_assert_not_null(in);
+    uint8_t *win = malloc(GMT_REC_MAX);
+    cr_assert_not_null(win);
+    cr_expect_eq(gmt_reader_window(whole, win, GMT_REC_MAX), -EINVAL, "an image has no window");
+    struct gmt_reader *r = NULL;
+    size_t written = 0, pieces = 0;
+    uint64_t seed = 7, n = 0;
+    while (written < b.len) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t piece = 1 + (size_t)(seed >> 33) % 400000;
+        if (piece > b.len - written)
+            piece = b.len - written;
+        cr_assert_eq(write(fd, b.p + written, piece), (ssize_t)piece);
+        written += piece;
+        if (!r && written < sizeof(struct gmt_file_header))
+            continue;
+        if (!r)
+            cr_assert_eq(gmt_reader_fopen(&r, in, "t.gmt", err, sizeof err), 0, "%s", err);
+        bool windowed = pieces++ % 2 == 0;
+        if (windowed) {
+            cr_assert_eq(gmt_reader_window(r, win, GMT_REC_MAX - 8), -EINVAL, "too small");
+            cr_assert_eq(gmt_reader_window(r, win, GMT_REC_MAX), 0);
+        }
+        /* through a window, a batch's records too: all valid until the next call */
+        bool batches = windowed && pieces % 3 != 0;
+        struct gmt_event e[16], w;
+        int rc = 1;
+        while (rc > 0) {
+            size_t got = batches ? gmt_reader_next_batch(r, e, 16, &rc, err, sizeof err)
+                                 : (size_t)((rc = gmt_reader_next(r, e, err, sizeof err)) > 0);
+            for (size_t i = 0; i < got; i++) {
+                cr_assert_eq(gmt_reader_next(whole, &w, err, sizeof err), 1, "%s", err);
+                cr_assert_eq(e[i].offset, w.offset, "record %llu", (unsigned long long)n);
+                cr_assert_eq(e[i].rec->type, w.rec->type);
+                cr_assert_eq(memcmp(e[i].rec, w.rec, w.rec->size), 0, "record %llu's bytes",
+                             (unsigned long long)n);
+                cr_assert_eq(e[i].time_ns, w.time_ns);
+                cr_assert_eq(e[i].tid, w.tid);
+                n++;
+            }
+        }
+        cr_assert_eq(rc, 0, "%s", err);
+        if (windowed && pieces % 4 == 1)
+            cr_assert_eq(gmt_reader_window(r, NULL, 0), 0); /* then back record by record */
+        cr_assert_eq(gmt_reader_follow(r), 0);
+    }
+    struct gmt_event w;
+    cr_expect_eq(gmt_reader_next(whole, &w, err, sizeof err), 0, "every record read");
+    cr_expect_eq(gmt_reader_offset(r), b.len);
+    cr_expect_eq(n, 60000 + 60000 / 5000 * 2 + 1);
+    cr_expect_gt(pieces, 6);
+    gmt_reader_close(r);
+    gmt_reader_close(whole);
+    fclose(in);
+    close(fd);
+    unlink(path);
+    free(win);
     tb_free(&b);
 }

@@ -426,6 +426,85 @@ Test(watch, a_malformed_trace_is_one_line_and_status_2)
     tb_free(&b);
 }
 
+/* Twelve threads' chunks, each earlier in time than the one before it in the file, each
+ * allocating and freeing what the previous one in time allocated: more runs than are
+ * merged in one pass (watch_apply.c's MERGE_WAYS), applied in time order all the same,
+ * every free after its allocation. */
+Test(watch, many_chunks_out_of_time_order_are_applied_in_time_order)
+{
+    struct tb b = {0};
+    process(&b, 42, 0, "node1");
+    for (int j = 11; j >= 0; j--) {
+        tb_thread_on_device0(&b, 100 + (uint32_t)j, 1000 + 10 * (uint64_t)j);
+        alloc(&b, 0x10000 + (uint64_t)j * 0x1000, MIB, 0, 0);
+        if (j)
+            free_(&b, 0x10000 + (uint64_t)(j - 1) * 0x1000, 5);
+    }
+    const char *p = path_in("t.gmt");
+    cr_assert_eq(tb_write(&b, p), 0);
+    struct gmt_watch_set s;
+    set_open(&s, p);
+    const struct gmt_watch_trace *w = refresh(&s, true);
+    cr_expect_eq(w->unmatched_frees, 0);
+    cr_expect_eq(w->dev[0].tracked, MIB, "the last allocation in time is live");
+    cr_expect_eq(w->dev[0].peak, 2 * MIB);
+    cr_expect_eq(w->dev[0].frees, 11);
+    gmt_watch_set_free(&s);
+    tb_free(&b);
+}
+
+/* A trace's live set is at most half full (a thousand traces each keep one): 600 live
+ * allocations fit a table of 2048. */
+Test(watch, the_live_set_is_at_most_half_full)
+{
+    struct tb b = {0};
+    process(&b, 42, 0, "node1");
+    tb_thread_on_device0(&b, 100, 1000);
+    for (uint64_t i = 0; i < 600; i++)
+        alloc(&b, 0x100000 + i * 0x1000, 4096, 0, 1);
+    const char *p = path_in("t.gmt");
+    cr_assert_eq(tb_write(&b, p), 0);
+    struct gmt_watch_set s;
+    set_open(&s, p);
+    const struct gmt_watch_trace *w = refresh(&s, true);
+    cr_expect_eq(w->live.n, 600);
+    cr_expect_eq(w->live.cap, 2048);
+    gmt_watch_set_free(&s);
+    tb_free(&b);
+}
+
+/* An allocation beyond the 2^56 bytes a trace may hold stops the trace where it is: it
+ * leaves nothing in the live set, and what was queued after it is never applied, at
+ * this refresh or a later one (its free would take off bytes never charged: found by
+ * tests/fuzz/fuzz_watch.c, tests/fuzz/regress/watch/). */
+Test(watch, an_allocation_beyond_2p56_stops_the_trace_where_it_is)
+{
+    struct tb b = {0};
+    process(&b, 42, 0, "node1");
+    tb_thread_on_device0(&b, 100, 1000);
+    alloc(&b, 0x1000, 8 * MIB, 0, 10);
+    alloc(&b, 0x2000, 4 * MIB, 0, 10);
+    alloc(&b, 0x2000, 1ull << 60, 0, 10); /* the same address again: the old entry stays */
+    free_(&b, 0x2000, 10);
+    free_(&b, 0x1000, 10);
+    alloc(&b, 0x3000, 2 * MIB, 0, 10);
+    const char *p = path_in("t.gmt");
+    cr_assert_eq(tb_write(&b, p), 0);
+    struct gmt_watch_set s;
+    set_open(&s, p);
+    const struct gmt_watch_trace *w = refresh(&s, false);
+    for (int i = 0; i < 3; i++) /* no growth: applied at the first of them */
+        w = refresh(&s, false);
+    cr_assert_not_null(w->error);
+    cr_expect(strstr(w->error, "beyond the 2^56 bytes"), "%s", w->error);
+    cr_expect_eq(w->dev[0].tracked, 12 * MIB, "the two allocations before it");
+    cr_expect_eq(w->dev[0].by_cat[0] + w->dev[0].by_cat[1], 12 * MIB);
+    cr_expect_eq(w->live.n, 2);
+    cr_expect_eq(w->n_q, 0, "nothing left to apply");
+    gmt_watch_set_free(&s);
+    tb_free(&b);
+}
+
 /* Strings from a trace reach no terminal, JSON or metrics as they are. */
 Test(watch, trace_strings_are_escaped_everywhere)
 {

@@ -28,7 +28,7 @@ int gmt_live_grow(struct gmt_live_map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 1024;
     struct gmt_live_map n = {calloc(ncap, sizeof *n.s), ncap, m->n,
-                         (unsigned)(64 - __builtin_ctzll(ncap))};
+                         (unsigned)(64 - __builtin_ctzll(ncap)), m->dense};
     if (!n.s)
         return -ENOMEM;
     for (size_t i = 0; i < m->cap; i++) {

@@ -2,6 +2,7 @@
 #ifndef GMT_LIVE_MAP_H
 #define GMT_LIVE_MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,9 @@ struct gmt_live_map {
     size_t cap, n;             /* cap a power of two, at most a quarter full: short clusters,
                                 * so short probes and few moves per deletion */
     unsigned shift;            /* 64 - log2(cap) */
+    bool dense;                /* at most half full instead: half the memory, for a set
+                                * kept per trace of a thousand (watch's), each probe a
+                                * little longer */
 };
 
 /* Fibonacci hashing: the key's slot in a table of 2^(64 - shift) */
@@ -88,7 +92,7 @@ int gmt_live_grow(struct gmt_live_map *m);
 static inline __attribute__((always_inline)) struct gmt_live *gmt_live_find_or_slot(struct gmt_live_map *m,
                                                                           uint64_t key)
 {
-    if ((m->n + 1) * 4 > m->cap && gmt_live_grow(m))
+    if ((m->n + 1) * (m->dense ? 2 : 4) > m->cap && gmt_live_grow(m))
         return NULL;
     for (size_t j = gmt_live_home(m, key);; j = (j + 1) & (m->cap - 1)) {
         struct gmt_live *x = &m->s[j];

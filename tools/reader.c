@@ -52,6 +52,12 @@ struct gmt_reader {
     struct clock_slot *clk;
     size_t clk_cap, clk_used;
     struct clock_slot *cur_clk; /* the slot of tid, NULL until looked up: one hash per CHUNK, not per record */
+    /* A stream read in blocks (gmt_reader_window): the caller's buffer holds the file's
+     * bytes from offset win_base on, win_len of them; records are handed out in place. */
+    uint8_t *win;
+    size_t win_cap, win_len;
+    uint64_t win_base;
+    int win_eof;               /* the latest block read stopped short: the end, for now */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -203,6 +209,46 @@ static int read_at(struct gmt_reader *r, uint64_t pos, void *p, size_t n, size_t
     *got = n < left ? n : left;
     memcpy(p, r->map + pos, *got);
     return 0;
+}
+
+/* The window holding the bytes [off, off + need) when the file has them: what it has
+ * from off is moved to its start and the rest of it filled with one fread. *avail: the
+ * bytes it holds from off (fewer than need at the end). 0, or -1 on a read error. */
+static int win_have(struct gmt_reader *r, uint64_t off, size_t need, size_t *avail)
+{
+    size_t at = (size_t)(off - r->win_base);
+    if (r->win_len - at < need && !r->win_eof) {
+        memmove(r->win, r->win + at, r->win_len - at);
+        r->win_len -= at;
+        r->win_base = off;
+        at = 0;
+        size_t want = r->win_cap - r->win_len;
+        size_t got = fread(r->win + r->win_len, 1, want, r->f);
+        r->win_len += got;
+        if (got < want) {
+            if (ferror(r->f))
+                return -1;
+            r->win_eof = 1;
+        }
+    }
+    *avail = r->win_len - at;
+    return 0;
+}
+
+int gmt_reader_window(struct gmt_reader *r, uint8_t *buf, size_t cap)
+{
+    if (r->map || !r->f || (buf && cap < GMT_REC_MAX))
+        return -EINVAL;
+    int rc = 0;
+    /* the stream stands past what the window read ahead: back to the next record */
+    if (r->win && r->win_base + r->win_len != r->off && fseeko(r->f, (off_t)r->off, SEEK_SET))
+        rc = -errno;
+    r->win = buf;
+    r->win_cap = buf ? cap : 0;
+    r->win_len = 0;
+    r->win_base = r->off;
+    r->win_eof = 0;
+    return rc;
 }
 
 static int check_header(struct gmt_reader *r, char *err, size_t errlen)
@@ -493,6 +539,15 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
     if (r->map && r->map_len - off >= sizeof h) { /* the common case, without a call */
         memcpy(&h, r->map + off, sizeof h);
         got = sizeof h;
+    } else if (r->win && r->win_len - (off - r->win_base) >= sizeof h) {
+        memcpy(&h, r->win + (off - r->win_base), sizeof h); /* the window's common case */
+        got = sizeof h;
+    } else if (r->win) {
+        if (win_have(r, off, sizeof h, &got) < 0)
+            goto read_error;
+        if (got > sizeof h)
+            got = sizeof h;
+        memcpy(&h, r->win + (off - r->win_base), got);
     } else if (read_at(r, off, &h, sizeof h, &got) < 0) {
         goto read_error;
     }
@@ -511,6 +566,15 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
         if (h.size > r->map_len - off)
             goto cut;
         rec = r->map + off;
+    } else if (r->win) {
+        /* every record starts on an 8-byte boundary of the window (its base is a
+         * record's offset, the buffer malloc's), so it is aligned where it lies */
+        size_t avail = r->win_len - (size_t)(off - r->win_base);
+        if (avail < h.size && win_have(r, off, h.size, &avail) < 0)
+            goto read_error;
+        if (avail < h.size)
+            goto cut;
+        rec = r->win + (off - r->win_base);
     } else {
         int x = read_rest(r, &h);
         if (x == -ENOMEM) {
@@ -575,24 +639,26 @@ static size_t next_plain(struct gmt_reader *r, struct gmt_event *ev, size_t max)
     struct clock_slot *c = r->cur_clk;
     if (!c) /* the thread's clock is looked up once per CHUNK, by gmt_reader_next */
         return 0;
-    const uint8_t *map = r->map;
-    const uint64_t len = r->map_len, tid = r->tid;
+    /* the bytes at hand: the image, or the window (file offsets base.. of it) */
+    const uint8_t *map = r->map ? r->map : r->win;
+    const uint64_t base = r->map ? 0 : r->win_base;
+    const uint64_t len = r->map ? r->map_len : r->win_base + r->win_len, tid = r->tid;
     uint64_t off = r->off, nrec = r->nrec, clock = c->ns;
     bool set = c->set;
     size_t n = 0;
     while (n < max && len - off >= sizeof(struct gmt_rec)) {
-        const struct gmt_rec *h = (const void *)(map + off);
+        const struct gmt_rec *h = (const void *)(map + (off - base));
         if (!plain_record(h, len - off))
             break;
         struct type_rule rule = type_rule[h->type];
         uint64_t t = 0;
         if (rule.clock == CLOCK_DT) {
             uint32_t dt;
-            memcpy(&dt, map + off + rule.time_at, sizeof dt);
+            memcpy(&dt, (const uint8_t *)h + rule.time_at, sizeof dt);
             if (set)
                 t = clock += dt; /* wraps on a corrupt clock, as decode_time does */
         } else if (rule.clock == CLOCK_ABS) { /* the anchor (PROCESS) has RULE_STATE */
-            memcpy(&t, map + off + rule.time_at, sizeof t);
+            memcpy(&t, (const uint8_t *)h + rule.time_at, sizeof t);
             clock = t;
             set = true;
         } else if (rule.clock == CLOCK_NOW) {
@@ -730,7 +796,7 @@ size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t 
 {
     size_t n = 0;
     *rc = 1;
-    if (!r->map) { /* a stream's records share one buffer: one at a time */
+    if (!r->map && !r->win) { /* a stream's records share one buffer: one at a time */
         *rc = gmt_reader_next(r, ev, err, errlen);
         return *rc > 0;
     }
@@ -740,6 +806,10 @@ size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t 
             if (n == max)
                 break;
         }
+        /* in a window, gmt_reader_next may read the next block over the records of
+         * this batch: it reads only the batch's first */
+        if (r->win && n)
+            break;
         int x = gmt_reader_next(r, &ev[n], err, errlen);
         if (x <= 0) {
             *rc = x;
@@ -754,6 +824,13 @@ int gmt_reader_follow(struct gmt_reader *r)
 {
     if (r->failed || r->map || !r->f)
         return -EINVAL;
+    if (r->win) { /* its bytes past the last whole record may be rewritten: read again */
+        r->win = NULL;
+        r->win_cap = r->win_len = 0;
+        r->win_eof = 0;
+        if (!r->done && fseeko(r->f, (off_t)r->off, SEEK_SET) != 0)
+            return -errno;
+    }
     if (!r->done || r->complete)
         return 0;
     /* the stream stands past the bytes of a partial record, or at EOF: both cleared */

@@ -59,6 +59,14 @@ const struct gmt_rec_process *gmt_reader_process(const struct gmt_reader *r);
  * seekable file. 0; -EINVAL for another reader or one that failed; -errno when the stream
  * cannot seek. A reader that read END stays at the end. */
 int gmt_reader_follow(struct gmt_reader *r);
+/* For a stream reader standing where it stopped (after gmt_reader_fopen,
+ * gmt_reader_follow, or this call with NULL): reads the stream in blocks of up to cap
+ * bytes (at least GMT_REC_MAX) into buf, the caller's, and hands the records out from it
+ * in place, instead of one fread per record. Until gmt_reader_follow or this call with
+ * buf NULL, which puts the stream back just past the last whole record read; the reader
+ * never frees buf. 0; -EINVAL for a reader of an image or a cap too small; -errno when
+ * the stream cannot seek back. */
+int gmt_reader_window(struct gmt_reader *r, uint8_t *buf, size_t cap);
 
 /* Variable parts of records that gmt_reader_next() returned (already validated to fit
  * their record and be NUL-terminated). Valid as long as the record is. */
@@ -98,9 +106,10 @@ const uint8_t *gmt_reader_image(const struct gmt_reader *r, size_t *len);
 /* Up to max records at once, in ev[]: what calling gmt_reader_next() max times would
  * give, at a fraction of the cost per record. Returns how many; *rc is then 1 when more
  * may follow, else what gmt_reader_next() returned after the last (0 at the end, -1 on a
- * malformed record with its message in err). The records stay valid together only when
- * the reader has the whole image (gmt_reader_image() is not NULL); a stream reader
- * returns one record per call. */
+ * malformed record with its message in err). The records stay valid together while the
+ * reader has the whole image (gmt_reader_image() is not NULL), or until the next call
+ * with a window (gmt_reader_window), whose batches end where its bytes do; a stream
+ * reader without one returns one record per call. */
 size_t gmt_reader_next_batch(struct gmt_reader *r, struct gmt_event *ev, size_t max, int *rc,
                              char *err, size_t errlen);
 /* What gmt_reader_skim() read past without handing out: how many records, the times of

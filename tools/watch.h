@@ -149,6 +149,8 @@ struct gmt_watch_trace {
     struct gmt_watch_comm *comms; size_t n_comms, cap_comms;
     struct gmt_watch_thread *threads; size_t n_threads, cap_threads;
     struct gmt_u64map thread_of; /* tid -> index in threads */
+    uint32_t last_tid;         /* the thread of the latest lookup, its index + 1 (0 none): */
+    size_t last_thread;        /* a chunk's records are one thread's */
     uint64_t calls[GMT_OP_MAX]; /* NCCL calls that returned, by op */
     struct gmt_u64map step_names; /* NVTX_STRING ids of step names */
     struct gmt_u64map step_ranges; /* START range ids of steps still open */
@@ -162,6 +164,20 @@ struct gmt_watch_trace {
     uint64_t seq;
 };
 
+/* What one thread that refreshes traces reuses from one trace to the next, so that a
+ * first refresh of a thousand traces does not make and fault in the same memory a
+ * thousand times: the window the file is read through, the array a trace's queue
+ * grows in while it is read (lent to it, its events moved back to its own array after),
+ * and room for the queue's sort. */
+#define GMT_WATCH_WINDOW (1u << 20) /* GMT_REC_MAX: the largest record fits */
+struct gmt_watch_scratch {
+    uint8_t *win;              /* GMT_WATCH_WINDOW bytes, NULL: read record by record */
+    struct gmt_watch_ev *q; size_t cap_q;
+    const struct gmt_watch_trace *lent_to; /* the trace whose queue q is now, NULL none */
+    struct gmt_watch_ev *own_q; size_t own_cap; /* that trace's own array meanwhile */
+    struct gmt_watch_ev *tmp; size_t cap_tmp;
+};
+
 /* watch_follow.c: the file, its records */
 
 /* A trace to follow at path, nothing read yet; NULL when out of memory. */
@@ -170,7 +186,12 @@ void gmt_watch_trace_free(struct gmt_watch_trace *w);
 /* Reads what was appended since the last call, folds it, applies the queue up to what
  * is safe (all of it with `final`: no more is expected). 0, or -ENOMEM. A trace that
  * cannot be read gets w->error (and keeps what it had); one that is gone, w->gone. */
-int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w, bool final);
+int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w, bool final,
+                            struct gmt_watch_scratch *S);
+/* S's window made (NULL stays when out of memory: records are then read one by one),
+ * and everything in S freed. */
+void gmt_watch_scratch_init(struct gmt_watch_scratch *S);
+void gmt_watch_scratch_free(struct gmt_watch_scratch *S);
 
 /* watch_fold.c: what the records add up to */
 
@@ -181,8 +202,9 @@ int gmt_watch_fold(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w,
 /* The index of category `name` in w->cat_names, added when new (0 once they are full). */
 int gmt_watch_cat_index(struct gmt_watch_trace *w, const char *name);
 /* Applies the queued events up to time `upto`, in time order. 0, -ENOMEM, or -EOVERFLOW
- * for sizes summary calls corrupt (beyond GMT_BYTES_MAX). */
-int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto);
+ * for sizes summary calls corrupt (beyond GMT_BYTES_MAX). S (may be NULL): room for
+ * the sort. */
+int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto, struct gmt_watch_scratch *S);
 /* Forgets everything folded (the file is read again from its start). */
 void gmt_watch_fold_reset(struct gmt_watch_trace *w);
 void gmt_watch_fold_free(struct gmt_watch_trace *w);

@@ -78,6 +78,14 @@ static int on_alloc(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
     struct gmt_live *l = gmt_live_find_or_slot(&w->live, key);
     if (!l)
         return -ENOMEM;
+    /* a size summary calls corrupt is refused before anything changes: an entry left in
+     * the live set without its bytes charged would take them off at its free */
+    struct gmt_watch_dev *d = &w->dev[ds];
+    if (gmt_kind_is_device(e->kind)) {
+        uint64_t old = l->refs && l->dslot == ds && gmt_kind_is_device(l->kind) ? l->bytes : 0;
+        if (e->bytes > GMT_BYTES_MAX || d->tracked - old + e->bytes > GMT_BYTES_MAX)
+            return -EOVERFLOW;
+    }
     if (l->refs)
         uncharge(w, l); /* an address reused without a free read: the old entry is gone */
     else
@@ -87,7 +95,6 @@ static int on_alloc(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
     *l = (struct gmt_live){.key = key, .bytes = e->bytes, .site = e->stack, .refs = 1,
                            .scope = pending, .dslot = (int16_t)ds, .kind = e->kind, .cat = cat};
     w->n_pending_cat += pending;
-    struct gmt_watch_dev *d = &w->dev[ds];
     d->allocs++;
     if (!gmt_kind_is_device(e->kind))
         return 0;
@@ -248,10 +255,113 @@ static int cmp_ev(const void *x, const void *y)
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+static inline bool ev_before(const struct gmt_watch_ev *a, const struct gmt_watch_ev *b)
+{
+    return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+/* The end of the ascending run that starts at i. */
+static size_t run_end(const struct gmt_watch_ev *q, size_t i, size_t n)
+{
+    for (i++; i < n && !ev_before(&q[i], &q[i - 1]); i++)
+        ;
+    return i;
+}
+
+static void merge(const struct gmt_watch_ev *a, size_t na, const struct gmt_watch_ev *b,
+                  size_t nb, struct gmt_watch_ev *out)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb)
+        *out++ = ev_before(&b[j], &a[i]) ? b[j++] : a[i++];
+    memcpy(out, a + i, (na - i) * sizeof *a);
+    memcpy(out + (na - i), b + j, (nb - j) * sizeof *b);
+}
+
+#define MERGE_WAYS 8 /* runs merged in one pass, each event then a scan of their heads */
+
+/* The runs of q[0..n) (n_runs of them, run k from at[k] to at[k + 1]) merged into out in
+ * one pass. */
+static void merge_ways(const struct gmt_watch_ev *q, const size_t *at, size_t n_runs,
+                       struct gmt_watch_ev *out)
+{
+    size_t head[MERGE_WAYS], end[MERGE_WAYS], k = n_runs;
+    for (size_t i = 0; i < k; i++) {
+        head[i] = at[i];
+        end[i] = at[i + 1];
+    }
+    while (k > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i < k; i++)
+            if (ev_before(&q[head[i]], &q[head[best]]))
+                best = i;
+        *out++ = q[head[best]++];
+        if (head[best] == end[best]) { /* that run is used up: the last takes its place */
+            head[best] = head[k - 1];
+            end[best] = end[k - 1];
+            k--;
+        }
+    }
+    memcpy(out, q + head[0], (end[0] - head[0]) * sizeof *q);
+}
+
+/* q[0..n) in time order (seq breaking ties). Each thread's events come in time order, so
+ * the stretch is a few long ascending runs, one per chunk read: merged pairwise through
+ * tmp (room for n) until MERGE_WAYS are left, then those in one pass, where a general
+ * sort of the first refresh of a long job spent a tenth of its time. */
+static void sort_runs(struct gmt_watch_ev *q, size_t n, struct gmt_watch_ev *tmp)
+{
+    struct gmt_watch_ev *src = q, *dst = tmp;
+    for (;;) {
+        size_t at[MERGE_WAYS + 1], n_runs = 0, i = 0;
+        for (at[0] = 0; n_runs < MERGE_WAYS && i < n; at[++n_runs] = i)
+            i = run_end(src, i, n);
+        if (i == n) { /* few enough */
+            if (n_runs > 1)
+                merge_ways(src, at, n_runs, dst);
+            if ((n_runs > 1) != (src != q))
+                memcpy(q, n_runs > 1 ? dst : src, n * sizeof *q);
+            return;
+        }
+        for (i = 0; i < n;) { /* a pairwise pass */
+            size_t m = run_end(src, i, n), e = m < n ? run_end(src, m, n) : n;
+            merge(src + i, m - i, src + m, e - m, dst + i);
+            i = e;
+        }
+        struct gmt_watch_ev *t = src;
+        src = dst;
+        dst = t;
+    }
+}
+
+/* Sorts q[0..n) with S's room (grown to n), or room of its own; a general sort when
+ * there is none. */
+static void sort_queue(struct gmt_watch_ev *q, size_t n, struct gmt_watch_scratch *S)
+{
+    struct gmt_watch_ev *tmp = NULL;
+    if (S && S->cap_tmp >= n) {
+        tmp = S->tmp;
+    } else if (S) {
+        size_t cap = n > 2 * S->cap_tmp ? n : 2 * S->cap_tmp;
+        if ((tmp = realloc(S->tmp, cap * sizeof *tmp))) {
+            S->tmp = tmp;
+            S->cap_tmp = cap;
+        }
+    } else {
+        tmp = malloc(n * sizeof *tmp);
+    }
+    if (tmp)
+        sort_runs(q, n, tmp);
+    else
+        gmt_sort(q, n, sizeof *q, cmp_ev);
+    if (!S)
+        free(tmp);
+}
+
 /* The queue in time order again. Its first q_sorted events are (the last apply left them
  * so), and each thread's events come in time order, so only the stretch where the new
  * events overlap the old ones in time, and the new ones among themselves, need a sort. */
-static void queue_sort(struct gmt_watch_trace *w)
+static void queue_sort(struct gmt_watch_trace *w, struct gmt_watch_scratch *S)
 {
     struct gmt_watch_ev *q = w->q;
     size_t u = w->q_sorted, n = w->n_q;
@@ -272,14 +382,14 @@ static void queue_sort(struct gmt_watch_trace *w)
             else
                 hi = mid;
         }
-        gmt_sort(q + lo, n - lo, sizeof *q, cmp_ev);
+        sort_queue(q + lo, n - lo, S);
     }
     w->q_sorted = n;
 }
 
-int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto)
+int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto, struct gmt_watch_scratch *S)
 {
-    queue_sort(w);
+    queue_sort(w, S);
     size_t i = 0;
     int rc = 0;
     for (; i < w->n_q && w->q[i].time <= upto; i++)
@@ -291,8 +401,9 @@ int gmt_watch_apply(struct gmt_watch_trace *w, uint64_t upto)
         memmove(w->q, w->q + i, (w->n_q - i) * sizeof *w->q);
     w->n_q -= i;
     w->q_sorted = w->n_q;
-    /* a catch-up's batch leaves a large array behind: a thousand traces would keep one each */
-    if (w->cap_q > 1024 && w->n_q < w->cap_q / 8) {
+    /* a catch-up's batch leaves a large array behind: a thousand traces would keep one each
+     * (an array lent by S is made to measure when it goes back) */
+    if ((!S || S->lent_to != w) && w->cap_q > 1024 && w->n_q < w->cap_q / 8) {
         size_t cap = w->n_q * 2 > 64 ? w->n_q * 2 : 64;
         struct gmt_watch_ev *q = realloc(w->q, cap * sizeof *q);
         if (q) {

@@ -21,6 +21,8 @@ void gmt_watch_fold_reset(struct gmt_watch_trace *w)
     memset((char *)w + off, 0, sizeof *w - off);
     w->rank = w->world_size = -1;
     w->nccl_cat = -1;
+    w->live.dense = true; /* a thousand traces' live sets: half the memory, and half the
+                           * pages a first refresh faults in */
     gmt_u64map_init(&w->stack_cat);
     gmt_u64map_init(&w->thread_of);
     gmt_u64map_init(&w->step_names);
@@ -91,18 +93,35 @@ static struct gmt_watch_thread *thread_of(struct gmt_watch_trace *w, uint32_t ti
 
 static int16_t thread_device(struct gmt_watch_trace *w, uint32_t tid)
 {
+    if (w->last_thread && w->last_tid == tid)
+        return w->threads[w->last_thread - 1].device;
     uint64_t *i = gmt_u64map_get(&w->thread_of, tid);
-    return i ? w->threads[*i].device : -1;
+    if (!i)
+        return -1;
+    w->last_tid = tid;
+    w->last_thread = (size_t)*i + 1;
+    return w->threads[*i].device;
 }
 
-static struct gmt_watch_ev *queue(struct gmt_watch_trace *w, uint8_t type, uint64_t time)
+/* A new event at the queue's end, zeroed but for its type, time and seq; NULL out of
+ * memory. One per allocation or free: the push is inline, growth apart. */
+static int queue_grow(struct gmt_watch_trace *w)
 {
-    struct gmt_watch_ev *e = gmt_array_push((void **)&w->q, &w->n_q, &w->cap_q, sizeof *e);
-    if (e) {
-        e->type = type;
-        e->time = time;
-        e->seq = w->seq++;
-    }
+    size_t cap = w->cap_q ? w->cap_q * 2 : 64;
+    struct gmt_watch_ev *q = realloc(w->q, cap * sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    w->q = q;
+    w->cap_q = cap;
+    return 0;
+}
+
+static inline struct gmt_watch_ev *queue(struct gmt_watch_trace *w, uint8_t type, uint64_t time)
+{
+    if (w->n_q == w->cap_q && queue_grow(w))
+        return NULL;
+    struct gmt_watch_ev *e = &w->q[w->n_q++];
+    *e = (struct gmt_watch_ev){.time = time, .seq = w->seq++, .type = type};
     return e;
 }
 

@@ -182,15 +182,18 @@ struct work {
 static void *refresh_some(void *p)
 {
     struct work *k = p;
+    struct gmt_watch_scratch S;
+    gmt_watch_scratch_init(&S);
     size_t i;
     while ((i = atomic_fetch_add(&k->next, 1)) < k->s->n && !atomic_load(&k->rc)) {
         struct gmt_watch_trace *w = k->s->t[i];
-        int rc = gmt_watch_trace_refresh(&k->s->ctx, w, k->final);
+        int rc = gmt_watch_trace_refresh(&k->s->ctx, w, k->final, &S);
         if (rc)
             atomic_store(&k->rc, rc);
         if (w->grew)
             w->grew_realtime = k->real;
     }
+    gmt_watch_scratch_free(&S);
     return NULL;
 }
 

@@ -5,7 +5,7 @@ set -u
 b="$1"
 fail=0
 traces="tests/fuzz/corpus tests/fuzz/seeds/traces"
-for t in reader summary models baseline args; do
+for t in reader summary models baseline args watch; do
   case $t in
     baseline) seeds=tests/fuzz/seeds/baseline ;;
     args) seeds=tests/fuzz/seeds/args ;;
