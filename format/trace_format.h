@@ -539,13 +539,15 @@ struct gmt_rec_nccl_memstats {
 };
 
 /* MODLOAD (2.7): an explicit module or library load (cuModuleLoad, cuModuleLoadData,
- * cuModuleLoadDataEx, cuModuleLoadFatBinary, cuLibraryLoadData, cuLibraryLoadFromFile)
- * with cuMemGetInfo of the thread's current device right before and right after it. The
+ * cuModuleLoadDataEx, cuModuleLoadFatBinary, cuLibraryLoadData, cuLibraryLoadFromFile) or
+ * unload (cuModuleUnload, cuLibraryUnload) with cuMemGetInfo of the thread's current device
+ * right before and right after it. The
  * device memory the load took is the CLI's to compute (docs/untracked.md). No dt: its
  * time is its own. */
 #define GMT_MODLOAD_APIS(X)                                                   \
     X(cuModuleLoad, 1) X(cuModuleLoadData, 2) X(cuModuleLoadDataEx, 3)        \
-    X(cuModuleLoadFatBinary, 4) X(cuLibraryLoadData, 5) X(cuLibraryLoadFromFile, 6)
+    X(cuModuleLoadFatBinary, 4) X(cuLibraryLoadData, 5) X(cuLibraryLoadFromFile, 6) \
+    X(cuModuleUnload, 7) X(cuLibraryUnload, 8)
 enum gmt_modload_api {
 #define GMT_X(name, val) GMT_MODLOAD_##name = val,
     GMT_MODLOAD_APIS(GMT_X)
@@ -561,7 +563,7 @@ struct gmt_rec_modload {
     uint64_t free_before;      /* cuMemGetInfo free bytes right before the load */
     uint64_t free_after;       /* the same right after it */
     uint64_t total_bytes;      /* the device's total bytes */
-    uint64_t handle;           /* CUmodule or CUlibrary value, an opaque id; 0 on failure */
+    uint64_t handle;           /* CUmodule or CUlibrary value, an opaque id; a failed load: 0 */
 };
 
 /* GRAPHMEM (2.3): the device's graph memory (cuDeviceGetGraphMemAttribute), sampled

@@ -490,6 +490,8 @@ typedef CUresult gmt_fn_cuLibraryLoadData(CUlibrary *library, const void *code, 
                                           void **jitOptionsValues, unsigned int numJitOptions,
                                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
                                           unsigned int numLibraryOptions);
+typedef CUresult gmt_fn_cuModuleUnload(CUmodule hmod);
+typedef CUresult gmt_fn_cuLibraryUnload(CUlibrary library);
 typedef CUresult gmt_fn_cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
                                               CUjit_option *jitOptions, void **jitOptionsValues,
                                               unsigned int numJitOptions, CUlibraryOption *libraryOptions,

@@ -140,6 +140,10 @@
       (CUlibrary * l, const char *file, CUjit_option *jo, void **jv, unsigned int nj,         \
        CUlibraryOption *lo, void **lv, unsigned int nl),                                      \
       (l, file, jo, jv, nj, lo, lv, nl))                                                      \
+    X(DRV, DRIVER, cuModuleUnload, cuModuleUnload, 0, DEF, cuModuleUnload, CUresult,          \
+      (CUmodule m), (m))                                                                      \
+    X(DRV, DRIVER, cuLibraryUnload, cuLibraryUnload, 0, DEF, cuLibraryUnload, CUresult,       \
+      (CUlibrary l), (l))                                                                     \
     X(ARR, DRIVER, cuArrayCreate_v2, cuArrayCreate, 3020, DEF, cuArrayCreate, CUresult,      \
       (CUarray * arr, const CUDA_ARRAY_DESCRIPTOR *desc), (arr, desc))                        \
     X(ARR, DRIVER, cuArray3DCreate_v2, cuArray3DCreate, 3020, DEF, cuArray3DCreate, CUresult, \
@@ -519,8 +523,8 @@ GMT_HIDDEN void gmt_modload_before(struct gmt_modload_mark *m);
 GMT_HIDDEN void gmt_modload_after(const struct gmt_modload_mark *m, enum gmt_modload_api api, int result,
                                   uint64_t handle);
 
-/* A module or library load: the real call between two device samples (two cuMemGetInfo,
- * about 6 us each on an H200: loads are rare), then one MODLOAD record. */
+/* A module or library load or unload: the real call between two device samples (two
+ * cuMemGetInfo, about 6 us each on an H200: loads are rare), then one MODLOAD record. */
 #define GMT_MODLOAD_BODY(api, call, handle)                                                   \
     do {                                                                                      \
         if (!gmt_hook_enter())                                                                \

@@ -226,7 +226,8 @@ ALWAYS CUresult gmt_body_cuMulticastCreate(gmt_fn_cuMulticastCreate *real,
                prop ? prop->size : 0, -1, 0, 0, 0);
 }
 
-/* ---- module and library loads: the device memory each takes, which no allocation shows */
+/* ---- module and library loads and unloads: the device memory each takes or gives back,
+ * which no allocation shows */
 ALWAYS CUresult gmt_body_cuModuleLoad(gmt_fn_cuModuleLoad *real, CUmodule *m, const char *fname)
 {
     GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleLoad, real(m, fname), m ? *m : NULL);
@@ -263,6 +264,17 @@ ALWAYS CUresult gmt_body_cuLibraryLoadFromFile(gmt_fn_cuLibraryLoadFromFile *rea
 {
     GMT_MODLOAD_BODY(GMT_MODLOAD_cuLibraryLoadFromFile, real(l, file, jo, jv, nj, lo, lv, nl),
                      l ? *l : NULL);
+}
+
+/* An unload gives the memory back: the same samples, a negative difference. */
+ALWAYS CUresult gmt_body_cuModuleUnload(gmt_fn_cuModuleUnload *real, CUmodule m)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleUnload, real(m), m);
+}
+
+ALWAYS CUresult gmt_body_cuLibraryUnload(gmt_fn_cuLibraryUnload *real, CUlibrary l)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuLibraryUnload, real(l), l);
 }
 
 #define GMT_X(file, ...) GMT_HOOKS_OF_DRV_##file(GMT_HOOK_DEFINE, file, __VA_ARGS__)
