@@ -17,7 +17,7 @@
 #define GMT_BYTE_ORDER_MARK 0x01020304u /* reads 0x04030201 on a host of the other byte order */
 #define GMT_VERSION_MAJOR 2           /* incompatible layout changes */
 #define GMT_VERSION_MAJOR_MIN 1       /* oldest major version readers still read */
-#define GMT_VERSION_MINOR 6           /* compatible additions: new types, appended fields, ids */
+#define GMT_VERSION_MINOR 7           /* compatible additions: new types, appended fields, ids */
 #define GMT_ALIGN 8                   /* every record size is a multiple of this, in bytes */
 #define GMT_REC_MAX (1u << 20)        /* largest valid record, bytes */
 #define GMT_THREAD_NAME_LEN 16
@@ -68,7 +68,9 @@ struct gmt_rec {
     X(NCCL_COLL_INFO, 26, gmt_rec_nccl_coll_info)                   \
     X(SCOPE_OPEN,   27, gmt_rec_scope_open)                         \
     X(BLOCK,        28, gmt_rec_block)                              \
-    X(DEVLIMITS,    29, gmt_rec_devlimits)
+    X(DEVLIMITS,    29, gmt_rec_devlimits)                          \
+    X(NCCL_MEMSTATS, 30, gmt_rec_nccl_memstats)                     \
+    X(MODLOAD,      31, gmt_rec_modload)
 
 enum gmt_rec_type {
 #define GMT_X(name, val, st) GMT_REC_##name = val,
@@ -511,6 +513,57 @@ struct gmt_rec_devlimits {
     uint64_t malloc_heap_bytes; /* CU_LIMIT_MALLOC_HEAP_SIZE, bytes */
     uint32_t sm_count;         /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT; 0 unknown */
     uint32_t max_threads_per_sm; /* CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR; 0 unknown */
+};
+
+/* NCCL_MEMSTATS (2.7): NCCL's own count of a communicator's device memory
+ * (ncclCommMemStats, NCCL 2.29 and later; a process whose NCCL lacks it has none), asked
+ * once the communicator is ready (its COMM record) and right before ncclCommFinalize,
+ * ncclCommDestroy and ncclCommAbort run. Never per collective. No dt: its time is its own. */
+#define GMT_MEMSTATS_PHASES(X) X(INIT, 1) X(FINALIZE, 2) X(DESTROY, 3) X(ABORT, 4)
+enum gmt_memstats_phase {
+#define GMT_X(name, val) GMT_MEMSTATS_##name = val,
+    GMT_MEMSTATS_PHASES(GMT_X)
+#undef GMT_X
+};
+#define GMT_MEMSTATS_UNKNOWN UINT64_MAX /* a value NCCL did not answer */
+struct gmt_rec_nccl_memstats {
+    struct gmt_rec h;          /* aux: enum gmt_memstats_phase */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute */
+    uint64_t comm;             /* ncclComm_t value, as COMM's comm */
+    uint64_t suspend_bytes;    /* ncclStatGpuMemSuspend: device memory that can be suspended, bytes */
+    uint64_t suspended;        /* ncclStatGpuMemSuspended: 0 active, 1 suspended */
+    uint64_t persist_bytes;    /* ncclStatGpuMemPersist: device memory that cannot, bytes */
+    uint64_t total_bytes;      /* ncclStatGpuMemTotal: all device memory NCCL tracks, bytes */
+    uint32_t scope_id;         /* the NCCL call in flight on this thread (the destroy), 0 none */
+    int32_t device;            /* CUDA device ordinal of the communicator, -1 unknown */
+};
+
+/* MODLOAD (2.7): an explicit module or library load (cuModuleLoad, cuModuleLoadData,
+ * cuModuleLoadDataEx, cuModuleLoadFatBinary, cuLibraryLoadData, cuLibraryLoadFromFile) or
+ * unload (cuModuleUnload, cuLibraryUnload) with cuMemGetInfo of the thread's current device
+ * right before and right after it. The
+ * device memory the load took is the CLI's to compute (docs/untracked.md). No dt: its
+ * time is its own. */
+#define GMT_MODLOAD_APIS(X)                                                   \
+    X(cuModuleLoad, 1) X(cuModuleLoadData, 2) X(cuModuleLoadDataEx, 3)        \
+    X(cuModuleLoadFatBinary, 4) X(cuLibraryLoadData, 5) X(cuLibraryLoadFromFile, 6) \
+    X(cuModuleUnload, 7) X(cuLibraryUnload, 8)
+enum gmt_modload_api {
+#define GMT_X(name, val) GMT_MODLOAD_##name = val,
+    GMT_MODLOAD_APIS(GMT_X)
+#undef GMT_X
+};
+struct gmt_rec_modload {
+    struct gmt_rec h;          /* aux: enum gmt_modload_api */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC, ns, absolute: after the load returned */
+    uint32_t duration;         /* ns from the sample before to the sample after (saturates) */
+    int32_t device;            /* CUDA device ordinal of the thread's current context */
+    int32_t result;            /* the load's CUresult */
+    uint32_t scope_id;         /* innermost NCCL scope open on this thread, 0 none */
+    uint64_t free_before;      /* cuMemGetInfo free bytes right before the load */
+    uint64_t free_after;       /* the same right after it */
+    uint64_t total_bytes;      /* the device's total bytes */
+    uint64_t handle;           /* CUmodule or CUlibrary value, an opaque id; a failed load: 0 */
 };
 
 /* GRAPHMEM (2.3): the device's graph memory (cuDeviceGetGraphMemAttribute), sampled

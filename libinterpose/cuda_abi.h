@@ -40,6 +40,8 @@ typedef CUdevice_v1 CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUlib_st *CUlibrary;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef unsigned long long CUmemGenericAllocationHandle_v1;
@@ -164,6 +166,10 @@ typedef enum CUstreamCaptureMode_enum {
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
     CU_STREAM_CAPTURE_MODE_RELAXED = 2
 } CUstreamCaptureMode;
+
+/* Module and library loads: only the names the prototypes need (options pass through). */
+typedef enum CUjit_option_enum { CU_JIT_MAX_REGISTERS = 0 } CUjit_option;
+typedef enum CUlibraryOption_enum { CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0 } CUlibraryOption;
 
 typedef enum CUgraphMem_attribute_enum {
     CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT,     /* cuuint64_t, bytes */
@@ -474,6 +480,22 @@ typedef CUresult gmt_fn_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStr
 typedef CUresult gmt_fn_cuGraphExecDestroy(CUgraphExec hGraphExec);
 typedef CUresult gmt_fn_cuGraphDestroy(CUgraph hGraph);
 typedef CUresult gmt_fn_cuDeviceGraphMemTrim(CUdevice device);
+/* Module and library loads (hooks_driver.c: a device sample before and after each). */
+typedef CUresult gmt_fn_cuModuleLoad(CUmodule *module, const char *fname);
+typedef CUresult gmt_fn_cuModuleLoadData(CUmodule *module, const void *image);
+typedef CUresult gmt_fn_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                                           CUjit_option *options, void **optionValues);
+typedef CUresult gmt_fn_cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin);
+typedef CUresult gmt_fn_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                                          void **jitOptionsValues, unsigned int numJitOptions,
+                                          CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                          unsigned int numLibraryOptions);
+typedef CUresult gmt_fn_cuModuleUnload(CUmodule hmod);
+typedef CUresult gmt_fn_cuLibraryUnload(CUlibrary library);
+typedef CUresult gmt_fn_cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+                                              CUjit_option *jitOptions, void **jitOptionsValues,
+                                              unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                                              void **libraryOptionValues, unsigned int numLibraryOptions);
 typedef CUresult gmt_fn_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 
 typedef CUresult gmt_fn_cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);

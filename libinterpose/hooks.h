@@ -122,6 +122,28 @@
       (node, graph, deps, ndeps, params))                                                     \
     X(DRV, DRIVER, cuMulticastCreate, cuMulticastCreate, 0, DEF, cuMulticastCreate, CUresult, \
       (CUmemGenericAllocationHandle * mc, const CUmulticastObjectProp *prop), (mc, prop))     \
+    X(DRV, DRIVER, cuModuleLoad, cuModuleLoad, 0, DEF, cuModuleLoad, CUresult,                \
+      (CUmodule * m, const char *fname), (m, fname))                                          \
+    X(DRV, DRIVER, cuModuleLoadData, cuModuleLoadData, 0, DEF, cuModuleLoadData, CUresult,    \
+      (CUmodule * m, const void *image), (m, image))                                          \
+    X(DRV, DRIVER, cuModuleLoadDataEx, cuModuleLoadDataEx, 0, DEF, cuModuleLoadDataEx,        \
+      CUresult, (CUmodule * m, const void *image, unsigned int n, CUjit_option *o, void **v), \
+      (m, image, n, o, v))                                                                    \
+    X(DRV, DRIVER, cuModuleLoadFatBinary, cuModuleLoadFatBinary, 0, DEF,                      \
+      cuModuleLoadFatBinary, CUresult, (CUmodule * m, const void *fatbin), (m, fatbin))       \
+    X(DRV, DRIVER, cuLibraryLoadData, cuLibraryLoadData, 0, DEF, cuLibraryLoadData, CUresult, \
+      (CUlibrary * l, const void *code, CUjit_option *jo, void **jv, unsigned int nj,         \
+       CUlibraryOption *lo, void **lv, unsigned int nl),                                      \
+      (l, code, jo, jv, nj, lo, lv, nl))                                                      \
+    X(DRV, DRIVER, cuLibraryLoadFromFile, cuLibraryLoadFromFile, 0, DEF,                      \
+      cuLibraryLoadFromFile, CUresult,                                                        \
+      (CUlibrary * l, const char *file, CUjit_option *jo, void **jv, unsigned int nj,         \
+       CUlibraryOption *lo, void **lv, unsigned int nl),                                      \
+      (l, file, jo, jv, nj, lo, lv, nl))                                                      \
+    X(DRV, DRIVER, cuModuleUnload, cuModuleUnload, 0, DEF, cuModuleUnload, CUresult,          \
+      (CUmodule m), (m))                                                                      \
+    X(DRV, DRIVER, cuLibraryUnload, cuLibraryUnload, 0, DEF, cuLibraryUnload, CUresult,       \
+      (CUlibrary l), (l))                                                                     \
     X(ARR, DRIVER, cuArrayCreate_v2, cuArrayCreate, 3020, DEF, cuArrayCreate, CUresult,      \
       (CUarray * arr, const CUDA_ARRAY_DESCRIPTOR *desc), (arr, desc))                        \
     X(ARR, DRIVER, cuArray3DCreate_v2, cuArray3DCreate, 3020, DEF, cuArray3DCreate, CUresult, \
@@ -486,6 +508,34 @@ GMT_HIDDEN void gmt_graph_exit(void);
         }                                                                                     \
         gmt_record_alloc(r_ == (ok), (int)r_, api, GMT_KIND_POOL_ALLOC,                       \
                          r_ == (ok) ? (address) : 0, bytes, -1, stream, pool, 0);             \
+        return r_;                                                                            \
+    } while (0)
+
+/* ---- sampling.c: a device sample before and after an explicit module load ---- */
+struct gmt_modload_mark {
+    bool ok;                   /* the sample before was taken */
+    int device;
+    uint64_t free_b, total_b;  /* cuMemGetInfo before the load */
+    uint64_t t0;               /* ns, CLOCK_MONOTONIC */
+};
+GMT_HIDDEN void gmt_modload_before(struct gmt_modload_mark *m);
+/* The sample after it and the MODLOAD record; handle 0 when the load failed. */
+GMT_HIDDEN void gmt_modload_after(const struct gmt_modload_mark *m, enum gmt_modload_api api, int result,
+                                  uint64_t handle);
+
+/* A module or library load or unload: the real call between two device samples (two
+ * cuMemGetInfo, about 6 us each on an H200: loads are rare), then one MODLOAD record. */
+#define GMT_MODLOAD_BODY(api, call, handle)                                                   \
+    do {                                                                                      \
+        if (!gmt_hook_enter())                                                                \
+            return call;                                                                      \
+        struct gmt_modload_mark m_;                                                           \
+        gmt_modload_before(&m_);                                                              \
+        CUresult r_ = call;                                                                   \
+        gmt_hook_leave();                                                                     \
+        int e_ = errno;                                                                       \
+        gmt_modload_after(&m_, api, (int)r_, r_ == CUDA_SUCCESS ? (uint64_t)(uintptr_t)(handle) : 0); \
+        errno = e_;                                                                           \
         return r_;                                                                            \
     } while (0)
 

@@ -226,6 +226,57 @@ ALWAYS CUresult gmt_body_cuMulticastCreate(gmt_fn_cuMulticastCreate *real,
                prop ? prop->size : 0, -1, 0, 0, 0);
 }
 
+/* ---- module and library loads and unloads: the device memory each takes or gives back,
+ * which no allocation shows */
+ALWAYS CUresult gmt_body_cuModuleLoad(gmt_fn_cuModuleLoad *real, CUmodule *m, const char *fname)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleLoad, real(m, fname), m ? *m : NULL);
+}
+
+ALWAYS CUresult gmt_body_cuModuleLoadData(gmt_fn_cuModuleLoadData *real, CUmodule *m, const void *image)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleLoadData, real(m, image), m ? *m : NULL);
+}
+
+ALWAYS CUresult gmt_body_cuModuleLoadDataEx(gmt_fn_cuModuleLoadDataEx *real, CUmodule *m, const void *image,
+                                            unsigned int n, CUjit_option *o, void **v)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleLoadDataEx, real(m, image, n, o, v), m ? *m : NULL);
+}
+
+ALWAYS CUresult gmt_body_cuModuleLoadFatBinary(gmt_fn_cuModuleLoadFatBinary *real, CUmodule *m,
+                                               const void *fatbin)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleLoadFatBinary, real(m, fatbin), m ? *m : NULL);
+}
+
+ALWAYS CUresult gmt_body_cuLibraryLoadData(gmt_fn_cuLibraryLoadData *real, CUlibrary *l, const void *code,
+                                           CUjit_option *jo, void **jv, unsigned int nj, CUlibraryOption *lo,
+                                           void **lv, unsigned int nl)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuLibraryLoadData, real(l, code, jo, jv, nj, lo, lv, nl), l ? *l : NULL);
+}
+
+ALWAYS CUresult gmt_body_cuLibraryLoadFromFile(gmt_fn_cuLibraryLoadFromFile *real, CUlibrary *l,
+                                               const char *file, CUjit_option *jo, void **jv,
+                                               unsigned int nj, CUlibraryOption *lo, void **lv,
+                                               unsigned int nl)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuLibraryLoadFromFile, real(l, file, jo, jv, nj, lo, lv, nl),
+                     l ? *l : NULL);
+}
+
+/* An unload gives the memory back: the same samples, a negative difference. */
+ALWAYS CUresult gmt_body_cuModuleUnload(gmt_fn_cuModuleUnload *real, CUmodule m)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuModuleUnload, real(m), m);
+}
+
+ALWAYS CUresult gmt_body_cuLibraryUnload(gmt_fn_cuLibraryUnload *real, CUlibrary l)
+{
+    GMT_MODLOAD_BODY(GMT_MODLOAD_cuLibraryUnload, real(l), l);
+}
+
 #define GMT_X(file, ...) GMT_HOOKS_OF_DRV_##file(GMT_HOOK_DEFINE, file, __VA_ARGS__)
 GMT_HOOKS(GMT_X)
 #undef GMT_X

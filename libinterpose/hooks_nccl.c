@@ -305,6 +305,13 @@ static void comm_pre(struct gmt_call *c, enum gmt_op op, ncclComm_t comm, size_t
     if (op == GMT_OP_CommDestroy || op == GMT_OP_CommAbort)
         settle_comm(comm, false);
     c->scope = gmt_scope_begin(op, (uint64_t)(uintptr_t)comm, bytes, -1, -1, 0);
+    /* NCCL's own count once more before the communicator's memory goes */
+    if (op == GMT_OP_CommFinalize || op == GMT_OP_CommDestroy || op == GMT_OP_CommAbort) {
+        uint64_t k = (uint64_t)(uintptr_t)comm;
+        gmt_nccl_memstats(k, op == GMT_OP_CommFinalize ? GMT_MEMSTATS_FINALIZE
+                             : op == GMT_OP_CommDestroy ? GMT_MEMSTATS_DESTROY : GMT_MEMSTATS_ABORT,
+                          gmt_scope_comm_device(k));
+    }
 }
 static void comm_post(struct gmt_call *c, enum gmt_op op, ncclResult_t r, ncclComm_t comm,
                       size_t bytes)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hooks.h"
 #include "scope.h"
 
 /* Calls seen per (comm, op, bytes), for the sampling policy. */
@@ -78,6 +79,56 @@ void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase)
         gmt_limits_after_sample(scope_id, device, phase);
     }
 }
+
+/*
+ * ---- around explicit module loads ----
+ * cuModuleLoad* and cuLibraryLoad* put code and data on the device that no allocation
+ * call shows. On the loading thread, whose context is current, cuMemGetInfo right before
+ * and right after (relaxed capture mode, as the other samples of that thread), then one
+ * MODLOAD record: two samples per load, about 12 us on an H200. Loads are rare (a
+ * program's own modules, a library's at its first use); the lazily loaded kernels of a
+ * first launch go through no such call and are not sampled here.
+ */
+void gmt_modload_before(struct gmt_modload_mark *m)
+{
+    m->ok = false;
+    if (!gmt_writer_ready())
+        return;
+    int e = gmt_lib_enter();
+    int dev = gmt_driver_current_device();
+    m->device = dev;
+    m->ok = dev >= 0 && dev < GMT_SAMPLE_DEVICES && gmt_driver_meminfo_here(dev, &m->free_b, &m->total_b) == 0;
+    gmt_lib_leave(e);
+    m->t0 = gmt_now_ns();
+}
+
+void gmt_modload_after(const struct gmt_modload_mark *m, enum gmt_modload_api api, int result, uint64_t handle)
+{
+    if (!m->ok)
+        return;
+    uint64_t f, t;
+    int e = gmt_lib_enter();
+    int rc = gmt_driver_meminfo_here(m->device, &f, &t);
+    gmt_lib_leave(e);
+    if (rc != 0)
+        return;
+    uint64_t now = gmt_now_ns();
+    uint64_t took = now > m->t0 ? now - m->t0 : 0;
+    struct gmt_rec_modload r = {
+        .h = {.type = GMT_REC_MODLOAD, .aux = (uint16_t)api, .size = sizeof r},
+        .time_ns = now,
+        .duration = took > UINT32_MAX ? UINT32_MAX : (uint32_t)took,
+        .device = m->device,
+        .result = result,
+        .scope_id = gmt_current_scope(),
+        .free_before = m->free_b,
+        .free_after = f,
+        .total_bytes = t,
+        .handle = handle,
+    };
+    gmt_emit(&r, 0);
+}
+_Static_assert(sizeof(struct gmt_rec_modload) % GMT_ALIGN == 0, "MODLOAD needs no padding");
 
 /*
  * ---- samples outside NCCL calls ----

@@ -766,5 +766,12 @@ void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash)
         .device = device,
     };
     gmt_emit(&r, offsetof(struct gmt_rec_comm, dt));
+    /* ready now: NCCL's own count of what its init allocated, beside the trace's */
+    gmt_nccl_memstats(comm, GMT_MEMSTATS_INIT, device);
+}
+
+int gmt_scope_comm_device(uint64_t comm)
+{
+    return comm ? comm_device_lookup(comm) : -1;
 }
 

@@ -5,6 +5,7 @@
 #   libcudart.so.13 (+ libcudart.so)   fake runtime, shared tests/fakes/fake_runtime.c
 #   libcudart_static.a                 fake runtime, static (same source)
 #   libnccl.so.2 (+ libnccl.so)        fake NCCL, with the static runtime inside
+#   nccl-memstats/libnccl.so.2         the same as NCCL 2.29.7, with ncclCommMemStats
 #   old-driver/libcuda.so.1            fake driver without cuGetProcAddress_v2 (pre-12.0)
 #   no-capture-info/libcuda.so.1       fake driver without cuStreamGetCaptureInfo_v3
 # Test programs, in $(FAKES_DIR)/progs (plain flags, never sanitized, so that others can
@@ -35,11 +36,12 @@ FAKE_DRIVER   := $(FAKES_DIR)/libcuda.so.1
 FAKE_RUNTIME  := $(FAKES_DIR)/libcudart.so.13
 FAKE_RT_STATIC := $(FAKES_DIR)/libcudart_static.a
 FAKE_NCCL     := $(FAKES_DIR)/libnccl.so.2
+FAKE_NCCL_MEMSTATS := $(FAKES_DIR)/nccl-memstats/libnccl.so.2
 FAKE_LINKS    := $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so $(FAKES_DIR)/libnccl.so
 FAKE_RT_LIBS  := $(FAKE_DRIVER) $(FAKE_RUNTIME) $(FAKE_RT_STATIC) $(FAKES_DIR)/libcuda.so $(FAKES_DIR)/libcudart.so
 FAKE_OLD_DRIVER := $(FAKES_DIR)/old-driver/libcuda.so.1
 FAKE_NOINFO_DRIVER := $(FAKES_DIR)/no-capture-info/libcuda.so.1
-FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so $(FAKE_OLD_DRIVER) \
+FAKE_LIBS     := $(FAKE_RT_LIBS) $(FAKE_NCCL) $(FAKES_DIR)/libnccl.so $(FAKE_NCCL_MEMSTATS) $(FAKE_OLD_DRIVER) \
                  $(FAKE_NOINFO_DRIVER)
 
 FAKE_PROG_NAMES := fake_cudart fake_cudart_static fake_driver_vmm fake_nccl_2proc fake_nccl_1proc fake_abi_check_fake \
@@ -88,6 +90,14 @@ $(FAKE_RT_STATIC): $(FAKE_OBJDIR)/fake_runtime_static.o
 $(FAKE_NCCL): tests/fakes/fake_nccl.c tests/fakes/fake_nccl_profiler.c tests/fakes/fake_nccl.map $(FAKE_RT_STATIC) $(FAKE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/fakes/fake_nccl.map \
+	  -o $@ $< tests/fakes/fake_nccl_profiler.c $(FAKE_RT_STATIC) -ldl -lrt
+
+# NCCL 2.29's ncclCommMemStats, calling itself 2.29.7: put its directory first in
+# LD_LIBRARY_PATH to trace a process whose NCCL counts its own memory.
+$(FAKE_NCCL_MEMSTATS): tests/fakes/fake_nccl.c tests/fakes/fake_nccl_profiler.c tests/fakes/fake_nccl.map $(FAKE_RT_STATIC) $(FAKE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(FAKE_CFLAGS) $(FAKE_SOFLAGS) -DFAKENCCL_MEMSTATS -Wl,-soname,libnccl.so.2 \
+	  -Wl,--version-script=tests/fakes/fake_nccl.map \
 	  -o $@ $< tests/fakes/fake_nccl_profiler.c $(FAKE_RT_STATIC) -ldl -lrt
 
 $(FAKES_DIR)/libcuda.so: | $(FAKE_DRIVER)

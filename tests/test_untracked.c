@@ -132,7 +132,97 @@ Test(untracked, kernel_launch_growth_is_read_at_the_next_sample, .timeout = 60)
     struct result res;
     summary_json(traced(NULL, "launch", "4096"), &res);
     cr_expect_eq(json_int(res.out, "stack_bytes_per_thread"), 4096, "%s", res.out);
-    cr_expect_eq(json_int(res.out, "unexplained_bytes"), (long long)(2 * MIB), "%s", res.out);
+    /* the module's own 2 MiB, an explicit cuModuleLoadData, is named */
+    cr_expect_eq(json_int(res.out, "modules_loaded_bytes"), (long long)(2 * MIB), "%s", res.out);
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), 0, "%s", res.out);
+}
+
+/* Every load call, through the PLT, cuGetProcAddress and dlsym: what stays loaded is the
+ * modules part (unloads give theirs back), the load before the first allocation is not the
+ * context's, and nothing is left unexplained. */
+Test(untracked, explicit_module_loads_are_a_part_of_their_own, .timeout = 60)
+{
+    const char *d = traced(NULL, "modules", NULL);
+    struct result res;
+    summary_json(d, &res);
+    cr_expect_eq(json_int(res.out, "modules_loaded_bytes"), (long long)(40 * MIB), "%s", res.out);
+    cr_expect_eq(json_int(res.out, "modules_loaded"), 9, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "context_bytes"), (long long)CONTEXT_OWN, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "loaded_in_nccl_calls_bytes"),
+                 (long long)(FAKENCCL_KERNEL_BYTES + FAKENCCL_LAZY_BYTES), "%s", res.out);
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), 0, "%s", res.out);
+    RUN(&res, NULL, "dump", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    static const char *const apis[] = {"cuModuleLoad ", "cuModuleLoadData ", "cuModuleLoadDataEx ",
+                                       "cuModuleLoadFatBinary ", "cuLibraryLoadData ", "cuLibraryLoadFromFile ",
+                                       "cuModuleUnload ", "cuLibraryUnload "};
+    for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "api=%s", apis[i]);
+        cr_expect(strstr(res.out, want), "no MODLOAD %s in the dump", apis[i]);
+    }
+}
+
+/* The runtime loads NCCL's kernels through the driver's private table, as the real one does:
+ * no MODLOAD, and those kernels stay the NCCL calls' part. */
+Test(untracked, runtime_loads_are_not_explicit_loads, .timeout = 60)
+{
+    struct result res;
+    RUN(&res, NULL, "dump", traced(NULL, "nccl", NULL));
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(!strstr(res.out, "MODLOAD"), "%s", res.out);
+}
+
+/* The NCCL that has ncclCommMemStats (2.29.7), with N extra bytes counted: explain sets its
+ * own count beside the trace's, at init and at destroy. */
+static const char *traced_memstats(const char *skew)
+{
+    static char lp[PATH_MAX + 64], sk[64];
+    snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/fakes/nccl-memstats", cli_build_dir());
+    snprintf(sk, sizeof sk, "FAKENCCL_MEMSTATS_SKEW=%s", skew);
+    const char *const env[] = {"FAKECUDA_DEVICES=1", lp, sk, "NCCL_DEBUG=WARN", NULL};
+    return traced(env, "nccl", NULL);
+}
+
+Test(untracked, nccl_own_count_is_set_beside_the_trace, .timeout = 60)
+{
+    const char *d = traced_memstats("0");
+    struct result res;
+    RUN(&res, NULL, "dump", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "NCCL_MEMSTATS phase=INIT"), "%s", res.out);
+    cr_expect(strstr(res.out, "NCCL_MEMSTATS phase=DESTROY"), "%s", res.out);
+    RUN(&res, NULL, "explain", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "NCCL's own count (ncclCommMemStats)"), "%s", res.out);
+    cr_expect(strstr(res.out, "the same"), "%s", res.out);
+    cr_expect(!strstr(res.out, "difference"), "%s", res.out);
+    RUN(&res, NULL, "explain", "--no-symbols", "--json", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(json_int(res.out, "difference_bytes"), 0, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "total_bytes"), json_int(res.out, "trace_bytes"), "%s", res.out);
+
+    d = traced_memstats("1048576");
+    RUN(&res, NULL, "explain", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "difference +1 MiB"), "%s", res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", "--json", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_eq(json_int(res.out, "difference_bytes"), (long long)MIB, "%s", res.out);
+}
+
+/* NCCL 2.28.9 has no ncclCommMemStats: no record, no call through nothing, and explain says so. */
+Test(untracked, nccl_without_memstats_gets_no_own_count, .timeout = 60)
+{
+    const char *d = traced(NULL, "nccl", NULL);
+    struct result res;
+    RUN(&res, NULL, "dump", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(!strstr(res.out, "NCCL_MEMSTATS"), "%s", res.out);
+    RUN(&res, NULL, "explain", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "ncclCommMemStats (2.29 and later) is not in this NCCL"), "%s", res.out);
+    cr_expect(!strstr(res.out, "NCCL's own count ("), "%s", res.out);
 }
 
 /* Another process on the device, as NVML lists it: named, and not this process's. */

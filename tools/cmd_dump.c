@@ -385,6 +385,43 @@ static uint32_t fields_meminfo(FILE *o, const struct gmt_rec *h)
     return sizeof *x2;
 }
 
+static void stat_u64(FILE *o, const char *name, uint64_t v)
+{
+    if (v != GMT_MEMSTATS_UNKNOWN)
+        u64(o, name, v);
+}
+
+static uint32_t fields_nccl_memstats(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_nccl_memstats *r = (const void *)h;
+    named(o, "phase", gmt_memstats_phase_name(h->aux), h->aux);
+    u64(o, "time", r->time_ns);
+    hex(o, "comm", r->comm);
+    stat_u64(o, "suspend", r->suspend_bytes);
+    stat_u64(o, "suspended", r->suspended);
+    stat_u64(o, "persist", r->persist_bytes);
+    stat_u64(o, "total", r->total_bytes);
+    u64(o, "scope", r->scope_id);
+    i64(o, "device", r->device);
+    return sizeof *r;
+}
+
+static uint32_t fields_modload(FILE *o, const struct gmt_rec *h)
+{
+    const struct gmt_rec_modload *r = (const void *)h;
+    named(o, "api", gmt_modload_api_name(h->aux), h->aux);
+    u64(o, "time", r->time_ns);
+    u64(o, "duration", r->duration);
+    i64(o, "device", r->device);
+    i64(o, "result", r->result);
+    u64(o, "scope", r->scope_id);
+    u64(o, "free_before", r->free_before);
+    u64(o, "free_after", r->free_after);
+    u64(o, "total", r->total_bytes);
+    hex(o, "handle", r->handle);
+    return sizeof *r;
+}
+
 static uint32_t fields_devlimits(FILE *o, const struct gmt_rec *h)
 {
     const struct gmt_rec_devlimits *r = (const void *)h;
@@ -520,6 +557,8 @@ static uint32_t (*const field_printers[])(FILE *o, const struct gmt_rec *h) = {
     [GMT_REC_SCOPE_OPEN] = fields_scope_open,
     [GMT_REC_BLOCK] = fields_block,
     [GMT_REC_DEVLIMITS] = fields_devlimits,
+    [GMT_REC_NCCL_MEMSTATS] = fields_nccl_memstats,
+    [GMT_REC_MODLOAD] = fields_modload,
     [GMT_REC_END] = fields_end,
 };
 

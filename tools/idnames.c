@@ -104,6 +104,8 @@ NAME_OF(gmt_meminfo_phase_name, GMT_MEMINFO_PHASES)
 NAME_OF(gmt_meminfo_source_name, GMT_MEMINFO_SOURCES)
 
 NAME_OF(gmt_graphmem_phase_name, GMT_GRAPHMEM_PHASES)
+NAME_OF(gmt_memstats_phase_name, GMT_MEMSTATS_PHASES)
+NAME_OF(gmt_modload_api_name, GMT_MODLOAD_APIS)
 NAME_OF(gmt_block_op_name, GMT_BLOCK_OPS)
 
 /* NCCL_COLL_INFO's algorithm and protocol: NCCL's names, "other" and "none" beyond them. */

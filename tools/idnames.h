@@ -26,6 +26,8 @@ const char *gmt_meminfo_phase_name(unsigned phase);
 const char *gmt_meminfo_source_name(unsigned source);
 const char *gmt_graphmem_phase_name(unsigned phase);
 const char *gmt_block_op_name(unsigned op);
+const char *gmt_memstats_phase_name(unsigned phase);
+const char *gmt_modload_api_name(unsigned api);
 /* NCCL_COLL_INFO's algo and proto by NCCL's names ("RING", "SIMPLE"); "other", "none", "?" */
 const char *gmt_nccl_algo_name(unsigned id);
 const char *gmt_nccl_proto_name(unsigned id);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idnames.h"
+#include "nccl_own.h"
 #include "untracked.h"
 #include "util.h"
 
@@ -83,6 +85,53 @@ static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_n
     if (waste)
         fprintf(o, "    rounding   %s of the transport buffers is alignment, not data\n",
                 mb(b1, sizeof b1, waste));
+}
+
+/* Whether any communicator of the trace has NCCL's own count (NCCL 2.29's ncclCommMemStats). */
+static bool any_own_count(const struct gmt_trace *t)
+{
+    return t->n_memstats > 0;
+}
+
+static void own_line(FILE *o, const char *when, const struct gmt_nccl_own_count *n, const char *trace_what)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    if (n->total == GMT_MEMSTATS_UNKNOWN) {
+        fprintf(o, "    %-11s NCCL did not say its total\n", when);
+        return;
+    }
+    fprintf(o, "    %-11s %9s  (suspendable %s, persistent %s%s); the trace: %s %s; ", when,
+            mb(b1, sizeof b1, n->total),
+            n->suspend == GMT_MEMSTATS_UNKNOWN ? "?" : mb(b2, sizeof b2, n->suspend),
+            n->persist == GMT_MEMSTATS_UNKNOWN ? "?" : mb(b3, sizeof b3, n->persist),
+            n->suspended ? ", suspended" : "", mb(b4, sizeof b4, n->trace), trace_what);
+    if (n->diff == 0)
+        fprintf(o, "the same\n");
+    else if (n->diff > 0)
+        fprintf(o, "difference %s: NCCL counts device memory the trace does not attribute to it\n",
+                gmt_fmt_sbytes(b5, sizeof b5, n->diff));
+    else
+        fprintf(o, "difference %s: the trace attributes to it memory NCCL does not count (or freed "
+                "before)\n", gmt_fmt_sbytes(b5, sizeof b5, n->diff));
+}
+
+/* NCCL's own count of communicator c beside the trace's, where its NCCL gave one. */
+static void own_text(FILE *o, const struct gmt_trace *t, const struct gmt_nccl_comm *c)
+{
+    struct gmt_nccl_own own;
+    gmt_nccl_own(t, c, &own);
+    if (!own.init.known && !own.end.known)
+        return;
+    fprintf(o, "  NCCL's own count (ncclCommMemStats)\n");
+    if (own.init.known)
+        own_line(o, "at init", &own.init, "allocated by its init");
+    if (own.end.known) {
+        char when[32];
+        snprintf(when, sizeof when, "at %s", own.end.phase == GMT_MEMSTATS_FINALIZE ? "finalize"
+                                             : own.end.phase == GMT_MEMSTATS_ABORT  ? "abort"
+                                                                                    : "destroy");
+        own_line(o, when, &own.end, "device in all");
+    }
 }
 
 static void settings_text(FILE *o, const struct gmt_nccl_model *m)
@@ -200,6 +249,9 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
     fprintf(o, "  classified %s\n", m->symbols ? "from NCCL's own frames where they were found"
                                                : "without NCCL symbols: by API, size and timing");
     settings_text(o, m);
+    if (m->n_c && !any_own_count(t))
+        fprintf(o, "  own count none: NCCL's ncclCommMemStats (2.29 and later) %s\n",
+                v > 0 && v < 22900 ? "is not in this NCCL" : "was not recorded");
     if (!m->n_c) {
         fprintf(o, "\nno NCCL allocation in this trace\n");
         return;
@@ -228,6 +280,7 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
                         gmt_nccl_how_key(g->how));
             }
         why_text(o, m, c);
+        own_text(o, t, c);
         for (int k = 0; k < n_w; k++) {
             const struct gmt_nccl_prediction *p = &x->w[k].per_comm[i];
             fprintf(o, "  what if %s: %s device (%s), %s host; %s: %s\n", x->w[k].spec,
@@ -264,6 +317,43 @@ static void json_savings(FILE *o, const struct gmt_nccl_model *m)
         gmt_fput_json_string(o, sv->cost);
         fprintf(o, "}");
     }
+}
+
+static void json_own_count(FILE *o, const char *key, const struct gmt_nccl_own_count *n)
+{
+    fprintf(o, ", \"%s\": ", key);
+    if (!n->known) {
+        fprintf(o, "null");
+        return;
+    }
+    fprintf(o, "{\"phase\": \"%s\"", gmt_memstats_phase_name(n->phase));
+    const uint64_t v[3] = {n->total, n->suspend, n->persist};
+    const char *k[3] = {"total_bytes", "suspend_bytes", "persist_bytes"};
+    for (int i = 0; i < 3; i++) {
+        if (v[i] == GMT_MEMSTATS_UNKNOWN)
+            fprintf(o, ", \"%s\": null", k[i]);
+        else
+            fprintf(o, ", \"%s\": %" PRIu64, k[i], v[i]);
+    }
+    fprintf(o, ", \"suspended\": %s, \"trace_bytes\": %" PRIu64 ", \"difference_bytes\": ",
+            n->suspended ? "true" : "false", n->trace);
+    if (n->total == GMT_MEMSTATS_UNKNOWN)
+        fprintf(o, "null}");
+    else
+        fprintf(o, "%" PRId64 "}", n->diff);
+}
+
+/* "nccl_own": NCCL's own counts, present only when the trace has them (NCCL 2.29 and later). */
+static void json_own(FILE *o, const struct gmt_trace *t, const struct gmt_nccl_comm *c)
+{
+    struct gmt_nccl_own own;
+    gmt_nccl_own(t, c, &own);
+    if (!own.init.known && !own.end.known)
+        return;
+    fprintf(o, ", \"nccl_own\": {\"source\": \"ncclCommMemStats\"");
+    json_own_count(o, "init", &own.init);
+    json_own_count(o, "end", &own.end);
+    fprintf(o, "}");
 }
 
 static void json_groups(FILE *o, const struct gmt_nccl_comm *c)
@@ -346,6 +436,7 @@ void gmt_render_explain_json(FILE *o, const struct gmt_analysis *a, const struct
                 c->rank, c->nranks, c->device, c->dev_bytes, c->host_bytes, c->allocs,
                 c->init_channels, c->coll_channels);
         json_groups(o, c);
+        json_own(o, t, c);
         fprintf(o, ", \"what_if\": [");
         for (int k = 0; k < n_w; k++) {
             const struct gmt_nccl_prediction *p = &x->w[k].per_comm[i];
@@ -428,7 +519,9 @@ void gmt_render_explain_brief_json(FILE *o, const struct gmt_analysis *a)
                         c->by_purpose[p]);
                 first = false;
             }
-        fprintf(o, "}}");
+        fprintf(o, "}");
+        json_own(o, &a->t, c);
+        fprintf(o, "}");
     }
     fprintf(o, "], \"savings\": [");
     json_savings(o, m);

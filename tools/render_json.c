@@ -78,6 +78,11 @@ static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, const 
         fprintf(out, "\"context_bytes\": %" PRId64, u.context);
     else
         fprintf(out, "\"context_bytes\": null");
+    if (u.has_modules)
+        fprintf(out, ", \"modules_loaded_bytes\": %" PRId64 ", \"modules_loaded\": %" PRIu32, u.modules,
+                u.n_modules);
+    else
+        fprintf(out, ", \"modules_loaded_bytes\": null, \"modules_loaded\": null");
     fprintf(out, ", \"loaded_in_nccl_calls_bytes\": %" PRId64, u.in_calls);
     if (u.lim.known)
         fprintf(out, ", \"stack_bytes_per_thread\": %" PRIu64 ", \"threads\": %" PRIu64

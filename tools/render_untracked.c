@@ -26,6 +26,11 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
         part(out, "CUDA context", u.context,
              u.lim_first.known ? "device used at the first sample, less tracked, limits, others"
                                : "device used at the first sample, less tracked (limits in it)");
+    if (u.has_modules) {
+        snprintf(how, sizeof how, "device used around %" PRIu32 " cuModuleLoad*/cuLibraryLoad*/unload call(s)",
+                 u.n_modules);
+        part(out, "modules loaded", u.modules, how);
+    }
     if (u.has_calls) {
         snprintf(how, sizeof how, "modules, kernels: device used around %" PRIu32
                  " NCCL call(s)' first call, less tracked, limits", u.n_calls);
@@ -48,7 +53,8 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
         fprintf(out, "           %-26s %10s  %s\n", "other processes", "?", "no NVML process list in the trace");
     }
     double pct = d->used_max ? 100.0 * (double)u.unexplained / (double)d->used_max : 0.0;
-    snprintf(how, sizeof how, "%.1f %% of device used: what no measurement names (kernels loaded later, pools)", pct);
+    snprintf(how, sizeof how, "%.1f %% of device used: what no measurement names (kernels loaded lazily at "
+             "a first launch, modules the runtime loads itself, pools)", pct);
     part(out, "unexplained", u.unexplained, how);
 }
 

@@ -133,6 +133,25 @@ struct gmt_limits_sample {
     int16_t device;
     uint8_t phase;             /* enum gmt_meminfo_phase */
 };
+/* (2.7) NCCL_MEMSTATS: NCCL's own count of a communicator's device memory, in file order.
+ * Each value GMT_MEMSTATS_UNKNOWN where NCCL did not answer (or the trace's was past
+ * GMT_BYTES_MAX). */
+struct gmt_memstats_note {
+    uint64_t time, comm;
+    uint64_t suspend, suspended, persist, total;
+    uint32_t scope;
+    int16_t device;
+    uint8_t phase;             /* enum gmt_memstats_phase */
+};
+/* (2.7) MODLOAD: one explicit module or library load and the device used around it. */
+struct gmt_modload_note {
+    uint64_t time;             /* after the load */
+    uint64_t used_before, used_after; /* bytes; both 0 when the samples made no sense */
+    uint32_t duration, scope;
+    int32_t result;
+    int16_t device;
+    uint8_t api;               /* enum gmt_modload_api */
+};
 struct gmt_graph_sample {
     uint64_t time;
     uint64_t used_high, reserved; /* GRAPHMEM's used_high and reserved_current */
@@ -233,6 +252,9 @@ struct gmt_trace {
     struct gmt_u64map rep_at;
     struct gmt_rep_note *reps; size_t n_reps;
     uint64_t *rep_origin; size_t n_rep_origin, cap_rep_origin; /* SCOPE_BEGIN offsets */
+    /* trace_load_memstats.c's: (2.7) NCCL_MEMSTATS and MODLOAD records, in file order */
+    struct gmt_memstats_note *memstats; size_t n_memstats, cap_memstats;
+    struct gmt_modload_note *modloads; size_t n_modloads, cap_modloads;
 };
 
 /* A trace's image (len bytes at img, 8-byte aligned) with every GROUP_REPEAT replaced by
@@ -269,6 +291,11 @@ int gmt_trace_open_expanded(struct gmt_reader **r, const char *path, uint8_t **b
 /* Loads a trace. Returns 0, or -1 with a one-line message in err. */
 int gmt_trace_load(struct gmt_trace *t, const char *path, char *err, size_t errlen);
 void gmt_trace_free(struct gmt_trace *t);
+/* trace_load_memstats.c: the loader's handlers of NCCL_MEMSTATS and MODLOAD (rec, its time
+ * is its own): 0 or -ENOMEM. */
+int gmt_load_memstats(struct gmt_trace *t, const struct gmt_rec *rec);
+int gmt_load_modload(struct gmt_trace *t, const struct gmt_rec *rec);
+
 
 /* Inline: the loader asks both once per scope, and there are as many scopes as calls. */
 static inline const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, uint64_t comm)

@@ -584,6 +584,8 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
     case GMT_REC_GRAPHMEM: return on_graphmem(L, e, err, errlen);
     case GMT_REC_DEVLIMITS: return on_devlimits(L, e);
+    case GMT_REC_NCCL_MEMSTATS: return gmt_load_memstats(t, r);
+    case GMT_REC_MODLOAD: return gmt_load_modload(t, r);
     case GMT_REC_NCCL_COLL_INFO: return on_nccl_coll_info(L, e);
     case GMT_REC_NVTX_STRING:
     case GMT_REC_NVTX_RANGE: return on_nvtx(L, e);
@@ -868,6 +870,8 @@ void gmt_trace_free(struct gmt_trace *t)
     gmt_u64map_free(&t->rep_at);
     free(t->reps);
     free(t->rep_origin);
+    free(t->memstats);
+    free(t->modloads);
     for (size_t i = 0; i < t->n_streams; i++)
         free(t->streams[i].segs);
     free(t->streams);

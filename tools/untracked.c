@@ -1,4 +1,4 @@
-/* untracked.c: names the device memory no allocation call shows, from the trace's limits (DEVLIMITS), first sample and NVML's process list. */
+/* untracked.c: names the device memory no allocation call shows, from the trace's limits (DEVLIMITS), module loads (MODLOAD), first sample and NVML's process list. */
 #include "untracked.h"
 
 #include <string.h>
@@ -78,14 +78,55 @@ static const struct gmt_proc_sample *other_near(const struct gmt_trace *t, int d
     return best;
 }
 
-/* A first call's device jump beyond what it allocated and what its limits grew by. */
+int64_t gmt_untracked_modload_bytes(const struct gmt_modload_note *m)
+{
+    if (!m->used_before && !m->used_after)
+        return 0;
+    return (int64_t)m->used_after - (int64_t)m->used_before;
+}
+
+/* What explicit loads inside NCCL call `scope` on `device` took: the modules part names them,
+ * so the call's first-call jump leaves them out. */
+static int64_t loads_in_call(const struct gmt_trace *t, uint32_t scope, int device)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < t->n_modloads && scope; i++) {
+        const struct gmt_modload_note *m = &t->modloads[i];
+        if (m->scope == scope && m->device == device)
+            sum += gmt_untracked_modload_bytes(m);
+    }
+    return sum;
+}
+
+/* A first call's device jump beyond what it allocated, what its limits grew by and what
+ * explicit module loads inside it took. */
 static int64_t call_unnamed(const struct gmt_trace *t, const struct gmt_coll_row *c)
 {
-    int64_t jump = c->first_dev - c->first_tracked;
+    int64_t jump = c->first_dev - c->first_tracked - loads_in_call(t, c->first_scope, c->device);
     struct gmt_limits_view b, a;
     if (gmt_untracked_call_limits(t, c->first_scope, c->device, &b, &a))
         jump -= (int64_t)(a.reservation + a.fifo + a.heap) - (int64_t)(b.reservation + b.fifo + b.heap);
     return jump;
+}
+
+/* Explicit module and library loads on the device up to its largest sample, a part of their
+ * own: those before the first sample are taken out of the context's figure, those inside an
+ * NCCL call out of that call's jump. */
+static void modules_part(const struct gmt_trace *t, const struct gmt_dev_report *d, struct gmt_untracked *u)
+{
+    for (size_t i = 0; i < t->n_modloads; i++) {
+        const struct gmt_modload_note *m = &t->modloads[i];
+        if (m->device != d->device || m->time > d->used_max_time)
+            continue;
+        u->has_modules = true;
+        int64_t b = gmt_untracked_modload_bytes(m);
+        if (!b)
+            continue;
+        if (d->has_first && m->time <= d->first_time)
+            u->modules_before_first += b;
+        u->modules += b;
+        u->n_modules++;
+    }
 }
 
 void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep,
@@ -103,17 +144,16 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
         u->other = o->other_bytes;
         u->other_count = o->other_count;
     }
-    int64_t named = limits_bytes(&u->lim) + (u->has_other ? (int64_t)u->other : 0);
+    modules_part(t, d, u);
     if (d->has_first) {
         /* Before the program's own memory, what the device held beyond the allocation is the
          * context: its code and data, the modules loaded by then, and the limits, which are
-         * their own parts. */
+         * their own parts; so are the modules the program loaded itself before then. */
         gmt_limits_view_of(limits_at(t, d->device, d->first_time, d->first_used), &u->lim_first);
         const struct gmt_proc_sample *of = other_near(t, d->device, d->first_time);
         u->has_context = true;
         u->context = (int64_t)d->first_used - (int64_t)d->tracked_at_first - limits_bytes(&u->lim_first) -
-                     (of ? (int64_t)of->other_bytes : 0);
-        named += u->context;
+                     (of ? (int64_t)of->other_bytes : 0) - u->modules_before_first;
     }
     for (size_t i = 0; i < rep->n_colls; i++) {
         const struct gmt_coll_row *c = &rep->colls[i];
@@ -126,7 +166,8 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
             u->n_calls++;
         }
     }
-    named += u->in_calls;
+    int64_t named = limits_bytes(&u->lim) + (u->has_other ? (int64_t)u->other : 0) + u->context +
+                    u->modules + u->in_calls;
     u->unexplained = u->total - named;
 }
 

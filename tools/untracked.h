@@ -1,4 +1,4 @@
-/* untracked.h: device memory no allocation call shows, split into named parts (context, local-memory reservation, printf FIFO, malloc heap, other processes) and the rest. */
+/* untracked.h: device memory no allocation call shows, split into named parts (context, modules loaded, local-memory reservation, printf FIFO, malloc heap, other processes) and the rest. */
 #ifndef GMT_UNTRACKED_H
 #define GMT_UNTRACKED_H
 
@@ -32,6 +32,12 @@ struct gmt_untracked {
                                 * sample, beyond tracked and the limits' growth: modules and
                                 * kernels they loaded */
     uint32_t n_calls;          /* how many such calls */
+    bool has_modules;          /* the trace has MODLOAD records (2.7) */
+    int64_t modules;           /* device used around explicit module and library loads up to
+                                * the largest sample, less those inside NCCL calls' first
+                                * calls (whose jumps hold them) */
+    uint32_t n_modules;        /* how many such loads */
+    int64_t modules_before_first; /* of modules, those before the first sample: not the context's */
     bool has_other;
     uint64_t other;            /* other processes' memory on the device (NVML) */
     uint32_t other_count;
@@ -46,6 +52,10 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
 /* What one NCCL call's first-call jump says of the limits: the stack limit before and after
  * it (samples of scope `scope` on `device`, phases BEGIN and END). False when the trace has
  * no such pair. */
+/* The device used an explicit module load took (MODLOAD: used after - used before), 0 for a
+ * load whose samples said nothing. */
+int64_t gmt_untracked_modload_bytes(const struct gmt_modload_note *m);
+
 bool gmt_untracked_call_limits(const struct gmt_trace *t, uint32_t scope, int device,
                                struct gmt_limits_view *before, struct gmt_limits_view *after);
 

@@ -22,6 +22,9 @@ typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
+typedef struct CUlib_st *CUlibrary;
+typedef enum CUjit_option_enum { CU_JIT_MAX_REGISTERS = 0 } CUjit_option;
+typedef enum CUlibraryOption_enum { CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0 } CUlibraryOption;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUgraph_st *CUgraph;
@@ -40,6 +43,7 @@ typedef enum cudaError_enum {
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_ALREADY_MAPPED = 208,
+    CUDA_ERROR_FILE_NOT_FOUND = 301,
     CUDA_ERROR_NOT_MAPPED = 211,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_ILLEGAL_STATE = 401,
@@ -368,6 +372,18 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 CUresult cuModuleUnload(CUmodule hmod);
+CUresult cuModuleLoad(CUmodule *module, const char *fname);
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+                            void **optionValues);
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin);
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
+                           unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions);
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                               void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                               void **libraryOptionValues, unsigned int numLibraryOptions);
+CUresult cuLibraryUnload(CUlibrary library);
+CUresult cuGetExportTable(const void **ppExportTable, const void *pExportTableId);
 CUresult cuGetErrorString(CUresult error, const char **pStr);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
 /* v1: exported as "cuGetProcAddress"; v2 (CUDA >= 12.0): "cuGetProcAddress_v2". */
@@ -588,6 +604,12 @@ struct fakecuda_image {
     uint64_t magic;
     uint64_t bytes;
     uint64_t local_bytes; /* local memory per thread its kernels need; 0: within any limit */
+};
+/* cuGetExportTable's answer (the fake's one private table; the real driver has several,
+ * by id): how the runtime loads its fatbins' modules without cuModuleLoad*. */
+struct fakecuda_export_table {
+    size_t size;
+    CUresult (*module_load)(CUmodule *module, const void *image);
 };
 /* The simulated device's shape and the context's default limits, as the H200's driver
  * has them but with fewer multiprocessors (the reservation stays small): the local-memory

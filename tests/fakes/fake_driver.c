@@ -96,6 +96,8 @@
     X(cuMulticastCreate) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuMipmappedArrayCreate)   \
     X(cuArrayDestroy) X(cuMipmappedArrayDestroy) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpy)  \
     X(cuMemsetD8_v2) X(cuModuleLoadData) X(cuModuleUnload) X(cuGetErrorString)                \
+    X(cuModuleLoad) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuLibraryLoadData)       \
+    X(cuLibraryLoadFromFile) X(cuLibraryUnload) X(cuGetExportTable)                           \
     X(cuCtxGetLimit) X(cuCtxSetLimit) X(cuDeviceGetAttribute) X(cuModuleGetFunction)          \
     X(cuLaunchKernel)                                                                         \
     X(cuGetErrorName) X(cuGetProcAddress) X(cuGetProcAddress_v2)
@@ -2187,11 +2189,13 @@ struct CUmod_st {
     size_t local_bytes; /* local memory per thread its kernel needs */
 };
 
-EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
+/* Loading charges the image's bytes as hidden device memory, as a real load puts code and
+ * data on the device that no allocation call shows: an image of struct fakecuda_image
+ * (from memory or a file) says how much, any other FAKECUDA_MODULE_BYTES_DEFAULT. */
+static CUresult load_image(CUmodule *mod, const void *image)
 {
     const struct fakecuda_image *img = image;
     size_t bytes = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->bytes : FAKECUDA_MODULE_BYTES_DEFAULT;
-    count(FN_cuModuleLoadData, 0);
     NEED_CTX(dev);
     if (!mod || !image) return CUDA_ERROR_INVALID_VALUE;
     struct CUmod_st *m = malloc(sizeof *m);
@@ -2207,6 +2211,59 @@ EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
                            .local_bytes = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->local_bytes : 0};
     *mod = m;
     return CUDA_SUCCESS;
+}
+
+/* A file holds the image, as a .cubin does: read whole (what a real load reads too). */
+static CUresult load_file(CUmodule *mod, const char *path)
+{
+    if (!mod || !path) return CUDA_ERROR_INVALID_VALUE;
+    FILE *f = fopen(path, "rb");
+    if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+    struct fakecuda_image img = {0};
+    size_t n = fread(&img, 1, sizeof img, f);
+    fclose(f);
+    if (n == 0) return CUDA_ERROR_INVALID_IMAGE;
+    return load_image(mod, &img);
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
+{
+    count(FN_cuModuleLoadData, 0);
+    return load_image(mod, image);
+}
+
+EXPORT CUresult cuModuleLoad(CUmodule *mod, const char *fname)
+{
+    count(FN_cuModuleLoad, 0);
+    return load_file(mod, fname);
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned n, CUjit_option *o, void **v)
+{
+    count(FN_cuModuleLoadDataEx, 0);
+    return load_image(mod, image);
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *mod, const void *fatbin)
+{
+    count(FN_cuModuleLoadFatBinary, 0);
+    return load_image(mod, fatbin);
+}
+
+/* A library is loaded into every context at once in the real driver (context-independent
+ * loading); here into the current one, which is the one the tests use. */
+EXPORT CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned nj,
+                                  CUlibraryOption *lo, void **lv, unsigned nl)
+{
+    count(FN_cuLibraryLoadData, 0);
+    return load_image((CUmodule *)(void *)lib, code);
+}
+
+EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *file, CUjit_option *jo, void **jv,
+                                      unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl)
+{
+    count(FN_cuLibraryLoadFromFile, 0);
+    return load_file((CUmodule *)(void *)lib, file);
 }
 
 /* A module's one kernel: the function handle is the module's. */
@@ -2249,6 +2306,25 @@ EXPORT CUresult cuModuleUnload(CUmodule m)
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuLibraryUnload(CUlibrary lib)
+{
+    count(FN_cuLibraryUnload, 0);
+    return cuModuleUnload((CUmodule)(void *)lib);
+}
+
+/* The runtime's private way in (the real cudart loads the modules of its fatbins through
+ * the driver's export tables, not through cuModuleLoad*, so an interposer never sees those
+ * loads): one table, whatever id is asked for, whose one entry loads an image. */
+static const struct fakecuda_export_table export_table = {sizeof export_table, load_image};
+
+EXPORT CUresult cuGetExportTable(const void **table, const void *id)
+{
+    count(FN_cuGetExportTable, 0);
+    if (!table) return CUDA_ERROR_INVALID_VALUE;
+    *table = &export_table;
+    return CUDA_SUCCESS;
+}
+
 /* ------------------------------------------------------------------------------ errors */
 #define ERRORS(X)                                                                             \
     X(CUDA_SUCCESS, "no error")                                                               \
@@ -2262,6 +2338,7 @@ EXPORT CUresult cuModuleUnload(CUmodule m)
     X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                   \
     X(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped")                                   \
     X(CUDA_ERROR_NOT_MAPPED, "resource not mapped")                                           \
+    X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                            \
     X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                   \
     X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state")     \
     X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                         \
@@ -2408,6 +2485,13 @@ enum sel { ANY, PTDS, LEGACY };
     X("cuMemcpy", cuMemcpy, 4000, ANY)                                                        \
     X("cuMemsetD8", cuMemsetD8_v2, 3020, ANY)                                                 \
     X("cuModuleLoadData", cuModuleLoadData, 2000, ANY)                                        \
+    X("cuModuleLoad", cuModuleLoad, 2000, ANY)                                                \
+    X("cuModuleLoadDataEx", cuModuleLoadDataEx, 2010, ANY)                                    \
+    X("cuModuleLoadFatBinary", cuModuleLoadFatBinary, 2000, ANY)                              \
+    X("cuLibraryLoadData", cuLibraryLoadData, 12000, ANY)                                     \
+    X("cuLibraryLoadFromFile", cuLibraryLoadFromFile, 12000, ANY)                             \
+    X("cuLibraryUnload", cuLibraryUnload, 12000, ANY)                                         \
+    X("cuGetExportTable", cuGetExportTable, 3000, ANY)                                        \
     X("cuModuleUnload", cuModuleUnload, 2000, ANY)                                            \
     X("cuModuleGetFunction", cuModuleGetFunction, 2000, ANY)                                  \
     X("cuLaunchKernel", cuLaunchKernel, 4000, ANY)                                            \

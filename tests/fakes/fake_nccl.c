@@ -67,6 +67,7 @@
 #include <unistd.h>
 
 #define API __attribute__((visibility("default")))
+#define ALIAS(name, params) __typeof__(name) p##name __attribute__((alias(#name), visibility("default")));
 /* The allocation paths carry the names of NCCL's own functions and stay out of line, so a
  * stack recorded in them reads as one recorded in the real library does. */
 #define NCCL_FN __attribute__((noinline, noipa))
@@ -271,8 +272,12 @@ struct bufs {
         CUdeviceptr p;
         size_t mapped;
         CUmemGenericAllocationHandle h;
+        size_t bytes; /* device bytes it holds: mapped (cuMem), else the size asked (cudaMalloc) */
     } *v;
     int n, cap;
+    /* device bytes held, for ncclCommMemStats: cuMem buffers (which NCCL can suspend) and
+     * the others; read by any thread, written by the one that allocates */
+    _Atomic uint64_t cumem_bytes, plain_bytes;
 };
 
 /* One device buffer kept in b (ncclCudaCalloc, or ncclP2pAllocateShareableBuffer's
@@ -295,7 +300,9 @@ static NCCL_FN ncclResult_t bufs_add(struct bufs *b, int dev, size_t size, enum 
     b->v[b->n].p = p;
     b->v[b->n].mapped = mapped;
     b->v[b->n].h = h;
+    b->v[b->n].bytes = mapped ? mapped : size;
     b->n++;
+    atomic_fetch_add(mapped ? &b->cumem_bytes : &b->plain_bytes, mapped ? mapped : size);
     return ncclSuccess;
 }
 
@@ -303,7 +310,10 @@ static void bufs_free(struct bufs *b)
 {
     for (int i = 0; i < b->n; i++) buf_free(b->v[i].p, b->v[i].mapped);
     free(b->v);
-    *b = (struct bufs){0};
+    b->v = NULL;
+    b->n = b->cap = 0;
+    atomic_store(&b->cumem_bytes, 0);
+    atomic_store(&b->plain_bytes, 0);
 }
 
 /* ------------------------------------------------------------------ the shared segment */
@@ -1255,9 +1265,39 @@ API ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t dt, int peer, nc
 API ncclResult_t ncclGetVersion(int *v)
 {
     if (!v) return fail(ncclInvalidArgument, "%s", "version is NULL");
+#ifdef FAKENCCL_MEMSTATS
+    *v = FAKENCCL_MEMSTATS_VERSION_CODE;
+#else
     *v = NCCL_VERSION_CODE;
+#endif
     return ncclSuccess;
 }
+
+#ifdef FAKENCCL_MEMSTATS
+/* NCCL 2.29's own count, from what this communicator really holds on its device: the
+ * per-channel structures and device comm (meta) and the transport buffers (conn). Its cuMem
+ * buffers are what ncclCommSuspend could release; cudaMalloc'd ones (NCCL_CUMEM_ENABLE=0)
+ * cannot. The host FIFO and imported peers' buffers are not this device's memory. Answers,
+ * as NCCL does, only for a communicator that is ready. FAKENCCL_MEMSTATS_SKEW=N adds N bytes
+ * to the persistent count: NCCL counting memory the trace does not show. */
+API ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value)
+{
+    if (!comm_ok(comm) || !value) return fail(ncclInvalidArgument, "%s", "invalid argument");
+    ncclResult_t r = ensure_ready(comm);
+    if (r) return r;
+    uint64_t cumem = atomic_load(&comm->meta.cumem_bytes) + atomic_load(&comm->conn.cumem_bytes);
+    uint64_t plain = atomic_load(&comm->meta.plain_bytes) + atomic_load(&comm->conn.plain_bytes) +
+                     (uint64_t)env_long("FAKENCCL_MEMSTATS_SKEW", 0, 0, 1L << 40);
+    switch (stat) {
+    case ncclStatGpuMemSuspend: *value = cumem; return ncclSuccess;
+    case ncclStatGpuMemSuspended: *value = 0; return ncclSuccess;
+    case ncclStatGpuMemPersist: *value = plain; return ncclSuccess;
+    case ncclStatGpuMemTotal: *value = cumem + plain; return ncclSuccess;
+    }
+    return fail(ncclInvalidArgument, "%s", "unknown statistic");
+}
+ALIAS(ncclCommMemStats, x)
+#endif
 
 API ncclResult_t ncclGetUniqueId(ncclUniqueId *out)
 {
@@ -1567,8 +1607,7 @@ API const char *ncclGetLastError(ncclComm_t comm)
     return last_error;
 }
 
-/* pncclX: the profiling names, aliases of the same functions. */
-#define ALIAS(name, params) __typeof__(name) p##name __attribute__((alias(#name), visibility("default")));
+/* pncclX: the profiling names, aliases of the same functions (ALIAS: at the top). */
 FAKE_NCCL_API(ALIAS)
 ALIAS(ncclGetErrorString, x)
 ALIAS(ncclGetLastError, x)

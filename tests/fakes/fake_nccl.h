@@ -171,6 +171,18 @@ typedef enum {
 FAKE_NCCL_API(FAKE_NCCL_DECLARE)
 #undef FAKE_NCCL_DECLARE
 
+/* NCCL 2.29's count of a communicator's device memory. The fake built with
+ * -DFAKENCCL_MEMSTATS (build/fakes/nccl-memstats/libnccl.so.2) has it and calls itself
+ * 2.29.7; the plain one, like the real 2.28.9, does not export it at all. */
+typedef enum {
+    ncclStatGpuMemSuspend = 0,   /* allocated GPU memory that can be suspended, bytes */
+    ncclStatGpuMemSuspended = 1, /* 0 active, 1 suspended */
+    ncclStatGpuMemPersist = 2,   /* allocated GPU memory that cannot be suspended, bytes */
+    ncclStatGpuMemTotal = 3      /* total allocated GPU memory tracked by NCCL, bytes */
+} ncclCommMemStat_t;
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
+#define FAKENCCL_MEMSTATS_VERSION_CODE 22907
+
 const char *ncclGetErrorString(ncclResult_t result);
 const char *pncclGetErrorString(ncclResult_t result);
 const char *ncclGetLastError(ncclComm_t comm);

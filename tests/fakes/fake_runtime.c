@@ -77,7 +77,7 @@
     X(memcpy_dtod, "cuMemcpyDtoD", 3020, 0, "cuMemcpyDtoD_v2")                                \
     X(memcpy_any, "cuMemcpy", 4000, 0, "cuMemcpy")                                            \
     X(memset8, "cuMemsetD8", 3020, 0, "cuMemsetD8_v2")                                      \
-    X(module_load, "cuModuleLoadData", 2000, 0, "cuModuleLoadData")                          \
+    X(export_table, "cuGetExportTable", 3000, 0, "cuGetExportTable")                         \
     X(module_function, "cuModuleGetFunction", 2000, 0, "cuModuleGetFunction")                \
     X(launch, "cuLaunchKernel", 4000, 0, "cuLaunchKernel")
 
@@ -135,7 +135,7 @@ static struct {
     CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memcpy_any)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memset8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*module_load)(CUmodule *, const void *);
+    CUresult (*export_table)(const void **, const void *);
     CUresult (*module_function)(CUfunction *, CUmodule, const char *);
     CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        CUstream, void **, void **);
@@ -823,12 +823,17 @@ static cudaError_t load_module_once(int slot, unsigned long long bytes, unsigned
     NEED_CTX();
     int dev = 0;
     cudaGetDevice(&dev);
-    if (slot < 0 || slot >= 4 || !drv.module_load) return set_error(cudaErrorInvalidValue);
+    /* through the driver's private table, as the real runtime loads its fatbins' modules:
+     * no cuModuleLoad* call that an interposer could see */
+    const struct fakecuda_export_table *tab = NULL;
+    if (slot < 0 || slot >= 4 || !drv.export_table || drv.export_table((const void **)&tab, NULL) != CUDA_SUCCESS ||
+        !tab || tab->size < sizeof *tab || !tab->module_load)
+        return set_error(cudaErrorInvalidValue);
     pthread_mutex_lock(&lock);
     CUresult r = CUDA_SUCCESS;
     if (!loaded_modules[dev][slot]) {
         struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, bytes, local_bytes};
-        r = drv.module_load(&loaded_modules[dev][slot], &img);
+        r = tab->module_load(&loaded_modules[dev][slot], &img);
     }
     *out = loaded_modules[dev][slot];
     pthread_mutex_unlock(&lock);

@@ -1,4 +1,4 @@
-/* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand; and one of two GPUs whose limits differ. */
+/* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand, explicit module loads; and one of two GPUs whose limits differ. */
 
 /* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES | two BYTES
  *   ctx     cudaSetDevice(0), one 16 MiB cudaMalloc kept to the end: context and limits only
@@ -9,6 +9,12 @@
  *           by hand and a second all_reduce of another size (sampled: a first call)
  *   launch  a kernel needing LOCAL_BYTES of local memory per thread, launched once
  *           (no NCCL), then one all_reduce so that a sample follows
+ *   modules a 4 MiB cuModuleLoadData before the first allocation, then after it every load
+ *           call once: cuModuleLoad of a file (6 MiB), cuModuleLoadDataEx looked up with
+ *           cuGetProcAddress (8 MiB), cuModuleLoadFatBinary looked up with dlsym (10 MiB),
+ *           cuLibraryLoadData (12 MiB), cuLibraryLoadFromFile (6 MiB) then cuLibraryUnload,
+ *           cuModuleLoadData (3 MiB) then cuModuleUnload: 40 MiB stay loaded; then
+ *           ncclCommInitAll and one all_reduce, so that a sample follows
  *   two     (FAKECUDA_DEVICES=2) the 16 MiB on device 0, then device 1's stack limit set
  *           to BYTES and 16 MiB there; device 0 current again, ncclCommInitAll over both
  *           and an all_reduce on each in a group: device 1's calls are sampled from
@@ -17,6 +23,7 @@
  * Prints "untracked_prog: ok stack=S" (the stack limit at the end) and exits 0. */
 #include "fake_nccl.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +45,64 @@ static void all_reduce(ncclComm_t c, float *buf, size_t n)
     CK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c, NULL));
 }
 
+#define MIB_ (1ull << 20)
+
+static struct fakecuda_image image(unsigned long long mib)
+{
+    return (struct fakecuda_image){FAKECUDA_IMAGE_MAGIC, mib * MIB_, 0};
+}
+
+/* A file holding an image of `mib` MiB, as a .cubin on disk. */
+static void image_file(char *path, size_t len, unsigned long long mib)
+{
+    snprintf(path, len, "/tmp/untracked_prog.%d.cubin", (int)getpid());
+    struct fakecuda_image img = image(mib);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(&img, sizeof img, 1, f) != 1 || fclose(f) != 0) {
+        fprintf(stderr, "untracked_prog: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+/* Every load call once, through the PLT, cuGetProcAddress and dlsym. */
+static void load_modules(void)
+{
+    CUmodule m;
+    CUlibrary l;
+    char path[64];
+    image_file(path, sizeof path, 6);
+    CK(cuModuleLoad(&m, path));
+    struct fakecuda_image i8 = image(8), i10 = image(10), i12 = image(12), i3 = image(3);
+    CUresult (*ex)(CUmodule *, const void *, unsigned, CUjit_option *, void **) = NULL;
+    CK(cuGetProcAddress_v2("cuModuleLoadDataEx", (void **)&ex, 12000, 0, NULL));
+    CK(ex(&m, &i8, 0, NULL, NULL));
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    CUresult (*fat)(CUmodule *, const void *) = h ? (CUresult(*)(CUmodule *, const void *))dlsym(h, "cuModuleLoadFatBinary") : NULL;
+    if (!fat) {
+        fprintf(stderr, "untracked_prog: no cuModuleLoadFatBinary by dlsym\n");
+        exit(1);
+    }
+    CK(fat(&m, &i10));
+    CK(cuLibraryLoadData(&l, &i12, NULL, NULL, 0, NULL, NULL, 0));
+    image_file(path, sizeof path, 6);
+    CK(cuLibraryLoadFromFile(&l, path, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryUnload(l));
+    unlink(path);
+    CK(cuModuleLoadData(&m, &i3));
+    CK(cuModuleUnload(m));
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ctx";
     unsigned long arg = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
     void *keep;
     CK(cudaSetDevice(0));
+    if (!strcmp(mode, "modules")) { /* before the first allocation: not the context's */
+        CUmodule m;
+        struct fakecuda_image i4 = image(4);
+        CK(cuModuleLoadData(&m, &i4));
+    }
     CK(cudaMalloc(&keep, 16u << 20));
     if (!strcmp(mode, "two")) {
         float *buf[2];
@@ -66,6 +125,8 @@ int main(int argc, char **argv)
         CK(cudaMalloc((void **)&buf, COUNT * sizeof(float)));
         CK(cudaMalloc((void **)&rbuf, COUNT * sizeof(float)));
         memset(buf, 0, COUNT * sizeof(float)); /* device memory is host-visible in the fake */
+        if (!strcmp(mode, "modules"))
+            load_modules();
         if (!strcmp(mode, "launch")) { /* before NCCL: the next samples are around its calls */
             struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 2u << 20, arg};
             CUmodule m;
