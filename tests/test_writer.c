@@ -246,6 +246,17 @@ Test(writer, round_trips_every_record_type)
                                     .scope_id = 0, .stack_bytes = 1984, .printf_fifo_bytes = 1u << 20,
                                     .malloc_heap_bytes = 8u << 20, .sm_count = 132, .max_threads_per_sm = 2048 };
     gmt_emit(&dl, 0);
+    /* (2.7) NCCL's own count of a communicator, and an explicit module load */
+    struct gmt_rec_nccl_memstats nm = { .h = { GMT_REC_NCCL_MEMSTATS, GMT_MEMSTATS_INIT, sizeof nm },
+                                        .time_ns = gmt_now_ns(), .comm = 0xc0ffee, .suspend_bytes = 6 << 20,
+                                        .suspended = 0, .persist_bytes = 1 << 20, .total_bytes = 7 << 20,
+                                        .scope_id = 0, .device = 1 };
+    gmt_emit(&nm, 0);
+    struct gmt_rec_modload md = { .h = { GMT_REC_MODLOAD, GMT_MODLOAD_cuModuleLoadData, sizeof md },
+                                  .time_ns = gmt_now_ns(), .duration = 900, .device = 1, .result = 0,
+                                  .scope_id = 0, .free_before = 100u << 20, .free_after = 98u << 20,
+                                  .total_bytes = 1u << 30, .handle = 0x5eed };
+    gmt_emit(&md, 0);
 
     gmt_writer_finish();
 
@@ -456,6 +467,18 @@ Test(writer, round_trips_every_record_type)
             cr_expect(h->aux == GMT_MEMINFO_FIRST && l->device == 1 && l->stack_bytes == 1984 &&
                       l->printf_fifo_bytes == 1u << 20 && l->malloc_heap_bytes == 8u << 20 &&
                       l->sm_count == 132 && l->max_threads_per_sm == 2048);
+            break;
+        }
+        case GMT_REC_NCCL_MEMSTATS: {
+            const struct gmt_rec_nccl_memstats *m = (const void *)h;
+            cr_expect(h->aux == GMT_MEMSTATS_INIT && m->comm == 0xc0ffee && m->suspend_bytes == 6 << 20 &&
+                      m->persist_bytes == 1 << 20 && m->total_bytes == 7 << 20 && m->device == 1);
+            break;
+        }
+        case GMT_REC_MODLOAD: {
+            const struct gmt_rec_modload *m = (const void *)h;
+            cr_expect(h->aux == GMT_MODLOAD_cuModuleLoadData && m->device == 1 && m->duration == 900 &&
+                      m->free_before == 100u << 20 && m->free_after == 98u << 20 && m->handle == 0x5eed);
             break;
         }
         case GMT_REC_END: {

@@ -250,8 +250,9 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
                                                : "without NCCL symbols: by API, size and timing");
     settings_text(o, m);
     if (m->n_c && !any_own_count(t))
-        fprintf(o, "  own count none: NCCL's ncclCommMemStats (2.29 and later) %s\n",
-                v > 0 && v < 22900 ? "is not in this NCCL" : "was not recorded");
+        fprintf(o, "  own count none: %s\n", v > 0 && v < 22900
+                       ? "this NCCL has no ncclCommMemStats (NCCL 2.29 and later)"
+                       : "no ncclCommMemStats record in the trace");
     if (!m->n_c) {
         fprintf(o, "\nno NCCL allocation in this trace\n");
         return;
