@@ -351,6 +351,21 @@ Test(export, csv_quotes_a_field_that_holds_only_a_comma)
     cr_expect(strstr(text, ",1,1,2,\"node,01\",4242,") != NULL, "%s", text);
 }
 
+/* A trace where two threads' calls share a scope id (a damaged or hand-made trace: the
+ * library numbers scopes per process) exports both rows to SQLite, where a unique index
+ * on (trace, scope) refused the whole database. */
+Test(export, calls_sharing_a_scope_id_are_both_exported, .timeout = 60)
+{
+    const char *db = in(cli_tmpdir(), "t.db");
+    struct result res;
+    RUN(&res, "export", "--format", "sqlite", "--no-symbols", "-o", db, "tests/fuzz/corpus/scope-open.gmt");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cli_exec(&res, NULL, (const char *const[]){"python3", "-c", "import sqlite3, sys; print(sqlite3.connect("
+                                              "sys.argv[1]).execute('SELECT count(*) FROM nccl_calls WHERE scope = 2')"
+                                              ".fetchall())", db, NULL});
+    cr_expect_str_eq(res.out, "[(2,)]\n", "%s", res.err);
+}
+
 /* A group the trace ends inside is named after the members it had begun, in the summary's
  * open_at_end and collectives alike and in the export; it has a begin but no end, so no
  * duration, and its Chrome slice lasts to the end. */

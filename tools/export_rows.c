@@ -57,7 +57,7 @@ const struct gmt_xtable_def gmt_xtables[GMT_XT_COUNT] = {
     [GMT_XT_NCCL_CALLS] = {"nccl_calls", c_calls, N(c_calls),
                            "CREATE INDEX nccl_calls_trace_begin ON nccl_calls(trace, begin_ns);"
                            "CREATE INDEX nccl_calls_op ON nccl_calls(op);"
-                           "CREATE UNIQUE INDEX nccl_calls_scope ON nccl_calls(trace, scope);"},
+                           "CREATE INDEX nccl_calls_scope ON nccl_calls(trace, scope);"},
     [GMT_XT_SITES] = {"sites", c_sites, N(c_sites), "CREATE UNIQUE INDEX sites_stack ON sites(trace, stack_id);"},
     [GMT_XT_DEVICE_SAMPLES] = {"device_samples", c_samples, N(c_samples),
                                "CREATE INDEX device_samples_trace_time ON device_samples(trace, time_ns);"},
