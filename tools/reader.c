@@ -60,18 +60,6 @@ struct gmt_reader {
     int win_eof;               /* the latest block read stopped short: the end, for now */
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* The fixed part's size of each known type, by type; 0 for ids no type has. */
 static const uint32_t fixed_size[GMT_REC_TYPE_MAX] = {
 #define GMT_X(name, val, st) [val] = (uint32_t)sizeof(struct st),
@@ -257,21 +245,21 @@ static int check_header(struct gmt_reader *r, char *err, size_t errlen)
     struct gmt_file_header h;
     size_t got;
     if (read_at(r, 0, &h, sizeof h, &got) < 0)
-        return fail(err, errlen, "%s: offset 0: read error: %s", path, strerror(errno));
+        return gmt_reader_fail(err, errlen, "%s: offset 0: read error: %s", path, strerror(errno));
     size_t mlen = got < 8 ? got : 8;
     if (got == 0)
-        return fail(err, errlen, "%s: offset 0: empty file, not a gpumemtrace trace", path);
+        return gmt_reader_fail(err, errlen, "%s: offset 0: empty file, not a gpumemtrace trace", path);
     if (memcmp(h.magic, GMT_MAGIC, mlen) != 0)
-        return fail(err, errlen, "%s: offset 0: not a gpumemtrace trace (bad magic)", path);
+        return gmt_reader_fail(err, errlen, "%s: offset 0: not a gpumemtrace trace (bad magic)", path);
     if (got < sizeof h)
-        return fail(err, errlen, "%s: offset 0: trace cut inside its %zu-byte file header "
-                    "(file has %zu bytes)", path, sizeof h, got);
+        return gmt_reader_fail(err, errlen, "%s: offset 0: trace cut inside its %zu-byte file header "
+                               "(file has %zu bytes)", path, sizeof h, got);
     if (h.byte_order == 0x04030201u)
-        return fail(err, errlen, "%s: offset 8: trace was written big-endian; gpumemtrace "
-                    "reads little-endian traces only", path);
+        return gmt_reader_fail(err, errlen, "%s: offset 8: trace was written big-endian; gpumemtrace "
+                               "reads little-endian traces only", path);
     if (h.byte_order != GMT_BYTE_ORDER_MARK)
-        return fail(err, errlen, "%s: offset 8: bad byte order mark 0x%08x (expected 0x%08x)",
-                    path, h.byte_order, GMT_BYTE_ORDER_MARK);
+        return gmt_reader_fail(err, errlen, "%s: offset 8: bad byte order mark 0x%08x (expected 0x%08x)",
+                               path, h.byte_order, GMT_BYTE_ORDER_MARK);
     /* 2.0 only added ALLOC_SMALL: every 1.x file reads as it is */
     char reads[32];
     if (GMT_VERSION_MAJOR_MIN == GMT_VERSION_MAJOR)
@@ -280,25 +268,25 @@ static int check_header(struct gmt_reader *r, char *err, size_t errlen)
         snprintf(reads, sizeof reads, "%u.x %s %u.x", GMT_VERSION_MAJOR_MIN,
                  GMT_VERSION_MAJOR - GMT_VERSION_MAJOR_MIN == 1 ? "and" : "to", GMT_VERSION_MAJOR);
     if (h.version_major > GMT_VERSION_MAJOR)
-        return fail(err, errlen, "%s: trace format %u.%u is newer than this gpumemtrace "
-                    "(reads %s)", path, h.version_major, h.version_minor, reads);
+        return gmt_reader_fail(err, errlen, "%s: trace format %u.%u is newer than this gpumemtrace "
+                               "(reads %s)", path, h.version_major, h.version_minor, reads);
     if (h.version_major < GMT_VERSION_MAJOR_MIN)
-        return fail(err, errlen, "%s: offset 12: trace format %u.%u is not supported "
-                    "(reads %s)", path, h.version_major, h.version_minor, reads);
+        return gmt_reader_fail(err, errlen, "%s: offset 12: trace format %u.%u is not supported "
+                               "(reads %s)", path, h.version_major, h.version_minor, reads);
     if (h.header_size < sizeof h || h.header_size % GMT_ALIGN || h.header_size > GMT_REC_MAX)
-        return fail(err, errlen, "%s: offset 16: bad header_size %u (a multiple of %u "
-                    "from %zu to %u)", path, h.header_size, GMT_ALIGN, sizeof h, GMT_REC_MAX);
+        return gmt_reader_fail(err, errlen, "%s: offset 16: bad header_size %u (a multiple of %u "
+                               "from %zu to %u)", path, h.header_size, GMT_ALIGN, sizeof h, GMT_REC_MAX);
     /* A newer minor version may extend the header: skip what we don't know. */
     uint64_t left = h.header_size - sizeof h, pos = sizeof h;
     while (left > 0) {
         uint8_t tmp[256];
         size_t n = left < sizeof tmp ? (size_t)left : sizeof tmp;
         if (read_at(r, pos, tmp, n, &got) < 0)
-            return fail(err, errlen, "%s: offset %zu: read error: %s", path, sizeof h,
-                        strerror(errno));
+            return gmt_reader_fail(err, errlen, "%s: offset %zu: read error: %s", path, sizeof h,
+                                   strerror(errno));
         if (got < n)
-            return fail(err, errlen, "%s: offset 0: trace cut inside its %u-byte file header",
-                        path, h.header_size);
+            return gmt_reader_fail(err, errlen, "%s: offset 0: trace cut inside its %u-byte file header",
+                                   path, h.header_size);
         left -= n;
         pos += n;
     }
@@ -317,7 +305,7 @@ static int reader_init(struct gmt_reader **out, FILE *f, int own, const void *da
         free(p);
         if (own)
             fclose(f);
-        return fail(err, errlen, "%s: out of memory", name);
+        return gmt_reader_fail(err, errlen, "%s: out of memory", name);
     }
     r->f = f;
     r->own = own;
@@ -440,25 +428,25 @@ static int check_rec_header(struct gmt_reader *r, const struct gmt_rec *h, uint6
 {
     if (h->size < sizeof *h) {
         r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: record size %u is smaller than a record "
-                    "header (8 bytes)", r->path, (unsigned long long)off, h->size);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: record size %u is smaller than a record "
+                               "header (8 bytes)", r->path, (unsigned long long)off, h->size);
     }
     if (h->size % GMT_ALIGN) {
         r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: record size %u is not a multiple of %u",
-                    r->path, (unsigned long long)off, h->size, GMT_ALIGN);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: record size %u is not a multiple of %u",
+                               r->path, (unsigned long long)off, h->size, GMT_ALIGN);
     }
     if (h->size > GMT_REC_MAX) {
         r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: record size %u exceeds the limit of %u "
-                    "bytes", r->path, (unsigned long long)off, h->size, GMT_REC_MAX);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: record size %u exceeds the limit of %u "
+                               "bytes", r->path, (unsigned long long)off, h->size, GMT_REC_MAX);
     }
     uint32_t fixed = h->type < GMT_REC_TYPE_MAX ? fixed_size[h->type] : 0;
     if (h->size < fixed) {
         r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: %s record of %u bytes is shorter than "
-                    "its fixed part (%u bytes)", r->path, (unsigned long long)off,
-                    gmt_rec_type_name(h->type), h->size, fixed);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: %s record of %u bytes is shorter than "
+                               "its fixed part (%u bytes)", r->path, (unsigned long long)off,
+                               gmt_rec_type_name(h->type), h->size, fixed);
     }
     return 0;
 }
@@ -507,8 +495,8 @@ static int take_record(struct gmt_reader *r, const uint8_t *rec, uint64_t off,
     uint64_t t;
     if (decode_time(r, rec, rule, &t) < 0) {
         r->failed = 1;
-        return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
-                    (unsigned long long)off);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                               (unsigned long long)off);
     }
     if (h->type == GMT_REC_PROCESS && !r->have_process) {
         memcpy(&r->process, rec, sizeof r->process);
@@ -529,8 +517,8 @@ static int take_record(struct gmt_reader *r, const uint8_t *rec, uint64_t off,
 int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_t errlen)
 {
     if (r->failed)
-        return fail(err, errlen, "%s: offset %llu: reading past an error", r->path,
-                    (unsigned long long)r->off);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: reading past an error", r->path,
+                               (unsigned long long)r->off);
     if (r->done)
         return 0;
     uint64_t off = r->off;
@@ -579,8 +567,8 @@ int gmt_reader_next(struct gmt_reader *r, struct gmt_event *ev, char *err, size_
         int x = read_rest(r, &h);
         if (x == -ENOMEM) {
             r->failed = 1;
-            return fail(err, errlen, "%s: offset %llu: out of memory", r->path,
-                        (unsigned long long)off);
+            return gmt_reader_fail(err, errlen, "%s: offset %llu: out of memory", r->path,
+                                   (unsigned long long)off);
         }
         if (x < 0)
             goto read_error;
@@ -597,8 +585,8 @@ cut:
     return 0;
 read_error:
     r->failed = 1;
-    return fail(err, errlen, "%s: offset %llu: read error: %s", r->path,
-                (unsigned long long)off, strerror(errno));
+    return gmt_reader_fail(err, errlen, "%s: offset %llu: read error: %s", r->path,
+                           (unsigned long long)off, strerror(errno));
 }
 
 /* Whether the record h (room bytes left in the image from it) is one the batch loops

@@ -7,8 +7,8 @@
 
 #include "reader.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+/* The one-line message of a refused trace, in err (when there is room): -1. */
+int gmt_reader_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -74,16 +74,16 @@ static int check_process(const char *path, const uint8_t *rec, uint64_t off, cha
     const struct gmt_rec_process *p = (const void *)rec;
     const uint8_t *v = rec + sizeof *p;
     if ((uint64_t)sizeof *p + p->host_len + p->cmdline_len > size)
-        return fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
-                    "line (%u bytes) overflow the %llu-byte record", path,
-                    (unsigned long long)off, p->host_len, p->cmdline_len,
-                    (unsigned long long)size);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: PROCESS host (%u bytes) and command "
+                               "line (%u bytes) overflow the %llu-byte record", path,
+                               (unsigned long long)off, p->host_len, p->cmdline_len,
+                               (unsigned long long)size);
     if (p->host_len && !nul_ended(v, p->host_len))
-        return fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
-                    path, (unsigned long long)off);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: PROCESS host is not NUL-terminated",
+                               path, (unsigned long long)off);
     if (p->cmdline_len && !nul_ended(v + p->host_len, p->cmdline_len))
-        return fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
-                    "NUL-terminated", path, (unsigned long long)off);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: PROCESS command line is not "
+                               "NUL-terminated", path, (unsigned long long)off);
     return 0;
 }
 
@@ -94,17 +94,17 @@ static int check_env(const char *path, const uint8_t *rec, uint64_t off, char *e
     const struct gmt_rec_env *e = (const void *)rec;
     const uint8_t *v = rec + sizeof *e;
     if ((uint64_t)sizeof *e + e->bytes > size)
-        return fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
-                    "%llu-byte record", path, (unsigned long long)off, e->bytes,
-                    (unsigned long long)size);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: ENV strings (%u bytes) overflow the "
+                               "%llu-byte record", path, (unsigned long long)off, e->bytes,
+                               (unsigned long long)size);
     uint64_t nuls = 0;
     for (uint32_t i = 0; i < e->bytes; i++)
         nuls += v[i] == 0;
     if (nuls != e->count || (e->bytes && v[e->bytes - 1] != 0))
-        return fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
-                    "in %u bytes, count says %u", path, (unsigned long long)off,
-                    (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
-                    e->bytes, e->count);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: ENV holds %llu NUL-terminated strings "
+                               "in %u bytes, count says %u", path, (unsigned long long)off,
+                               (unsigned long long)(e->bytes && v[e->bytes - 1] == 0 ? nuls : 0),
+                               e->bytes, e->count);
     return 0;
 }
 
@@ -115,13 +115,13 @@ static int check_module_load(const char *path, const uint8_t *rec, uint64_t off,
     const struct gmt_rec_module_load *m = (const void *)rec;
     const uint8_t *v = rec + sizeof *m;
     if ((uint64_t)sizeof *m + m->build_id_len + m->path_len > size)
-        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
-                    "path (%u bytes) overflow the %llu-byte record", path,
-                    (unsigned long long)off, m->build_id_len, m->path_len,
-                    (unsigned long long)size);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: MODULE_LOAD build-id (%u bytes) and "
+                               "path (%u bytes) overflow the %llu-byte record", path,
+                               (unsigned long long)off, m->build_id_len, m->path_len,
+                               (unsigned long long)size);
     if (!nul_ended(v + m->build_id_len, m->path_len))
-        return fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
-                    "NUL-terminated", path, (unsigned long long)off);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: MODULE_LOAD path is not "
+                               "NUL-terminated", path, (unsigned long long)off);
     return 0;
 }
 
@@ -132,14 +132,14 @@ static int check_pycode(const char *path, const uint8_t *rec, uint64_t off, char
     const struct gmt_rec_pycode *c = (const void *)rec;
     const uint8_t *v = rec + sizeof *c;
     if ((uint64_t)sizeof *c + c->name_len + c->qualname_len + c->filename_len > size)
-        return fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
-                    "overflow the %llu-byte record", path, (unsigned long long)off,
-                    c->name_len, c->qualname_len, c->filename_len,
-                    (unsigned long long)size);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: PYCODE strings (%u, %u and %u bytes) "
+                               "overflow the %llu-byte record", path, (unsigned long long)off,
+                               c->name_len, c->qualname_len, c->filename_len,
+                               (unsigned long long)size);
     if (!nul_ended(v, c->name_len) || !nul_ended(v + c->name_len, c->qualname_len) ||
         !nul_ended(v + c->name_len + c->qualname_len, c->filename_len))
-        return fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
-                    "NUL-terminated", path, (unsigned long long)off);
+        return gmt_reader_fail(err, errlen, "%s: offset %llu: PYCODE strings are not "
+                               "NUL-terminated", path, (unsigned long long)off);
     return 0;
 }
 
@@ -154,12 +154,12 @@ int gmt_reader_check_payload(const char *path, const uint8_t *rec, uint64_t off,
     case GMT_REC_NVTX_STRING: {
         const struct gmt_rec_nvtx_string *n = (const void *)rec;
         if ((uint64_t)sizeof *n + n->len > size)
-            return fail(err, errlen, "%s: offset %llu: NVTX_STRING of %u bytes overflows the "
-                        "%llu-byte record", path, (unsigned long long)off, n->len,
-                        (unsigned long long)size);
+            return gmt_reader_fail(err, errlen, "%s: offset %llu: NVTX_STRING of %u bytes overflows the "
+                                   "%llu-byte record", path, (unsigned long long)off, n->len,
+                                   (unsigned long long)size);
         if (!n->len || !nul_ended(rec + sizeof *n, n->len))
-            return fail(err, errlen, "%s: offset %llu: NVTX_STRING is not NUL-terminated",
-                        path, (unsigned long long)off);
+            return gmt_reader_fail(err, errlen, "%s: offset %llu: NVTX_STRING is not NUL-terminated",
+                                   path, (unsigned long long)off);
         break;
     }
     case GMT_REC_ENV:
@@ -169,8 +169,8 @@ int gmt_reader_check_payload(const char *path, const uint8_t *rec, uint64_t off,
     case GMT_REC_THREAD: {
         const struct gmt_rec_thread *t = (const void *)rec;
         if (!memchr(t->name, 0, sizeof t->name))
-            return fail(err, errlen, "%s: offset %llu: THREAD name is not NUL-terminated",
-                        path, (unsigned long long)off);
+            return gmt_reader_fail(err, errlen, "%s: offset %llu: THREAD name is not NUL-terminated",
+                                   path, (unsigned long long)off);
         break;
     }
     case GMT_REC_PYCODE:
@@ -178,9 +178,9 @@ int gmt_reader_check_payload(const char *path, const uint8_t *rec, uint64_t off,
     case GMT_REC_STACK: {
         const struct gmt_rec_stack *s = (const void *)rec;
         if ((uint64_t)sizeof *s + (uint64_t)s->depth * sizeof(uint64_t) > size)
-            return fail(err, errlen, "%s: offset %llu: STACK depth %u overflows the "
-                        "%llu-byte record", path, (unsigned long long)off, s->depth,
-                        (unsigned long long)size);
+            return gmt_reader_fail(err, errlen, "%s: offset %llu: STACK depth %u overflows the "
+                                   "%llu-byte record", path, (unsigned long long)off, s->depth,
+                                   (unsigned long long)size);
         break;
     }
     }

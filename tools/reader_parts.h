@@ -11,4 +11,8 @@
 int gmt_reader_check_payload(const char *path, const uint8_t *rec, uint64_t off, char *err,
                              size_t errlen);
 
+/* Formats a one-line message into err (when err has room) and returns -1: every refusal
+ * of the reader's goes through it. */
+int gmt_reader_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif
