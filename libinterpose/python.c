@@ -96,6 +96,7 @@ static int (*is_finalizing)(void);
 static uintptr_t code_type, unicode_type, bytes_type;
 static uintptr_t eval_lo, eval_hi;
 static struct gmt_intern codes = GMT_INTERN_INIT;
+static _Atomic uint32_t codes_gen = 1; /* moved on by each reset of codes (python memo) */
 static const struct gmt_intern_kind code_kind;
 static _Atomic int vm_read_broken;   /* process_vm_readv refused (seccomp): trust structure */
 
@@ -138,6 +139,7 @@ static bool readable(uintptr_t p, size_t len)
 static void fork_child(void)
 {
     gmt_intern_reset(&codes, &code_kind);
+    atomic_fetch_add_explicit(&codes_gen, 1, memory_order_relaxed); /* memos: ids of old */
 }
 
 static void fork_child_setup(void)
@@ -561,6 +563,105 @@ static uint32_t code_line(struct code_entry *s, uintptr_t co, int64_t lasti)
     return l;
 }
 
+/* ---- the thread's memo of frames it has read ---- */
+
+/*
+ * A training loop allocates from the same few Python stacks over and over, and its
+ * outer frames are the same frames at the same instruction each time. Each thread
+ * keeps the frames its last walks read, by frame address: a frame that is the same
+ * frame of the same code object at the same instruction, whose code object still has
+ * the same name, file name and line table objects and first line, and whose name and
+ * file name still hash the same, is the frame value read before, with no intern lookup
+ * and no line lookup. The hashes stand for the intern's text fingerprints (exec in a
+ * loop can make another function at the same frame, code, string and table addresses):
+ * a str's hash, once computed, is of its whole text; a str not hashed yet (-1) falls
+ * back to str_fp. A fork resets the intern's ids, and with them every thread's memo.
+ */
+#define MEMO_SLOTS 256 /* 20 KiB of each thread's TLS */
+struct memo_slot {
+    uintptr_t f, co, name, file, lt;
+    uint64_t name_h, file_h;
+    uint64_t at;       /* f_lasti (3.9/3.10) or the instruction pointer */
+    uint64_t value;    /* the GMT_PYFRAME; 0: empty */
+    int32_t first;
+};
+static GMT_TLS struct memo_slot memo[MEMO_SLOTS];
+static GMT_TLS uint32_t memo_gen;           /* the generation this thread's memo is of */
+static GMT_TLS const struct code_entry *memo_entry; /* frame_value's last entry */
+
+static inline uint64_t str_id(uintptr_t s)
+{
+    uint64_t h = word(s, 24); /* PyASCIIObject.hash */
+    return h != UINT64_MAX ? h : str_fp(s);
+}
+
+/* 3.11+ frames lie one after another in the thread's frame stack, each more than 64
+ * bytes: a stack of frames spanning up to 16 KiB has each in a slot of its own. */
+static inline struct memo_slot *memo_at(uintptr_t f)
+{
+    return &memo[(f >> 6) & (MEMO_SLOTS - 1)];
+}
+
+/* The value this thread read for frame f of code object co at `at` before, when
+ * everything it was read from is still the same; 0: read it. A slot holds only code
+ * objects that were checked, so co's type is the one check left before its fields. */
+static inline uint64_t memo_get(const struct memo_slot *m, uintptr_t f, uintptr_t co,
+                                uint64_t at, const struct offsets *o)
+{
+    if (m->f != f || m->co != co || m->at != at || word(co, 8) != code_type)
+        return 0;
+    uintptr_t name = word(co, o->co_name), file = word(co, o->co_filename);
+    if (m->name != name || m->file != file || m->lt != word(co, o->co_linetable) ||
+        m->first != i32(co, o->co_firstlineno) || m->name_h != str_id(name) ||
+        m->file_h != str_id(file))
+        return 0;
+    return m->value;
+}
+
+static inline void memo_put(struct memo_slot *m, uintptr_t f, uint64_t at, uint64_t value)
+{
+    const struct code_entry *s = memo_entry;
+    m->f = f;
+    m->co = s->code;
+    m->name = s->name;
+    m->file = s->filename;
+    m->lt = s->linetable;
+    m->first = s->firstlineno;
+    m->name_h = str_id(s->name);
+    m->file_h = str_id(s->filename);
+    m->at = at;
+    m->value = value;
+}
+
+/* The frame value of a frame of co at `at` (owner: 3.11+ its owner), read afresh: 1, or
+ * 0 for a frame to skip (not a code object in 3.11+, or not yet started), -1 for a
+ * frame not to believe. memo_entry: the code's entry, for memo_put. */
+static __attribute__((noinline)) int frame_value(uintptr_t co, uint64_t at, int owner,
+                                                 const struct offsets *o, uint64_t *v)
+{
+    int64_t lasti = -1;
+    *v = 0;
+    if (o->minor <= 10) {
+        lasti = (int64_t)at;
+    } else {
+        if (!ptr_ok(co) || word(co, 8) != code_type)
+            return 0;
+        uintptr_t code0 = co + (uintptr_t)o->co_code;
+        int32_t firsttr = i32(co, o->co_firsttraceable);
+        if (owner != OWNER_GENERATOR && (intptr_t)(at - code0) < (intptr_t)firsttr * 2)
+            return 0; /* incomplete: its first instructions not yet run */
+        if (at >= code0 && at - code0 < ((uintptr_t)1 << 32))
+            lasti = (int64_t)((at - code0) / 2);
+    }
+    uint32_t id;
+    struct code_entry *s = code_entry(co, &id);
+    if (!s)
+        return -1;
+    memo_entry = s;
+    *v = GMT_PYFRAME(id, code_line(s, co, lasti));
+    return 1;
+}
+
 /* ---- the frame chain ---- */
 
 uint32_t gmt_python_frames(struct gmt_py_stack *out)
@@ -586,6 +687,11 @@ uint32_t gmt_python_frames(struct gmt_py_stack *out)
             return 0;
         f = word(cf, o.cf_current);
     }
+    uint32_t gen = atomic_load_explicit(&codes_gen, memory_order_relaxed);
+    if (GMT_UNLIKELY(memo_gen != gen)) {
+        memset(memo, 0, sizeof memo);
+        memo_gen = gen;
+    }
     uint32_t n = 0, g = 0, in_group = 0;
     bool old = o.minor <= 10;
     for (unsigned iter = 0; f && iter < PY_ITER_MAX; iter++) {
@@ -593,39 +699,31 @@ uint32_t gmt_python_frames(struct gmt_py_stack *out)
             break;
         uintptr_t co = word(f, o.fr_code);
         uintptr_t back = word(f, o.fr_back);
+        /* where the frame is: 3.9/3.10 f_lasti, 3.11+ the instruction pointer */
+        uint64_t at = old ? (uint64_t)(int64_t)i32(f, o.fr_instr) : word(f, o.fr_instr);
         bool end_group = old, skip = false;
-        int64_t lasti = -1;
-        if (old) {
-            lasti = i32(f, o.fr_instr);
-        } else {
-            int owner = *(const int8_t *)(f + (uintptr_t)o.fr_owner);
-            if (owner == OWNER_CSTACK && o.minor >= 12) {
-                skip = true;
+        int owner = 0;
+        if (!old) {
+            owner = *(const int8_t *)(f + (uintptr_t)o.fr_owner);
+            if (owner == OWNER_CSTACK && o.minor >= 12)
+                skip = end_group = true;
+            else if (o.fr_is_entry >= 0 && *(const uint8_t *)(f + (uintptr_t)o.fr_is_entry))
                 end_group = true;
-            } else {
-                if (o.fr_is_entry >= 0 && *(const uint8_t *)(f + (uintptr_t)o.fr_is_entry))
-                    end_group = true;
-                if (!ptr_ok(co) || word(co, 8) != code_type) {
-                    skip = true;
-                } else {
-                    uintptr_t code0 = co + (uintptr_t)o.co_code;
-                    uintptr_t ip = word(f, o.fr_instr);
-                    int32_t firsttr = i32(co, o.co_firsttraceable);
-                    if (owner != OWNER_GENERATOR &&
-                        (intptr_t)(ip - code0) < (intptr_t)firsttr * 2)
-                        skip = true; /* incomplete: its first instructions not yet run */
-                    else if (ip >= code0 && ip - code0 < ((uintptr_t)1 << 32))
-                        lasti = (int64_t)((ip - code0) / 2);
-                }
-            }
         }
         if (!skip && n < GMT_PY_DEPTH_MAX) {
-            uint32_t id;
-            struct code_entry *s = code_entry(co, &id);
-            if (!s)
-                break; /* not a code object: believe nothing further out */
-            out->ip[n++] = GMT_PYFRAME(id, code_line(s, co, lasti));
-            in_group++;
+            struct memo_slot *m = memo_at(f);
+            uint64_t v = memo_get(m, f, co, at, &o);
+            if (!v) {
+                int r = frame_value(co, at, owner, &o, &v);
+                if (r < 0)
+                    break; /* not a code object: believe nothing further out */
+                if (r > 0)
+                    memo_put(m, f, at, v);
+            }
+            if (v) {
+                out->ip[n++] = v;
+                in_group++;
+            }
         }
         if (end_group) {
             if (g == GMT_PY_DEPTH_MAX)

@@ -72,3 +72,66 @@ Test(python, lnotab_39_lines_start_at_their_address)
                      "byte %lld: line %d, want %d", (long long)want[i].addr,
                      line_39(t, sizeof t, 10, want[i].addr), want[i].line);
 }
+
+/* A compact ASCII str as CPython lays it out: length at 16, hash at 24 (-1: not yet
+ * computed), state at 32 (ASCII, compact, one byte per character), text at 48 (3.11). */
+static void fake_str(uint64_t *s, const char *text, int64_t hash)
+{
+    memset(s, 0, 16 * sizeof *s);
+    s[2] = strlen(text);
+    s[3] = (uint64_t)hash;
+    s[4] = 1u << 2 | 1u << 5 | 1u << 6;
+    memcpy((char *)s + 48, text, strlen(text) + 1);
+}
+
+/* The thread's memo of frames: a frame it read is the value read before only while
+ * the code object at that address still has every field and text it was read from. A
+ * new function made where a freed one was (exec in a loop: the same code, string and
+ * table addresses, another name) is read again, hashed or not. */
+Test(python, frame_memo_is_believed_only_for_the_same_code)
+{
+    static const struct offsets *o = &tables[2]; /* 3.11 */
+    static uint64_t co[64], name[16], file[16], lt[8];
+    static struct code_entry e;
+    static struct memo_slot m;
+    off = o;
+    code_type = 0x1000;
+    co[1] = code_type;
+    fake_str(name, "forward", 1234);
+    fake_str(file, "model.py", -1);
+    co[o->co_name / 8] = (uint64_t)(uintptr_t)name;
+    co[o->co_filename / 8] = (uint64_t)(uintptr_t)file;
+    co[o->co_linetable / 8] = (uint64_t)(uintptr_t)lt;
+    *(int32_t *)((char *)co + o->co_firstlineno) = 7;
+    e.code = (uintptr_t)co;
+    e.name = (uintptr_t)name;
+    e.filename = (uintptr_t)file;
+    e.linetable = (uintptr_t)lt;
+    e.firstlineno = 7;
+    uintptr_t f = 0x7f0000001000, at = (uintptr_t)co + 200;
+    memo_entry = &e;
+    memo_put(&m, f, at, 42);
+    cr_assert_eq(memo_get(&m, f, (uintptr_t)co, at, o), 42, "the same frame, read before");
+    cr_expect_eq(memo_get(&m, f + 64, (uintptr_t)co, at, o), 0, "another frame");
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at + 2, o), 0, "another instruction");
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co + 8, at, o), 0, "another code object");
+    /* another name at the name's address: hashed ... */
+    fake_str(name, "backward", 99);
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at, o), 0, "a name hashed otherwise");
+    fake_str(name, "forward", 1234);
+    /* ... or not hashed: the text's tail tells */
+    fake_str(file, "other.py", -1);
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at, o), 0, "a file name not hashed, other text");
+    fake_str(file, "model.py", -1);
+    cr_assert_eq(memo_get(&m, f, (uintptr_t)co, at, o), 42, "all as it was");
+    co[o->co_linetable / 8] += 8;
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at, o), 0, "another line table");
+    co[o->co_linetable / 8] -= 8;
+    *(int32_t *)((char *)co + o->co_firstlineno) = 8;
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at, o), 0, "another first line");
+    *(int32_t *)((char *)co + o->co_firstlineno) = 7;
+    co[1] = 0x2000;
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at, o), 0, "no longer a code object");
+    co[1] = code_type;
+    cr_expect_eq(memo_get(&m, f, (uintptr_t)co, at, o), 42);
+}

@@ -82,7 +82,15 @@ def run(build, py, python_on):
     expect(f.returncode == 0, "export failed: " + f.stderr)
     text = subprocess.run([cli, "summary", trace], capture_output=True, text=True, timeout=120)
     expect(text.returncode == 0, "summary failed: " + text.stderr)
-    return json.loads(s.stdout)["traces"][0], d.stdout, f.stdout, text.stdout
+    # the fork child's own file: the other trace in the directory
+    kids = [os.path.join(tmp, n) for n in os.listdir(tmp) if n != "t.gmt" and ".gmt" in n
+            and not n.endswith(".names")]
+    expect(len(kids) == 1, "fork child traces: %r" % (kids,))
+    c = subprocess.run([cli, "summary", "--json", kids[0]], capture_output=True, text=True,
+                       timeout=120)
+    expect(c.returncode == 0, "summary of the fork child failed: " + c.stderr)
+    child = json.loads(c.stdout)["traces"][0]
+    return json.loads(s.stdout)["traces"][0], d.stdout, f.stdout, text.stdout, child
 
 
 def py_frames(site):
@@ -101,7 +109,7 @@ def by_bytes(trace, n):
     return sites[0]
 
 
-def check_on(py, minor, trace, dump, folded, text, L):
+def check_on(py, minor, trace, dump, folded, text, child, L):
     qual = minor >= 11
     alloc = ("alloc", PROG_BASE, L["alloc"])
     top = trace["sites"][0]
@@ -176,6 +184,11 @@ def check_on(py, minor, trace, dump, folded, text, L):
     expect(py_frames(s)[1] == ("in_thread", PROG_BASE, L["thread"]), "thread: %r" % (py_frames(s)[:2],))
     s = by_bytes(trace, 1007)
     expect(not py_frames(s), "a native thread has Python frames: %r" % (py_frames(s),))
+    # a fork child names the frames its parent had read before the fork
+    for t, who in ((trace, "parent"), (child, "fork child")):
+        s = by_bytes(t, 1010)
+        expect(py_frames(s)[1:2] == [("forked", PROG_BASE, L["forked"])],
+               "%s: forked() named %r" % (who, py_frames(s)[1:2]))
     # code objects at reused addresses, each named as itself
     codes = set()
     for i in range(40):

@@ -187,6 +187,23 @@ def native_thread():
         raise SystemExit("native thread allocation failed")
 
 
+def forked():
+    alloc(1010)  # SITE forked
+
+
+def fork_child():
+    # the thread has read these frames before it forks; the child, whose code ids start
+    # again, must define the ones its stack uses, not reuse the parent's
+    forked()
+    pid = os.fork()
+    if pid == 0:
+        forked()
+        sys.exit(0)  # an exit that ends the trace (os._exit loses the last flush period)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        raise SystemExit("the fork child failed: %d" % status)
+
+
 def run_all():
     outer()
     Model().forward()
@@ -206,6 +223,7 @@ def run_all():
     # the same call site again, many times: the line cache and the stack interning
     for _ in range(200):
         inner()
+    fork_child()
 
 
 if __name__ == "__main__":
