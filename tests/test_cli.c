@@ -1000,7 +1000,8 @@ Test(cli, export_rejects_bad_usage_with_status_2)
 static const char *const csv_tables[] = { "traces", "devices", "categories", "collectives",
                                           "nccl_memory", "phases", "phase_stacks", "steps",
                                           "sites", "leaks", "held", "failures", "open_at_end",
-                                          "job_ranks", "job_collectives" };
+                                          "pytorch_devices", "pytorch_sites", "pytorch_leaks",
+                                          "pytorch_ooms", "job_ranks", "job_collectives" };
 
 /* tb_allocs' trace in a file named in path; a new directory for the outputs. */
 static const char *csv_setup(struct tb *b, char *path)

@@ -172,3 +172,55 @@ Test(torch, the_report_draws_allocated_and_reserved)
     snprintf(want, sizeof want, "%lu %lu\n", allocated, reserved);
     cr_expect_str_eq(out, want);
 }
+
+/* The report's icicle of PyTorch's blocks: the live blocks at the allocated peak, whose
+ * bytes add up to the allocated peak, the kept tensors' stack the largest. */
+Test(torch, the_report_draws_the_blocks_at_the_allocated_peak)
+{
+    need_nvtx();
+    cr_assert_eq(sh("FAKES_DIR=\"$B/fakes\" $G run -q -o t -- python3 '" TORCH_SRC
+                    "/tests/python/torch_leak.py' 40 > prog.out && $G report t -o r.html && "
+                    "$G summary --json t > s.json"), 0);
+    cr_assert_eq(sh("python3 -c \"import json, re\n"
+                    "s = open('r.html').read()\n"
+                    "d = json.loads(re.findall(r'<script[^>]*>(.*?)</script>', s, re.S)[0])\n"
+                    "t = d['traces'][0]\n"
+                    "dev = t['devices'][0]\n"
+                    "fl = dev['block_flame']\n"
+                    "top = [t['frames'][i] for i in fl[0]['frames']]\n"
+                    "peak = json.load(open('s.json'))['traces'][0]['pytorch']['devices'][0]\n"
+                    "print(sum(x['bytes'] for x in fl) + dev['block_flame_rest_bytes'] == peak['allocated_peak_bytes'],"
+                    " [f for f in top if f.startswith('keep_for_later')])\""), 0);
+    char prog[256], out[512], want[256];
+    slurp("prog.out", prog, sizeof prog);
+    slurp("out", out, sizeof out);
+    int line = 0;
+    cr_assert_eq(sscanf(prog, "keep_line=%d", &line), 1, "%s", prog);
+    snprintf(want, sizeof want, "True ['keep_for_later (torch_leak.py:%d)']\n", line);
+    cr_expect_str_eq(out, want);
+}
+
+/* summary --csv's PyTorch tables hold the rows of summary --json's "pytorch": its devices,
+ * sites, leaks and OOMs, figure for figure. */
+Test(torch, summary_csv_has_the_pytorch_tables_of_the_json)
+{
+    cr_assert_eq(sh("FAKECUDA_MEM_MB=400 $G run -q -o t -- " PROG " oom > prog.out; $G run -q -o u -- " PROG
+                    " steps 4 > prog2.out && $G summary --json t u > s.json && "
+                    "$G summary --csv -o tab t u"), 0);
+    cr_assert_eq(sh("python3 -c \"import csv, json\n"
+                    "def rows(n): return list(csv.DictReader(open('tab/pytorch_%%s.csv' %% n, newline='')))\n"
+                    "js = [(t['file'], t['pytorch']) for t in json.load(open('s.json'))['traces'] if 'pytorch' in t]\n"
+                    "dev = [(f, d['device'], d['allocs'], d['frees'], d['allocated_peak_bytes'], d['reserved_end_bytes']) for f, p in js for d in p['devices']]\n"
+                    "cdev = [(r['file'], int(r['device']), int(r['allocs']), int(r['frees']), int(r['allocated_peak_bytes']), int(r['reserved_end_bytes'])) for r in rows('devices')]\n"
+                    "site = [(f, s['live_at_peak_bytes'], s['bytes_total'], s['line']) for f, p in js for s in p['sites']]\n"
+                    "csite = [(r['file'], int(r['live_at_peak_bytes']), int(r['bytes_total']), r['line']) for r in rows('sites')]\n"
+                    "leak = [(f, s['bytes'], s['blocks'], s['line']) for f, p in js for s in p['leaks']]\n"
+                    "cleak = [(r['file'], int(r['bytes']), int(r['blocks']), r['line']) for r in rows('leaks')]\n"
+                    "oom = [(f, o['request_bytes'], o['largest_free_bytes'], o['free_unusable_bytes']) for f, p in js for o in p['ooms']]\n"
+                    "coom = [(r['file'], int(r['request_bytes']), int(r['largest_free_bytes']), int(r['free_unusable_bytes'])) for r in rows('ooms')]\n"
+                    "print(len(js), len(dev), bool(site), bool(leak), len(oom))\n"
+                    "print(dev == cdev, site == csite, leak == cleak, oom == coom)\""), 0);
+    char out[512];
+    slurp("out", out, sizeof out);
+    cr_expect_str_eq(out, "2 2 True True 1\nTrue True True True\n");
+}

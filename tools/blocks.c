@@ -366,6 +366,48 @@ static int cmp_site(const void *x, const void *y)
     return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
+static int cmp_live(const void *x, const void *y)
+{
+    const struct gmt_block_live *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* Device d at its allocated peak: the bytes its live blocks hold, added to their sites'
+ * live_at_peak and kept by stack for the report's icicle. */
+static int peak_picture(struct pass *P, struct gmt_block_dev *d)
+{
+    struct gmt_u64map at;
+    size_t cap = 0;
+    int rc = -ENOMEM;
+    gmt_u64map_init(&at);
+    for (size_t k = 0; k < P->n_live; k++) {
+        const struct lblock *l = &P->live[k];
+        if (l->device != d->device)
+            continue;
+        struct gmt_block_site *s = site_of(P, l->stack);
+        if (!s)
+            goto out;
+        s->live_at_peak += l->size;
+        uint64_t *x = gmt_u64map_get(&at, l->stack);
+        if (!x) {
+            struct gmt_block_live *e = gmt_array_push((void **)&d->at_peak, &d->n_at_peak, &cap,
+                                                      sizeof *e);
+            if (!e || gmt_u64map_put(&at, l->stack, d->n_at_peak - 1))
+                goto out;
+            *e = (struct gmt_block_live){l->stack, 0};
+            x = gmt_u64map_get(&at, l->stack);
+        }
+        d->at_peak[*x].bytes += l->size;
+    }
+    gmt_sort(d->at_peak, d->n_at_peak, sizeof *d->at_peak, cmp_live);
+    rc = 0;
+out:
+    gmt_u64map_free(&at);
+    return rc;
+}
+
 /* One walk over the blocks in time order. peak_at[d]: the index of device slot d's
  * allocated peak (from the first walk), or NULL on the first walk itself. */
 static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
@@ -461,14 +503,8 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
         }
         total_after[i] = (int64_t)total;
         size_t slot = (size_t)(d - B->dev);
-        if (peak_at[slot] == i)
-            for (size_t k = 0; k < P->n_live; k++)
-                if (P->live[k].device == b->device) {
-                    struct gmt_block_site *s = site_of(P, P->live[k].stack);
-                    if (!s)
-                        return -ENOMEM;
-                    s->live_at_peak += P->live[k].size;
-                }
+        if (peak_at[slot] == i && peak_picture(P, d))
+            return -ENOMEM;
     }
     for (size_t k = 0; k < P->n_live; k++) {
         struct gmt_block_site *s = site_of(P, P->live[k].stack);
@@ -608,6 +644,11 @@ int gmt_blocks_each(const struct gmt_trace *t, int device,
 
 void gmt_blocks_free(struct gmt_blocks *B)
 {
+    for (size_t d = 0; d < B->n_dev; d++) {
+        free(B->dev[d].at_peak);
+        B->dev[d].at_peak = NULL;
+        B->dev[d].n_at_peak = 0;
+    }
     free(B->sites);
     free(B->ooms);
     B->sites = NULL;

@@ -40,6 +40,12 @@ struct gmt_block_point {
 };
 #define GMT_BLOCK_POINTS 64    /* points kept per device: the line's extremes among them */
 
+/* A stack's live blocks at a device's allocated peak: the report's icicle of them. */
+struct gmt_block_live {
+    uint32_t stack;
+    uint64_t bytes;
+};
+
 struct gmt_block_dev {
     int device;
     uint64_t allocs, frees, ooms;
@@ -48,6 +54,8 @@ struct gmt_block_dev {
     uint64_t allocated_end, reserved_end;
     struct gmt_block_point line[GMT_BLOCK_POINTS]; /* over the trace, in time order */
     size_t n_line;
+    struct gmt_block_live *at_peak; /* live blocks at allocated_peak by stack, most first */
+    size_t n_at_peak;
 };
 
 /* Blocks by the stack that allocated them. */

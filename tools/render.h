@@ -48,6 +48,10 @@ extern const struct gmt_renderer gmt_render_json;
     X(held, "a cache or communicator holding device memory at the end, for reuse")         \
     X(failures, "a failed allocation")                                                     \
     X(open_at_end, "an NCCL call the trace ends inside")                                   \
+    X(pytorch_devices, "a device's PyTorch blocks: counts, allocated and reserved")       \
+    X(pytorch_sites, "a PyTorch block site (the top --top by bytes allocated at the peak)") \
+    X(pytorch_leaks, "a PyTorch block site with blocks still allocated at the end")        \
+    X(pytorch_ooms, "an OOM PyTorch's allocator reported: the request, totals, fragments")  \
     X(job_ranks, "a trace of a job of several: its figures, group, what stands out")       \
     X(job_collectives, "a collective across the job's ranks: median, farthest rank")
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "blocks.h"
 #include "holders.h"
 #include "job.h"
 #include "nccl_model.h"
@@ -407,6 +408,89 @@ static void rows_open_at_end(FILE *f, const struct gmt_analysis *a, const struct
     }
 }
 
+/* ---- PyTorch's blocks (blocks.h): the rows of summary --json's "pytorch" ---- */
+
+static void rows_pytorch_devices(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_blocks *B = &a->blocks;
+    for (size_t i = 0; i < B->n_dev; i++) {
+        const struct gmt_block_dev *d = &B->dev[i];
+        struct row r = trace_row(f, a);
+        cell_s(&r, gmt_block_mode_key(B->mode));
+        cell_i(&r, d->device);
+        cell_u(&r, d->allocs);
+        cell_u(&r, d->frees);
+        cell_u(&r, d->ooms);
+        cell_u(&r, d->allocated_peak);
+        cell_u(&r, d->allocated_peak_time > a->t.t_first ? d->allocated_peak_time - a->t.t_first : 0);
+        cell_u(&r, d->reserved_at_peak);
+        cell_u(&r, d->reserved_peak);
+        cell_u(&r, d->allocated_end);
+        cell_u(&r, d->reserved_end);
+        row_end(&r);
+    }
+}
+
+static void rows_block_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o,
+                             bool leaks)
+{
+    struct gmt_site_groups G;
+    if (a->blocks.mode == GMT_BLOCKS_NONE ||
+        gmt_block_site_groups(a, leaks, gmt_site_frames(o), &G))
+        return;
+    long top = o->top > 0 ? o->top : 10; /* as the JSON's */
+    for (size_t i = 0; i < G.n && (long)i < top; i++) {
+        const struct gmt_site_row *s = &G.g[i].sum;
+        struct row r = trace_row(f, a);
+        if (leaks) {
+            cell_u(&r, s->live_at_end);
+            cell_u(&r, s->count_at_end);
+        } else {
+            cell_u(&r, s->live_at_peak);
+            cell_u(&r, s->live_at_end);
+            cell_u(&r, s->count_at_end);
+            cell_u(&r, s->allocs);
+            cell_u(&r, s->bytes_total);
+        }
+        cell_s(&r, stack_text(a, s->stack));
+        char ids[4096];
+        cell_s(&r, G.g[i].line);
+        cell_s(&r, stack_ids(&G.g[i], ids, sizeof ids));
+        row_end(&r);
+    }
+    gmt_site_groups_free(&G);
+}
+
+static void rows_pytorch_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    rows_block_sites(f, a, o, false);
+}
+
+static void rows_pytorch_leaks(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    rows_block_sites(f, a, o, true);
+}
+
+static void rows_pytorch_ooms(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
+{
+    const struct gmt_blocks *B = &a->blocks;
+    for (size_t i = 0; i < B->n_ooms; i++) {
+        const struct gmt_block_oom *v = &B->ooms[i];
+        struct row r = trace_row(f, a);
+        cell_u(&r, v->time > a->t.t_first ? v->time - a->t.t_first : 0);
+        cell_i(&r, v->device);
+        cell_u(&r, v->tid);
+        cell_u(&r, v->request);
+        cell_u(&r, v->allocated);
+        cell_u(&r, v->reserved);
+        cell_u(&r, v->largest_free);
+        cell_u(&r, v->free_unusable);
+        cell_u(&r, v->segments);
+        cell_s(&r, stack_text(a, v->stack));
+        row_end(&r);
+    }
+}
+
 /* ---- the job's tables: rows from the overview, none for one trace ---- */
 
 static void job_ranks(FILE *f, const struct gmt_job *j)
@@ -505,6 +589,17 @@ static const struct table tables[GMT_CSV_COUNT] = {
     [GMT_CSV_open_at_end] = {"file,scope,op,comm_rank,comm_size,device,tid,since_ns,open_for_ns,"
                              "tracked_bytes,stack",
                              rows_open_at_end, NULL},
+    [GMT_CSV_pytorch_devices] = {"file,mode,device,allocs,frees,ooms,allocated_peak_bytes,"
+                                 "allocated_peak_ns,reserved_at_peak_bytes,reserved_peak_bytes,"
+                                 "allocated_end_bytes,reserved_end_bytes",
+                                 rows_pytorch_devices, NULL},
+    [GMT_CSV_pytorch_sites] = {"file,live_at_peak_bytes,live_at_end_bytes,live_at_end_count,allocs,"
+                               "bytes_total,stack,line,stack_ids",
+                               rows_pytorch_sites, NULL},
+    [GMT_CSV_pytorch_leaks] = {"file,bytes,blocks,stack,line,stack_ids", rows_pytorch_leaks, NULL},
+    [GMT_CSV_pytorch_ooms] = {"file,time_ns,device,tid,request_bytes,allocated_bytes,reserved_bytes,"
+                              "largest_free_bytes,free_unusable_bytes,segments,stack",
+                              rows_pytorch_ooms, NULL},
     [GMT_CSV_job_ranks] = {"file,rank,world_size,host,job_id,peak_bytes,nccl_bytes,untracked_bytes,"
                            "complete,failures,devices,group,group_ranks,representative,stands_out,"
                            "differences",

@@ -140,21 +140,20 @@ static void frames_free(struct frames *F)
     gmt_u64map_free(&F->at);
 }
 
-/* A device's icicle: [{"stack": id, "bytes": B, "frames": [index, ...]}], the sites
- * with the most bytes live at its peak, each stack outermost frame first and ending at
- * its site (the allocator's and runtime's frames inside it left out). */
-static int put_flame(FILE *o, struct page *P, size_t ds, struct frames *F)
+/* An icicle as the members NAME_rest_bytes, NAME_sites_total and NAME:
+ * [{"stack": id, "bytes": B, "frames": [index, ...]}], the sites v[0..n) (most bytes
+ * first), each stack outermost frame first and ending at its site (the allocator's and
+ * runtime's frames inside it left out). */
+static int put_icicle(FILE *o, struct page *P, const char *name, const struct gmt_flame_site *v,
+                      size_t n, struct frames *F)
 {
     static char buf[131072];
     static const char *fr[512];
-    struct gmt_flame_site *v;
-    size_t n;
-    if (gmt_tracks_flame(&P->tk, ds, &v, &n))
-        return -ENOMEM;
     uint64_t rest = 0;
     for (size_t i = FLAME_SITES; i < n; i++)
         rest += v[i].bytes;
-    fprintf(o, ",\"flame_rest_bytes\":%" PRIu64 ",\"flame_sites_total\":%zu,\"flame\":[", rest, n);
+    fprintf(o, ",\"%s_rest_bytes\":%" PRIu64 ",\"%s_sites_total\":%zu,\"%s\":[", name, rest,
+            name, n, name);
     for (size_t i = 0; i < n && i < FLAME_SITES; i++) {
         size_t site = 0, nf = v[i].stack ? gmt_stack_frames(P->a, v[i].stack, buf, sizeof buf, fr, 512, &site) : 0;
         fprintf(o, "%s{\"stack\":%" PRIu32 ",\"bytes\":%" PRIu64 ",\"frames\":[", i ? "," : "", v[i].stack,
@@ -162,24 +161,48 @@ static int put_flame(FILE *o, struct page *P, size_t ds, struct frames *F)
         if (!nf) {
             long x = frame_index(F, "(no stack)");
             if (x < 0)
-                goto oom;
+                return -ENOMEM;
             fprintf(o, "%ld", x);
         }
         size_t last = nf > site + FLAME_DEPTH ? site + FLAME_DEPTH : nf; /* outermost kept */
         for (size_t k = last; k-- > site;) {
             long x = frame_index(F, fr[k]);
             if (x < 0)
-                goto oom;
+                return -ENOMEM;
             fprintf(o, "%s%ld", k + 1 == last ? "" : ",", x);
         }
         fputs("]}", o);
     }
     fputc(']', o);
-    free(v);
     return 0;
-oom:
+}
+
+/* A device's icicle of device memory at its peak (tracks.h), and of PyTorch's live
+ * blocks at its allocated peak (blocks.h; empty without blocks on it). */
+static int put_flames(FILE *o, struct page *P, size_t ds, int device, struct frames *F)
+{
+    struct gmt_flame_site *v;
+    size_t n;
+    if (gmt_tracks_flame(&P->tk, ds, &v, &n))
+        return -ENOMEM;
+    int rc = put_icicle(o, P, "flame", v, n, F);
     free(v);
-    return -ENOMEM;
+    const struct gmt_blocks *B = &P->a->blocks;
+    const struct gmt_block_dev *bd = NULL;
+    for (size_t i = 0; i < B->n_dev; i++)
+        if (B->dev[i].device == device)
+            bd = &B->dev[i];
+    n = bd ? bd->n_at_peak : 0;
+    v = malloc((n ? n : 1) * sizeof *v);
+    if (rc || !v) {
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct gmt_flame_site){bd->at_peak[i].stack, bd->at_peak[i].bytes};
+    rc = put_icicle(o, P, "block_flame", v, n, F);
+    free(v);
+    return rc;
 }
 
 /* PyTorch's allocated and reserved bytes on `device` (blocks.h's line of them), as two
@@ -246,7 +269,7 @@ static int put_devices(FILE *o, struct page *P, const struct gmt_report_opts *ro
             fc = 0;
         }
         fputc(']', o);
-        if (put_flame(o, P, d, F))
+        if (put_flames(o, P, d, r->device, F))
             return -ENOMEM;
         fputc('}', o);
         first = 0;
