@@ -34,15 +34,20 @@ void gmt_probe_add(enum gmt_probe_slot slot, unsigned long long c)
 __attribute__((destructor)) static void probe_report(void)
 {
     double ns_per_cycle = (double)(mono_ns() - ns0) / (double)(__rdtsc() - tsc0);
-    static const char *name[GMT_PROBE_SLOTS] = { "alloc", "free", "stack" };
+    static const char *name[GMT_PROBE_SLOTS] = { "alloc", "free", "stack", "walk", "python",
+                                                 "intern", "native_frames", "python_frames" };
     unsigned long slow, decoded, gave_up;
     slow = atomic_load(&gmt_stack_slow_captures);
     gmt_unwind_counts(&decoded, &gave_up);
     fprintf(stderr, "{\"probe\": {");
     for (int i = 0; i < GMT_PROBE_SLOTS; i++) {
         unsigned long long n = atomic_load(&counts[i]);
-        fprintf(stderr, "\"%s\": {\"n\": %llu, \"ns\": %.1f}, ", name[i], n,
-                n ? (double)atomic_load(&cycles[i]) * ns_per_cycle / (double)n : 0.0);
+        double mean = n ? (double)atomic_load(&cycles[i]) / (double)n : 0.0;
+        if (i >= GMT_PROBE_NATIVE_FRAMES)
+            fprintf(stderr, "\"%s\": {\"n\": %llu, \"mean\": %.1f}, ", name[i], n, mean);
+        else
+            fprintf(stderr, "\"%s\": {\"n\": %llu, \"ns\": %.1f}, ", name[i], n,
+                    mean * ns_per_cycle);
     }
     fprintf(stderr, "\"slow_captures\": %lu, \"rules_decoded\": %lu, \"rules_gave_up\": %lu}}\n",
             slow, decoded, gave_up);

@@ -390,8 +390,14 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
         memmove(raw.u, raw.u + first, (size_t)n * sizeof(uint64_t));
         n = drop_own(raw.u, n);
     }
+    GMT_PROBE_END(t0, GMT_PROBE_WALK);
+    GMT_PROBE_COUNT(GMT_PROBE_NATIVE_FRAMES, n);
+    GMT_PROBE_BEGIN(tp);
     if (gmt_opt.python && gmt_python_frames(&py))
         n = merge_python(raw.u, n, &py);
+    GMT_PROBE_END(tp, GMT_PROBE_PY);
+    GMT_PROBE_COUNT(GMT_PROBE_PY_FRAMES, py.n);
+    GMT_PROBE_BEGIN(ti);
 
     uint32_t id = 0;
     struct entry *e = last;
@@ -400,6 +406,7 @@ __attribute__((noinline)) uint32_t gmt_stack_capture(const void *frame)
     else if (n)
         id = intern(raw.u, n, &last);
 
+    GMT_PROBE_END(ti, GMT_PROBE_INTERN);
     GMT_PROBE_END(t0, GMT_PROBE_STACK);
     gmt_lib_leave_keep_errno();
     capturing = 0;

@@ -107,7 +107,7 @@ top = p['sites'][0]; print(top['line'], top['live_at_peak_bytes'])
 assert top['line'].startswith(site) and top['live_at_peak_bytes'] >= 39 * (3 << 20)"
 
 # ---- 5. cost per step: untraced, traced, _record_memory_history(stacks='all'), interleaved
-reps=3
+reps=${TORCH_BLOCKS_REPS:-3}
 interleaved() { # interleaved MODE OUT.txt: plain, traced and snapshot runs of MODE, in rotating order
   : >"$2"
   for r in $(seq 1 $reps); do
