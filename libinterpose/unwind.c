@@ -519,9 +519,15 @@ static inline uint64_t rule_for(uint64_t pc, uint64_t gen_bits)
  * signal handler cannot walk in the middle of a walk: stack.c captures one stack at a
  * time per thread.) */
 #define MEMO 64
+/* Behind the last walk, the thread's recent return addresses by hash: a program whose
+ * stacks change shape from event to event (PyTorch's dispatcher: another op, other
+ * frames inside the same outer ones) still meets the same few thousand addresses, at
+ * other depths; 8 KiB of the thread's own stay nearer the core than the shared table. */
+#define NEAR_BITS 9
 static GMT_TLS struct {
     uint64_t gen_bits;
     uint64_t ra[MEMO], rule[MEMO];
+    struct { uint64_t ra, rule; } near[1u << NEAR_BITS];
 } memo;
 
 /* Frame i's rule when the memo does not have it (kept there for next time); R_GIVE_UP
@@ -530,7 +536,15 @@ static __attribute__((noinline)) uint64_t rule_missed(uint64_t ra, unsigned i, u
 {
     if (ra - 1 > KEY_ADDR_MASK)
         return R_GIVE_UP;
-    uint64_t rule = rule_for(ra - 1, gen_bits);
+    unsigned h = (unsigned)((ra * 0x9e3779b97f4a7c15ull) >> (64 - NEAR_BITS));
+    uint64_t rule;
+    if (memo.near[h].ra == ra) {
+        rule = memo.near[h].rule;
+    } else {
+        rule = rule_for(ra - 1, gen_bits);
+        memo.near[h].ra = ra;
+        memo.near[h].rule = rule;
+    }
     if (i < MEMO) {
         memo.ra[i] = ra;
         memo.rule[i] = rule;
@@ -549,6 +563,7 @@ int gmt_unwind_walk(const void *frame, uint64_t *out, int max)
                         << GEN_SHIFT;
     if (GMT_UNLIKELY(memo.gen_bits != gen_bits)) {
         memset(memo.ra, 0, sizeof memo.ra);
+        memset(memo.near, 0, sizeof memo.near);
         memo.gen_bits = gen_bits;
     }
     int n = 0;
