@@ -184,11 +184,40 @@ Test(driver, module_load_costs_hidden_memory)
 {
     driver_ctx(0);
     CUmodule m;
-    struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 100 * MIB, 0};
+    struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 100 * MIB, 0, 0};
     cr_assert_eq(cuModuleLoadData(&m, &img), CUDA_SUCCESS);
     cr_expect_eq(dev(0).hidden, FAKECUDA_CONTEXT_BYTES + 100 * MIB);
     cr_assert_eq(cuModuleUnload(m), CUDA_SUCCESS);
     cr_expect_eq(dev(0).hidden, FAKECUDA_CONTEXT_BYTES);
+}
+
+/* As on an H200: the printf FIFO and the malloc heap cost nothing when set; the first
+ * kernel calling printf or malloc charges the device runtime once, the first calling
+ * malloc the heap at its limit then, whatever the FIFO's size. */
+static CUfunction kernel_using(uint64_t uses)
+{
+    CUmodule m;
+    CUfunction f;
+    struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 0, 0, uses};
+    cr_assert_eq(cuModuleLoadData(&m, &img), CUDA_SUCCESS);
+    cr_assert_eq(cuModuleGetFunction(&f, m, "k"), CUDA_SUCCESS);
+    return f;
+}
+
+Test(driver, printf_fifo_and_malloc_heap_are_charged_at_first_use)
+{
+    driver_ctx(0);
+    size_t h0 = dev(0).hidden;
+    cr_assert_eq(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 64 * MIB), CUDA_SUCCESS);
+    cr_assert_eq(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 256 * MIB), CUDA_SUCCESS);
+    cr_expect_eq(dev(0).hidden, h0, "setting the limits charged something");
+    CUfunction say = kernel_using(FAKECUDA_USES_PRINTF), get = kernel_using(FAKECUDA_USES_MALLOC);
+    cr_assert_eq(cuLaunchKernel(say, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    cr_expect_eq(dev(0).hidden, h0 + FAKECUDA_DEVRT_BYTES);
+    cr_assert_eq(cuLaunchKernel(get, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    cr_expect_eq(dev(0).hidden, h0 + FAKECUDA_DEVRT_BYTES + 256 * MIB);
+    cr_assert_eq(cuLaunchKernel(get, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    cr_expect_eq(dev(0).hidden, h0 + FAKECUDA_DEVRT_BYTES + 256 * MIB, "charged again");
 }
 
 static CUmemAllocationProp prop_on(CUmemLocationType type, int id)

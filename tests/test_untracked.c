@@ -14,9 +14,8 @@
 #define PROG "fakes/progs/untracked_prog"
 #define MIB (1ull << 20)
 #define THREADS ((uint64_t)FAKECUDA_SMS * FAKECUDA_THREADS_PER_SM)
-/* the context's own part: its charge less what its default limits hold */
-#define CONTEXT_OWN (FAKECUDA_CONTEXT_BYTES - FAKECUDA_STACK_DEFAULT * THREADS - \
-                     FAKECUDA_PRINTF_FIFO_DEFAULT - FAKECUDA_MALLOC_HEAP_DEFAULT)
+/* the context's own part: its charge less the reservation its default stack limit holds */
+#define CONTEXT_OWN (FAKECUDA_CONTEXT_BYTES - FAKECUDA_STACK_DEFAULT * THREADS)
 
 TestSuite(untracked, .fini = cli_tmpdirs_remove);
 
@@ -61,9 +60,45 @@ Test(untracked, context_only_is_the_context_and_its_limits, .timeout = 60)
     cr_expect_eq(json_int(res.out, "context_bytes"), (long long)CONTEXT_OWN, "%s", res.out);
     cr_expect_eq(json_int(res.out, "stack_bytes_per_thread"), FAKECUDA_STACK_DEFAULT);
     cr_expect_eq(json_int(res.out, "threads"), (long long)THREADS);
-    cr_expect_eq(json_int(res.out, "printf_fifo_bytes"), FAKECUDA_PRINTF_FIFO_DEFAULT);
-    cr_expect_eq(json_int(res.out, "malloc_heap_bytes"), FAKECUDA_MALLOC_HEAP_DEFAULT);
+    cr_expect_eq(json_int(res.out, "printf_fifo_limit_bytes"), FAKECUDA_PRINTF_FIFO_DEFAULT);
+    cr_expect_eq(json_int(res.out, "malloc_heap_limit_bytes"), FAKECUDA_MALLOC_HEAP_DEFAULT);
     cr_expect_eq(json_int(res.out, "unexplained_bytes"), 0, "%s", res.out);
+}
+
+/* The printf FIFO and the malloc heap cost nothing when set (as on an H200). A kernel
+ * calling printf brings the device runtime, whatever the FIFO's size; one calling malloc
+ * brings it and the heap. No call shows either: they are unexplained, the text says so. */
+Test(untracked, printf_fifo_costs_nothing_whatever_its_size, .timeout = 60)
+{
+    struct result res;
+    summary_json(traced(NULL, "fifo", "67108864"), &res);
+    cr_expect_eq(json_int(res.out, "printf_fifo_limit_bytes"), 64 * MIB, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "context_bytes"), (long long)CONTEXT_OWN, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), (long long)FAKECUDA_DEVRT_BYTES, "%s", res.out);
+}
+
+Test(untracked, a_malloc_heap_set_and_never_used_costs_nothing, .timeout = 60)
+{
+    struct result res;
+    summary_json(traced(NULL, "heap", "268435456"), &res);
+    cr_expect_eq(json_int(res.out, "malloc_heap_limit_bytes"), 256 * MIB, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "context_bytes"), (long long)CONTEXT_OWN, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), 0, "%s", res.out);
+}
+
+Test(untracked, a_malloc_heap_used_by_a_kernel_is_unexplained_and_said_so, .timeout = 60)
+{
+    struct result res;
+    const char *d = traced(NULL, "heap_use", "268435456");
+    summary_json(d, &res);
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), (long long)(256 * MIB + FAKECUDA_DEVRT_BYTES), "%s",
+                 res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "CU_LIMIT_MALLOC_HEAP_SIZE 256 MiB: charged at a kernel's first malloc"), "%s",
+              res.out);
+    cr_expect(strstr(res.out, "CU_LIMIT_PRINTF_FIFO_SIZE 1 MiB: its size never moves device used"), "%s",
+              res.out);
 }
 
 /* NCCL's send/receive kernel grows the stack at its first launch, inside ncclGroupEnd:
@@ -266,7 +301,9 @@ Test(untracked, job_names_the_rank_with_another_process_on_its_gpu, .timeout = 6
     cr_assert_eq(res.status, 0, "%s", res.err);
     cr_expect(strstr(res.out, "rank 1: peak") && strstr(res.out, "untracked: another process on its GPU: 100 MiB"),
               "%s", res.out);
-    cr_expect(strstr(res.out, "CUDA context     275 MiB on every rank"), "%s", res.out);
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "CUDA context     %llu MiB on every rank", (unsigned long long)(CONTEXT_OWN / MIB));
+    cr_expect(strstr(res.out, ctx), "no '%s' in:\n%s", ctx, res.out);
     cr_expect_null(strstr(res.out, "rank 0: peak"), "%s", res.out);
     /* the JSON carries the same: the rank's parts, its cause, the job's spreads */
     RUN(&res, NULL, "summary", "--no-symbols", "--json", d0, d1);

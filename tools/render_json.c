@@ -86,12 +86,12 @@ static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, const 
     fprintf(out, ", \"loaded_in_nccl_calls_bytes\": %" PRId64, u.in_calls);
     if (u.lim.known)
         fprintf(out, ", \"stack_bytes_per_thread\": %" PRIu64 ", \"threads\": %" PRIu64
-                     ", \"local_reservation_bytes\": %" PRIu64 ", \"printf_fifo_bytes\": %" PRIu64
-                     ", \"malloc_heap_bytes\": %" PRIu64,
+                     ", \"local_reservation_bytes\": %" PRIu64 ", \"printf_fifo_limit_bytes\": %" PRIu64
+                     ", \"malloc_heap_limit_bytes\": %" PRIu64,
                 u.lim.stack, u.lim.threads, u.lim.reservation, u.lim.fifo, u.lim.heap);
     else
         fprintf(out, ", \"stack_bytes_per_thread\": null, \"threads\": null, \"local_reservation_bytes\": null"
-                     ", \"printf_fifo_bytes\": null, \"malloc_heap_bytes\": null");
+                     ", \"printf_fifo_limit_bytes\": null, \"malloc_heap_limit_bytes\": null");
     if (u.has_other)
         fprintf(out, ", \"other_processes_bytes\": %" PRIu64 ", \"other_processes\": %" PRIu32, u.other,
                 u.other_count);

@@ -40,8 +40,13 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
         snprintf(how, sizeof how, "%" PRIu64 " B stack per thread x %" PRIu64 " threads (cuCtxGetLimit)",
                  u.lim.stack, u.lim.threads);
         part(out, "local-memory reservation", (int64_t)u.lim.reservation, how);
-        part(out, "printf FIFO", (int64_t)u.lim.fifo, "CU_LIMIT_PRINTF_FIFO_SIZE");
-        part(out, "device malloc heap", (int64_t)u.lim.heap, "CU_LIMIT_MALLOC_HEAP_SIZE");
+        char lb[32];
+        snprintf(how, sizeof how, "CU_LIMIT_PRINTF_FIFO_SIZE %s: its size never moves device used",
+                 gmt_fmt_bytes(lb, sizeof lb, u.lim.fifo));
+        part(out, "printf FIFO", 0, how);
+        snprintf(how, sizeof how, "CU_LIMIT_MALLOC_HEAP_SIZE %s: charged at a kernel's first malloc, "
+                 "which no call shows; in unexplained then", gmt_fmt_bytes(lb, sizeof lb, u.lim.heap));
+        fprintf(out, "           %-26s %10s  %s\n", "device malloc heap", "?", how);
     } else {
         fprintf(out, "           %-26s %10s  %s\n", "limits", "?", "no limits in the trace (format < 2.6)");
     }
@@ -54,7 +59,7 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
     }
     double pct = d->used_max ? 100.0 * (double)u.unexplained / (double)d->used_max : 0.0;
     snprintf(how, sizeof how, "%.1f %% of device used: what no measurement names (kernels loaded lazily at "
-             "a first launch, modules the runtime loads itself, pools)", pct);
+             "a first launch, modules the runtime loads itself, printf's and malloc's device runtime, pools)", pct);
     part(out, "unexplained", u.unexplained, how);
 }
 

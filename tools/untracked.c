@@ -18,9 +18,14 @@ void gmt_limits_view_of(const struct gmt_limits_sample *s, struct gmt_limits_vie
     v->heap = s->heap == GMT_LIMIT_UNKNOWN || s->heap > GMT_BYTES_MAX ? 0 : s->heap;
 }
 
+/* What the limits hold on the device whatever the kernels do: the local-memory
+ * reservation, which the driver charges when the stack limit is set or grown. Neither the
+ * printf FIFO nor the malloc heap is charged when set: the FIFO's size never moves device
+ * used, and the heap is charged at the first launch of a kernel that calls malloc
+ * (gmt_untracked.heap), which no call shows. */
 static int64_t limits_bytes(const struct gmt_limits_view *v)
 {
-    return v->known ? (int64_t)(v->reservation + v->fifo + v->heap) : 0;
+    return v->known ? (int64_t)v->reservation : 0;
 }
 
 static uint64_t udist(uint64_t a, uint64_t b)
@@ -105,7 +110,7 @@ static int64_t call_unnamed(const struct gmt_trace *t, const struct gmt_coll_row
     int64_t jump = c->first_dev - c->first_tracked - loads_in_call(t, c->first_scope, c->device);
     struct gmt_limits_view b, a;
     if (gmt_untracked_call_limits(t, c->first_scope, c->device, &b, &a))
-        jump -= (int64_t)(a.reservation + a.fifo + a.heap) - (int64_t)(b.reservation + b.fifo + b.heap);
+        jump -= limits_bytes(&a) - limits_bytes(&b);
     return jump;
 }
 

@@ -15,7 +15,8 @@ struct gmt_limits_view {
     uint64_t stack;            /* bytes per thread */
     uint64_t threads;          /* resident threads the reservation is for: SMs x threads per SM */
     uint64_t reservation;      /* stack x threads, bytes */
-    uint64_t fifo, heap;       /* bytes (0 when the driver did not say) */
+    uint64_t fifo, heap;       /* the limits, bytes (0 when the driver did not say); neither is
+                                * device memory when set (docs/untracked.md) */
 };
 
 /* The untracked memory of one device at its largest device-use sample (docs/untracked.md).

@@ -604,7 +604,13 @@ struct fakecuda_image {
     uint64_t magic;
     uint64_t bytes;
     uint64_t local_bytes; /* local memory per thread its kernels need; 0: within any limit */
+    uint64_t uses;        /* FAKECUDA_USES_*: what its kernels call on the device */
 };
+#define FAKECUDA_USES_PRINTF 1u
+#define FAKECUDA_USES_MALLOC 2u
+/* hidden: charged at the first launch of a kernel calling printf or malloc (the device
+ * runtime; 140 MiB on an H200) */
+#define FAKECUDA_DEVRT_BYTES (140ull << 20)
 /* cuGetExportTable's answer (the fake's one private table; the real driver has several,
  * by id): how the runtime loads its fatbins' modules without cuModuleLoad*. */
 struct fakecuda_export_table {

@@ -12,12 +12,16 @@
  *   does), a full device gives CUDA_ERROR_OUT_OF_MEMORY; a context costs 300 MiB and a
  *   module load more, which no allocation call shows (as NCCL's kernels loading into
  *   the context do on a real GPU): only cuMemGetInfo reveals them;
- * - of the context's charge, the limits hold a part (FAKECUDA_CONTEXT_BYTES counts them at
- *   their defaults): the local-memory reservation, stack limit x FAKECUDA_THREADS_PER_SM x
- *   FAKECUDA_SMS, the printf FIFO and the malloc heap. cuCtxSetLimit moves them and their
- *   charge; a cuLaunchKernel of a kernel needing more local memory per thread than the
- *   stack limit grows the limit to that need, and the charge with it, with no allocation
- *   call, as an H200 does; cuCtxGetLimit and cuDeviceGetAttribute tell them;
+ * - of the context's charge, the local-memory reservation (stack limit x
+ *   FAKECUDA_THREADS_PER_SM x FAKECUDA_SMS, FAKECUDA_CONTEXT_BYTES counting it at its
+ *   default) is a part: cuCtxSetLimit of the stack moves it and its charge; a
+ *   cuLaunchKernel of a kernel needing more local memory per thread than the stack limit
+ *   grows the limit to that need, and the charge with it, with no allocation call, as an
+ *   H200 does. The printf FIFO and the malloc heap are charged nothing when set, as on an
+ *   H200: the first launch of a kernel calling printf or malloc (its image's `uses`)
+ *   charges FAKECUDA_DEVRT_BYTES of device runtime, and the first calling malloc the heap
+ *   at its limit then (the FIFO's size is never charged). cuCtxGetLimit and
+ *   cuDeviceGetAttribute tell them;
  * - VMM handles are memfds, so a mapping shows the handle's memory at the reserved
  *   address and two mappings of one handle share data; memory is freed when its last
  *   reference is released and its last mapping is gone; mappings are inaccessible until
@@ -142,9 +146,13 @@ struct device {
     size_t gm_used, gm_used_rounded, gm_used_high, gm_reserved, gm_reserved_high;
     struct CUctx_st primary;
     struct CUmemPoolHandle_st *default_pool;
-    /* the primary context's limits (bytes): what they hold beyond the defaults is charged
-     * hidden on top of the context's own FAKECUDA_CONTEXT_BYTES */
+    /* the primary context's limits (bytes): what the reservation holds beyond its default
+     * is charged hidden on top of the context's own FAKECUDA_CONTEXT_BYTES */
     size_t stack, fifo, heap;
+    /* charged hidden by the first kernel calling printf or malloc: the device runtime, and
+     * the heap as it was then (0: none yet) */
+    int devrt;
+    size_t heap_charged;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -201,20 +209,18 @@ static void uncharge_locked(int dev, size_t bytes, int hidden)
     if (hidden) devices[dev].hidden -= bytes;
 }
 
-/* Device memory the limits hold: the local-memory reservation (stack per thread for every
- * thread the SMs can hold), the printf FIFO and the malloc heap. */
-static size_t limits_bytes(size_t stack, size_t fifo, size_t heap)
+/* Device memory the limits hold when set: the local-memory reservation (stack per thread
+ * for every thread the SMs can hold). */
+static size_t limits_bytes(size_t stack)
 {
-    return stack * FAKECUDA_THREADS_PER_SM * FAKECUDA_SMS + fifo + heap;
+    return stack * FAKECUDA_THREADS_PER_SM * FAKECUDA_SMS;
 }
-#define LIMITS_DEFAULT_BYTES \
-    limits_bytes(FAKECUDA_STACK_DEFAULT, FAKECUDA_PRINTF_FIFO_DEFAULT, FAKECUDA_MALLOC_HEAP_DEFAULT)
 
 /* Moves device dev's limits to the new values, charging or giving back the difference. */
 static CUresult set_limits_locked(int dev, size_t stack, size_t fifo, size_t heap)
 {
     struct device *d = &devices[dev];
-    size_t now = limits_bytes(d->stack, d->fifo, d->heap), want = limits_bytes(stack, fifo, heap);
+    size_t now = limits_bytes(d->stack), want = limits_bytes(stack);
     if (want > now) {
         CUresult r = charge_locked(dev, want - now, 1);
         if (r) return r;
@@ -503,7 +509,10 @@ static CUresult primary_release(CUdevice dev)
         /* its reservation goes with it: the next primary context starts at the defaults */
         set_limits_locked(dev, FAKECUDA_STACK_DEFAULT, FAKECUDA_PRINTF_FIFO_DEFAULT,
                           FAKECUDA_MALLOC_HEAP_DEFAULT);
-        uncharge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
+        struct device *d = &devices[dev];
+        uncharge_locked(dev, FAKECUDA_CONTEXT_BYTES + (d->devrt ? FAKECUDA_DEVRT_BYTES : 0) + d->heap_charged, 1);
+        d->devrt = 0;
+        d->heap_charged = 0;
     }
     pthread_mutex_unlock(&lock);
     return r;
@@ -2187,6 +2196,7 @@ struct CUmod_st {
     int dev;
     size_t bytes;
     size_t local_bytes; /* local memory per thread its kernel needs */
+    uint64_t uses;      /* FAKECUDA_USES_*: what its kernel calls on the device */
 };
 
 /* Loading charges the image's bytes as hidden device memory, as a real load puts code and
@@ -2208,7 +2218,8 @@ static CUresult load_image(CUmodule *mod, const void *image)
         return r;
     }
     *m = (struct CUmod_st){.dev = dev, .bytes = bytes,
-                           .local_bytes = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->local_bytes : 0};
+                           .local_bytes = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->local_bytes : 0,
+                           .uses = (img && img->magic == FAKECUDA_IMAGE_MAGIC) ? img->uses : 0};
     *mod = m;
     return CUDA_SUCCESS;
 }
@@ -2278,7 +2289,11 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 
 /* Runs nothing. A kernel needing more local memory per thread than the stack limit grows
  * the limit to its need at launch, and the reservation with it, with no allocation call:
- * as the real driver does (the limit then stays until set lower by hand). */
+ * as the real driver does (the limit then stays until set lower by hand). The first kernel
+ * calling printf or malloc charges the device runtime, the first calling malloc the heap
+ * at its limit then (on an H200: +140 MiB for a printf kernel whatever the FIFO's size,
+ * +150 MiB for a malloc kernel with the default 8 MiB heap, +398 MiB with 256 MiB). A
+ * heap set after that is charged nothing more here (not measured). */
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, CUstream s, void **params, void **extra)
 {
@@ -2290,6 +2305,12 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     struct device *d = &devices[dev];
     CUresult r = m->local_bytes > d->stack ? set_limits_locked(dev, m->local_bytes, d->fifo, d->heap)
                                            : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && (m->uses & (FAKECUDA_USES_PRINTF | FAKECUDA_USES_MALLOC)) && !d->devrt &&
+        (r = charge_locked(dev, FAKECUDA_DEVRT_BYTES, 1)) == CUDA_SUCCESS)
+        d->devrt = 1;
+    if (r == CUDA_SUCCESS && (m->uses & FAKECUDA_USES_MALLOC) && !d->heap_charged && d->heap &&
+        (r = charge_locked(dev, d->heap, 1)) == CUDA_SUCCESS)
+        d->heap_charged = d->heap;
     pthread_mutex_unlock(&lock);
     return r;
 }

@@ -832,7 +832,7 @@ static cudaError_t load_module_once(int slot, unsigned long long bytes, unsigned
     pthread_mutex_lock(&lock);
     CUresult r = CUDA_SUCCESS;
     if (!loaded_modules[dev][slot]) {
-        struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, bytes, local_bytes};
+        struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, bytes, local_bytes, 0};
         r = tab->module_load(&loaded_modules[dev][slot], &img);
     }
     *out = loaded_modules[dev][slot];

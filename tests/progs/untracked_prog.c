@@ -1,6 +1,7 @@
 /* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand, explicit module loads; and one of two GPUs whose limits differ. */
 
-/* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES | two BYTES
+/* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES | two BYTES |
+ *                       fifo BYTES | heap BYTES | heap_use BYTES
  *   ctx     cudaSetDevice(0), one 16 MiB cudaMalloc kept to the end: context and limits only
  *   nccl    the same, then ncclCommInitAll on device 0, a 1 Mi-float ncclAllReduce, a
  *           grouped ncclSend + ncclRecv to itself (its kernel grows the stack limit), and
@@ -9,6 +10,10 @@
  *           by hand and a second all_reduce of another size (sampled: a first call)
  *   launch  a kernel needing LOCAL_BYTES of local memory per thread, launched once
  *           (no NCCL), then one all_reduce so that a sample follows
+ *   fifo    the printf FIFO set to BYTES, then a kernel calling printf launched once, then
+ *           one all_reduce so that a sample follows
+ *   heap    the malloc heap set to BYTES and no kernel calling malloc, then one all_reduce
+ *   heap_use  the same, then a kernel calling malloc launched once
  *   modules a 4 MiB cuModuleLoadData before the first allocation, then after it every load
  *           call once: cuModuleLoad of a file (6 MiB), cuModuleLoadDataEx looked up with
  *           cuGetProcAddress (8 MiB), cuModuleLoadFatBinary looked up with dlsym (10 MiB),
@@ -49,7 +54,7 @@ static void all_reduce(ncclComm_t c, float *buf, size_t n)
 
 static struct fakecuda_image image(unsigned long long mib)
 {
-    return (struct fakecuda_image){FAKECUDA_IMAGE_MAGIC, mib * MIB_, 0};
+    return (struct fakecuda_image){FAKECUDA_IMAGE_MAGIC, mib * MIB_, 0, 0};
 }
 
 /* A file holding an image of `mib` MiB, as a .cubin on disk. */
@@ -128,12 +133,25 @@ int main(int argc, char **argv)
         if (!strcmp(mode, "modules"))
             load_modules();
         if (!strcmp(mode, "launch")) { /* before NCCL: the next samples are around its calls */
-            struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 2u << 20, arg};
+            struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 2u << 20, arg, 0};
             CUmodule m;
             CUfunction f;
             CK(cuModuleLoadData(&m, &img));
             CK(cuModuleGetFunction(&f, m, "needs_local"));
             CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        }
+        if (!strcmp(mode, "fifo") || !strcmp(mode, "heap") || !strcmp(mode, "heap_use")) {
+            int fifo = !strcmp(mode, "fifo");
+            CK(cuCtxSetLimit(fifo ? CU_LIMIT_PRINTF_FIFO_SIZE : CU_LIMIT_MALLOC_HEAP_SIZE, arg));
+            if (strcmp(mode, "heap") != 0) { /* a kernel calling printf / malloc, once */
+                struct fakecuda_image img = {FAKECUDA_IMAGE_MAGIC, 2u << 20, 0,
+                                             fifo ? FAKECUDA_USES_PRINTF : FAKECUDA_USES_MALLOC};
+                CUmodule m;
+                CUfunction f;
+                CK(cuModuleLoadData(&m, &img));
+                CK(cuModuleGetFunction(&f, m, fifo ? "says" : "mallocs"));
+                CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+            }
         }
         ncclComm_t c;
         int dev0 = 0;
