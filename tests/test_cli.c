@@ -1336,6 +1336,39 @@ Test(cli, merge_shows_the_sites_across_ranks)
         unlink(path[i]);
 }
 
+/* One unreadable trace among good ones: said once, on stderr, and exit 2; merge still
+ * shows the others, diff (whose answer wants every trace of a side) shows nothing. */
+Test(cli, merge_and_diff_say_an_unreadable_trace_once)
+{
+    char dir[] = "/tmp/gmt-test-cli-XXXXXX", path[4][PATH_MAX + 32];
+    cr_assert(mkdtemp(dir));
+    for (int i = 0; i < 4; i++) {
+        snprintf(path[i], sizeof path[i], "%s/gpumemtrace.h.%d.r%d.gmt", dir, 10 + i, i);
+        struct tb b = { 0 };
+        if (i == 2)
+            tb_put(&b, "not a trace at all", 18);
+        else
+            merge_rank(&b, i, 6 * TB_MIB);
+        FILE *f = fopen(path[i], "wb");
+        cr_assert(f && fwrite(b.p, 1, b.len, f) == b.len && !fclose(f));
+        tb_free(&b);
+    }
+    RUN(&res, "merge", "--no-symbols", dir);
+    cr_expect_eq(res.status, 2, "%s", res.err);
+    cr_expect_eq(count_of(res.err, "gpumemtrace: "), 1, "%s", res.err);
+    cr_expect_eq(count_of(res.err, path[2]), 1, "%s", res.err);
+    cr_expect(strstr(res.out, "gpumemtrace merge: 3 trace(s)"), "%s", res.out);
+    cr_expect(strstr(res.out, "r3.gmt") && strstr(res.out, "r0.gmt"), "%s", res.out);
+    RUN(&res, "diff", dir, path[0]);
+    cr_expect_eq(res.status, 2, "%s", res.err);
+    cr_expect_eq(count_of(res.err, "gpumemtrace: "), 1, "%s", res.err);
+    cr_expect_eq(count_of(res.err, path[2]), 1, "%s", res.err);
+    cr_expect_eq(strlen(res.out), 0, "%s", res.out);
+    for (int i = 0; i < 4; i++)
+        unlink(path[i]);
+    rmdir(dir);
+}
+
 /* ---- options that do what they say ---- */
 
 Test(cli, op_matches_case_insensitively_and_takes_the_groups_of_the_op)
