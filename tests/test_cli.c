@@ -1393,7 +1393,8 @@ Test(cli, summary_and_explain_of_a_job_say_an_unreadable_trace_once)
     }
     static const char *const cmds[][3] = { { "summary", "--no-symbols" },
                                            { "summary", "--no-symbols", "--json" },
-                                           { "explain", "--no-symbols" } };
+                                           { "explain", "--no-symbols" },
+                                           { "explain", "--no-symbols", "--json" } };
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
         if (cmds[c][2])
             RUN(&res, cmds[c][0], cmds[c][1], cmds[c][2], dir);

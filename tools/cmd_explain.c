@@ -230,9 +230,21 @@ static int explain_job(struct each *E, char **files, size_t n, const struct gmt_
     if (gmt_job_open(&j, files, n, ro, false, &res, &status)) {
         status = GMT_EXIT_ERROR;
     } else if (E->json) {
+        /* what the first pass could not read was said then: each trace is said once */
+        char **readable = malloc((n ? n : 1) * sizeof *readable);
+        size_t k = 0;
+        for (size_t i = 0; readable && i < n; i++)
+            if (!res.unread[i])
+                readable[k++] = files[i];
         gmt_render_explain_json_begin(stdout);
-        status = explain_files(E, files, n, ro, status);
+        if (readable) {
+            status = explain_files(E, readable, k, ro, status);
+        } else {
+            gmt_err("gpumemtrace: out of memory");
+            status = GMT_EXIT_ERROR;
+        }
         gmt_render_explain_json_end(stdout, &j);
+        free(readable);
     } else {
         status = explain_job_text(E, &j, what, ro, status);
         if (res.idle)
