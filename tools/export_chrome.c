@@ -25,7 +25,8 @@
  *   TOK_PID I      the process of trace I: its rank, or I where the ranks do not serve
  *   TOK_FLOW I K   the K-th flow arrow of trace I, numbered across the job
  * The parent keeps the renderings, in the order of the traces, in a temporary file, and
- * writes them out with each token replaced once every trace is in.
+ * writes them out with each token replaced once every trace is in. One trace alone is
+ * the whole job: it is written straight to the output, without tokens.
  */
 #define TOK_TS '\x01'
 #define TOK_PID '\x02'
@@ -40,6 +41,7 @@ struct chrome {
     const struct gmt_analysis *a;
     size_t index;
     char pidtok[32];
+    bool direct;               /* the one trace: no tokens, out is the output */
     bool anchored;             /* its times are tokens (TOK_TS) */
     uint64_t to_real;          /* anchored: trace time + to_real = CLOCK_REALTIME ns */
     int64_t shift;             /* else trace time + shift = ns since the job's start */
@@ -167,7 +169,10 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
         if (l->scope >= 0 && t->scopes[l->scope].tid != l->tid) {
             const struct gmt_scope *s = &t->scopes[l->scope];
             char id[48];
-            snprintf(id, sizeof id, "%c%zu %" PRIu64 "%c", TOK_FLOW, C->index, ++C->flows, TOK_END);
+            if (C->direct)
+                snprintf(id, sizeof id, "%" PRIu64, ++C->flows);
+            else
+                snprintf(id, sizeof id, "%c%zu %" PRIu64 "%c", TOK_FLOW, C->index, ++C->flows, TOK_END);
             instant(C, "NCCL proxy allocation", l->tid, e->time);
             char name[GMT_GROUP_MEMBERS + 8];
             fprintf(C->out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"memory\":\"%s\",\"api\":\"%s\","
@@ -295,6 +300,9 @@ struct head {
 struct chrome_job {
     char *const *files;
     long max_points;
+    FILE *direct;              /* the one trace's output (no take), else NULL */
+    const char *path;          /* the output's name */
+    bool said;                 /* a failure of the one trace said */
     FILE *tmp;                 /* the renderings, in the order of the traces */
     size_t written;            /* renderings in tmp */
     /* of each trace: its anchor and rank (has), its flow arrows' first number */
@@ -304,23 +312,32 @@ struct chrome_job {
 };
 
 /* One trace's process, counters and calls, rendered with its tokens (perhaps in a
- * worker); -1 with the message when it could not be made. */
+ * worker); -1 with the message when it could not be made. The one trace of a job is
+ * written straight out (out NULL): a failure to write stops the export, said here. */
 static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
                       size_t errlen)
 {
-    const struct chrome_job *X = ctx;
-    struct chrome c = {.out = out, .first = true, .a = a, .index = i, .max_points = X->max_points},
+    struct chrome_job *X = ctx;
+    struct chrome c = {.out = out ? out : X->direct, .first = true, .a = a, .index = i,
+                       .direct = !out, .max_points = X->max_points},
                   *C = &c;
     const struct gmt_trace *t = &a->t;
     struct head h = {.has = t->has_proc, .rank = t->has_proc ? t->proc.rank : -1};
     h.realtime_ns = t->has_proc ? t->proc.realtime_ns : 0;
-    fwrite(&h, sizeof h, 1, out);
-    snprintf(C->pidtok, sizeof C->pidtok, "%c%zu%c", TOK_PID, i, TOK_END);
     /* trace time -> realtime: + realtime_ns - monotonic_ns; without an anchor, its
      * first record at the job's start */
-    C->anchored = t->has_proc;
     C->to_real = t->proc.realtime_ns - t->proc.monotonic_ns;
     C->shift = -(int64_t)t->t_first;
+    if (C->direct) {
+        /* its own anchor is the job's earliest; its rank, if it has one, its process */
+        snprintf(C->pidtok, sizeof C->pidtok, "%d", h.has && h.rank >= 0 ? h.rank : 0);
+        if (t->has_proc)
+            C->shift = -(int64_t)t->proc.monotonic_ns;
+    } else {
+        fwrite(&h, sizeof h, 1, out);
+        snprintf(C->pidtok, sizeof C->pidtok, "%c%zu%c", TOK_PID, i, TOK_END);
+        C->anchored = t->has_proc;
+    }
     int r = gmt_colls_group_labels(t, &C->members);
     if (!r && (r = gmt_tracks_init(&C->tk, a, C->max_points, false, point, C)))
         gmt_colls_group_labels_free(C->members);
@@ -334,6 +351,14 @@ static int chrome_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o
     }
     if (!r)
         block_counters(C);
+    if (C->direct) {
+        if (!r)
+            return 0;
+        gmt_err(r == -ENOMEM ? "gpumemtrace: export: out of memory"
+                             : "gpumemtrace: export: cannot write %s", X->path);
+        X->said = true;
+        return r == -1 ? -EIO : r;
+    }
     if (!r && (fwrite(&C->flows, sizeof C->flows, 1, out) != 1 || ferror(out)))
         r = -ENOMEM;
     if (!r)
@@ -371,7 +396,8 @@ static void chrome_skipped(void *ctx, size_t i, const char *why)
 {
     struct chrome_job *X = ctx;
     gmt_err("gpumemtrace: %s", why);
-    X->has[i] = !anchor(X->files[i], &X->procs[i]);
+    if (!X->direct)
+        X->has[i] = !anchor(X->files[i], &X->procs[i]);
 }
 
 /* The renderings in X->tmp into f, each token replaced: the job's earliest anchor is its
@@ -434,9 +460,9 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
         gmt_err("gpumemtrace: out of memory");
     else if (!(f = fopen(out, "w")))
         gmt_err("gpumemtrace: export: cannot create %s: %s", out, strerror(errno));
-    else if (!(X.tmp = tmpfile()))
+    else if (n != 1 && !(X.tmp = tmpfile()))
         gmt_err("gpumemtrace: export: cannot make a temporary file: %s", strerror(errno));
-    if (!X.tmp) {
+    if (!f || (n != 1 && !X.tmp)) {
         if (f)
             fclose(f);
         free(X.procs);
@@ -444,18 +470,21 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
         free(X.flow0);
         return status;
     }
+    X.path = out;
+    X.direct = n == 1 ? f : NULL;
+    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
     const struct gmt_jobs J = {.files = files, .n = n, .ro = ro, .trace = chrome_one,
-                               .take = chrome_take, .ctx = &X, .skipped = chrome_skipped};
+                               .take = X.direct ? NULL : chrome_take, .ctx = &X,
+                               .skipped = chrome_skipped};
     struct gmt_jobs_result res;
     int r = gmt_jobs_run(&J, &res);
-    if (r)
+    if (r && !X.said)
         gmt_err("gpumemtrace: %s", r == -ENOMEM ? "out of memory" : "a process reading the traces died");
     status = r || res.skipped ? GMT_EXIT_ERROR : GMT_EXIT_OK;
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
-    if (fflush(X.tmp) || ferror(X.tmp)) {
+    if (X.tmp && (fflush(X.tmp) || ferror(X.tmp))) {
         gmt_err("gpumemtrace: export: cannot write a temporary file");
         status = GMT_EXIT_ERROR;
-    } else {
+    } else if (X.tmp) {
         chrome_write(f, &X, n);
     }
     fprintf(f, "\n],\"otherData\":{\"source\":\"gpumemtrace\",\"max_points_per_counter\":%ld}}\n", max_points);
@@ -463,7 +492,8 @@ int gmt_export_chrome(char *const *files, size_t n, const struct gmt_report_opts
         gmt_err("gpumemtrace: export: cannot write %s", out);
         status = GMT_EXIT_ERROR;
     }
-    fclose(X.tmp);
+    if (X.tmp)
+        fclose(X.tmp);
     free(X.procs);
     free(X.has);
     free(X.flow0);
