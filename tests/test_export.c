@@ -450,6 +450,19 @@ Test(export, chrome_reads_each_trace_once_so_a_pipe_will_do, .timeout = 60)
     /* the process names hold the file names: the same length here */
     cr_assert_gt(a, 1000);
     cr_expect(a == b && !memcmp(x, y, a), "from pipes, not what the files give");
+    /* the job's time line starts at its earliest anchor: the demo's ranks run for well
+     * under a minute of it */
+    double last = 0;
+    for (const char *q = x; (q = strstr(q, "\"ts\":")); q++)
+        if (strtod(q + 5, NULL) > last)
+            last = strtod(q + 5, NULL);
+    cr_expect(last > 0 && last < 60e6, "the last event at %.0f us", last);
+    /* one trace alone is the job: its rank is its process, its anchor the start */
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", files, goldens[1]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    free(y);
+    y = slurp_file(files, &b);
+    cr_expect(strstr(y, "\"sort_index\":1}}") && !strstr(y, "\"pid\":0,"), "%.300s", y);
     free(x);
     free(y);
 }
