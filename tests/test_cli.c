@@ -1336,6 +1336,81 @@ Test(cli, merge_shows_the_sites_across_ranks)
         unlink(path[i]);
 }
 
+/* One unreadable trace among good ones: said once, on stderr, and exit 2; merge still
+ * shows the others, diff (whose answer wants every trace of a side) shows nothing. */
+Test(cli, merge_and_diff_say_an_unreadable_trace_once)
+{
+    char dir[] = "/tmp/gmt-test-cli-XXXXXX", path[4][PATH_MAX + 32];
+    cr_assert(mkdtemp(dir));
+    for (int i = 0; i < 4; i++) {
+        snprintf(path[i], sizeof path[i], "%s/gpumemtrace.h.%d.r%d.gmt", dir, 10 + i, i);
+        struct tb b = { 0 };
+        if (i == 2)
+            tb_put(&b, "not a trace at all", 18);
+        else
+            merge_rank(&b, i, 6 * TB_MIB);
+        FILE *f = fopen(path[i], "wb");
+        cr_assert(f && fwrite(b.p, 1, b.len, f) == b.len && !fclose(f));
+        tb_free(&b);
+    }
+    RUN(&res, "merge", "--no-symbols", dir);
+    cr_expect_eq(res.status, 2, "%s", res.err);
+    cr_expect_eq(count_of(res.err, "gpumemtrace: "), 1, "%s", res.err);
+    cr_expect_eq(count_of(res.err, path[2]), 1, "%s", res.err);
+    cr_expect(strstr(res.out, "gpumemtrace merge: 3 trace(s)"), "%s", res.out);
+    cr_expect(strstr(res.out, "r3.gmt") && strstr(res.out, "r0.gmt"), "%s", res.out);
+    RUN(&res, "diff", dir, path[0]);
+    cr_expect_eq(res.status, 2, "%s", res.err);
+    cr_expect_eq(count_of(res.err, "gpumemtrace: "), 1, "%s", res.err);
+    cr_expect_eq(count_of(res.err, path[2]), 1, "%s", res.err);
+    cr_expect_eq(strlen(res.out), 0, "%s", res.out);
+    for (int i = 0; i < 4; i++)
+        unlink(path[i]);
+    rmdir(dir);
+}
+
+/* The first pass of summary and explain over several traces (gmt_job_open): a trace it
+ * cannot read is said once and the exit status is 2; the others make the job. */
+Test(cli, summary_and_explain_of_a_job_say_an_unreadable_trace_once)
+{
+    char dir[] = "/tmp/gmt-test-cli-XXXXXX", path[3][PATH_MAX + 32];
+    cr_assert(mkdtemp(dir));
+    for (int i = 0; i < 3; i++) {
+        snprintf(path[i], sizeof path[i], "%s/gpumemtrace.h.%d.r%d.gmt", dir, 10 + i, i);
+        char src[64];
+        snprintf(src, sizeof src, "tests/golden/demo-r%d.gmt", i);
+        FILE *in = i < 2 ? fopen(src, "rb") : NULL, *out = fopen(path[i], "wb");
+        cr_assert(out && (i == 2 || in));
+        char buf[65536];
+        size_t k;
+        while (in && (k = fread(buf, 1, sizeof buf, in)) > 0)
+            cr_assert_eq(fwrite(buf, 1, k, out), k);
+        if (!in)
+            fputs("not a trace", out);
+        else
+            fclose(in);
+        cr_assert_eq(fclose(out), 0);
+    }
+    static const char *const cmds[][3] = { { "summary", "--no-symbols" },
+                                           { "summary", "--no-symbols", "--json" },
+                                           { "explain", "--no-symbols" },
+                                           { "explain", "--no-symbols", "--json" } };
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        if (cmds[c][2])
+            RUN(&res, cmds[c][0], cmds[c][1], cmds[c][2], dir);
+        else
+            RUN(&res, cmds[c][0], cmds[c][1], dir);
+        cr_expect_eq(res.status, 2, "%s %s: %s", cmds[c][0], cmds[c][2] ? cmds[c][2] : "", res.err);
+        cr_expect_eq(count_of(res.err, "gpumemtrace: "), 1, "%s: %s", cmds[c][0], res.err);
+        cr_expect_eq(count_of(res.err, path[2]), 1, "%s: %s", cmds[c][0], res.err);
+        cr_expect(strstr(res.out, cmds[c][2] ? "\"rank\": 1" : "2 rank") ||
+                  strstr(res.out, "2 trace(s), 2 with a rank"), "%s: %s", cmds[c][0], res.out);
+    }
+    for (int i = 0; i < 3; i++)
+        unlink(path[i]);
+    rmdir(dir);
+}
+
 /* ---- options that do what they say ---- */
 
 Test(cli, op_matches_case_insensitively_and_takes_the_groups_of_the_op)

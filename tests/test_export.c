@@ -406,3 +406,123 @@ Test(export, an_open_group_is_named_as_its_row, .timeout = 60)
     cr_expect(strstr(text, "\"ph\":\"X\",\"cat\":\"nccl\",\"pid\":0,\"tid\":100,\"name\":\"Group(AllReduce)\""), "%s", text);
     cr_expect(strstr(text, "\"timed\":false,\"weight\":0,\"open_at_end\":true"), "%s", text);
 }
+
+/* The whole file at path, malloc'd and NUL-ended; its length in *len. */
+static char *slurp_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    char *p = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) {
+        p = realloc(p, cap = cap * 2 + 65536);
+        size_t k = fread(p + *len, 1, cap - *len - 1, f);
+        *len += k;
+        if (k < cap - (*len - k) - 1)
+            break;
+    }
+    fclose(f);
+    p[*len] = 0;
+    return p;
+}
+
+/* Each trace is read once: traces given as pipes export as the same files do. */
+Test(export, chrome_reads_each_trace_once_so_a_pipe_will_do, .timeout = 60)
+{
+    const char *d = cli_tmpdir();
+    const char *files = in(d, "files.json"), *pipes = in(d, "pipes.json");
+    char f0[PATH_MAX], f1[PATH_MAX], cmd[8 * PATH_MAX];
+    snprintf(f0, sizeof f0, "%s/r0.fifo", d);
+    snprintf(f1, sizeof f1, "%s/r1.fifo", d);
+    cr_assert_eq(mkfifo(f0, 0600), 0);
+    cr_assert_eq(mkfifo(f1, 0600), 0);
+    struct result res;
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", files, goldens[0], goldens[1]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    snprintf(cmd, sizeof cmd, "cat %s >'%s' & cat %s >'%s' & '%s/gpumemtrace' export --format chrome "
+             "--no-symbols -o '%s' '%s' '%s'; s=$?; wait; exit $s", goldens[0], f0, goldens[1], f1,
+             cli_build_dir(), pipes, f0, f1);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    size_t a, b;
+    char *x = slurp_file(files, &a), *y = slurp_file(pipes, &b);
+    /* the process names hold the file names: the same length here */
+    cr_assert_gt(a, 1000);
+    cr_expect(a == b && !memcmp(x, y, a), "from pipes, not what the files give");
+    /* the job's time line starts at its earliest anchor: the demo's ranks run for well
+     * under a minute of it */
+    double last = 0;
+    for (const char *q = x; (q = strstr(q, "\"ts\":")); q++)
+        if (strtod(q + 5, NULL) > last)
+            last = strtod(q + 5, NULL);
+    cr_expect(last > 0 && last < 60e6, "the last event at %.0f us", last);
+    /* one trace alone is the job: its rank is its process, its anchor the start */
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", files, goldens[1]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    free(y);
+    y = slurp_file(files, &b);
+    cr_expect(strstr(y, "\"sort_index\":1}}") && !strstr(y, "\"pid\":0,"), "%.300s", y);
+    free(x);
+    free(y);
+}
+
+/* Enough traces that workers render them: the processes and flow arrows are numbered
+ * across the job, in the order of the traces, as one process would number them. */
+Test(export, chrome_of_many_traces_numbers_processes_and_flows_across_the_job, .timeout = 60)
+{
+    const char *d = cli_tmpdir();
+    const char *json = in(d, "many.json");
+    enum { K = 20 };
+    const char *argv[K + 8] = {"gpumemtrace", "export", "--format", "chrome", "--no-symbols", "-o", json};
+    size_t n = 7;
+    for (int i = 0; i < K; i++)
+        argv[n++] = goldens[i % 2];
+    struct result res;
+    cli_exec(&res, NULL, argv);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    size_t len;
+    char *p = slurp_file(json, &len);
+    /* twice the same ranks: a process per trace, 0..K-1 */
+    for (int i = 0; i < K; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"sort_index\":%d}}", i);
+        cr_expect(strstr(p, want), "no process %d", i);
+    }
+    /* every flow arrow a number of its own, 1..F, each once as a start and once as an end */
+    int starts = 0;
+    for (const char *q = p; (q = strstr(q, "{\"ph\":\"s\",\"cat\":\"nccl\",\"name\":\"proxy allocation\",\"id\":")); q++) {
+        starts++;
+        char want[128];
+        snprintf(want, sizeof want, "\"ph\":\"s\",\"cat\":\"nccl\",\"name\":\"proxy allocation\",\"id\":%d,", starts);
+        cr_expect(strstr(p, want), "flow %d", starts);
+    }
+    cr_expect_gt(starts, K, "flows: %d", starts);
+    char last[96];
+    snprintf(last, sizeof last, "\"id\":%d,", starts + 1);
+    cr_expect_null(strstr(p, last));
+    free(p);
+}
+
+/* A trace that cannot be read whole still has its PROCESS record: its rank and anchor
+ * count, so the others keep the process ids and times they would have beside it. */
+Test(export, chrome_keeps_the_anchor_of_a_trace_it_cannot_read, .timeout = 60)
+{
+    const char *d = cli_tmpdir();
+    const char *json = in(d, "half.json"), *half = in(d, "half.gmt");
+    size_t len;
+    char *p = slurp_file(goldens[1], &len);
+    cr_assert_gt(len, 1100);
+    memset(p + 1000, 0, 64); /* rank 1's first records, then a record of size 0 */
+    FILE *f = fopen(half, "wb");
+    cr_assert(f && fwrite(p, 1, 1064, f) == 1064 && !fclose(f));
+    free(p);
+    struct result res;
+    RUN(&res, "export", "--format", "chrome", "--no-symbols", "-o", json, half, goldens[0]);
+    cr_expect_eq(res.status, 2, "%s", res.err);
+    cr_expect(strstr(res.err, "record size 0"), "%s", res.err);
+    p = slurp_file(json, &len);
+    /* ranks 1 and 0, distinct: rank 0's process is 0, not its place (1) */
+    cr_expect(strstr(p, "\"sort_index\":0}}") && !strstr(p, "\"pid\":1,"), "%.400s", p);
+    free(p);
+}

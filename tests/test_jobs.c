@@ -119,3 +119,48 @@ Test(jobs, without_take_runs_each_trace_here_in_order)
     cr_assert(unread[7] && unread[30] && !unread[0]);
     free(f);
 }
+
+struct kept {
+    struct gmt_analysis a[N];
+    size_t n;
+};
+
+/* Takes every analysis but the third's, which it refuses after looking at it. */
+static int keep_cb(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                   size_t errlen)
+{
+    struct kept *K = ctx;
+    cr_assert_null(out);
+    if (i == 2) {
+        snprintf(err, errlen, "trace %zu refused", i);
+        return -1;
+    }
+    K->a[K->n++] = *a;
+    return 0;
+}
+
+Test(jobs, with_keep_what_trace_took_outlives_the_run)
+{
+    struct kept *K = calloc(1, sizeof *K);
+    char *f[4] = {GOOD, "tests/golden/demo-r1.gmt", GOOD, "tests/golden/no-such-trace.gmt"};
+    bool unread[4] = {0};
+    struct gmt_report_opts ro;
+    gmt_report_opts_init(&ro);
+    ro.no_symbols = true;
+    const struct gmt_jobs J = {.files = f, .n = 4, .ro = &ro, .trace = keep_cb, .ctx = K,
+                               .keep = true, .unread = unread};
+    struct gmt_jobs_result res;
+    cr_assert_eq(gmt_jobs_run(&J, &res), 0);
+    cr_assert_eq(res.done, 2);
+    cr_assert_eq(res.skipped, 2);
+    cr_assert(!unread[0] && !unread[1] && unread[2] && unread[3]);
+    cr_assert_eq(K->n, 2);
+    /* still whole after the run: the driver freed neither */
+    cr_assert_str_eq(K->a[0].t.path, GOOD);
+    cr_assert_str_eq(K->a[1].t.path, "tests/golden/demo-r1.gmt");
+    cr_assert_gt(K->a[1].rep.n_dev, 0);
+    cr_assert_gt(K->a[1].t.n_stacks, 0);
+    for (size_t i = 0; i < K->n; i++)
+        gmt_analysis_free(&K->a[i]);
+    free(K);
+}

@@ -68,6 +68,24 @@ Test(run, keeps_an_existing_ld_preload_after_the_tracer)
     cr_expect(strncmp(out, "/", 1) == 0, "the tracer is given by absolute path: %s", out);
 }
 
+/* A trace in the directory that cannot be read: the closing summary says it once, in its
+ * place among the traces' lines, and goes on with the others. */
+Test(run, the_closing_summary_says_an_unreadable_trace_once)
+{
+    cr_expect_eq(sh("$G run -o t -- sh -c \"'%s/fakes/progs/fake_cudart' && printf junk > "
+                    "t/gpumemtrace.bad.gmt\"", build_dir), 0);
+    char err[8192];
+    slurp("err", err, sizeof err);
+    const char *head = strstr(err, "gpumemtrace: 2 trace(s) in t/\n");
+    cr_assert(head, "%s", err);
+    const char *bad = strstr(head, "\n  t/gpumemtrace.bad.gmt: offset 0: not a gpumemtrace trace");
+    const char *good = strstr(head, "\n  gpumemtrace.");
+    const char *fail = strstr(head, "\n    1 allocation(s) failed; the first at ");
+    cr_expect(bad && good && fail && bad < good && good < fail, "%s", head);
+    cr_expect(bad && !strstr(strstr(bad, "bad magic") + 1, "bad magic"), "said twice: %s", head);
+    cr_expect(strstr(head, "\ngpumemtrace: details: gpumemtrace summary t\n"), "%s", head);
+}
+
 Test(run, traces_the_command_and_summarises)
 {
     cr_assert_eq(access(build_dir, F_OK), 0);

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -226,25 +225,26 @@ static int explain_job(struct each *E, char **files, size_t n, const struct gmt_
                        const char *what)
 {
     int status = GMT_EXIT_OK;
-    struct gmt_report_opts quick = *ro;
-    quick.no_symbols = true;
-    quick.nccl_model = false;
     struct gmt_job j;
-    gmt_job_init(&j);
-    struct gmt_job_read_result res = {.progress = isatty(STDERR_FILENO)};
-    int rr = gmt_job_read(&j, files, n, &quick, &res);
-    for (size_t i = 0; res.err && i < n; i++)
-        if (res.unread[i]) {
-            gmt_err("gpumemtrace: %s", res.err[i]);
-            status = GMT_EXIT_ERROR;
-        }
-    if (rr || gmt_job_finish(&j)) {
-        gmt_err("gpumemtrace: %s", rr == -EIO ? "a process reading the traces died" : "out of memory");
+    struct gmt_job_read_result res;
+    if (gmt_job_open(&j, files, n, ro, false, &res, &status)) {
         status = GMT_EXIT_ERROR;
     } else if (E->json) {
+        /* what the first pass could not read was said then: each trace is said once */
+        char **readable = malloc((n ? n : 1) * sizeof *readable);
+        size_t k = 0;
+        for (size_t i = 0; readable && i < n; i++)
+            if (!res.unread[i])
+                readable[k++] = files[i];
         gmt_render_explain_json_begin(stdout);
-        status = explain_files(E, files, n, ro, status);
+        if (readable) {
+            status = explain_files(E, readable, k, ro, status);
+        } else {
+            gmt_err("gpumemtrace: out of memory");
+            status = GMT_EXIT_ERROR;
+        }
         gmt_render_explain_json_end(stdout, &j);
+        free(readable);
     } else {
         status = explain_job_text(E, &j, what, ro, status);
         if (res.idle)

@@ -16,6 +16,7 @@
 #include "args.h"
 #include "cli.h"
 #include "idnames.h"
+#include "jobs.h"
 #include "names.h"
 #include "reader.h"
 #include "report.h"
@@ -87,27 +88,73 @@ static int find_lib(char *out, size_t len)
 
 /* What must not go unseen under a line of figures: allocations that failed (the first,
  * with its error and site) and NCCL calls the trace ends inside. */
-static void closing_alerts(const struct gmt_analysis *a)
+static void closing_alerts(FILE *o, const struct gmt_analysis *a)
 {
     const struct gmt_report *rep = &a->rep;
     if (rep->n_fails) {
         const struct gmt_fail_row *f = &rep->fails[0];
         char b1[32], line[512], err[48];
         gmt_stack_line(a, f->stack, 2, line, sizeof line);
-        fprintf(stderr, "    %zu allocation(s) failed; the first at %.3f s: %s of %s on device %d, %s, at ",
+        fprintf(o, "    %zu allocation(s) failed; the first at %.3f s: %s of %s on device %d, %s, at ",
                 rep->n_fails, (double)(f->time - a->t.t_first) / 1e9, gmt_api_name(f->api),
                 gmt_fmt_bytes(b1, sizeof b1, f->bytes), f->device,
                 gmt_error_text(f->api, f->error, err, sizeof err));
-        gmt_fput_safe(stderr, line, strlen(line));
-        fputc('\n', stderr);
+        gmt_fput_safe(o, line, strlen(line));
+        fputc('\n', o);
     }
     for (size_t i = 0; i < rep->n_open; i++) {
         const struct gmt_open_row *r = &rep->open[i];
-        fprintf(stderr, "    the trace ends inside %s (thread %u, open since %.3f s)\n",
+        fprintf(o, "    the trace ends inside %s (thread %u, open since %.3f s)\n",
                 gmt_op_name(r->op), r->tid, (double)(r->since - a->t.t_first) / 1e9);
     }
 }
 
+/* One trace's lines of the closing summary (perhaps in a worker: jobs.h). */
+static int short_one(void *ctx, size_t i, const struct gmt_analysis *a, FILE *o, char *err,
+                     size_t errlen)
+{
+    const char *path = a->t.path;
+    const char *base = strrchr(path, '/');
+    const char *name = base ? base + 1 : path;
+    fputs("  ", o);
+    gmt_fput_safe(o, name, strlen(name));
+    fprintf(o, "%*s", strlen(name) < 44 ? (int)(44 - strlen(name)) : 0, "");
+    if (a->t.has_proc && a->t.proc.rank >= 0)
+        fprintf(o, " rank %d", a->t.proc.rank);
+    for (size_t d = 0; d < a->rep.n_dev; d++) {
+        char b1[32], b2[32];
+        if (!a->rep.dev[d].peak)
+            continue;
+        fprintf(o, "  dev %d peak %s", a->rep.dev[d].device,
+                gmt_fmt_bytes(b1, sizeof b1, a->rep.dev[d].peak));
+        if (a->rep.dev[d].has_used)
+            fprintf(o, " (device used %s)", gmt_fmt_bytes(b2, sizeof b2, a->rep.dev[d].used_max));
+    }
+    uint64_t nccl_first = 0;
+    for (size_t c = 0; c < a->rep.n_colls; c++)
+        if (a->rep.colls[c].first_tracked > 0)
+            nccl_first += (uint64_t)a->rep.colls[c].first_tracked;
+    if (nccl_first) {
+        char b[32];
+        fprintf(o, ", NCCL calls added %s", gmt_fmt_bytes(b, sizeof b, nccl_first));
+    }
+    fprintf(o, "%s\n", a->t.complete ? "" : a->t.cut ? "  [cut]" : "  [incomplete]");
+    closing_alerts(o, a);
+    return 0;
+}
+
+static int short_take(void *ctx, size_t i, const char *p, size_t len)
+{
+    fwrite(p, 1, len, stderr);
+    return 0;
+}
+
+static void short_unread(void *ctx, size_t i, const char *why)
+{
+    gmt_err("  %s", why);
+}
+
+/* The closing summary: a line per trace in dir, on stderr. */
 static void short_summary(const char *dir)
 {
     char **files;
@@ -120,44 +167,13 @@ static void short_summary(const char *dir)
     struct gmt_report_opts ro;
     gmt_report_opts_init(&ro);
     gmt_err("gpumemtrace: %zu trace(s) in %s/", n, dir);
-    for (size_t i = 0; i < n; i++) {
-        struct gmt_analysis a;
-        char err[512];
-        if (gmt_analyze(&a, files[i], &ro, err, sizeof err)) {
-            gmt_err("  %s", err);
-            free(files[i]);
-            continue;
-        }
-        const char *base = strrchr(files[i], '/');
-        const char *name = base ? base + 1 : files[i];
-        fputs("  ", stderr);
-        gmt_fput_safe(stderr, name, strlen(name));
-        fprintf(stderr, "%*s", strlen(name) < 44 ? (int)(44 - strlen(name)) : 0, "");
-        if (a.t.has_proc && a.t.proc.rank >= 0)
-            fprintf(stderr, " rank %d", a.t.proc.rank);
-        for (size_t d = 0; d < a.rep.n_dev; d++) {
-            char b1[32], b2[32];
-            if (!a.rep.dev[d].peak)
-                continue;
-            fprintf(stderr, "  dev %d peak %s", a.rep.dev[d].device,
-                    gmt_fmt_bytes(b1, sizeof b1, a.rep.dev[d].peak));
-            if (a.rep.dev[d].has_used)
-                fprintf(stderr, " (device used %s)", gmt_fmt_bytes(b2, sizeof b2, a.rep.dev[d].used_max));
-        }
-        uint64_t nccl_first = 0;
-        for (size_t c = 0; c < a.rep.n_colls; c++)
-            if (a.rep.colls[c].first_tracked > 0)
-                nccl_first += (uint64_t)a.rep.colls[c].first_tracked;
-        if (nccl_first) {
-            char b[32];
-            fprintf(stderr, ", NCCL calls added %s", gmt_fmt_bytes(b, sizeof b, nccl_first));
-        }
-        gmt_err("%s", a.t.complete ? "" : a.t.cut ? "  [cut]" : "  [incomplete]");
-        closing_alerts(&a);
-        gmt_analysis_free(&a);
-        free(files[i]);
-    }
-    free(files);
+    const struct gmt_jobs J = {.files = files, .n = n, .ro = &ro, .trace = short_one,
+                               .take = short_take, .skipped = short_unread};
+    struct gmt_jobs_result res;
+    int r = gmt_jobs_run(&J, &res);
+    if (r)
+        gmt_err("gpumemtrace: %s", r == -ENOMEM ? "out of memory" : "a process reading the traces died");
+    gmt_free_paths(files, n);
     gmt_err("gpumemtrace: details: gpumemtrace summary %s", dir);
 }
 

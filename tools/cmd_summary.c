@@ -332,32 +332,15 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
 {
     FILE *text = out->f[0]; /* where the text's headings go (all: none are written) */
     int status = GMT_EXIT_OK;
-    struct gmt_report_opts quick = *ro;
-    quick.no_symbols = true;
     struct gmt_job j;
-    gmt_job_init(&j);
-    struct gmt_job_read_result res = {.progress = isatty(STDERR_FILENO)};
-    int rr = gmt_job_read(&j, files, n, &quick, &res);
-    for (size_t i = 0; res.err && i < n; i++)
-        if (res.unread[i]) {
-            gmt_err("gpumemtrace: %s", res.err[i]);
-            status = GMT_EXIT_ERROR;
-        }
+    struct gmt_job_read_result res;
+    if (gmt_job_open(&j, files, n, ro, true, &res, &status)) {
+        gmt_job_free(&j);
+        gmt_job_read_result_free(&res, n);
+        return GMT_EXIT_ERROR;
+    }
     bool *unread = res.unread;
     size_t idle = res.idle;
-    if (rr) {
-        gmt_err("gpumemtrace: %s", rr == -ENOMEM ? "out of memory"
-                                                  : "a process reading the traces died");
-        gmt_job_free(&j);
-        gmt_job_read_result_free(&res, n);
-        return GMT_EXIT_ERROR;
-    }
-    if (gmt_job_finish(&j)) {
-        gmt_err("gpumemtrace: out of memory");
-        gmt_job_free(&j);
-        gmt_job_read_result_free(&res, n);
-        return GMT_EXIT_ERROR;
-    }
     /* a selection that matches nothing in any trace read: an error, before any output */
     if (j.n && gmt_seen_check(&res.seen, ro, "summary")) {
         gmt_job_free(&j);

@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "job.h"
+#include "jobs.h"
 #include "metrics.h"
 #include "nccl_print.h"
 #include "stacks.h"
@@ -169,6 +170,37 @@ static void free_side(struct gmt_diff_side *s)
     gmt_free_paths(s->paths, s->n_paths);
 }
 
+struct reading {
+    struct gmt_diff_side *s;
+    struct gmt_idents ids;
+    struct gmt_msgs *msgs;
+};
+
+/* Each trace of a side read (the job driver, serially: jobs.h) is kept with its identity;
+ * -ENOMEM stops the side. */
+static int take_trace(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                      size_t errlen)
+{
+    struct reading *R = ctx;
+    struct gmt_diff_side *s = R->s;
+    if (gmt_analysis_used_gpu(a)) {
+        gmt_idents_next(&R->ids, a, &s->rank[i], &s->process[i]);
+        if (gmt_idents_take(&R->ids, s->rank[i])) {
+            s->process[i] = -1;
+            return -ENOMEM;
+        }
+    }
+    s->an[i] = *a;
+    s->ok[i] = true;
+    return 0;
+}
+
+static void unreadable(void *ctx, size_t i, const char *why)
+{
+    struct reading *R = ctx;
+    gmt_msgs_add(R->msgs, "%s", why);
+}
+
 static int load_side(struct gmt_diff_side *s, const struct gmt_report_opts *ro,
                      struct gmt_msgs *msgs)
 {
@@ -185,27 +217,16 @@ static int load_side(struct gmt_diff_side *s, const struct gmt_report_opts *ro,
         gmt_msgs_add(msgs, "out of memory");
         return -ENOMEM;
     }
-    struct gmt_idents ids;
-    gmt_idents_init(&ids);
-    for (size_t i = 0; i < s->n_paths; i++) {
-        char err[512];
+    for (size_t i = 0; i < s->n_paths; i++)
         s->process[i] = -1;
-        if (gmt_analyze(&s->an[i], s->paths[i], ro, err, sizeof err)) {
-            gmt_msgs_add(msgs, "%s", err);
-            status = -EINVAL;
-            continue;
-        }
-        s->ok[i] = true;
-        if (!gmt_analysis_used_gpu(&s->an[i]))
-            continue;
-        gmt_idents_next(&ids, &s->an[i], &s->rank[i], &s->process[i]);
-        if (gmt_idents_take(&ids, s->rank[i])) {
-            status = -ENOMEM;
-            break;
-        }
-    }
-    gmt_idents_free(&ids);
-    return status;
+    struct reading R = {.s = s, .msgs = msgs};
+    gmt_idents_init(&R.ids);
+    const struct gmt_jobs J = {.files = s->paths, .n = s->n_paths, .ro = ro, .trace = take_trace,
+                               .ctx = &R, .keep = true, .skipped = unreadable};
+    struct gmt_jobs_result res;
+    int r = gmt_jobs_run(&J, &res);
+    gmt_idents_free(&R.ids);
+    return r ? r : res.skipped ? -EINVAL : status;
 }
 
 static int cmp_ident(int32_t ra, int32_t pa, int32_t rb, int32_t pb)

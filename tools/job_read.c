@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli.h"
 #include "jobs.h"
 #include "metrics.h"
 
@@ -215,4 +217,25 @@ void gmt_job_read_result_free(struct gmt_job_read_result *res, size_t n)
     free(res->unread);
     gmt_seen_free(&res->seen);
     memset(res, 0, sizeof *res);
+}
+
+int gmt_job_open(struct gmt_job *j, char **files, size_t n, const struct gmt_report_opts *ro,
+                 bool nccl_model, struct gmt_job_read_result *res, int *status)
+{
+    struct gmt_report_opts quick = *ro;
+    quick.no_symbols = true;
+    quick.nccl_model = ro->nccl_model && nccl_model;
+    gmt_job_init(j);
+    *res = (struct gmt_job_read_result){.progress = isatty(STDERR_FILENO)};
+    int rr = gmt_job_read(j, files, n, &quick, res);
+    for (size_t i = 0; res->err && i < n; i++)
+        if (res->unread[i]) {
+            gmt_err("gpumemtrace: %s", res->err[i]);
+            *status = GMT_EXIT_ERROR;
+        }
+    if (rr || gmt_job_finish(j)) {
+        gmt_err("gpumemtrace: %s", rr == -EIO ? "a process reading the traces died" : "out of memory");
+        return -1;
+    }
+    return 0;
 }

@@ -23,4 +23,13 @@ int gmt_job_read(struct gmt_job *j, char **files, size_t n, const struct gmt_rep
                  struct gmt_job_read_result *res);
 void gmt_job_read_result_free(struct gmt_job_read_result *res, size_t n);
 
+/* The first pass of a command over several traces, as summary and explain make it:
+ * files[0..n) read with ro's options but no binary opened (and NCCL's memory modelled
+ * only with nccl_model and ro's), a progress line when stderr is a terminal, each trace
+ * that could not be read said on stderr (*status then GMT_EXIT_ERROR), and j finished.
+ * 0; -1 when the job could not be made (said on stderr). Free j and res after, either
+ * way. */
+int gmt_job_open(struct gmt_job *j, char **files, size_t n, const struct gmt_report_opts *ro,
+                 bool nccl_model, struct gmt_job_read_result *res, int *status);
+
 #endif

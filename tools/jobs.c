@@ -134,7 +134,8 @@ static int run_serial(const struct gmt_jobs *J, struct gmt_jobs_result *res)
             continue;
         }
         int r = J->trace(J->ctx, i, &a, NULL, err, sizeof err);
-        gmt_analysis_free(&a);
+        if (r || !J->keep)
+            gmt_analysis_free(&a);
         if (r == -1)
             skip(&R, i, err);
         else if (r)

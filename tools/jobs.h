@@ -15,7 +15,9 @@
  * command needs of it into `out` (a rendered part of the output, or figures), and the
  * driver may run it in worker processes on the machine's cores; take() then gets those
  * bytes here, in the order of the files, whoever made them. Without take, trace() runs
- * here, in order, with out NULL, and keeps what it needs in ctx.
+ * here, in order, with out NULL, and keeps what it needs in ctx; with keep set too, an
+ * analysis for which trace() returns 0 becomes ctx's whole (trace() copied *a; the
+ * caller frees it with gmt_analysis_free), for a command that compares the traces.
  *
  * A trace that cannot be analysed, or whose trace() returns -1 with a one-line message
  * in err, is skipped: marked in unread (when given) and told to skipped() (NULL: said on
@@ -30,6 +32,7 @@ struct gmt_jobs {
                  size_t errlen);
     int (*take)(void *ctx, size_t i, const char *p, size_t len); /* 0, or -ENOMEM */
     void *ctx;
+    bool keep;                 /* without take: what trace() took is not freed here */
     bool progress;             /* a progress line on stderr after a second (workers only) */
     bool *unread;              /* out, optional: [n] the trace was skipped */
     void (*skipped)(void *ctx, size_t i, const char *why);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "idnames.h"
+#include "jobs.h"
 #include "nccl_print.h"
 #include "reader.h"
 #include "sites.h"
@@ -309,24 +310,40 @@ static int cmp_site(const void *x, const void *y)
     return strcmp(a->line, b->line);
 }
 
+struct reading {
+    struct gmt_merge *m;
+    struct gmt_msgs *msgs;
+};
+
+/* Each trace read (the job driver, serially: jobs.h) is a rank, its analysis kept. */
+static int take_rank(void *ctx, size_t i, const struct gmt_analysis *a, FILE *out, char *err,
+                     size_t errlen)
+{
+    struct reading *R = ctx;
+    struct gmt_merge_rank *r = &R->m->ranks[R->m->n_ranks++];
+    r->a = *a;
+    rank_totals(r);
+    return 0;
+}
+
+static void unreadable(void *ctx, size_t i, const char *why)
+{
+    struct reading *R = ctx;
+    gmt_msgs_add(R->msgs, "%s", why);
+}
+
 int gmt_merge_of(struct gmt_merge *m, char *const *paths, size_t n,
                  const struct gmt_report_opts *ro, struct gmt_msgs *msgs)
 {
     memset(m, 0, sizeof *m);
     if (!(m->ranks = calloc(n ? n : 1, sizeof *m->ranks)))
         return -ENOMEM;
-    int status = 0;
-    for (size_t i = 0; i < n; i++) {
-        char err[512];
-        struct gmt_merge_rank *r = &m->ranks[m->n_ranks];
-        if (gmt_analyze(&r->a, paths[i], ro, err, sizeof err)) {
-            gmt_msgs_add(msgs, "%s", err);
-            status = -EINVAL;
-            continue;
-        }
-        rank_totals(r);
-        m->n_ranks++;
-    }
+    struct reading R = {m, msgs};
+    const struct gmt_jobs J = {.files = paths, .n = n, .ro = ro, .trace = take_rank, .ctx = &R,
+                               .keep = true, .skipped = unreadable};
+    struct gmt_jobs_result res;
+    (void)gmt_jobs_run(&J, &res); /* serial, and take_rank never stops it */
+    int status = res.skipped ? -EINVAL : 0;
     gmt_sort(m->ranks, m->n_ranks, sizeof *m->ranks, cmp_rank);
     for (size_t i = 0; i < m->n_ranks; i++)
         if (add_colls(m, &m->ranks[i]))
