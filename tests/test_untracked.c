@@ -9,6 +9,7 @@
 
 #include "cli_run.h"
 #include "fake_nccl.h"
+#include "job.h"
 
 #define RUN(res, e, ...) CLI_RUN((res), &(struct cli_io){.env = (e)}, __VA_ARGS__)
 #define PROG "fakes/progs/untracked_prog"
@@ -236,6 +237,7 @@ Test(untracked, other_process_on_the_device_is_named, .timeout = 60)
     summary_json(traced(env, "nccl", NULL), &res);
     cr_expect_eq(json_int(res.out, "other_processes_bytes"), (long long)(100 * MIB), "%s", res.out);
     cr_expect_eq(json_int(res.out, "other_processes"), 1);
+    cr_expect_eq(json_int(res.out, "other_processes_largest_pid"), 4242, "%s", res.out);
 }
 
 /* explain's what-if for the stack: back to the default gives (limit - 1024) x threads. */
@@ -264,7 +266,8 @@ Test(untracked, job_names_the_rank_with_another_process_on_its_gpu, .timeout = 6
     struct result res;
     RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", d0, d1);
     cr_assert_eq(res.status, 0, "%s", res.err);
-    cr_expect(strstr(res.out, "rank 1: peak") && strstr(res.out, "untracked: another process on its GPU: 100 MiB"),
+    cr_expect(strstr(res.out, "rank 1: peak") &&
+                  strstr(res.out, "untracked: another process holds 100 MiB on its GPU (pid 4242)"),
               "%s", res.out);
     cr_expect(strstr(res.out, "CUDA context     275 MiB on every rank"), "%s", res.out);
     cr_expect_null(strstr(res.out, "rank 0: peak"), "%s", res.out);
@@ -274,7 +277,8 @@ Test(untracked, job_names_the_rank_with_another_process_on_its_gpu, .timeout = 6
     const char *so = strstr(res.out, "\"stand_out\": [{\"rank\": 1,");
     cr_assert(so, "%s", res.out);
     cr_expect_eq(json_int(so, "other_processes_bytes"), (long long)(100 * MIB), "%s", so);
-    cr_expect(strstr(so, "\"untracked_cause\": \"another process on its GPU: 100 MiB"), "%s", so);
+    cr_expect(strstr(so, "\"untracked_cause\": \"another process holds 100 MiB on its GPU (pid 4242)\""), "%s", so);
+    cr_expect_eq(json_int(so, "other_processes_largest_pid"), 4242, "%s", so);
     const char *parts = strstr(res.out, "\"untracked_parts\": {\"context\": {");
     cr_assert(parts, "%s", res.out);
     cr_expect_eq(json_int(parts, "max_bytes"), json_int(parts, "min_bytes"), "%s", parts);
@@ -306,4 +310,137 @@ Test(untracked, a_device_is_given_only_its_own_contexts_limits, .timeout = 60)
     cr_expect_gt(own, 0, "no limits of device 1 recorded:\n%s", res.out);
     cr_expect_eq(other, 0, "%d DEVLIMITS of device 1 with another context's stack:\n%s", other,
                  res.out);
+}
+
+/* ---- a job's ranks in check: each rank's parts shown, never gated; an outlier named ---- */
+
+/* Traces untracked_prog nccl as rank `rank` of 3 on the fake NVML, with one more setting
+ * (NULL none): another process on its GPU, or CUDA_MODULE_LOADING=EAGER. */
+static const char *rank_traced(int rank, const char *extra)
+{
+    static char lp[PATH_MAX + 64];
+    snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/fakes/nvml", cli_build_dir());
+    char rk[32];
+    snprintf(rk, sizeof rk, "RANK=%d", rank);
+    const char *const env[] = {"FAKECUDA_DEVICES=1", lp, rk, "WORLD_SIZE=3", "GPUMEMTRACE_SAMPLE_MS=5",
+                               "UNTRACKED_LINGER_MS=300", extra, NULL};
+    return traced(env, "nccl", NULL);
+}
+
+/* Rank 0 plain, rank 1 with another process (100 MiB) on its GPU, rank 2 with every kernel
+ * loaded at its context's creation: a baseline written from them passes, and the output
+ * names ranks 1 and 2, each with its cause, and not rank 0. */
+static const char *three_ranks[3];
+static const char *bl_path;
+
+static void three_ranks_traced(void)
+{
+    three_ranks[0] = rank_traced(0, NULL);
+    three_ranks[1] = rank_traced(1, "FAKENVML_OTHER_MB=100");
+    three_ranks[2] = rank_traced(2, "CUDA_MODULE_LOADING=EAGER");
+    static char bl[PATH_MAX];
+    snprintf(bl, sizeof bl, "%s/bl.json", cli_tmpdir());
+    bl_path = bl;
+    struct result res;
+    RUN(&res, NULL, "check", three_ranks[0], three_ranks[1], three_ranks[2], "--write-baseline", bl);
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+}
+
+/* The context part's figures: the fake's own, and with CUDA_MODULE_LOADING=EAGER its kernels */
+#define CONTEXT_MIB (CONTEXT_OWN / MIB)
+#define EAGER_MIB ((CONTEXT_OWN + FAKECUDA_EAGER_BYTES) / MIB)
+/* the reservation after NCCL's send/receive kernel grew the stack (a whole number of MiB) */
+#define RESERV_MIB (FAKENCCL_P2P_LOCAL_BYTES * THREADS / MIB)
+
+Test(untracked, check_names_the_rank_whose_part_stands_out_and_gates_none, .timeout = 120)
+{
+    three_ranks_traced();
+    struct result res;
+    RUN(&res, NULL, "check", three_ranks[0], three_ranks[1], three_ranks[2], "--baseline", bl_path);
+    cr_assert_eq(res.status, 0, "untracked memory gates nothing: %s%s", res.out, res.err);
+    char want[256];
+    cr_expect(strstr(res.out, "NOTE  rank 1: untracked memory stands out, not gated: another process holds 100 MiB "
+                              "on its GPU (pid 4242)\n"), "%s", res.out);
+    snprintf(want, sizeof want, "NOTE  rank 2: untracked memory stands out, not gated: its CUDA context is %llu MiB, "
+             "median %llu MiB\n", (unsigned long long)EAGER_MIB, (unsigned long long)CONTEXT_MIB);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
+    cr_expect_null(strstr(res.out, "NOTE  rank 0"), "%s", res.out);
+    cr_expect_null(strstr(res.out, "untracked memory per rank"), "the parts only with --verbose: %s", res.out);
+
+    /* --verbose: a row per rank, each part's figure */
+    RUN(&res, NULL, "check", three_ranks[0], three_ranks[1], three_ranks[2], "--baseline", bl_path, "--verbose");
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.out, "untracked memory per rank, not gated (docs/untracked.md):\n"), "%s", res.out);
+    snprintf(want, sizeof want, "  rank 1        %llu MiB                     %llu MiB          100 MiB\n",
+             (unsigned long long)CONTEXT_MIB, (unsigned long long)RESERV_MIB);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
+    snprintf(want, sizeof want, "  rank 2        %llu MiB                     %llu MiB              0 B\n",
+             (unsigned long long)EAGER_MIB, (unsigned long long)RESERV_MIB);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
+
+    /* GitHub: each outlier a notice, never an error */
+    const char *const gh[] = {"GITHUB_ACTIONS=true", NULL};
+    RUN(&res, gh, "check", three_ranks[0], three_ranks[1], three_ranks[2], "--baseline", bl_path);
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.out, "::notice title=gpumemtrace::rank 1: untracked memory stands out: another process "
+                              "holds 100 MiB on its GPU (pid 4242)\n"), "%s", res.out);
+    cr_expect_null(strstr(res.out, "::error"), "%s", res.out);
+}
+
+/* --aggregate: each part's min, median and max across the ranks, and the three ranks in
+ * three groups: alike in every check, they differ in their untracked parts. */
+Test(untracked, check_aggregate_spreads_each_part_and_groups_by_parts, .timeout = 120)
+{
+    three_ranks_traced();
+    struct result res;
+    RUN(&res, NULL, "check", three_ranks[0], three_ranks[1], three_ranks[2], "--baseline", bl_path, "--aggregate",
+        "--verbose");
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.out, "the traces: 3 ranks in 3 groups of ranks alike: rank 0; rank 1; rank 2\n"), "%s",
+              res.out);
+    char want[256];
+    snprintf(want, sizeof want, "  CUDA context               min %llu MiB (rank 0)  median %llu MiB  max %llu MiB "
+             "(rank 2)\n", (unsigned long long)CONTEXT_MIB, (unsigned long long)CONTEXT_MIB,
+             (unsigned long long)EAGER_MIB);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
+    snprintf(want, sizeof want, "  local-memory reservation   %llu MiB on every rank\n", (unsigned long long)RESERV_MIB);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
+    cr_expect(strstr(res.out, "  other processes            min 0 B (rank 0)  median 0 B  max 100 MiB (rank 1)\n"),
+              "%s", res.out);
+    cr_expect(strstr(res.out, "NOTE  rank 1: "), "%s", res.out);
+    cr_expect(strstr(res.out, "NOTE  rank 2: "), "%s", res.out);
+
+    /* summary's job view: the same causes, the setting that explains rank 2, three groups */
+    RUN(&res, NULL, "summary", "--no-symbols", "--width", "200", three_ranks[0], three_ranks[1], three_ranks[2]);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    snprintf(want, sizeof want, "untracked: its CUDA context is %llu MiB, median %llu MiB; recorded differences: "
+             "CUDA_MODULE_LOADING=EAGER (most ranks: unset)", (unsigned long long)EAGER_MIB,
+             (unsigned long long)CONTEXT_MIB);
+    cr_expect(strstr(res.out, want), "no '%s' in:\n%s", want, res.out);
+    cr_expect(strstr(res.out, "Ranks alike: 3 group(s)"), "%s", res.out);
+}
+
+/* Two ranks differing only in another process on one's GPU are two groups; the same
+ * two ranks without it are one. */
+Test(untracked, ranks_alike_only_when_their_parts_agree, .timeout = 120)
+{
+    const char *a = rank_traced(0, NULL), *b = rank_traced(1, NULL), *c = rank_traced(1, "FAKENVML_OTHER_MB=100");
+    struct result res;
+    RUN(&res, NULL, "summary", "--no-symbols", a, b);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "Ranks alike: 1 group(s)"), "%s", res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", a, c);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect(strstr(res.out, "Ranks alike: 2 group(s)"), "%s", res.out);
+}
+
+/* The rule: above the median by more than 10 % of it and more than 1 MiB; never below. */
+Test(untracked, the_outlier_rule_is_above_the_median_by_10_percent_and_1_mib)
+{
+    cr_expect(!gmt_job_untracked_above(110 * MIB, 100 * MIB), "10 %% above is not beyond 10 %%");
+    cr_expect(gmt_job_untracked_above(110 * MIB + 1, 100 * MIB));
+    cr_expect(!gmt_job_untracked_above(MIB, 0), "1 MiB above nothing is not beyond 1 MiB");
+    cr_expect(gmt_job_untracked_above(MIB + 1, 0));
+    cr_expect(!gmt_job_untracked_above(5 * MIB, 4 * MIB + 1), "25 %% but under 1 MiB");
+    cr_expect(!gmt_job_untracked_above(0, 100 * MIB), "below the median never stands out");
 }

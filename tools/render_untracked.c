@@ -46,8 +46,12 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
         fprintf(out, "           %-26s %10s  %s\n", "limits", "?", "no limits in the trace (format < 2.6)");
     }
     if (u.has_other) {
-        snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's",
-                 u.other_count);
+        if (u.other_pid)
+            snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's "
+                     "(the largest: pid %" PRIu32 ")", u.other_count, u.other_pid);
+        else
+            snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's",
+                     u.other_count);
         part(out, "other processes", (int64_t)u.other, how);
     } else {
         fprintf(out, "           %-26s %10s  %s\n", "other processes", "?", "no NVML process list in the trace");

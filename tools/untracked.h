@@ -41,6 +41,7 @@ struct gmt_untracked {
     bool has_other;
     uint64_t other;            /* other processes' memory on the device (NVML) */
     uint32_t other_count;
+    uint32_t other_pid;        /* the pid of the one using the most, 0 unknown */
     int64_t unexplained;       /* total - the parts measured */
 };
 
