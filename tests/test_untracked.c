@@ -434,6 +434,28 @@ Test(untracked, ranks_alike_only_when_their_parts_agree, .timeout = 120)
     cr_expect(strstr(res.out, "Ranks alike: 2 group(s)"), "%s", res.out);
 }
 
+/* Another process on every rank's GPU (a daemon on each): the job's figure, nobody's outlier. */
+Test(untracked, other_processes_on_every_gpu_make_no_rank_stand_out, .timeout = 120)
+{
+    const char *a = rank_traced(0, "FAKENVML_OTHER_MB=100"), *b = rank_traced(1, "FAKENVML_OTHER_MB=100");
+    struct result res;
+    RUN(&res, NULL, "check", a, b, "--write-baseline", "-");
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    char bl[PATH_MAX];
+    snprintf(bl, sizeof bl, "%s/bl.json", cli_tmpdir());
+    FILE *f = fopen(bl, "w");
+    cr_assert_not_null(f);
+    fputs(res.out, f);
+    cr_assert_eq(fclose(f), 0);
+    RUN(&res, NULL, "check", a, b, "--baseline", bl, "--aggregate", "--verbose");
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+    cr_expect(strstr(res.out, "  other processes            100 MiB on every rank\n"), "%s", res.out);
+    cr_expect_null(strstr(res.out, "NOTE  "), "%s", res.out);
+    RUN(&res, NULL, "summary", "--no-symbols", a, b);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    cr_expect_null(strstr(res.out, "Ranks that stand out"), "%s", res.out);
+}
+
 /* The rule: above the median by more than 10 % of it and more than 1 MiB; never below. */
 Test(untracked, the_outlier_rule_is_above_the_median_by_10_percent_and_1_mib)
 {
@@ -443,4 +465,63 @@ Test(untracked, the_outlier_rule_is_above_the_median_by_10_percent_and_1_mib)
     cr_expect(gmt_job_untracked_above(MIB + 1, 0));
     cr_expect(!gmt_job_untracked_above(5 * MIB, 4 * MIB + 1), "25 %% but under 1 MiB");
     cr_expect(!gmt_job_untracked_above(0, 100 * MIB), "below the median never stands out");
+}
+
+/* ---- explain's what-if lines for the untracked parts ---- */
+
+/* The stack limit given back: explain predicts (limit - 1024) x threads, and that is what
+ * device used shows between a run that raised it and one that did not. At the default
+ * limit there is nothing to give back, and no line. */
+Test(untracked, explain_stack_given_back_is_what_the_device_shows, .timeout = 60)
+{
+    const char *plain = traced(NULL, "stack", "1024"), *big = traced(NULL, "stack", "8192");
+    struct result p, b, x;
+    summary_json(plain, &p);
+    summary_json(big, &b);
+    long long shown = json_int(b.out, "untracked_bytes") - json_int(p.out, "untracked_bytes");
+    RUN(&x, NULL, "explain", "--no-symbols", "--json", big);
+    cr_assert_eq(x.status, 0, "%s", x.err);
+    const char *w = strstr(x.out, "\"untracked_what_if\": [{\"device\": 0, \"settings\": \"cudaLimitStackSize=1024\"");
+    cr_assert(w, "%s", x.out);
+    cr_expect_eq(json_int(w, "stack_bytes_per_thread"), 8192, "%s", w);
+    cr_expect_eq(json_int(w, "device_bytes"), -(long long)((8192 - 1024) * THREADS), "%s", w);
+    cr_expect_eq(json_int(w, "device_bytes"), -shown, "predicted %lld, device used moved by %lld",
+                 json_int(w, "device_bytes"), shown);
+    cr_expect(strstr(w, "\"confidence\": \"exact\"}]"), "%s", w);
+
+    RUN(&x, NULL, "explain", "--no-symbols", "--json", plain);
+    cr_assert_eq(x.status, 0, "%s", x.err);
+    cr_expect(strstr(x.out, "\"untracked_what_if\": []"), "the default limit gives nothing back: %s", x.out);
+    RUN(&x, NULL, "explain", "--no-symbols", plain);
+    cr_assert_eq(x.status, 0, "%s", x.err);
+    cr_expect_null(strstr(x.out, "what if the stack limit"), "%s", x.out);
+}
+
+/* CUDA_MODULE_LOADING=EAGER: every kernel loaded with the context, FAKECUDA_EAGER_BYTES more
+ * of it; explain says what LAZY would do, without a figure it cannot know. LAZY, or unset,
+ * gets no such line. */
+Test(untracked, explain_names_module_loading_eager_without_a_figure, .timeout = 60)
+{
+    const char *const eager_env[] = {"FAKECUDA_DEVICES=1", "CUDA_MODULE_LOADING=EAGER", NULL};
+    const char *const lazy_env[] = {"FAKECUDA_DEVICES=1", "CUDA_MODULE_LOADING=LAZY", NULL};
+    const char *eager = traced(eager_env, "stack", "1024"), *lazy = traced(lazy_env, "stack", "1024");
+    struct result e, l;
+    summary_json(eager, &e);
+    summary_json(lazy, &l);
+    cr_expect_eq(json_int(e.out, "context_bytes") - json_int(l.out, "context_bytes"), (long long)FAKECUDA_EAGER_BYTES,
+                 "EAGER's context: %s", e.out);
+    cr_expect_eq(json_int(e.out, "unexplained_bytes"), 0, "%s", e.out);
+    RUN(&e, NULL, "explain", "--no-symbols", eager);
+    cr_assert_eq(e.status, 0, "%s", e.err);
+    cr_expect(strstr(e.out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n  what if CUDA_MODULE_LOADING=LAZY "
+                            "(the default): each kernel loaded at its first launch"), "%s", e.out);
+    cr_expect(strstr(e.out, "by how much the trace cannot predict\n"), "%s", e.out);
+    RUN(&e, NULL, "explain", "--no-symbols", "--json", eager);
+    cr_assert_eq(e.status, 0, "%s", e.err);
+    cr_expect(strstr(e.out, "\"untracked_what_if\": [{\"device\": null, \"settings\": \"CUDA_MODULE_LOADING=LAZY\", "
+                            "\"stack_bytes_per_thread\": null, \"device_bytes\": null, \"confidence\": \"not predicted\"}]"),
+              "%s", e.out);
+    RUN(&l, NULL, "explain", "--no-symbols", lazy);
+    cr_assert_eq(l.status, 0, "%s", l.err);
+    cr_expect_null(strstr(l.out, "CUDA_MODULE_LOADING"), "%s", l.out);
 }
