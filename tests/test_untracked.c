@@ -525,3 +525,45 @@ Test(untracked, explain_names_module_loading_eager_without_a_figure, .timeout = 
     cr_assert_eq(l.status, 0, "%s", l.err);
     cr_expect_null(strstr(l.out, "CUDA_MODULE_LOADING"), "%s", l.out);
 }
+
+/* ---- a non-blocking communicator on the NCCL that has ncclCommMemStats ---- */
+
+/* nccl_scenarios nonblocking: rank 0's communicator initializes in the background while
+ * the program's calls on it fail, rank 1's blocking init completes the clique. Both get
+ * NCCL's own count beside the trace's, at init (once ready) and at destroy, and the
+ * tracer asked nothing NCCL warns about (the program's two calls warn, no more). */
+Test(untracked, nccl_own_count_of_a_nonblocking_communicator, .timeout = 60)
+{
+    static char lp[PATH_MAX + 64];
+    snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/fakes/nccl-memstats", cli_build_dir());
+    const char *const env[] = {"FAKECUDA_DEVICES=2", lp, "NCCL_DEBUG=WARN", NULL};
+    char prog[PATH_MAX + 64];
+    snprintf(prog, sizeof prog, "%s/fakes/progs/nccl_scenarios", cli_build_dir());
+    cr_assert_eq(access(prog, X_OK), 0, "%s not built", prog);
+    char *d = cli_tmpdir();
+    struct result res;
+    RUN(&res, env, "run", "-q", "-o", d, "--", prog, "nonblocking");
+    cr_assert_eq(res.status, 0, "%s%s", res.out, res.err);
+    int warns = 0;
+    for (const char *p = strstr(res.err, "NCCL WARN"); p; p = strstr(p + 1, "NCCL WARN"))
+        warns++;
+    for (const char *p = strstr(res.out, "NCCL WARN"); p; p = strstr(p + 1, "NCCL WARN"))
+        warns++;
+    cr_expect_eq(warns, 2, "the program's two calls warn, no more:\n%s%s", res.out, res.err);
+    RUN(&res, NULL, "explain", "--no-symbols", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    const char *c0 = strstr(res.out, "(rank 0 of 2, device 0)");
+    cr_assert(c0, "no communicator of rank 0:\n%s", res.out);
+    const char *own = strstr(c0, "NCCL's own count (ncclCommMemStats)\n    at init ");
+    cr_expect(own, "no own count at init for the non-blocking communicator:\n%s", c0);
+    cr_expect(strstr(c0, "\n    at destroy "), "%s", c0);
+    RUN(&res, NULL, "explain", "--no-symbols", "--json", d);
+    cr_assert_eq(res.status, 0, "%s", res.err);
+    int counted = 0;
+    for (const char *p = strstr(res.out, "\"nccl_own\": {\"source\": \"ncclCommMemStats\", \"init\": {\"phase\": \"INIT\""); p;
+         p = strstr(p + 1, "\"nccl_own\": {\"source\": \"ncclCommMemStats\", \"init\": {\"phase\": \"INIT\"")) {
+        cr_expect_gt(json_int(p, "total_bytes"), 0, "%s", p);
+        counted++;
+    }
+    cr_expect_eq(counted, 2, "%d communicators with NCCL's own count at init, want 2:\n%s", counted, res.out);
+}
