@@ -125,6 +125,18 @@ Test(untracked, stack_set_by_hand_moves_only_the_reservation, .timeout = 60)
     cr_expect_eq(json_int(big.out, "unexplained_bytes"), 0, "%s", big.out);
 }
 
+/* The stack raised, then given back before the last samples: the largest sample's limits
+ * are the latest before it (the raised ones), not the first sample's, which the samples
+ * after it share. */
+Test(untracked, limits_at_the_largest_are_the_latest_before_it, .timeout = 60)
+{
+    struct result res;
+    summary_json(traced(NULL, "stackback", "8192"), &res);
+    cr_expect_eq(json_int(res.out, "stack_bytes_per_thread"), 8192, "%s", res.out);
+    cr_expect_eq(json_int(res.out, "local_reservation_bytes"), (long long)(8192 * THREADS), "%s", res.out);
+    cr_expect_eq(json_int(res.out, "unexplained_bytes"), 0, "%s", res.out);
+}
+
 /* A kernel needing 4 KiB of local memory, launched outside any NCCL call: the driver grows
  * the limit, and the next sample's limits name it (the module's own 2 MiB, loaded outside
  * any sampled call, is what remains unexplained). */
