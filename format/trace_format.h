@@ -495,7 +495,9 @@ struct gmt_rec_meminfo_ext2 {  /* 2.6 */
     uint64_t other_bytes;      /* bytes NVML lists as used on the device by the other
                                 * processes, summed; GMT_MEMINFO_UNKNOWN when it cannot say */
     uint32_t other_count;      /* how many other processes it lists on the device */
-    uint32_t reserved;         /* 0 */
+    uint32_t other_pid;        /* the pid NVML gives for the other process using the most
+                                * device memory; 0 none or unknown (a writer that left it
+                                * reserved wrote 0: no version tells them apart) */
 };
 
 /* DEVLIMITS (2.6): the context's limits, read with a cuMemGetInfo sample. Written right

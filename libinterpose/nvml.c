@@ -103,6 +103,8 @@ int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b, uint64_t
         process_b[0] = GMT_MEMINFO_UNKNOWN;
         process_b[1] = GMT_MEMINFO_UNKNOWN;
         process_b[2] = 0;
+        process_b[3] = 0;
+        uint64_t largest = 0;
         unsigned int n = (unsigned int)GMT_COUNTOF(procs_buf);
         /* pid as the caller's namespace sees it: in a container NVML may list host pids,
          * and this process is then not found (its figure stays unknown) */
@@ -119,6 +121,11 @@ int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b, uint64_t
                 }
                 process_b[2]++;
                 others += known ? procs_buf[i].used : 0;
+                /* the one to name: a user looks for it in nvidia-smi by this pid */
+                if (known && (procs_buf[i].used > largest || !process_b[3])) {
+                    largest = procs_buf[i].used;
+                    process_b[3] = procs_buf[i].pid;
+                }
                 others_known = others_known && known;
             }
             /* a process whose figure NVML withholds makes the others' sum unknown, not

@@ -44,8 +44,8 @@ static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes)
 }
 
 
-/* A MEMINFO record; with process_b (this process's bytes, the other processes' bytes and
- * their count: NVML's), the extended one. */
+/* A MEMINFO record; with process_b (this process's bytes, the other processes' bytes,
+ * their count and the pid of the largest: NVML's), the extended one. */
 static void emit_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase,
                         enum gmt_meminfo_source src, uint64_t free_b, uint64_t total_b,
                         const uint64_t *process_b)
@@ -64,6 +64,7 @@ static void emit_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase ph
         r.x.process_bytes = process_b[0];
         r.other_bytes = process_b[1];
         r.other_count = (uint32_t)process_b[2];
+        r.other_pid = (uint32_t)process_b[3];
     }
     gmt_emit(&r, offsetof(struct gmt_rec_meminfo, dt));
 }
@@ -232,7 +233,7 @@ static void sample_nvml(uint64_t mask, enum gmt_meminfo_phase phase)
             nvml_asked |= 1ull << d;
             nvml_dev[d] = gmt_nvml_device(dev_bus[d]);
         }
-        uint64_t f, t, p[3];
+        uint64_t f, t, p[4];
         if (nvml_dev[d] && gmt_nvml_meminfo(nvml_dev[d], &f, &t, p) == 0)
             emit_sample(gmt_current_scope(), d, phase, GMT_MEMINFO_SRC_NVML, f, t, p);
     }

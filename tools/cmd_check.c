@@ -31,6 +31,9 @@ const char gmt_help_check[] =
     "A check fails when  new - base > max(base * max_growth, max_bytes).\n"
     "Collectives are matched by op, communicator size and rank and bytes per call; one\n"
     "not in the baseline is growth from 0, one gone from the traces is reported only.\n"
+    "Untracked device memory (the CUDA context, the local-memory reservation, other\n"
+    "processes on the GPU) is never gated: --verbose shows it per rank, and a rank whose\n"
+    "part is well above the job's median (10% and 1 MiB) gets a NOTE with its cause.\n"
     "\n"
     "options:\n"
     "  --baseline FILE        the baseline to compare with (docs/ci-gate.md)\n"
@@ -214,7 +217,8 @@ static int ranks_differ(const struct gmt_whos *bw, const struct gmt_whos *nw)
 
 /* --baseline: each metric against the baseline's, rendered; the exit status. `base` and
  * `now` are the side's own, changed here (ranks kept, or the job's aggregates); job: the
- * traces' ranks, their groups alike named with --aggregate. */
+ * traces' ranks, their groups alike named with --aggregate, their untracked memory shown
+ * beside the checks (never gated). */
 static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const struct check_args *ca,
                    const struct timespec *t0, const struct gmt_nccl_print *nccl,
                    const struct gmt_job *job)
@@ -261,13 +265,14 @@ static int compare(struct gmt_baseline *base, struct gmt_metrics *now, const str
         gmt_err("gpumemtrace: out of memory");
         goto out;
     }
+    const char *gh = getenv("GITHUB_ACTIONS");
+    gmt_render_check_untracked(stdout, job, ca->verbose, ca->aggregate, gh && *gh);
     struct gmt_verdicts vs;
     if (gmt_verdicts_of(&vs, bm, &base->limits, nm, &ca->cli)) {
         gmt_err("gpumemtrace: out of memory");
         status = GMT_EXIT_ERROR;
         goto out;
     }
-    const char *gh = getenv("GITHUB_ACTIONS");
     /* across ranks, the min, median and max that agree are one row */
     unsigned char *fold = ca->aggregate ? malloc(vs.n ? vs.n : 1) : NULL;
     if (fold)
@@ -340,7 +345,7 @@ int gmt_cmd_check(int argc, char **argv)
     gmt_job_init(&job);
     if (status == GMT_EXIT_OK)
         status = measure(&now, argv + args.first, (size_t)(argc - args.first), &args.ro,
-                         category, ca.aggregate ? &job : NULL);
+                         category, ca.write_path ? NULL : &job);
     /* what of NCCL the run had: the first trace's (the ranks of a job share it) */
     static struct gmt_nccl_print nccl;
     if (status == GMT_EXIT_OK) {

@@ -382,6 +382,8 @@ static uint32_t fields_meminfo(FILE *o, const struct gmt_rec *h)
     if (x2->other_bytes != GMT_MEMINFO_UNKNOWN)
         u64(o, "other", x2->other_bytes);
     u64(o, "other_count", x2->other_count);
+    if (x2->other_pid)
+        u64(o, "other_pid", x2->other_pid);
     return sizeof *x2;
 }
 

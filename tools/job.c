@@ -89,6 +89,7 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
     for (size_t c = 0; c < a->n_cats && c < GMT_MAX_CATS; c++)
         if (a->cat_names[c] && !strcmp(a->cat_names[c], "nccl"))
             nccl = (int)c;
+    uint64_t most_other = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         r->peak += rep->dev[d].peak;
         if (nccl >= 0)
@@ -110,6 +111,11 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
             if (parts.has_other) {
                 r->has_other = true;
                 r->u_other += parts.other;
+                r->u_other_count += parts.other_count;
+                if (parts.other_pid && parts.other >= most_other) {
+                    most_other = parts.other;
+                    r->u_other_pid = parts.other_pid;
+                }
             }
         }
     }
@@ -296,14 +302,24 @@ static bool near(uint64_t a, uint64_t b)
     return d <= m / 20 || d <= (1u << 20); /* within 5%, or 1 MiB */
 }
 
+/* Whether two ranks' untracked part agrees: both unmeasured, or both measured and near. */
+static bool part_alike(bool ha, uint64_t a, bool hb, uint64_t b)
+{
+    return ha == hb && (!ha || near(a, b));
+}
+
 /* Two ranks alike: the same settings, versions, world size and device count, the same
- * collectives adding the same bytes, peaks and NCCL bytes near each other. */
+ * collectives adding the same bytes, peaks, NCCL bytes and the untracked parts (context,
+ * local-memory reservation, other processes) near each other. */
 static bool alike(const struct gmt_job_rank *a, const struct gmt_job_rank *b)
 {
     if (a->n_env != b->n_env || a->n_colls != b->n_colls || a->world_size != b->world_size ||
         a->n_dev != b->n_dev || memcmp(a->version, b->version, sizeof a->version) ||
         !near(a->peak, b->peak) || !near(a->nccl, b->nccl) || a->complete != b->complete ||
-        (a->fails != 0) != (b->fails != 0))
+        (a->fails != 0) != (b->fails != 0) ||
+        !part_alike(a->has_context, a->u_context, b->has_context, b->u_context) ||
+        !part_alike(a->has_reserv, a->u_reserv, b->has_reserv, b->u_reserv) ||
+        !part_alike(a->has_other, a->u_other, b->has_other, b->u_other))
         return false;
     for (size_t i = 0; i < a->n_env; i++)
         if (strcmp(a->env[i], b->env[i]))
@@ -397,6 +413,11 @@ static bool far_from(uint64_t x, uint64_t median)
 
 static const char *differences(const struct gmt_job *j, size_t i, char *buf, size_t len);
 
+bool gmt_job_untracked_above(uint64_t x, uint64_t median)
+{
+    return x > median && x - median > median / 10 && x - median > (1u << 20);
+}
+
 size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len)
 {
     const struct gmt_job_rank *r = &j->r[i];
@@ -404,29 +425,38 @@ size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf
     size_t n = 0;
     if (buf && len)
         buf[0] = 0;
-    /* another process's memory is not this rank's at all: any is a cause */
-    if (r->has_other && r->u_other >= (1u << 20)) {
-        if (buf)
-            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "another process on its GPU: %s",
-                                  gmt_fmt_bytes(b1, sizeof b1, r->u_other));
-        else
+    /* one rule for every part: well above the job's median (10 % and 1 MiB), as a peak
+     * stands out; other processes too, so that one daemon on every GPU is nobody's cause */
+    if (r->has_other && j->u_other.known && gmt_job_untracked_above(r->u_other, j->u_other.median)) {
+        if (!buf)
             return 1;
+        gmt_fmt_bytes(b1, sizeof b1, r->u_other);
+        if (r->u_other_count > 1)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%" PRIu32 " other processes hold %s on its GPU",
+                                  r->u_other_count, b1);
+        else
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "another process holds %s on its GPU", b1);
+        if (r->u_other_pid)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " (%spid %" PRIu32 ")",
+                                  r->u_other_count > 1 ? "the largest: " : "", r->u_other_pid);
+        if (j->u_other.median)
+            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, ", median %s",
+                                  gmt_fmt_bytes(b2, sizeof b2, j->u_other.median));
     }
-    if (r->has_context && j->u_context.known && far_from(r->u_context, j->u_context.median)) {
-        if (buf)
-            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%sits CUDA context %s, median %s",
-                                  n ? "; " : "", gmt_fmt_bytes(b1, sizeof b1, r->u_context),
-                                  gmt_fmt_bytes(b2, sizeof b2, j->u_context.median));
-        else
+    if (r->has_context && j->u_context.known && gmt_job_untracked_above(r->u_context, j->u_context.median)) {
+        if (!buf)
             return 1;
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%sits CUDA context is %s, median %s",
+                              n ? "; " : "", gmt_fmt_bytes(b1, sizeof b1, r->u_context),
+                              gmt_fmt_bytes(b2, sizeof b2, j->u_context.median));
     }
-    if (r->has_reserv && j->u_reserv.known && far_from(r->u_reserv, j->u_reserv.median)) {
-        if (buf)
-            n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%sits local-memory reservation %s, median %s",
-                                  n ? "; " : "", gmt_fmt_bytes(b1, sizeof b1, r->u_reserv),
-                                  gmt_fmt_bytes(b2, sizeof b2, j->u_reserv.median));
-        else
+    if (r->has_reserv && j->u_reserv.known && gmt_job_untracked_above(r->u_reserv, j->u_reserv.median)) {
+        if (!buf)
             return 1;
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0,
+                              "%sits local-memory reservation is %s, median %s (a larger stack limit)",
+                              n ? "; " : "", gmt_fmt_bytes(b1, sizeof b1, r->u_reserv),
+                              gmt_fmt_bytes(b2, sizeof b2, j->u_reserv.median));
     }
     return n < len ? n : (len ? len - 1 : 0);
 }

@@ -27,6 +27,9 @@ struct gmt_job_rank {
     /* untracked parts over its devices (docs/untracked.md): the CUDA context, the
      * local-memory reservation, other processes on its GPUs */
     uint64_t u_context, u_reserv, u_other;
+    uint32_t u_other_count;    /* other processes NVML listed, over its devices */
+    uint32_t u_other_pid;      /* the pid of the one using the most on the device where others
+                                * use the most; 0 unknown */
     bool has_context, has_reserv, has_other;
     uint64_t fails;
     size_t n_dev;
@@ -81,12 +84,16 @@ int gmt_job_add_rank(struct gmt_job *j, const struct gmt_job_rank *src, char *co
 int gmt_job_finish(struct gmt_job *j);
 void gmt_job_free(struct gmt_job *j);
 
-/* Whether rank i stands out: its peak (or NCCL bytes) is more than 10% and 1 MiB from the
- * median, or its group is not the largest. */
-/* Why rank i's untracked memory stands out (another process on its GPU, a larger CUDA
- * context or local-memory reservation than the median's), into buf; its length, 0: none.
- * buf NULL: nonzero when there is a cause. */
+/* The outlier rule of the untracked parts: a rank's part x stands out when it is above
+ * the job's median by more than 10 % of the median and more than 1 MiB. */
+bool gmt_job_untracked_above(uint64_t x, uint64_t median);
+/* Why rank i's untracked memory stands out (other processes on its GPU, a larger CUDA
+ * context or local-memory reservation, each by gmt_job_untracked_above), in words, into
+ * buf; its length, 0: none. buf NULL: nonzero when there is a cause. */
 size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len);
+/* Whether rank i stands out: its peak (or NCCL bytes) is more than 10% and 1 MiB from the
+ * median, its untracked memory has a cause, it is a collective's outlier, or its recorded
+ * context differs from most ranks'. */
 bool gmt_job_rank_stands_out(const struct gmt_job *j, size_t i);
 /* What rank i's recorded context has that most ranks' does not: settings, versions,
  * world size, device count; "" when nothing. */

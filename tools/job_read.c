@@ -23,6 +23,7 @@ struct msg {
     int32_t rank, world_size;
     uint64_t peak, nccl, untracked, fails, n_dev;
     uint64_t u_context, u_reserv, u_other;
+    uint32_t u_other_count, u_other_pid;
     uint8_t has_used, complete, has_context, has_reserv, has_other;
     int32_t version[4];
     uint32_t n_env, n_colls;
@@ -62,6 +63,8 @@ static int read_one(void *ctx, size_t index, const struct gmt_analysis *a, FILE 
     m.u_context = r->u_context;
     m.u_reserv = r->u_reserv;
     m.u_other = r->u_other;
+    m.u_other_count = r->u_other_count;
+    m.u_other_pid = r->u_other_pid;
     m.has_context = r->has_context;
     m.has_reserv = r->has_reserv;
     m.has_other = r->has_other;
@@ -156,6 +159,8 @@ static int take(void *ctx, size_t index, const char *p, size_t len)
     r->u_context = m.u_context;
     r->u_reserv = m.u_reserv;
     r->u_other = m.u_other;
+    r->u_other_count = m.u_other_count;
+    r->u_other_pid = m.u_other_pid;
     r->has_context = m.has_context;
     r->has_reserv = m.has_reserv;
     r->has_other = m.has_other;

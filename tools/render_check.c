@@ -1,8 +1,9 @@
-/* render_check.c: check's verdicts rendered: the aligned table, GitHub annotations, JUnit XML. */
+/* render_check.c: check's verdicts rendered: the aligned table, GitHub annotations, JUnit XML; beside them each rank's untracked memory, not gated. */
 #include "render_check.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -274,6 +275,102 @@ void gmt_render_check_groups(FILE *o, const struct gmt_job *j)
     }
     fprintf(o, "\n");
     free(order);
+}
+
+/* ---- untracked memory per rank: shown beside the checks, never gated ---- */
+
+struct upart {
+    const char *name;
+    size_t has, val;           /* offsets in struct gmt_job_rank of its bool and its bytes */
+    const struct gmt_job_spread *s;
+    const char *why;           /* why a trace may lack it */
+};
+
+static size_t uparts_of(const struct gmt_job *j, struct upart *p)
+{
+    size_t n = 0;
+    p[n++] = (struct upart){"CUDA context", offsetof(struct gmt_job_rank, has_context),
+                            offsetof(struct gmt_job_rank, u_context), &j->u_context,
+                            "no sample of the device before its first allocation"};
+    p[n++] = (struct upart){"local-memory reservation", offsetof(struct gmt_job_rank, has_reserv),
+                            offsetof(struct gmt_job_rank, u_reserv), &j->u_reserv,
+                            "no limits in the traces (format < 2.6)"};
+    p[n++] = (struct upart){"other processes", offsetof(struct gmt_job_rank, has_other),
+                            offsetof(struct gmt_job_rank, u_other), &j->u_other,
+                            "no NVML process list in the traces"};
+    return n;
+}
+
+/* A part's figure of rank r into buf: its bytes, or "?" unmeasured. */
+static const char *upart_value(const struct gmt_job_rank *r, const struct upart *p, char *buf, size_t len)
+{
+    const char *base = (const char *)r;
+    if (!*(const bool *)(base + p->has)) {
+        snprintf(buf, len, "?");
+        return buf;
+    }
+    uint64_t v;
+    memcpy(&v, base + p->val, sizeof v);
+    return gmt_fmt_bytes(buf, len, v);
+}
+
+static bool any_untracked(const struct gmt_job *j)
+{
+    return j && (j->u_context.known || j->u_reserv.known || j->u_other.known);
+}
+
+void gmt_render_check_untracked(FILE *o, const struct gmt_job *j, bool verbose, bool aggregate, bool github)
+{
+    if (!any_untracked(j))
+        return;
+    struct upart p[3];
+    size_t np = uparts_of(j, p);
+    if (verbose) {
+        fprintf(o, "untracked memory per rank, not gated (docs/untracked.md):\n");
+        if (aggregate || j->n > GMT_CHECK_UNTRACKED_ROWS) {
+            for (size_t k = 0; k < np; k++) {
+                char a[GMT_FMT_LEN], b[GMT_FMT_LEN], c[GMT_FMT_LEN];
+                const struct gmt_job_spread *s = p[k].s;
+                if (!s->known)
+                    fprintf(o, "  %-26s ?  %s\n", p[k].name, p[k].why);
+                else if (s->min == s->max)
+                    fprintf(o, "  %-26s %s on every rank\n", p[k].name, gmt_fmt_bytes(a, sizeof a, s->min));
+                else
+                    fprintf(o, "  %-26s min %s (rank %" PRId32 ")  median %s  max %s (rank %" PRId32 ")\n",
+                            p[k].name, gmt_fmt_bytes(a, sizeof a, s->min), s->min_rank,
+                            gmt_fmt_bytes(b, sizeof b, s->median), gmt_fmt_bytes(c, sizeof c, s->max),
+                            s->max_rank);
+            }
+        } else {
+            fprintf(o, "  %-8s %12s %26s %16s\n", "", p[0].name, p[1].name, p[2].name);
+            for (size_t i = 0; i < j->n; i++) {
+                char who[32], v[3][GMT_FMT_LEN];
+                if (j->r[i].rank >= 0)
+                    snprintf(who, sizeof who, "rank %" PRId32, j->r[i].rank);
+                else
+                    snprintf(who, sizeof who, "?");
+                for (size_t k = 0; k < np; k++)
+                    upart_value(&j->r[i], &p[k], v[k], sizeof v[k]);
+                fprintf(o, "  %-8s %12s %26s %16s\n", who, v[0], v[1], v[2]);
+            }
+        }
+    }
+    for (size_t i = 0; i < j->n; i++) {
+        char cause[512];
+        if (!gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
+            continue;
+        char who[32];
+        if (j->r[i].rank >= 0)
+            snprintf(who, sizeof who, "rank %" PRId32, j->r[i].rank);
+        else
+            snprintf(who, sizeof who, "a rank of unknown number");
+        fprintf(o, "NOTE  %s: untracked memory stands out, not gated: %s\n", who, cause);
+        if (github) {
+            fprintf(o, "::notice title=gpumemtrace::%s: untracked memory stands out: ", who);
+            gh_escape(o, cause);
+            fputc('\n', o);
+        }
+    }
 }
 
 /* Markdown table cells: no '|' or newline may end one. */

@@ -450,7 +450,9 @@ void gmt_render_explain_json(FILE *o, const struct gmt_analysis *a, const struct
     }
     fprintf(o, "], \"device_bytes\": %" PRIu64 ", \"savings\": [", m->dev_bytes);
     json_savings(o, m);
-    fprintf(o, "]}");
+    fprintf(o, "], ");
+    gmt_untracked_whatif_json(o, a);
+    fputc('}', o);
 }
 
 /* ------------------------------------------------------------ the short form in summary */

@@ -185,6 +185,10 @@ static void json_rank_untracked(FILE *o, const struct gmt_job_rank *r)
         else
             fputs("null", o);
     }
+    if (r->u_other_pid)
+        fprintf(o, ", \"other_processes_largest_pid\": %" PRIu32, r->u_other_pid);
+    else
+        fputs(", \"other_processes_largest_pid\": null", o);
     fputc('}', o);
 }
 

@@ -93,8 +93,14 @@ static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, const 
         fprintf(out, ", \"stack_bytes_per_thread\": null, \"threads\": null, \"local_reservation_bytes\": null"
                      ", \"printf_fifo_limit_bytes\": null, \"malloc_heap_limit_bytes\": null");
     if (u.has_other)
+    {
         fprintf(out, ", \"other_processes_bytes\": %" PRIu64 ", \"other_processes\": %" PRIu32, u.other,
                 u.other_count);
+        if (u.other_pid)
+            fprintf(out, ", \"other_processes_largest_pid\": %" PRIu32, u.other_pid);
+        else
+            fputs(", \"other_processes_largest_pid\": null", out);
+    }
     else
         fprintf(out, ", \"other_processes_bytes\": null, \"other_processes\": null");
     fprintf(out, ", \"unexplained_bytes\": %" PRId64 "}", u.unexplained);

@@ -51,8 +51,12 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
         fprintf(out, "           %-26s %10s  %s\n", "limits", "?", "no limits in the trace (format < 2.6)");
     }
     if (u.has_other) {
-        snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's",
-                 u.other_count);
+        if (u.other_pid)
+            snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's "
+                     "(the largest: pid %" PRIu32 ")", u.other_count, u.other_pid);
+        else
+            snprintf(how, sizeof how, "NVML: %" PRIu32 " other process(es) on the device, not this one's",
+                     u.other_count);
         part(out, "other processes", (int64_t)u.other, how);
     } else {
         fprintf(out, "           %-26s %10s  %s\n", "other processes", "?", "no NVML process list in the trace");
@@ -66,14 +70,36 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
 /* The driver's default stack limit: what cudaDeviceSetLimit can take it back to. */
 #define STACK_DEFAULT 1024u
 
+bool gmt_untracked_whatif_stack(const struct gmt_analysis *a, const struct gmt_dev_report *d, uint64_t *stack,
+                                int64_t *bytes)
+{
+    struct gmt_untracked u;
+    gmt_untracked_parts(&a->t, &a->rep, d, &u);
+    if (!u.known || !u.lim.known || u.lim.stack <= STACK_DEFAULT)
+        return false;
+    *stack = u.lim.stack;
+    /* the reservation is stack x threads: each byte of stack given back frees one per thread */
+    *bytes = -(int64_t)((u.lim.stack - STACK_DEFAULT) * u.lim.threads);
+    return true;
+}
+
+bool gmt_untracked_whatif_lazy(const struct gmt_analysis *a)
+{
+    const char *loading = NULL;
+    for (size_t i = 0; i < a->t.n_env; i++)
+        if (!strncmp(a->t.env[i], "CUDA_MODULE_LOADING=", 20))
+            loading = a->t.env[i] + 20;
+    return loading && !strcmp(loading, "EAGER");
+}
+
 void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a)
 {
     bool head = false;
     for (size_t d = 0; d < a->rep.n_dev; d++) {
         const struct gmt_dev_report *r = &a->rep.dev[d];
-        struct gmt_untracked u;
-        gmt_untracked_parts(&a->t, &a->rep, r, &u);
-        if (!u.known || !u.lim.known || u.lim.stack <= STACK_DEFAULT)
+        uint64_t stack;
+        int64_t bytes;
+        if (!gmt_untracked_whatif_stack(a, r, &stack, &bytes))
             continue;
         if (!head)
             fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
@@ -82,20 +108,35 @@ void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a)
         fprintf(out, "  device %d: what if the stack limit went back to %u B once the kernels needing %" PRIu64
                      " B ran (cudaDeviceSetLimit(cudaLimitStackSize, %u)): %s device, exact; the next "
                      "launch of such a kernel grows it again\n",
-                r->device, STACK_DEFAULT, u.lim.stack, STACK_DEFAULT,
-                gmt_fmt_sbytes(b, sizeof b, -(int64_t)((u.lim.stack - STACK_DEFAULT) * u.lim.threads)));
+                r->device, STACK_DEFAULT, stack, STACK_DEFAULT, gmt_fmt_sbytes(b, sizeof b, bytes));
     }
-    const char *loading = NULL;
-    for (size_t i = 0; i < a->t.n_env; i++)
-        if (!strncmp(a->t.env[i], "CUDA_MODULE_LOADING=", 20))
-            loading = a->t.env[i] + 20;
-    if (loading && !strcmp(loading, "EAGER")) {
+    if (gmt_untracked_whatif_lazy(a)) {
         if (!head)
             fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
         fprintf(out, "  what if CUDA_MODULE_LOADING=LAZY (the default): each kernel loaded at its first launch, "
                      "not every kernel at its module's load; less context memory, by how much the trace "
                      "cannot predict\n");
     }
+}
+
+void gmt_untracked_whatif_json(FILE *out, const struct gmt_analysis *a)
+{
+    fputs("\"untracked_what_if\": [", out);
+    size_t n = 0;
+    for (size_t d = 0; d < a->rep.n_dev; d++) {
+        uint64_t stack;
+        int64_t bytes;
+        if (!gmt_untracked_whatif_stack(a, &a->rep.dev[d], &stack, &bytes))
+            continue;
+        fprintf(out, "%s{\"device\": %d, \"settings\": \"cudaLimitStackSize=%u\", \"stack_bytes_per_thread\": %"
+                     PRIu64 ", \"device_bytes\": %" PRId64 ", \"confidence\": \"exact\"}",
+                n++ ? ", " : "", a->rep.dev[d].device, STACK_DEFAULT, stack, bytes);
+    }
+    if (gmt_untracked_whatif_lazy(a))
+        fprintf(out, "%s{\"device\": null, \"settings\": \"CUDA_MODULE_LOADING=LAZY\", "
+                     "\"stack_bytes_per_thread\": null, \"device_bytes\": null, \"confidence\": \"not predicted\"}",
+                n++ ? ", " : "");
+    fputc(']', out);
 }
 
 void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c)

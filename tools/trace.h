@@ -122,6 +122,7 @@ struct gmt_proc_sample {
     int16_t device;
     uint32_t other_count;      /* (2.6) other processes NVML listed on the device */
     uint64_t other_bytes;      /* (2.6) their device memory, GMT_MEMINFO_UNKNOWN unknown */
+    uint32_t other_pid;        /* (2.8) the pid of the one using the most, 0 unknown */
 };
 /* (2.6) A DEVLIMITS record with the cuMemGetInfo sample it follows, in file order. */
 struct gmt_limits_sample {

@@ -418,7 +418,8 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
             return -ENOMEM;
         *p = (struct gmt_proc_sample){e->time_ns, x->process_bytes, (int16_t)gmt_device_ordinal(m->device),
                                       has_other ? x2->other_count : 0,
-                                      has_other ? x2->other_bytes : GMT_MEMINFO_UNKNOWN};
+                                      has_other ? x2->other_bytes : GMT_MEMINFO_UNKNOWN,
+                                      has_other ? x2->other_pid : 0};
         if (t->n_proc_samples > 1 && p[-1].time > p->time)
             L->samples_unsorted = true;
     }

@@ -148,6 +148,7 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
         u->has_other = true;
         u->other = o->other_bytes;
         u->other_count = o->other_count;
+        u->other_pid = o->other_pid;
     }
     modules_part(t, d, u);
     if (d->has_first) {

@@ -42,6 +42,7 @@ struct gmt_untracked {
     bool has_other;
     uint64_t other;            /* other processes' memory on the device (NVML) */
     uint32_t other_count;
+    uint32_t other_pid;        /* the pid of the one using the most, 0 unknown */
     int64_t unexplained;       /* total - the parts measured */
 };
 
@@ -67,6 +68,15 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
 /* What settings would move the untracked parts, where the trace predicts it: a stack limit
  * above the default given back, and what CUDA_MODULE_LOADING does (not predicted). */
 void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a);
+/* The same as explain's JSON key "untracked_what_if" (docs/nccl-memory.md). */
+void gmt_untracked_whatif_json(FILE *out, const struct gmt_analysis *a);
+/* Device d's stack limit above the driver's default (1024 B), into *stack, and what giving
+ * it back would change device used by (*bytes, negative): (limit - 1024) x resident
+ * threads, exact. False when the trace has no limits or the limit is the default. */
+bool gmt_untracked_whatif_stack(const struct gmt_analysis *a, const struct gmt_dev_report *d, uint64_t *stack,
+                                int64_t *bytes);
+/* Whether the process ran with CUDA_MODULE_LOADING=EAGER (its last setting of it). */
+bool gmt_untracked_whatif_lazy(const struct gmt_analysis *a);
 /* Under an NCCL calls row: what its first call's device jump beyond tracked was, named. */
 void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c);
 

@@ -595,6 +595,7 @@ cudaError_t cudaPeekAtLastError(void);
 /* Sizes the fake driver charges (bytes). */
 #define FAKECUDA_GRANULARITY (2u << 20)             /* cuMemCreate granularity; cuMemAlloc rounding */
 #define FAKECUDA_CONTEXT_BYTES (300ull << 20)       /* hidden: charged at context creation */
+#define FAKECUDA_EAGER_BYTES (96ull << 20)          /* hidden: more per context with CUDA_MODULE_LOADING=EAGER */
 #define FAKECUDA_MODULE_BYTES_DEFAULT (64ull << 20) /* hidden: cuModuleLoadData of an unknown image */
 
 /* A module image the fake driver recognises: loading it charges `bytes` of hidden device

@@ -11,7 +11,10 @@
  *   multiples of the 2 MiB granularity (other sizes are refused, as the real driver
  *   does), a full device gives CUDA_ERROR_OUT_OF_MEMORY; a context costs 300 MiB and a
  *   module load more, which no allocation call shows (as NCCL's kernels loading into
- *   the context do on a real GPU): only cuMemGetInfo reveals them;
+ *   the context do on a real GPU): only cuMemGetInfo reveals them; with
+ *   CUDA_MODULE_LOADING=EAGER a context costs FAKECUDA_EAGER_BYTES more, every kernel of
+ *   the runtime's own modules loaded at its creation instead of at a first launch, as
+ *   the real driver does (LAZY, the default since CUDA 12.2, and any other value: not);
  * - of the context's charge, the local-memory reservation (stack limit x
  *   FAKECUDA_THREADS_PER_SM x FAKECUDA_SMS, FAKECUDA_CONTEXT_BYTES counting it at its
  *   default) is a part: cuCtxSetLimit of the stack moves it and its charge; a
@@ -173,9 +176,15 @@ static long env_long(const char *name, long def, long lo, long hi)
     return (*end || v < lo || v > hi) ? def : v;
 }
 
+/* What a new context costs: FAKECUDA_CONTEXT_BYTES, and with CUDA_MODULE_LOADING=EAGER
+ * the kernels the runtime's modules hold, loaded at once. Read once, at the first init. */
+static size_t context_cost;
+
 static void init_devices_locked(void)
 {
     if (ndevices) return;
+    const char *loading = getenv("CUDA_MODULE_LOADING");
+    context_cost = FAKECUDA_CONTEXT_BYTES + (loading && !strcmp(loading, "EAGER") ? FAKECUDA_EAGER_BYTES : 0);
     ndevices = (int)env_long("FAKECUDA_DEVICES", 2, 1, MAX_DEVICES);
     size_t mem = (size_t)env_long("FAKECUDA_MEM_MB", 4096, 64, 1L << 22) * MIB;
     for (int i = 0; i < ndevices; i++) {
@@ -485,7 +494,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
     struct CUctx_st *c = &devices[dev].primary;
-    if (!c->active) r = charge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
+    if (!c->active) r = charge_locked(dev, context_cost, 1);
     if (r == CUDA_SUCCESS) {
         c->active = 1;
         c->refs++;
@@ -510,7 +519,7 @@ static CUresult primary_release(CUdevice dev)
         set_limits_locked(dev, FAKECUDA_STACK_DEFAULT, FAKECUDA_PRINTF_FIFO_DEFAULT,
                           FAKECUDA_MALLOC_HEAP_DEFAULT);
         struct device *d = &devices[dev];
-        uncharge_locked(dev, FAKECUDA_CONTEXT_BYTES + (d->devrt ? FAKECUDA_DEVRT_BYTES : 0) + d->heap_charged, 1);
+        uncharge_locked(dev, context_cost + (d->devrt ? FAKECUDA_DEVRT_BYTES : 0) + d->heap_charged, 1);
         d->devrt = 0;
         d->heap_charged = 0;
     }
@@ -556,7 +565,7 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev
     struct CUctx_st *c = calloc(1, sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&lock);
-    CUresult r = charge_locked(dev, FAKECUDA_CONTEXT_BYTES, 1);
+    CUresult r = charge_locked(dev, context_cost, 1);
     if (r == CUDA_SUCCESS) {
         *c = (struct CUctx_st){.dev = dev, .refs = 1, .active = 1, .next = created_ctxs};
         created_ctxs = c;
@@ -578,7 +587,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (!ctx || ctx->primary || !ctx->active) return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&lock);
     ctx->active = 0;
-    uncharge_locked(ctx->dev, FAKECUDA_CONTEXT_BYTES, 1);
+    uncharge_locked(ctx->dev, context_cost, 1);
     pthread_mutex_unlock(&lock);
     for (int i = 0; i < ctx_depth; i++)
         if (ctx_stack[i] == ctx) {

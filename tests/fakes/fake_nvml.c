@@ -11,7 +11,8 @@
  *   NVML numbers devices in the reverse of CUDA's order (as CUDA_VISIBLE_DEVICES or
  *   CUDA_DEVICE_ORDER can make them differ): only the bus id maps one to the other;
  * - device-wide used = what the fake driver charged (allocations and the hidden context
- *   and module bytes), FAKENVML_OTHER_MB of another process (pid 1, listed) among them:
+ *   and module bytes), FAKENVML_OTHER_MB of another process (listed, its pid
+ *   FAKENVML_OTHER_PID, default 4242) among them:
  *   the fake driver charges that to each device at its start, so that cuMemGetInfo's
  *   free memory counts it too, as a real device's does;
  *   this process's figure = what the fake charged: its allocations and its context
@@ -109,6 +110,14 @@ static __attribute__((unused)) long other_mb(void)
 {
     const char *s = getenv("FAKENVML_OTHER_MB");
     return s ? atol(s) : 0;
+}
+
+/* The other process's pid (FAKENVML_OTHER_PID, default 4242): it is not this process. */
+static __attribute__((unused)) long other_pid(void)
+{
+    const char *s = getenv("FAKENVML_OTHER_PID");
+    long p = s ? atol(s) : 0;
+    return p > 0 && p != (long)getpid() ? p : 4242;
 }
 
 EXPORT nvmlReturn_t nvmlInit_v2(void)
@@ -228,7 +237,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(struct fake_dev *d, 
     nvmlProcessInfo_t list[2];
     unsigned n = 0;
     if (other_mb() > 0)
-        list[n++] = (nvmlProcessInfo_t){1, (unsigned long long)other_mb() * MIB, ~0u, ~0u};
+        list[n++] = (nvmlProcessInfo_t){(unsigned)other_pid(), (unsigned long long)other_mb() * MIB, ~0u, ~0u};
     const char *u = getenv("FAKENVML_UNLISTED");
     if (s.hidden > 0 && !(u && *u == '1'))
         list[n++] = (nvmlProcessInfo_t){(unsigned)getpid(), s.used - (unsigned long long)other_mb() * MIB, ~0u, ~0u};

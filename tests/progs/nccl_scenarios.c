@@ -555,6 +555,24 @@ static int nonblocking_fails(void)
     return 0;
 }
 
+/* A non-blocking init given up at once: rank 0 of 2 alone, aborted while its init still
+ * waits for its peer (ncclCommAbort is what a program does with a hung init). */
+static int nonblocking_abort(void)
+{
+    ncclUniqueId id;
+    ncclComm_t c = NULL;
+    buffers();
+    ncclGetUniqueId(&id);
+    ncclConfig_t cfg = {.size = sizeof cfg, .magic = GMT_NCCL_CONFIG_MAGIC, .version = 22800,
+                        .blocking = 0};
+    printf("init rank 0 r=%d\n", (int)ncclCommInitRankConfig(&c, 2, id, 0, &cfg));
+    ncclResult_t st = ncclSuccess;
+    ncclCommGetAsyncError(c, &st);
+    printf("rank 0 state=%d\n", (int)st);
+    printf("abort r=%d\n", (int)ncclCommAbort(c));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -581,6 +599,8 @@ int main(int argc, char **argv)
         return crash_in_group();
     if (strcmp(what, "nonblocking") == 0)
         return nonblocking();
+    if (strcmp(what, "nonblocking_abort") == 0)
+        return nonblocking_abort();
     if (strcmp(what, "nonblocking_fails") == 0)
         return nonblocking_fails();
     if (strcmp(what, "loop") == 0)

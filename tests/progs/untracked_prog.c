@@ -1,13 +1,16 @@
 /* untracked_prog.c: one-GPU programs whose untracked memory the tests name: a context only, NCCL with a send/receive kernel that grows the stack, the stack set by hand, explicit module loads; and one of two GPUs whose limits differ. */
 
-/* Usage: untracked_prog ctx | nccl | stack BYTES | launch LOCAL_BYTES | two BYTES |
- *                       fifo BYTES | heap BYTES | heap_use BYTES
+/* Usage: untracked_prog ctx | nccl | stack BYTES | stackback BYTES | launch LOCAL_BYTES |
+ *                       two BYTES | fifo BYTES | heap BYTES | heap_use BYTES
  *   ctx     cudaSetDevice(0), one 16 MiB cudaMalloc kept to the end: context and limits only
  *   nccl    the same, then ncclCommInitAll on device 0, a 1 Mi-float ncclAllReduce, a
  *           grouped ncclSend + ncclRecv to itself (its kernel grows the stack limit), and
  *           a second all_reduce of another size; ncclCommDestroy
  *   stack   the same as nccl up to the first all_reduce, then cuCtxSetLimit(STACK, BYTES)
  *           by hand and a second all_reduce of another size (sampled: a first call)
+ *   stackback  the stack limit set to BYTES right after ncclCommInitAll, so the first
+ *           all_reduce's closing sample is the largest; then back to 1024 and the second
+ *           all_reduce: the samples after the largest have the first sample's limits
  *   launch  a kernel needing LOCAL_BYTES of local memory per thread, launched once
  *           (no NCCL), then one all_reduce so that a sample follows
  *   fifo    the printf FIFO set to BYTES, then a kernel calling printf launched once, then
@@ -156,6 +159,8 @@ int main(int argc, char **argv)
         ncclComm_t c;
         int dev0 = 0;
         CK(ncclCommInitAll(&c, 1, &dev0));
+        if (!strcmp(mode, "stackback"))
+            CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, arg));
         all_reduce(c, buf, COUNT);
         if (!strcmp(mode, "nccl")) {
             CK(ncclGroupStart());
@@ -164,6 +169,8 @@ int main(int argc, char **argv)
             CK(ncclGroupEnd());
         } else if (!strcmp(mode, "stack")) {
             CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, arg));
+        } else if (!strcmp(mode, "stackback")) {
+            CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024));
         }
         all_reduce(c, buf, COUNT / 2);
         CK(ncclCommDestroy(c));
