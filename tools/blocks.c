@@ -224,6 +224,63 @@ static int cmp_seg_addr(const void *x, const void *y)
     return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+/* Segment x of an OOM, with free_b bytes free, among the GMT_OOM_SEGMENTS kept: those with
+ * the most free bytes, in that order. */
+static void oom_keep_segment(struct gmt_block_oom *o, const struct gmt_block_segment *x, uint64_t free_b)
+{
+    size_t at_i = o->n_seg < GMT_OOM_SEGMENTS ? o->n_seg++ : GMT_OOM_SEGMENTS;
+    if (at_i == GMT_OOM_SEGMENTS) {
+        const struct gmt_block_segment *w = &o->seg[GMT_OOM_SEGMENTS - 1];
+        if (free_b <= w->size - w->live)
+            return;
+        at_i = GMT_OOM_SEGMENTS - 1;
+    }
+    o->seg[at_i] = *x;
+    for (size_t j = at_i; j > 0; j--) {
+        struct gmt_block_segment *a = &o->seg[j - 1], *b = &o->seg[j];
+        if (a->size - a->live >= b->size - b->live)
+            break;
+        struct gmt_block_segment tmp = *a;
+        *a = *b;
+        *b = tmp;
+    }
+}
+
+/* The live blocks lb[0..n) of an OOM's device by site, the largest first. */
+static void oom_sites(struct gmt_block_oom *o, const struct lblock *lb, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < o->n_site && o->site[j].stack != lb[i].stack)
+            j++;
+        if (j == o->n_site) {
+            if (o->n_site == GMT_OOM_SITES) {
+                /* beyond the kept rows: replaces the smallest when larger */
+                size_t m = 0;
+                for (size_t q = 1; q < o->n_site; q++)
+                    if (o->site[q].bytes < o->site[m].bytes)
+                        m = q;
+                if (o->site[m].bytes >= lb[i].size)
+                    continue;
+                j = m;
+            } else {
+                o->n_site++;
+            }
+            o->site[j].stack = lb[i].stack;
+            o->site[j].bytes = 0;
+            o->site[j].count = 0;
+        }
+        o->site[j].bytes += lb[i].size;
+        o->site[j].count++;
+    }
+    for (size_t i = 1; i < o->n_site; i++)
+        for (size_t j = i; j > 0 && o->site[j - 1].bytes < o->site[j].bytes; j--) {
+            __typeof__(o->site[0]) tmp = o->site[j - 1];
+            o->site[j - 1] = o->site[j];
+            o->site[j] = tmp;
+        }
+}
+
 /* At an OOM: the segments that hold live blocks of its device, their free ranges, and
  * the live blocks by site. */
 static int oom_picture(struct pass *P, struct gmt_block_oom *o)
@@ -272,55 +329,9 @@ static int oom_picture(struct pass *P, struct gmt_block_oom *o)
             o->largest_free = x.largest_free;
         if (x.largest_free < o->request)
             o->free_unusable += free_b;
-        /* keep the segments with the most free bytes */
-        size_t at_i = o->n_seg < GMT_OOM_SEGMENTS ? o->n_seg++ : GMT_OOM_SEGMENTS;
-        if (at_i == GMT_OOM_SEGMENTS) {
-            const struct gmt_block_segment *w = &o->seg[GMT_OOM_SEGMENTS - 1];
-            if (free_b <= w->size - w->live)
-                continue;
-            at_i = GMT_OOM_SEGMENTS - 1;
-        }
-        o->seg[at_i] = x;
-        for (size_t j = at_i; j > 0; j--) {
-            struct gmt_block_segment *a = &o->seg[j - 1], *b = &o->seg[j];
-            if (a->size - a->live >= b->size - b->live)
-                break;
-            struct gmt_block_segment tmp = *a;
-            *a = *b;
-            *b = tmp;
-        }
+        oom_keep_segment(o, &x, free_b);
     }
-    /* the live blocks by site, the largest first */
-    for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (j < o->n_site && o->site[j].stack != lb[i].stack)
-            j++;
-        if (j == o->n_site) {
-            if (o->n_site == GMT_OOM_SITES) {
-                /* beyond the kept rows: replaces the smallest when larger */
-                size_t m = 0;
-                for (size_t q = 1; q < o->n_site; q++)
-                    if (o->site[q].bytes < o->site[m].bytes)
-                        m = q;
-                if (o->site[m].bytes >= lb[i].size)
-                    continue;
-                j = m;
-            } else {
-                o->n_site++;
-            }
-            o->site[j].stack = lb[i].stack;
-            o->site[j].bytes = 0;
-            o->site[j].count = 0;
-        }
-        o->site[j].bytes += lb[i].size;
-        o->site[j].count++;
-    }
-    for (size_t i = 1; i < o->n_site; i++)
-        for (size_t j = i; j > 0 && o->site[j - 1].bytes < o->site[j].bytes; j--) {
-            __typeof__(o->site[0]) tmp = o->site[j - 1];
-            o->site[j - 1] = o->site[j];
-            o->site[j] = tmp;
-        }
+    oom_sites(o, lb, n);
     free(lb);
     free(sg);
     return 0;

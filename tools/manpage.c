@@ -253,6 +253,27 @@ static void man_option(FILE *o, const struct opt *op)
     fputc('\n', o);
 }
 
+/* A usage line of command c's help, in the synopsis: "gpumemtrace" and the command's
+ * name (when the line names it) in bold. */
+static void man_usage(FILE *o, const struct cmd *c, const char *line)
+{
+    const char *u = line + 7; /* "usage: " or as many spaces */
+    size_t nl = strlen(c->name);
+    fputs("\\fB", o);
+    roff(o, "gpumemtrace ", true);
+    if (strlen(u) < 12) {
+        u += strlen(u);
+    } else if (!strncmp(u + 12, c->name, nl) && (u[12 + nl] == ' ' || !u[12 + nl])) {
+        roff(o, c->name, false);
+        u += 12 + nl;
+    } else {
+        u += 12;
+    }
+    fputs("\\fR", o);
+    roff(o, u, false);
+    fputc('\n', o);
+}
+
 static int man_command(FILE *o, const struct cmd *c)
 {
     char page[64], line[MAX_LINE];
@@ -268,23 +289,8 @@ static int man_command(FILE *o, const struct cmd *c)
     fputs(".SH SYNOPSIS\n.nf\n", o);
     while (next_line(&p, line, sizeof line)) {
         if (is_usage(line, first)) {
-            const char *u = line + 7; /* "usage: " or as many spaces */
-            size_t nl = strlen(c->name);
             first = false;
-            fputs("\\fB", o);
-            roff(o, "gpumemtrace ", true);
-            /* the command's name in bold, when the line names it */
-            if (strlen(u) < 12) {
-                u += strlen(u);
-            } else if (!strncmp(u + 12, c->name, nl) && (u[12 + nl] == ' ' || !u[12 + nl])) {
-                roff(o, c->name, false);
-                u += 12 + nl;
-            } else {
-                u += 12;
-            }
-            fputs("\\fR", o);
-            roff(o, u, false);
-            fputc('\n', o);
+            man_usage(o, c, line);
             continue;
         }
         if (!first && section) {
