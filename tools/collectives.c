@@ -405,7 +405,12 @@ int32_t gmt_colls_top_slow(const struct gmt_colls_map *M, size_t i)
 {
     uint32_t j;
     long k = gmt_scope_slot(M->t, i, &j);
-    return k >= 0 ? M->top_raw[k + 1] : top_walk(M->t, i);
+    if (k >= 0)
+        return M->top_raw[k + 1];
+    /* a member whose parent is its group, as it is but in an odd file: itself (top_walk
+     * finds the same, in more steps) */
+    long g = gmt_trace_stored_index(M->t, M->t->reps[-1 - k].group_id);
+    return g >= 0 && M->t->scopes[g].op == GMT_OP_Group ? (int32_t)i : top_walk(M->t, i);
 }
 
 int32_t gmt_colls_row_slow(const struct gmt_colls_map *M, size_t i)

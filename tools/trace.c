@@ -6,32 +6,47 @@
 
 #include "u64map.h"
 
-/* The note a scope index lies after: the count of notes whose first member is at or
- * before index i. Most lookups walk the scopes in order: the note found last, per thread,
- * is tried first (a guess, checked). */
-static _Thread_local size_t note_hint;
+/* Most lookups walk the scopes in order, a member's and its group's in turn: the count
+ * found last, per thread, and the ones beside it are tried first (a guess, checked). */
+static _Thread_local size_t note_hint, stored_hint;
 
-static size_t notes_up_to(const struct gmt_trace *t, size_t i)
+/* The notes whose first member is at or before index i (by_stored: whose stored scopes
+ * before them are at most i), a count from 0 to t->n_reps. */
+static inline uint64_t note_key(const struct gmt_rep_note *n, bool by_stored)
 {
-    size_t h = note_hint, n = t->n_reps;
-    if (h >= 1 && h <= n && t->reps[h - 1].first_scope <= i && (h == n || t->reps[h].first_scope > i))
+    return by_stored ? n->stored_before : n->first_scope;
+}
+
+static inline bool count_is(const struct gmt_trace *t, size_t h, size_t i, bool by_stored)
+{
+    return h <= t->n_reps && (h == 0 || note_key(&t->reps[h - 1], by_stored) <= i) &&
+           (h == t->n_reps || note_key(&t->reps[h], by_stored) > i);
+}
+
+static size_t notes_up_to(const struct gmt_trace *t, size_t i, bool by_stored)
+{
+    size_t *hint = by_stored ? &stored_hint : &note_hint;
+    size_t h = *hint;
+    if (count_is(t, h, i, by_stored))
         return h;
-    if (h < n && t->reps[h].first_scope <= i && (h + 1 == n || t->reps[h + 1].first_scope > i))
-        return note_hint = h + 1;
-    size_t lo = 0, hi = n;
+    if (count_is(t, h + 1, i, by_stored))
+        return *hint = h + 1;
+    if (h && count_is(t, h - 1, i, by_stored))
+        return *hint = h - 1;
+    size_t lo = 0, hi = t->n_reps;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (t->reps[mid].first_scope <= i)
+        if (note_key(&t->reps[mid], by_stored) <= i)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return note_hint = lo;
+    return *hint = lo;
 }
 
 long gmt_scope_slot_slow(const struct gmt_trace *t, size_t i, uint32_t *j)
 {
-    size_t k = notes_up_to(t, i);
+    size_t k = notes_up_to(t, i, false);
     if (!k)
         return (long)i;
     const struct gmt_rep_note *n = &t->reps[k - 1];
@@ -46,17 +61,10 @@ long gmt_scope_slot_slow(const struct gmt_trace *t, size_t i, uint32_t *j)
 size_t gmt_scope_index_of_stored_slow(const struct gmt_trace *t, size_t k)
 {
     /* the notes made before t->scopes[k]: those with no more stored before them */
-    size_t lo = 0, hi = t->n_reps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->reps[mid].stored_before <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (!lo)
+    size_t c = notes_up_to(t, k, true);
+    if (!c)
         return k;
-    const struct gmt_rep_note *n = &t->reps[lo - 1];
+    const struct gmt_rep_note *n = &t->reps[c - 1];
     return k + (n->first_scope - n->stored_before) + n->count;
 }
 
