@@ -119,7 +119,7 @@ static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struc
         const struct gmt_scope *s = gmt_trace_scope(t, order ? order[k] : k, &tmp);
         if (!s->parent_id)
             continue;
-        long pi = gmt_trace_scope_index(t, s->parent_id);
+        long pi = gmt_trace_parent_index(t, order ? order[k] : k, s);
         if (pi < 0 || gmt_trace_scope(t, (size_t)pi, &tp)->op != GMT_OP_Group)
             continue;
         struct group_sum *x = group_sum_of(g, pi);
@@ -361,7 +361,7 @@ static int32_t top_walk(const struct gmt_trace *t, size_t i)
     struct gmt_scope tmp, tp;
     for (int hops = 0; hops < 64; hops++) {
         const struct gmt_scope *s = gmt_trace_scope(t, j, &tmp);
-        long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+        long p = gmt_trace_parent_index(t, j, s);
         if (p < 0 || (size_t)p == j || gmt_trace_scope(t, (size_t)p, &tp)->op == GMT_OP_Group)
             break;
         j = (size_t)p;
@@ -409,8 +409,10 @@ int32_t gmt_colls_top_slow(const struct gmt_colls_map *M, size_t i)
         return M->top_raw[k + 1];
     /* a member whose parent is its group, as it is but in an odd file: itself (top_walk
      * finds the same, in more steps) */
-    long g = gmt_trace_stored_index(M->t, M->t->reps[-1 - k].group_id);
-    return g >= 0 && M->t->scopes[g].op == GMT_OP_Group ? (int32_t)i : top_walk(M->t, i);
+    long g = (long)M->t->reps[-1 - k].group;
+    struct gmt_scope tmp;
+    bool in_group = g >= 0 && gmt_trace_scope(M->t, (size_t)g, &tmp)->op == GMT_OP_Group;
+    return in_group ? (int32_t)i : top_walk(M->t, i);
 }
 
 int32_t gmt_colls_row_slow(const struct gmt_colls_map *M, size_t i)

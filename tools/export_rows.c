@@ -177,7 +177,7 @@ static uint32_t counted_as(const struct gmt_trace *t, size_t i)
     struct gmt_scope tmp, tp;
     for (int hops = 0; hops < 64; hops++) {
         const struct gmt_scope *s = gmt_trace_scope(t, j, &tmp);
-        long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+        long p = gmt_trace_parent_index(t, j, s);
         if (p < 0 || (size_t)p == j || gmt_trace_scope(t, (size_t)p, &tp)->op == GMT_OP_Group)
             break;
         j = (size_t)p;

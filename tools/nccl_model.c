@@ -390,7 +390,7 @@ static long top_of(const struct gmt_trace *t, long i)
     for (int hops = 0; hops < 64 && i >= 0; hops++) {
         struct gmt_scope tmp;
         const struct gmt_scope *s = gmt_trace_scope(t, (size_t)i, &tmp);
-        long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+        long p = gmt_trace_parent_index(t, (size_t)i, s);
         if (p < 0 || p == i)
             break;
         i = p;

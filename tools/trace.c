@@ -68,6 +68,15 @@ size_t gmt_scope_index_of_stored_slow(const struct gmt_trace *t, size_t k)
     return k + (n->first_scope - n->stored_before) + n->count;
 }
 
+long gmt_trace_parent_index_slow(const struct gmt_trace *t, size_t i, uint32_t parent_id)
+{
+    uint32_t j;
+    long k = gmt_scope_slot(t, i, &j);
+    if (k < 0)
+        return (long)t->reps[-1 - k].group;
+    return gmt_trace_scope_index(t, parent_id);
+}
+
 long gmt_trace_member_index(const struct gmt_trace *t, uint32_t id)
 {
     /* the last note by group id below id */

@@ -200,6 +200,7 @@ struct gmt_rep_note {
     uint64_t origin_at;
     uint64_t offset;           /* of its GROUP_REPEAT */
     uint64_t time;             /* ns: its members begin and end then */
+    uint64_t group;            /* the index of scope group_id (gmt_trace_finish_scopes) */
     uint32_t count, group_id, tid;
     int16_t device;            /* its thread's context's device then, -1 unknown */
 };
@@ -349,6 +350,12 @@ static inline long gmt_trace_stored_index(const struct gmt_trace *t, uint32_t id
 }
 /* The index of the member of a repeated group whose id is `id`, or -1. */
 long gmt_trace_member_index(const struct gmt_trace *t, uint32_t id);
+
+/* The index of scope s's parent (s is scope i), or -1: for a repeated group's member, its
+ * note's group, looked up once. */
+long gmt_trace_parent_index_slow(const struct gmt_trace *t, size_t i, uint32_t parent_id);
+#define gmt_trace_parent_index(t, i, s)                                                   \
+    ((s)->parent_id ? gmt_trace_parent_index_slow((t), (i), (s)->parent_id) : -1L)
 
 /* Index of scope `id` (a stored one when a member has its id too: a corrupt file), or -1. */
 static inline long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)

@@ -131,6 +131,9 @@ int gmt_trace_finish_scopes(struct gmt_trace *t, struct gmt_meminfo_note *mi, si
         if (c && c->device >= 0)
             t->scopes[i].device = (int16_t)c->device;
     }
+    /* a repeated group's parent, asked of each member */
+    for (size_t k = 0; k < t->n_reps; k++)
+        t->reps[k].group = (uint64_t)gmt_trace_scope_index(t, t->reps[k].group_id);
     /* (a repeated group's member's, from the member it stands for: gmt_trace_scope) */
     for (size_t i = 0; i < t->n_rep_origin; i++) {
         const struct gmt_comm *c = gmt_trace_comm(t, t->rep_tmpl[i].comm);
