@@ -15,6 +15,19 @@
 #include "fuzz/fuzz_reader.c"
 
 /* Opens the first len bytes of b as a trace; the stream lives in *fp. */
+/* A loaded trace's scopes, each into a slot of its own among a few: a test holds several
+ * at once, and a repeated group's member is made on demand. */
+static struct gmt_scope scope_slots[16];
+static unsigned scope_slot;
+static const struct gmt_scope *scope_of_id(const struct gmt_trace *t, uint32_t id)
+{
+    return gmt_trace_scope_by_id(t, id, &scope_slots[scope_slot++ % 16]);
+}
+static const struct gmt_scope *scope_nth(const struct gmt_trace *t, size_t i)
+{
+    return gmt_trace_scope(t, i, &scope_slots[scope_slot++ % 16]);
+}
+
 static int open_mem(const struct tb *b, size_t len, FILE **fp, struct gmt_reader **r,
                     char *err, size_t errlen)
 {
@@ -941,9 +954,9 @@ Test(trace, expands_group_repeat_into_the_members_it_stands_for)
         { 17, 16, 0xa, 256, 0 }, { 18, 16, 0xb, 128, 3 },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        const struct gmt_scope *m = gmt_trace_scope_by_id(&t, want[i].id);
+        const struct gmt_scope *m = scope_of_id(&t, want[i].id);
         cr_assert_not_null(m, "member %u", want[i].id);
-        const struct gmt_scope *g = gmt_trace_scope_by_id(&t, want[i].parent);
+        const struct gmt_scope *g = scope_of_id(&t, want[i].parent);
         cr_assert_not_null(g);
         cr_expect_eq(m->parent_id, want[i].parent);
         cr_expect_eq(m->op, GMT_OP_AllReduce);
@@ -960,7 +973,7 @@ Test(trace, expands_group_repeat_into_the_members_it_stands_for)
     /* nothing made up for the ones that cannot stand */
     for (uint32_t id = 20; id < 31; id++)
         if (id != 22 && id != 25 && id != 28)
-            cr_expect_null(gmt_trace_scope_by_id(&t, id), "scope %u", id);
+            cr_expect_null(scope_of_id(&t, id), "scope %u", id);
     cr_expect_eq(t.n_scopes, 7 + 2 + 4, "7 groups, 2 members, 4 repeated members");
     gmt_trace_free(&t);
 
@@ -1022,7 +1035,7 @@ Test(trace, call_form_expands_to_the_plain_records_it_stands_for)
     cr_assert_eq(a.n_scopes, 6);
     cr_assert_eq(b.n_scopes, 6);
     for (size_t i = 0; i < a.n_scopes; i++) {
-        const struct gmt_scope *x = &a.scopes[i], *y = &b.scopes[i];
+        const struct gmt_scope *x = scope_nth(&a, i), *y = scope_nth(&b, i);
         cr_expect_eq(x->id, y->id);
         cr_expect_eq(x->tid, y->tid);
         cr_expect_eq(x->comm, y->comm, "scope %u", x->id);
@@ -1034,8 +1047,8 @@ Test(trace, call_form_expands_to_the_plain_records_it_stands_for)
         cr_expect_eq(gmt_trace_scope_peer(&a, x), gmt_trace_scope_peer(&b, y));
     }
     /* what the table in tb_calls says, decoded: thread 7 from TB_T0 + 700 */
-    const struct gmt_scope *s1 = gmt_trace_scope_by_id(&a, 1), *s4 = gmt_trace_scope_by_id(&a, 4);
-    const struct gmt_scope *s5 = gmt_trace_scope_by_id(&a, 5), *s6 = gmt_trace_scope_by_id(&a, 6);
+    const struct gmt_scope *s1 = scope_of_id(&a, 1), *s4 = scope_of_id(&a, 4);
+    const struct gmt_scope *s5 = scope_of_id(&a, 5), *s6 = scope_of_id(&a, 6);
     cr_assert(s1 && s4 && s5 && s6);
     cr_expect_eq(s1->t_begin, TB_T0 + 700 + 25 + 700);
     cr_expect_eq(s1->t_end, TB_T0 + 700 + 25 + 1000);
@@ -1093,10 +1106,10 @@ Test(trace, call_form_that_cannot_be_restored_is_dropped_and_counted)
     cr_expect_eq(t.n_scopes, 3);
     for (uint32_t id = 1; id <= 8; id++) {
         bool kept = id == 4 || id == 5 || id == 8;
-        cr_expect_eq(gmt_trace_scope_by_id(&t, id) != NULL, kept, "scope %u", id);
+        cr_expect_eq(scope_of_id(&t, id) != NULL, kept, "scope %u", id);
     }
-    const struct gmt_scope *s4 = gmt_trace_scope_by_id(&t, 4), *s5 = gmt_trace_scope_by_id(&t, 5);
-    const struct gmt_scope *s8 = gmt_trace_scope_by_id(&t, 8);
+    const struct gmt_scope *s4 = scope_of_id(&t, 4), *s5 = scope_of_id(&t, 5);
+    const struct gmt_scope *s8 = scope_of_id(&t, 8);
     cr_assert(s4 && s5 && s8);
     /* the dropped ones' dts still count: 4 begins 3 x 100 + 50 after the THREAD */
     cr_expect_eq(s4->t_begin, TB_T0 + 100 + 350);
@@ -1125,7 +1138,7 @@ Test(trace, scope_open_restores_the_begin_of_a_call_left_open_only)
         cr_expect_eq(t.records_dropped, 0);
         cr_expect_eq(t.complete, end);
         cr_assert_eq(t.n_scopes, 4, "1, 2, and 3 and 2 restored");
-        const struct gmt_scope *s3 = gmt_trace_scope_by_id(&t, 3);
+        const struct gmt_scope *s3 = scope_of_id(&t, 3);
         cr_assert_not_null(s3);
         cr_expect_eq(s3->tid, 7u);
         cr_expect_eq(s3->op, GMT_OP_AllGather);
@@ -1136,12 +1149,13 @@ Test(trace, scope_open_restores_the_begin_of_a_call_left_open_only)
         cr_expect_eq(gmt_trace_scope_stack(&t, s3), 0u);
         size_t on8 = 0, on7 = 0;
         for (size_t i = 0; i < t.n_scopes; i++) {
-            on8 += t.scopes[i].tid == 8;
-            on7 += t.scopes[i].tid == 7 && t.scopes[i].id == 2;
+            const struct gmt_scope *s = scope_nth(&t, i);
+            on8 += s->tid == 8;
+            on7 += s->tid == 7 && s->id == 2;
         }
         cr_expect_eq(on8, 1, "8 had no scope 2: restored on its thread");
         cr_expect_eq(on7, 1, "7's scope 2 is in the file: not restored again");
-        cr_expect_eq(gmt_trace_scope_by_id(&t, 1)->t_end, TB_T0 + 200);
+        cr_expect_eq(scope_of_id(&t, 1)->t_end, TB_T0 + 200);
         gmt_trace_free(&t);
 
         /* where they go: before END, with a CHUNK of END's thread after them, or at the
@@ -1180,7 +1194,7 @@ Test(trace, scope_open_restores_the_begin_of_a_call_left_open_only)
         cr_assert_eq(load_tb(&b, cut, &t, err, sizeof err), 0, "%s", err);
         cr_expect(t.cut);
         cr_expect_eq(t.cut_offset, b.off[b.nrec - 1]);
-        cr_expect_not_null(gmt_trace_scope_by_id(&t, 3));
+        cr_expect_not_null(scope_of_id(&t, 3));
         gmt_trace_free(&t);
         tb_free(&b);
     }
@@ -1440,7 +1454,7 @@ static void expect_repeats_read_in_place(struct tb *b)
     cr_expect_eq(full.n_reps, 0);
     cr_assert_eq(lazy.n_scopes, full.n_scopes);
     for (size_t i = 0; i < lazy.n_scopes; i++) {
-        const struct gmt_scope *a = &lazy.scopes[i], *f = &full.scopes[i];
+        const struct gmt_scope *a = scope_nth(&lazy, i), *f = scope_nth(&full, i);
         cr_expect(a->id == f->id && a->parent_id == f->parent_id && a->tid == f->tid &&
                       a->result == f->result && a->comm == f->comm && a->count == f->count &&
                       a->t_begin == f->t_begin && a->t_end == f->t_end &&
@@ -1449,6 +1463,10 @@ static void expect_repeats_read_in_place(struct tb *b)
                   "scope %zu (id %u)", i, f->id);
         cr_expect_eq(gmt_trace_scope_stack(&lazy, a), gmt_trace_scope_stack(&full, f), "scope %u", f->id);
         cr_expect_eq(gmt_trace_scope_peer(&lazy, a), gmt_trace_scope_peer(&full, f), "scope %u", f->id);
+        /* found by id as well: a member, whose id no table holds, by its note */
+        if (!full.scope_dups)
+            cr_expect_eq(gmt_trace_scope_index(&lazy, f->id), gmt_trace_scope_index(&full, f->id),
+                         "scope id %u", f->id);
     }
     cr_expect_eq(lazy.n_events, full.n_events);
     static struct gmt_timed_event ea[4096], ef[4096];
@@ -1462,6 +1480,73 @@ static void expect_repeats_read_in_place(struct tb *b)
     gmt_trace_free(&lazy);
     gmt_trace_free(&full);
     free(img);
+}
+
+/* Two threads whose repeated groups interleave by chunk, the later thread's ids first in
+ * the file; a repeated group of inits whose last member a COMM record names the
+ * communicator of; devices from a context and from communicators: the members made on
+ * demand are those of the trace written out, found by index and by id. */
+Test(trace, repeated_groups_of_two_threads_are_made_on_demand)
+{
+    struct tb b = {0};
+    tb_header_current(&b);
+    struct gmt_rec_process p = {.pid = 1, .ppid = 1, .rank = 0, .monotonic_ns = TB_T0};
+    tb_rec(&b, GMT_REC_PROCESS, 0, &p, sizeof p, NULL, 0);
+    tb_chunk(&b, 7);
+    tb_thread_at(&b, 7, TB_T0 + 100);
+    struct gmt_rec_cuctx cx = {.context = 0x55, .device = 3};
+    tb_rec(&b, GMT_REC_CUCTX, 0, &cx, sizeof cx, NULL, 0);
+    struct gmt_rec_comm ca = {.comm = 0xa, .rank = 0, .nranks = 2, .device = 1};
+    tb_rec(&b, GMT_REC_COMM, 0, &ca, sizeof ca, NULL, 0);
+    tb_scope_begin(&b, GMT_OP_Group, 10, 0, 0, 0, 10);
+    tb_scope_begin(&b, GMT_OP_AllReduce, 11, 10, 0xa, 256, 5);
+    tb_scope_end(&b, GMT_OP_AllReduce, 11, 0, 5);
+    tb_scope_begin(&b, GMT_OP_Broadcast, 12, 10, 0xb, 128, 5);
+    tb_scope_end(&b, GMT_OP_Broadcast, 12, 3, 5);
+    tb_scope_end(&b, GMT_OP_Group, 10, 0, 100);
+    tb_chunk(&b, 8);
+    tb_thread_at(&b, 8, TB_T0 + 150);
+    tb_scope_begin(&b, GMT_OP_Group, 1000, 0, 0, 0, 10);
+    tb_scope_begin(&b, GMT_OP_CommInitRank, 1001, 1000, 0, 2, 5);
+    tb_scope_end(&b, GMT_OP_CommInitRank, 1001, 0, 5);
+    tb_scope_begin(&b, GMT_OP_CommInitRank, 1002, 1000, 0, 2, 5);
+    tb_scope_end(&b, GMT_OP_CommInitRank, 1002, 0, 5);
+    tb_scope_end(&b, GMT_OP_Group, 1000, 0, 100);
+    struct gmt_rec_comm cc = {.comm = 0xc0, .rank = 1, .nranks = 2, .device = 2};
+    tb_rec(&b, GMT_REC_COMM, 0, &cc, sizeof cc, NULL, 0);
+    for (uint32_t r = 1; r <= 4; r++) {
+        tb_chunk(&b, 8);
+        tb_scope_begin(&b, GMT_OP_Group, 1000 + 3 * r, 0, 0, 0, 1000);
+        tb_group_repeat(&b, 1000 + 3 * r, 2, 1000 + 3 * (r - 1));
+        tb_scope_end(&b, GMT_OP_Group, 1000 + 3 * r, 0, 100);
+        cc.comm = 0xc0 + r;
+        tb_rec(&b, GMT_REC_COMM, 0, &cc, sizeof cc, NULL, 0);
+        tb_chunk(&b, 7);
+        tb_scope_begin(&b, GMT_OP_Group, 10 + 3 * r, 0, 0, 0, 1000);
+        tb_group_repeat(&b, 10 + 3 * r, 2, 10 + 3 * (r - 1));
+        tb_scope_end(&b, GMT_OP_Group, 10 + 3 * r, 0, 100);
+    }
+    struct gmt_rec_end e = {.time_ns = TB_T0 + 1000000};
+    tb_rec(&b, GMT_REC_END, 0, &e, sizeof e, NULL, 0);
+    expect_repeats_read_in_place(&b);
+    struct gmt_trace t;
+    char err[512];
+    cr_assert_eq(load_tb(&b, b.len, &t, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(t.n_reps, 8);
+    cr_expect_eq(t.n_scopes, 2 * (3 + 4 * 3));
+    const struct gmt_scope *m = scope_of_id(&t, 1000 + 3 * 4 + 2);
+    cr_assert_not_null(m);
+    cr_expect_eq(m->comm, 0xc4, "the COMM record after its group names it");
+    cr_expect_eq(m->device, 2);
+    const struct gmt_scope *a = scope_of_id(&t, 10 + 3 * 2 + 1), *c = scope_of_id(&t, 10 + 3 * 2 + 2);
+    cr_assert(a && c);
+    cr_expect_eq(a->device, 1, "its communicator's");
+    cr_expect_eq(c->device, 3, "no communicator known: its thread's context's");
+    cr_expect_eq(c->result, 3);
+    cr_expect_null(scope_of_id(&t, 10 + 3 * 4 + 3));
+    cr_expect_null(scope_of_id(&t, 999));
+    gmt_trace_free(&t);
+    tb_free(&b);
 }
 
 Test(trace, reads_group_repeat_in_place_as_its_members)

@@ -11,12 +11,17 @@
 #include "reader.h"
 #include "util.h"
 
+static bool in_window(const struct gmt_colls_map *M, uint64_t t_begin);
+static int set_row(struct gmt_colls_map *M, size_t i, int32_t row);
+
 static int cmp_scope_begin(const void *a, const void *b, void *ctx)
 {
-    const struct gmt_scope *s = ctx;
+    const struct gmt_trace *t = ctx;
     const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    if (s[x].t_begin != s[y].t_begin)
-        return s[x].t_begin < s[y].t_begin ? -1 : 1;
+    struct gmt_scope tx, ty;
+    uint64_t bx = gmt_trace_scope(t, x, &tx)->t_begin, by = gmt_trace_scope(t, y, &ty)->t_begin;
+    if (bx != by)
+        return bx < by ? -1 : 1;
     return x < y ? -1 : x > y;
 }
 
@@ -36,8 +41,13 @@ static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
     size_t n = t->n_scopes;
     *order_p = NULL;
     bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = t->scopes[i].t_begin >= t->scopes[i - 1].t_begin;
+    uint64_t last = 0;
+    struct gmt_scope tmp;
+    for (size_t i = 0; i < n && sorted; i++) {
+        uint64_t b = gmt_trace_scope(t, i, &tmp)->t_begin;
+        sorted = b >= last;
+        last = b;
+    }
     if (sorted)
         return 0;
     uint32_t *order = malloc(n * sizeof *order);
@@ -45,7 +55,7 @@ static int begin_order(const struct gmt_trace *t, uint32_t **order_p)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    gmt_sort_r(order, n, sizeof *order, cmp_scope_begin, t->scopes);
+    gmt_sort_r(order, n, sizeof *order, cmp_scope_begin, (void *)t);
     *order_p = order;
     return 0;
 }
@@ -104,12 +114,13 @@ static void add_member(char *lab, const struct gmt_scope *s)
 static int group_sums_of(const struct gmt_trace *t, const uint32_t *order, struct group_sums *g)
 {
     size_t n = t->n_scopes;
+    struct gmt_scope tmp, tp;
     for (size_t k = 0; k < n; k++) {
-        const struct gmt_scope *s = &t->scopes[order ? order[k] : k];
+        const struct gmt_scope *s = gmt_trace_scope(t, order ? order[k] : k, &tmp);
         if (!s->parent_id)
             continue;
-        long pi = gmt_trace_scope_index(t, s->parent_id);
-        if (pi < 0 || t->scopes[pi].op != GMT_OP_Group)
+        long pi = gmt_trace_parent_index(t, order ? order[k] : k, s);
+        if (pi < 0 || gmt_trace_scope(t, (size_t)pi, &tp)->op != GMT_OP_Group)
             continue;
         struct group_sum *x = group_sum_of(g, pi);
         if (!x)
@@ -171,9 +182,10 @@ static struct gmt_coll_row *new_row(const struct gmt_trace *t, struct gmt_report
 
 /* One top scope's call into its row (made at its first call); 0 or -ENOMEM. */
 static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *cap, size_t i,
-                    const struct group_sums *g, int32_t *row_of)
+                    const struct group_sums *g, struct gmt_colls_map *M)
 {
-    const struct gmt_scope *s = &t->scopes[i];
+    struct gmt_scope tmp;
+    const struct gmt_scope *s = gmt_trace_scope(t, i, &tmp);
     /* the op's name itself, not a copy: there are as many scopes as calls */
     char group_label[64];
     const char *label = gmt_op_name(s->op);
@@ -185,7 +197,7 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
         comm = x ? x->comm : 0;
     }
     struct gmt_coll_row *row = find_row(rep, comm, s->op, bytes, label);
-    const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, s);
+    const struct gmt_scope_mem *m = gmt_trace_scope_mem(t, i);
     struct call_times ct = {.has_dev = m && m->has_mem_before && m->has_mem_after};
     ct.dev = ct.has_dev ? (int64_t)m->used_after - (int64_t)m->used_before : 0;
     /* (one that never ended has t_end 0: no time unless it began at 0, and then 0) */
@@ -198,7 +210,8 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
             row->later_dev_max = ct.dev;
         row->later_has_dev = true;
     }
-    row_of[i] = (int32_t)(row - rep->colls);
+    if (set_row(M, i, (int32_t)(row - rep->colls)))
+        return -ENOMEM;
     row->calls++;
     if (s->result != 0) /* (0 until it ended) */
         row->failed++;
@@ -211,22 +224,25 @@ static int add_call(const struct gmt_trace *t, struct gmt_report *rep, size_t *c
     return 0;
 }
 
-int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                    int32_t *row_of, uint32_t **order_p, uint64_t t_from, uint64_t t_to)
+int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, struct gmt_colls_map *M,
+                    uint32_t **order_p, uint64_t t_from, uint64_t t_to)
 {
     uint32_t *order;
     struct group_sums g = {.sum = NULL};
     gmt_u64map_init(&g.of);
     size_t cap = 0;
+    M->t_from = t_from;
+    M->t_to = t_to;
     int r = begin_order(t, &order);
     if (!r)
         r = group_sums_of(t, order, &g);
+    struct gmt_scope tmp;
     for (size_t k = 0; !r && k < t->n_scopes; k++) {
         size_t i = order ? order[k] : k;
-        /* --from/--to: the calls that began in the window (their row_of stays -1) */
-        const struct gmt_scope *sc = &t->scopes[i];
-        if (top[i] == (int32_t)i && sc->t_begin >= t_from && (!t_to || sc->t_begin <= t_to))
-            r = add_call(t, rep, &cap, i, &g, row_of);
+        /* --from/--to: the calls that began in the window (their row stays -1) */
+        const struct gmt_scope *sc = gmt_trace_scope(t, i, &tmp);
+        if (gmt_colls_top(M, i) == (int32_t)i && in_window(M, sc->t_begin))
+            r = add_call(t, rep, &cap, i, &g, M);
     }
     group_sums_free(&g);
     if (r) {
@@ -291,20 +307,22 @@ void gmt_colls_group_labels_free(struct gmt_group_labels *l)
  * allocations counted per row. The allocation bytes and other-thread counts of every
  * Group row go to the trace's first Group row, whatever its label or communicator (the
  * rows of other ops keep their own); the JSON and CSV outputs show them so. */
-int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                     const int32_t *row_of, const uint32_t *order, const struct gmt_row_count *rc)
+int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep,
+                     const struct gmt_colls_map *M, const uint32_t *order,
+                     const struct gmt_row_count *rc)
 {
     bool *seen = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *seen);
     if (!seen)
         return -ENOMEM;
     for (size_t k = 0; k < t->n_scopes; k++) {
         size_t i = order ? order[k] : k;
-        if (top[i] != (int32_t)i || row_of[i] < 0)
+        int32_t ri = gmt_colls_row(M, i);
+        if (gmt_colls_top(M, i) != (int32_t)i || ri < 0)
             continue;
-        struct gmt_coll_row *row = &rep->colls[row_of[i]];
-        int64_t tracked = rep->scope_tracked[i];
-        if (!seen[row_of[i]]) {
-            seen[row_of[i]] = true;
+        struct gmt_coll_row *row = &rep->colls[ri];
+        int64_t tracked = gmt_scope_tracked(t, rep, i);
+        if (!seen[ri]) {
+            seen[ri] = true;
             row->first_tracked = tracked;
         } else {
             if (tracked > row->later_tracked_max)
@@ -328,29 +346,110 @@ int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const in
     return 0;
 }
 
+static bool in_window(const struct gmt_colls_map *M, uint64_t t_begin)
+{
+    return t_begin >= M->t_from && (!M->t_to || t_begin <= M->t_to);
+}
+
 /* An NCCL call that NCCL itself makes inside another (ncclBcast calling ncclBroadcast
  * through its exported name) is part of the outer one: events and rows go to the
  * outermost call below any group. */
-int32_t *gmt_colls_top_scopes(const struct gmt_trace *t)
+/* The outermost call below any group that scope i belongs to. */
+static int32_t top_walk(const struct gmt_trace *t, size_t i)
 {
-    /* one more in front, for the top_by_dense view */
-    int32_t *raw = malloc((t->n_scopes + 1) * sizeof *raw);
-    if (!raw)
-        return NULL;
-    raw[0] = -1;
-    int32_t *top = raw + 1;
-    for (size_t i = 0; i < t->n_scopes; i++) {
-        size_t j = i;
-        for (int hops = 0; hops < 64; hops++) {
-            const struct gmt_scope *s = &t->scopes[j];
-            long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
-            if (p < 0 || (size_t)p == j || t->scopes[p].op == GMT_OP_Group)
-                break;
-            j = (size_t)p;
-        }
-        top[i] = (int32_t)j;
+    size_t j = i;
+    struct gmt_scope tmp, tp;
+    for (int hops = 0; hops < 64; hops++) {
+        const struct gmt_scope *s = gmt_trace_scope(t, j, &tmp);
+        long p = gmt_trace_parent_index(t, j, s);
+        if (p < 0 || (size_t)p == j || gmt_trace_scope(t, (size_t)p, &tp)->op == GMT_OP_Group)
+            break;
+        j = (size_t)p;
     }
-    return top;
+    return (int32_t)j;
+}
+
+int gmt_colls_map_init(struct gmt_colls_map *M, const struct gmt_trace *t)
+{
+    memset(M, 0, sizeof *M);
+    M->t = t;
+    gmt_u64map_init(&M->member_row);
+    size_t n = t->n_stored, nt = t->n_rep_origin;
+    M->top_raw = malloc((n + 1) * sizeof *M->top_raw);
+    M->row = malloc((n ? n : 1) * sizeof *M->row);
+    M->tmpl_row = malloc((nt ? nt : 1) * sizeof *M->tmpl_row);
+    if (!M->top_raw || !M->row || !M->tmpl_row) {
+        gmt_colls_map_free(M);
+        return -ENOMEM;
+    }
+    memset(M->row, 0xff, (n ? n : 1) * sizeof *M->row);
+    memset(M->tmpl_row, 0xff, (nt ? nt : 1) * sizeof *M->tmpl_row);
+    gmt_hint_huge(M->row, n * sizeof *M->row);
+    gmt_hint_huge(M->top_raw, (n + 1) * sizeof *M->top_raw);
+    M->top_raw[0] = -1;
+    for (size_t k = 0; k < n; k++)
+        M->top_raw[k + 1] = top_walk(t, gmt_scope_index_of_stored(t, k));
+    return 0;
+}
+
+void gmt_colls_map_free(struct gmt_colls_map *M)
+{
+    free(M->top_raw);
+    free(M->row);
+    free(M->tmpl_row);
+    gmt_u64map_free(&M->member_row);
+    memset(M, 0, sizeof *M);
+}
+
+int32_t gmt_colls_top_slow(const struct gmt_colls_map *M, size_t i)
+{
+    uint32_t j;
+    long k = gmt_scope_slot(M->t, i, &j);
+    if (k >= 0)
+        return M->top_raw[k + 1];
+    /* a member whose parent is its group, as it is but in an odd file: itself (top_walk
+     * finds the same, in more steps) */
+    long g = (long)M->t->reps[-1 - k].group;
+    struct gmt_scope tmp;
+    bool in_group = g >= 0 && gmt_trace_scope(M->t, (size_t)g, &tmp)->op == GMT_OP_Group;
+    return in_group ? (int32_t)i : top_walk(M->t, i);
+}
+
+int32_t gmt_colls_row_slow(const struct gmt_colls_map *M, size_t i)
+{
+    uint32_t j;
+    long k = gmt_scope_slot(M->t, i, &j);
+    if (k >= 0)
+        return M->row[k];
+    /* a member's: its template member's row, when it is a top scope begun in the window
+     * (rows are only given so), unless its own differs (its COMM record named another
+     * communicator) */
+    const struct gmt_rep_note *n = &M->t->reps[-1 - k];
+    if (gmt_colls_top(M, i) != (int32_t)i || !in_window(M, n->time))
+        return -1;
+    if (M->member_row.used) {
+        const uint64_t *v = gmt_u64map_get(&M->member_row, i);
+        if (v)
+            return (int32_t)*v;
+    }
+    return M->tmpl_row[n->origin_at + j];
+}
+
+/* 0 or -ENOMEM */
+static int set_row(struct gmt_colls_map *M, size_t i, int32_t row)
+{
+    uint32_t j;
+    long k = gmt_scope_slot(M->t, i, &j);
+    if (k >= 0) {
+        M->row[k] = row;
+        return 0;
+    }
+    int32_t *tr = &M->tmpl_row[M->t->reps[-1 - k].origin_at + j];
+    if (*tr < 0)
+        *tr = row;
+    else if (*tr != row)
+        return gmt_u64map_put(&M->member_row, i, (uint64_t)row);
+    return 0;
 }
 
 static int cmp_open(const void *a, const void *b)
@@ -362,7 +461,7 @@ static int cmp_open(const void *a, const void *b)
 /* The calls still open where the trace ends (hang forensics), outermost ones: an inner
  * call NCCL makes inside another is part of it, as everywhere in the replay. */
 int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *open,
-                          size_t n_open, const int32_t *top, const int32_t *row_of)
+                          size_t n_open, const struct gmt_colls_map *M)
 {
     if (!n_open)
         return 0;
@@ -370,9 +469,10 @@ int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, con
         return -ENOMEM;
     for (size_t i = 0; i < n_open; i++) {
         int32_t si = open[i];
-        if (top[si] != si)
+        if (gmt_colls_top(M, (size_t)si) != si)
             continue;
-        const struct gmt_scope *s = &t->scopes[si];
+        struct gmt_scope tmp;
+        const struct gmt_scope *s = gmt_trace_scope(t, (size_t)si, &tmp);
         struct gmt_open_row *o = &rep->open[rep->n_open++];
         o->scope = s->id;
         o->op = s->op;
@@ -380,7 +480,7 @@ int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, con
         o->since = s->t_begin;
         o->tid = s->tid;
         o->device = s->device;
-        o->tracked = rep->scope_tracked[si];
+        o->tracked = gmt_scope_tracked(t, rep, (size_t)si);
         /* its SCOPE_BEGIN, where the loader found it, holds the caller's stack */
         if (s->offset <= t->image_len && t->image_len - s->offset >= sizeof(struct gmt_rec_scope_begin)) {
             struct gmt_rec_scope_begin b;
@@ -388,7 +488,7 @@ int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, con
             if (b.h.type == GMT_REC_SCOPE_BEGIN && b.scope_id == s->id)
                 o->stack = b.stack_id;
         }
-        int32_t row = row_of[si];
+        int32_t row = gmt_colls_row(M, (size_t)si);
         snprintf(o->label, sizeof o->label, "%s", row >= 0 ? rep->colls[row].label : gmt_op_name(s->op));
         /* the row's count is every call's; a call's own is what this scope added */
         o->allocs = row >= 0 && rep->colls[row].calls == 1 ? rep->colls[row].allocs : 0;

@@ -17,18 +17,50 @@ struct gmt_row_count {
     uint64_t n, bytes, other;
 };
 
+/* Each scope's top scope (the outermost call it belongs to below any group: an NCCL call
+ * NCCL makes inside another is part of it) and each top scope's collective row, -1 none.
+ * Kept per scope the trace stores; a member of a repeated group is its own top scope
+ * (its parent is a group), and its row is that of the template member it stands for,
+ * when it began inside the rows' window (gmt_colls_build). */
+struct gmt_colls_map {
+    const struct gmt_trace *t;
+    int32_t *top_raw;                  /* by scope the trace stores (t->scopes), one more
+                                        * in front, -1: the view by the trace's scope_dense
+                                        * values reads it for id 0 */
+    int32_t *row;                      /* by scope the trace stores */
+    int32_t *tmpl_row;                 /* by template member (t->rep_origin's index) */
+    struct gmt_u64map member_row;      /* a member whose row is not its template's: index
+                                        * -> row (its COMM record named another comm) */
+    uint64_t t_from, t_to;             /* the rows' window (t_to 0: none) */
+};
+/* The tops made, every row -1. 0 or -ENOMEM; free with gmt_colls_map_free. */
+int gmt_colls_map_init(struct gmt_colls_map *M, const struct gmt_trace *t);
+void gmt_colls_map_free(struct gmt_colls_map *M);
+int32_t gmt_colls_top_slow(const struct gmt_colls_map *M, size_t i);
+int32_t gmt_colls_row_slow(const struct gmt_colls_map *M, size_t i);
+/* Scope i's top scope, and its row (-1 none). */
+static inline int32_t gmt_colls_top(const struct gmt_colls_map *M, size_t i)
+{
+    return M->t->n_reps ? gmt_colls_top_slow(M, i) : M->top_raw[i + 1];
+}
+static inline int32_t gmt_colls_row(const struct gmt_colls_map *M, size_t i)
+{
+    return M->t->n_reps ? gmt_colls_row_slow(M, i) : M->row[i];
+}
+
 /*
  * The collective rows, in two halves around the replay. Before it, gmt_colls_build makes
  * the rows from the scopes alone (the top scopes in begin order; their order in *order_p,
- * NULL when that is the scopes' own) and gives each top scope its row in row_of, where
- * the replay counts allocations (struct gmt_row_count). After it, gmt_colls_finish adds
+ * NULL when that is the scopes' own) and gives each top scope its row in M, where the
+ * replay counts allocations (struct gmt_row_count). After it, gmt_colls_finish adds
  * what the replay found: the bytes each call tracked, and the allocation counts. Both
  * return 0 or -ENOMEM.
  */
-int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                    int32_t *row_of, uint32_t **order_p, uint64_t t_from, uint64_t t_to);
-int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *top,
-                     const int32_t *row_of, const uint32_t *order, const struct gmt_row_count *rc);
+int gmt_colls_build(const struct gmt_trace *t, struct gmt_report *rep, struct gmt_colls_map *M,
+                    uint32_t **order_p, uint64_t t_from, uint64_t t_to);
+int gmt_colls_finish(const struct gmt_trace *t, struct gmt_report *rep,
+                     const struct gmt_colls_map *M, const uint32_t *order,
+                     const struct gmt_row_count *rc);
 
 /* A group's name is its members' op names, in the order they were first called, '+'
  * between them, within this many bytes. */
@@ -47,15 +79,9 @@ int gmt_colls_group_labels(const struct gmt_trace *t, struct gmt_group_labels **
 const char *gmt_colls_group_label(const struct gmt_group_labels *g, size_t i);
 void gmt_colls_group_labels_free(struct gmt_group_labels *g);
 
-/* Per scope index: the outermost call it belongs to below any group (an NCCL call NCCL
- * makes inside another is part of it). One more entry in front, -1: the replay's view by
- * the trace's dense scope ids reads it for id 0. Returns the array past that entry (free
- * it at [-1]), NULL out of memory. */
-int32_t *gmt_colls_top_scopes(const struct gmt_trace *t);
-
 /* rep->open: the outermost of the calls still open where the trace ends (open: their
  * scope indices, n_open of them, as the replay left them). 0 or -ENOMEM. */
 int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *open,
-                          size_t n_open, const int32_t *top, const int32_t *row_of);
+                          size_t n_open, const struct gmt_colls_map *M);
 
 #endif

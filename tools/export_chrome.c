@@ -119,7 +119,9 @@ static int on_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
 /* The name of scope i, as the summary's rows name it ("Group(AllReduce)" for a group). */
 static const char *call_name(const struct chrome *C, size_t i, char *buf, size_t len)
 {
-    return gmt_colls_call_name(&C->a->t.scopes[i], gmt_colls_group_label(C->members, i), buf, len);
+    struct gmt_scope tmp;
+    return gmt_colls_call_name(gmt_trace_scope(&C->a->t, i, &tmp), gmt_colls_group_label(C->members, i),
+                               buf, len);
 }
 
 /* A timed call is a slice from its begin to its end, with the weight its duration stands
@@ -129,7 +131,8 @@ static const char *call_name(const struct chrome *C, size_t i, char *buf, size_t
 static void call_slice(struct chrome *C, size_t i)
 {
     const struct gmt_trace *t = &C->a->t;
-    const struct gmt_scope *s = &t->scopes[i];
+    struct gmt_scope tmp;
+    const struct gmt_scope *s = gmt_trace_scope(t, i, &tmp);
     unsigned w = gmt_scope_weight(s);
     char name[GMT_GROUP_MEMBERS + 8];
     sep(C);
@@ -150,7 +153,7 @@ static void call_slice(struct chrome *C, size_t i)
     fprintf(C->out, ",\"args\":{\"scope\":%" PRIu32 ",\"comm\":%d,\"count\":%" PRIu64 ",\"result\":%d,"
                     "\"tracked_bytes\":%" PRId64 ",\"timed\":%s,\"weight\":%u%s}}",
             s->id, gmt_trace_comm_index(t, s->comm), s->count, s->result,
-            C->a->rep.scope_tracked ? C->a->rep.scope_tracked[i] : 0, w ? "true" : "false", w,
+            gmt_scope_tracked(t, &C->a->rep, i), w ? "true" : "false", w,
             s->t_end ? "" : ",\"open_at_end\":true");
 }
 
@@ -166,8 +169,9 @@ static int on_event(void *ctx, const struct gmt_timed_event *e, const struct gmt
         if (!l)
             break;
         /* made on another thread for a call in flight: NCCL's proxy thread */
-        if (l->scope >= 0 && t->scopes[l->scope].tid != l->tid) {
-            const struct gmt_scope *s = &t->scopes[l->scope];
+        struct gmt_scope tmp;
+        const struct gmt_scope *s = l->scope >= 0 ? gmt_trace_scope(t, (size_t)l->scope, &tmp) : NULL;
+        if (s && s->tid != l->tid) {
             char id[48];
             if (C->direct)
                 snprintf(id, sizeof id, "%" PRIu64, ++C->flows);

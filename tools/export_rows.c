@@ -98,7 +98,8 @@ static const char *cat_name(const struct gmt_analysis *a, unsigned cat)
 
 static struct gmt_xval scope_val(const struct gmt_trace *t, int32_t idx)
 {
-    return idx >= 0 && (size_t)idx < t->n_scopes ? vi(t->scopes[idx].id) : VNULL;
+    struct gmt_scope tmp;
+    return idx >= 0 && (size_t)idx < t->n_scopes ? vi(gmt_trace_scope(t, (size_t)idx, &tmp)->id) : VNULL;
 }
 
 static int alloc_done(void *ctx, const struct gmt_xlive *l, uint64_t freed_at)
@@ -173,14 +174,15 @@ static int trace_row(struct rows *R)
 static uint32_t counted_as(const struct gmt_trace *t, size_t i)
 {
     size_t j = i;
+    struct gmt_scope tmp, tp;
     for (int hops = 0; hops < 64; hops++) {
-        const struct gmt_scope *s = &t->scopes[j];
-        long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
-        if (p < 0 || (size_t)p == j || t->scopes[p].op == GMT_OP_Group)
+        const struct gmt_scope *s = gmt_trace_scope(t, j, &tmp);
+        long p = gmt_trace_parent_index(t, j, s);
+        if (p < 0 || (size_t)p == j || gmt_trace_scope(t, (size_t)p, &tp)->op == GMT_OP_Group)
             break;
         j = (size_t)p;
     }
-    return t->scopes[j].id;
+    return gmt_trace_scope(t, j, &tmp)->id;
 }
 
 /* A call's row. Its begin is known only when it was timed: a loop call the library did
@@ -190,7 +192,8 @@ static int call_row(struct rows *R, size_t i, const struct gmt_group_labels *mem
 {
     const struct gmt_trace *t = &R->a->t;
     const struct gmt_report *rep = &R->a->rep;
-    const struct gmt_scope *s = &t->scopes[i];
+    struct gmt_scope tmp;
+    const struct gmt_scope *s = gmt_trace_scope(t, i, &tmp);
     const struct gmt_comm *c = gmt_trace_comm(t, s->comm);
     char name[GMT_GROUP_MEMBERS + 8];
     unsigned w = gmt_scope_weight(s);
@@ -203,7 +206,7 @@ static int call_row(struct rows *R, size_t i, const struct gmt_group_labels *mem
         vi((int64_t)(s->count * gmt_nccl_type_size(s->datatype))), begun ? vi(rel(t, s->t_begin)) : VNULL,
         s->t_end ? vi(rel(t, s->t_end)) : VNULL, w ? vi((int64_t)(s->t_end - s->t_begin)) : VNULL,
         vi(w > 0), vi(w), vi(s->tid), vi(s->device), vi(s->result),
-        rep->scope_tracked ? vi(rep->scope_tracked[i]) : VNULL};
+        rep->scope_tracked ? vi(gmt_scope_tracked(t, rep, i)) : VNULL};
     return R->sink->row(R->sink->ctx, GMT_XT_NCCL_CALLS, v);
 }
 

@@ -56,14 +56,18 @@ static int32_t scope_of(const struct walk *W, const struct gmt_timed_event *e)
             return (int32_t)i;
     }
     int32_t best = -1;
+    uint64_t best_begin = 0;
+    struct gmt_scope tmp;
     for (size_t k = 0; k < W->n_open; k++) {
-        const struct gmt_scope *s = &t->scopes[W->open[k]];
+        const struct gmt_scope *s = gmt_trace_scope(t, W->open[k], &tmp);
         if (s->tid == e->tid || !attributable(s->op))
             continue;
         if (s->device >= 0 && e->device >= 0 && s->device != e->device)
             continue;
-        if (best < 0 || s->t_begin >= t->scopes[best].t_begin)
+        if (best < 0 || s->t_begin >= best_begin) {
             best = (int32_t)W->open[k];
+            best_begin = s->t_begin;
+        }
     }
     return best;
 }

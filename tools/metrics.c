@@ -164,10 +164,12 @@ static bool is_collective_op(unsigned op)
 
 static int cmp_scope_time(const void *a, const void *b, void *ctx)
 {
-    const struct gmt_scope *s = ctx;
+    const struct gmt_trace *t = ctx;
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    if (s[x].t_begin != s[y].t_begin)
-        return s[x].t_begin < s[y].t_begin ? -1 : 1;
+    struct gmt_scope tx, ty;
+    uint64_t bx = gmt_trace_scope(t, x, &tx)->t_begin, by = gmt_trace_scope(t, y, &ty)->t_begin;
+    if (bx != by)
+        return bx < by ? -1 : 1;
     return x < y ? -1 : x > y;
 }
 
@@ -207,16 +209,22 @@ static int add_inits(struct gmt_metrics *m, const struct gmt_analysis *a, int32_
                      int32_t process)
 {
     const struct gmt_trace *t = &a->t;
-    size_t *order = malloc((t->n_scopes ? t->n_scopes : 1) * sizeof *order);
-    if (!order)
-        return -ENOMEM;
-    for (size_t i = 0; i < t->n_scopes; i++)
-        order[i] = i;
-    gmt_sort_r(order, t->n_scopes, sizeof *order, cmp_scope_time, t->scopes);
-    for (size_t k = 0; k < t->n_scopes; k++) {
-        const struct gmt_scope *s = &t->scopes[order[k]];
-        if (!gmt_op_is_comm_init(s->op))
+    /* the inits alone, in begin order (ties in file order) */
+    size_t *order = NULL, n = 0, cap = 0;
+    struct gmt_scope tmp, tp;
+    for (size_t i = 0; i < t->n_scopes; i++) {
+        if (!gmt_op_is_comm_init(gmt_trace_scope(t, i, &tmp)->op))
             continue;
+        size_t *o = gmt_array_push((void **)&order, &n, &cap, sizeof *o);
+        if (!o) {
+            free(order);
+            return -ENOMEM;
+        }
+        *o = i;
+    }
+    gmt_sort_r(order, n, sizeof *order, cmp_scope_time, (void *)t);
+    for (size_t k = 0; k < n; k++) {
+        const struct gmt_scope *s = gmt_trace_scope(t, order[k], &tmp);
         struct gmt_metric *e = gmt_metrics_push(m);
         if (!e) {
             free(order);
@@ -226,13 +234,13 @@ static int add_inits(struct gmt_metrics *m, const struct gmt_analysis *a, int32_
         e->process = process;
         e->check = GMT_CHECK_init;
         snprintf(e->op, sizeof e->op, "%s", gmt_op_name(s->op));
-        e->value = a->rep.scope_tracked ? a->rep.scope_tracked[order[k]] : 0;
+        e->value = gmt_scope_tracked(t, &a->rep, order[k]);
         e->calls = 1;
         if (s->op == GMT_OP_CommSplit || s->op == GMT_OP_CommShrink) {
             /* the child is the n-th communicator naming this parent, for the n-th split */
             size_t nth = 0, seen = 0;
             for (size_t j = 0; j < k; j++) {
-                const struct gmt_scope *p = &t->scopes[order[j]];
+                const struct gmt_scope *p = gmt_trace_scope(t, order[j], &tp);
                 if ((p->op == GMT_OP_CommSplit || p->op == GMT_OP_CommShrink) && p->comm == s->comm)
                     nth++;
             }

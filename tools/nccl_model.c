@@ -280,7 +280,8 @@ struct build {
     /* per stack id: 0 unseen, else 1 + index into info */
     uint32_t *stack_info;
     struct frame_info *info; size_t n_info, cap_info;
-    uint32_t *cause_of;        /* per scope index: 0 unknown, else 1 + index into causes */
+    struct gmt_u64map cause_of; /* top scope index -> 1 + index into causes (the scopes
+                                 * that allocated: few of the calls) */
     struct cause { char text[80]; uint64_t comm; bool first_coll, p2p, init; } *causes;
     size_t n_causes, cap_causes;
 };
@@ -387,8 +388,9 @@ static int frames_of(struct build *B, uint32_t id, bool host, const struct frame
 static long top_of(const struct gmt_trace *t, long i)
 {
     for (int hops = 0; hops < 64 && i >= 0; hops++) {
-        const struct gmt_scope *s = &t->scopes[i];
-        long p = s->parent_id ? gmt_trace_scope_index(t, s->parent_id) : -1;
+        struct gmt_scope tmp;
+        const struct gmt_scope *s = gmt_trace_scope(t, (size_t)i, &tmp);
+        long p = gmt_trace_parent_index(t, (size_t)i, s);
         if (p < 0 || p == i)
             break;
         i = p;
@@ -406,23 +408,25 @@ static bool is_p2p_op(unsigned op)
 static int cause_of(struct build *B, long i, const struct cause **out)
 {
     const struct gmt_trace *t = B->t;
-    if (B->cause_of[i]) {
-        *out = &B->causes[B->cause_of[i] - 1];
+    const uint64_t *known = gmt_u64map_get(&B->cause_of, (uint64_t)i);
+    if (known) {
+        *out = &B->causes[*known - 1];
         return 0;
     }
     if (gmt_grow((void **)&B->causes, &B->cap_causes, B->n_causes + 1, sizeof *B->causes))
         return -ENOMEM;
     struct cause *c = &B->causes[B->n_causes];
     memset(c, 0, sizeof *c);
-    const struct gmt_scope *s = &t->scopes[i];
+    struct gmt_scope tmp, tm;
+    const struct gmt_scope *s = gmt_trace_scope(t, (size_t)i, &tmp);
     c->comm = s->comm;
     bool all_p2p = false, any_member = false;
     if (s->op == GMT_OP_Group) {
         all_p2p = true;
         for (size_t k = (size_t)i + 1; k < t->n_scopes; k++) {
-            const struct gmt_scope *mbr = &t->scopes[k];
             if (top_of(t, (long)k) != i)
                 continue;
+            const struct gmt_scope *mbr = gmt_trace_scope(t, k, &tm);
             any_member = true;
             if (!c->comm)
                 c->comm = mbr->comm;
@@ -456,7 +460,9 @@ static int cause_of(struct build *B, long i, const struct cause **out)
         c->p2p = is_p2p_op(s->op) || (any_member && all_p2p);
         snprintf(c->text, sizeof c->text, "later %s", gmt_op_name(s->op));
     }
-    B->cause_of[i] = (uint32_t)++B->n_causes;
+    if (gmt_u64map_put_new(&B->cause_of, (uint64_t)i, B->n_causes + 1))
+        return -ENOMEM;
+    B->n_causes++;
     *out = c;
     return 0;
 }
@@ -533,14 +539,18 @@ static int add_alloc(struct build *B, const struct gmt_timed_event *e)
     if (e->scope)
         sc = gmt_trace_scope_index(t, e->scope);
     if (sc < 0) {
+        uint64_t sc_begin = 0;
+        struct gmt_scope tmp;
         for (size_t i = 0; i < B->n_open; i++) {
-            const struct gmt_scope *s = &t->scopes[B->open[i]];
+            const struct gmt_scope *s = gmt_trace_scope(t, (size_t)B->open[i], &tmp);
             if (s->tid == e->tid || s->op == GMT_OP_MemFree)
                 continue;
             if (s->device >= 0 && e->device >= 0 && s->device != e->device)
                 continue;
-            if (sc < 0 || s->t_begin >= t->scopes[sc].t_begin)
+            if (sc < 0 || s->t_begin >= sc_begin) {
                 sc = B->open[i];
+                sc_begin = s->t_begin;
+            }
         }
     }
     const char *cat = e->stack < t->n_stacks ? B->a->cat_names[B->a->stack_cat[e->stack]]
@@ -559,10 +569,12 @@ static int add_alloc(struct build *B, const struct gmt_timed_event *e)
         return -ENOMEM;
     uint8_t how = GMT_NCCL_BY_STACK;
     int purpose = fi->purpose;
+    struct gmt_scope top_tmp;
     if (purpose >= 0)
         B->m->symbols = true;
     else
-        purpose = fallback(B, e, host, top >= 0 ? &t->scopes[top] : NULL, c, &how);
+        purpose = fallback(B, e, host, top >= 0 ? gmt_trace_scope(t, (size_t)top, &top_tmp) : NULL,
+                           c, &how);
     uint64_t comm = c ? c->comm : 0;
     struct gmt_nccl_comm *cm = comm_slot(B, comm);
     if (!cm)
@@ -654,10 +666,10 @@ int gmt_nccl_model_build(const struct gmt_analysis *a, struct gmt_nccl_model *m)
     gmt_nccl_settings_of(t, &m->set);
     struct build B = {.a = a, .t = t, .m = m};
     B.stack_info = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *B.stack_info);
-    B.cause_of = calloc(t->n_scopes ? t->n_scopes : 1, sizeof *B.cause_of);
+    gmt_u64map_init(&B.cause_of);
     struct gmt_trace_iter *it = gmt_trace_iter_new(t);
     int rc = 0;
-    if (!B.stack_info || !B.cause_of || !it) {
+    if (!B.stack_info || !it) {
         rc = -ENOMEM;
         goto out;
     }
@@ -697,7 +709,7 @@ out:
     free(B.open);
     free(B.stack_info);
     free(B.info);
-    free(B.cause_of);
+    gmt_u64map_free(&B.cause_of);
     free(B.causes);
     if (rc)
         gmt_nccl_model_free(m);

@@ -18,7 +18,8 @@
 
 static const char *op_label(const struct gmt_analysis *a, uint32_t scope_id, char *buf, size_t len)
 {
-    const struct gmt_scope *s = scope_id ? gmt_trace_scope_by_id(&a->t, scope_id) : NULL;
+    struct gmt_scope tmp;
+    const struct gmt_scope *s = scope_id ? gmt_trace_scope_by_id(&a->t, scope_id, &tmp) : NULL;
     if (!s) {
         snprintf(buf, len, "-");
         return buf;

@@ -28,8 +28,9 @@ struct site_dev {
 
 struct state {
     const struct gmt_trace *t;
-    const int32_t *top;        /* per scope index: the scope its events count for */
-    const int32_t *top_by_dense; /* the same by t->scope_dense value: [0] is -1, none */
+    struct gmt_colls_map *map; /* each scope's top scope (the scope its events count for)
+                                * and row */
+    const int32_t *top_by_dense; /* the tops by t->scope_dense value: [0] is -1, none */
     const struct gmt_replay_opts *o;
     struct gmt_report *rep;
     struct gmt_live_map live_by_key;
@@ -52,7 +53,6 @@ struct state {
     uint64_t cu_total[GMT_MAX_DEVS];       /* the latest cuMemGetInfo total, 0 none */
     int32_t *imported; size_t n_imported, cap_imported; /* digests of imported handles */
     uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
-    const int32_t *row_of;     /* per scope index of a top scope: its row in rep->colls */
     struct gmt_row_count *rc;      /* per row */
     struct gmt_row_count no_row;   /* what belongs to no row, counted and dropped */
 };
@@ -141,19 +141,23 @@ static int32_t attribute_slow(struct state *S, uint32_t scope, uint32_t tid, int
     if (scope) {
         long idx = gmt_trace_scope_index(t, scope);
         if (idx >= 0)
-            return S->top[idx];
+            return gmt_colls_top(S->map, (size_t)idx);
     }
     int32_t best = -1;
+    uint64_t best_begin = 0;
+    struct gmt_scope tmp;
     for (size_t i = 0; i < S->n_open; i++) {
-        const struct gmt_scope *s = &t->scopes[S->open[i]];
+        const struct gmt_scope *s = gmt_trace_scope(t, (size_t)S->open[i], &tmp);
         if (s->tid == tid || !is_attributable(s->op))
             continue;
         if (s->device >= 0 && device >= 0 && s->device != device)
             continue;
-        if (best < 0 || s->t_begin >= t->scopes[best].t_begin)
+        if (best < 0 || s->t_begin >= best_begin) {
             best = S->open[i];
+            best_begin = s->t_begin;
+        }
     }
-    return best < 0 ? best : S->top[best];
+    return best < 0 ? best : gmt_colls_top(S->map, (size_t)best);
 }
 
 /* attribute() without a call for the common events: a scope of its own that the trace's
@@ -179,10 +183,18 @@ static uint32_t innermost_open_id(const struct state *S)
 {
     const struct gmt_trace *t = S->t;
     int32_t best = -1;
-    for (size_t i = 0; i < S->n_open; i++)
-        if (best < 0 || t->scopes[S->open[i]].t_begin >= t->scopes[best].t_begin)
+    uint64_t best_begin = 0;
+    uint32_t id = 0;
+    struct gmt_scope tmp;
+    for (size_t i = 0; i < S->n_open; i++) {
+        const struct gmt_scope *s = gmt_trace_scope(t, (size_t)S->open[i], &tmp);
+        if (best < 0 || s->t_begin >= best_begin) {
             best = S->open[i];
-    return best < 0 ? 0 : t->scopes[best].id;
+            best_begin = s->t_begin;
+            id = s->id;
+        }
+    }
+    return id;
 }
 
 static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
@@ -195,17 +207,49 @@ static void sdl_add(struct state *S, uint32_t site, int ds, uint64_t delta)
     c->live += delta;
 }
 
+/* The tracked bytes of a repeated group's member moved: none but in an odd file (an
+ * allocation naming a member, whose record lies before it). 0 or -ENOMEM. */
+static __attribute__((noinline)) int member_tracked_add(struct state *S, int32_t i, uint64_t delta)
+{
+    uint64_t *v = gmt_u64map_get(&S->rep->member_tracked, (uint64_t)i);
+    if (v) {
+        *v = (uint64_t)gmt_wrap_add((int64_t)*v, delta);
+        return 0;
+    }
+    return gmt_u64map_put_new(&S->rep->member_tracked, (uint64_t)i,
+                              (uint64_t)gmt_wrap_add(0, delta));
+}
+
+/* The tracked bytes of scope i (an index) moved by delta, mod 2^64. 0 or -ENOMEM. */
+static inline int tracked_add(struct state *S, int32_t i, uint64_t delta)
+{
+    uint32_t j;
+    long k = gmt_scope_slot(S->t, (size_t)i, &j);
+    if (__builtin_expect(k < 0, 0))
+        return member_tracked_add(S, i, delta);
+    int64_t *v = &S->rep->scope_tracked[k];
+    *v = gmt_wrap_add(*v, delta);
+    return 0;
+}
+
+static uint32_t scope_id_of(const struct state *S, int32_t i)
+{
+    struct gmt_scope tmp;
+    return gmt_trace_scope(S->t, (size_t)i, &tmp)->id;
+}
+
 /* A device allocation's bytes and thread for its scope's collective row; sc >= 0 (a top
  * scope: each has its row). The caller counts it in n when it is inside --to. */
 static inline struct gmt_row_count *count_scope_alloc(struct state *S, int32_t sc,
                                                   const struct gmt_timed_event *e)
 {
-    int32_t row = S->row_of[sc];
+    int32_t row = gmt_colls_row(S->map, (size_t)sc);
     /* -1: a scope gmt_colls_top_scopes left inside a parent chain it gave up on (a corrupt file's
      * cycle): its allocations go to no row */
     struct gmt_row_count *c = __builtin_expect(row >= 0, 1) ? &S->rc[row] : &S->no_row;
     c->bytes += e->bytes;
-    c->other += e->tid != S->t->scopes[sc].tid;
+    struct gmt_scope tmp;
+    c->other += e->tid != gmt_trace_scope(S->t, (size_t)sc, &tmp)->tid;
     return c;
 }
 
@@ -240,7 +284,8 @@ static inline __attribute__((always_inline)) int charge_device(struct state *S, 
     rep->dev[ds].device_allocs++;
     if (l->scope >= 0) {
         count_scope_alloc(S, l->scope, e)->n++;
-        rep->scope_tracked[l->scope] = gmt_wrap_add(rep->scope_tracked[l->scope], e->bytes);
+        if (tracked_add(S, l->scope, e->bytes))
+            return -ENOMEM;
     }
     /* a size beyond GMT_BYTES_MAX, or what is live on a device adding up past it, is
      * corrupt (gmt_analyze then finds the record): one test for both, as neither
@@ -261,7 +306,7 @@ static inline __attribute__((always_inline)) int charge_device(struct state *S, 
     if (S->tracked[ds] > d->peak && in_window(S, e->time)) {
         d->peak = S->tracked[ds];
         d->peak_time = e->time;
-        d->peak_scope = l->scope >= 0 ? S->t->scopes[l->scope].id : innermost_open_id(S);
+        d->peak_scope = l->scope >= 0 ? scope_id_of(S, l->scope) : innermost_open_id(S);
         memcpy(d->peak_by_cat, S->by_cat[ds], sizeof d->peak_by_cat);
         S->peak_epoch[ds]++;
     }
@@ -367,8 +412,8 @@ static inline __attribute__((always_inline)) int on_free(struct state *S, const 
     rep->dev[ds].frees++;
     if (gmt_kind_device(l->kind)) {
         int32_t sc = attribute(S, e);
-        if (sc >= 0)
-            rep->scope_tracked[sc] = gmt_wrap_add(rep->scope_tracked[sc], -l->bytes);
+        if (sc >= 0 && tracked_add(S, sc, -l->bytes))
+            return -ENOMEM;
         S->tracked[ds] -= l->bytes;
         S->by_cat[ds][l->cat] -= l->bytes;
         sdl_add(S, l->site, ds, -l->bytes);
@@ -405,7 +450,7 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
     f->stack = e->stack;
     f->tid = e->tid;
     int32_t sc = attribute(S, e);
-    f->scope = sc >= 0 ? S->t->scopes[sc].id : 0;
+    f->scope = sc >= 0 ? scope_id_of(S, sc) : 0;
     f->tracked = S->tracked[ds];
     memcpy(f->by_cat, S->by_cat[ds], sizeof f->by_cat);
     if (S->sampled[ds]) {
@@ -677,9 +722,9 @@ static __attribute__((noinline)) int run_walk(struct state *S, struct gmt_walk *
                     /* the entries of the scope a few calls on, which calls begin in turn
                      * (on one thread): each is first read far from the one before */
                     size_t next = (size_t)e.scope + SCOPES_AHEAD;
-                    if (next < S->t->n_scopes) {
+                    if (next < S->t->n_scopes && !S->t->n_reps) {
                         __builtin_prefetch(&S->t->scopes[next]);
-                        __builtin_prefetch(&S->row_of[next]);
+                        __builtin_prefetch(&S->map->row[next]);
                         __builtin_prefetch(&S->rep->scope_tracked[next]);
                     }
                 } else if (type == GMT_REC_SCOPE_END) {
@@ -831,25 +876,21 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
     struct state S = {.t = t, .o = o, .rep = rep, .last_device = INT_MIN, .last_dslot = 0};
     gmt_u64map_init(&S.site_by_big_stack);
     int r = -ENOMEM;
-    size_t ns = t->n_scopes ? t->n_scopes : 1;
+    size_t ns = t->n_stored ? t->n_stored : 1;
     uint32_t *order = NULL;
+    struct gmt_colls_map map;
+    S.map = &map;
     rep->scope_tracked = calloc(ns, sizeof *rep->scope_tracked);
-    /* gmt_colls_build writes the top scopes' rows; -1 elsewhere (attribute returns only top
-     * scopes, but a corrupt file's parent cycle can make gmt_colls_top_scopes stop at another) */
-    int32_t *row_of = malloc(ns * sizeof *row_of);
-    if (row_of)
-        memset(row_of, 0xff, ns * sizeof *row_of);
-    S.row_of = row_of;
     S.site_by_stack = calloc(t->n_stacks ? t->n_stacks : 1, sizeof *S.site_by_stack);
-    int32_t *top = gmt_colls_top_scopes(t);
-    S.top = top;
-    S.top_by_dense = top ? top - 1 : NULL;
-    if (!rep->scope_tracked || !top || !row_of || !S.site_by_stack)
+    if (gmt_colls_map_init(&map, t)) {
+        S.map = NULL;
+        goto out;
+    }
+    S.top_by_dense = map.top_raw;
+    if (!rep->scope_tracked || !S.site_by_stack)
         goto out;
     gmt_hint_huge(rep->scope_tracked, ns * sizeof *rep->scope_tracked);
-    gmt_hint_huge(row_of, ns * sizeof *row_of);
-    gmt_hint_huge(top, ns * sizeof *top);
-    if ((r = gmt_colls_build(t, rep, S.top, row_of, &order, o->t_from, o->t_to)))
+    if ((r = gmt_colls_build(t, rep, &map, &order, o->t_from, o->t_to)))
         goto out;
     r = -ENOMEM;
     if (!(S.rc = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *S.rc)))
@@ -862,17 +903,17 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         rep->dev[d].host_end = S.host[d];
         rep->dev[d].peer_end = S.peer[d];
     }
-    if ((r = gmt_colls_finish(t, rep, S.top, row_of, order, S.rc)))
+    if ((r = gmt_colls_finish(t, rep, &map, order, S.rc)))
         goto out;
-    if ((r = gmt_colls_open_at_end(t, rep, S.open, S.n_open, S.top, row_of)))
+    if ((r = gmt_colls_open_at_end(t, rep, S.open, S.n_open, &map)))
         goto out;
     device_samples(&S);
     if (rep->n_sites > 1)
         gmt_sort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;
 out:
-    free((void *)S.top_by_dense);
-    free(row_of);
+    if (S.map)
+        gmt_colls_map_free(S.map);
     free(S.rc);
     free(order);
     for (size_t d = 0; d < GMT_MAX_DEVS; d++)
@@ -894,5 +935,18 @@ void gmt_report_free(struct gmt_report *rep)
     free(rep->fails);
     free(rep->open);
     free(rep->scope_tracked);
+    gmt_u64map_free(&rep->member_tracked);
     memset(rep, 0, sizeof *rep);
+}
+
+int64_t gmt_scope_tracked(const struct gmt_trace *t, const struct gmt_report *rep, size_t i)
+{
+    if (!rep->scope_tracked)
+        return 0;
+    uint32_t j;
+    long k = gmt_scope_slot(t, i, &j);
+    if (k >= 0)
+        return rep->scope_tracked[k];
+    const uint64_t *v = gmt_u64map_get(&rep->member_tracked, i);
+    return v ? (int64_t)*v : 0;
 }

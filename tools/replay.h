@@ -134,7 +134,10 @@ struct gmt_report {
     struct gmt_site_row *sites; size_t n_sites;  /* sorted by live_at_peak, then live_at_end */
     struct gmt_fail_row *fails; size_t n_fails;
     struct gmt_open_row *open; size_t n_open; /* by the time they began */
-    int64_t *scope_tracked;            /* per scope index: tracked device bytes it added */
+    int64_t *scope_tracked;            /* per scope the trace stores: tracked device bytes
+                                        * it added (NULL: not replayed); gmt_scope_tracked */
+    struct gmt_u64map member_tracked;  /* the same of the repeated groups' members that
+                                        * have any (few: none but in an odd file), by index */
     uint64_t unmatched_frees;          /* frees of addresses never seen allocated */
 };
 
@@ -160,5 +163,7 @@ uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row
 
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
 void gmt_report_free(struct gmt_report *rep);
+/* The tracked device bytes scope i (its index) added: 0 when none, or not replayed. */
+int64_t gmt_scope_tracked(const struct gmt_trace *t, const struct gmt_report *rep, size_t i);
 
 #endif

@@ -357,13 +357,14 @@ static void put_spans(FILE *o, const struct page *P, long max_spans)
 {
     const struct gmt_trace *t = &P->a->t;
     size_t n = 0;
+    struct gmt_scope tmp;
     for (size_t i = 0; i < t->n_scopes; i++)
-        n += is_call(t->scopes[i].op);
+        n += is_call(gmt_trace_scope(t, i, &tmp)->op);
     fputs(",\"nccl\":[", o);
     struct lane L = lane_start(n, (uint64_t)max_spans, P->tk.bk.span);
     int op = -1, dev = -1;
     for (size_t i = 0; i <= t->n_scopes; i++) {
-        const struct gmt_scope *s = i < t->n_scopes ? &t->scopes[i] : NULL;
+        const struct gmt_scope *s = i < t->n_scopes ? gmt_trace_scope(t, i, &tmp) : NULL;
         if (s && !is_call(s->op))
             continue;
         uint64_t beg = 0, end = 0;

@@ -98,7 +98,7 @@ enum gmt_timed_type { GMT_EV_ALLOC = 1, GMT_EV_FREE, GMT_EV_FAIL, GMT_EV_MEMINFO
  *   FAIL:    bytes, kind, api, stack, scope, device, error
  *   MEMINFO: addr = free bytes, bytes = total bytes, scope, device, phase in kind,
  *            source (enum gmt_meminfo_source) in api
- *   SCOPE_*: scope = index into gmt_trace.scopes (not the id) */
+ *   SCOPE_*: scope = the scope's index (gmt_trace_scope; not the id) */
 struct gmt_timed_event {
     uint64_t time;
     uint64_t addr;
@@ -190,14 +190,27 @@ struct gmt_block_note {
     uint8_t op;                /* enum gmt_block_op */
 };
 
-/* A GROUP_REPEAT whose members were restored: their scopes are the `count` from
- * first_scope on (in order), and the SCOPE_BEGINs they were first read from lie at
- * rep_origin[origin_at] onwards. The count is the loader's, not read again from the
- * record: a file changed since loading cannot take the iteration past the scopes. */
+/* A GROUP_REPEAT whose members were restored: their scopes are the `count` indices from
+ * first_scope on (in order), made on demand (gmt_trace_scope) from the template they
+ * repeat, rep_tmpl[origin_at] onwards, whose SCOPE_BEGINs lie at rep_origin[origin_at]
+ * onwards. The count is the loader's, not read again from the record: a file changed
+ * since loading cannot take the iteration past the scopes. */
 struct gmt_rep_note {
-    uint64_t first_scope;
+    uint64_t first_scope;      /* index of its first member */
+    uint64_t stored_before;    /* the scopes t->scopes holds before it */
     uint64_t origin_at;
-    uint32_t count;
+    uint64_t offset;           /* of its GROUP_REPEAT */
+    uint64_t time;             /* ns: its members begin and end then */
+    uint64_t group;            /* the index of scope group_id (gmt_trace_finish_scopes) */
+    uint32_t count, group_id, tid;
+    int16_t device;            /* its thread's context's device then, -1 unknown */
+};
+/* A member of the group a repeat stands for, as its SCOPE_BEGIN and SCOPE_END said. */
+struct gmt_rep_tmpl {
+    uint64_t comm, count;
+    int32_t datatype, result;
+    int16_t device;            /* its communicator's, -1 unknown (gmt_trace_finish_scopes) */
+    uint8_t op;
 };
 
 struct gmt_reader;
@@ -217,7 +230,11 @@ struct gmt_trace {
     struct gmt_pycode *pycodes; size_t n_pycodes;   /* indexed by PYCODE id */
     struct gmt_thread *threads; size_t n_threads;
     struct gmt_comm *comms; size_t n_comms;
-    struct gmt_scope *scopes; size_t n_scopes;
+    /* Scopes are numbered in file order, 0 to n_scopes: the ones read from SCOPE_BEGIN
+     * records are stored (n_stored, in order), the members of repeated groups are not
+     * (gmt_trace_scope makes them from their note) */
+    size_t n_scopes;
+    struct gmt_scope *scopes; size_t n_stored;
     size_t scopes_reserved;    /* bytes of address space reserved for scopes (gmt_reserve);
                                 * 0 when they are malloc'd */
     struct gmt_scope_mem *scope_mem; size_t n_scope_mem;
@@ -239,7 +256,7 @@ struct gmt_trace {
     bool cut;                  /* the file ended inside a record */
     uint64_t cut_offset;
     uint64_t records_dropped;
-    struct gmt_u64map scope_by_id; /* scope id -> index in scopes */
+    struct gmt_u64map scope_by_id; /* stored scope id -> index in t->scopes */
     uint32_t *scope_dense; size_t n_scope_dense; /* the same for small ids: index + 1, 0 none */
     size_t scope_dense_reserved; /* bytes of address space reserved for it; 0: malloc'd */
     struct gmt_proc_sample *proc_samples; size_t n_proc_samples;
@@ -252,7 +269,11 @@ struct gmt_trace {
      * record's offset, which rep_at maps to its note + 1 (trace_load.c, trace_iter.c) */
     struct gmt_u64map rep_at;
     struct gmt_rep_note *reps; size_t n_reps;
+    uint32_t *rep_by_id;       /* the notes' indices by group id */
     uint64_t *rep_origin; size_t n_rep_origin, cap_rep_origin; /* SCOPE_BEGIN offsets */
+    struct gmt_rep_tmpl *rep_tmpl; /* as many */
+    struct gmt_u64map member_comm; /* a member's communicator its COMM record named (an
+                                    * init inside a group): index -> comm */
     /* trace_load_memstats.c's: (2.7) NCCL_MEMSTATS and MODLOAD records, in file order */
     struct gmt_memstats_note *memstats; size_t n_memstats, cap_memstats;
     struct gmt_modload_note *modloads; size_t n_modloads, cap_modloads;
@@ -307,13 +328,43 @@ static inline const struct gmt_comm *gmt_trace_comm(const struct gmt_trace *t, u
     return NULL;
 }
 
-/* Index in t->scopes of scope `id`, or -1. */
-static inline long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)
+/* Where scope i lies: its index in t->scopes (>= 0), or for a member of a repeated group
+ * -1 - its note's index in t->reps, with its place among the members in *j. */
+long gmt_scope_slot_slow(const struct gmt_trace *t, size_t i, uint32_t *j);
+static inline long gmt_scope_slot(const struct gmt_trace *t, size_t i, uint32_t *j)
+{
+    return t->n_reps ? gmt_scope_slot_slow(t, i, j) : (long)i;
+}
+/* The index of t->scopes[k]. */
+size_t gmt_scope_index_of_stored_slow(const struct gmt_trace *t, size_t k);
+static inline size_t gmt_scope_index_of_stored(const struct gmt_trace *t, size_t k)
+{
+    return t->n_reps ? gmt_scope_index_of_stored_slow(t, k) : k;
+}
+/* Index in t->scopes of the stored scope `id`, or -1. */
+static inline long gmt_trace_stored_index(const struct gmt_trace *t, uint32_t id)
 {
     if (id < t->n_scope_dense && t->scope_dense[id])
         return (long)t->scope_dense[id] - 1;
     const uint64_t *idx = gmt_u64map_get(&t->scope_by_id, id);
     return idx ? (long)*idx : -1;
+}
+/* The index of the member of a repeated group whose id is `id`, or -1. */
+long gmt_trace_member_index(const struct gmt_trace *t, uint32_t id);
+
+/* The index of scope s's parent (s is scope i), or -1: for a repeated group's member, its
+ * note's group, looked up once. */
+long gmt_trace_parent_index_slow(const struct gmt_trace *t, size_t i, uint32_t parent_id);
+#define gmt_trace_parent_index(t, i, s)                                                   \
+    ((s)->parent_id ? gmt_trace_parent_index_slow((t), (i), (s)->parent_id) : -1L)
+
+/* Index of scope `id` (a stored one when a member has its id too: a corrupt file), or -1. */
+static inline long gmt_trace_scope_index(const struct gmt_trace *t, uint32_t id)
+{
+    long k = gmt_trace_stored_index(t, id);
+    if (k >= 0)
+        return (long)gmt_scope_index_of_stored(t, (size_t)k);
+    return t->n_reps ? gmt_trace_member_index(t, id) : -1;
 }
 
 /* The calls scope s's host time stands for: 0 when it was not timed (it begins and ends
@@ -328,10 +379,21 @@ static inline unsigned gmt_scope_weight(const struct gmt_scope *s)
 /* Communicators by order of appearance, from 1 (0: not in the trace), to tell rows of
  * two apart. */
 int gmt_trace_comm_index(const struct gmt_trace *t, uint64_t comm);
-const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id);
-/* The device memory sampled around scope s (one of t->scopes), or NULL when none was. */
-const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t,
-                                                const struct gmt_scope *s);
+
+/* Scope i (0 <= i < n_scopes): where the trace keeps it, or, for a member of a repeated
+ * group, made into *tmp from its GROUP_REPEAT's note (valid while tmp is). */
+const struct gmt_scope *gmt_trace_scope_slow(const struct gmt_trace *t, size_t i,
+                                             struct gmt_scope *tmp);
+static inline const struct gmt_scope *gmt_trace_scope(const struct gmt_trace *t, size_t i,
+                                                      struct gmt_scope *tmp)
+{
+    return t->n_reps ? gmt_trace_scope_slow(t, i, tmp) : &t->scopes[i];
+}
+/* Scope `id` (its latest), as gmt_trace_scope gives it; NULL when there is none. */
+const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_t id,
+                                              struct gmt_scope *tmp);
+/* The device memory sampled around scope i, or NULL when none was. */
+const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t, size_t i);
 /* Fields of scope s's SCOPE_BEGIN that only a few rows show, read from the record. */
 uint32_t gmt_trace_scope_stack(const struct gmt_trace *t, const struct gmt_scope *s);
 int32_t gmt_trace_scope_peer(const struct gmt_trace *t, const struct gmt_scope *s);
@@ -407,12 +469,12 @@ static inline uint64_t gmt_walk_tick(struct gmt_walk *w, uint32_t dt)
 
 /* The scope index a SCOPE_* record at `off` stands for, as the loader saw it then: -1 for
  * an end whose begin was lost or comes later in the file. gmt_walk_scope() answers the
- * common case (the dense array, no duplicate ids) inline. */
+ * common case (the dense array, no duplicate ids, no repeated groups) inline. */
 long gmt_trace_scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off);
 
 static inline long gmt_walk_scope(const struct gmt_trace *t, uint32_t id, uint64_t off)
 {
-    if (!t->scope_dups && id < t->n_scope_dense && t->scope_dense[id]) {
+    if (!t->scope_dups && !t->n_reps && id < t->n_scope_dense && t->scope_dense[id]) {
         long i = (long)t->scope_dense[id] - 1;
         return t->scopes[i].offset <= off ? i : -1;
     }

@@ -41,7 +41,8 @@ int gmt_trace_tie_choices(struct gmt_trace *t, bool unsorted)
         for (size_t i = 0; i < t->n_choices; i++) {
             struct gmt_nccl_choice *c = &t->choices[i];
             if (pass == 0) {
-                const struct gmt_scope *s = c->scope_id ? gmt_trace_scope_by_id(t, c->scope_id) : NULL;
+                struct gmt_scope tmp;
+                const struct gmt_scope *s = c->scope_id ? gmt_trace_scope_by_id(t, c->scope_id, &tmp) : NULL;
                 c->comm = s && s->comm ? s->comm : comm_holding(t, c->context);
                 if (c->comm && c->context && gmt_u64map_put(&by_context, c->context, c->comm)) {
                     gmt_u64map_free(&by_context);
@@ -125,10 +126,19 @@ int gmt_trace_map_scope_records(struct gmt_trace *t, uint64_t from, uint64_t to)
 int gmt_trace_finish_scopes(struct gmt_trace *t, struct gmt_meminfo_note *mi, size_t n_mi)
 {
     size_t cap = 0;
-    for (size_t i = 0; i < t->n_scopes; i++) {
+    for (size_t i = 0; i < t->n_stored; i++) {
         const struct gmt_comm *c = gmt_trace_comm(t, t->scopes[i].comm);
         if (c && c->device >= 0)
             t->scopes[i].device = (int16_t)c->device;
+    }
+    /* a repeated group's parent, asked of each member */
+    for (size_t k = 0; k < t->n_reps; k++)
+        t->reps[k].group = (uint64_t)gmt_trace_scope_index(t, t->reps[k].group_id);
+    /* (a repeated group's member's, from the member it stands for: gmt_trace_scope) */
+    for (size_t i = 0; i < t->n_rep_origin; i++) {
+        const struct gmt_comm *c = gmt_trace_comm(t, t->rep_tmpl[i].comm);
+        if (c && c->device >= 0)
+            t->rep_tmpl[i].device = (int16_t)c->device;
     }
     /* in time order, ties in file order, as the events are replayed: the last wins */
     if (n_mi > 1)
@@ -137,11 +147,11 @@ int gmt_trace_finish_scopes(struct gmt_trace *t, struct gmt_meminfo_note *mi, si
         const struct gmt_meminfo_note *e = &mi[i];
         if (!e->scope)
             continue;
-        struct gmt_scope *s = (struct gmt_scope *)gmt_trace_scope_by_id(t, e->scope);
-        if (!s || e->total_bytes < e->free_bytes)
+        long sx = gmt_trace_scope_index(t, e->scope);
+        if (sx < 0 || e->total_bytes < e->free_bytes)
             continue;
         /* its samples, made at its first (scope index -> index in scope_mem + 1) */
-        size_t si = (size_t)(s - t->scopes);
+        size_t si = (size_t)sx;
         const uint64_t *at = gmt_u64map_get(&t->scope_mem_of, si);
         size_t idx = at ? (size_t)*at - 1 : t->n_scope_mem;
         if (!at) {

@@ -35,7 +35,8 @@ long gmt_trace_scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
         return v ? (long)*v - 1 : -1;
     }
     long i = gmt_trace_scope_index(t, id);
-    return i >= 0 && t->scopes[i].offset <= off ? i : -1;
+    struct gmt_scope tmp;
+    return i >= 0 && gmt_trace_scope(t, (size_t)i, &tmp)->offset <= off ? i : -1;
 }
 
 static inline bool walk_next_seg(struct gmt_walk *w)

@@ -45,6 +45,8 @@ struct loader {
     size_t rep_th;                  /* its index in reps.th + 1; 0 none */
     uint64_t rep_lost;
     size_t cap_reps;
+    uint32_t max_id;                /* the highest scope id met */
+    size_t cap_by_id;
 };
 
 static int thread_device(struct loader *L, uint32_t tid)
@@ -138,7 +140,7 @@ static int unreserve_scopes(struct loader *L)
     struct gmt_scope *s = calloc(cap, sizeof *s);
     if (!s)
         return -ENOMEM;
-    memcpy(s, t->scopes, t->n_scopes * sizeof *s);
+    memcpy(s, t->scopes, t->n_stored * sizeof *s);
     gmt_unreserve(t->scopes, t->scopes_reserved);
     t->scopes = s;
     t->scopes_reserved = 0;
@@ -173,7 +175,7 @@ static int dense_put(struct gmt_trace *t, uint32_t id, size_t idx)
         return 0;
     }
     if (id >= t->n_scope_dense) {
-        if ((uint64_t)id > 4 * (uint64_t)t->n_scopes + 65536)
+        if ((uint64_t)id > 4 * (uint64_t)t->n_stored + 65536)
             return 0;
         size_t n = t->n_scope_dense ? t->n_scope_dense : 1024;
         while (n <= id)
@@ -201,13 +203,14 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     struct gmt_trace *t = L->t;
     const struct gmt_rec_scope_begin *b = (const void *)e->rec;
     struct gmt_scope *s;
-    if (t->scopes_reserved && t->n_scopes == L->cap_scope && unreserve_scopes(L))
+    if (t->scopes_reserved && t->n_stored == L->cap_scope && unreserve_scopes(L))
         return -ENOMEM;
     if (t->scopes_reserved) {
-        s = &t->scopes[t->n_scopes++]; /* zero: fresh pages, never reused */
-    } else if (!(s = gmt_array_push((void **)&t->scopes, &t->n_scopes, &L->cap_scope, sizeof *s))) {
+        s = &t->scopes[t->n_stored++]; /* zero: fresh pages, never reused */
+    } else if (!(s = gmt_array_push((void **)&t->scopes, &t->n_stored, &L->cap_scope, sizeof *s))) {
         return -ENOMEM;
     }
+    t->n_scopes++;
     s->id = b->scope_id;
     s->parent_id = b->parent_id;
     s->tid = e->tid;
@@ -218,9 +221,11 @@ static int on_scope_begin(struct loader *L, const struct gmt_event *e)
     s->t_begin = e->time_ns;
     s->offset = e->offset;
     s->device = (int16_t)L->cur_device;
-    size_t idx = t->n_scopes - 1;
-    if (gmt_trace_scope_index(t, b->scope_id) >= 0)
+    size_t idx = t->n_stored - 1;
+    if (b->scope_id <= L->max_id && gmt_trace_scope_index(t, b->scope_id) >= 0)
         t->scope_dups = true;
+    if (b->scope_id > L->max_id)
+        L->max_id = b->scope_id;
     /* the map holds only the ids the dense array declines: a lookup there is a few
      * cache misses per scope, and there are as many scopes as collective calls */
     int placed = dense_put(t, b->scope_id, idx);
@@ -235,9 +240,13 @@ static int on_scope_end(struct loader *L, const struct gmt_event *e)
     const struct gmt_rec_scope_end *x = (const void *)e->rec;
     if (e->rec->size >= GMT_SCOPE_CALL_MIN)
         return LOAD_EXPAND; /* the call form: its begin is restored by expanding */
-    long i = gmt_trace_scope_index(t, x->scope_id);
-    if (i < 0)
+    long i = gmt_trace_stored_index(t, x->scope_id);
+    if (i < 0) {
+        /* a repeated group's member (its record stands for its end): nothing to close */
+        if (t->n_reps && gmt_trace_member_index(t, x->scope_id) >= 0)
+            return note_event(L, e);
         return 0; /* its begin was lost (cut, or before a fork): nothing to close */
+    }
     struct gmt_scope *s = &t->scopes[i];
     s->t_end = e->time_ns;
     s->result = x->result;
@@ -297,16 +306,30 @@ static int on_comm(struct loader *L, const struct gmt_event *e)
     slot->device = gmt_device_ordinal(c->device);
     /* an init or split scope opens before its communicator exists: the COMM record
      * its thread writes on return names it */
-    for (size_t i = t->n_scopes; i-- > 0;) {
-        struct gmt_scope *s = &t->scopes[i];
-        if (s->tid != e->tid)
+    size_t i = t->n_stored;
+    while (i > 0 && t->scopes[i - 1].tid != e->tid)
+        i--;
+    /* the thread's latest stored scope is t->scopes[i - 1] (i 0: none); a repeated
+     * group's last member is later when its note comes after it */
+    for (size_t k = t->n_reps; k-- > 0 && t->reps[k].stored_before >= i;) {
+        const struct gmt_rep_note *n = &t->reps[k];
+        if (n->tid != e->tid)
             continue;
+        size_t last = n->first_scope + n->count - 1;
+        struct gmt_scope tmp;
+        const struct gmt_scope *m = gmt_trace_scope(t, last, &tmp);
+        if (!m->comm && gmt_op_is_comm_init(m->op) &&
+            gmt_u64map_put(&t->member_comm, last, c->comm))
+            return -ENOMEM;
+        return 0;
+    }
+    if (i) {
+        struct gmt_scope *s = &t->scopes[i - 1];
         if (!s->comm && gmt_op_is_comm_init(s->op)) {
             s->comm = c->comm;
             if (slot->device >= 0)
                 s->device = (int16_t)slot->device;
         }
-        break;
     }
     return 0;
 }
@@ -487,28 +510,64 @@ static inline int rep_note(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-/* The offsets of the SCOPE_BEGINs that group `like`'s members were first read from,
- * noted once for all the groups that repeat it: where they start in t->rep_origin + 1. */
+/* The members of group `like` (the offsets of the SCOPE_BEGINs they were first read
+ * from, and what their records said), noted once for all the groups that repeat it:
+ * where they start in t->rep_origin and t->rep_tmpl + 1. */
 static int rep_origins(struct loader *L, struct gmt_rep_group *like)
 {
     struct gmt_trace *t = L->t;
     if (like->tmpl)
         return 0;
-    size_t at = t->n_rep_origin;
-    for (int i = 0; i < like->n; i++) {
-        uint64_t *o = gmt_array_push((void **)&t->rep_origin, &t->n_rep_origin,
-                                     &t->cap_rep_origin, sizeof *o);
-        if (!o)
+    size_t at = t->n_rep_origin, cap = t->cap_rep_origin;
+    if (gmt_grow((void **)&t->rep_origin, &t->cap_rep_origin, at + (size_t)like->n,
+                 sizeof *t->rep_origin))
+        return -ENOMEM;
+    if (t->cap_rep_origin != cap || !t->rep_tmpl) {
+        struct gmt_rep_tmpl *m = realloc(t->rep_tmpl, t->cap_rep_origin * sizeof *m);
+        if (!m)
             return -ENOMEM;
-        *o = like->m[i].origin;
+        t->rep_tmpl = m;
     }
+    for (int i = 0; i < like->n; i++) {
+        const struct gmt_rep_member *x = &like->m[i];
+        t->rep_origin[at + (size_t)i] = x->origin;
+        t->rep_tmpl[at + (size_t)i] = (struct gmt_rep_tmpl){
+            .comm = x->b.comm, .count = x->b.count, .datatype = x->b.datatype,
+            .result = x->result, .device = -1,
+            .op = (uint8_t)(x->b.h.aux < 256 ? x->b.h.aux : 255)};
+    }
+    t->n_rep_origin = at + (size_t)like->n;
     like->tmpl = at + 1;
     return 0;
 }
 
-/* GROUP_REPEAT: its members' scopes, made as their records would be read, at the
- * thread's time; the record stays in the image, where the iteration hands out their
- * events (trace_iter.c). One that cannot stand counts its members' records as dropped. */
+/* The note's place among the notes by group id (t->rep_by_id): last, but for a group
+ * whose id is below the latest's (another thread's, written later). 0 or -ENOMEM. */
+static int rep_by_id_add(struct loader *L, uint32_t note)
+{
+    struct gmt_trace *t = L->t;
+    if (t->n_reps > L->cap_by_id) {
+        size_t cap = L->cap_by_id ? 2 * L->cap_by_id : 1024;
+        uint32_t *p = realloc(t->rep_by_id, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        t->rep_by_id = p;
+        L->cap_by_id = cap;
+    }
+    uint32_t id = t->reps[note].group_id;
+    size_t k = t->n_reps - 1;
+    while (k > 0 && t->reps[t->rep_by_id[k - 1]].group_id > id) {
+        t->rep_by_id[k] = t->rep_by_id[k - 1];
+        k--;
+    }
+    t->rep_by_id[k] = note;
+    return 0;
+}
+
+/* GROUP_REPEAT: a note of its members, whose scopes are made from it when asked for
+ * (gmt_trace_scope) as their records would be read, at the thread's time; the record
+ * stays in the image, where the iteration hands out their events (trace_iter.c). One
+ * that cannot stand counts its members' records as dropped. */
 static int on_repeat(struct loader *L, const struct gmt_event *e)
 {
     struct gmt_trace *t = L->t;
@@ -526,27 +585,29 @@ static int on_repeat(struct loader *L, const struct gmt_event *e)
     if (rep_origins(L, like))
         return -ENOMEM;
     rt->cur.tmpl = like->tmpl;
+    /* an id a member takes that a scope has already: a corrupt file (ids are drawn from
+     * one counter), looked for only when one can be */
+    uint32_t last_id = g->scope_id + (uint32_t)n;
+    for (uint32_t id = g->scope_id + 1; id <= last_id && id <= L->max_id && !t->scope_dups; id++)
+        t->scope_dups = gmt_trace_scope_index(t, id) >= 0;
+    if (last_id > L->max_id)
+        L->max_id = last_id;
     struct gmt_rep_note *note = gmt_array_push((void **)&t->reps, &t->n_reps, &L->cap_reps,
                                                sizeof *note);
     if (!note || gmt_u64map_put_new(&t->rep_at, e->offset, t->n_reps))
         return -ENOMEM;
-    note->first_scope = t->n_scopes;
-    note->origin_at = like->tmpl - 1;
-    note->count = (uint32_t)n;
-    struct gmt_event ev = *e; /* its time: the thread's clock (the reader's CLOCK_NOW) */
-    for (int i = 0; i < n; i++) {
-        struct gmt_rec_scope_end en = {
-            .h = {GMT_REC_SCOPE_END, m[i].b.h.aux, sizeof en},
-            .scope_id = m[i].b.scope_id,
-            .result = m[i].result,
-        };
-        ev.rec = &m[i].b.h;
-        int x = on_scope_begin(L, &ev);
-        ev.rec = &en.h;
-        if (x || (x = on_scope_end(L, &ev)))
-            return x;
-    }
-    return 0;
+    *note = (struct gmt_rep_note){
+        .first_scope = t->n_scopes, .stored_before = t->n_stored, .origin_at = like->tmpl - 1,
+        .offset = e->offset, .time = e->time_ns, .count = (uint32_t)n, .group_id = g->scope_id,
+        .tid = e->tid, .device = (int16_t)L->cur_device};
+    t->n_scopes += (size_t)n;
+    if (rep_by_id_add(L, (uint32_t)(t->n_reps - 1)))
+        return -ENOMEM;
+    /* its members' begins and ends: events at the thread's time (the reader's CLOCK_NOW),
+     * the first of which may start a run */
+    int x = note_event(L, e);
+    t->n_events += 2 * (uint64_t)n - 1;
+    return x;
 }
 
 static int on_record(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
@@ -730,6 +791,7 @@ static int load(struct gmt_trace *t, const char *path, uint8_t *image, size_t im
     struct loader L = {.t = t, .cur_device = -1, .repeats = repeats};
     gmt_repeats_init(&L.reps);
     gmt_u64map_init(&t->rep_at);
+    gmt_u64map_init(&t->member_comm);
     gmt_u64map_init(&L.tid_device);
     gmt_u64map_init(&L.stream_of);
     gmt_u64map_init(&t->scope_by_id);
@@ -869,8 +931,11 @@ void gmt_trace_free(struct gmt_trace *t)
     free(t->nvtx);
     free(t->blocks);
     gmt_u64map_free(&t->rep_at);
+    gmt_u64map_free(&t->member_comm);
     free(t->reps);
+    free(t->rep_by_id);
     free(t->rep_origin);
+    free(t->rep_tmpl);
     free(t->memstats);
     free(t->modloads);
     for (size_t i = 0; i < t->n_streams; i++)

@@ -13,10 +13,11 @@
  * A GROUP_REPEAT stands for the member scopes of one of its thread's latest groups
  * (docs/trace-format.md): exactly what the library writes for those members when it
  * writes them one by one (GPUMEMTRACE_GROUP_REPEAT=0). Both readers of them use this:
- * the loader, which makes the members' scopes as it meets the record and leaves the
- * record in the image for the iteration to hand out its members' events one at a time
- * (so memory follows the file, not the calls it stands for), and the expander, which
- * writes the members' records for `dump --expand`. One that cannot be restored (its group
+ * the loader, which notes the record (its members' template, ids, thread and time) and
+ * leaves it in the image, the members' scopes made from the note when asked for and
+ * their events handed out by the iteration one at a time (so memory follows the file,
+ * not the calls it stands for), and the expander, which writes the members' records for
+ * `dump --expand`. One that cannot be restored (its group
  * or the one it names is not in the file, or their members differ in number) counts its
  * members' records as dropped.
  */
