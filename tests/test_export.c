@@ -450,6 +450,17 @@ Test(export, chrome_reads_each_trace_once_so_a_pipe_will_do, .timeout = 60)
     /* the process names hold the file names: the same length here */
     cr_assert_gt(a, 1000);
     cr_expect(a == b && !memcmp(x, y, a), "from pipes, not what the files give");
+    free(y);
+    /* the writers come after the reader opened the pipes: it waits for them, it does not
+     * read an empty trace */
+    snprintf(cmd, sizeof cmd, "'%s/gpumemtrace' export --format chrome --no-symbols -o '%s' '%s' '%s' & "
+             "sleep 0.5; timeout 10 dd status=none if=%s of='%s'; timeout 10 dd status=none if=%s of='%s'; "
+             "wait $!", cli_build_dir(), pipes, f0, f1,
+             goldens[0], f0, goldens[1], f1);
+    st = system(cmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "late writers: status %d", st);
+    y = slurp_file(pipes, &b);
+    cr_expect(a == b && !memcmp(x, y, a), "from late pipes, not what the files give");
     /* the job's time line starts at its earliest anchor: the demo's ranks run for well
      * under a minute of it */
     double last = 0;

@@ -156,9 +156,15 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
 
 int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
 {
+    /* Opened without blocking so that a pipe that is not wanted, or a device, is refused
+     * rather than waited on. A pipe that is wanted is opened again, blocking: opened
+     * without, it reads as empty until its writer comes. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0 && errno == ENOTDIR)
+    int packed = 0;
+    if (fd < 0 && errno == ENOTDIR) {
         fd = gmt_pack_open_member(path); /* PACK/MEMBER: a trace inside a pack (pack.h) */
+        packed = 1;
+    }
     if (fd < 0) {
         if (err && errlen)
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -166,7 +172,18 @@ int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
     }
     struct stat st;
     const char *why = NULL;
-    if (fstat(fd, &st) < 0)
+    int r = fstat(fd, &st);
+    if (r == 0 && streams && !packed && S_ISFIFO(st.st_mode)) {
+        close(fd);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            if (err && errlen)
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        r = fstat(fd, &st);
+    }
+    if (r < 0)
         why = strerror(errno);
     else if (S_ISDIR(st.st_mode))
         why = "is a directory";
