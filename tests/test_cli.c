@@ -798,6 +798,8 @@ Test(cli, never_blocks_on_a_fifo)
     cr_expect_eq(lines(res.err), 1, "%s", res.err);
     RUN(&res, "summary", "--no-symbols", fifo);
     cr_expect_eq(res.status, 2, "summary of a FIFO: status %d", res.status);
+    cr_expect(strstr(res.err, "a pipe nobody opened to write to in 3 s") != NULL, "%s", res.err);
+    cr_expect_eq(lines(res.err), 1, "%s", res.err);
     RUN(&res, "dump", fifo);
     cr_expect_eq(res.status, 2, "dump of a FIFO: status %d", res.status);
     RUN(&res, "summary", "--no-symbols", "/dev/zero");

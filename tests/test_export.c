@@ -461,6 +461,17 @@ Test(export, chrome_reads_each_trace_once_so_a_pipe_will_do, .timeout = 60)
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "late writers: status %d", st);
     y = slurp_file(pipes, &b);
     cr_expect(a == b && !memcmp(x, y, a), "from late pipes, not what the files give");
+    free(y);
+    /* a writer that opens the pipe at once and writes only after the reader's wait for
+     * data: the reader sees a writer there and reads on */
+    snprintf(cmd, sizeof cmd, "'%s/gpumemtrace' export --format chrome --no-symbols -o '%s' '%s' '%s' & "
+             "timeout 20 sh -c \"exec 3>'%s'; sleep 3.5; cat %s >&3\"; "
+             "timeout 10 dd status=none if=%s of='%s'; wait $!", cli_build_dir(), pipes, f0, f1,
+             f0, goldens[0], goldens[1], f1);
+    st = system(cmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "slow writer: status %d", st);
+    y = slurp_file(pipes, &b);
+    cr_expect(a == b && !memcmp(x, y, a), "from a slow pipe, not what the files give");
     /* the job's time line starts at its earliest anchor: the demo's ranks run for well
      * under a minute of it */
     double last = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,17 +155,14 @@ void *gmt_array_push(void **arr, size_t *n, size_t *cap, size_t elem)
     return slot;
 }
 
-int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
+/* gmt_open_input's work, except that a FIFO is left non-blocking (*fifo says so), for
+ * gmt_fopen_input to wait for its writer. */
+static int open_input(const char *path, int streams, char *err, size_t errlen, bool *fifo)
 {
-    /* Opened without blocking so that a pipe that is not wanted, or a device, is refused
-     * rather than waited on. A pipe that is wanted is opened again, blocking: opened
-     * without, it reads as empty until its writer comes. */
+    *fifo = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    int packed = 0;
-    if (fd < 0 && errno == ENOTDIR) {
+    if (fd < 0 && errno == ENOTDIR)
         fd = gmt_pack_open_member(path); /* PACK/MEMBER: a trace inside a pack (pack.h) */
-        packed = 1;
-    }
     if (fd < 0) {
         if (err && errlen)
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -172,23 +170,14 @@ int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
     }
     struct stat st;
     const char *why = NULL;
-    int r = fstat(fd, &st);
-    if (r == 0 && streams && !packed && S_ISFIFO(st.st_mode)) {
-        close(fd);
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-            if (err && errlen)
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        r = fstat(fd, &st);
-    }
-    if (r < 0)
+    if (fstat(fd, &st) < 0)
         why = strerror(errno);
     else if (S_ISDIR(st.st_mode))
         why = "is a directory";
     else if (!S_ISREG(st.st_mode) && !(streams && S_ISFIFO(st.st_mode)))
         why = streams ? "not a regular file or a pipe" : "not a regular file";
+    else if (S_ISFIFO(st.st_mode))
+        *fifo = true;
     else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
         why = strerror(errno);
     if (why) {
@@ -200,9 +189,60 @@ int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
     return fd;
 }
 
+static int set_blocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
+{
+    bool fifo;
+    int fd = open_input(path, streams, err, errlen, &fifo);
+    if (fd >= 0 && fifo && set_blocking(fd) < 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A FIFO opened without blocking reads as empty until its writer has opened it, and a
+ * writer started beside the reader (`cat r0.gmt > fifo &`) may open it a moment after.
+ * So the reader waits up to GMT_PIPE_WAIT_S seconds for data. Then one byte is asked for,
+ * without blocking: none, with no writer, is a pipe nobody is writing to (refused, not
+ * waited on for ever); EAGAIN is a writer that has not written yet (then read blocking);
+ * a byte that came meanwhile is pushed back. Returns NULL, or why. */
+#define GMT_PIPE_WAIT_S 3
+#define GMT_STR_(x) #x
+#define GMT_STR(x) GMT_STR_(x)
+static const char *wait_for_writer(FILE *f)
+{
+    struct pollfd p = { .fd = fileno(f), .events = POLLIN };
+    int n;
+    do
+        n = poll(&p, 1, GMT_PIPE_WAIT_S * 1000);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return strerror(errno);
+    if (n == 0) {
+        unsigned char c;
+        ssize_t got = read(fileno(f), &c, 1);
+        if (got == 0)
+            return "a pipe nobody opened to write to in " GMT_STR(GMT_PIPE_WAIT_S) " s";
+        if (got == 1 && ungetc(c, f) == EOF)
+            return strerror(errno);
+        if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return strerror(errno);
+    }
+    return set_blocking(fileno(f)) < 0 ? strerror(errno) : NULL;
+}
+
 FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen)
 {
-    int fd = gmt_open_input(path, streams, err, errlen);
+    bool fifo;
+    int fd = open_input(path, streams, err, errlen, &fifo);
     if (fd < 0)
         return NULL;
     FILE *f = fdopen(fd, "rb");
@@ -212,6 +252,14 @@ FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen)
         if (err && errlen)
             snprintf(err, errlen, "%s: %s", path, strerror(e));
         errno = e;
+        return NULL;
+    }
+    const char *why = fifo ? wait_for_writer(f) : NULL;
+    if (why) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, why);
+        fclose(f);
+        return NULL;
     }
     return f;
 }

@@ -82,7 +82,9 @@ void gmt_fput_csv_cell(FILE *out, const char *s);
  * else (directory, device, socket) is refused. Returns the fd (O_CLOEXEC), or -1 with
  * "PATH: why" in err (err may be NULL). */
 int gmt_open_input(const char *path, int streams, char *err, size_t errlen);
-/* The same, as a stdio stream ("rb"). NULL with "PATH: why" in err (err may be NULL). */
+/* The same, as a stdio stream ("rb"). A FIFO is waited on for its writer, a few seconds
+ * at most (a writer started beside the reader may open it a moment after); one nobody
+ * opens to write is refused. NULL with "PATH: why" in err (err may be NULL). */
 FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen);
 
 /* A growable array of elements of `esize` bytes. */
