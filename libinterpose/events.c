@@ -8,6 +8,9 @@
 #include "gmt.h"
 #include "hooks.h"
 #include "probe.h"
+#include "sampling.h"
+#include "versions.h"
+#include "writer_api.h"
 
 
 /*

@@ -12,8 +12,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "hooks.h"
+#include "writer_api.h"
 
 /* The fatal signals after which the buffered records would otherwise be lost. */
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGILL, SIGFPE };

@@ -8,6 +8,7 @@
 
 #include "gmt.h"
 #include "intern.h"
+#include "writer_api.h"
 
 /*
  * The rules (docs/stacks.md, "Python frames"):

@@ -7,8 +7,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "hooks.h"
+#include "sampling.h"
 #include "scope.h"
+#include "writer_api.h"
 
 /* Calls seen per (comm, op, bytes), for the sampling policy. */
 #define COUNT_SLOTS 4096

@@ -7,7 +7,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "writer.h"
+#include "writer_api.h"
 
 /* ---- waits ---- */
 

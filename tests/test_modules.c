@@ -14,6 +14,8 @@
 
 #include "gmt.h"
 #include "reader.h"
+#include "versions.h"
+#include "writer_api.h"
 
 #define MAX_MODS 256
 

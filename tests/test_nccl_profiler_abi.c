@@ -10,6 +10,7 @@
 
 #include "gmt.h"
 #include "reader.h"
+#include "writer_api.h"
 
 /* The module map is test_modules' concern: the file then holds what each test makes. */
 void gmt_modules_write_all(void)
