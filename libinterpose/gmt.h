@@ -112,50 +112,6 @@ enum gmt_meminfo_kind { GMT_POLICY_INVALID, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS,
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
 
 
-/* ---- nvml.c: NVML, loaded on the flusher thread when present ---- */
-/* Each may be called by one thread at a time only (sampling.c's holder of the sampler). */
-/* Loads and initialises NVML once: 0 ready, -1 not available (absent, failing, lacking
- * what it needs); never retried. Never shut down: another thread could be sampling. */
-GMT_HIDDEN int gmt_nvml_open(void);
-/* The NVML device of a CUDA device by its PCI bus id, or NULL. */
-GMT_HIDDEN void *gmt_nvml_device(const char *pci_bus_id);
-/* 0 and the device's free and total bytes and, in process_b[4], this process's bytes on
- * it (GMT_MEMINFO_UNKNOWN when NVML does not list this pid or can't say), the other
- * listed processes' bytes summed (GMT_MEMINFO_UNKNOWN when NVML withholds one), how
- * many they are and the pid of the one using the most (0 none); or -1. */
-GMT_HIDDEN int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b,
-                                uint64_t *process_b);
-
-
-/* ---- worker.c: the background thread ---- */
-/* Starts it once per process (again in a fork child); the writer runs it when the file
- * opens. */
-GMT_HIDDEN void gmt_worker_start(void);
-
-/* ---- outfile.c: the trace file's name and its preamble ---- */
-/* The host name ("unknown" when it has none) and the rank the launcher set in the
- * environment (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), -1 when none. */
-GMT_HIDDEN void gmt_outfile_host(char *host, size_t len);
-GMT_HIDDEN int gmt_outfile_rank(void);
-/* Creates the trace file GPUMEMTRACE_OUTPUT names (%h host, %p pid, %r rank, %% a '%'; the
- * rank goes before ".gmt" when the pattern has no %r; ".1", ".2"... when the name exists),
- * exclusively, append-only: its fd, with its name in path. Else -errno, with *what
- * saying which step failed (for the warning). */
-GMT_HIDDEN int gmt_outfile_create(char *path, size_t cap, const char *host, int rank,
-                                  const char **what);
-/* writev(2) of the trace: SIGXFSZ never reaches the program (past RLIMIT_FSIZE the call
- * fails with EFBIG), the program's signal mask and pending signals as they were. */
-struct iovec;
-GMT_HIDDEN long gmt_outfile_writev(int fd, const struct iovec *iov, int n);
-/* fd moved to 3 or above (close-on-exec) when it is 0, 1 or 2; -1 with errno if it can't. */
-GMT_HIDDEN int gmt_fd_above_stdio(int fd);
-/* The records that open a file: header, PROCESS (pid, rank, host, command line) and ENV
- * (the variables that change GPU memory use), built in `scratch`, which holds
- * GMT_PREAMBLE_SCRATCH bytes (the second half is a read area): their length in bytes. */
-#define GMT_PREAMBLE_SCRATCH (2u * GMT_REC_MAX)
-GMT_HIDDEN size_t gmt_outfile_preamble(unsigned char *scratch, const char *host, int rank,
-                                       bool forked);
-
 /* ---- init.c: library load (also the constructor) ---- */
 /* Loads options, installs the crash handlers (chaining to the disposition found at
  * the time of the call) and the fork handler. Tests call it again in children. */
@@ -221,31 +177,6 @@ GMT_HIDDEN bool gmt_unwind_setup(void); /* once, before the first walk */
 GMT_HIDDEN int gmt_unwind_walk(const void *frame, uint64_t *out, int max);
 /* Rules decoded so far, and how many of them send the walk to libunwind. */
 GMT_HIDDEN void gmt_unwind_counts(unsigned long *decoded, unsigned long *gave_up);
-
-/* ---- python.c: the calling thread's Python frames (CPython 3.9-3.13) ---- */
-#define GMT_PY_DEPTH_MAX 128 /* innermost Python frames kept per stack */
-struct gmt_py_stack {
-    uint32_t n, ngroups;
-    uint64_t eval_lo, eval_span;       /* _PyEval_EvalFrameDefault's code, 0 0 unknown */
-    uint64_t ip[GMT_PY_DEPTH_MAX];     /* GMT_PYFRAME values, innermost first */
-    uint16_t group[GMT_PY_DEPTH_MAX];  /* frames run by each activation of the interpreter's
-                                        * evaluation loop, innermost first (may be 0) */
-};
-/* Fills *out with the thread's Python frames (interning their code objects: PYCODE
- * records) and returns their number; 0 when the thread runs no Python, the option is
- * off, or anything looks wrong. Never takes the GIL, never faults on a valid chain. */
-GMT_HIDDEN uint32_t gmt_python_frames(struct gmt_py_stack *out);
-/* Whether a return address (the call is at ip - 1) lies in the interpreter's evaluation
- * loop (_PyEval_EvalFrameDefault), where a group of Python frames belongs. */
-static inline bool gmt_python_eval_frame(const struct gmt_py_stack *p, uint64_t ip)
-{
-    return ip - 1 - p->eval_lo < p->eval_span;
-}
-
-/* ---- modules.c: the module map ---- */
-GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */
-GMT_HIDDEN void gmt_modules_rescan(void);    /* after dlopen/dlclose: the changes */
-
 
 /* ---- events.c: build and emit the allocation records (ALLOC, FREE, ALLOC_FAIL) ---- */
 /* Each notes the thread's current CUDA context first (CUCTX record when it changed),

@@ -15,6 +15,9 @@
 #include "clock.h"
 #include "gmt.h"
 #include "hooks.h"
+#include "modules.h"
+#include "outfile.h"
+#include "worker.h"
 #include "writer_api.h"
 
 /* The fatal signals after which the buffered records would otherwise be lost. */

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "gmt.h"
+#include "modules.h"
 #include "writer_api.h"
 
 /*

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "gmt.h"
+#include "outfile.h"
 
 extern char **environ;
 

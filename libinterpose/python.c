@@ -8,6 +8,7 @@
 
 #include "gmt.h"
 #include "intern.h"
+#include "python.h"
 #include "writer_api.h"
 
 /*

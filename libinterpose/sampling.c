@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "hooks.h"
+#include "nvml.h"
 #include "sampling.h"
 #include "scope.h"
 #include "writer_api.h"

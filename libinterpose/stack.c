@@ -11,6 +11,7 @@
 #include "gmt.h"
 #include "intern.h"
 #include "probe.h"
+#include "python.h"
 #include "writer_api.h"
 
 /*

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "outfile.h"
 #include "writer.h"
 #include "writer_api.h"
 

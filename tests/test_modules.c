@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "modules.h"
 #include "reader.h"
 #include "versions.h"
 #include "writer_api.h"

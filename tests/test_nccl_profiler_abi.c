@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "modules.h"
 #include "reader.h"
 #include "writer_api.h"
 

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "gmt.h"
 #include "idnames.h"
+#include "modules.h"
 #include "reader.h"
 #include "writer_api.h"
 
