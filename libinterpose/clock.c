@@ -10,6 +10,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "clock.h"
 #include "gmt.h"
 
 /*

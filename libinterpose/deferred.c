@@ -1,5 +1,6 @@
 /* deferred.c: the owner of the thread's deferred byte: the writer's two hooks, each passed to the client whose state the byte holds. */
 #include "deferred.h"
+#include "writer_api.h"
 
 /* Cold: the writer calls it only while the byte holds records back. */
 __attribute__((cold)) void gmt_deferred_write(void)

@@ -3,6 +3,7 @@
 #define GMT_DEFERRED_H
 
 #include "gmt.h"
+#include "writer_api.h"
 
 /*
  * gmt_ts.writer.deferred, one state at a time. deferred.c owns the byte: it defines the

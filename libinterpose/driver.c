@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #include "driver.h"
+#include "resolve.h"
 
 _Atomic(void *) gmt_driver_slots[GMT_DRIVER_NCALLS];
 static const char *const names[GMT_DRIVER_NCALLS] = {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "versions.h"
 
 #if __SIZEOF_POINTER__ == 8
 #define NATIVE_CLASS ELFCLASS64

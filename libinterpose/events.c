@@ -7,7 +7,11 @@
 #include "driver.h"
 #include "gmt.h"
 #include "hooks.h"
+#include "modules.h"
 #include "probe.h"
+#include "sampling.h"
+#include "versions.h"
+#include "writer_api.h"
 
 
 /*

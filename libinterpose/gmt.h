@@ -1,4 +1,4 @@
-/* gmt.h: the preload library's internal interfaces, grouped by the file that defines them. */
+/* gmt.h: the preload library's ground floor: shared macros, the per-thread state, the hot words, the guard and the declarations every file needs; each file's inline code lives in its own header. */
 #ifndef GMT_GMT_H
 #define GMT_GMT_H
 
@@ -70,81 +70,6 @@ GMT_HIDDEN void gmt_options_load(void);
 /* ---- log.c: never allocates, never recurses, at most a few warnings ---- */
 GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- clock.c ---- */
-/* CLOCK_MONOTONIC in ns, read through the TSC where clock.c could calibrate it (inline:
- * it is read for every record), else clock_gettime. */
-struct gmt_clock_copy {
-    _Atomic uint64_t base_tsc, base_ns, mult; /* ns = base_ns + (tsc - base_tsc) * mult / 2^32 */
-    _Atomic uint64_t lo_tsc, width;           /* it holds for tsc - lo_tsc <= width */
-};
-struct gmt_clock_line {
-    _Atomic int use_tsc;           /* the line is valid */
-    _Atomic uint32_t seq;          /* its low bit: the copy readers read (clock.c, publish) */
-    int64_t skew_ns;               /* tests only: added to every reading, ns */
-    struct gmt_clock_copy copy[2]; /* copy[0] shares the first cache line with seq */
-} __attribute__((aligned(64)));
-GMT_HIDDEN extern struct gmt_clock_line gmt_clock_line;
-GMT_HIDDEN uint64_t gmt_clock_kernel_ns(void); /* clock_gettime, with the tests' skew */
-static inline uint64_t gmt_clock_line_at(uint64_t tsc, uint64_t base_tsc, uint64_t base_ns,
-                                         uint64_t mult)
-{
-    /* Signed: a reading on a CPU whose TSC is a few cycles behind the flusher's is
-     * before the line's base. 128-bit product: no overflow however long since the base. */
-    int64_t d = (int64_t)(tsc - base_tsc);
-    if (GMT_LIKELY(d >= 0))
-        return base_ns + (uint64_t)(((unsigned __int128)(uint64_t)d * mult) >> 32);
-    return base_ns - (uint64_t)(((unsigned __int128)(uint64_t)-d * mult) >> 32);
-}
-#if defined(__x86_64__)
-/* One reading of the line: false when a publish went by during it (read again), or the
- * TSC is outside the copy it read (then *out_line is true: ask the kernel). */
-static inline bool gmt_clock_line_read(uint64_t *ns, bool *out_line)
-{
-    uint32_t s = atomic_load_explicit(&gmt_clock_line.seq, memory_order_acquire);
-    const struct gmt_clock_copy *c = &gmt_clock_line.copy[s & 1];
-    uint64_t bt = atomic_load_explicit(&c->base_tsc, memory_order_relaxed);
-    uint64_t bn = atomic_load_explicit(&c->base_ns, memory_order_relaxed);
-    uint64_t m = atomic_load_explicit(&c->mult, memory_order_relaxed);
-    uint64_t lo = atomic_load_explicit(&c->lo_tsc, memory_order_relaxed);
-    uint64_t w = atomic_load_explicit(&c->width, memory_order_relaxed);
-    uint64_t tsc = __builtin_ia32_rdtsc();
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&gmt_clock_line.seq, memory_order_relaxed) != s)
-        return false;
-    if (GMT_UNLIKELY(tsc - lo > w)) {
-        *out_line = true; /* outside the line: the flusher is late, or the TSC jumped */
-        return false;
-    }
-    *ns = gmt_clock_line_at(tsc, bt, bn, m) + (uint64_t)gmt_clock_line.skew_ns;
-    return true;
-}
-/* A reading that the first try could not take from the line: the tries after it, then
- * the kernel (clock.c). Out of line, so that the inline reading keeps no loop counter
- * and few registers in each record's emit. */
-GMT_HIDDEN uint64_t gmt_clock_now_slow(bool out_line);
-#endif
-static inline uint64_t gmt_now_ns(void)
-{
-#if defined(__x86_64__)
-    /* The TSC is read inside the sequence window: a reading is of the copy that was
-     * the line while the TSC was read (clock.c, publish). The flusher rewrites the
-     * other copy, so a reader never waits for it; it reads again only when a publish
-     * went by during its read. */
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_clock_line.use_tsc, memory_order_acquire))) {
-        uint64_t ns;
-        bool out_line = false;
-        if (GMT_LIKELY(gmt_clock_line_read(&ns, &out_line)))
-            return ns;
-        return gmt_clock_now_slow(out_line);
-    }
-#endif
-    return gmt_clock_kernel_ns();
-}
-GMT_HIDDEN void gmt_clock_init(void);  /* at init, after the options */
-GMT_HIDDEN void gmt_clock_tick(void);  /* the flusher, each tick: calibrates and steers */
-GMT_HIDDEN bool gmt_clock_uses_tsc(void);
-GMT_HIDDEN void gmt_clock_test_offset(int64_t ns); /* tests: moves the line by ns */
-
 
 /* ---- the process-wide words every hooked call reads, in one cache line ----
  * Between an application's NCCL calls its own work evicts ours from the CPU's caches: a
@@ -186,215 +111,6 @@ _Static_assert(sizeof(struct gmt_hot) == 64, "one cache line");
 enum gmt_meminfo_kind { GMT_POLICY_INVALID, GMT_POLICY_NEVER, GMT_POLICY_ALWAYS, GMT_POLICY_FIRST };
 GMT_HIDDEN extern struct gmt_hot gmt_hot;
 
-/* ---- sampling.c: device memory outside NCCL calls (MEMINFO FIRST, FAIL, PERIODIC, EXIT) ----
- * FIRST and FAIL are taken on the allocating thread with cuMemGetInfo (its context is
- * current there); PERIODIC by the flusher and EXIT at exit through NVML, which needs no
- * context: the library's own thread never calls CUDA. */
-#define GMT_SAMPLE_DEVICES 64
-GMT_HIDDEN extern _Atomic uint64_t gmt_sample_seen; /* bit d: device d had its first allocation */
-GMT_HIDDEN void gmt_sample_first_slow(int device);
-/* After a successful allocation of device memory on `device` (-1 unknown): the device's
- * first one gets a FIRST sample. One load when the device has had one already. */
-static inline void gmt_sample_first(int device)
-{
-    if ((unsigned)device < GMT_SAMPLE_DEVICES &&
-        GMT_UNLIKELY(!(atomic_load_explicit(&gmt_sample_seen, memory_order_acquire) &
-                       (1ull << device))))
-        gmt_sample_first_slow(device);
-}
-/* After an allocation on `device` failed: a FAIL sample, when the thread's context is on
- * that device. */
-GMT_HIDDEN void gmt_sample_fail(int device);
-/* The flusher, at each wake-up while the file is open: takes the periodic samples that are
- * due. Returns how long, in ns, until the next one is due (UINT64_MAX: none will be). */
-GMT_HIDDEN uint64_t gmt_sampler_tick(uint64_t now_ns);
-/* sampling.c: the process began to exit (its atexit ran): no more samples or queries. */
-GMT_HIDDEN bool gmt_sampler_exiting(void);
-
-/* ---- nvml.c: NVML, loaded on the flusher thread when present ---- */
-/* Each may be called by one thread at a time only (sampling.c's holder of the sampler). */
-/* Loads and initialises NVML once: 0 ready, -1 not available (absent, failing, lacking
- * what it needs); never retried. Never shut down: another thread could be sampling. */
-GMT_HIDDEN int gmt_nvml_open(void);
-/* The NVML device of a CUDA device by its PCI bus id, or NULL. */
-GMT_HIDDEN void *gmt_nvml_device(const char *pci_bus_id);
-/* 0 and the device's free and total bytes and, in process_b[4], this process's bytes on
- * it (GMT_MEMINFO_UNKNOWN when NVML does not list this pid or can't say), the other
- * listed processes' bytes summed (GMT_MEMINFO_UNKNOWN when NVML withholds one), how
- * many they are and the pid of the one using the most (0 none); or -1. */
-GMT_HIDDEN int gmt_nvml_meminfo(void *device, uint64_t *free_b, uint64_t *total_b,
-                                uint64_t *process_b);
-
-/* ---- the writer (writer.c, writer_flush.c, writer_file.c): per-thread buffers, one file
- * per process ---- */
-/* Opens the trace file if not open yet (lazily, at the first event) and writes the
- * header, PROCESS, ENV and module records. Returns false when tracing is off or failed. */
-GMT_HIDDEN bool gmt_writer_ready_slow(void);
-#define GMT_WRITER_OPEN 2
-static inline bool gmt_writer_ready(void)
-{
-    /* The file is open: one load, and errno is untouched. */
-    if (GMT_LIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) == GMT_WRITER_OPEN))
-        return true;
-    return gmt_writer_ready_slow();
-}
-/* Appends one record (h.size bytes, already padded) to the calling thread's buffer.
- * For records with a `dt` field pass the offset of that field (or 0 if none): the
- * writer fills it from the thread's clock. Async-signal-safe against itself: a
- * record made while the thread is already inside gmt_emit is counted as dropped. */
-GMT_HIDDEN void gmt_emit(void *rec, size_t dt_offset);
-/* Appends records whose dt fields are 0 (they take the thread's previous time), `size`
- * bytes in all, at most 128, in one piece without reading the clock. When the fast path
- * can't (no buffer yet, no room, inside gmt_emit) each goes through gmt_emit with
- * `dt_offset` (where each of them has its dt field; 0: they have none). */
-GMT_HIDDEN void gmt_emit_untimed(void *recs, uint32_t size, size_t dt_offset);
-/* gmt_emit at a time already past, `at` (ns, CLOCK_MONOTONIC): the record's dt is
- * measured to it, or 0 when the thread's clock is past it already. The slow way only. */
-GMT_HIDDEN void gmt_emit_at(void *rec, size_t dt_offset, uint64_t at);
-/* Spans: a record written at the end of what it stands for, with its dt and its duration
- * filled here. A span record has its dt (uint32, ns) at GMT_SPAN_DT and its duration
- * (uint32, ns) at GMT_SPAN_DURATION, `size` bytes of at most GMT_SPAN_COPY, and the
- * caller's buffer holds GMT_SPAN_COPY bytes (copied whole: a few fixed moves). The span
- * began at `begin` ns, or at the thread's previous time if that is later; `begin` 0: its
- * begin was not timed, duration 0. The fast path alone: false when it can't take the
- * record, and nothing was written. */
-#define GMT_SPAN_DT 8
-#define GMT_SPAN_DURATION 20
-#define GMT_SPAN_COPY 64
-GMT_HIDDEN bool gmt_emit_span(void *rec, uint32_t size, uint64_t begin);
-/* gmt_emit_rec(&rec): one call for the fixed-size timed records of the hot paths
- * (SCOPE_BEGIN, SCOPE_END, ALLOC_SMALL, a FREE without its extension). The record's type
- * picks its size and dt field at compile time: the fast path copies a fixed length with
- * no size checks, and a record it can't take goes the way of gmt_emit. */
-#define GMT_EMIT_FIXED(X)                                                                    \
-    X(scope_begin, dt)                                                                       \
-    X(scope_end, dt)                                                                         \
-    X(alloc_small, dt)                                                                       \
-    X(free, dt)
-#define GMT_X(name, dt_field) GMT_HIDDEN void gmt_emit_rec_##name(struct gmt_rec_##name *r);
-GMT_EMIT_FIXED(GMT_X)
-#undef GMT_X
-#define gmt_emit_rec(r)                                                                      \
-    _Generic((r), struct gmt_rec_scope_begin *: gmt_emit_rec_scope_begin,                    \
-             struct gmt_rec_scope_end *: gmt_emit_rec_scope_end,                             \
-             struct gmt_rec_alloc_small *: gmt_emit_rec_alloc_small,                         \
-             struct gmt_rec_free *: gmt_emit_rec_free)(r)
-/* The fast path alone for a GROUP_REPEAT (no dt: it takes the thread's previous time):
- * false when it can't take it, and the caller writes what the record stands for. */
-GMT_HIDDEN bool gmt_emit_try_group_repeat(struct gmt_rec_group_repeat *r);
-/*
- * Deferred records. A client of the writer may hold records of the calling thread back, to
- * write them later or as one record that stands for them. While it holds any, it keeps
- * GMT_WRITER_DEFERRED set in gmt_ts.writer.deferred; the byte is the client's (deferred.c
- * owns it for its two clients, deferred.h), the writer only tests that bit. The writer
- * keeps the thread's records in order by calling the client's two hooks:
- *   gmt_deferred_write()  write what you hold back now (through gmt_emit and its kin).
- *       Called before any other record of the thread is appended (the fast path refuses
- *       while the bit is set; the slow path calls it first), and before the thread's
- *       buffer is flushed at a crash, at exit and at the thread's exit. Never from inside
- *       gmt_emit, nor while the preamble is being written.
- *   gmt_deferred_lost()   a record of this thread was lost, or a THREAD record starts a
- *       new stretch of it: nothing written later may refer back past it. Returns how many
- *       records the client held back and loses with it (counted as dropped).
- * Both may run in a signal handler that interrupted the client: the client makes its
- * state changes safe against that (group.c: "Signals"). deferred.c defines both.
- */
-#define GMT_WRITER_DEFERRED 1
-GMT_HIDDEN void gmt_deferred_write(void);
-GMT_HIDDEN unsigned gmt_deferred_lost(void);
-/*
- * A slot per thread that other threads can read: at the head of the thread's buffer
- * (gmt_writer_slot), which outlives the thread. Its client (scope.c: a loop call held
- * back) writes its words between gmt_slot_write_begin and _end, word[0] last: word[0] != 0
- * names what the slot holds, and the client stores 0 there when it holds nothing. The
- * writer reads other threads' slots whole (the sequence count unchanged, and word[0]
- * too) and, for each that holds something, calls the client's hook
- *   gmt_slot_note_open(word, seq, tid, note, now, min_age_ns)
- *       "note what is open": write (on the calling thread, with gmt_emit) what the slot's
- *       thread tid is in, and say whether it did. `note` is the noting side's words of
- *       that slot (what it saw, what it wrote). min_age_ns: a tick, from the background
- *       thread (what has been open that long); 0 at a crash, exit or exec (all of it).
- * The writer clears word[0] of every slot in a fork child.
- */
-#define GMT_SLOT_WORDS 6
-#define GMT_SLOT_NOTE_WORDS 4
-struct gmt_writer_slot {
-    _Atomic uint32_t seq;                        /* odd while the owner writes */
-    uint32_t reserved;
-    _Atomic uint64_t word[GMT_SLOT_WORDS];       /* the owner's */
-    _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS];  /* the noting side's */
-};
-static inline uint32_t gmt_slot_write_begin(struct gmt_writer_slot *s)
-{
-    uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
-    atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    return seq;
-}
-static inline void gmt_slot_write_end(struct gmt_writer_slot *s, uint32_t seq)
-{
-    atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
-}
-GMT_HIDDEN bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq,
-                                   uint32_t tid, _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS],
-                                   uint64_t now, uint64_t min_age_ns);
-/* Runs fn when the file opens (registered at init, each once, at most 4 of each kind):
- * preamble ones first, whose records go straight to the file before any chunk and belong
- * to no thread (the module map), then the others (the worker's start). */
-GMT_HIDDEN void gmt_writer_on_open(void (*fn)(void), bool preamble);
-/* The worker's (worker.c): whether the file takes records (TAKING), may yet (WAITING: not
- * open yet, or in exec) or never will again (DONE). */
-enum { GMT_WRITER_WAITING, GMT_WRITER_TAKING, GMT_WRITER_DONE };
-GMT_HIDDEN int gmt_writer_phase(void);
-/* The worker's tick, while the file takes records: flushes each buffer whose oldest record
- * is about age_ns old or that is an eighth full, and notes what other threads are in
- * (the slots, min_age_ns = age_ns). Returns how full the fullest buffer was, in 16ths. */
-GMT_HIDDEN unsigned gmt_writer_tick(uint64_t now, uint64_t age_ns);
-/* Times a thread found its buffer full and flushed it itself (the worker then wakes at its
- * shortest period). */
-GMT_HIDDEN unsigned long gmt_writer_owner_flushes(void);
-/* Flushes every thread's buffer to the file (crash handlers, exit). */
-GMT_HIDDEN void gmt_writer_flush_all(void);
-/* Writes END and closes. */
-GMT_HIDDEN void gmt_writer_finish(void);
-/* exec: before the real call, every buffer is flushed and END written, with the file
- * held so that no other thread writes after it; returns what gmt_writer_exec_end needs.
- * exec_end (only reached when exec failed) cuts END off again and hands the file back:
- * tracing goes on as before. Async-signal-safe; errno is kept by both. */
-GMT_HIDDEN int gmt_writer_exec_begin(void);
-GMT_HIDDEN void gmt_writer_exec_end(int token);
-/* In a fork child: drops the parent's buffers and file without writing; the child
- * opens its own file (flagged FORKED) at its first event. Called by init.c's atfork. */
-GMT_HIDDEN void gmt_writer_fork_child(void);
-
-/* ---- worker.c: the background thread ---- */
-/* Starts it once per process (again in a fork child); the writer runs it when the file
- * opens. */
-GMT_HIDDEN void gmt_worker_start(void);
-
-/* ---- outfile.c: the trace file's name and its preamble ---- */
-/* The host name ("unknown" when it has none) and the rank the launcher set in the
- * environment (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), -1 when none. */
-GMT_HIDDEN void gmt_outfile_host(char *host, size_t len);
-GMT_HIDDEN int gmt_outfile_rank(void);
-/* Creates the trace file GPUMEMTRACE_OUTPUT names (%h host, %p pid, %r rank, %% a '%'; the
- * rank goes before ".gmt" when the pattern has no %r; ".1", ".2"... when the name exists),
- * exclusively, append-only: its fd, with its name in path. Else -errno, with *what
- * saying which step failed (for the warning). */
-GMT_HIDDEN int gmt_outfile_create(char *path, size_t cap, const char *host, int rank,
-                                  const char **what);
-/* writev(2) of the trace: SIGXFSZ never reaches the program (past RLIMIT_FSIZE the call
- * fails with EFBIG), the program's signal mask and pending signals as they were. */
-struct iovec;
-GMT_HIDDEN long gmt_outfile_writev(int fd, const struct iovec *iov, int n);
-/* fd moved to 3 or above (close-on-exec) when it is 0, 1 or 2; -1 with errno if it can't. */
-GMT_HIDDEN int gmt_fd_above_stdio(int fd);
-/* The records that open a file: header, PROCESS (pid, rank, host, command line) and ENV
- * (the variables that change GPU memory use), built in `scratch`, which holds
- * GMT_PREAMBLE_SCRATCH bytes (the second half is a read area): their length in bytes. */
-#define GMT_PREAMBLE_SCRATCH (2u * GMT_REC_MAX)
-GMT_HIDDEN size_t gmt_outfile_preamble(unsigned char *scratch, const char *host, int rank,
-                                       bool forked);
 
 /* ---- init.c: library load (also the constructor) ---- */
 /* Loads options, installs the crash handlers (chaining to the disposition found at
@@ -462,57 +178,6 @@ GMT_HIDDEN int gmt_unwind_walk(const void *frame, uint64_t *out, int max);
 /* Rules decoded so far, and how many of them send the walk to libunwind. */
 GMT_HIDDEN void gmt_unwind_counts(unsigned long *decoded, unsigned long *gave_up);
 
-/* ---- python.c: the calling thread's Python frames (CPython 3.9-3.13) ---- */
-#define GMT_PY_DEPTH_MAX 128 /* innermost Python frames kept per stack */
-struct gmt_py_stack {
-    uint32_t n, ngroups;
-    uint64_t eval_lo, eval_span;       /* _PyEval_EvalFrameDefault's code, 0 0 unknown */
-    uint64_t ip[GMT_PY_DEPTH_MAX];     /* GMT_PYFRAME values, innermost first */
-    uint16_t group[GMT_PY_DEPTH_MAX];  /* frames run by each activation of the interpreter's
-                                        * evaluation loop, innermost first (may be 0) */
-};
-/* Fills *out with the thread's Python frames (interning their code objects: PYCODE
- * records) and returns their number; 0 when the thread runs no Python, the option is
- * off, or anything looks wrong. Never takes the GIL, never faults on a valid chain. */
-GMT_HIDDEN uint32_t gmt_python_frames(struct gmt_py_stack *out);
-/* Whether a return address (the call is at ip - 1) lies in the interpreter's evaluation
- * loop (_PyEval_EvalFrameDefault), where a group of Python frames belongs. */
-static inline bool gmt_python_eval_frame(const struct gmt_py_stack *p, uint64_t ip)
-{
-    return ip - 1 - p->eval_lo < p->eval_span;
-}
-
-/* ---- modules.c: the module map ---- */
-GMT_HIDDEN void gmt_modules_write_all(void); /* at open: every loaded object */
-GMT_HIDDEN void gmt_modules_rescan(void);    /* after dlopen/dlclose: the changes */
-
-/* ---- resolve.c: real functions, always from the library that defines them ---- */
-enum gmt_lib { GMT_LIB_DRIVER, GMT_LIB_RUNTIME, GMT_LIB_NCCL };
-/* The real definition of `name` (an ABI name: "cuMemAlloc_v2", "ncclAllReduce"), found
- * through the defining library (RTLD_NEXT, then dlopen(soname, RTLD_NOLOAD), then the
- * handles seen in intercepted dlopen calls), never through a wrapper of ours. NULL when
- * not found: the caller then returns the API's own error, never calls through NULL.
- * The object it was found in is pinned (resolve.c: never unloaded from then on), so the
- * answer may be cached for good. */
-GMT_HIDDEN void *gmt_resolve(enum gmt_lib lib, const char *name);
-/* gmt_resolve's answer kept in `cache` once found; NULL (not found yet) is asked again at
- * the next call. GMT_REAL(lib, type, name): the same with a cache of its own per use. */
-static inline void *gmt_resolve_cached(_Atomic(void *) *cache, enum gmt_lib lib, const char *name)
-{
-    void *p = atomic_load_explicit(cache, memory_order_acquire);
-    if (!p) {
-        p = gmt_resolve(lib, name);
-        if (p)
-            atomic_store_explicit(cache, p, memory_order_release);
-    }
-    return p;
-}
-#define GMT_REAL(lib, type, name)                                                            \
-    ({                                                                                       \
-        static _Atomic(void *) cache_##name;                                                 \
-        (type)gmt_resolve_cached(&cache_##name, lib, #name);                                 \
-    })
-
 /* ---- events.c: build and emit the allocation records (ALLOC, FREE, ALLOC_FAIL) ---- */
 /* Each notes the thread's current CUDA context first (CUCTX record when it changed),
  * captures the stack, and fills scope_id from gmt_current_scope(). */
@@ -547,19 +212,6 @@ GMT_HIDDEN void *gmt_nccl_wrapper(const char *name);
 /* Our own literal for an NCCL entry point's name (resolve caches by address), or NULL. */
 GMT_HIDDEN const char *gmt_nccl_name(const char *name);
 
-/* ---- versions.c ---- */
-/* Writes a VERSION record for the component the first time it can be asked (a query of
- * a constant through the real library); later calls cost one relaxed load. */
-GMT_HIDDEN void gmt_version_note_slow(enum gmt_component c);
-/* versions.c: the runtime linked into the program (background thread only). */
-GMT_HIDDEN void gmt_version_note_static_runtime(void);
-/* elfsym.c: a defined function of the main program's .symtab, relocated; NULL none. */
-GMT_HIDDEN void *gmt_main_program_function(const char *name);
-static inline void gmt_version_note(enum gmt_component c)
-{
-    if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_hot.versions.noted[c & 3], memory_order_relaxed)))
-        gmt_version_note_slow(c);
-}
 
 /* ---- nvtx.c: the NVTX v3 injection (InitializeInjectionNvtx2, exported) ---- */
 /* The ranges pushed and not yet popped on this thread (innermost last), for NVTX's
@@ -655,7 +307,7 @@ struct gmt_writer_thread {
     uint64_t clock;         /* the thread's clock as the reader will decode it, ns */
     uint8_t in_emit;        /* inside gmt_emit: a signal handler's record is dropped */
     uint8_t opening;        /* this thread writes the file's preamble */
-    uint8_t deferred;       /* deferred records (the writer's contract, below): the
+    uint8_t deferred;       /* deferred records (the writer's contract, writer_api.h): the
                              * client's byte, enum gmt_defer (deferred.h) */
 };
 

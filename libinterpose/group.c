@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "scope.h"
+#include "versions.h"
+#include "writer_api.h"
 
 static uint8_t rep_swap(uint8_t to)
 {

@@ -9,6 +9,7 @@
 
 #include "cuda_abi.h"
 #include "gmt.h"
+#include "resolve.h"
 
 /*
  * GMT_HOOKS(X): X(file, lib, abi, base, ver, var, body, ret, params, args)

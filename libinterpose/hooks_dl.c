@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "resolve.h"
 
 #define ALWAYS static inline __attribute__((always_inline))
 

@@ -7,6 +7,7 @@
 
 #include "gmt.h"
 #include "hooks.h"
+#include "writer_api.h"
 
 /*
  * Each function glibc exports is hooked on its own: glibc's execl, execvp and the rest

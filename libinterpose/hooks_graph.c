@@ -2,8 +2,11 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "clock.h"
 #include "hooks.h"
+#include "sampling.h"
 #include "scope.h"
+#include "writer_api.h"
 
 #define U64(x) ((uint64_t)(uintptr_t)(x))
 #define ALWAYS static inline __attribute__((always_inline))

@@ -10,6 +10,7 @@
 #include "hooks.h"
 #include "nccl_abi.h"
 #include "nccl_call.h"
+#include "resolve.h"
 
 /* gmt_ts.nccl.in_op: the op of the wrapper currently inside its real call on this thread.
  * A profiler's ncclX that calls pncclX (or the reverse) lands in our twin wrapper: that

@@ -2,8 +2,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "hooks.h"
+#include "writer_api.h"
 
 /*
  * libc10_cuda.so calls c10::reportMemoryUsageToProfiler through its PLT for every block

@@ -12,8 +12,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "hooks.h"
+#include "modules.h"
+#include "outfile.h"
+#include "worker.h"
+#include "writer_api.h"
 
 /* The fatal signals after which the buffered records would otherwise be lost. */
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGILL, SIGFPE };

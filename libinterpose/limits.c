@@ -3,7 +3,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "sampling.h"
 #include "scope.h"
+#include "writer_api.h"
 
 /*
  * Why here and not per event: the driver grows the stack limit by itself when a kernel

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "outfile.h"
 
 /* A process that hits the same problem in every hook would otherwise flood the
  * user's stderr: after this many, one last line says the rest are suppressed. */

@@ -6,7 +6,10 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gmt.h"
+#include "modules.h"
+#include "writer_api.h"
 
 /*
  * The known set lives in mmap'd memory (no malloc in someone else's process) and is

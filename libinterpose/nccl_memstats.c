@@ -2,8 +2,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "nccl_call.h"
+#include "resolve.h"
 #include "scope.h"
+#include "writer_api.h"
 
 /*
  * ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value),

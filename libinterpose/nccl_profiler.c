@@ -4,8 +4,10 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "nccl_profiler_abi.h"
+#include "writer_api.h"
 
 /*
  * NCCL (2.27 and later) dlopens the library named by NCCL_PROFILER_PLUGIN and looks up

@@ -7,6 +7,7 @@
 
 #include "gmt.h"
 #include "hooks.h"
+#include "nvml.h"
 
 /*
  * NVML's ABI as nvml.h declares it (driver 580 and older ones), only what is used here.

@@ -5,8 +5,10 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "intern.h"
+#include "writer_api.h"
 
 /*
  * The protocol (NVTX v3's nvtxInit.h and nvtxTypes.h, restated here from its documented

@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gmt.h"
+#include "outfile.h"
 
 extern char **environ;
 

@@ -8,6 +8,8 @@
 
 #include "gmt.h"
 #include "intern.h"
+#include "python.h"
+#include "writer_api.h"
 
 /*
  * The rules (docs/stacks.md, "Python frames"):

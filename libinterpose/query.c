@@ -4,6 +4,7 @@
 
 #include "gmt.h"
 #include "gpumemtrace.h"
+#include "writer_api.h"
 
 /*
  * What the program may ask of the library it runs under (the Python package's

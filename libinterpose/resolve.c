@@ -8,6 +8,7 @@
 
 #include "gmt.h"
 #include "hooks.h"
+#include "resolve.h"
 
 /*
  * Why not dlsym(RTLD_NEXT) alone: Python loads PyTorch, NCCL and the runtime with

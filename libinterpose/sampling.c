@@ -7,8 +7,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "hooks.h"
+#include "nvml.h"
+#include "sampling.h"
 #include "scope.h"
+#include "writer_api.h"
 
 /* Calls seen per (comm, op, bytes), for the sampling policy. */
 #define COUNT_SLOTS 4096

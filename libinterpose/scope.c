@@ -5,8 +5,12 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "clock.h"
 #include "nccl_abi.h"
+#include "resolve.h"
 #include "scope.h"
+#include "versions.h"
+#include "writer_api.h"
 
 
 /* Scope ids: each thread takes a block of ID_BLOCK from this counter and hands them out

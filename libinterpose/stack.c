@@ -11,6 +11,8 @@
 #include "gmt.h"
 #include "intern.h"
 #include "probe.h"
+#include "python.h"
+#include "writer_api.h"
 
 /*
  * Interning (intern.h). A stack is hashed and looked up in one global table of the

@@ -5,6 +5,10 @@
 
 #include "gmt.h"
 #include "hooks.h"
+#include "resolve.h"
+#include "sampling.h"
+#include "versions.h"
+#include "writer_api.h"
 
 typedef int gmt_fn_get_version(int *);
 

@@ -7,7 +7,12 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "clock.h"
 #include "gmt.h"
+#include "sampling.h"
+#include "versions.h"
+#include "worker.h"
+#include "writer_api.h"
 
 static _Atomic int g_worker; /* 0 none, 1 starting/running */
 

@@ -8,7 +8,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "writer.h"
+#include "writer_api.h"
 
 GMT_TLS struct gmt_thread_state gmt_ts __attribute__((aligned(64)));
 

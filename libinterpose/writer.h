@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "gmt.h"
+#include "writer_api.h"
 
 /* FINISHING: exit is sealing the buffers; events are dropped but flushes still write.
  * EXEC: a thread is in exec (gmt_writer_exec_begin): it holds every buffer and alone

@@ -6,7 +6,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "outfile.h"
 #include "writer.h"
+#include "writer_api.h"
 
 /* ---- what runs when the file opens (gmt_writer_on_open) ---- */
 

@@ -7,7 +7,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "outfile.h"
 #include "writer.h"
+#include "writer_api.h"
 
 /* ---- waits ---- */
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "gmt.h"
 
 static uint64_t mono_ns(void)

@@ -17,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "reader.h"
 #include "trace.h"
+#include "writer_api.h"
 
 /* The NCCL scenarios and the preload library (mk/nccl.mk); a build without them (the
  * TSan suites: a preloaded program is not TSan's to check) skips what runs them. */

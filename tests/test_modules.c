@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "modules.h"
 #include "reader.h"
+#include "versions.h"
+#include "writer_api.h"
 
 #define MAX_MODS 256
 

@@ -20,6 +20,7 @@
 #include "reader.h"
 #include "replay.h"
 #include "trace.h"
+#include "writer_api.h"
 
 #ifndef NCCL_PROG
 #define NCCL_PROG "" /* no fake NCCL yet: tests that run it are skipped */

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "modules.h"
 #include "reader.h"
+#include "writer_api.h"
 
 /* The module map is test_modules' concern: the file then holds what each test makes. */
 void gmt_modules_write_all(void)

@@ -11,6 +11,7 @@
 
 #include "gmt.h"
 #include "reader.h"
+#include "writer_api.h"
 
 /*
  * The client: what one NVTX copy (an object built with the NVTX headers) hands its

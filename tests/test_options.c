@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "outfile.h"
 
 extern char **environ;
 

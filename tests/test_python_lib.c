@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "gmt.h"
+#include "python.h"
 /* The decoders are static to python.c: the test builds its copy of the file, which the
  * linker then takes instead of the archive's (every symbol of python.o is defined here). */
 #include "python.c"

@@ -11,7 +11,9 @@
 
 #include "gmt.h"
 #include "reader.h"
+#include "sampling.h"
 #include "trace_format.h"
+#include "writer_api.h"
 
 #define MIB (1ull << 20)
 #define CONTEXT_BYTES (300 * MIB) /* what the fake driver charges a context */

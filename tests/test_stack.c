@@ -11,6 +11,7 @@
 
 #include "gmt.h"
 #include "reader.h"
+#include "writer_api.h"
 
 #define MAX_STACKS 64
 

@@ -17,9 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gmt.h"
 #include "idnames.h"
+#include "modules.h"
 #include "reader.h"
+#include "writer_api.h"
 
 /* The module map is modules.c's concern (test_modules): this binary links these stubs in
  * its place, so the files it writes hold exactly the records each test makes. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
+#include "writer_api.h"
 
 enum method { CAPTURE, BACKTRACE, STEP };
 
