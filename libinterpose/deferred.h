@@ -25,14 +25,26 @@ _Static_assert(GMT_DEFER_MATCH == GMT_WRITER_DEFERRED && !(GMT_DEFER_RECORD & GM
                    (GMT_DEFER_CALL & GMT_WRITER_DEFERRED) && !(GMT_DEFER_FORM & GMT_WRITER_DEFERRED),
                "MATCH and CALL alone hold records back");
 
-/* ---- group.c, the repeated groups: MATCH -> RECORD (the members matched that returned
- * are written now); and the template forgotten, returning the records lost with it. */
-GMT_HIDDEN void gmt_group_spill(void);
-GMT_HIDDEN unsigned gmt_group_lost(void);
-
-/* ---- scope.c, a loop call held back: its begin written now (a spill), or forgotten
- * (lost; the next call form carries every field), returning the records lost with it. */
-GMT_HIDDEN void gmt_scope_call_spill(void);
-GMT_HIDDEN unsigned gmt_scope_call_lost(void);
+/*
+ * A client: the state whose records it holds back, and its two hooks. Each client places
+ * one (GMT_DEFERRED_CLIENT) in the section below, at link time: deferred.c finds them
+ * there, so no client is registered late, by a thread, or again in a forked child.
+ *   spill  write what the state holds now (gmt_deferred_write, while the byte is `state`).
+ *   lost   forget it, whatever the state, returning the records lost with it.
+ * group.c: MATCH (the repeated groups: MATCH -> RECORD, the members matched that returned
+ *          written; lost forgets the template).
+ * scope.c: CALL (a loop call held back: its begin written now, or forgotten: the next call
+ *          form carries every field).
+ */
+struct gmt_deferred_client {
+    uint8_t state; /* enum gmt_defer */
+    void (*spill)(void);
+    unsigned (*lost)(void);
+};
+#define GMT_DEFERRED_SECTION gmt_deferred_clients
+#define GMT_DEFERRED_CLIENT(name, st, spill_fn, lost_fn)                                              \
+    static const struct gmt_deferred_client name                                                     \
+        __attribute__((used, section("gmt_deferred_clients"), aligned(sizeof(void *)))) = {          \
+            .state = (st), .spill = (spill_fn), .lost = (lost_fn)}
 
 #endif

@@ -208,7 +208,7 @@ __attribute__((cold)) void gmt_group_stop(void)
 
 /* The members waiting are lost with the record: two records each. (After the held
  * call's hook, which leaves the byte OFF or a group's state.) */
-unsigned gmt_group_lost(void)
+static unsigned gmt_group_lost(void)
 {
     /* only from the group's own states: FORM is scope.c's while it writes a call form */
     uint8_t match = GMT_DEFER_MATCH, record = GMT_DEFER_RECORD;
@@ -220,6 +220,9 @@ unsigned gmt_group_lost(void)
     gmt_ts.rep.n = 0;
     return was_match ? 2u * gmt_ts.rep.done : 0;
 }
+
+/* the writer's deferred-records client for MATCH (deferred.h) */
+GMT_DEFERRED_CLIENT(group_client, GMT_DEFER_MATCH, gmt_group_spill, gmt_group_lost);
 
 /* A member's fields into the template being recorded, at `index`. */
 static void rep_record(unsigned index, enum gmt_op op, uint64_t comm, uint64_t count,

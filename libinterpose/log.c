@@ -1,14 +1,44 @@
 /* log.c: warnings on stderr that never allocate, never recurse and stop after a few. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "gmt.h"
 #include "outfile.h"
+
+/* The trace's writev (gmt.h, outfile.c's section): here, below both of its callers (the
+ * log's stderr line, the writer's flush), since it needs nothing of the output file. */
+long gmt_outfile_writev(int fd, const struct iovec *iov, int n)
+{
+    /* Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writer, whose default action
+     * kills the process: blocked here, the write fails with EFBIG instead, and the signal
+     * that write left pending is taken back so that it never reaches the program. One
+     * the program had pending already is left alone. */
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    bool had = sigismember(&old, SIGXFSZ) && sigpending(&pending) == 0 &&
+               sigismember(&pending, SIGXFSZ);
+    ssize_t w = writev(fd, iov, n);
+    int e = errno;
+    if (w < 0 && e == EFBIG && !had) {
+        struct timespec now = { 0, 0 };
+        while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
+}
 
 /* A process that hits the same problem in every hook would otherwise flood the
  * user's stderr: after this many, one last line says the rest are suppressed. */

@@ -51,6 +51,8 @@ GMT_HIDDEN int gmt_scope_comm_device(uint64_t comm);
  * template). gmt_scope_repeat_pre: a member that matches the next one of the template:
  * its index; else -1 (the matched ones are written, the member goes the usual way).
  * gmt_scope_repeat_post at its return. */
+/* MATCH -> RECORD: the members matched that returned are written now (deferred.h). */
+GMT_HIDDEN void gmt_group_spill(void);
 GMT_HIDDEN void gmt_scope_repeat_post_slow(int index, enum gmt_op op, uint64_t comm,
                                            uint64_t count, int datatype, int peer,
                                            uint64_t stream, int result);

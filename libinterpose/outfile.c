@@ -262,30 +262,6 @@ int gmt_outfile_create(char *path, size_t cap, const char *host, int rank, const
     return fd;
 }
 
-long gmt_outfile_writev(int fd, const struct iovec *iov, int n)
-{
-    /* Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writer, whose default action
-     * kills the process: blocked here, the write fails with EFBIG instead, and the signal
-     * that write left pending is taken back so that it never reaches the program. One
-     * the program had pending already is left alone. */
-    sigset_t xfsz, old, pending;
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-    bool had = sigismember(&old, SIGXFSZ) && sigpending(&pending) == 0 &&
-               sigismember(&pending, SIGXFSZ);
-    ssize_t w = writev(fd, iov, n);
-    int e = errno;
-    if (w < 0 && e == EFBIG && !had) {
-        struct timespec now = { 0, 0 };
-        while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = e;
-    return w;
-}
-
 size_t gmt_outfile_preamble(unsigned char *scratch, const char *host, int rank, bool forked)
 {
     char *m = (char *)scratch;

@@ -239,6 +239,9 @@ static inline __attribute__((always_inline)) bool first_of(struct gmt_comm_memo 
     return first_of_lookup(comm, op);
 }
 
+/* The held call's begin written now: a spill (below; deferred.h). */
+static void gmt_scope_call_spill(void);
+
 /* A fork child writes a file of its own, and has one thread: the scopes the parent's
  * threads had open (published for foreign-thread attribution, or on the forking thread's
  * own stack) are not in that file, and must not be named by the child's records. Stacks
@@ -248,8 +251,7 @@ static void fork_child(void)
     gmt_claims_fork_child();
     gmt_ts.scope.depth = 0;
     /* the parent's held call and groups are not in the child's file */
-    gmt_scope_call_lost();
-    gmt_group_lost();
+    gmt_deferred_lost();
     atomic_fetch_add_explicit(&gmt_hot.scope.comm_gen, 1, memory_order_relaxed);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store_explicit(&seen_keys[i], 0, memory_order_relaxed);
@@ -461,7 +463,7 @@ static void held_begin_write(const struct held_copy *c, uint32_t id)
         gmt_emit_rec(&r);
 }
 
-__attribute__((cold)) void gmt_scope_call_spill(void)
+__attribute__((cold)) static void gmt_scope_call_spill(void)
 {
     struct gmt_writer_slot *h = gmt_writer_slot();
     if (gmt_ts.writer.deferred != GMT_DEFER_CALL || !gmt_ts.call.ready || !h)
@@ -483,7 +485,7 @@ __attribute__((cold)) void gmt_scope_call_spill(void)
 /* The held begin is lost (a record of the thread was, or a THREAD record starts it
  * afresh): its return writes a plain SCOPE_END. Nor may a call form leave out fields
  * after it (format 2.5: the reader's previous call form may not be the writer's). */
-unsigned gmt_scope_call_lost(void)
+static unsigned gmt_scope_call_lost(void)
 {
     gmt_ts.call.has_prev = 0;
     uint8_t call = GMT_DEFER_CALL;
@@ -496,6 +498,9 @@ unsigned gmt_scope_call_lost(void)
         atomic_store_explicit(&h->word[W_ID], 0, memory_order_relaxed);
     return 1;
 }
+
+/* the writer's deferred-records client for CALL (deferred.h) */
+GMT_DEFERRED_CLIENT(call_client, GMT_DEFER_CALL, gmt_scope_call_spill, gmt_scope_call_lost);
 
 /* Holds the call's begin back in the slot (the state is CALL already). */
 static inline __attribute__((always_inline)) void
