@@ -69,6 +69,11 @@ GMT_HIDDEN void gmt_options_load(void);
 
 /* ---- log.c: never allocates, never recurses, at most a few warnings ---- */
 GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* writev(2) for the trace and the log: SIGXFSZ never reaches the program (past
+ * RLIMIT_FSIZE the call fails with EFBIG), the program's signal mask and pending signals
+ * as they were. */
+struct iovec;
+GMT_HIDDEN long gmt_writev_nosigxfsz(int fd, const struct iovec *iov, int n);
 
 
 /* ---- the process-wide words every hooked call reads, in one cache line ----

@@ -12,11 +12,10 @@
 #include <unistd.h>
 
 #include "gmt.h"
-#include "outfile.h"
 
-/* The trace's writev (gmt.h, outfile.c's section): here, below both of its callers (the
- * log's stderr line, the writer's flush), since it needs nothing of the output file. */
-long gmt_outfile_writev(int fd, const struct iovec *iov, int n)
+/* The trace's and the log's writev (gmt.h): here, below both of its callers (the log's
+ * stderr line, the writer's flush), since it needs nothing of the output file. */
+long gmt_writev_nosigxfsz(int fd, const struct iovec *iov, int n)
 {
     /* Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writer, whose default action
      * kills the process: blocked here, the write fails with EFBIG instead, and the signal
@@ -213,7 +212,7 @@ static void write_all(const char *buf, size_t len)
     while (len > 0) {
         /* stderr may be a file past RLIMIT_FSIZE: no SIGXFSZ for our line either */
         struct iovec iov = { (void *)buf, len };
-        ssize_t n = gmt_outfile_writev(STDERR_FILENO, &iov, 1);
+        ssize_t n = gmt_writev_nosigxfsz(STDERR_FILENO, &iov, 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)

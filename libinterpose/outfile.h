@@ -19,10 +19,6 @@ GMT_HIDDEN int gmt_outfile_rank(void);
  * saying which step failed (for the warning). */
 GMT_HIDDEN int gmt_outfile_create(char *path, size_t cap, const char *host, int rank,
                                   const char **what);
-/* writev(2) of the trace: SIGXFSZ never reaches the program (past RLIMIT_FSIZE the call
- * fails with EFBIG), the program's signal mask and pending signals as they were. */
-struct iovec;
-GMT_HIDDEN long gmt_outfile_writev(int fd, const struct iovec *iov, int n);
 /* fd moved to 3 or above (close-on-exec) when it is 0, 1 or 2; -1 with errno if it can't. */
 GMT_HIDDEN int gmt_fd_above_stdio(int fd);
 /* The records that open a file: header, PROCESS (pid, rank, host, command line) and ENV

@@ -53,7 +53,7 @@ void gmt_wr_fail(const char *what, int err)
 int gmt_wr_write_iov(struct iovec *iov, int n)
 {
     while (n > 0) {
-        ssize_t w = gmt_outfile_writev(gmt_wr.fd, iov, n);
+        ssize_t w = gmt_writev_nosigxfsz(gmt_wr.fd, iov, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
