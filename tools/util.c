@@ -210,33 +210,31 @@ int gmt_open_input(const char *path, int streams, char *err, size_t errlen)
 
 /* A FIFO opened without blocking reads as empty until its writer has opened it, and a
  * writer started beside the reader (`cat r0.gmt > fifo &`) may open it a moment after.
- * So the reader waits up to GMT_PIPE_WAIT_S seconds for data. Then one byte is asked for,
+ * So the reader waits up to PIPE_WAIT_S seconds for data. Then one byte is asked for,
  * without blocking: none, with no writer, is a pipe nobody is writing to (refused, not
  * waited on for ever); EAGAIN is a writer that has not written yet (then read blocking);
- * a byte that came meanwhile is pushed back. Returns NULL, or why. */
-#define GMT_PIPE_WAIT_S 3
-#define GMT_STR_(x) #x
-#define GMT_STR(x) GMT_STR_(x)
-static const char *wait_for_writer(FILE *f)
+ * a byte that came meanwhile is pushed back. 0: ready; -1: no writer; else an errno. */
+enum { PIPE_WAIT_S = 3 };
+static int wait_for_writer(FILE *f)
 {
     struct pollfd p = { .fd = fileno(f), .events = POLLIN };
     int n;
     do
-        n = poll(&p, 1, GMT_PIPE_WAIT_S * 1000);
+        n = poll(&p, 1, PIPE_WAIT_S * 1000);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        return strerror(errno);
+        return errno;
     if (n == 0) {
         unsigned char c;
         ssize_t got = read(fileno(f), &c, 1);
         if (got == 0)
-            return "a pipe nobody opened to write to in " GMT_STR(GMT_PIPE_WAIT_S) " s";
+            return -1;
         if (got == 1 && ungetc(c, f) == EOF)
-            return strerror(errno);
+            return errno ? errno : EIO;
         if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return strerror(errno);
+            return errno;
     }
-    return set_blocking(fileno(f)) < 0 ? strerror(errno) : NULL;
+    return set_blocking(fileno(f)) < 0 ? errno : 0;
 }
 
 FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen)
@@ -246,22 +244,21 @@ FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen)
     if (fd < 0)
         return NULL;
     FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", path, strerror(e));
-        errno = e;
-        return NULL;
-    }
-    const char *why = fifo ? wait_for_writer(f) : NULL;
-    if (why) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", path, why);
+    int e = f ? 0 : errno;
+    if (f && fifo)
+        e = wait_for_writer(f);
+    if (!e)
+        return f;
+    if (err && errlen && e < 0)
+        snprintf(err, errlen, "%s: a pipe nobody opened to write to in %d s", path, PIPE_WAIT_S);
+    else if (err && errlen)
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+    if (f)
         fclose(f);
-        return NULL;
-    }
-    return f;
+    else
+        close(fd);
+    errno = e > 0 ? e : ENXIO;
+    return NULL;
 }
 
 void gmt_msgs_add(struct gmt_msgs *m, const char *fmt, ...)

@@ -535,9 +535,8 @@ static int nonblocking(void)
     return 0;
 }
 
-/* A non-blocking init that fails: rank 0 of 2 alone, its peer never comes (the fake gives
- * up after FAKENCCL_TIMEOUT_S); every call on it then fails with the init's error. */
-static int nonblocking_fails(void)
+/* Rank 0 of 2, non-blocking, alone: its peer never comes. */
+static ncclComm_t nonblocking_rank0_alone(void)
 {
     ncclUniqueId id;
     ncclComm_t c = NULL;
@@ -546,6 +545,14 @@ static int nonblocking_fails(void)
     ncclConfig_t cfg = {.size = sizeof cfg, .magic = GMT_NCCL_CONFIG_MAGIC, .version = 22800,
                         .blocking = 0};
     printf("init rank 0 r=%d\n", (int)ncclCommInitRankConfig(&c, 2, id, 0, &cfg));
+    return c;
+}
+
+/* A non-blocking init that fails: rank 0 of 2 alone, its peer never comes (the fake gives
+ * up after FAKENCCL_TIMEOUT_S); every call on it then fails with the init's error. */
+static int nonblocking_fails(void)
+{
+    ncclComm_t c = nonblocking_rank0_alone();
     printf("rank 0 state=%d\n", (int)wait_ready(c));
     void *h = NULL;
     printf("register r=%d\n", (int)ncclCommRegister(c, sendb[0], 4096, &h));
@@ -559,13 +566,7 @@ static int nonblocking_fails(void)
  * waits for its peer (ncclCommAbort is what a program does with a hung init). */
 static int nonblocking_abort(void)
 {
-    ncclUniqueId id;
-    ncclComm_t c = NULL;
-    buffers();
-    ncclGetUniqueId(&id);
-    ncclConfig_t cfg = {.size = sizeof cfg, .magic = GMT_NCCL_CONFIG_MAGIC, .version = 22800,
-                        .blocking = 0};
-    printf("init rank 0 r=%d\n", (int)ncclCommInitRankConfig(&c, 2, id, 0, &cfg));
+    ncclComm_t c = nonblocking_rank0_alone();
     ncclResult_t st = ncclSuccess;
     ncclCommGetAsyncError(c, &st);
     printf("rank 0 state=%d\n", (int)st);
