@@ -63,7 +63,7 @@ struct gmt_options {
     GMT_OPTIONS(GMT_X)
 #undef GMT_X
 };
-/* Filled by gmt_options_load(); read-only afterwards. */
+/* gmt.c defines it with the defaults; filled by gmt_options_load(); read-only afterwards. */
 GMT_HIDDEN extern struct gmt_options gmt_opt;
 GMT_HIDDEN void gmt_options_load(void);
 
@@ -79,7 +79,7 @@ GMT_HIDDEN long gmt_writev_nosigxfsz(int fd, const struct iovec *iov, int n);
 /* ---- the process-wide words every hooked call reads, in one cache line ----
  * Between an application's NCCL calls its own work evicts ours from the CPU's caches: a
  * call that reads a dozen globals scattered over as many lines pays a dozen misses.
- * These live together (init.c defines them, with their first values), one member per
+ * These live together (gmt.c defines them, with their first values), one member per
  * file that owns its words. */
 struct gmt_hot {
     struct {

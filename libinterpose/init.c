@@ -26,14 +26,6 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGILL, 
 
 /* What the program had installed before us, per signal: we hand every signal on to it. */
 static struct sigaction prev_action[NSIG];
-/* gmt.h's hot line: every field's first value (writer closed, the default sampling
- * policy, no library known to be loaded once). */
-struct gmt_hot gmt_hot = {
-    .meminfo = {GMT_POLICY_FIRST, 2, 0}, /* the default, until the options are read */
-    .scope.comm_gen = 1,
-    .resolve.single_copy_gen = {~0u, ~0u, ~0u},
-};
-
 static _Atomic int atfork_done;
 
 static bool synchronous_fault(int sig, const siginfo_t *si)

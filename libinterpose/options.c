@@ -10,12 +10,6 @@
 
 extern char **environ;
 
-struct gmt_options gmt_opt = {
-#define GMT_X(ID, type, field, def, env, help) .field = def,
-    GMT_OPTIONS(GMT_X)
-#undef GMT_X
-};
-
 /* Copies, because the program may change or free its environment after we read it. */
 static char output_buf[4096];
 static char meminfo_buf[128];

@@ -397,7 +397,7 @@ static void cache_put(enum gmt_lib lib, const char *name, void *fn, unsigned lon
 
 /* ---- two copies of a library: per-caller resolution for the exports ---- */
 
-/* gmt_hot.resolve.single_copy_gen[NLIBS]: in gmt.h's hot line, ~0 at start (init.c) */
+/* gmt_hot.resolve.single_copy_gen[NLIBS]: in gmt.h's hot line, ~0 at start (gmt.c) */
 _Static_assert(NLIBS == GMT_COUNTOF(gmt_hot.resolve.single_copy_gen), "one per library");
 
 /* How many copies of `lib` are loaded (the handles kept of it); at most one is then

@@ -1,4 +1,4 @@
-/* writer_flush.c: the writer's way to the file: writes, flushes of the buffers, the worker's ticks, and the crash and exit paths. */
+/* writer_flush.c: the writer's state and its way to the file: writes, flushes of the buffers, the worker's ticks, and the crash path. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,6 +11,9 @@
 #include "outfile.h"
 #include "writer.h"
 #include "writer_api.h"
+
+struct gmt_wr gmt_wr = { .fd = -1 };
+GMT_TLS struct gmt_wr_thread gmt_wr_self;
 
 /* ---- waits ---- */
 
@@ -259,68 +262,4 @@ unsigned gmt_writer_tick(uint64_t now, uint64_t age_ns)
         }
     }
     return (unsigned)fullest;
-}
-
-/* ---- exit ---- */
-
-/* Takes b for good. False when it was sealed already or this thread is inside its flush. */
-static bool seal(struct buf *b)
-{
-    if (b == gmt_wr_self.flushing)
-        return false;
-    for (;;) {
-        int idle = BUF_IDLE;
-        if (atomic_compare_exchange_strong(&b->busy, &idle, BUF_SEALED))
-            return true;
-        if (idle == BUF_SEALED)
-            return false;
-        gmt_wr_pause();
-    }
-}
-
-void gmt_writer_finish(void)
-{
-    int saved = errno;
-    gmt_wr_write_deferred(); /* while the file still takes records */
-    if (atomic_load(&gmt_hot.writer.state) == ST_OPEN)
-        gmt_wr_note_open_calls(0); /* the calls other threads are in at exit */
-    for (int i = 0; i < 100000 && atomic_load(&gmt_hot.writer.state) == ST_OPENING && !gmt_ts.writer.opening; i++)
-        gmt_wr_pause();
-    /* Another thread's exec either replaces the image or fails and hands the file back. */
-    while (atomic_load(&gmt_hot.writer.state) == ST_EXEC && !gmt_wr_self.exec)
-        gmt_wr_pause();
-    int st = ST_OPEN;
-    if (!atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_FINISHING)) {
-        /* Never opened, failed or finished: later events are dropped silently. */
-        if (st != ST_OPENING && st != ST_FINISHING)
-            atomic_store(&gmt_hot.writer.state, ST_FINISHED);
-        errno = saved;
-        return;
-    }
-    /* Every buffer is flushed once more and sealed, the caller's last so that END is
-     * the file's last record. */
-    struct buf *mine = gmt_ts.writer.buf;
-    if (!mine) {
-        /* The exiting thread never traced: it gets a buffer for END alone, before the
-         * free ones are sealed. */
-        int nested = gmt_ts.writer.in_emit;
-        gmt_ts.writer.in_emit = 1;
-        if (gmt_wr_attach_thread(gmt_now_ns()))
-            mine = gmt_ts.writer.buf;
-        gmt_ts.writer.in_emit = nested;
-    }
-    for (struct buf *b = atomic_load(&gmt_wr.bufs); b; b = b->next)
-        if (b != mine && seal(b))
-            gmt_wr_flush_locked(b, NULL, 0);
-    if (mine && seal(mine)) {
-        struct gmt_rec_end end = { { GMT_REC_END, 0, sizeof end }, gmt_now_ns(),
-                                   atomic_load(&gmt_wr.dropped) };
-        gmt_wr_flush_locked(mine, &end, sizeof end);
-    }
-    atomic_store(&gmt_hot.writer.state, ST_FINISHED);
-    /* Every buffer is sealed, so no other thread can be writing to the fd. */
-    if (gmt_wr.fd >= 0)
-        close(gmt_wr.fd);
-    gmt_wr.fd = -1;
-    errno = saved;
 }
