@@ -6,7 +6,7 @@
 
 #include "driver.h"
 #include "gmt.h"
-#include "hooks.h"
+#include "resolve.h"
 #include "modules.h"
 #include "probe.h"
 #include "sampling.h"

@@ -196,6 +196,8 @@ GMT_HIDDEN void gmt_event_alloc_flagged(enum gmt_api api, enum gmt_kind kind, un
 GMT_HIDDEN void gmt_event_free(enum gmt_api api, uint64_t address, uint64_t stream);
 GMT_HIDDEN void gmt_event_fail(enum gmt_api api, enum gmt_kind kind, uint64_t bytes,
                                int device, int error, const void *frame);
+/* Rescans the module map when a dlopen or dlclose happened since the last look. */
+GMT_HIDDEN void gmt_events_note_dl(void);
 
 /* ---- query.c: the process's own tracked figures, for the exported gpumemtrace_* API ---- */
 /* Called by events.c for each allocation and free it records; device -1 unknown; nccl:

@@ -10,6 +10,7 @@
 #include "cuda_abi.h"
 #include "gmt.h"
 #include "resolve.h"
+#include "sampling.h"
 
 /*
  * GMT_HOOKS(X): X(file, lib, abi, base, ver, var, body, ret, params, args)
@@ -371,39 +372,6 @@ GMT_HIDDEN extern const size_t gmt_hooks_count;
 #define GMT_HOOKS_OF_DL_GR(m, ...)
 #define GMT_HOOKS_OF_DL_DL(m, ...) m(__VA_ARGS__)
 
-/* The real function behind an export, process-wide: gmt_resolve's answer, cached in `slot`. */
-GMT_HIDDEN void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi);
-
-/* gmt_hot.resolve.single_copy_gen[lib] (gmt.h's hot line; resolve.c): the generation of loaded
- * objects (gmt_hot.resolve.dl_generation) at which exactly one copy of each library was seen;
- * anything else: not known to be one. */
-/* The real function for a call of an export from `caller` (a return address) when two or
- * more copies of `lib` may be loaded: looked up in the caller's own dependency scope
- * first, cached per (caller, export). */
-GMT_HIDDEN void *gmt_hook_plt_slow(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
-                                   const void *caller);
-
-/* The real function behind an export, for its caller. Two copies of a library can be
- * loaded side by side (a plugin linked to cudart 12 next to PyTorch's cudart 13, both
- * RTLD_LOCAL; two NCCLs): each caller must reach the copy its own dependencies name, as
- * the PLT would have bound it without us. The common case, one copy, costs three loads. */
-/* The cached pointer while one copy is loaded, else NULL (then gmt_hook_plt_slow). */
-static inline void *gmt_hook_plt_cached(_Atomic(void *) *slot, enum gmt_lib lib)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (GMT_LIKELY(p != NULL) &&
-        GMT_LIKELY(atomic_load_explicit(&gmt_hot.resolve.single_copy_gen[lib], memory_order_relaxed) ==
-                   atomic_load_explicit(&gmt_hot.resolve.dl_generation, memory_order_relaxed)))
-        return p;
-    return NULL;
-}
-static inline void *gmt_hook_plt_for(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi,
-                                     const void *caller)
-{
-    void *p = gmt_hook_plt_cached(slot, lib);
-    return GMT_LIKELY(p != NULL) ? p : gmt_hook_plt_slow(slot, lib, abi, caller);
-}
-
 /* Re-entrancy: true when this call should be recorded (the thread is not already inside
  * an allocation hook or the library); then gmt_hook_leave() must follow. */
 static inline bool gmt_hook_enter(void)
@@ -512,18 +480,6 @@ GMT_HIDDEN void gmt_graph_exit(void);
         return r_;                                                                            \
     } while (0)
 
-/* ---- sampling.c: a device sample before and after an explicit module load ---- */
-struct gmt_modload_mark {
-    bool ok;                   /* the sample before was taken */
-    int device;
-    uint64_t free_b, total_b;  /* cuMemGetInfo before the load */
-    uint64_t t0;               /* ns, CLOCK_MONOTONIC */
-};
-GMT_HIDDEN void gmt_modload_before(struct gmt_modload_mark *m);
-/* The sample after it and the MODLOAD record; handle 0 when the load failed. */
-GMT_HIDDEN void gmt_modload_after(const struct gmt_modload_mark *m, enum gmt_modload_api api, int result,
-                                  uint64_t handle);
-
 /* A module or library load or unload: the real call between two device samples (two
  * cuMemGetInfo, about 6 us each on an H200: loads are rare), then one MODLOAD record. */
 #define GMT_MODLOAD_BODY(api, call, handle)                                                   \
@@ -540,23 +496,9 @@ GMT_HIDDEN void gmt_modload_after(const struct gmt_modload_mark *m, enum gmt_mod
         return r_;                                                                            \
     } while (0)
 
-/* ---- resolve.c, beyond gmt_resolve ---- */
-/* The real dl functions (the next definitions after ours, normally libc's). */
-enum gmt_real_dl { GMT_DL_DLSYM, GMT_DL_DLVSYM, GMT_DL_DLOPEN, GMT_DL_DLCLOSE };
-GMT_HIDDEN void *gmt_real_dl(enum gmt_real_dl which);
-/* hooks_exec.c: looks up the real exec functions (at library load, where dlsym is safe). */
+/* ---- hooks_exec.c ---- */
+/* Looks up the real exec functions (at library load, where dlsym is safe). */
 GMT_HIDDEN void gmt_exec_resolve(void);
-/* Keeps the object that defines fn loaded for good (one reference of ours, never
- * released), so a pointer to fn that we cached can't dangle after the program's dlclose.
- * Every pointer gmt_resolve returns is pinned; so is every real function a wrapper of
- * ours is bound to. Not for the hot path: it asks the loader. */
-GMT_HIDDEN void gmt_pin(const void *fn);
-/* gmt_hot.resolve.dl_generation (gmt.h's hot line): bumped by every dlopen and dlclose, before the
- * real call: what was loaded may differ. */
-
-/* ---- events.c, beyond gmt.h ---- */
-/* Rescans the module map when a dlopen or dlclose happened since the last look. */
-GMT_HIDDEN void gmt_events_note_dl(void);
 
 /* ---- hooks_dl.c: the lookup side of the table ---- */
 /* For a dlsym of `abi` that returned `real`: the wrapper to hand out instead, or `real`. */

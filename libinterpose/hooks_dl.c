@@ -21,17 +21,6 @@ const struct gmt_hook gmt_hooks[] = {
 };
 const size_t gmt_hooks_count = sizeof gmt_hooks / sizeof gmt_hooks[0];
 
-void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (GMT_LIKELY(p != NULL))
-        return p;
-    p = gmt_resolve(lib, abi);
-    if (p)
-        atomic_store_explicit(slot, p, memory_order_release);
-    return p;
-}
-
 bool gmt_hook_is_ours(const void *fn)
 {
     Dl_info a, b;

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
-#include "hooks.h"
+#include "resolve.h"
 #include "writer_api.h"
 
 /*

@@ -9,6 +9,7 @@
 #include "gmt.h"
 #include "intern.h"
 #include "python.h"
+#include "resolve.h"
 #include "writer_api.h"
 
 /*
@@ -166,6 +167,15 @@ static unsigned parse_minor(const char *v)
     return m;
 }
 
+/* A symbol of the process's global scope (libpython's, where Python runs), asked of the
+ * real dlsym: the library's own export would only hand the name on. */
+static void *py_sym(const char *name)
+{
+    typedef void *dlsym_fn(void *, const char *);
+    dlsym_fn *real = (dlsym_fn *)gmt_real_dl(GMT_DL_DLSYM);
+    return real ? real(RTLD_DEFAULT, name) : NULL;
+}
+
 /* The interpreter, found once it is loaded. False: none (asked again now and then, for a
  * program that loads libpython later), or one this file does not know. */
 static bool setup_slow(void)
@@ -188,16 +198,16 @@ static bool setup_slow(void)
         return false; /* another thread is at it: this capture goes without */
 
     int result = PY_ABSENT;
-    void *gts = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    void *ct = dlsym(RTLD_DEFAULT, "PyCode_Type");
-    void *ut = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-    void *bt = dlsym(RTLD_DEFAULT, "PyBytes_Type");
-    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
-    const char *(*getversion)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    void *gts = py_sym("PyGILState_GetThisThreadState");
+    void *ct = py_sym("PyCode_Type");
+    void *ut = py_sym("PyUnicode_Type");
+    void *bt = py_sym("PyBytes_Type");
+    void *eval = py_sym("_PyEval_EvalFrameDefault");
+    const char *(*getversion)(void) = (const char *(*)(void))py_sym("Py_GetVersion");
     if (gts && ct && ut && bt && getversion) {
         result = PY_OFF;
         unsigned minor = 0;
-        const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version");
+        const unsigned long *hex = py_sym("Py_Version");
         if (hex)
             minor = (unsigned)(*hex >> 24) == 3 ? (unsigned)(*hex >> 16 & 0xff) : 0;
         else
@@ -207,7 +217,7 @@ static bool setup_slow(void)
                 off = &tables[i];
         /* 3.13: the runtime describes itself (_Py_DebugOffsets, first in _PyRuntime):
          * a free-threaded build, or one whose layout is not the table's, is refused. */
-        const unsigned char *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+        const unsigned char *rt = py_sym("_PyRuntime");
         if (off && minor == 13) {
             const uint64_t *d = (const uint64_t *)(const void *)rt;
             if (!rt || memcmp(rt, "xdebugpy", 8) != 0 || d[2] != 0)
@@ -216,9 +226,9 @@ static bool setup_slow(void)
         if (off && ptr_ok((uintptr_t)ct)) {
             if (gmt_intern_map(&codes, &code_kind)) {
                 get_tstate = (void *(*)(void))gts;
-                is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+                is_finalizing = (int (*)(void))py_sym("_Py_IsFinalizing");
                 if (!is_finalizing)
-                    is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+                    is_finalizing = (int (*)(void))py_sym("Py_IsFinalizing");
                 code_type = (uintptr_t)ct;
                 unicode_type = (uintptr_t)ut;
                 bytes_type = (uintptr_t)bt;

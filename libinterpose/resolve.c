@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "gmt.h"
-#include "hooks.h"
 #include "resolve.h"
 
 /*
@@ -439,6 +438,17 @@ static void *for_caller(const void *caller, const char *name)
     if (p)
         gmt_pin(p);
     real_close(h); /* the caller's own object is not pinned: only what we call */
+    return p;
+}
+
+void *gmt_hook_plt_real(_Atomic(void *) *slot, enum gmt_lib lib, const char *abi)
+{
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (GMT_LIKELY(p != NULL))
+        return p;
+    p = gmt_resolve(lib, abi);
+    if (p)
+        atomic_store_explicit(slot, p, memory_order_release);
     return p;
 }
 

@@ -8,10 +8,10 @@
 #include <time.h>
 
 #include "clock.h"
-#include "hooks.h"
 #include "nvml.h"
 #include "sampling.h"
-#include "scope.h"
+#include "driver.h"
+#include "intern.h"
 #include "writer_api.h"
 
 /* Calls seen per (comm, op, bytes), for the sampling policy. */
@@ -21,24 +21,19 @@ static _Atomic uint32_t count_vals[COUNT_SLOTS];
 
 static uint64_t meminfo_key(uint64_t comm, unsigned op, uint64_t bytes);
 
-bool gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes, struct gmt_comm_memo *m,
-                      uint64_t dk)
+int gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes)
 {
     uint64_t key = gmt_mix(meminfo_key(comm, op, bytes));
     long i = gmt_key_slot(count_keys, COUNT_SLOTS, (uint32_t)key, key, GMT_KEY_CLAIM);
     if (i < 0)
-        return false;
+        return 0;
     /* Past the first N with no every:K the answer is no for good: a plain load, no
      * locked increment (the count stays at N, where every later call finds it). */
-    if (!gmt_hot.meminfo.every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= gmt_hot.meminfo.first) {
-        if (m) {
-            m->done[m->done_next++ % GMT_MEMO_DONE] = dk;
-        }
-        return false;
-    }
+    if (!gmt_hot.meminfo.every && atomic_load_explicit(&count_vals[i], memory_order_relaxed) >= gmt_hot.meminfo.first)
+        return -1;
     uint32_t n = atomic_fetch_add_explicit(&count_vals[i], 1, memory_order_relaxed);
     if (n < gmt_hot.meminfo.first)
-        return true;
+        return 1;
     return gmt_hot.meminfo.every && (n - gmt_hot.meminfo.first + 1) % gmt_hot.meminfo.every == 0;
 }
 

@@ -33,4 +33,24 @@ GMT_HIDDEN uint64_t gmt_sampler_tick(uint64_t now_ns);
 /* sampling.c: the process began to exit (its atexit ran): no more samples or queries. */
 GMT_HIDDEN bool gmt_sampler_exiting(void);
 
+/* ---- sampling.c: device memory around NCCL calls (the policy: scope.h's gmt_sample_wanted) ----
+ * Counts a call of (comm, op, bytes) against the policy: 1 sample it, 0 not this one, -1
+ * none of its key ever again (past the first N, with no every:K). Keys the table can't
+ * hold are not sampled (0): sampling is a cost, never a correctness matter. */
+GMT_HIDDEN int gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes);
+/* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
+GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
+
+/* ---- sampling.c: a device sample before and after an explicit module load ---- */
+struct gmt_modload_mark {
+    bool ok;                   /* the sample before was taken */
+    int device;
+    uint64_t free_b, total_b;  /* cuMemGetInfo before the load */
+    uint64_t t0;               /* ns, CLOCK_MONOTONIC */
+};
+GMT_HIDDEN void gmt_modload_before(struct gmt_modload_mark *m);
+/* The sample after it and the MODLOAD record; handle 0 when the load failed. */
+GMT_HIDDEN void gmt_modload_after(const struct gmt_modload_mark *m, enum gmt_modload_api api, int result,
+                                  uint64_t handle);
+
 #endif

@@ -11,6 +11,7 @@
 #include "gmt.h"
 #include "intern.h"
 #include "nccl_call.h"
+#include "sampling.h"
 
 /* The open scopes a thread tracks (deeper ones are recorded, not tracked), and the devices
  * a scope tracks: one bit each in a frame's masks. */
@@ -230,12 +231,7 @@ static inline __attribute__((always_inline)) void gmt_claims_unregister(int dept
 /* In a fork child: the parent's threads' scopes are not in the child's file. */
 GMT_HIDDEN void gmt_claims_fork_child(void);
 
-/* ---- sampling.c: device memory around NCCL calls ---- */
-/* gmt_sample_wanted past the policy and the memo: counts the call of (comm, op, bytes)
- * whose memo key is dk. Keys the table can't hold are not sampled: sampling is a cost,
- * never a correctness matter. */
-GMT_HIDDEN bool gmt_sample_count(uint64_t comm, unsigned op, uint64_t bytes,
-                                 struct gmt_comm_memo *m, uint64_t dk);
+/* ---- sampling.c: device memory around NCCL calls (sampling.h), by the memo ---- */
 /* Whether this call of (comm, op, bytes) gets a MEMINFO sample; `m` is comm's memo or
  * NULL. Inline up to the key (three mixes), which is made only when the policy counts
  * calls, and not for the (op, bytes) the thread's memo of comm found done lately. */
@@ -250,14 +246,10 @@ static inline bool gmt_sample_wanted(uint64_t comm, unsigned op, uint64_t bytes,
     uint64_t dk = gmt_memo_key(op, bytes);
     if (!gmt_hot.meminfo.every && m && gmt_memo_done(m, dk))
         return false;
-    return gmt_sample_count(comm, op, bytes, m, dk);
+    int r = gmt_sample_count(comm, op, bytes);
+    if (r < 0 && m)
+        m->done[m->done_next++ % GMT_MEMO_DONE] = dk;
+    return r > 0;
 }
-/* Writes a MEMINFO record of `device` for scope `scope_id`, when the driver can say. */
-GMT_HIDDEN void gmt_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
-
-/* ---- limits.c ---- */
-/* Writes a DEVLIMITS record after a cuMemGetInfo MEMINFO of `device` made on this thread,
- * when the thread's current context is on that device. */
-GMT_HIDDEN void gmt_limits_after_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
 
 #endif

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "gmt.h"
-#include "hooks.h"
+#include "resolve.h"
 #include "resolve.h"
 #include "sampling.h"
 #include "versions.h"
