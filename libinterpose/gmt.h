@@ -66,6 +66,9 @@ struct gmt_options {
 /* gmt.c defines it with the defaults; filled by gmt_options_load(); read-only afterwards. */
 GMT_HIDDEN extern struct gmt_options gmt_opt;
 GMT_HIDDEN void gmt_options_load(void);
+/* The environment's value of name, as glibc's getenv finds it, without the library's own
+ * answers (hooks_env.c's getenv): what the library reads for itself. */
+GMT_HIDDEN char *gmt_env(const char *name);
 
 /* ---- log.c: never allocates, never recurses, at most a few warnings ---- */
 GMT_HIDDEN void gmt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -126,7 +129,7 @@ GMT_HIDDEN void gmt_init_once(void);
 /* This library's absolute path (as loaded, made absolute against the directory the
  * process started in), "" when unknown. Set by gmt_init. */
 GMT_HIDDEN const char *gmt_self_path(void);
-/* What the library's getenv (options.c) answers for NVTX_INJECTION64_PATH (nvtx.c) and
+/* What the library's getenv (hooks_env.c) answers for NVTX_INJECTION64_PATH (nvtx.c) and
  * NCCL_PROFILER_PLUGIN (nccl_profiler.c) when the process has no value: its own path, or
  * NULL when tracing, that recording or the path is off or unknown. */
 GMT_HIDDEN const char *gmt_nvtx_injection_env(void);

@@ -127,7 +127,7 @@ static bool is_nonblocking(const ncclConfig_t *config)
         config->size >= offsetof(ncclConfig_t, blocking) + sizeof config->blocking)
         blocking = config->blocking;
     if (blocking == GMT_NCCL_CONFIG_UNDEF_INT) {
-        const char *env = getenv("NCCL_COMM_BLOCKING");
+        const char *env = gmt_env("NCCL_COMM_BLOCKING");
         return env && env[0] == '0' && env[1] == 0;
     }
     return blocking == 0;

@@ -19,7 +19,7 @@ extern char **environ;
 static int env_int(const char *const *names, int n)
 {
     for (int i = 0; i < n; i++) {
-        const char *v = getenv(names[i]);
+        const char *v = gmt_env(names[i]);
         if (!v || !*v)
             continue;
         char *end;
