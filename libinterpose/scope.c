@@ -404,13 +404,13 @@ static inline __attribute__((always_inline)) struct held_copy held_get(const str
     };
 }
 
-/* The writer's hook (gmt.h): a SCOPE_OPEN for another thread's held call that has none
+/* The slot's hook (writer_api.h): a SCOPE_OPEN for another thread's held call that has none
  * yet and began at least min_age_ns before now. An untimed call (no begin) counts as
  * that old once the flusher saw it held at two ticks; its SCOPE_OPEN then says the
  * first, the earliest instant the call is known to have been in (or, unseen, now). */
-bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq, uint32_t tid,
-                        _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS], uint64_t now,
-                        uint64_t min_age_ns)
+static bool held_call_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq, uint32_t tid,
+                                _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS], uint64_t now,
+                                uint64_t min_age_ns)
 {
     uint32_t id = (uint32_t)word[W_ID];
     if (!id || atomic_load_explicit(&note[N_NOTED], memory_order_relaxed) == id)
@@ -446,6 +446,7 @@ bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq, uint3
     atomic_store_explicit(&note[N_NOTED], id, memory_order_relaxed);
     return true;
 }
+GMT_SLOT_CLIENT(held_call_slot, held_call_note_open);
 
 /* The held begin as its SCOPE_BEGIN, of its own time: written now, by the thread (a
  * spill: another record of the thread is about to be written, or the thread crashes or

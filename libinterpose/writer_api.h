@@ -91,13 +91,16 @@ GMT_HIDDEN unsigned gmt_deferred_lost(void);
  * back) writes its words between gmt_slot_write_begin and _end, word[0] last: word[0] != 0
  * names what the slot holds, and the client stores 0 there when it holds nothing. The
  * writer reads other threads' slots whole (the sequence count unchanged, and word[0]
- * too) and, for each that holds something, calls the client's hook
- *   gmt_slot_note_open(word, seq, tid, note, now, min_age_ns)
+ * too) and, for each that holds something, calls its client's hook
+ *   note_open(word, seq, tid, note, now, min_age_ns)
  *       "note what is open": write (on the calling thread, with gmt_emit) what the slot's
  *       thread tid is in, and say whether it did. `note` is the noting side's words of
  *       that slot (what it saw, what it wrote). min_age_ns: a tick, from the background
  *       thread (what has been open that long); 0 at a crash, exit or exec (all of it).
- * The writer clears word[0] of every slot in a fork child.
+ * The client places its hook (GMT_SLOT_CLIENT) in a section the writer reads, as
+ * deferred.h's clients do: there from the library's load on, with nothing to register.
+ * A client answers false for words that are not its own. The writer clears word[0] of
+ * every slot in a fork child.
  */
 #define GMT_SLOT_WORDS 6
 #define GMT_SLOT_NOTE_WORDS 4
@@ -118,9 +121,22 @@ static inline void gmt_slot_write_end(struct gmt_writer_slot *s, uint32_t seq)
 {
     atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
 }
-GMT_HIDDEN bool gmt_slot_note_open(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq,
-                                   uint32_t tid, _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS],
-                                   uint64_t now, uint64_t min_age_ns);
+struct gmt_slot_client {
+    bool (*note_open)(const uint64_t word[GMT_SLOT_WORDS], uint32_t seq, uint32_t tid,
+                      _Atomic uint64_t note[GMT_SLOT_NOTE_WORDS], uint64_t now,
+                      uint64_t min_age_ns);
+};
+#define GMT_SLOT_CLIENT(name, note_fn)                                                            \
+    static const struct gmt_slot_client name                                                     \
+        __attribute__((used, section("gmt_slot_clients"), aligned(sizeof(void *)))) = {          \
+            .note_open = (note_fn)}
+/* What the writer runs before it first opens the file, placed (GMT_WRITER_BEFORE_OPEN) in a
+ * section the writer reads: the library's init (init.c), for a record made before the
+ * constructor ran (another library's constructor that allocates). It runs on every way
+ * to the open, and returns at once when it has run before. */
+#define GMT_WRITER_BEFORE_OPEN(name, fn)                                                          \
+    static void (*const name)(void)                                                              \
+        __attribute__((used, section("gmt_writer_before_open"), aligned(sizeof(void *)))) = (fn)
 /* Runs fn when the file opens (registered at init, each once, at most 4 of each kind):
  * preamble ones first, whose records go straight to the file before any chunk and belong
  * to no thread (the module map), then the others (the worker's start). */

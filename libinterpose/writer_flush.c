@@ -172,6 +172,11 @@ static bool slot_read(struct buf *b, uint64_t word[GMT_SLOT_WORDS], uint32_t *se
            atomic_load_explicit(&sl->word[0], memory_order_relaxed) == w0 && word[0] == w0;
 }
 
+/* The slot clients' entries (GMT_SLOT_CLIENT), placed by the linker; weak: a program
+ * built without one has none. */
+extern const struct gmt_slot_client __start_gmt_slot_clients[] __attribute__((weak, visibility("hidden")));
+extern const struct gmt_slot_client __stop_gmt_slot_clients[] __attribute__((weak, visibility("hidden")));
+
 /* Hands every other thread's slot that holds something to its client's hook, which
  * writes (on the calling thread) what is open: the flusher's, with min_age_ns a tick (a
  * call that runs long: a hang shows in the file), and a crash's, exit's or exec's
@@ -186,8 +191,9 @@ int gmt_wr_note_open_calls(uint64_t min_age_ns)
         uint32_t seq;
         if (b == gmt_ts.writer.buf || !slot_read(b, word, &seq))
             continue;
-        n += gmt_slot_note_open(word, seq, atomic_load_explicit(&b->tid, memory_order_relaxed),
-                                b->slot.note, now, min_age_ns);
+        uint32_t tid = atomic_load_explicit(&b->tid, memory_order_relaxed);
+        for (const struct gmt_slot_client *c = __start_gmt_slot_clients; c < __stop_gmt_slot_clients; c++)
+            n += c->note_open(word, seq, tid, b->slot.note, now, min_age_ns);
     }
     return n;
 }
