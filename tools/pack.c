@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "args.h"
 #include "names.h"
+#include "paths.h"
 #include "util.h"
 
 /*
