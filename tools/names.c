@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "input.h"
 #include "reader.h"
 #include "report.h"
 #include "symbolize.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "names.h"
 #include "u64map.h"
 #include "util.h"
