@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "names.h"
+#include "names_read.h"
 #include "paths.h"
 #include "util.h"
 
