@@ -17,6 +17,7 @@
 #include "module_range.h"
 #include "args.h"
 #include "golden/tracebuild.h"
+#include "input.h"
 #include "names.h"
 #include "pack.h"
 #include "symbolize.h"

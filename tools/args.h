@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "paths.h" /* gmt_free_paths, for the lists made below */
 #include "report.h"
 #include "util.h"
 
@@ -59,17 +60,12 @@ void gmt_args_init(struct gmt_args *a);
  * error (reported on stderr) returned. */
 int gmt_args_parse(const struct gmt_args_spec *spec, int argc, char **argv, struct gmt_args *a);
 
-/* The traces (*.gmt) in dir and its subdirectories (8 levels; no symbolic link to a
- * directory is followed), sorted by path; *out and each path are malloc'd.
- * Returns 0 or -errno. */
-int gmt_list_traces(const char *dir, char ***out, size_t *n);
 /* Trace arguments with each directory replaced by the traces in it (what `run -o DIR`
  * writes), in order; *out and each path are malloc'd (gmt_free_paths). A directory
  * without traces is reported into msgs. Returns 0, -ENOENT (such a directory; the
  * rest is still listed) or -ENOMEM. */
 int gmt_expand_paths(char *const *args, size_t n, char ***out, size_t *nout,
                      struct gmt_msgs *msgs);
-void gmt_free_paths(char **p, size_t n);
 /* A command's traces: its operands from a->first, expanded as gmt_expand_paths does, its
  * messages printed on stderr. GMT_EXIT_OK, GMT_EXIT_ERROR when an operand could not be
  * listed (the others are in *out: the command goes on and exits with it), or -1 after

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "json.h"
 #include "trace.h"
 #include "util.h"

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "args.h"
-#include "names.h"
+#include "names_read.h"
+#include "paths.h"
 #include "util.h"
 
 /*
@@ -90,9 +90,17 @@ static bool header_ok(const unsigned char *h)
     return ok && want == sum;
 }
 
+/* A file pack.c reads, a pack or a file to pack, as the CLI opens what it reads: a
+ * regular file, or a member of a pack (a pack packed in another reads as a pack). */
+static int open_file(const char *path, char *err, size_t errlen)
+{
+    bool fifo;
+    return gmt_open_file(path, 0, gmt_pack_open_member, err, errlen, &fifo);
+}
+
 bool gmt_pack_is(const char *path)
 {
-    int fd = gmt_open_input(path, 0, NULL, 0);
+    int fd = open_file(path, NULL, 0);
     if (fd < 0)
         return false;
     unsigned char h[BLOCK];
@@ -245,7 +253,7 @@ static int index_read(int fd, uint64_t fsize, const char *path, struct index *x,
 /* The index of the pack at path: the cached one when the file is unchanged. */
 static const struct index *index_of(const char *path, char *err, size_t errlen)
 {
-    int fd = gmt_open_input(path, 0, err, errlen);
+    int fd = open_file(path, err, errlen);
     if (fd < 0)
         return NULL;
     struct stat st;
@@ -322,7 +330,7 @@ int gmt_pack_open_member(const char *path)
         char err[256];
         const struct index *x = gmt_pack_is(p) ? index_of(p, err, sizeof err) : NULL;
         const struct member *m = x ? find_member(x, path + (slash - p) + 1) : NULL;
-        int pack = m ? gmt_open_input(p, 0, NULL, 0) : -1;
+        int pack = m ? open_file(p, NULL, 0) : -1;
         free(p);
         if (pack < 0) {
             errno = ENOENT;
@@ -448,7 +456,7 @@ static int put_member(FILE *f, const char *name, const char *src, const struct s
     finish_header(h);
     if (!put_all(f, h, BLOCK))
         goto werr;
-    int fd = gmt_open_input(src, 0, err, errlen);
+    int fd = open_file(src, err, errlen);
     if (fd < 0)
         return -1;
     char *buf = malloc(1 << 20);

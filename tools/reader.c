@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "idnames.h"
+#include "input.h"
 #include "reader.h"
 #include "reader_parts.h"
 #include "util.h"

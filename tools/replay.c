@@ -938,15 +938,3 @@ void gmt_report_free(struct gmt_report *rep)
     gmt_u64map_free(&rep->member_tracked);
     memset(rep, 0, sizeof *rep);
 }
-
-int64_t gmt_scope_tracked(const struct gmt_trace *t, const struct gmt_report *rep, size_t i)
-{
-    if (!rep->scope_tracked)
-        return 0;
-    uint32_t j;
-    long k = gmt_scope_slot(t, i, &j);
-    if (k >= 0)
-        return rep->scope_tracked[k];
-    const uint64_t *v = gmt_u64map_get(&rep->member_tracked, i);
-    return v ? (int64_t)*v : 0;
-}

@@ -141,6 +141,22 @@ struct gmt_report {
     uint64_t unmatched_frees;          /* frees of addresses never seen allocated */
 };
 
+/* The tracked device bytes scope i (its index) added: 0 when none, or not replayed. Read
+ * where the replay keeps them: by the scope's slot in t->scopes, or for a member of a
+ * repeated group in member_tracked. */
+static inline int64_t gmt_scope_tracked(const struct gmt_trace *t, const struct gmt_report *rep,
+                                        size_t i)
+{
+    if (!rep->scope_tracked)
+        return 0;
+    uint32_t j;
+    long k = gmt_scope_slot(t, i, &j);
+    if (k >= 0)
+        return rep->scope_tracked[k];
+    const uint64_t *v = gmt_u64map_get(&rep->member_tracked, i);
+    return v ? (int64_t)*v : 0;
+}
+
 /* Device memory no allocation call shows (context, kernels, pool reserves) at the largest
  * device-use sample: used - tracked - graph memory then. Meaningful when has_used. */
 static inline int64_t gmt_dev_untracked(const struct gmt_dev_report *d)
@@ -163,7 +179,5 @@ uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row
 
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep);
 void gmt_report_free(struct gmt_report *rep);
-/* The tracked device bytes scope i (its index) added: 0 when none, or not replayed. */
-int64_t gmt_scope_tracked(const struct gmt_trace *t, const struct gmt_report *rep, size_t i);
 
 #endif

@@ -13,7 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "names.h"
+#include "input.h"
+#include "names_read.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -38,7 +39,7 @@ struct mod {
     uint64_t bias, start, end;
     enum mod_state state;
     enum mod_why why;
-    long nm;                /* its module in the names (names.h), -1 none, -2 not looked up */
+    long nm;                /* its module in the names (names_read.h), -1 none, -2 not looked up */
     Dwfl *dwfl;
     Dwfl_Module *dm;
 };

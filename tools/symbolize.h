@@ -76,9 +76,9 @@ bool gmt_sym_module_trusted(struct gmt_symbolizer *s, uint64_t ip);
 const char *gmt_sym_unnamed_why(struct gmt_symbolizer *s, uint64_t ip);
 
 /* The names that travel with the trace at trace_path (trace_path + GMT_NAMES_SUFFIX,
- * names.h) are consulted first, by module build-id and offset, read when first needed:
- * a trace named on its host reads the same anywhere. Without that file, or for what it
- * does not hold, the files here are read. */
+ * names_read.h) are consulted first, by module build-id and offset, read when first
+ * needed: a trace named on its host reads the same anywhere. Without that file, or for
+ * what it does not hold, the files here are read. */
 void gmt_sym_use_names(struct gmt_symbolizer *s, const char *trace_path);
 
 /* "function (file:line)", "function (module+0xoffset)", "module+0xoffset" or "0xaddress"

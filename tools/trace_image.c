@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "idnames.h"
+#include "input.h"
 #include "reader.h"
 #include "util.h"
 

@@ -2,6 +2,7 @@
 #ifndef GMT_UTIL_H
 #define GMT_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,17 +76,16 @@ size_t gmt_utf8_len(const unsigned char *s, size_t n);
  * is a number ("-5", "+1.5e3" stay as they are). NULL: an empty cell. */
 void gmt_fput_csv_cell(FILE *out, const char *s);
 
-/* Opens a file the CLI reads (a trace, a baseline, a module or its debug file) so that
- * it cannot block or feed forever: opened with O_NONBLOCK (a FIFO with no writer does
- * not block the open) then cleared, and checked with fstat before use. A regular file
- * is accepted; with `streams`, so is a FIFO or pipe (then read to its end); anything
- * else (directory, device, socket) is refused. Returns the fd (O_CLOEXEC), or -1 with
- * "PATH: why" in err (err may be NULL). */
-int gmt_open_input(const char *path, int streams, char *err, size_t errlen);
-/* The same, as a stdio stream ("rb"). A FIFO is waited on for its writer, a few seconds
- * at most (a writer started beside the reader may open it a moment after); one nobody
- * opens to write is refused. NULL with "PATH: why" in err (err may be NULL). */
-FILE *gmt_fopen_input(const char *path, int streams, char *err, size_t errlen);
+/* Opens a file the CLI reads so that it cannot block or feed forever: opened with
+ * O_NONBLOCK (a FIFO with no writer does not block the open), O_CLOEXEC and O_NOCTTY, and
+ * checked with fstat before use. A regular file is accepted (and made blocking); with
+ * `streams`, so is a FIFO or pipe, left non-blocking with *fifo true for the caller to
+ * wait on; anything else (directory, device, socket) is refused. A path open() refuses
+ * with ENOTDIR (a regular file where a directory would be) goes to `through` when not
+ * NULL, which opens it after all or returns -1 with errno set (a member of a pack,
+ * PACK/MEMBER: input.h). Returns the fd, or -1 with "PATH: why" in err (err may be NULL). */
+int gmt_open_file(const char *path, int streams, int (*through)(const char *path), char *err,
+                  size_t errlen, bool *fifo);
 
 /* A growable array of elements of `esize` bytes. */
 struct gmt_vec {

@@ -201,6 +201,9 @@ int gmt_watch_fold(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w,
                    const struct gmt_event *ev);
 /* The index of category `name` in w->cat_names, added when new (0 once they are full). */
 int gmt_watch_cat_index(struct gmt_watch_trace *w, const char *name);
+/* The communicator `comm` as its COMM record described it (the first of those folded),
+ * NULL when none is kept (or comm is 0). */
+const struct gmt_watch_comm *gmt_watch_comm_of(const struct gmt_watch_trace *w, uint64_t comm);
 /* Applies the queued events up to time `upto`, in time order. 0, -ENOMEM, or -EOVERFLOW
  * for sizes summary calls corrupt (beyond GMT_BYTES_MAX). S (may be NULL): room for
  * the sort. */
@@ -214,7 +217,6 @@ void gmt_watch_fold_free(struct gmt_watch_trace *w);
 uint64_t gmt_watch_now(const struct gmt_watch_trace *w, uint64_t realtime_ns);
 /* The call the process has been in longest (the earliest open outermost call), NULL none. */
 const struct gmt_watch_call *gmt_watch_longest_call(const struct gmt_watch_trace *w);
-const struct gmt_watch_comm *gmt_watch_comm_of(const struct gmt_watch_trace *w, uint64_t comm);
 /* Whether a device row has anything of the device's own (as gmt_dev_shown). */
 bool gmt_watch_dev_shown(const struct gmt_watch_dev *d);
 /* Whether it used a GPU: a device row, a communicator or a call (a launcher has none). */

@@ -439,14 +439,6 @@ const struct gmt_watch_call *gmt_watch_longest_call(const struct gmt_watch_trace
     return best;
 }
 
-const struct gmt_watch_comm *gmt_watch_comm_of(const struct gmt_watch_trace *w, uint64_t comm)
-{
-    for (size_t i = 0; comm && i < w->n_comms; i++)
-        if (w->comms[i].comm == comm)
-            return &w->comms[i];
-    return NULL;
-}
-
 bool gmt_watch_dev_shown(const struct gmt_watch_dev *d)
 {
     return d->device_allocs || d->has_used || d->failures || d->has_graph;

@@ -186,6 +186,14 @@ static int fold_stack(const struct gmt_watch_ctx *C, struct gmt_watch_trace *w,
     return gmt_u64map_put(&w->stack_cat, s->stack_id, (uint64_t)gmt_watch_cat_index(w, name));
 }
 
+const struct gmt_watch_comm *gmt_watch_comm_of(const struct gmt_watch_trace *w, uint64_t comm)
+{
+    for (size_t i = 0; comm && i < w->n_comms; i++)
+        if (w->comms[i].comm == comm)
+            return &w->comms[i];
+    return NULL;
+}
+
 static int fold_comm(struct gmt_watch_trace *w, const struct gmt_rec_comm *c)
 {
     if (gmt_watch_comm_of(w, c->comm) || w->n_comms == COMMS_MAX)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "reader.h"
 #include "util.h"
 #include "watch.h"
