@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "scope.h"
+#include "claims.h"
 
 /* ---- foreign-thread attribution ----
  *

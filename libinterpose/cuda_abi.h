@@ -178,7 +178,7 @@ typedef enum CUgraphMem_attribute_enum {
     CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH
 } CUgraphMem_attribute;
 
-/* the context's limits and the device properties limits.c reads (only those values) */
+/* the context's limits and the device properties sampling.c reads beside a sample (only those values) */
 typedef enum CUlimit_enum {
     CU_LIMIT_STACK_SIZE = 0x00,
     CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
@@ -399,7 +399,7 @@ typedef CUresult gmt_fn_cuCtxPopCurrent_v2(CUcontext *pctx);
  * mode, which no capture on another stream can refuse). */
 typedef CUresult gmt_fn_cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev);
 typedef CUresult gmt_fn_cuThreadExchangeStreamCaptureMode(int *mode); /* CUstreamCaptureMode */
-/* limits.c's reads beside a cuMemGetInfo sample: the context's limits and the device's
+/* sampling.c's reads beside a cuMemGetInfo sample: the context's limits and the device's
  * properties that size its local-memory reservation. */
 typedef CUresult gmt_fn_cuCtxGetLimit(size_t *value, CUlimit limit);
 typedef CUresult gmt_fn_cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev);

@@ -68,9 +68,4 @@ GMT_HIDDEN int gmt_driver_limits(uint64_t out[3]);
 /* 0 and `device`'s multiprocessor count and resident threads per multiprocessor, or -1. */
 GMT_HIDDEN int gmt_driver_sm_shape(int device, uint32_t *sms, uint32_t *threads_per_sm);
 
-/* ---- limits.c: read beside the driver's samples ---- */
-/* Writes a DEVLIMITS record after a cuMemGetInfo MEMINFO of `device` made on this thread,
- * when the thread's current context is on that device. */
-GMT_HIDDEN void gmt_limits_after_sample(uint32_t scope_id, int device, enum gmt_meminfo_phase phase);
-
 #endif

@@ -87,7 +87,7 @@ GMT_HIDDEN long gmt_writev_nosigxfsz(int fd, const struct iovec *iov, int n);
 struct gmt_hot {
     struct {
         _Atomic int state;                   /* enum state; GMT_WRITER_OPEN: open */
-    } writer;                                /* the writer (writer.h) */
+    } writer;                                /* the writer (writer_flush.h) */
     struct {
         int off;                             /* a copy of gmt_opt.off */
         int no_repeat;                       /* !gmt_opt.group_repeat */
@@ -239,7 +239,7 @@ struct gmt_nvtx_thread {
 GMT_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t id));
 
 /* ---- per thread: gmt_ts, one member per owning file ---- */
-struct buf; /* writer.h's */
+struct buf; /* writer_flush.h's */
 
 /* scope.c: an open NCCL scope of the thread (frames[depth]) */
 struct gmt_frame {
@@ -360,7 +360,7 @@ struct gmt_scope_thread {
  * scope.c's); frames[0] (a user group's) opens the second.
  */
 struct gmt_thread_state {
-    struct gmt_writer_thread writer;         /* the writer (writer.h) */
+    struct gmt_writer_thread writer;         /* the writer (writer_flush.h) */
     struct gmt_guard guard;                  /* every hook */
     struct gmt_nccl_thread nccl;             /* hooks_nccl.c */
     struct gmt_scope_thread scope;           /* scope.c */

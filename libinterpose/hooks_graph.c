@@ -4,8 +4,9 @@
 
 #include "clock.h"
 #include "hooks.h"
+#include "driver.h"
+#include "intern.h"
 #include "sampling.h"
-#include "scope.h"
 #include "writer_api.h"
 
 #define U64(x) ((uint64_t)(uintptr_t)(x))

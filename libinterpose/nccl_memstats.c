@@ -5,7 +5,6 @@
 #include "clock.h"
 #include "nccl_call.h"
 #include "resolve.h"
-#include "scope.h"
 #include "writer_api.h"
 
 /*

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "writer.h"
+#include "writer_flush.h"
 #include "writer_api.h"
 
 static uint32_t my_tid(void)
@@ -146,7 +146,8 @@ static inline __attribute__((always_inline)) bool append(struct buf *b, const vo
     return ok;
 }
 
-bool gmt_wr_attach_thread(uint64_t now)
+/* Gives the calling thread its buffer and writes its THREAD record; false: none. */
+static bool attach_thread(uint64_t now)
 {
     struct buf *b = new_buf();
     if (!b)
@@ -206,8 +207,8 @@ static void emit_locked(struct gmt_rec *h, size_t dt_offset, uint64_t at)
 {
     uint64_t now = at ? at : gmt_now_ns();
     if (GMT_UNLIKELY(!gmt_ts.writer.buf)) {
-        int saved = errno; /* gmt_wr_attach_thread makes syscalls */
-        bool ok = gmt_wr_attach_thread(now);
+        int saved = errno; /* attach_thread makes syscalls */
+        bool ok = attach_thread(now);
         errno = saved;
         if (!ok) {
             dropped();
@@ -258,7 +259,7 @@ static __attribute__((noinline, cold)) void emit_slow_at(struct gmt_rec *h, size
     /* What the client holds back goes first: records stay in order. */
     gmt_wr_write_deferred();
     /* errno is saved only around what can change it (gmt_wr_ensure_open, emit_direct, and
-     * gmt_wr_attach_thread and flushes inside emit_locked): the common path makes no call
+     * attach_thread and flushes inside emit_locked): the common path makes no call
      * that sets it. */
     if (GMT_UNLIKELY(atomic_load_explicit(&gmt_hot.writer.state, memory_order_acquire) != ST_OPEN)) {
         int saved = errno;
@@ -496,7 +497,7 @@ void gmt_writer_finish(void)
          * free ones are sealed. */
         int nested = gmt_ts.writer.in_emit;
         gmt_ts.writer.in_emit = 1;
-        if (gmt_wr_attach_thread(gmt_now_ns()))
+        if (attach_thread(gmt_now_ns()))
             mine = gmt_ts.writer.buf;
         gmt_ts.writer.in_emit = nested;
     }

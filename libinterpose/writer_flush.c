@@ -9,7 +9,7 @@
 
 #include "clock.h"
 #include "outfile.h"
-#include "writer.h"
+#include "writer_flush.h"
 #include "writer_api.h"
 
 struct gmt_wr gmt_wr = { .fd = -1 };

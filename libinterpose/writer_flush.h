@@ -1,6 +1,6 @@
-/* writer.h: what the writer's files share: writer.c (buffers and the emit paths), writer_flush.c (writing, flushing, the worker's ticks, crash and exit), writer_file.c (opening the file, exec, fork). */
-#ifndef GMT_WRITER_H
-#define GMT_WRITER_H
+/* writer_flush.h: the writer's private layout and state (writer_flush.c defines it) and its way to the file, shared by the writer's three files: writer.c (buffers, the emit paths, exit), writer_flush.c (writing, flushing, the worker's ticks, a crash), writer_file.c (opening the file, exec, fork). */
+#ifndef GMT_WRITER_FLUSH_H
+#define GMT_WRITER_FLUSH_H
 
 #include <limits.h>
 #include <pthread.h>
@@ -85,11 +85,6 @@ struct wait {
     uint64_t max_ns;   /* WAIT_FOREVER or a bound */
     uint64_t deadline; /* set at the first pause */
 };
-
-/* ---- writer.c ---- */
-
-/* Gives the calling thread its buffer and writes its THREAD record; false: none. */
-GMT_HIDDEN bool gmt_wr_attach_thread(uint64_t now);
 
 /* ---- writer_flush.c ---- */
 
