@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "gmt.h"
-#include "versions.h"
+#include "elfsym.h"
 
 #if __SIZEOF_POINTER__ == 8
 #define NATIVE_CLASS ELFCLASS64

@@ -10,6 +10,7 @@
 #include "hooks.h"
 #include "nccl_abi.h"
 #include "nccl_call.h"
+#include "nccl_memstats.h"
 #include "resolve.h"
 
 /* gmt_ts.nccl.in_op: the op of the wrapper currently inside its real call on this thread.

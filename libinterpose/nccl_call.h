@@ -35,12 +35,6 @@ GMT_HIDDEN void gmt_scope_add_device(uint32_t scope_id, int device, uint64_t key
 /* Writes a COMM record (rank, nranks, device asked from the real NCCL) and caches its device.
  * Only for a communicator that is ready: NCCL warns about queries of one still initializing. */
 GMT_HIDDEN void gmt_scope_comm(uint64_t comm, uint64_t parent, uint64_t unique_id_hash);
-/* ---- nccl_memstats.c ----
- * An NCCL_MEMSTATS record of `comm` (on `device`, -1 unknown) at `phase`: NCCL's own count
- * of its device memory, where the loaded NCCL has ncclCommMemStats and the communicator
- * is ready (ncclCommGetAsyncError says ncclSuccess); nothing otherwise. Not for hot paths:
- * five calls into NCCL. */
-GMT_HIDDEN void gmt_nccl_memstats(uint64_t comm, enum gmt_memstats_phase phase, int device);
 /* scope.c: the device the COMM cache knows for `comm`, -1 none. */
 GMT_HIDDEN int gmt_scope_comm_device(uint64_t comm);
 /* ---- group.c: repeated groups ---- */

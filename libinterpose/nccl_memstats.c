@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "clock.h"
-#include "nccl_call.h"
+#include "nccl_memstats.h"
 #include "resolve.h"
 #include "writer_api.h"
 

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "nccl_abi.h"
+#include "nccl_memstats.h"
 #include "resolve.h"
 #include "scope.h"
 #include "versions.h"

@@ -3,8 +3,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "elfsym.h"
 #include "gmt.h"
-#include "resolve.h"
 #include "resolve.h"
 #include "sampling.h"
 #include "versions.h"

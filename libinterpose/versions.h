@@ -14,8 +14,6 @@
 GMT_HIDDEN void gmt_version_note_slow(enum gmt_component c);
 /* versions.c: the runtime linked into the program (background thread only). */
 GMT_HIDDEN void gmt_version_note_static_runtime(void);
-/* elfsym.c: a defined function of the main program's .symtab, relocated; NULL none. */
-GMT_HIDDEN void *gmt_main_program_function(const char *name);
 static inline void gmt_version_note(enum gmt_component c)
 {
     if (GMT_UNLIKELY(!atomic_load_explicit(&gmt_hot.versions.noted[c & 3], memory_order_relaxed)))

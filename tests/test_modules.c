@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfsym.h"
 #include "gmt.h"
 #include "modules.h"
 #include "reader.h"
