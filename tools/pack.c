@@ -151,6 +151,61 @@ static int cmp_member(const void *a, const void *b)
     return strcmp(((const struct member *)a)->name, ((const struct member *)b)->name);
 }
 
+/* The pax ('x') or GNU long-name ('L') header at `off`, its `size` bytes at `data`: the
+ * path and size of the next member. 0, -ENOMEM, -EINVAL (err). */
+static int read_extended(int fd, uint64_t off, uint64_t data, uint64_t size, char type,
+                         const char *path, char **next_name, uint64_t *next_size, bool *has_size,
+                         char *err, size_t errlen)
+{
+    if (size > MAX_PAX) {
+        snprintf(err, errlen, "%s: offset %llu: an extended header of %llu bytes", path,
+                 (unsigned long long)off, (unsigned long long)size);
+        return -EINVAL;
+    }
+    char *d = malloc((size_t)size + 1);
+    if (!d)
+        return -ENOMEM;
+    if (pread(fd, d, (size_t)size, (off_t)data) != (ssize_t)size) {
+        free(d);
+        snprintf(err, errlen, "%s: offset %llu: cannot read", path, (unsigned long long)data);
+        return -EINVAL;
+    }
+    d[size] = 0;
+    if (type == 'x') {
+        pax_parse(d, (size_t)size, next_name, next_size, has_size);
+        free(d);
+    } else {
+        free(*next_name);
+        *next_name = d;
+    }
+    return 0;
+}
+
+/* A regular file's member, named by the extended header before it or by its own header
+ * h (prefix/name), without a leading "./". 0 or -ENOMEM. */
+static int add_member(struct index *x, size_t *cap, const unsigned char *h, const char *next_name,
+                      uint64_t data, uint64_t size)
+{
+    char name[BLOCK];
+    if (!next_name) {
+        const char *pre = (const char *)h + 345, *nm = (const char *)h;
+        size_t pl = strnlen(pre, 155), nl = strnlen(nm, 100);
+        snprintf(name, sizeof name, "%.*s%s%.*s", (int)pl, pre, pl ? "/" : "", (int)nl, nm);
+    }
+    const char *n = next_name ? next_name : name;
+    while (n[0] == '.' && n[1] == '/')
+        n += 2;
+    struct member *m = gmt_array_push((void **)&x->m, &x->n, cap, sizeof *m);
+    if (!m || !(m->name = strdup(n))) {
+        if (m)
+            x->n--;
+        return -ENOMEM;
+    }
+    m->offset = data;
+    m->size = size;
+    return 0;
+}
+
 /* The members of the pack open on fd (size bytes), into x. 0, -ENOMEM, -EINVAL (err). */
 static int index_read(int fd, uint64_t fsize, const char *path, struct index *x, char *err,
                       size_t errlen)
@@ -189,53 +244,14 @@ static int index_read(int fd, uint64_t fsize, const char *path, struct index *x,
         }
         char type = (char)h[156];
         if (type == 'x' || type == 'L') {
-            if (size > MAX_PAX) {
-                snprintf(err, errlen, "%s: offset %llu: an extended header of %llu bytes", path,
-                         (unsigned long long)off, (unsigned long long)size);
-                r = -EINVAL;
+            r = read_extended(fd, off, data, size, type, path, &next_name, &next_size, &has_size,
+                              err, errlen);
+            if (r)
                 break;
-            }
-            char *d = malloc((size_t)size + 1);
-            if (!d) {
-                r = -ENOMEM;
-                break;
-            }
-            if (pread(fd, d, (size_t)size, (off_t)data) != (ssize_t)size) {
-                free(d);
-                snprintf(err, errlen, "%s: offset %llu: cannot read", path, (unsigned long long)data);
-                r = -EINVAL;
-                break;
-            }
-            d[size] = 0;
-            if (type == 'x') {
-                pax_parse(d, (size_t)size, &next_name, &next_size, &has_size);
-                free(d);
-            } else {
-                free(next_name);
-                next_name = d;
-            }
         } else {
-            if ((type == '0' || type == 0) && x->n < MAX_MEMBERS) {
-                char name[BLOCK];
-                if (!next_name) {
-                    const char *pre = (const char *)h + 345, *nm = (const char *)h;
-                    size_t pl = strnlen(pre, 155), nl = strnlen(nm, 100);
-                    snprintf(name, sizeof name, "%.*s%s%.*s", (int)pl, pre, pl ? "/" : "",
-                             (int)nl, nm);
-                }
-                const char *n = next_name ? next_name : name;
-                while (n[0] == '.' && n[1] == '/')
-                    n += 2;
-                struct member *m = gmt_array_push((void **)&x->m, &x->n, &cap, sizeof *m);
-                if (!m || !(m->name = strdup(n))) {
-                    if (m)
-                        x->n--;
-                    r = -ENOMEM;
-                    break;
-                }
-                m->offset = data;
-                m->size = size;
-            }
+            if ((type == '0' || type == 0) && x->n < MAX_MEMBERS &&
+                (r = add_member(x, &cap, h, next_name, data, size)) != 0)
+                break;
             free(next_name);
             next_name = NULL;
             has_size = false;
