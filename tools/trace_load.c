@@ -1,4 +1,4 @@
-/* trace_load.c: loads a trace: validates it in file order, builds its scopes and samples (the metadata tables: trace_meta.c), notes each thread's runs. */
+/* trace_load.c: loads a trace: validates it in file order, builds its scopes and samples (the metadata tables: trace_meta.c; the other tables: trace_load_records.c), notes each thread's runs. */
 #include "idnames.h"
 #include "trace.h"
 
@@ -10,44 +10,13 @@
 #include "reader.h"
 #include "trace_finish.h"
 #include "trace_image.h"
+#include "trace_loader.h"
 #include "trace_meta.h"
 #include "trace_repeat.h"
 #include "trace_runs.h"
 #include "u64map.h"
 #include "util.h"
 
-
-/* on_record's answer to a record that stands for others: SCOPE_END's call form or
- * SCOPE_OPEN (the records are loaded again, expanded: trace_expand.c), or GROUP_REPEAT
- * met while the repeats are not followed (loaded again, following them) */
-#define LOAD_EXPAND 1
-#define LOAD_REPEATS 2
-
-struct loader {
-    struct gmt_trace *t;
-    struct gmt_reader *r;
-    size_t cap_env, cap_mod, cap_thr, cap_comm, cap_scope, cap_streams, cap_runs;
-    struct gmt_u64map tid_device;   /* tid -> device of its current CUDA context + 1 */
-    struct gmt_u64map stream_of;    /* tid -> index in t->streams */
-    size_t cur;                     /* stream of the latest CHUNK */
-    int cur_device;                 /* thread_device() of its thread: a map lookup per
-                                     * CHUNK and CUCTX, not per scope */
-    struct gmt_meminfo_note *mi; size_t n_mi, cap_mi;
-    size_t cap_proc, cap_graph, cap_choice, cap_limits;
-    size_t cap_nvtx;
-    size_t cap_blocks;
-    bool samples_unsorted, choices_unsorted;
-    /* Repeated groups, followed only in a trace that has them (a second pass): each
-     * thread's latest groups, the records of the repeats that could not stand */
-    bool repeats;
-    struct gmt_repeats reps;
-    uint32_t rep_tid;               /* the thread of rep_th, the latest asked for */
-    size_t rep_th;                  /* its index in reps.th + 1; 0 none */
-    uint64_t rep_lost;
-    size_t cap_reps;
-    uint32_t max_id;                /* the highest scope id met */
-    size_t cap_by_id;
-};
 
 static int thread_device(struct loader *L, uint32_t tid)
 {
@@ -288,125 +257,10 @@ static int on_chunk(struct loader *L, const struct gmt_event *e)
     return 0;
 }
 
-static int on_comm(struct loader *L, const struct gmt_event *e)
-{
-    struct gmt_trace *t = L->t;
-    const struct gmt_rec_comm *c = (const void *)e->rec;
-    struct gmt_comm *slot = NULL;
-    for (size_t i = 0; i < t->n_comms; i++)
-        if (t->comms[i].comm == c->comm)
-            slot = &t->comms[i];
-    if (!slot && !(slot = gmt_array_push((void **)&t->comms, &t->n_comms, &L->cap_comm, sizeof *slot)))
-        return -ENOMEM;
-    slot->comm = c->comm;
-    slot->parent = c->parent;
-    slot->unique_id_hash = c->unique_id_hash;
-    slot->rank = c->rank;
-    slot->nranks = c->nranks;
-    slot->device = gmt_device_ordinal(c->device);
-    /* an init or split scope opens before its communicator exists: the COMM record
-     * its thread writes on return names it */
-    size_t i = t->n_stored;
-    while (i > 0 && t->scopes[i - 1].tid != e->tid)
-        i--;
-    /* the thread's latest stored scope is t->scopes[i - 1] (i 0: none); a repeated
-     * group's last member is later when its note comes after it */
-    for (size_t k = t->n_reps; k-- > 0 && t->reps[k].stored_before >= i;) {
-        const struct gmt_rep_note *n = &t->reps[k];
-        if (n->tid != e->tid)
-            continue;
-        size_t last = n->first_scope + n->count - 1;
-        struct gmt_scope tmp;
-        const struct gmt_scope *m = gmt_trace_scope(t, last, &tmp);
-        if (!m->comm && gmt_op_is_comm_init(m->op) &&
-            gmt_u64map_put(&t->member_comm, last, c->comm))
-            return -ENOMEM;
-        return 0;
-    }
-    if (i) {
-        struct gmt_scope *s = &t->scopes[i - 1];
-        if (!s->comm && gmt_op_is_comm_init(s->op)) {
-            s->comm = c->comm;
-            if (slot->device >= 0)
-                s->device = (int16_t)slot->device;
-        }
-    }
-    return 0;
-}
 
-static int on_graphmem(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
-{
-    const struct gmt_rec_graphmem *g = (const void *)e->rec;
-    if ((g->used_current | g->used_high | g->reserved_current | g->reserved_high) > GMT_BYTES_MAX) {
-        snprintf(err, errlen, "%s: offset %llu: GRAPHMEM beyond the 2^56 bytes a trace may hold: "
-                 "the trace is corrupt", L->t->path, (unsigned long long)e->offset);
-        return -EINVAL;
-    }
-    struct gmt_trace *t = L->t;
-    struct gmt_graph_sample *p = gmt_array_push((void **)&t->graph_samples, &t->n_graph_samples,
-                                                &L->cap_graph, sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    *p = (struct gmt_graph_sample){e->time_ns, g->used_high, g->reserved_current, (int16_t)gmt_device_ordinal(g->device)};
-    if (t->n_graph_samples > 1 && p[-1].time > p->time)
-        L->samples_unsorted = true;
-    return 0;
-}
 
-static int on_nccl_coll_info(struct loader *L, const struct gmt_event *e)
-{
-    const struct gmt_rec_nccl_coll_info *r = (const void *)e->rec;
-    struct gmt_trace *t = L->t;
-    struct gmt_nccl_choice *c = gmt_array_push((void **)&t->choices, &t->n_choices,
-                                               &L->cap_choice, sizeof *c);
-    if (!c)
-        return -ENOMEM;
-    *c = (struct gmt_nccl_choice){
-        .time = e->time_ns, .comm_hash = r->comm_hash, .context = r->context, .seq = r->seq,
-        .count = r->count, .scope_id = r->scope_id, .rank = r->rank, .root = r->root,
-        .datatype = r->datatype, .op = e->rec->aux, .algo = r->algo, .proto = r->proto,
-        .nchannels = r->nchannels, .nwarps = r->nwarps, .kind = r->kind,
-    };
-    if (t->n_choices > 1 && c[-1].time > c->time)
-        L->choices_unsorted = true;
-    return 0;
-}
 
-static int on_nvtx(struct loader *L, const struct gmt_event *e)
-{
-    struct gmt_trace *t = L->t;
-    struct gmt_nvtx_note *n = gmt_array_push((void **)&t->nvtx, &t->n_nvtx, &L->cap_nvtx, sizeof *n);
-    if (!n)
-        return -ENOMEM;
-    uint64_t time = 0;
-    if (e->rec->type == GMT_REC_NVTX_RANGE)
-        time = ((const struct gmt_rec_nvtx_range *)(const void *)e->rec)->time_ns;
-    *n = (struct gmt_nvtx_note){e->offset, time, e->tid};
-    return 0;
-}
 
-static int on_block(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
-{
-    const struct gmt_rec_block *r = (const void *)e->rec;
-    if (r->device_type != 1)
-        return 0; /* only CUDA blocks are written; another device's are not ours to count */
-    uint64_t mag = r->size < 0 ? (uint64_t)0 - (uint64_t)r->size : (uint64_t)r->size;
-    if (mag > GMT_BYTES_MAX || r->total_allocated > GMT_BYTES_MAX || r->total_reserved > GMT_BYTES_MAX) {
-        snprintf(err, errlen, "%s: offset %llu: BLOCK of %lld bytes (allocated %llu, reserved %llu) "
-                 "is beyond the 2^56 bytes a trace may hold: the trace is corrupt", L->t->path,
-                 (unsigned long long)e->offset, (long long)r->size,
-                 (unsigned long long)r->total_allocated, (unsigned long long)r->total_reserved);
-        return -EINVAL;
-    }
-    struct gmt_trace *t = L->t;
-    struct gmt_block_note *n = gmt_array_push((void **)&t->blocks, &t->n_blocks, &L->cap_blocks, sizeof *n);
-    if (!n)
-        return -ENOMEM;
-    *n = (struct gmt_block_note){r->time_ns, r->address, r->size, r->total_allocated,
-                                 r->total_reserved, r->stack_id, e->tid, r->device_index,
-                                 (uint8_t)e->rec->aux};
-    return 0;
-}
 
 static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, size_t errlen)
 {
@@ -460,29 +314,6 @@ static int on_meminfo(struct loader *L, const struct gmt_event *e, char *err, si
     return note_event(L, e);
 }
 
-/* DEVLIMITS: kept with the used figure of the cuMemGetInfo sample right before it on its
- * thread (the writer puts it there; one that follows anything else is kept unpaired). */
-static int on_devlimits(struct loader *L, const struct gmt_event *e)
-{
-    const struct gmt_rec_devlimits *r = (const void *)e->rec;
-    struct gmt_trace *t = L->t;
-    struct gmt_limits_sample *p = gmt_array_push((void **)&t->limits, &t->n_limits, &L->cap_limits, sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    /* it carries no time: its instant is its sample's */
-    uint64_t used = 0, time = 0;
-    if (L->n_mi) {
-        const struct gmt_meminfo_note *n = &L->mi[L->n_mi - 1];
-        if (n->tid == e->tid && n->off + n->size == e->offset && n->total_bytes >= n->free_bytes) {
-            used = n->total_bytes - n->free_bytes;
-            time = n->time;
-        }
-    }
-    *p = (struct gmt_limits_sample){time, used, r->stack_bytes, r->printf_fifo_bytes,
-                                    r->malloc_heap_bytes, r->sm_count, r->max_threads_per_sm,
-                                    r->scope_id, (int16_t)gmt_device_ordinal(r->device), (uint8_t)e->rec->aux};
-    return 0;
-}
 
 /* ---- repeated groups (GROUP_REPEAT): trace_repeat.h ---- */
 
@@ -640,18 +471,18 @@ static int on_record(struct loader *L, const struct gmt_event *e, char *err, siz
     case GMT_REC_PYCODE: return gmt_meta_pycode(t, r);
     case GMT_REC_CUCTX: return on_cuctx(L, e);
     case GMT_REC_CHUNK: return on_chunk(L, e);
-    case GMT_REC_COMM: return on_comm(L, e);
+    case GMT_REC_COMM: return gmt_load_comm(L, e);
     case GMT_REC_SCOPE_BEGIN: return on_scope_begin(L, e);
     case GMT_REC_SCOPE_END: return on_scope_end(L, e);
     case GMT_REC_MEMINFO: return on_meminfo(L, e, err, errlen);
-    case GMT_REC_GRAPHMEM: return on_graphmem(L, e, err, errlen);
-    case GMT_REC_DEVLIMITS: return on_devlimits(L, e);
+    case GMT_REC_GRAPHMEM: return gmt_load_graphmem(L, e, err, errlen);
+    case GMT_REC_DEVLIMITS: return gmt_load_devlimits(L, e);
     case GMT_REC_NCCL_MEMSTATS: return gmt_load_memstats(t, r);
     case GMT_REC_MODLOAD: return gmt_load_modload(t, r);
-    case GMT_REC_NCCL_COLL_INFO: return on_nccl_coll_info(L, e);
+    case GMT_REC_NCCL_COLL_INFO: return gmt_load_nccl_coll_info(L, e);
     case GMT_REC_NVTX_STRING:
-    case GMT_REC_NVTX_RANGE: return on_nvtx(L, e);
-    case GMT_REC_BLOCK: return on_block(L, e, err, errlen);
+    case GMT_REC_NVTX_RANGE: return gmt_load_nvtx(L, e);
+    case GMT_REC_BLOCK: return gmt_load_block(L, e, err, errlen);
     case GMT_REC_END:
         t->complete = true;
         t->records_dropped = ((const struct gmt_rec_end *)(const void *)r)->records_dropped;
