@@ -495,10 +495,6 @@ static void rows_pytorch_ooms(FILE *f, const struct gmt_analysis *a, const struc
 
 static void job_ranks(FILE *f, const struct gmt_job *j)
 {
-    size_t order[j->n_groups ? j->n_groups : 1], pos[j->n_groups ? j->n_groups : 1];
-    gmt_job_group_order(j, order);
-    for (size_t k = 0; k < j->n_groups; k++)
-        pos[order[k]] = k;
     for (size_t i = 0; i < j->n; i++) {
         const struct gmt_job_rank *v = &j->r[i];
         char ranks[512], diff[1024];
@@ -516,10 +512,10 @@ static void job_ranks(FILE *f, const struct gmt_job *j)
         cell_u(&r, v->complete);
         cell_u(&r, v->fails);
         cell_u(&r, v->n_dev);
-        cell_u(&r, pos[v->group]);
+        cell_u(&r, j->groups[v->group].place);
         cell_s(&r, ranks);
         cell_u(&r, rep == i);
-        cell_u(&r, gmt_job_rank_stands_out(j, i));
+        cell_u(&r, v->stands_out);
         cell_s(&r, gmt_job_differences(j, i, diff, sizeof diff));
         row_end(&r);
     }

@@ -384,14 +384,11 @@ void gmt_render_explain_json_end(FILE *o, const struct gmt_job *j)
 {
     fprintf(o, "]");
     if (j) {
-        size_t *order = malloc((j->n_groups ? j->n_groups : 1) * sizeof *order);
         fprintf(o, ", \"groups\": [");
-        for (size_t k = 0; order && k < j->n_groups; k++) {
-            if (k == 0)
-                gmt_job_group_order(j, order);
+        for (size_t k = 0; k < j->n_groups; k++) {
             char ranks[512];
             size_t cnt, rep;
-            gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &cnt, &rep);
+            gmt_job_group_ranks(j, j->order[k], ranks, sizeof ranks, &cnt, &rep);
             fprintf(o, "%s{\"ranks\": ", k ? ", " : "");
             gmt_fput_json_string(o, ranks);
             fprintf(o, ", \"count\": %zu, \"stands_for\": ", cnt);
@@ -399,14 +396,13 @@ void gmt_render_explain_json_end(FILE *o, const struct gmt_job *j)
             fprintf(o, ", \"files\": [");
             size_t at = 0;
             for (size_t i = 0; i < j->n; i++)
-                if (j->r[i].group == order[k]) {
+                if (j->r[i].group == j->order[k]) {
                     fprintf(o, "%s", at++ ? ", " : "");
                     gmt_fput_json_string(o, j->r[i].path);
                 }
             fprintf(o, "]}");
         }
         fprintf(o, "]");
-        free(order);
     }
     fprintf(o, "}\n");
 }

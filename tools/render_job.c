@@ -92,7 +92,7 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
     /* what stands out, and what the traces say is different there */
     size_t shown = 0, out = 0;
     for (size_t i = 0; i < j->n; i++) {
-        if (!gmt_job_rank_stands_out(j, i))
+        if (!j->r[i].stands_out)
             continue;
         if (out++ == 0)
             fprintf(o, "\n  Ranks that stand out\n");
@@ -137,8 +137,7 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
     if (cs > MAX_SHOWN)
         fprintf(o, "    ... and %zu more\n", cs - MAX_SHOWN);
     fprintf(o, "\n  Ranks alike: %zu group(s)\n", j->n_groups);
-    size_t order[j->n_groups ? j->n_groups : 1];
-    gmt_job_group_order(j, order);
+    const size_t *order = j->order;
     for (size_t k = 0; k < j->n_groups && k < GMT_JOB_MAX_REPORTS; k++) {
         char ranks[512];
         size_t n, rep;
@@ -223,7 +222,7 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
     fputs("}, \"stand_out\": [", o);
     size_t n = 0;
     for (size_t i = 0; i < j->n; i++) {
-        if (!gmt_job_rank_stands_out(j, i))
+        if (!j->r[i].stands_out)
             continue;
         char diff[1024];
         fprintf(o, "%s{\"rank\": %" PRId32 ", \"file\": ", n++ ? ", " : "", j->r[i].rank);
@@ -252,8 +251,7 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
             fputs(", \"outlier_rank\": null, \"outlier_first_tracked_bytes\": null}", o);
     }
     fputs("], \"groups\": [", o);
-    size_t order[j->n_groups ? j->n_groups : 1];
-    gmt_job_group_order(j, order);
+    const size_t *order = j->order;
     for (size_t k = 0; k < j->n_groups; k++) {
         char ranks[512];
         size_t cnt, rep, g = order[k];

@@ -141,8 +141,8 @@ static bool alone(const struct gmt_watch_row *r)
 static void grouped_lines(FILE *o, const struct gmt_watch_view *v)
 {
     const struct gmt_job *j = &v->job;
-    size_t order[256], ng = j->n_groups < 256 ? j->n_groups : 256;
-    gmt_job_group_order(j, order);
+    const size_t *order = j->order;
+    size_t ng = j->n_groups < 256 ? j->n_groups : 256;
     for (size_t k = 0; k < ng; k++) {
         char ranks[64], label[80];
         size_t n = 0, rep = 0, in_group = 0;

@@ -634,7 +634,7 @@ static void put_ranks(FILE *o, const struct gmt_job *j, bool every_rank)
         size_t cnt = 0, rep = i;
         gmt_job_group_ranks(j, r->group, ranks, sizeof ranks, &cnt, &rep);
         fprintf(o, ",\"failures\":%" PRIu64 ",\"stands_out\":%s,\"alike\":", r->fails,
-                gmt_job_rank_stands_out(j, i) ? "true" : "false");
+                r->stands_out ? "true" : "false");
         gmt_fput_json_string(o, ranks);
         fprintf(o, ",\"alike_count\":%zu,\"drawn\":%s}", cnt, every_rank || cnt < 2 || rep == i ? "true" : "false");
     }

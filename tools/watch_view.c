@@ -132,7 +132,7 @@ int gmt_watch_view_make(const struct gmt_watch_set *s, uint64_t hang_ns, uint64_
     }
     for (size_t i = 0; i < v->n; i++) {
         v->rows[i].job_index = i; /* the same order, by cmp_row and job.c's cmp_rank */
-        v->rows[i].stands_out = v->n > 1 && gmt_job_rank_stands_out(&v->job, i);
+        v->rows[i].stands_out = v->n > 1 && v->job.r[i].stands_out;
     }
     return 0;
 }

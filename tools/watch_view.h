@@ -43,7 +43,7 @@ struct gmt_watch_row {
     bool hanging;              /* longer than the view's hang_ns, and the trace not ended */
     bool has_step_growth, has_min_growth;
     int64_t step_growth, min_growth;
-    bool stands_out;           /* as the job view says (gmt_job_rank_stands_out) */
+    bool stands_out;           /* as the job view says (gmt_job_rank.stands_out) */
     size_t job_index;          /* its rank in view.job */
     const char *state;         /* "running", "ended" (END read), "stopped" (its process is
                                 * gone without an END), "quiet" (no growth for a while) */
