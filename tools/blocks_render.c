@@ -29,14 +29,13 @@ static void text_devices(FILE *out, const struct gmt_analysis *a)
     for (size_t i = 0; i < B->n_dev; i++) {
         const struct gmt_block_dev *d = &B->dev[i];
         char b1[32], b2[32], b3[32], b4[32], b5[32];
-        uint64_t cache = d->reserved_end > d->allocated_end ? d->reserved_end - d->allocated_end : 0;
         fprintf(out, "  device %d: PyTorch allocated peak %s at %.3f s (reserved then %s); reserved peak %s\n",
                 d->device, gmt_fmt_bytes(b1, sizeof b1, d->allocated_peak),
                 rel_s(&a->t, d->allocated_peak_time), gmt_fmt_bytes(b2, sizeof b2, d->reserved_at_peak),
                 gmt_fmt_bytes(b3, sizeof b3, d->reserved_peak));
         fprintf(out, "            at the end: allocated %s, reserved %s, of which free in the cache %s\n",
                 gmt_fmt_bytes(b4, sizeof b4, d->allocated_end), gmt_fmt_bytes(b5, sizeof b5, d->reserved_end),
-                gmt_fmt_bytes(b1, sizeof b1, cache));
+                gmt_fmt_bytes(b1, sizeof b1, d->cache_end));
         fprintf(out, "            %" PRIu64 " block allocations, %" PRIu64 " frees, %" PRIu64 " OOM(s)\n",
                 d->allocs, d->frees, d->ooms);
         /* over time: at most 8 of the line's points, evenly */
@@ -68,9 +67,8 @@ static void text_steps(FILE *out, const struct gmt_analysis *a)
     fprintf(out, "\n");
     if (B->grows_every_step) {
         char line[1024];
-        int64_t per = B->later_growth / (int64_t)(B->steps - 1);
         fprintf(out, "  grows every step: %s per step over %" PRIu64 " steps, from %s\n",
-                gmt_fmt_sbytes(b1, sizeof b1, per), B->steps - 1,
+                gmt_fmt_sbytes(b1, sizeof b1, B->growth_per_step), B->steps - 1,
                 B->grow_stack_bytes ? gmt_stack_line(a, B->grow_stack, text_frames(a), line, sizeof line)
                                     : "(no block of those steps is still allocated)");
     }
@@ -115,10 +113,9 @@ static void text_ooms(FILE *out, const struct gmt_analysis *a)
         fprintf(out, "\nPyTorch OOM at %.3f s on device %d: asked %s; the largest free block %s\n",
                 rel_s(&a->t, o->time), o->device, gmt_fmt_bytes(b1, sizeof b1, o->request),
                 gmt_fmt_bytes(b2, sizeof b2, o->largest_free));
-        uint64_t cache = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
         fprintf(out, "  PyTorch knew: allocated %s, reserved %s (%s free in the cache)\n",
                 gmt_fmt_bytes(b1, sizeof b1, o->allocated), gmt_fmt_bytes(b2, sizeof b2, o->reserved),
-                gmt_fmt_bytes(b3, sizeof b3, cache));
+                gmt_fmt_bytes(b3, sizeof b3, o->cache));
         fprintf(out, "  fragmentation: %s free in %" PRIu64 " segment(s) that could not hold the request\n",
                 gmt_fmt_bytes(b4, sizeof b4, o->free_unusable), o->segments);
         fprintf(out, "  asked from: %s\n", gmt_stack_line(a, o->stack, text_frames(a), line, sizeof line));
@@ -126,7 +123,7 @@ static void text_ooms(FILE *out, const struct gmt_analysis *a)
             const struct gmt_block_segment *s = &o->seg[k];
             fprintf(out, "    segment 0x%" PRIx64 " of %s: %s allocated, %s free, the largest free %s\n",
                     s->addr, gmt_fmt_bytes(b1, sizeof b1, s->size), gmt_fmt_bytes(b2, sizeof b2, s->live),
-                    gmt_fmt_bytes(b3, sizeof b3, s->size - s->live),
+                    gmt_fmt_bytes(b3, sizeof b3, s->free),
                     gmt_fmt_bytes(b4, sizeof b4, s->largest_free));
         }
         if (o->segments > o->n_seg)
@@ -229,7 +226,7 @@ void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
     if (B->grows_every_step) {
         fprintf(out, ", \"growth_per_step_bytes\": %" PRId64 ", \"growth_steps\": %" PRIu64
                      ", \"site_bytes\": %" PRIu64 ", \"site\": ",
-                B->later_growth / (int64_t)(B->steps - 1), B->steps - 1, B->grow_stack_bytes);
+                B->growth_per_step, B->steps - 1, B->grow_stack_bytes);
         json_stack(out, a, B->grow_stack_bytes ? B->grow_stack : 0);
     }
     fprintf(out, "}, \"ooms\": [");

@@ -294,7 +294,7 @@ static void rows_steps(FILE *f, const struct gmt_analysis *a, const struct gmt_r
     cell_i(&r, p->later_growth);
     bool grows = p->grows_every_step;
     cell_u(&r, grows);
-    cell_i_if(&r, grows, grows ? p->later_growth / (int64_t)(p->steps - 1) : 0);
+    cell_i_if(&r, grows, grows ? p->growth_per_step : 0);
     cell_u_if(&r, grows, p->steps - 1);
     cell_u_if(&r, grows, p->grow_stack_bytes);
     cell_s(&r, !grows ? NULL : p->grow_stack_bytes ? stack_text(a, p->grow_stack) : "");

@@ -361,7 +361,7 @@ static void json_phases(FILE *out, const struct gmt_analysis *a)
         char line[8192];
         fprintf(out, ", \"growth_per_step_bytes\": %" PRId64 ", \"growth_steps\": %" PRIu64
                      ", \"site_bytes\": %" PRIu64 ", \"site\": ",
-                p->later_growth / (int64_t)(p->steps - 1), p->steps - 1, p->grow_stack_bytes);
+                p->growth_per_step, p->steps - 1, p->grow_stack_bytes);
         gmt_fput_json_string(out, p->grow_stack_bytes ? gmt_stack_full(a, p->grow_stack, 64, line, sizeof line) : "");
     }
     fprintf(out, "}}");

@@ -523,9 +523,8 @@ static void text_phases(FILE *out, const struct gmt_analysis *a, const struct gm
     fprintf(out, "\n");
     if (p->grows_every_step) {
         char line[1024];
-        int64_t per = p->later_growth / (int64_t)(p->steps - 1);
         fprintf(out, "  grows every step: %s per step over %" PRIu64 " steps, from %s\n",
-                gmt_fmt_sbytes(b1, sizeof b1, per), p->steps - 1,
+                gmt_fmt_sbytes(b1, sizeof b1, p->growth_per_step), p->steps - 1,
                 p->grow_stack_bytes ? gmt_stack_line(a, p->grow_stack, o->frames ? o->frames : 3, line, sizeof line)
                                     : "(no allocation of those steps is still live)");
     }
