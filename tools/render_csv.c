@@ -354,8 +354,8 @@ static void rows_leaks(FILE *f, const struct gmt_analysis *a, const struct gmt_r
 
 static void rows_held(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
-    struct gmt_held h[GMT_MAX_HOLDERS];
-    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    const struct gmt_held *h = a->held;
+    size_t n = a->n_held;
     for (size_t k = 0; k < n; k++) {
         struct row r = trace_row(f, a);
         cell_s(&r, h[k].holder);

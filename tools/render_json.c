@@ -261,8 +261,8 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
 /* What caches and communicators hold at the end, by holder (not leaks). */
 static void json_held(FILE *out, const struct gmt_analysis *a)
 {
-    struct gmt_held h[GMT_MAX_HOLDERS];
-    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    const struct gmt_held *h = a->held;
+    size_t n = a->n_held;
     fprintf(out, "], \"held_at_end\": [");
     for (size_t k = 0; k < n; k++) {
         fprintf(out, "%s{\"holder\": ", k ? ", " : "");

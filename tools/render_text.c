@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "holders.h"
 #include "names.h"
 #include "render_explain.h"
 #include "reader.h"
@@ -401,8 +400,8 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
  * normal at exit, so apart from the leaks, by holder. */
 static void text_held(FILE *out, const struct gmt_analysis *a)
 {
-    struct gmt_held h[GMT_MAX_HOLDERS];
-    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    const struct gmt_held *h = a->held;
+    size_t n = a->n_held;
     if (!n)
         return;
     fprintf(out, "\nHeld at the end for reuse (caches and live communicators: normal at exit)\n");

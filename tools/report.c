@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "category.h"
+#include "holders.h"
 #include "idnames.h"
 #include "reader.h"
 #include "symbolize.h"
@@ -172,6 +173,7 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
     a->nccl_rc = o->nccl_model ? gmt_nccl_model_build(a, &a->nccl) : 0;
     if (gmt_blocks_compute(t, &a->phases, o->device, &a->blocks))
         goto nomem;
+    a->n_held = gmt_held_at_end(a, a->held, GMT_MAX_HOLDERS);
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);

@@ -41,6 +41,15 @@ int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob);
 struct gmt_symbolizer;
 struct gmt_categories;
 
+/* Holders there can be (holders.c: the rules' distinct names). */
+#define GMT_MAX_HOLDERS 8
+
+/* What one holder (a cache, a communicator) keeps at the end, for reuse. */
+struct gmt_held {
+    const char *holder;
+    uint64_t bytes, count;
+};
+
 struct gmt_analysis {
     struct gmt_trace t;
     struct gmt_report rep;
@@ -56,6 +65,10 @@ struct gmt_analysis {
     struct gmt_nccl_model nccl;
     int nccl_rc;
     struct gmt_blocks blocks;            /* PyTorch's caching allocator (blocks.c) */
+    /* what is still allocated at the end and held for reuse, by holder, in order of first
+     * appearance among the sites (holders.c) */
+    struct gmt_held held[GMT_MAX_HOLDERS];
+    size_t n_held;
 };
 
 /* Loads, categorises and replays one trace, and models its NCCL memory. Returns 0, or -1
