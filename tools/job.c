@@ -100,8 +100,7 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
             r->has_used = true;
             int64_t u = gmt_dev_untracked(&rep->dev[d]);
             r->untracked += u > 0 ? (uint64_t)u : 0;
-            struct gmt_untracked parts;
-            gmt_untracked_parts(t, rep, &rep->dev[d], &parts);
+            const struct gmt_untracked parts = a->untracked[d];
             if (parts.has_context) {
                 r->has_context = true;
                 r->u_context += parts.context > 0 ? (uint64_t)parts.context : 0;

@@ -65,10 +65,9 @@ static void json_process(FILE *out, const struct gmt_trace *t)
 
 /* The named parts of untracked memory (docs/untracked.md): a part the trace did not
  * measure is null. */
-static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *r)
+static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, size_t d)
 {
-    struct gmt_untracked u;
-    gmt_untracked_parts(&a->t, &a->rep, r, &u);
+    const struct gmt_untracked u = a->untracked[d];
     if (!u.known) {
         fprintf(out, ", \"untracked_parts\": null");
         return;
@@ -137,7 +136,7 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
                     gmt_dev_untracked(r), r->total);
         else
             fprintf(out, ", \"device_used_max_bytes\": null, \"untracked_bytes\": null");
-        json_untracked_parts(out, a, r);
+        json_untracked_parts(out, a, d);
         if (r->has_proc)
             fprintf(out, ", \"process_used_max_bytes\": %" PRIu64 ", \"process_used_end_bytes\": %" PRIu64,
                     r->proc_max, r->proc_last);

@@ -194,7 +194,7 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         if (r->host_peak)
             fprintf(out, "\n         pinned host memory: peak %s", gmt_fmt_bytes(b1, sizeof b1, r->host_peak));
         if (r->has_used)
-            gmt_untracked_text(out, a, r);
+            gmt_untracked_text(out, a, d);
         else
             fprintf(out, "\n");
     }
@@ -340,7 +340,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         print_coll_row(out, &L, cells);
         if (c->failed)
             fprintf(out, "  %-*s %" PRIu64 " call(s) returned an error\n", L.w[C_OP], "", c->failed);
-        gmt_untracked_call_text(out, a, c);
+        gmt_untracked_call_text(out, a, i);
         const struct gmt_nccl_pick *pk = &c->pick;
         if (pk->total)
             fprintf(out, "    NCCL chose %s/%s, %u channel(s), %u warps%s\n",

@@ -11,6 +11,7 @@
 #include "idnames.h"
 #include "reader.h"
 #include "symbolize.h"
+#include "untracked.h"
 
 const struct gmt_nccl_setting gmt_nccl_settings[GMT_N_NCCL_SETTINGS] = {
     {"NCCL_BUFFSIZE", "4194304"},        {"NCCL_LL_BUFFSIZE", "auto"},
@@ -101,6 +102,24 @@ static void implausible(const struct gmt_trace *t, const char *path, char *err, 
              "trace is corrupt", path);
 }
 
+/* What the renderers read beside the replay: what is held at the end, the untracked parts
+ * of each device and of each call row's first call. 0 or -ENOMEM. */
+static int derive(struct gmt_analysis *a)
+{
+    const struct gmt_report *rep = &a->rep;
+    a->n_held = gmt_held_at_end(a, a->held, GMT_MAX_HOLDERS);
+    a->untracked = calloc(rep->n_dev ? rep->n_dev : 1, sizeof *a->untracked);
+    a->untracked_calls = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *a->untracked_calls);
+    if (!a->untracked || !a->untracked_calls)
+        return -ENOMEM;
+    for (size_t d = 0; d < rep->n_dev; d++)
+        gmt_untracked_parts(&a->t, rep, &rep->dev[d], &a->untracked[d]);
+    for (size_t i = 0; i < rep->n_colls; i++)
+        gmt_untracked_call_of(&a->t, &rep->colls[i], &a->untracked_calls[i]);
+    a->eager_loading = gmt_untracked_eager(&a->t);
+    return 0;
+}
+
 int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_report_opts *o,
                 char *err, size_t errlen)
 {
@@ -173,7 +192,8 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
     a->nccl_rc = o->nccl_model ? gmt_nccl_model_build(a, &a->nccl) : 0;
     if (gmt_blocks_compute(t, &a->phases, o->device, &a->blocks))
         goto nomem;
-    a->n_held = gmt_held_at_end(a, a->held, GMT_MAX_HOLDERS);
+    if (derive(a))
+        goto nomem;
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -187,6 +207,8 @@ void gmt_analysis_free(struct gmt_analysis *a)
     gmt_phases_free(&a->phases);
     gmt_nccl_model_free(&a->nccl);
     gmt_blocks_free(&a->blocks);
+    free(a->untracked);
+    free(a->untracked_calls);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

@@ -40,6 +40,8 @@ int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob);
 
 struct gmt_symbolizer;
 struct gmt_categories;
+struct gmt_untracked;
+struct gmt_untracked_call;
 
 /* Holders there can be (holders.c: the rules' distinct names). */
 #define GMT_MAX_HOLDERS 8
@@ -69,6 +71,12 @@ struct gmt_analysis {
      * appearance among the sites (holders.c) */
     struct gmt_held held[GMT_MAX_HOLDERS];
     size_t n_held;
+    /* untracked memory (untracked.c): the parts of each device of rep.dev, by its index;
+     * each NCCL call row's first-call jump beyond tracked, by the index in rep.colls;
+     * whether the process loaded its modules eagerly (CUDA_MODULE_LOADING=EAGER) */
+    struct gmt_untracked *untracked;
+    struct gmt_untracked_call *untracked_calls;
+    bool eager_loading;
 };
 
 /* Loads, categorises and replays one trace, and models its NCCL memory. Returns 0, or -1
