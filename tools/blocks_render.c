@@ -79,17 +79,17 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
     fprintf(out, leaks ? "\nPyTorch blocks still allocated at the end (leaks: tensors kept, not the cache), by site\n"
                        : "\nTop PyTorch block sites (tensors, by bytes allocated at the peak)\n");
     /* sites that print alike are one site */
-    struct gmt_site_groups G;
-    if (gmt_block_site_groups(a, leaks, text_frames(a), &G)) {
+    const struct gmt_site_groups *G = leaks ? &a->sites.block_leaks : &a->sites.blocks;
+    if (G->rc) {
         fprintf(out, "  (out of memory)\n");
         return;
     }
-    size_t shown = (size_t)text_top(a) < G.n ? (size_t)text_top(a) : G.n;
+    size_t shown = (size_t)text_top(a) < G->n ? (size_t)text_top(a) : G->n;
     for (size_t j = 0; j < shown; j++) {
-        const struct gmt_site_row *s = &G.g[j].sum;
+        const struct gmt_site_row *s = &G->g[j].sum;
         char b1[32], b2[32], b3[32], stacks[32] = "";
-        if (G.g[j].n_stacks > 1)
-            snprintf(stacks, sizeof stacks, ", %zu stacks", G.g[j].n_stacks);
+        if (G->g[j].n_stacks > 1)
+            snprintf(stacks, sizeof stacks, ", %zu stacks", G->g[j].n_stacks);
         if (leaks)
             fprintf(out, "  %10s in %" PRIu64 " block(s)%s\n", gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
                     s->count_at_end, stacks);
@@ -97,11 +97,10 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
             fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " blocks, %s in all%s\n",
                     gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak), gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
                     s->allocs, gmt_fmt_bytes(b3, sizeof b3, s->bytes_total), stacks);
-        fprintf(out, "      %s\n", G.g[j].line);
+        fprintf(out, "      %s\n", G->g[j].line);
     }
     if (!shown)
         fprintf(out, "  none\n");
-    gmt_site_groups_free(&G);
 }
 
 static void text_ooms(FILE *out, const struct gmt_analysis *a)
@@ -169,11 +168,11 @@ static void json_stack(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 static void json_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
 {
     fprintf(out, leaks ? "], \"leaks\": [" : "], \"sites\": [");
-    struct gmt_site_groups G;
-    if (gmt_block_site_groups(a, leaks, text_frames(a), &G))
+    const struct gmt_site_groups *G = leaks ? &a->sites.block_leaks : &a->sites.blocks;
+    if (G->rc)
         return;
-    for (size_t i = 0; i < G.n && (long)i < text_top(a); i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < text_top(a); i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         if (leaks)
             fprintf(out, "%s{\"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 ", \"stack\": ", i ? ", " : "",
                     s->live_at_end, s->count_at_end);
@@ -185,11 +184,10 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
                     s->bytes_total);
         json_stack(out, a, s->stack);
         fprintf(out, ", \"stack_ids\": [");
-        for (size_t k = 0; k < G.g[i].n_stacks; k++)
-            fprintf(out, "%s%" PRIu32, k ? ", " : "", G.g[i].stacks[k]);
+        for (size_t k = 0; k < G->g[i].n_stacks; k++)
+            fprintf(out, "%s%" PRIu32, k ? ", " : "", G->g[i].stacks[k]);
         fprintf(out, "]}");
     }
-    gmt_site_groups_free(&G);
 }
 
 void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)

@@ -255,6 +255,7 @@ int gmt_cmd_explain(int argc, char **argv)
     struct opts w = {0};
     struct gmt_args args;
     gmt_args_init(&args);
+    args.ro.sites = false; /* it shows no site */
     const struct gmt_args_spec spec = {
         .cmd = "explain", .help = gmt_help_explain,
         .shared = GMT_ARGS_JSON | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS,

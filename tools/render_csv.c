@@ -316,11 +316,11 @@ static const char *stack_ids(const struct gmt_site_group *g, char *buf, size_t l
 static void rows_site_groups(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                              bool leaks)
 {
-    struct gmt_site_groups G;
-    if (gmt_report_site_groups(a, leaks ? GMT_SITES_LEAKS : GMT_SITES_ALL, gmt_site_frames(o), &G))
+    const struct gmt_site_groups *G = leaks ? &a->sites.leaks : &a->sites.all;
+    if (G->rc)
         return;
-    for (size_t i = 0; i < G.n && (long)i < o->top; i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < o->top; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         struct row r = trace_row(f, a);
         cell_s(&r, a->cat_names[s->cat]);
         if (!leaks)
@@ -330,16 +330,15 @@ static void rows_site_groups(FILE *f, const struct gmt_analysis *a, const struct
         if (!leaks) {
             cell_u(&r, s->allocs);
             cell_u(&r, s->bytes_total);
-            cell_s(&r, s->live_at_end ? gmt_site_holder(a, s) : NULL);
+            cell_s(&r, G->g[i].holder);
         }
         cell_s(&r, site_frame(a, s->stack));
         cell_s(&r, stack_text(a, s->stack));
         char ids[4096];
-        cell_s(&r, G.g[i].line);
-        cell_s(&r, stack_ids(&G.g[i], ids, sizeof ids));
+        cell_s(&r, G->g[i].line);
+        cell_s(&r, stack_ids(&G->g[i], ids, sizeof ids));
         row_end(&r);
     }
-    gmt_site_groups_free(&G);
 }
 
 static void rows_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -434,13 +433,12 @@ static void rows_pytorch_devices(FILE *f, const struct gmt_analysis *a, const st
 static void rows_block_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                              bool leaks)
 {
-    struct gmt_site_groups G;
-    if (a->blocks.mode == GMT_BLOCKS_NONE ||
-        gmt_block_site_groups(a, leaks, gmt_site_frames(o), &G))
+    const struct gmt_site_groups *G = leaks ? &a->sites.block_leaks : &a->sites.blocks;
+    if (a->blocks.mode == GMT_BLOCKS_NONE || G->rc)
         return;
     long top = o->top > 0 ? o->top : 10; /* as the JSON's */
-    for (size_t i = 0; i < G.n && (long)i < top; i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < top; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         struct row r = trace_row(f, a);
         if (leaks) {
             cell_u(&r, s->live_at_end);
@@ -454,11 +452,10 @@ static void rows_block_sites(FILE *f, const struct gmt_analysis *a, const struct
         }
         cell_s(&r, stack_text(a, s->stack));
         char ids[4096];
-        cell_s(&r, G.g[i].line);
-        cell_s(&r, stack_ids(&G.g[i], ids, sizeof ids));
+        cell_s(&r, G->g[i].line);
+        cell_s(&r, stack_ids(&G->g[i], ids, sizeof ids));
         row_end(&r);
     }
-    gmt_site_groups_free(&G);
 }
 
 static void rows_pytorch_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)

@@ -227,11 +227,11 @@ static void json_frames(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     fprintf(out, "], \"sites\": [");
-    struct gmt_site_groups G;
-    if (gmt_report_site_groups(a, GMT_SITES_ALL, gmt_site_frames(o), &G))
+    const struct gmt_site_groups *G = &a->sites.all;
+    if (G->rc)
         return; /* out of memory: no sites rather than a broken document */
-    for (size_t i = 0; i < G.n && (long)i < o->top; i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < o->top; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         char line[8192];
         fprintf(out, "%s{\"category\": ", i ? ", " : "");
         gmt_fput_json_string(out, a->cat_names[s->cat]);
@@ -241,20 +241,19 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
                 s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
         gmt_fput_json_string(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
         json_frames(out, a, s->stack);
-        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+        const char *who = G->g[i].holder;
         fprintf(out, ", \"held_by\": ");
         if (who)
             gmt_fput_json_string(out, who);
         else
             fprintf(out, "null");
         fprintf(out, ", \"line\": ");
-        gmt_fput_json_string(out, G.g[i].line);
+        gmt_fput_json_string(out, G->g[i].line);
         fprintf(out, ", \"stack_ids\": [");
-        for (size_t k = 0; k < G.g[i].n_stacks; k++)
-            fprintf(out, "%s%" PRIu32, k ? ", " : "", G.g[i].stacks[k]);
+        for (size_t k = 0; k < G->g[i].n_stacks; k++)
+            fprintf(out, "%s%" PRIu32, k ? ", " : "", G->g[i].stacks[k]);
         fprintf(out, "]}");
     }
-    gmt_site_groups_free(&G);
 }
 
 /* What caches and communicators hold at the end, by holder (not leaks). */

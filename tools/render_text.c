@@ -359,24 +359,23 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
 static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                        bool leaks)
 {
-    int frames = o->frames ? o->frames : o->width >= 140 ? 5 : 3;
     fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end that nothing holds for reuse, by site)\n"
                        : "\nTop allocation sites (device memory, by bytes live at the peak)\n");
     /* sites that print alike are one site: grouped at the frames shown */
-    struct gmt_site_groups G;
-    if (gmt_report_site_groups(a, leaks ? GMT_SITES_LEAKS : GMT_SITES_LIVE, frames, &G)) {
+    const struct gmt_site_groups *G = leaks ? gmt_sites_text_leaks(&a->sites) : &a->sites.live;
+    if (G->rc) {
         fprintf(out, "  (out of memory)\n");
         return;
     }
-    size_t shown = (size_t)o->top < G.n ? (size_t)o->top : G.n;
+    size_t shown = (size_t)o->top < G->n ? (size_t)o->top : G->n;
     for (size_t j = 0; j < shown; j++) {
-        const struct gmt_site_row *s = &G.g[j].sum;
+        const struct gmt_site_row *s = &G->g[j].sum;
         char b1[32], b2[32], b3[32], stacks[32] = "";
         gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
         gmt_fmt_bytes(b2, sizeof b2, s->live_at_end);
         gmt_fmt_bytes(b3, sizeof b3, s->bytes_total);
-        if (G.g[j].n_stacks > 1)
-            snprintf(stacks, sizeof stacks, ", %zu stacks", G.g[j].n_stacks);
+        if (G->g[j].n_stacks > 1)
+            snprintf(stacks, sizeof stacks, ", %zu stacks", G->g[j].n_stacks);
         if (leaks)
             fprintf(out, "  %10s in %" PRIu64 " allocation(s)%s  [%s]\n", b2, s->count_at_end, stacks,
                     a->cat_names[s->cat]);
@@ -384,7 +383,7 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
             fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " allocs, %s in all%s  [%s]\n", b1, b2,
                     s->allocs, b3, stacks, a->cat_names[s->cat]);
         /* cut to the width, unless --frames asked for the frames */
-        const char *line = G.g[j].line;
+        const char *line = G->g[j].line;
         int room = o->width - 6 > 20 ? o->width - 6 : 20;
         if (o->frames || (int)strlen(line) <= room)
             fprintf(out, "      %s\n", line);
@@ -393,7 +392,6 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
     }
     if (!shown)
         fprintf(out, "  none\n");
-    gmt_site_groups_free(&G);
 }
 
 /* Memory still allocated at the end that a cache or a communicator holds for reuse:

@@ -32,6 +32,7 @@ void gmt_report_opts_init(struct gmt_report_opts *o)
     o->device = -1;
     o->width = 100;
     o->nccl_model = true;
+    o->sites = true;
 }
 
 int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob)
@@ -103,7 +104,7 @@ static void implausible(const struct gmt_trace *t, const char *path, char *err, 
 }
 
 /* What the renderers read beside the replay: what is held at the end, the untracked parts
- * of each device and of each call row's first call. 0 or -ENOMEM. */
+ * of each device and of each call row's first call, the sites grouped. 0 or -ENOMEM. */
 static int derive(struct gmt_analysis *a)
 {
     const struct gmt_report *rep = &a->rep;
@@ -117,6 +118,8 @@ static int derive(struct gmt_analysis *a)
     for (size_t i = 0; i < rep->n_colls; i++)
         gmt_untracked_call_of(&a->t, &rep->colls[i], &a->untracked_calls[i]);
     a->eager_loading = gmt_untracked_eager(&a->t);
+    if (a->opts->sites)
+        gmt_sites_fill(a, &a->sites);
     return 0;
 }
 
@@ -209,6 +212,7 @@ void gmt_analysis_free(struct gmt_analysis *a)
     gmt_blocks_free(&a->blocks);
     free(a->untracked);
     free(a->untracked_calls);
+    gmt_sites_free(&a->sites);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

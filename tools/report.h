@@ -9,6 +9,7 @@
 #include "blocks.h"
 #include "phases.h"
 #include "replay.h"
+#include "sites.h"
 #include "trace.h"
 
 #define GMT_MAX_DEBUG_PATHS 16
@@ -31,6 +32,7 @@ struct gmt_report_opts {
     bool no_symbols;           /* module+offset only, no binary is opened */
     const char *step;          /* --step: the NVTX range that marks a step (phases.h), NULL default */
     bool nccl_model;           /* fill gmt_analysis.nccl: on unless a command needs none of it */
+    bool sites;                /* fill gmt_analysis.sites: on unless a command shows no site */
 };
 
 void gmt_report_opts_init(struct gmt_report_opts *o);
@@ -77,6 +79,8 @@ struct gmt_analysis {
     struct gmt_untracked *untracked;
     struct gmt_untracked_call *untracked_calls;
     bool eager_loading;
+    struct gmt_sites sites;              /* grouped as a person reads them (sites.c), when the
+                                          * options asked for them */
 };
 
 /* Loads, categorises and replays one trace, and models its NCCL memory. Returns 0, or -1

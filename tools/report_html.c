@@ -430,17 +430,16 @@ static void put_site_stacks(FILE *o, const struct gmt_analysis *a, const struct 
 static void put_leaks(FILE *o, const struct gmt_analysis *a, const struct gmt_report_opts *ro)
 {
     fputs(",\"leaks\":[", o);
-    struct gmt_site_groups G;
-    if (!gmt_report_site_groups(a, GMT_SITES_LEAKS, gmt_site_frames(ro), &G)) {
-        for (size_t i = 0; i < G.n && (long)i < ro->top; i++) {
-            const struct gmt_site_row *s = &G.g[i].sum;
+    const struct gmt_site_groups *G = &a->sites.leaks;
+    if (!G->rc) {
+        for (size_t i = 0; i < G->n && (long)i < ro->top; i++) {
+            const struct gmt_site_row *s = &G->g[i].sum;
             fprintf(o, "%s{\"live_at_end_bytes\":%" PRIu64 ",\"live_at_end_count\":%" PRIu64 ",\"category\":",
                     i ? "," : "", s->live_at_end, s->count_at_end);
             gmt_fput_json_string(o, a->cat_names[s->cat]);
-            put_site_stacks(o, a, &G.g[i]);
+            put_site_stacks(o, a, &G->g[i]);
             fputc('}', o);
         }
-        gmt_site_groups_free(&G);
     }
     fputc(']', o);
 }
@@ -534,18 +533,17 @@ static int put_explain(FILE *o, const struct gmt_analysis *a)
 static void put_sites(FILE *o, const struct gmt_analysis *a, const struct gmt_report_opts *ro)
 {
     fputs(",\"sites\":[", o);
-    struct gmt_site_groups G;
-    if (!gmt_report_site_groups(a, GMT_SITES_ALL, gmt_site_frames(ro), &G)) {
-        for (size_t i = 0; i < G.n && (long)i < ro->top; i++) {
-            const struct gmt_site_row *s = &G.g[i].sum;
+    const struct gmt_site_groups *G = &a->sites.all;
+    if (!G->rc) {
+        for (size_t i = 0; i < G->n && (long)i < ro->top; i++) {
+            const struct gmt_site_row *s = &G->g[i].sum;
             fputs(i ? ",{\"category\":" : "{\"category\":", o);
             gmt_fput_json_string(o, a->cat_names[s->cat]);
             fprintf(o, ",\"stack_id\":%" PRIu32 ",\"live_at_peak_bytes\":%" PRIu64 ",\"live_at_end_bytes\":%" PRIu64
                        ",\"allocs\":%" PRIu64, s->stack, s->live_at_peak, s->live_at_end, s->allocs);
-            put_site_stacks(o, a, &G.g[i]);
+            put_site_stacks(o, a, &G->g[i]);
             fputc('}', o);
         }
-        gmt_site_groups_free(&G);
     }
     fputc(']', o);
 }
