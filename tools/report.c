@@ -11,6 +11,7 @@
 #include "idnames.h"
 #include "reader.h"
 #include "symbolize.h"
+#include "timeline.h"
 #include "untracked.h"
 
 const struct gmt_nccl_setting gmt_nccl_settings[GMT_N_NCCL_SETTINGS] = {
@@ -104,7 +105,8 @@ static void implausible(const struct gmt_trace *t, const char *path, char *err, 
 }
 
 /* What the renderers read beside the replay: what is held at the end, the untracked parts
- * of each device and of each call row's first call, the sites grouped. 0 or -ENOMEM. */
+ * of each device and of each call row's first call, the sites grouped, the timeline. 0 or
+ * -ENOMEM. */
 static int derive(struct gmt_analysis *a)
 {
     const struct gmt_report *rep = &a->rep;
@@ -120,6 +122,8 @@ static int derive(struct gmt_analysis *a)
     a->eager_loading = gmt_untracked_eager(&a->t);
     if (a->opts->sites)
         gmt_sites_fill(a, &a->sites);
+    if (a->opts->timeline)
+        a->timeline_rc = gmt_timeline_build(a, a->opts->timeline, &a->timeline);
     return 0;
 }
 
@@ -213,6 +217,7 @@ void gmt_analysis_free(struct gmt_analysis *a)
     free(a->untracked);
     free(a->untracked_calls);
     gmt_sites_free(&a->sites);
+    gmt_timeline_free(a->timeline);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

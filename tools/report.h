@@ -33,6 +33,8 @@ struct gmt_report_opts {
     const char *step;          /* --step: the NVTX range that marks a step (phases.h), NULL default */
     bool nccl_model;           /* fill gmt_analysis.nccl: on unless a command needs none of it */
     bool sites;                /* fill gmt_analysis.sites: on unless a command shows no site */
+    long timeline;             /* fill gmt_analysis.timeline with at most this many points a
+                                * track (the report's page); 0: none */
 };
 
 void gmt_report_opts_init(struct gmt_report_opts *o);
@@ -44,6 +46,7 @@ struct gmt_symbolizer;
 struct gmt_categories;
 struct gmt_untracked;
 struct gmt_untracked_call;
+struct gmt_timeline;
 
 /* Holders there can be (holders.c: the rules' distinct names). */
 #define GMT_MAX_HOLDERS 8
@@ -81,6 +84,11 @@ struct gmt_analysis {
     bool eager_loading;
     struct gmt_sites sites;              /* grouped as a person reads them (sites.c), when the
                                           * options asked for them */
+    /* device memory over time, the icicles and the lanes of NCCL calls and NVTX ranges
+     * (timeline.h), when the options asked for them; timeline_rc: why it could not be
+     * made (the rest of the analysis stands) */
+    struct gmt_timeline *timeline;
+    int timeline_rc;
 };
 
 /* Loads, categorises and replays one trace, and models its NCCL memory. Returns 0, or -1
