@@ -7,8 +7,10 @@
 #include <strings.h>
 
 #include "category.h"
+#include "explain.h"
 #include "holders.h"
 #include "idnames.h"
+#include "nccl_own.h"
 #include "reader.h"
 #include "symbolize.h"
 #include "timeline.h"
@@ -105,8 +107,8 @@ static void implausible(const struct gmt_trace *t, const char *path, char *err, 
 }
 
 /* What the renderers read beside the replay: what is held at the end, the untracked parts
- * of each device and of each call row's first call, the sites grouped, the timeline. 0 or
- * -ENOMEM. */
+ * of each device and of each call row's first call, each communicator's own count and
+ * sums, the sites grouped, the timeline. 0 or -ENOMEM. */
 static int derive(struct gmt_analysis *a)
 {
     const struct gmt_report *rep = &a->rep;
@@ -119,6 +121,15 @@ static int derive(struct gmt_analysis *a)
         gmt_untracked_parts(&a->t, rep, &rep->dev[d], &a->untracked[d]);
     for (size_t i = 0; i < rep->n_colls; i++)
         gmt_untracked_call_of(&a->t, &rep->colls[i], &a->untracked_calls[i]);
+    const struct gmt_nccl_model *m = &a->nccl;
+    a->nccl_own = calloc(m->n_c ? m->n_c : 1, sizeof *a->nccl_own);
+    a->nccl_why = calloc(m->n_c ? m->n_c : 1, sizeof *a->nccl_why);
+    if (!a->nccl_own || !a->nccl_why)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->n_c; i++) {
+        gmt_nccl_own(&a->t, &m->c[i], &a->nccl_own[i]);
+        gmt_explain_why(m, &m->c[i], &a->nccl_why[i]);
+    }
     a->eager_loading = gmt_untracked_eager(&a->t);
     if (a->opts->sites)
         gmt_sites_fill(a, &a->sites);
@@ -216,6 +227,8 @@ void gmt_analysis_free(struct gmt_analysis *a)
     gmt_blocks_free(&a->blocks);
     free(a->untracked);
     free(a->untracked_calls);
+    free(a->nccl_own);
+    free(a->nccl_why);
     gmt_sites_free(&a->sites);
     gmt_timeline_free(a->timeline);
     if (a->sym)

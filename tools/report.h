@@ -47,6 +47,8 @@ struct gmt_categories;
 struct gmt_untracked;
 struct gmt_untracked_call;
 struct gmt_timeline;
+struct gmt_nccl_own;
+struct gmt_nccl_why;
 
 /* Holders there can be (holders.c: the rules' distinct names). */
 #define GMT_MAX_HOLDERS 8
@@ -71,6 +73,10 @@ struct gmt_analysis {
      * it; nccl_rc -ENOMEM: it could not be made (the rest of the analysis stands) */
     struct gmt_nccl_model nccl;
     int nccl_rc;
+    /* per communicator of nccl: NCCL's own count beside the trace's (nccl_own.c), and
+     * what explain's "why that size" sums (explain.c) */
+    struct gmt_nccl_own *nccl_own;
+    struct gmt_nccl_why *nccl_why;
     struct gmt_blocks blocks;            /* PyTorch's caching allocator (blocks.c) */
     /* what is still allocated at the end and held for reuse, by holder, in order of first
      * appearance among the sites (holders.c) */
