@@ -421,7 +421,9 @@ bool gmt_job_untracked_above(uint64_t x, uint64_t median)
     return x > median && x - median > median / 10 && x - median > (1u << 20);
 }
 
-size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len)
+/* Why rank i's untracked memory stands out, in words, into buf; its length, 0: none. buf
+ * NULL: nonzero when there is a cause. */
+static size_t untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len)
 {
     const struct gmt_job_rank *r = &j->r[i];
     char b1[GMT_FMT_LEN], b2[GMT_FMT_LEN];
@@ -469,13 +471,12 @@ static bool stands_out(const struct gmt_job *j, size_t i)
     const struct gmt_job_rank *r = &j->r[i];
     if (far_from(r->peak, j->peak.median) || far_from(r->nccl, j->nccl.median))
         return true;
-    if (gmt_job_rank_untracked_cause(j, i, NULL, 0))
+    if (r->cause[0])
         return true;
     for (size_t k = 0; k < j->n_colls; k++)
         if (j->colls[k].out_rank == r->rank && r->rank >= 0)
             return true;
-    char diff[16];
-    return differences(j, i, diff, sizeof diff)[0] != 0;
+    return r->diff[0] != 0;
 }
 
 /* The value rank r has for setting `name` (NAME=), NULL unset. */
@@ -587,11 +588,6 @@ static int usual_context(struct gmt_job *j)
             at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__);                     \
     } while (0)
 
-const char *gmt_job_differences(const struct gmt_job *j, size_t i, char *buf, size_t len)
-{
-    return differences(j, i, buf, len);
-}
-
 static const char *differences(const struct gmt_job *j, size_t i, char *buf, size_t len)
 {
     const struct gmt_job_rank *r = &j->r[i];
@@ -687,7 +683,7 @@ static void group_order(const struct gmt_job *j, size_t *order)
 }
 
 /* What the views read of the groups and ranks: each group's count and representative,
- * the groups' order, whether each rank stands out. */
+ * the groups' order, each rank's untracked cause, differences and whether it stands out. */
 static int groups_finish(struct gmt_job *j)
 {
     free(j->groups);
@@ -702,7 +698,11 @@ static int groups_finish(struct gmt_job *j)
     group_order(j, j->order);
     for (size_t k = 0; k < j->n_groups; k++)
         j->groups[j->order[k]].place = k;
-    for (size_t i = 0; i < j->n; i++)
-        j->r[i].stands_out = stands_out(j, i);
+    for (size_t i = 0; i < j->n; i++) {
+        struct gmt_job_rank *r = &j->r[i];
+        untracked_cause(j, i, r->cause, sizeof r->cause);
+        differences(j, i, r->diff, sizeof r->diff);
+        r->stands_out = stands_out(j, i);
+    }
     return 0;
 }

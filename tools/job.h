@@ -37,6 +37,12 @@ struct gmt_job_rank {
     char **env; size_t n_env;  /* the NCCL_* and CUDA_* settings, sorted */
     struct gmt_job_coll *colls; size_t n_colls;
     size_t group;              /* index of its group of alike ranks */
+    /* what gmt_job_finish finds of it beside the others: why its untracked memory stands
+     * out (other processes on its GPU, a larger CUDA context or local-memory reservation,
+     * each by gmt_job_untracked_above), in words, "" none; what its recorded context has
+     * that most ranks' does not (settings, versions, world size, device count), "" none */
+    char cause[512];
+    char diff[1024];
     bool stands_out;           /* its peak (or NCCL bytes) is more than 10% and 1 MiB from the
                                 * median, its untracked memory has a cause, it is a
                                 * collective's outlier, or its recorded context differs from
@@ -103,13 +109,6 @@ void gmt_job_free(struct gmt_job *j);
 /* The outlier rule of the untracked parts: a rank's part x stands out when it is above
  * the job's median by more than 10 % of the median and more than 1 MiB. */
 bool gmt_job_untracked_above(uint64_t x, uint64_t median);
-/* Why rank i's untracked memory stands out (other processes on its GPU, a larger CUDA
- * context or local-memory reservation, each by gmt_job_untracked_above), in words, into
- * buf; its length, 0: none. buf NULL: nonzero when there is a cause. */
-size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len);
-/* What rank i's recorded context has that most ranks' does not: settings, versions,
- * world size, device count; "" when nothing. */
-const char *gmt_job_differences(const struct gmt_job *j, size_t i, char *buf, size_t len);
 /* The ranks of group g as "0-4, 6-7", its count (groups[g].n) in *n, the rank at its
  * median peak (groups[g].rep) in *rep. */
 const char *gmt_job_group_ranks(const struct gmt_job *j, size_t g, char *buf, size_t len,

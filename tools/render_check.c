@@ -351,8 +351,8 @@ void gmt_render_check_untracked(FILE *o, const struct gmt_job *j, bool verbose, 
         }
     }
     for (size_t i = 0; i < j->n; i++) {
-        char cause[512];
-        if (!gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
+        const char *cause = j->r[i].cause;
+        if (!cause[0])
             continue;
         char who[32];
         if (j->r[i].rank >= 0)

@@ -494,7 +494,7 @@ static void job_ranks(FILE *f, const struct gmt_job *j)
 {
     for (size_t i = 0; i < j->n; i++) {
         const struct gmt_job_rank *v = &j->r[i];
-        char ranks[512], diff[1024];
+        char ranks[512];
         size_t cnt, rep;
         gmt_job_group_ranks(j, v->group, ranks, sizeof ranks, &cnt, &rep);
         struct row r = {f, false};
@@ -513,7 +513,7 @@ static void job_ranks(FILE *f, const struct gmt_job *j)
         cell_s(&r, ranks);
         cell_u(&r, rep == i);
         cell_u(&r, v->stands_out);
-        cell_s(&r, gmt_job_differences(j, i, diff, sizeof diff));
+        cell_s(&r, v->diff);
         row_end(&r);
     }
 }

@@ -100,17 +100,15 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
             continue;
         shown++;
         const struct gmt_job_rank *r = &j->r[i];
-        char p[GMT_FMT_LEN], n[GMT_FMT_LEN], diff[1024];
+        char p[GMT_FMT_LEN], n[GMT_FMT_LEN];
         gmt_fmt_bytes(p, sizeof p, r->peak);
         gmt_fmt_bytes(n, sizeof n, r->nccl);
         fprintf(o, "    rank %" PRId32 ": peak %s, NCCL %s", r->rank, p, n);
-        char cause[512];
-        if (gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
-            fprintf(o, "; untracked: %s", cause);
-        gmt_job_differences(j, i, diff, sizeof diff);
-        if (diff[0]) {
+        if (r->cause[0])
+            fprintf(o, "; untracked: %s", r->cause);
+        if (r->diff[0]) {
             fprintf(o, "; recorded differences: ");
-            gmt_fput_safe(o, diff, strlen(diff));
+            gmt_fput_safe(o, r->diff, strlen(r->diff));
         } else {
             fprintf(o, "; no recorded setting, version or device count differs");
         }
@@ -224,16 +222,14 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
     for (size_t i = 0; i < j->n; i++) {
         if (!j->r[i].stands_out)
             continue;
-        char diff[1024];
         fprintf(o, "%s{\"rank\": %" PRId32 ", \"file\": ", n++ ? ", " : "", j->r[i].rank);
         gmt_fput_json_string(o, j->r[i].path);
         fprintf(o, ", \"peak_bytes\": %" PRIu64 ", \"nccl_bytes\": %" PRIu64 ", \"differences\": ",
                 j->r[i].peak, j->r[i].nccl);
-        gmt_fput_json_string(o, gmt_job_differences(j, i, diff, sizeof diff));
+        gmt_fput_json_string(o, j->r[i].diff);
         json_rank_untracked(o, &j->r[i]);
         fputs(", \"untracked_cause\": ", o);
-        gmt_job_rank_untracked_cause(j, i, diff, sizeof diff);
-        gmt_fput_json_string(o, diff);
+        gmt_fput_json_string(o, j->r[i].cause);
         fputc('}', o);
     }
     fputs("], \"collectives\": [", o);

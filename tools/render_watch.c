@@ -268,16 +268,15 @@ static void stand_out_lines(FILE *o, const struct gmt_watch_view *v)
         if (n > STAND_OUT_SHOWN)
             continue;
         const struct gmt_job_rank *r = &j->r[i];
-        char p[GMT_FMT_LEN], m[GMT_FMT_LEN], nc[GMT_FMT_LEN], nm[GMT_FMT_LEN], cause[512], diff[1024];
+        char p[GMT_FMT_LEN], m[GMT_FMT_LEN], nc[GMT_FMT_LEN], nm[GMT_FMT_LEN];
         fprintf(o, "  rank %" PRId32 ": peak %s (median %s), NCCL at its peak %s (median %s)", r->rank,
                 gmt_fmt_bytes(p, sizeof p, r->peak), gmt_fmt_bytes(m, sizeof m, j->peak.median),
                 gmt_fmt_bytes(nc, sizeof nc, r->nccl), gmt_fmt_bytes(nm, sizeof nm, j->nccl.median));
-        if (gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
-            fprintf(o, "; untracked: %s", cause);
-        gmt_job_differences(j, i, diff, sizeof diff);
-        if (diff[0]) {
+        if (j->r[i].cause[0])
+            fprintf(o, "; untracked: %s", j->r[i].cause);
+        if (j->r[i].diff[0]) {
             fputs("; recorded differences: ", o);
-            put_safe(o, diff);
+            put_safe(o, j->r[i].diff);
         }
         fputc('\n', o);
     }
