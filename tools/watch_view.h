@@ -49,6 +49,15 @@ struct gmt_watch_row {
                                 * gone without an END), "quiet" (no growth for a while) */
 };
 
+#define GMT_WATCH_FAILS_SHOWN 8 /* failed allocations listed, the latest first, over all ranks */
+
+/* One of the latest failures over every rank: its row, the failure, its realtime instant. */
+struct gmt_watch_latest_fail {
+    const struct gmt_watch_row *r;
+    const struct gmt_watch_fail *f;
+    uint64_t t;
+};
+
 struct gmt_watch_view {
     const struct gmt_watch_set *set;
     uint64_t realtime_ns, hang_ns;
@@ -58,6 +67,8 @@ struct gmt_watch_view {
     size_t n_hanging;
     uint64_t failures;         /* over every row */
     struct gmt_job job;        /* the rows as one job: spreads, groups, what stands out */
+    struct gmt_watch_latest_fail latest[GMT_WATCH_FAILS_SHOWN]; /* the latest first */
+    size_t n_latest;
 };
 
 /* The view now (realtime_ns, CLOCK_REALTIME); a call longer than hang_ns hangs. 0 or -ENOMEM. */
