@@ -118,10 +118,6 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack)
 static void rows_traces(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_trace *t = &a->t;
-    uint64_t host_only = 0;
-    for (size_t d = 0; d < a->rep.n_dev; d++)
-        if (gmt_report_dev_selected(o, a->rep.dev[d].device) && !gmt_dev_shown(&a->rep.dev[d]))
-            host_only += a->rep.dev[d].host_peak;
     struct row r = trace_row(f, a);
     cell_u(&r, t->proc.pid);
     cell_u(&r, t->proc.ppid);
@@ -139,7 +135,7 @@ static void rows_traces(FILE *f, const struct gmt_analysis *a, const struct gmt_
     cell_u_if(&r, t->cut, t->cut_offset);
     cell_u(&r, t->records_dropped);
     cell_u(&r, a->rep.unmatched_frees);
-    cell_u(&r, host_only);
+    cell_u(&r, a->host_only_peak);
     row_end(&r);
 }
 

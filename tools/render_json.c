@@ -111,15 +111,10 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
     const struct gmt_report *rep = &a->rep;
     fprintf(out, ", \"devices\": [");
     int first = 1;
-    uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
-        if (!gmt_report_dev_selected(o, r->device))
+        if (!gmt_report_dev_selected(o, r->device) || !gmt_dev_shown(r))
             continue;
-        if (!gmt_dev_shown(r)) {
-            host_only += r->host_peak;
-            continue;
-        }
         fprintf(out, "%s{\"device\": %d, \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRIu64
                      ", \"peak_scope\": %u, \"peak_by_category\": ",
                 first ? "" : ", ", r->device, r->peak,
@@ -154,7 +149,7 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
                 r->allocs, r->frees, r->failures);
         first = 0;
     }
-    fprintf(out, "], \"host_pinned_without_device_peak_bytes\": %" PRIu64, host_only);
+    fprintf(out, "], \"host_pinned_without_device_peak_bytes\": %" PRIu64, a->host_only_peak);
 }
 
 static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)

@@ -140,15 +140,10 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
     fprintf(out, "  %-6s %10s %12s %10s %10s %10s%s%.*s\n", "device", "peak", "at", "at end",
             "untracked", "dev used", room >= 8 ? "  " : "", room >= 8 ? room : 0,
             room >= 21 ? "in flight at the peak" : "in flight");
-    uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
-        if (!gmt_report_dev_selected(o, r->device))
+        if (!gmt_report_dev_selected(o, r->device) || !gmt_dev_shown(r))
             continue;
-        if (!gmt_dev_shown(r)) {
-            host_only += r->host_peak;
-            continue;
-        }
         char bpeak[32], bend[32], bu[32], bused[32], bt[32], lab[96];
         gmt_fmt_bytes(bpeak, sizeof bpeak, r->peak);
         gmt_fmt_bytes(bend, sizeof bend, r->end);
@@ -198,9 +193,10 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         else
             fprintf(out, "\n");
     }
-    if (host_only) {
+    if (a->host_only_peak) {
         char bh[32];
-        fprintf(out, "  pinned host memory with no device: peak %s\n", gmt_fmt_bytes(bh, sizeof bh, host_only));
+        fprintf(out, "  pinned host memory with no device: peak %s\n",
+                gmt_fmt_bytes(bh, sizeof bh, a->host_only_peak));
     }
     fprintf(out, "  untracked = device used - tracked - graph memory, named in parts where the\n"
                  "  trace measured them (docs/untracked.md). '?' = never sampled.\n");

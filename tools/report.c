@@ -113,6 +113,9 @@ static int derive(struct gmt_analysis *a)
 {
     const struct gmt_report *rep = &a->rep;
     a->n_held = gmt_held_at_end(a, a->held, GMT_MAX_HOLDERS);
+    for (size_t d = 0; d < rep->n_dev; d++)
+        if (gmt_report_dev_selected(a->opts, rep->dev[d].device) && !gmt_dev_shown(&rep->dev[d]))
+            a->host_only_peak += rep->dev[d].host_peak;
     a->untracked = calloc(rep->n_dev ? rep->n_dev : 1, sizeof *a->untracked);
     a->untracked_calls = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *a->untracked_calls);
     if (!a->untracked || !a->untracked_calls)

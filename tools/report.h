@@ -82,6 +82,9 @@ struct gmt_analysis {
      * appearance among the sites (holders.c) */
     struct gmt_held held[GMT_MAX_HOLDERS];
     size_t n_held;
+    /* the pinned host memory's peaks of the devices the options select that have nothing of
+     * their own (gmt_dev_shown false), summed */
+    uint64_t host_only_peak;
     /* untracked memory (untracked.c): the parts of each device of rep.dev, by its index;
      * each NCCL call row's first-call jump beyond tracked, by the index in rep.colls;
      * whether the process loaded its modules eagerly (CUDA_MODULE_LOADING=EAGER) */
