@@ -22,9 +22,9 @@ struct gmt_job;
  * What a format shows that takes computing (sites grouped and sorted, what is held at
  * the end, untracked memory's parts and what-ifs, growth per step, the report's
  * timeline) is a field of struct gmt_analysis that gmt_analyze fills once (report.c and
- * the files it calls); a job's (its groups' order, who stands out) gmt_job_finish
- * fills. A figure a format lacks is added there, so that every format shows the same
- * one. The exports of events (export.h) stream the trace through the export walk
+ * the files it calls); a job's (its groups' order, who stands out and why)
+ * gmt_job_finish fills, a diff's and a watch view's their makers. A figure a format
+ * lacks is added there, so that every format shows the same one. The exports of events (export.h) stream the trace through the export walk
  * (export_walk.c, export_track.c), their engine, and format what it hands them.
  */
 struct gmt_renderer {
