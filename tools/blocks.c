@@ -312,7 +312,7 @@ static int oom_picture(struct pass *P, struct gmt_block_oom *o)
             k++;
         if (k == n || lb[k].addr >= hi)
             continue; /* no live block in it: not PyTorch's (or empty, then freed before the OOM) */
-        struct gmt_block_segment x = {lo, sg[s].size, 0, 0};
+        struct gmt_block_segment x = {lo, sg[s].size, 0, 0, 0};
         uint64_t at = lo;
         for (; k < n && lb[k].addr < hi; k++) {
             if (lb[k].addr > at && lb[k].addr - at > x.largest_free)
@@ -563,6 +563,7 @@ static void step_rule(struct pass *P, const struct gmt_block_note *const *v, con
     B->grows_every_step = P->st.n >= 3 && B->later_min > 0;
     if (!B->grows_every_step)
         return;
+    B->growth_per_step = B->later_growth / (int64_t)(B->steps - 1);
     for (size_t i = 0; i < P->kept.cap; i++)
         if (P->kept.state && P->kept.state[i] == 1 &&
             (P->kept.vals[i] > B->grow_stack_bytes ||
@@ -570,6 +571,21 @@ static void step_rule(struct pass *P, const struct gmt_block_note *const *v, con
             B->grow_stack = (uint32_t)P->kept.keys[i];
             B->grow_stack_bytes = P->kept.vals[i];
         }
+}
+
+/* What the cache holds free: at each device's end, at each OOM, in each OOM's segments. */
+static void caches(struct gmt_blocks *B)
+{
+    for (size_t i = 0; i < B->n_dev; i++) {
+        struct gmt_block_dev *d = &B->dev[i];
+        d->cache_end = d->reserved_end > d->allocated_end ? d->reserved_end - d->allocated_end : 0;
+    }
+    for (size_t i = 0; i < B->n_ooms; i++) {
+        struct gmt_block_oom *o = &B->ooms[i];
+        o->cache = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
+        for (size_t k = 0; k < o->n_seg; k++)
+            o->seg[k].free = o->seg[k].size - o->seg[k].live;
+    }
 }
 
 int gmt_blocks_compute(const struct gmt_trace *t, const struct gmt_phases *p, int device,
@@ -618,6 +634,7 @@ int gmt_blocks_compute(const struct gmt_trace *t, const struct gmt_phases *p, in
         goto out;
     step_rule(&P, v, total, n);
     gmt_sort(B->sites, B->n_sites, sizeof *B->sites, cmp_site);
+    caches(B);
     rc = 0;
 out:
     free(v);

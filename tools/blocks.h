@@ -52,6 +52,7 @@ struct gmt_block_dev {
     uint64_t allocated_peak, allocated_peak_time, reserved_at_peak;
     uint64_t reserved_peak;
     uint64_t allocated_end, reserved_end;
+    uint64_t cache_end;        /* of reserved_end, free in the cache (not allocated) */
     struct gmt_block_point line[GMT_BLOCK_POINTS]; /* over the trace, in time order */
     size_t n_line;
     struct gmt_block_live *at_peak; /* live blocks at allocated_peak by stack, most first */
@@ -71,6 +72,7 @@ struct gmt_block_segment {
     uint64_t addr, size;
     uint64_t live;             /* bytes of live blocks in it */
     uint64_t largest_free;     /* its largest free range between them */
+    uint64_t free;             /* size - live */
 };
 #define GMT_OOM_SEGMENTS 8
 #define GMT_OOM_SITES 8
@@ -80,6 +82,7 @@ struct gmt_block_oom {
     uint32_t stack, tid;
     uint64_t request;          /* bytes */
     uint64_t allocated, reserved; /* PyTorch's totals then */
+    uint64_t cache;            /* of reserved, free in the cache (not allocated) */
     uint64_t largest_free;     /* the largest free block of any segment */
     uint64_t free_unusable;    /* free bytes in segments none of whose free ranges fit */
     uint64_t segments;         /* segments holding blocks then */
@@ -100,6 +103,7 @@ struct gmt_blocks {
     uint64_t steps;
     int64_t first_step_growth, later_growth, later_min;
     bool grows_every_step;
+    int64_t growth_per_step;   /* with grows_every_step: later_growth per step after the first */
     uint32_t grow_stack;       /* most of what steps 2.. allocated and kept; 0 none */
     uint64_t grow_stack_bytes;
 };

@@ -29,14 +29,13 @@ static void text_devices(FILE *out, const struct gmt_analysis *a)
     for (size_t i = 0; i < B->n_dev; i++) {
         const struct gmt_block_dev *d = &B->dev[i];
         char b1[32], b2[32], b3[32], b4[32], b5[32];
-        uint64_t cache = d->reserved_end > d->allocated_end ? d->reserved_end - d->allocated_end : 0;
         fprintf(out, "  device %d: PyTorch allocated peak %s at %.3f s (reserved then %s); reserved peak %s\n",
                 d->device, gmt_fmt_bytes(b1, sizeof b1, d->allocated_peak),
                 rel_s(&a->t, d->allocated_peak_time), gmt_fmt_bytes(b2, sizeof b2, d->reserved_at_peak),
                 gmt_fmt_bytes(b3, sizeof b3, d->reserved_peak));
         fprintf(out, "            at the end: allocated %s, reserved %s, of which free in the cache %s\n",
                 gmt_fmt_bytes(b4, sizeof b4, d->allocated_end), gmt_fmt_bytes(b5, sizeof b5, d->reserved_end),
-                gmt_fmt_bytes(b1, sizeof b1, cache));
+                gmt_fmt_bytes(b1, sizeof b1, d->cache_end));
         fprintf(out, "            %" PRIu64 " block allocations, %" PRIu64 " frees, %" PRIu64 " OOM(s)\n",
                 d->allocs, d->frees, d->ooms);
         /* over time: at most 8 of the line's points, evenly */
@@ -68,9 +67,8 @@ static void text_steps(FILE *out, const struct gmt_analysis *a)
     fprintf(out, "\n");
     if (B->grows_every_step) {
         char line[1024];
-        int64_t per = B->later_growth / (int64_t)(B->steps - 1);
         fprintf(out, "  grows every step: %s per step over %" PRIu64 " steps, from %s\n",
-                gmt_fmt_sbytes(b1, sizeof b1, per), B->steps - 1,
+                gmt_fmt_sbytes(b1, sizeof b1, B->growth_per_step), B->steps - 1,
                 B->grow_stack_bytes ? gmt_stack_line(a, B->grow_stack, text_frames(a), line, sizeof line)
                                     : "(no block of those steps is still allocated)");
     }
@@ -81,17 +79,17 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
     fprintf(out, leaks ? "\nPyTorch blocks still allocated at the end (leaks: tensors kept, not the cache), by site\n"
                        : "\nTop PyTorch block sites (tensors, by bytes allocated at the peak)\n");
     /* sites that print alike are one site */
-    struct gmt_site_groups G;
-    if (gmt_block_site_groups(a, leaks, text_frames(a), &G)) {
+    const struct gmt_site_groups *G = leaks ? &a->sites.block_leaks : &a->sites.blocks;
+    if (G->rc) {
         fprintf(out, "  (out of memory)\n");
         return;
     }
-    size_t shown = (size_t)text_top(a) < G.n ? (size_t)text_top(a) : G.n;
+    size_t shown = (size_t)text_top(a) < G->n ? (size_t)text_top(a) : G->n;
     for (size_t j = 0; j < shown; j++) {
-        const struct gmt_site_row *s = &G.g[j].sum;
+        const struct gmt_site_row *s = &G->g[j].sum;
         char b1[32], b2[32], b3[32], stacks[32] = "";
-        if (G.g[j].n_stacks > 1)
-            snprintf(stacks, sizeof stacks, ", %zu stacks", G.g[j].n_stacks);
+        if (G->g[j].n_stacks > 1)
+            snprintf(stacks, sizeof stacks, ", %zu stacks", G->g[j].n_stacks);
         if (leaks)
             fprintf(out, "  %10s in %" PRIu64 " block(s)%s\n", gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
                     s->count_at_end, stacks);
@@ -99,11 +97,10 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
             fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " blocks, %s in all%s\n",
                     gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak), gmt_fmt_bytes(b2, sizeof b2, s->live_at_end),
                     s->allocs, gmt_fmt_bytes(b3, sizeof b3, s->bytes_total), stacks);
-        fprintf(out, "      %s\n", G.g[j].line);
+        fprintf(out, "      %s\n", G->g[j].line);
     }
     if (!shown)
         fprintf(out, "  none\n");
-    gmt_site_groups_free(&G);
 }
 
 static void text_ooms(FILE *out, const struct gmt_analysis *a)
@@ -115,10 +112,9 @@ static void text_ooms(FILE *out, const struct gmt_analysis *a)
         fprintf(out, "\nPyTorch OOM at %.3f s on device %d: asked %s; the largest free block %s\n",
                 rel_s(&a->t, o->time), o->device, gmt_fmt_bytes(b1, sizeof b1, o->request),
                 gmt_fmt_bytes(b2, sizeof b2, o->largest_free));
-        uint64_t cache = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
         fprintf(out, "  PyTorch knew: allocated %s, reserved %s (%s free in the cache)\n",
                 gmt_fmt_bytes(b1, sizeof b1, o->allocated), gmt_fmt_bytes(b2, sizeof b2, o->reserved),
-                gmt_fmt_bytes(b3, sizeof b3, cache));
+                gmt_fmt_bytes(b3, sizeof b3, o->cache));
         fprintf(out, "  fragmentation: %s free in %" PRIu64 " segment(s) that could not hold the request\n",
                 gmt_fmt_bytes(b4, sizeof b4, o->free_unusable), o->segments);
         fprintf(out, "  asked from: %s\n", gmt_stack_line(a, o->stack, text_frames(a), line, sizeof line));
@@ -126,7 +122,7 @@ static void text_ooms(FILE *out, const struct gmt_analysis *a)
             const struct gmt_block_segment *s = &o->seg[k];
             fprintf(out, "    segment 0x%" PRIx64 " of %s: %s allocated, %s free, the largest free %s\n",
                     s->addr, gmt_fmt_bytes(b1, sizeof b1, s->size), gmt_fmt_bytes(b2, sizeof b2, s->live),
-                    gmt_fmt_bytes(b3, sizeof b3, s->size - s->live),
+                    gmt_fmt_bytes(b3, sizeof b3, s->free),
                     gmt_fmt_bytes(b4, sizeof b4, s->largest_free));
         }
         if (o->segments > o->n_seg)
@@ -172,11 +168,11 @@ static void json_stack(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 static void json_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
 {
     fprintf(out, leaks ? "], \"leaks\": [" : "], \"sites\": [");
-    struct gmt_site_groups G;
-    if (gmt_block_site_groups(a, leaks, text_frames(a), &G))
+    const struct gmt_site_groups *G = leaks ? &a->sites.block_leaks : &a->sites.blocks;
+    if (G->rc)
         return;
-    for (size_t i = 0; i < G.n && (long)i < text_top(a); i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < text_top(a); i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         if (leaks)
             fprintf(out, "%s{\"bytes\": %" PRIu64 ", \"blocks\": %" PRIu64 ", \"stack\": ", i ? ", " : "",
                     s->live_at_end, s->count_at_end);
@@ -188,11 +184,10 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, bool leaks)
                     s->bytes_total);
         json_stack(out, a, s->stack);
         fprintf(out, ", \"stack_ids\": [");
-        for (size_t k = 0; k < G.g[i].n_stacks; k++)
-            fprintf(out, "%s%" PRIu32, k ? ", " : "", G.g[i].stacks[k]);
+        for (size_t k = 0; k < G->g[i].n_stacks; k++)
+            fprintf(out, "%s%" PRIu32, k ? ", " : "", G->g[i].stacks[k]);
         fprintf(out, "]}");
     }
-    gmt_site_groups_free(&G);
 }
 
 void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
@@ -229,7 +224,7 @@ void gmt_blocks_json(FILE *out, const struct gmt_analysis *a)
     if (B->grows_every_step) {
         fprintf(out, ", \"growth_per_step_bytes\": %" PRId64 ", \"growth_steps\": %" PRIu64
                      ", \"site_bytes\": %" PRIu64 ", \"site\": ",
-                B->later_growth / (int64_t)(B->steps - 1), B->steps - 1, B->grow_stack_bytes);
+                B->growth_per_step, B->steps - 1, B->grow_stack_bytes);
         json_stack(out, a, B->grow_stack_bytes ? B->grow_stack : 0);
     }
     fprintf(out, "}, \"ooms\": [");

@@ -317,6 +317,7 @@ int gmt_cmd_check(int argc, char **argv)
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.nccl_model = false; /* none of its outputs shows NCCL's memory by purpose */
+    args.ro.sites = false;      /* nor the summary's sites */
     const struct gmt_args_spec spec = {
         .cmd = "check", .help = gmt_help_check, .shared = GMT_ARGS_DEBUG_PATHS,
         .own = check_opts, .own_opt = check_opt, .ctx = &ca, .optstring = "",

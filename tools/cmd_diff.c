@@ -63,6 +63,7 @@ int gmt_cmd_diff(int argc, char **argv)
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.nccl_model = false; /* none of its outputs shows NCCL's memory by purpose */
+    args.ro.sites = false;      /* nor the summary's sites: it groups its own */
     args.ro.top = 25;
     const struct gmt_args_spec spec = {
         .cmd = "diff", .help = gmt_help_diff, .top_max = 1000000,

@@ -153,20 +153,15 @@ static size_t shown_of(const struct gmt_job *j, bool every_rank, struct shown **
 {
     size_t n = every_rank ? j->n : j->n_groups;
     struct shown *s = calloc(n ? n : 1, sizeof *s);
-    size_t *order = malloc((j->n_groups ? j->n_groups : 1) * sizeof *order);
-    if (!s || !order) {
-        free(s);
-        free(order);
+    if (!s)
         return 0;
-    }
-    gmt_job_group_order(j, order);
     for (size_t k = 0; k < n; k++) {
         char ranks[512];
         size_t cnt = 1, rep = k;
         if (every_rank)
             snprintf(ranks, sizeof ranks, j->r[k].rank >= 0 ? "%d" : "?", j->r[k].rank);
         else
-            gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &cnt, &rep);
+            gmt_job_group_ranks(j, j->order[k], ranks, sizeof ranks, &cnt, &rep);
         if (cnt > 1)
             snprintf(s[k].who, sizeof s[k].who, "ranks %s (%zu alike)", ranks, cnt);
         else
@@ -175,7 +170,6 @@ static size_t shown_of(const struct gmt_job *j, bool every_rank, struct shown **
         s[k].path = j->r[rep].path;
         s[k].rep_rank = j->r[rep].rank;
     }
-    free(order);
     *out = s;
     return n;
 }
@@ -261,6 +255,7 @@ int gmt_cmd_explain(int argc, char **argv)
     struct opts w = {0};
     struct gmt_args args;
     gmt_args_init(&args);
+    args.ro.sites = false; /* it shows no site */
     const struct gmt_args_spec spec = {
         .cmd = "explain", .help = gmt_help_explain,
         .shared = GMT_ARGS_JSON | GMT_ARGS_NO_SYMBOLS | GMT_ARGS_DEBUG_PATHS,

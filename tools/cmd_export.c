@@ -185,6 +185,7 @@ int gmt_cmd_export(int argc, char **argv)
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.nccl_model = false; /* none of its outputs shows NCCL's memory by purpose */
+    args.ro.sites = false;      /* nor the summary's sites */
     struct export_args ea = {.ro = &args.ro, .cost = COST_PEAK, .max_points = GMT_CHROME_POINTS_DEFAULT};
     const struct gmt_args_spec spec = {
         .cmd = "export", .help = gmt_help_export,

@@ -44,6 +44,7 @@ int gmt_cmd_merge(int argc, char **argv)
     struct gmt_args args;
     gmt_args_init(&args);
     args.ro.nccl_model = false; /* none of its outputs shows NCCL's memory by purpose */
+    args.ro.sites = false;      /* nor the summary's sites: it groups its own */
     args.ro.top = 10;
     const struct gmt_args_spec spec = {
         .cmd = "merge", .help = gmt_help_merge, .optstring = "", .unknown = "unknown option",

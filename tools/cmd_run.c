@@ -166,6 +166,7 @@ static void short_summary(const char *dir)
     }
     struct gmt_report_opts ro;
     gmt_report_opts_init(&ro);
+    ro.sites = false; /* one line per trace, no site in it */
     gmt_err("gpumemtrace: %zu trace(s) in %s/", n, dir);
     const struct gmt_jobs J = {.files = files, .n = n, .ro = &ro, .trace = short_one,
                                .take = short_take, .skipped = short_unread};

@@ -364,18 +364,10 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
             (void)summarise(out, readable, k, ro, 0, false, NULL);
         free(readable);
     } else {
-        size_t *order = malloc((j.n_groups ? j.n_groups : 1) * sizeof *order);
-        if (!order) {
-            gmt_err("gpumemtrace: out of memory");
-            gmt_job_free(&j);
-            gmt_job_read_result_free(&res, n);
-            return GMT_EXIT_ERROR;
-        }
-        gmt_job_group_order(&j, order);
         for (size_t k = 0; k < j.n_groups && k < GMT_JOB_MAX_REPORTS; k++) {
             char ranks[512];
             size_t cnt, rep;
-            gmt_job_group_ranks(&j, order[k], ranks, sizeof ranks, &cnt, &rep);
+            gmt_job_group_ranks(&j, j.order[k], ranks, sizeof ranks, &cnt, &rep);
             if (written)
                 fprintf(text, "\n");
             if (cnt > 1)
@@ -388,7 +380,6 @@ static int summarise_job(const struct outs *out, char **files, size_t n,
             else
                 status = GMT_EXIT_ERROR;
         }
-        free(order);
     }
     gmt_job_free(&j);
     gmt_job_read_result_free(&res, n);

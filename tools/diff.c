@@ -260,6 +260,7 @@ static int pair_of(struct gmt_diff_pair *p, const struct gmt_analysis *ab,
 {
     p->base = ab;
     p->now = an;
+    p->n_changed = 0;
     gmt_nccl_settings_diff(&ab->t, &an->t, p->nccl_changed, sizeof p->nccl_changed);
     p->rb = (struct gmt_vec)GMT_VEC_INIT(struct row);
     p->rn = (struct gmt_vec)GMT_VEC_INIT(struct row);
@@ -268,6 +269,8 @@ static int pair_of(struct gmt_diff_pair *p, const struct gmt_analysis *ab,
         r = rows_of(an, frames, &p->rn);
     if (!r && !(p->c = changes_of(&p->rb, &p->rn, &p->n)))
         r = -ENOMEM;
+    for (size_t i = 0; !r && i < p->n; i++)
+        p->n_changed += p->c[i].delta != 0 || p->c[i].in_base != p->c[i].in_new;
     return r;
 }
 

@@ -31,6 +31,7 @@ struct gmt_diff_pair {
     char who[64];              /* "rank 0", "process 2" */
     const struct gmt_analysis *base, *now;
     struct gmt_diff_change *c; size_t n; /* biggest change first */
+    size_t n_changed;          /* of them, those that changed (a delta, or on one side only) */
     struct gmt_vec rb, rn;     /* the two processes' rows, which own the keys */
     char nccl_changed[512];    /* NCCL version and settings that differ, "" none
                                 * (gmt_nccl_settings_diff) */

@@ -7,20 +7,12 @@
 
 #include "report.h"
 
-/* Holders there can be (the rules' distinct names), for callers' arrays. */
-#define GMT_MAX_HOLDERS 8
-
-/* What one holder keeps at the end. */
-struct gmt_held {
-    const char *holder;
-    uint64_t bytes, count;
-};
-
 /* The holder of a site's memory, or NULL: nothing holds it for reuse (a leak). */
 const char *gmt_site_holder(const struct gmt_analysis *a, const struct gmt_site_row *s);
 
 /* What is still allocated at the end and held for reuse, by holder, into out (up to
- * max, in order of first appearance among the sites). Returns the number filled. */
+ * max, in order of first appearance among the sites). Returns the number filled.
+ * gmt_analyze fills gmt_analysis.held with it. */
 size_t gmt_held_at_end(const struct gmt_analysis *a, struct gmt_held *out, size_t max);
 
 #endif

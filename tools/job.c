@@ -38,6 +38,8 @@ void gmt_job_free(struct gmt_job *j)
     for (size_t i = 0; i < j->n_usual; i++)
         free(j->usual[i].name);
     free(j->usual);
+    free(j->groups);
+    free(j->order);
     gmt_job_init(j);
 }
 
@@ -98,8 +100,7 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a)
             r->has_used = true;
             int64_t u = gmt_dev_untracked(&rep->dev[d]);
             r->untracked += u > 0 ? (uint64_t)u : 0;
-            struct gmt_untracked parts;
-            gmt_untracked_parts(t, rep, &rep->dev[d], &parts);
+            const struct gmt_untracked parts = a->untracked[d];
             if (parts.has_context) {
                 r->has_context = true;
                 r->u_context += parts.context > 0 ? (uint64_t)parts.context : 0;
@@ -330,6 +331,8 @@ static bool alike(const struct gmt_job_rank *a, const struct gmt_job_rank *b)
     return true;
 }
 
+static int groups_finish(struct gmt_job *j);
+
 int gmt_job_finish(struct gmt_job *j)
 {
     if (j->n)
@@ -400,7 +403,7 @@ int gmt_job_finish(struct gmt_job *j)
         j->n_missing = (size_t)j->world_size - have;
         j->all_there = !j->n_missing;
     }
-    return 0;
+    return groups_finish(j);
 }
 
 static bool far_from(uint64_t x, uint64_t median)
@@ -418,7 +421,9 @@ bool gmt_job_untracked_above(uint64_t x, uint64_t median)
     return x > median && x - median > median / 10 && x - median > (1u << 20);
 }
 
-size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len)
+/* Why rank i's untracked memory stands out, in words, into buf; its length, 0: none. buf
+ * NULL: nonzero when there is a cause. */
+static size_t untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len)
 {
     const struct gmt_job_rank *r = &j->r[i];
     char b1[GMT_FMT_LEN], b2[GMT_FMT_LEN];
@@ -461,18 +466,17 @@ size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf
     return n < len ? n : (len ? len - 1 : 0);
 }
 
-bool gmt_job_rank_stands_out(const struct gmt_job *j, size_t i)
+static bool stands_out(const struct gmt_job *j, size_t i)
 {
     const struct gmt_job_rank *r = &j->r[i];
     if (far_from(r->peak, j->peak.median) || far_from(r->nccl, j->nccl.median))
         return true;
-    if (gmt_job_rank_untracked_cause(j, i, NULL, 0))
+    if (r->cause[0])
         return true;
     for (size_t k = 0; k < j->n_colls; k++)
         if (j->colls[k].out_rank == r->rank && r->rank >= 0)
             return true;
-    char diff[16];
-    return differences(j, i, diff, sizeof diff)[0] != 0;
+    return r->diff[0] != 0;
 }
 
 /* The value rank r has for setting `name` (NAME=), NULL unset. */
@@ -584,11 +588,6 @@ static int usual_context(struct gmt_job *j)
             at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__);                     \
     } while (0)
 
-const char *gmt_job_differences(const struct gmt_job *j, size_t i, char *buf, size_t len)
-{
-    return differences(j, i, buf, len);
-}
-
 static const char *differences(const struct gmt_job *j, size_t i, char *buf, size_t len)
 {
     const struct gmt_job_rank *r = &j->r[i];
@@ -617,15 +616,11 @@ static const char *differences(const struct gmt_job *j, size_t i, char *buf, siz
 const char *gmt_job_group_ranks(const struct gmt_job *j, size_t g, char *buf, size_t len,
                                 size_t *n, size_t *rep)
 {
-    size_t at = 0, count = 0;
+    size_t at = 0;
     buf[0] = 0;
-    uint64_t *peaks = malloc((j->n ? j->n : 1) * sizeof *peaks);
     for (size_t i = 0; i < j->n; i++) {
         if (j->r[i].group != g)
             continue;
-        if (peaks)
-            peaks[count] = j->r[i].peak;
-        count++;
         if (j->r[i].rank < 0) {
             APPEND("%s?", at ? ", " : "");
             continue;
@@ -636,49 +631,78 @@ const char *gmt_job_group_ranks(const struct gmt_job *j, size_t g, char *buf, si
             e++;
         if (e > i) {
             APPEND("%s%" PRId32 "-%" PRId32, at ? ", " : "", j->r[i].rank, j->r[e].rank);
-            for (size_t k = i + 1; k <= e; k++) {
-                if (peaks)
-                    peaks[count] = j->r[k].peak;
-                count++;
-            }
             i = e;
         } else {
             APPEND("%s%" PRId32, at ? ", " : "", j->r[i].rank);
         }
     }
-    *n = count;
-    /* the member at the group's median peak stands for it */
-    *rep = 0;
-    if (peaks && count) {
+    *n = g < j->n_groups ? j->groups[g].n : 0;
+    *rep = g < j->n_groups ? j->groups[g].rep : 0;
+    return buf;
+}
+
+/* Group g's count and the member at its median peak, which stands for it. */
+static int group_rep(const struct gmt_job *j, size_t g, struct gmt_job_group *out)
+{
+    size_t count = 0;
+    uint64_t *peaks = malloc((j->n ? j->n : 1) * sizeof *peaks);
+    if (!peaks)
+        return -ENOMEM;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->r[i].group == g)
+            peaks[count++] = j->r[i].peak;
+    out->n = count;
+    out->rep = 0;
+    if (count) {
         gmt_sort(peaks, count, sizeof *peaks, cmp_u64);
         uint64_t med = peaks[(count - 1) / 2];
         for (size_t i = 0; i < j->n; i++)
             if (j->r[i].group == g && j->r[i].peak == med) {
-                *rep = i;
+                out->rep = i;
                 break;
             }
     }
     free(peaks);
-    return buf;
+    return 0;
 }
 
-void gmt_job_group_order(const struct gmt_job *j, size_t *order)
+/* The groups, largest first (ties: by their first rank), into order[0..n_groups). */
+static void group_order(const struct gmt_job *j, size_t *order)
 {
-    size_t *size = calloc(j->n_groups ? j->n_groups : 1, sizeof *size);
     for (size_t g = 0; g < j->n_groups; g++)
         order[g] = g;
-    if (!size)
-        return; /* by first rank, then */
-    for (size_t i = 0; i < j->n; i++)
-        size[j->r[i].group]++;
     /* insertion sort: groups are few next to ranks, and it keeps ties in order */
     for (size_t a = 1; a < j->n_groups; a++) {
         size_t g = order[a], b = a;
-        while (b > 0 && size[order[b - 1]] < size[g]) {
+        while (b > 0 && j->groups[order[b - 1]].n < j->groups[g].n) {
             order[b] = order[b - 1];
             b--;
         }
         order[b] = g;
     }
-    free(size);
+}
+
+/* What the views read of the groups and ranks: each group's count and representative,
+ * the groups' order, each rank's untracked cause, differences and whether it stands out. */
+static int groups_finish(struct gmt_job *j)
+{
+    free(j->groups);
+    free(j->order);
+    j->groups = calloc(j->n_groups ? j->n_groups : 1, sizeof *j->groups);
+    j->order = calloc(j->n_groups ? j->n_groups : 1, sizeof *j->order);
+    if (!j->groups || !j->order)
+        return -ENOMEM;
+    for (size_t g = 0; g < j->n_groups; g++)
+        if (group_rep(j, g, &j->groups[g]))
+            return -ENOMEM;
+    group_order(j, j->order);
+    for (size_t k = 0; k < j->n_groups; k++)
+        j->groups[j->order[k]].place = k;
+    for (size_t i = 0; i < j->n; i++) {
+        struct gmt_job_rank *r = &j->r[i];
+        untracked_cause(j, i, r->cause, sizeof r->cause);
+        differences(j, i, r->diff, sizeof r->diff);
+        r->stands_out = stands_out(j, i);
+    }
+    return 0;
 }

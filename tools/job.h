@@ -37,6 +37,23 @@ struct gmt_job_rank {
     char **env; size_t n_env;  /* the NCCL_* and CUDA_* settings, sorted */
     struct gmt_job_coll *colls; size_t n_colls;
     size_t group;              /* index of its group of alike ranks */
+    /* what gmt_job_finish finds of it beside the others: why its untracked memory stands
+     * out (other processes on its GPU, a larger CUDA context or local-memory reservation,
+     * each by gmt_job_untracked_above), in words, "" none; what its recorded context has
+     * that most ranks' does not (settings, versions, world size, device count), "" none */
+    char cause[512];
+    char diff[1024];
+    bool stands_out;           /* its peak (or NCCL bytes) is more than 10% and 1 MiB from the
+                                * median, its untracked memory has a cause, it is a
+                                * collective's outlier, or its recorded context differs from
+                                * most ranks' (gmt_job_finish) */
+};
+
+/* A group of alike ranks: how many, and the one at its median peak, which stands for it
+ * (an index into the job's r). */
+struct gmt_job_group {
+    size_t n, rep;
+    size_t place;              /* its index in the job's order */
 };
 
 /* A spread over the ranks: min and max with the rank that has them, median. */
@@ -70,6 +87,10 @@ struct gmt_job {
     struct { char *name; const char *value; } *usual; size_t n_usual;
     int32_t usual_version[4], usual_world;
     size_t usual_dev;
+    /* the groups (gmt_job_finish): each by its index, and their order, largest first
+     * (ties: by their first rank) */
+    struct gmt_job_group *groups;
+    size_t *order;
 };
 
 void gmt_job_init(struct gmt_job *j);
@@ -80,31 +101,19 @@ int gmt_job_add(struct gmt_job *j, const struct gmt_analysis *a);
  * env[0..n_env) ("NAME=value") are taken, as gmt_job_add takes a trace's. 0 or -ENOMEM. */
 int gmt_job_add_rank(struct gmt_job *j, const struct gmt_job_rank *src, char *const *env,
                      size_t n_env);
-/* Sorts the ranks and computes the spreads, outliers and groups. 0 or -ENOMEM. */
+/* Sorts the ranks and computes the spreads, outliers and groups: everything a view of
+ * the job reads. 0 or -ENOMEM. */
 int gmt_job_finish(struct gmt_job *j);
 void gmt_job_free(struct gmt_job *j);
 
 /* The outlier rule of the untracked parts: a rank's part x stands out when it is above
  * the job's median by more than 10 % of the median and more than 1 MiB. */
 bool gmt_job_untracked_above(uint64_t x, uint64_t median);
-/* Why rank i's untracked memory stands out (other processes on its GPU, a larger CUDA
- * context or local-memory reservation, each by gmt_job_untracked_above), in words, into
- * buf; its length, 0: none. buf NULL: nonzero when there is a cause. */
-size_t gmt_job_rank_untracked_cause(const struct gmt_job *j, size_t i, char *buf, size_t len);
-/* Whether rank i stands out: its peak (or NCCL bytes) is more than 10% and 1 MiB from the
- * median, its untracked memory has a cause, it is a collective's outlier, or its recorded
- * context differs from most ranks'. */
-bool gmt_job_rank_stands_out(const struct gmt_job *j, size_t i);
-/* What rank i's recorded context has that most ranks' does not: settings, versions,
- * world size, device count; "" when nothing. */
-const char *gmt_job_differences(const struct gmt_job *j, size_t i, char *buf, size_t len);
-/* The ranks of group g as "0-4, 6-7", the count in *n, the rank at its median peak in
- * *rep (an index into j->r). */
+/* The ranks of group g as "0-4, 6-7", its count (groups[g].n) in *n, the rank at its
+ * median peak (groups[g].rep) in *rep. */
 const char *gmt_job_group_ranks(const struct gmt_job *j, size_t g, char *buf, size_t len,
                                 size_t *n, size_t *rep);
 
-/* The groups, largest first (ties: by their first rank), into order[0..n_groups). */
-void gmt_job_group_order(const struct gmt_job *j, size_t *order);
 #define GMT_JOB_MAX_REPORTS 8 /* reports a summary of a job shows without --per-rank */
 
 #endif

@@ -230,6 +230,7 @@ int gmt_job_open(struct gmt_job *j, char **files, size_t n, const struct gmt_rep
     struct gmt_report_opts quick = *ro;
     quick.no_symbols = true;
     quick.nccl_model = ro->nccl_model && nccl_model;
+    quick.sites = false; /* a rank's figures take none of its sites */
     gmt_job_init(j);
     *res = (struct gmt_job_read_result){.progress = isatty(STDERR_FILENO)};
     int rr = gmt_job_read(j, files, n, &quick, res);

@@ -516,6 +516,8 @@ static int run(struct pass *S)
     }
     struct gmt_phases *p = S->p;
     p->grows_every_step = p->steps >= 3 && p->later_min > 0;
+    if (p->grows_every_step)
+        p->growth_per_step = p->later_growth / (int64_t)(p->steps - 1);
     if (p->grows_every_step && (r = grow_site(S)))
         return r;
     if (p->n_rows)

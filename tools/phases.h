@@ -57,6 +57,7 @@ struct gmt_phases {
     int64_t later_growth;      /* steps 2..N together */
     int64_t later_min;         /* the least one of them grew */
     bool grows_every_step;     /* at least 3 steps, and each after the first grew */
+    int64_t growth_per_step;   /* with grows_every_step: later_growth per step after the first */
     uint32_t grow_stack;       /* the stack holding most of what steps 2..N allocated and
                                 * was still live at the end (0: not captured) */
     uint64_t grow_stack_bytes; /* what it holds of that; 0: none of it is live */

@@ -18,6 +18,14 @@ struct gmt_job;
  * are not counted, so the first one written has no separator before it). begin gets
  * the overview of several traces as one job (job.h), which it writes where its format
  * has a place for it; NULL for one trace.
+ *
+ * What a format shows that takes computing (sites grouped and sorted, what is held at
+ * the end, untracked memory's parts and what-ifs, growth per step, the report's
+ * timeline) is a field of struct gmt_analysis that gmt_analyze fills once (report.c and
+ * the files it calls); a job's (its groups' order, who stands out and why)
+ * gmt_job_finish fills, a diff's and a watch view's their makers. A figure a format
+ * lacks is added there, so that every format shows the same one. The exports of events (export.h) stream the trace through the export walk
+ * (export_walk.c, export_track.c), their engine, and format what it hands them.
  */
 struct gmt_renderer {
     void (*begin)(FILE *out, const struct gmt_job *j, const struct gmt_report_opts *o);

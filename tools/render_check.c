@@ -258,23 +258,18 @@ void gmt_render_check_text(FILE *o, const struct gmt_verdicts *vs, bool verbose,
 
 void gmt_render_check_groups(FILE *o, const struct gmt_job *j)
 {
-    size_t *order = malloc((j->n_groups ? j->n_groups : 1) * sizeof *order);
-    if (!order)
-        return;
-    gmt_job_group_order(j, order);
     fprintf(o, "the traces: %zu rank%s in %zu group%s of ranks alike: ", j->n, j->n == 1 ? "" : "s",
             j->n_groups, j->n_groups == 1 ? "" : "s");
     for (size_t k = 0; k < j->n_groups; k++) {
         char ranks[512];
         size_t cnt, rep;
-        gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &cnt, &rep);
+        gmt_job_group_ranks(j, j->order[k], ranks, sizeof ranks, &cnt, &rep);
         if (cnt > 1)
             fprintf(o, "%sranks %s (%zu alike)", k ? "; " : "", ranks, cnt);
         else
             fprintf(o, "%srank %s", k ? "; " : "", ranks);
     }
     fprintf(o, "\n");
-    free(order);
 }
 
 /* ---- untracked memory per rank: shown beside the checks, never gated ---- */
@@ -356,8 +351,8 @@ void gmt_render_check_untracked(FILE *o, const struct gmt_job *j, bool verbose, 
         }
     }
     for (size_t i = 0; i < j->n; i++) {
-        char cause[512];
-        if (!gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
+        const char *cause = j->r[i].cause;
+        if (!cause[0])
             continue;
         char who[32];
         if (j->r[i].rank >= 0)

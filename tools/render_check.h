@@ -22,7 +22,7 @@ void gmt_render_check_groups(FILE *o, const struct gmt_job *j);
 /* Each rank's untracked memory (job.h), shown, never gated: with `verbose` its parts (a row
  * per rank, or with `aggregate` or more than GMT_CHECK_UNTRACKED_ROWS ranks each part's
  * min, median and max); always a NOTE line per rank whose part stands out, with its cause
- * (gmt_job_rank_untracked_cause), and with `github` a ::notice annotation of it. Nothing
+ * (gmt_job_rank.cause), and with `github` a ::notice annotation of it. Nothing
  * when no trace sampled its device. */
 #define GMT_CHECK_UNTRACKED_ROWS 16
 void gmt_render_check_untracked(FILE *o, const struct gmt_job *j, bool verbose, bool aggregate, bool github);

@@ -118,10 +118,6 @@ static const char *stack_text(const struct gmt_analysis *a, uint32_t stack)
 static void rows_traces(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     const struct gmt_trace *t = &a->t;
-    uint64_t host_only = 0;
-    for (size_t d = 0; d < a->rep.n_dev; d++)
-        if (gmt_report_dev_selected(o, a->rep.dev[d].device) && !gmt_dev_shown(&a->rep.dev[d]))
-            host_only += a->rep.dev[d].host_peak;
     struct row r = trace_row(f, a);
     cell_u(&r, t->proc.pid);
     cell_u(&r, t->proc.ppid);
@@ -139,7 +135,7 @@ static void rows_traces(FILE *f, const struct gmt_analysis *a, const struct gmt_
     cell_u_if(&r, t->cut, t->cut_offset);
     cell_u(&r, t->records_dropped);
     cell_u(&r, a->rep.unmatched_frees);
-    cell_u(&r, host_only);
+    cell_u(&r, a->host_only_peak);
     row_end(&r);
 }
 
@@ -294,7 +290,7 @@ static void rows_steps(FILE *f, const struct gmt_analysis *a, const struct gmt_r
     cell_i(&r, p->later_growth);
     bool grows = p->grows_every_step;
     cell_u(&r, grows);
-    cell_i_if(&r, grows, grows ? p->later_growth / (int64_t)(p->steps - 1) : 0);
+    cell_i_if(&r, grows, grows ? p->growth_per_step : 0);
     cell_u_if(&r, grows, p->steps - 1);
     cell_u_if(&r, grows, p->grow_stack_bytes);
     cell_s(&r, !grows ? NULL : p->grow_stack_bytes ? stack_text(a, p->grow_stack) : "");
@@ -316,11 +312,11 @@ static const char *stack_ids(const struct gmt_site_group *g, char *buf, size_t l
 static void rows_site_groups(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                              bool leaks)
 {
-    struct gmt_site_groups G;
-    if (gmt_report_site_groups(a, leaks ? GMT_SITES_LEAKS : GMT_SITES_ALL, gmt_site_frames(o), &G))
+    const struct gmt_site_groups *G = leaks ? &a->sites.leaks : &a->sites.all;
+    if (G->rc)
         return;
-    for (size_t i = 0; i < G.n && (long)i < o->top; i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < o->top; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         struct row r = trace_row(f, a);
         cell_s(&r, a->cat_names[s->cat]);
         if (!leaks)
@@ -330,16 +326,15 @@ static void rows_site_groups(FILE *f, const struct gmt_analysis *a, const struct
         if (!leaks) {
             cell_u(&r, s->allocs);
             cell_u(&r, s->bytes_total);
-            cell_s(&r, s->live_at_end ? gmt_site_holder(a, s) : NULL);
+            cell_s(&r, G->g[i].holder);
         }
         cell_s(&r, site_frame(a, s->stack));
         cell_s(&r, stack_text(a, s->stack));
         char ids[4096];
-        cell_s(&r, G.g[i].line);
-        cell_s(&r, stack_ids(&G.g[i], ids, sizeof ids));
+        cell_s(&r, G->g[i].line);
+        cell_s(&r, stack_ids(&G->g[i], ids, sizeof ids));
         row_end(&r);
     }
-    gmt_site_groups_free(&G);
 }
 
 static void rows_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -354,8 +349,8 @@ static void rows_leaks(FILE *f, const struct gmt_analysis *a, const struct gmt_r
 
 static void rows_held(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
-    struct gmt_held h[GMT_MAX_HOLDERS];
-    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    const struct gmt_held *h = a->held;
+    size_t n = a->n_held;
     for (size_t k = 0; k < n; k++) {
         struct row r = trace_row(f, a);
         cell_s(&r, h[k].holder);
@@ -434,13 +429,12 @@ static void rows_pytorch_devices(FILE *f, const struct gmt_analysis *a, const st
 static void rows_block_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                              bool leaks)
 {
-    struct gmt_site_groups G;
-    if (a->blocks.mode == GMT_BLOCKS_NONE ||
-        gmt_block_site_groups(a, leaks, gmt_site_frames(o), &G))
+    const struct gmt_site_groups *G = leaks ? &a->sites.block_leaks : &a->sites.blocks;
+    if (a->blocks.mode == GMT_BLOCKS_NONE || G->rc)
         return;
     long top = o->top > 0 ? o->top : 10; /* as the JSON's */
-    for (size_t i = 0; i < G.n && (long)i < top; i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < top; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         struct row r = trace_row(f, a);
         if (leaks) {
             cell_u(&r, s->live_at_end);
@@ -454,11 +448,10 @@ static void rows_block_sites(FILE *f, const struct gmt_analysis *a, const struct
         }
         cell_s(&r, stack_text(a, s->stack));
         char ids[4096];
-        cell_s(&r, G.g[i].line);
-        cell_s(&r, stack_ids(&G.g[i], ids, sizeof ids));
+        cell_s(&r, G->g[i].line);
+        cell_s(&r, stack_ids(&G->g[i], ids, sizeof ids));
         row_end(&r);
     }
-    gmt_site_groups_free(&G);
 }
 
 static void rows_pytorch_sites(FILE *f, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -495,13 +488,9 @@ static void rows_pytorch_ooms(FILE *f, const struct gmt_analysis *a, const struc
 
 static void job_ranks(FILE *f, const struct gmt_job *j)
 {
-    size_t order[j->n_groups ? j->n_groups : 1], pos[j->n_groups ? j->n_groups : 1];
-    gmt_job_group_order(j, order);
-    for (size_t k = 0; k < j->n_groups; k++)
-        pos[order[k]] = k;
     for (size_t i = 0; i < j->n; i++) {
         const struct gmt_job_rank *v = &j->r[i];
-        char ranks[512], diff[1024];
+        char ranks[512];
         size_t cnt, rep;
         gmt_job_group_ranks(j, v->group, ranks, sizeof ranks, &cnt, &rep);
         struct row r = {f, false};
@@ -516,11 +505,11 @@ static void job_ranks(FILE *f, const struct gmt_job *j)
         cell_u(&r, v->complete);
         cell_u(&r, v->fails);
         cell_u(&r, v->n_dev);
-        cell_u(&r, pos[v->group]);
+        cell_u(&r, j->groups[v->group].place);
         cell_s(&r, ranks);
         cell_u(&r, rep == i);
-        cell_u(&r, gmt_job_rank_stands_out(j, i));
-        cell_s(&r, gmt_job_differences(j, i, diff, sizeof diff));
+        cell_u(&r, v->stands_out);
+        cell_s(&r, v->diff);
         row_end(&r);
     }
 }

@@ -103,9 +103,7 @@ static void pair_json(FILE *o, const struct gmt_diff_pair *p, bool first)
 
 static void pair_text(FILE *o, const struct gmt_diff_pair *p, long top, bool all)
 {
-    size_t changed = 0;
-    for (size_t i = 0; i < p->n; i++)
-        changed += p->c[i].delta != 0 || p->c[i].in_base != p->c[i].in_new;
+    size_t changed = p->n_changed;
     fprintf(o, "\n%s: %s -> %s: %zu change%s\n", p->who, gmt_one_line(p->base->t.path), gmt_one_line(p->now->t.path),
             changed, changed == 1 ? "" : "s");
     if (p->nccl_changed[0])

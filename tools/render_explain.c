@@ -27,7 +27,8 @@ static void comm_title(FILE *o, const struct gmt_nccl_comm *c)
         fprintf(o, "\ncommunicator #%d", c->index);
 }
 
-static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_nccl_comm *c)
+static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_nccl_comm *c,
+                     const struct gmt_nccl_why *why)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     const struct gmt_nccl_p2p_sizes z = m->p2p;
@@ -46,7 +47,6 @@ static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_n
                 m->version ? "of this version" : "of unknown version");
         return;
     }
-    uint64_t waste = 0;
     if (c->recv_each) {
         fprintf(o, "    receive    ncclRecvMem %s + LL %s + LL128 %s%s%s = %s needed, %s each",
                 mb(b1, sizeof b1, z.header_recv), mb(b2, sizeof b2, z.ll), mb(b3, sizeof b3, z.ll128),
@@ -56,8 +56,6 @@ static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_n
         if (c->recv_each != z.recv)
             fprintf(o, "    DISAGREE   the trace's receive buffers are %s each, the model's %s\n",
                     mb(b1, sizeof b1, c->recv_each), mb(b2, sizeof b2, z.recv));
-        else
-            waste += (z.recv - z.recv_need) * (uint64_t)c->coll_channels;
     }
     if (c->send_each) {
         fprintf(o, "    send       ncclSendMem %s%s%s = %s needed, %s each (aligned to 2 MiB)\n",
@@ -67,24 +65,16 @@ static void why_text(FILE *o, const struct gmt_nccl_model *m, const struct gmt_n
         if (c->send_each != z.send)
             fprintf(o, "    DISAGREE   the trace's send buffers are %s each, the model's %s\n",
                     mb(b1, sizeof b1, c->send_each), mb(b2, sizeof b2, z.send));
-        else
-            waste += (z.send - z.send_need) * (uint64_t)c->coll_channels;
     }
-    uint64_t small = 0, small_n = 0;
-    for (size_t i = 0; i < c->n_g; i++)
-        if (!c->g[i].host && (c->g[i].purpose == GMT_NCCL_CHANNEL || c->g[i].purpose == GMT_NCCL_DEVCOMM)) {
-            small += c->g[i].bytes;
-            small_n += c->g[i].count;
-        }
-    if (small_n)
+    if (why->small_allocs)
         fprintf(o, "    structures %" PRIu64 " allocations of %s in all for structures of a few hundred "
                 "bytes to a few KiB each\n               (2.28: ncclDevChannelPeer 608 B per rank, "
                 "peer pointers, ring ranks; ncclDevCommAndChannels)%s\n",
-                small_n, mb(b1, sizeof b1, small),
+                why->small_allocs, mb(b1, sizeof b1, why->small_bytes),
                 m->cumem ? ": the 2 MiB cuMem granularity sets their size" : "");
-    if (waste)
+    if (why->waste)
         fprintf(o, "    rounding   %s of the transport buffers is alignment, not data\n",
-                mb(b1, sizeof b1, waste));
+                mb(b1, sizeof b1, why->waste));
 }
 
 /* Whether any communicator of the trace has NCCL's own count (NCCL 2.29's ncclCommMemStats). */
@@ -116,10 +106,9 @@ static void own_line(FILE *o, const char *when, const struct gmt_nccl_own_count 
 }
 
 /* NCCL's own count of communicator c beside the trace's, where its NCCL gave one. */
-static void own_text(FILE *o, const struct gmt_trace *t, const struct gmt_nccl_comm *c)
+static void own_text(FILE *o, const struct gmt_nccl_own *n)
 {
-    struct gmt_nccl_own own;
-    gmt_nccl_own(t, c, &own);
+    const struct gmt_nccl_own own = *n;
     if (!own.init.known && !own.end.known)
         return;
     fprintf(o, "  NCCL's own count (ncclCommMemStats)\n");
@@ -156,15 +145,20 @@ static void settings_text(FILE *o, const struct gmt_nccl_model *m)
     fprintf(o, "\n            (* unset: NCCL's default)\n");
 }
 
-/* "saves 4 MiB" / "adds 2 MiB" / "changes nothing" for a change from `from` to `to`. */
-static const char *change_text(char *buf, size_t len, uint64_t from, uint64_t to)
+/* The size of a change of device bytes. */
+static uint64_t change_size(int64_t change)
+{
+    return change < 0 ? (uint64_t)-change : (uint64_t)change;
+}
+
+/* "saves 4 MiB" / "adds 2 MiB" / "changes nothing" for a change of device bytes. */
+static const char *change_text(char *buf, size_t len, int64_t change)
 {
     char b[32];
-    if (to == from)
+    if (!change)
         snprintf(buf, len, "changes nothing");
     else
-        snprintf(buf, len, "%s %s", to < from ? "saves" : "adds",
-                 mb(b, sizeof b, to < from ? from - to : to - from));
+        snprintf(buf, len, "%s %s", change < 0 ? "saves" : "adds", mb(b, sizeof b, change_size(change)));
     return buf;
 }
 
@@ -188,14 +182,11 @@ void gmt_render_explain_answer_text(FILE *o, const struct gmt_analysis *a,
     for (int k = 0; x && k < x->n; k++) {
         const struct gmt_explain_whatif *w = &x->w[k];
         fprintf(o, "%swhat if %s: %s device%s (%s -> %s)", ind, w->spec,
-                change_text(ch, sizeof ch, m->dev_bytes, w->dev_bytes), each,
+                change_text(ch, sizeof ch, w->dev_change), each,
                 mb(b1, sizeof b1, m->dev_bytes), mb(b2, sizeof b2, w->dev_bytes));
         /* the group's total: what the setting is worth over the ranks it stands for */
-        if (each[0] && w->dev_bytes != m->dev_bytes) {
-            uint64_t d = w->dev_bytes < m->dev_bytes ? m->dev_bytes - w->dev_bytes
-                                                     : w->dev_bytes - m->dev_bytes;
-            fprintf(o, ", %s over the %zu", mb(b3, sizeof b3, d * n), n);
-        }
+        if (each[0] && w->dev_change)
+            fprintf(o, ", %s over the %zu", mb(b3, sizeof b3, change_size(w->dev_change) * n), n);
         fprintf(o, ", %s host; %s\n", mb(b4, sizeof b4, w->host_bytes), w->confidence);
     }
     if ((!x || !x->n) && m->n_savings)
@@ -280,13 +271,13 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
                         mb(b1, sizeof b1, g->bytes), mb(b2, sizeof b2, g->each), g->cause, by,
                         gmt_nccl_how_key(g->how));
             }
-        why_text(o, m, c);
-        own_text(o, t, c);
+        why_text(o, m, c, &a->nccl_why[i]);
+        own_text(o, &a->nccl_own[i]);
         for (int k = 0; k < n_w; k++) {
             const struct gmt_nccl_prediction *p = &x->w[k].per_comm[i];
             fprintf(o, "  what if %s: %s device (%s), %s host; %s: %s\n", x->w[k].spec,
                     mb(b1, sizeof b1, p->dev_bytes),
-                    gmt_fmt_sbytes(b2, sizeof b2, (int64_t)p->dev_bytes - (int64_t)c->dev_bytes),
+                    gmt_fmt_sbytes(b2, sizeof b2, x->w[k].comm_change[i]),
                     mb(b3, sizeof b3, p->host_bytes), p->confidence, p->note);
         }
     }
@@ -295,7 +286,7 @@ void gmt_render_explain_text(FILE *o, const struct gmt_analysis *a, const struct
     for (int k = 0; k < n_w; k++) {
         const struct gmt_explain_whatif *w = &x->w[k];
         fprintf(o, "  what if %s: %s device (%s), %s host; %s\n", w->spec, mb(b1, sizeof b1, w->dev_bytes),
-                gmt_fmt_sbytes(b2, sizeof b2, (int64_t)w->dev_bytes - (int64_t)m->dev_bytes),
+                gmt_fmt_sbytes(b2, sizeof b2, w->dev_change),
                 mb(b3, sizeof b3, w->host_bytes), w->confidence);
     }
     const struct gmt_nccl_saving *sv = m->savings;
@@ -345,10 +336,9 @@ static void json_own_count(FILE *o, const char *key, const struct gmt_nccl_own_c
 }
 
 /* "nccl_own": NCCL's own counts, present only when the trace has them (NCCL 2.29 and later). */
-static void json_own(FILE *o, const struct gmt_trace *t, const struct gmt_nccl_comm *c)
+static void json_own(FILE *o, const struct gmt_nccl_own *n)
 {
-    struct gmt_nccl_own own;
-    gmt_nccl_own(t, c, &own);
+    const struct gmt_nccl_own own = *n;
     if (!own.init.known && !own.end.known)
         return;
     fprintf(o, ", \"nccl_own\": {\"source\": \"ncclCommMemStats\"");
@@ -384,14 +374,11 @@ void gmt_render_explain_json_end(FILE *o, const struct gmt_job *j)
 {
     fprintf(o, "]");
     if (j) {
-        size_t *order = malloc((j->n_groups ? j->n_groups : 1) * sizeof *order);
         fprintf(o, ", \"groups\": [");
-        for (size_t k = 0; order && k < j->n_groups; k++) {
-            if (k == 0)
-                gmt_job_group_order(j, order);
+        for (size_t k = 0; k < j->n_groups; k++) {
             char ranks[512];
             size_t cnt, rep;
-            gmt_job_group_ranks(j, order[k], ranks, sizeof ranks, &cnt, &rep);
+            gmt_job_group_ranks(j, j->order[k], ranks, sizeof ranks, &cnt, &rep);
             fprintf(o, "%s{\"ranks\": ", k ? ", " : "");
             gmt_fput_json_string(o, ranks);
             fprintf(o, ", \"count\": %zu, \"stands_for\": ", cnt);
@@ -399,14 +386,13 @@ void gmt_render_explain_json_end(FILE *o, const struct gmt_job *j)
             fprintf(o, ", \"files\": [");
             size_t at = 0;
             for (size_t i = 0; i < j->n; i++)
-                if (j->r[i].group == order[k]) {
+                if (j->r[i].group == j->order[k]) {
                     fprintf(o, "%s", at++ ? ", " : "");
                     gmt_fput_json_string(o, j->r[i].path);
                 }
             fprintf(o, "]}");
         }
         fprintf(o, "]");
-        free(order);
     }
     fprintf(o, "}\n");
 }
@@ -437,7 +423,7 @@ void gmt_render_explain_json(FILE *o, const struct gmt_analysis *a, const struct
                 c->rank, c->nranks, c->device, c->dev_bytes, c->host_bytes, c->allocs,
                 c->init_channels, c->coll_channels);
         json_groups(o, c);
-        json_own(o, t, c);
+        json_own(o, &a->nccl_own[i]);
         fprintf(o, ", \"what_if\": [");
         for (int k = 0; k < n_w; k++) {
             const struct gmt_nccl_prediction *p = &x->w[k].per_comm[i];
@@ -523,7 +509,7 @@ void gmt_render_explain_brief_json(FILE *o, const struct gmt_analysis *a)
                 first = false;
             }
         fprintf(o, "}");
-        json_own(o, &a->t, c);
+        json_own(o, &a->nccl_own[i]);
         fprintf(o, "}");
     }
     fprintf(o, "], \"savings\": [");

@@ -92,7 +92,7 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
     /* what stands out, and what the traces say is different there */
     size_t shown = 0, out = 0;
     for (size_t i = 0; i < j->n; i++) {
-        if (!gmt_job_rank_stands_out(j, i))
+        if (!j->r[i].stands_out)
             continue;
         if (out++ == 0)
             fprintf(o, "\n  Ranks that stand out\n");
@@ -100,17 +100,15 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
             continue;
         shown++;
         const struct gmt_job_rank *r = &j->r[i];
-        char p[GMT_FMT_LEN], n[GMT_FMT_LEN], diff[1024];
+        char p[GMT_FMT_LEN], n[GMT_FMT_LEN];
         gmt_fmt_bytes(p, sizeof p, r->peak);
         gmt_fmt_bytes(n, sizeof n, r->nccl);
         fprintf(o, "    rank %" PRId32 ": peak %s, NCCL %s", r->rank, p, n);
-        char cause[512];
-        if (gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
-            fprintf(o, "; untracked: %s", cause);
-        gmt_job_differences(j, i, diff, sizeof diff);
-        if (diff[0]) {
+        if (r->cause[0])
+            fprintf(o, "; untracked: %s", r->cause);
+        if (r->diff[0]) {
             fprintf(o, "; recorded differences: ");
-            gmt_fput_safe(o, diff, strlen(diff));
+            gmt_fput_safe(o, r->diff, strlen(r->diff));
         } else {
             fprintf(o, "; no recorded setting, version or device count differs");
         }
@@ -137,8 +135,7 @@ void gmt_render_job_text(FILE *o, const struct gmt_job *j, const struct gmt_repo
     if (cs > MAX_SHOWN)
         fprintf(o, "    ... and %zu more\n", cs - MAX_SHOWN);
     fprintf(o, "\n  Ranks alike: %zu group(s)\n", j->n_groups);
-    size_t order[j->n_groups ? j->n_groups : 1];
-    gmt_job_group_order(j, order);
+    const size_t *order = j->order;
     for (size_t k = 0; k < j->n_groups && k < GMT_JOB_MAX_REPORTS; k++) {
         char ranks[512];
         size_t n, rep;
@@ -223,18 +220,16 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
     fputs("}, \"stand_out\": [", o);
     size_t n = 0;
     for (size_t i = 0; i < j->n; i++) {
-        if (!gmt_job_rank_stands_out(j, i))
+        if (!j->r[i].stands_out)
             continue;
-        char diff[1024];
         fprintf(o, "%s{\"rank\": %" PRId32 ", \"file\": ", n++ ? ", " : "", j->r[i].rank);
         gmt_fput_json_string(o, j->r[i].path);
         fprintf(o, ", \"peak_bytes\": %" PRIu64 ", \"nccl_bytes\": %" PRIu64 ", \"differences\": ",
                 j->r[i].peak, j->r[i].nccl);
-        gmt_fput_json_string(o, gmt_job_differences(j, i, diff, sizeof diff));
+        gmt_fput_json_string(o, j->r[i].diff);
         json_rank_untracked(o, &j->r[i]);
         fputs(", \"untracked_cause\": ", o);
-        gmt_job_rank_untracked_cause(j, i, diff, sizeof diff);
-        gmt_fput_json_string(o, diff);
+        gmt_fput_json_string(o, j->r[i].cause);
         fputc('}', o);
     }
     fputs("], \"collectives\": [", o);
@@ -252,8 +247,7 @@ void gmt_render_job_json(FILE *o, const struct gmt_job *j)
             fputs(", \"outlier_rank\": null, \"outlier_first_tracked_bytes\": null}", o);
     }
     fputs("], \"groups\": [", o);
-    size_t order[j->n_groups ? j->n_groups : 1];
-    gmt_job_group_order(j, order);
+    const size_t *order = j->order;
     for (size_t k = 0; k < j->n_groups; k++) {
         char ranks[512];
         size_t cnt, rep, g = order[k];

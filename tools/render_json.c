@@ -65,10 +65,9 @@ static void json_process(FILE *out, const struct gmt_trace *t)
 
 /* The named parts of untracked memory (docs/untracked.md): a part the trace did not
  * measure is null. */
-static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *r)
+static void json_untracked_parts(FILE *out, const struct gmt_analysis *a, size_t d)
 {
-    struct gmt_untracked u;
-    gmt_untracked_parts(&a->t, &a->rep, r, &u);
+    const struct gmt_untracked u = a->untracked[d];
     if (!u.known) {
         fprintf(out, ", \"untracked_parts\": null");
         return;
@@ -112,15 +111,10 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
     const struct gmt_report *rep = &a->rep;
     fprintf(out, ", \"devices\": [");
     int first = 1;
-    uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
-        if (!gmt_report_dev_selected(o, r->device))
+        if (!gmt_report_dev_selected(o, r->device) || !gmt_dev_shown(r))
             continue;
-        if (!gmt_dev_shown(r)) {
-            host_only += r->host_peak;
-            continue;
-        }
         fprintf(out, "%s{\"device\": %d, \"peak_bytes\": %" PRIu64 ", \"peak_time_ns\": %" PRIu64
                      ", \"peak_scope\": %u, \"peak_by_category\": ",
                 first ? "" : ", ", r->device, r->peak,
@@ -137,7 +131,7 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
                     gmt_dev_untracked(r), r->total);
         else
             fprintf(out, ", \"device_used_max_bytes\": null, \"untracked_bytes\": null");
-        json_untracked_parts(out, a, r);
+        json_untracked_parts(out, a, d);
         if (r->has_proc)
             fprintf(out, ", \"process_used_max_bytes\": %" PRIu64 ", \"process_used_end_bytes\": %" PRIu64,
                     r->proc_max, r->proc_last);
@@ -155,7 +149,7 @@ static void json_devices(FILE *out, const struct gmt_analysis *a, const struct g
                 r->allocs, r->frees, r->failures);
         first = 0;
     }
-    fprintf(out, "], \"host_pinned_without_device_peak_bytes\": %" PRIu64, host_only);
+    fprintf(out, "], \"host_pinned_without_device_peak_bytes\": %" PRIu64, a->host_only_peak);
 }
 
 static void json_colls(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
@@ -228,11 +222,11 @@ static void json_frames(FILE *out, const struct gmt_analysis *a, uint32_t stack)
 static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o)
 {
     fprintf(out, "], \"sites\": [");
-    struct gmt_site_groups G;
-    if (gmt_report_site_groups(a, GMT_SITES_ALL, gmt_site_frames(o), &G))
+    const struct gmt_site_groups *G = &a->sites.all;
+    if (G->rc)
         return; /* out of memory: no sites rather than a broken document */
-    for (size_t i = 0; i < G.n && (long)i < o->top; i++) {
-        const struct gmt_site_row *s = &G.g[i].sum;
+    for (size_t i = 0; i < G->n && (long)i < o->top; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
         char line[8192];
         fprintf(out, "%s{\"category\": ", i ? ", " : "");
         gmt_fput_json_string(out, a->cat_names[s->cat]);
@@ -242,27 +236,26 @@ static void json_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
                 s->live_at_peak, s->live_at_end, s->count_at_end, s->allocs, s->bytes_total);
         gmt_fput_json_string(out, gmt_stack_full(a, s->stack, 64, line, sizeof line));
         json_frames(out, a, s->stack);
-        const char *who = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+        const char *who = G->g[i].holder;
         fprintf(out, ", \"held_by\": ");
         if (who)
             gmt_fput_json_string(out, who);
         else
             fprintf(out, "null");
         fprintf(out, ", \"line\": ");
-        gmt_fput_json_string(out, G.g[i].line);
+        gmt_fput_json_string(out, G->g[i].line);
         fprintf(out, ", \"stack_ids\": [");
-        for (size_t k = 0; k < G.g[i].n_stacks; k++)
-            fprintf(out, "%s%" PRIu32, k ? ", " : "", G.g[i].stacks[k]);
+        for (size_t k = 0; k < G->g[i].n_stacks; k++)
+            fprintf(out, "%s%" PRIu32, k ? ", " : "", G->g[i].stacks[k]);
         fprintf(out, "]}");
     }
-    gmt_site_groups_free(&G);
 }
 
 /* What caches and communicators hold at the end, by holder (not leaks). */
 static void json_held(FILE *out, const struct gmt_analysis *a)
 {
-    struct gmt_held h[GMT_MAX_HOLDERS];
-    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    const struct gmt_held *h = a->held;
+    size_t n = a->n_held;
     fprintf(out, "], \"held_at_end\": [");
     for (size_t k = 0; k < n; k++) {
         fprintf(out, "%s{\"holder\": ", k ? ", " : "");
@@ -361,7 +354,7 @@ static void json_phases(FILE *out, const struct gmt_analysis *a)
         char line[8192];
         fprintf(out, ", \"growth_per_step_bytes\": %" PRId64 ", \"growth_steps\": %" PRIu64
                      ", \"site_bytes\": %" PRIu64 ", \"site\": ",
-                p->later_growth / (int64_t)(p->steps - 1), p->steps - 1, p->grow_stack_bytes);
+                p->growth_per_step, p->steps - 1, p->grow_stack_bytes);
         gmt_fput_json_string(out, p->grow_stack_bytes ? gmt_stack_full(a, p->grow_stack, 64, line, sizeof line) : "");
     }
     fprintf(out, "}}");

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "holders.h"
 #include "names.h"
 #include "render_explain.h"
 #include "reader.h"
@@ -141,15 +140,10 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
     fprintf(out, "  %-6s %10s %12s %10s %10s %10s%s%.*s\n", "device", "peak", "at", "at end",
             "untracked", "dev used", room >= 8 ? "  " : "", room >= 8 ? room : 0,
             room >= 21 ? "in flight at the peak" : "in flight");
-    uint64_t host_only = 0;
     for (size_t d = 0; d < rep->n_dev; d++) {
         const struct gmt_dev_report *r = &rep->dev[d];
-        if (!gmt_report_dev_selected(o, r->device))
+        if (!gmt_report_dev_selected(o, r->device) || !gmt_dev_shown(r))
             continue;
-        if (!gmt_dev_shown(r)) {
-            host_only += r->host_peak;
-            continue;
-        }
         char bpeak[32], bend[32], bu[32], bused[32], bt[32], lab[96];
         gmt_fmt_bytes(bpeak, sizeof bpeak, r->peak);
         gmt_fmt_bytes(bend, sizeof bend, r->end);
@@ -195,13 +189,14 @@ static void text_peaks(FILE *out, const struct gmt_analysis *a, const struct gmt
         if (r->host_peak)
             fprintf(out, "\n         pinned host memory: peak %s", gmt_fmt_bytes(b1, sizeof b1, r->host_peak));
         if (r->has_used)
-            gmt_untracked_text(out, a, r);
+            gmt_untracked_text(out, a, d);
         else
             fprintf(out, "\n");
     }
-    if (host_only) {
+    if (a->host_only_peak) {
         char bh[32];
-        fprintf(out, "  pinned host memory with no device: peak %s\n", gmt_fmt_bytes(bh, sizeof bh, host_only));
+        fprintf(out, "  pinned host memory with no device: peak %s\n",
+                gmt_fmt_bytes(bh, sizeof bh, a->host_only_peak));
     }
     fprintf(out, "  untracked = device used - tracked - graph memory, named in parts where the\n"
                  "  trace measured them (docs/untracked.md). '?' = never sampled.\n");
@@ -341,7 +336,7 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
         print_coll_row(out, &L, cells);
         if (c->failed)
             fprintf(out, "  %-*s %" PRIu64 " call(s) returned an error\n", L.w[C_OP], "", c->failed);
-        gmt_untracked_call_text(out, a, c);
+        gmt_untracked_call_text(out, a, i);
         const struct gmt_nccl_pick *pk = &c->pick;
         if (pk->total)
             fprintf(out, "    NCCL chose %s/%s, %u channel(s), %u warps%s\n",
@@ -360,24 +355,23 @@ static void text_colls(FILE *out, const struct gmt_analysis *a, const struct gmt
 static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt_report_opts *o,
                        bool leaks)
 {
-    int frames = o->frames ? o->frames : o->width >= 140 ? 5 : 3;
     fprintf(out, leaks ? "\nLeaks (device memory still allocated at the end that nothing holds for reuse, by site)\n"
                        : "\nTop allocation sites (device memory, by bytes live at the peak)\n");
     /* sites that print alike are one site: grouped at the frames shown */
-    struct gmt_site_groups G;
-    if (gmt_report_site_groups(a, leaks ? GMT_SITES_LEAKS : GMT_SITES_LIVE, frames, &G)) {
+    const struct gmt_site_groups *G = leaks ? gmt_sites_text_leaks(&a->sites) : &a->sites.live;
+    if (G->rc) {
         fprintf(out, "  (out of memory)\n");
         return;
     }
-    size_t shown = (size_t)o->top < G.n ? (size_t)o->top : G.n;
+    size_t shown = (size_t)o->top < G->n ? (size_t)o->top : G->n;
     for (size_t j = 0; j < shown; j++) {
-        const struct gmt_site_row *s = &G.g[j].sum;
+        const struct gmt_site_row *s = &G->g[j].sum;
         char b1[32], b2[32], b3[32], stacks[32] = "";
         gmt_fmt_bytes(b1, sizeof b1, s->live_at_peak);
         gmt_fmt_bytes(b2, sizeof b2, s->live_at_end);
         gmt_fmt_bytes(b3, sizeof b3, s->bytes_total);
-        if (G.g[j].n_stacks > 1)
-            snprintf(stacks, sizeof stacks, ", %zu stacks", G.g[j].n_stacks);
+        if (G->g[j].n_stacks > 1)
+            snprintf(stacks, sizeof stacks, ", %zu stacks", G->g[j].n_stacks);
         if (leaks)
             fprintf(out, "  %10s in %" PRIu64 " allocation(s)%s  [%s]\n", b2, s->count_at_end, stacks,
                     a->cat_names[s->cat]);
@@ -385,7 +379,7 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
             fprintf(out, "  %10s at peak, %s at end, %" PRIu64 " allocs, %s in all%s  [%s]\n", b1, b2,
                     s->allocs, b3, stacks, a->cat_names[s->cat]);
         /* cut to the width, unless --frames asked for the frames */
-        const char *line = G.g[j].line;
+        const char *line = G->g[j].line;
         int room = o->width - 6 > 20 ? o->width - 6 : 20;
         if (o->frames || (int)strlen(line) <= room)
             fprintf(out, "      %s\n", line);
@@ -394,15 +388,14 @@ static void text_sites(FILE *out, const struct gmt_analysis *a, const struct gmt
     }
     if (!shown)
         fprintf(out, "  none\n");
-    gmt_site_groups_free(&G);
 }
 
 /* Memory still allocated at the end that a cache or a communicator holds for reuse:
  * normal at exit, so apart from the leaks, by holder. */
 static void text_held(FILE *out, const struct gmt_analysis *a)
 {
-    struct gmt_held h[GMT_MAX_HOLDERS];
-    size_t n = gmt_held_at_end(a, h, sizeof h / sizeof h[0]);
+    const struct gmt_held *h = a->held;
+    size_t n = a->n_held;
     if (!n)
         return;
     fprintf(out, "\nHeld at the end for reuse (caches and live communicators: normal at exit)\n");
@@ -523,9 +516,8 @@ static void text_phases(FILE *out, const struct gmt_analysis *a, const struct gm
     fprintf(out, "\n");
     if (p->grows_every_step) {
         char line[1024];
-        int64_t per = p->later_growth / (int64_t)(p->steps - 1);
         fprintf(out, "  grows every step: %s per step over %" PRIu64 " steps, from %s\n",
-                gmt_fmt_sbytes(b1, sizeof b1, per), p->steps - 1,
+                gmt_fmt_sbytes(b1, sizeof b1, p->growth_per_step), p->steps - 1,
                 p->grow_stack_bytes ? gmt_stack_line(a, p->grow_stack, o->frames ? o->frames : 3, line, sizeof line)
                                     : "(no allocation of those steps is still live)");
     }

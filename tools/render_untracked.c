@@ -13,10 +13,9 @@ static void part(FILE *out, const char *name, int64_t bytes, const char *how)
     fprintf(out, "           %-26s %10s  %s\n", name, gmt_fmt_sbytes(b, sizeof b, bytes), how);
 }
 
-void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *d)
+void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, size_t d)
 {
-    struct gmt_untracked u;
-    gmt_untracked_parts(&a->t, &a->rep, d, &u);
+    const struct gmt_untracked u = a->untracked[d];
     if (!u.known)
         return;
     char b1[32], how[192];
@@ -61,45 +60,18 @@ void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gm
     } else {
         fprintf(out, "           %-26s %10s  %s\n", "other processes", "?", "no NVML process list in the trace");
     }
-    double pct = d->used_max ? 100.0 * (double)u.unexplained / (double)d->used_max : 0.0;
     snprintf(how, sizeof how, "%.1f %% of device used: what no measurement names (kernels loaded lazily at "
-             "a first launch, modules the runtime loads itself, printf's and malloc's device runtime, pools)", pct);
+             "a first launch, modules the runtime loads itself, printf's and malloc's device runtime, pools)",
+             u.unexplained_pct);
     part(out, "unexplained", u.unexplained, how);
-}
-
-/* The driver's default stack limit: what cudaDeviceSetLimit can take it back to. */
-#define STACK_DEFAULT 1024u
-
-bool gmt_untracked_whatif_stack(const struct gmt_analysis *a, const struct gmt_dev_report *d, uint64_t *stack,
-                                int64_t *bytes)
-{
-    struct gmt_untracked u;
-    gmt_untracked_parts(&a->t, &a->rep, d, &u);
-    if (!u.known || !u.lim.known || u.lim.stack <= STACK_DEFAULT)
-        return false;
-    *stack = u.lim.stack;
-    /* the reservation is stack x threads: each byte of stack given back frees one per thread */
-    *bytes = -(int64_t)((u.lim.stack - STACK_DEFAULT) * u.lim.threads);
-    return true;
-}
-
-bool gmt_untracked_whatif_lazy(const struct gmt_analysis *a)
-{
-    const char *loading = NULL;
-    for (size_t i = 0; i < a->t.n_env; i++)
-        if (!strncmp(a->t.env[i], "CUDA_MODULE_LOADING=", 20))
-            loading = a->t.env[i] + 20;
-    return loading && !strcmp(loading, "EAGER");
 }
 
 void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a)
 {
     bool head = false;
     for (size_t d = 0; d < a->rep.n_dev; d++) {
-        const struct gmt_dev_report *r = &a->rep.dev[d];
-        uint64_t stack;
-        int64_t bytes;
-        if (!gmt_untracked_whatif_stack(a, r, &stack, &bytes))
+        const struct gmt_untracked *u = &a->untracked[d];
+        if (!u->stack_whatif)
             continue;
         if (!head)
             fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
@@ -108,9 +80,10 @@ void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a)
         fprintf(out, "  device %d: what if the stack limit went back to %u B once the kernels needing %" PRIu64
                      " B ran (cudaDeviceSetLimit(cudaLimitStackSize, %u)): %s device, exact; the next "
                      "launch of such a kernel grows it again\n",
-                r->device, STACK_DEFAULT, stack, STACK_DEFAULT, gmt_fmt_sbytes(b, sizeof b, bytes));
+                a->rep.dev[d].device, GMT_STACK_DEFAULT, u->lim.stack, GMT_STACK_DEFAULT,
+                gmt_fmt_sbytes(b, sizeof b, u->stack_whatif_bytes));
     }
-    if (gmt_untracked_whatif_lazy(a)) {
+    if (a->eager_loading) {
         if (!head)
             fprintf(out, "\nuntracked memory beside NCCL's (docs/untracked.md)\n");
         fprintf(out, "  what if CUDA_MODULE_LOADING=LAZY (the default): each kernel loaded at its first launch, "
@@ -124,42 +97,37 @@ void gmt_untracked_whatif_json(FILE *out, const struct gmt_analysis *a)
     fputs("\"untracked_what_if\": [", out);
     size_t n = 0;
     for (size_t d = 0; d < a->rep.n_dev; d++) {
-        uint64_t stack;
-        int64_t bytes;
-        if (!gmt_untracked_whatif_stack(a, &a->rep.dev[d], &stack, &bytes))
+        const struct gmt_untracked *u = &a->untracked[d];
+        if (!u->stack_whatif)
             continue;
         fprintf(out, "%s{\"device\": %d, \"settings\": \"cudaLimitStackSize=%u\", \"stack_bytes_per_thread\": %"
                      PRIu64 ", \"device_bytes\": %" PRId64 ", \"confidence\": \"exact\"}",
-                n++ ? ", " : "", a->rep.dev[d].device, STACK_DEFAULT, stack, bytes);
+                n++ ? ", " : "", a->rep.dev[d].device, GMT_STACK_DEFAULT, u->lim.stack, u->stack_whatif_bytes);
     }
-    if (gmt_untracked_whatif_lazy(a))
+    if (a->eager_loading)
         fprintf(out, "%s{\"device\": null, \"settings\": \"CUDA_MODULE_LOADING=LAZY\", "
                      "\"stack_bytes_per_thread\": null, \"device_bytes\": null, \"confidence\": \"not predicted\"}",
                 n++ ? ", " : "");
     fputc(']', out);
 }
 
-void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c)
+void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, size_t i)
 {
-    if (!c->first_has_dev || c->first_dev <= c->first_tracked)
+    const struct gmt_untracked_call *u = &a->untracked_calls[i];
+    if (!u->known)
         return;
-    int64_t jump = c->first_dev - c->first_tracked;
     char b1[32], b2[32], b3[32];
-    struct gmt_limits_view before, after;
-    if (!gmt_untracked_call_limits(&a->t, c->first_scope, c->device, &before, &after))
-        return;
-    int64_t grew = (int64_t)after.reservation - (int64_t)before.reservation;
-    if (after.stack != before.stack) {
+    if (u->after.stack != u->before.stack) {
         fprintf(out, "    1st call: %s device beyond tracked; local memory reservation grew: %" PRIu64
                      " B -> %" PRIu64 " B of stack per thread x %" PRIu64 " threads = %s",
-                gmt_fmt_sbytes(b1, sizeof b1, jump), before.stack, after.stack, after.threads,
-                gmt_fmt_sbytes(b2, sizeof b2, grew));
-        if (jump - grew != 0)
-            fprintf(out, "; the rest, %s, not named", gmt_fmt_sbytes(b3, sizeof b3, jump - grew));
+                gmt_fmt_sbytes(b1, sizeof b1, u->jump), u->before.stack, u->after.stack, u->after.threads,
+                gmt_fmt_sbytes(b2, sizeof b2, u->grew));
+        if (u->unnamed != 0)
+            fprintf(out, "; the rest, %s, not named", gmt_fmt_sbytes(b3, sizeof b3, u->unnamed));
         fprintf(out, "\n");
     } else {
         fprintf(out, "    1st call: %s device beyond tracked, limits unchanged (stack %" PRIu64
                      " B per thread): kernels or modules loaded in the call, which no call names\n",
-                gmt_fmt_sbytes(b1, sizeof b1, jump), after.stack);
+                gmt_fmt_sbytes(b1, sizeof b1, u->jump), u->after.stack);
     }
 }

@@ -8,7 +8,6 @@
 #include "util.h"
 #include "watch_view.h"
 
-#define FAILS_SHOWN 8          /* failed allocations listed, the latest first, over all ranks */
 #define STAND_OUT_SHOWN 8
 
 const char *gmt_watch_call_name(const struct gmt_watch_call *c, char *buf, size_t len)
@@ -141,8 +140,8 @@ static bool alone(const struct gmt_watch_row *r)
 static void grouped_lines(FILE *o, const struct gmt_watch_view *v)
 {
     const struct gmt_job *j = &v->job;
-    size_t order[256], ng = j->n_groups < 256 ? j->n_groups : 256;
-    gmt_job_group_order(j, order);
+    const size_t *order = j->order;
+    size_t ng = j->n_groups < 256 ? j->n_groups : 256;
     for (size_t k = 0; k < ng; k++) {
         char ranks[64], label[80];
         size_t n = 0, rep = 0, in_group = 0;
@@ -221,39 +220,14 @@ static void fail_line(FILE *o, const struct gmt_watch_row *r, const struct gmt_w
     fputc('\n', o);
 }
 
-/* A failure's instant on the realtime clock, to order the ranks' failures together. */
-static uint64_t fail_real(const struct gmt_watch_trace *w, const struct gmt_watch_fail *f)
-{
-    return f->time >= w->monotonic_ns ? w->realtime_ns + (f->time - w->monotonic_ns) : 0;
-}
-
 /* The latest failures over every rank, the latest first. */
 static void fail_lines(FILE *o, const struct gmt_watch_view *v)
 {
     if (!v->failures)
         return;
-    struct { const struct gmt_watch_row *r; const struct gmt_watch_fail *f; uint64_t t; } top[FAILS_SHOWN];
-    size_t n = 0;
-    for (size_t i = 0; i < v->n; i++) {
-        const struct gmt_watch_fail *f;
-        for (size_t k = 0; (f = gmt_watch_fail_at(v->rows[i].w, k)); k++) {
-            uint64_t t = fail_real(v->rows[i].w, f);
-            size_t at = n;
-            while (at > 0 && top[at - 1].t < t)
-                at--;
-            if (at == FAILS_SHOWN)
-                continue;
-            if (n < FAILS_SHOWN)
-                n++;
-            memmove(&top[at + 1], &top[at], (n - 1 - at) * sizeof top[0]);
-            top[at].r = &v->rows[i];
-            top[at].f = f;
-            top[at].t = t;
-        }
-    }
     fprintf(o, "\nFailed allocations (%" PRIu64 ", the latest first):\n", v->failures);
-    for (size_t i = 0; i < n; i++)
-        fail_line(o, top[i].r, top[i].f);
+    for (size_t i = 0; i < v->n_latest; i++)
+        fail_line(o, v->latest[i].r, v->latest[i].f);
 }
 
 static void stand_out_lines(FILE *o, const struct gmt_watch_view *v)
@@ -268,16 +242,15 @@ static void stand_out_lines(FILE *o, const struct gmt_watch_view *v)
         if (n > STAND_OUT_SHOWN)
             continue;
         const struct gmt_job_rank *r = &j->r[i];
-        char p[GMT_FMT_LEN], m[GMT_FMT_LEN], nc[GMT_FMT_LEN], nm[GMT_FMT_LEN], cause[512], diff[1024];
+        char p[GMT_FMT_LEN], m[GMT_FMT_LEN], nc[GMT_FMT_LEN], nm[GMT_FMT_LEN];
         fprintf(o, "  rank %" PRId32 ": peak %s (median %s), NCCL at its peak %s (median %s)", r->rank,
                 gmt_fmt_bytes(p, sizeof p, r->peak), gmt_fmt_bytes(m, sizeof m, j->peak.median),
                 gmt_fmt_bytes(nc, sizeof nc, r->nccl), gmt_fmt_bytes(nm, sizeof nm, j->nccl.median));
-        if (gmt_job_rank_untracked_cause(j, i, cause, sizeof cause))
-            fprintf(o, "; untracked: %s", cause);
-        gmt_job_differences(j, i, diff, sizeof diff);
-        if (diff[0]) {
+        if (j->r[i].cause[0])
+            fprintf(o, "; untracked: %s", j->r[i].cause);
+        if (j->r[i].diff[0]) {
             fputs("; recorded differences: ", o);
-            put_safe(o, diff);
+            put_safe(o, j->r[i].diff);
         }
         fputc('\n', o);
     }

@@ -166,15 +166,13 @@ static void stand_out_json(FILE *o, const struct gmt_watch_view *v)
     for (size_t i = 0; i < v->n; i++) {
         if (!v->rows[i].stands_out)
             continue;
-        char diff[1024], cause[512];
         fprintf(o, "%s{\"rank\": %" PRId32 ", \"file\": ", n++ ? ", " : "", j->r[i].rank);
         gmt_fput_json_string(o, j->r[i].path);
         fprintf(o, ", \"peak_bytes\": %" PRIu64 ", \"nccl_bytes\": %" PRIu64 ", \"differences\": ",
                 j->r[i].peak, j->r[i].nccl);
-        gmt_fput_json_string(o, gmt_job_differences(j, i, diff, sizeof diff));
+        gmt_fput_json_string(o, j->r[i].diff);
         fputs(", \"untracked_cause\": ", o);
-        gmt_job_rank_untracked_cause(j, i, cause, sizeof cause);
-        gmt_fput_json_string(o, cause);
+        gmt_fput_json_string(o, j->r[i].cause);
         fputc('}', o);
     }
     fputc(']', o);

@@ -7,9 +7,14 @@
 #include <strings.h>
 
 #include "category.h"
+#include "explain.h"
+#include "holders.h"
 #include "idnames.h"
+#include "nccl_own.h"
 #include "reader.h"
 #include "symbolize.h"
+#include "timeline.h"
+#include "untracked.h"
 
 const struct gmt_nccl_setting gmt_nccl_settings[GMT_N_NCCL_SETTINGS] = {
     {"NCCL_BUFFSIZE", "4194304"},        {"NCCL_LL_BUFFSIZE", "auto"},
@@ -30,6 +35,7 @@ void gmt_report_opts_init(struct gmt_report_opts *o)
     o->device = -1;
     o->width = 100;
     o->nccl_model = true;
+    o->sites = true;
 }
 
 int gmt_report_opts_add_internal(struct gmt_report_opts *o, const char *glob)
@@ -98,6 +104,41 @@ static void implausible(const struct gmt_trace *t, const char *path, char *err, 
     }
     snprintf(err, errlen, "%s: memory live on a device adds up to more than 2^56 bytes: the "
              "trace is corrupt", path);
+}
+
+/* What the renderers read beside the replay: what is held at the end, the untracked parts
+ * of each device and of each call row's first call, each communicator's own count and
+ * sums, the sites grouped, the timeline. 0 or -ENOMEM. */
+static int derive(struct gmt_analysis *a)
+{
+    const struct gmt_report *rep = &a->rep;
+    a->n_held = gmt_held_at_end(a, a->held, GMT_MAX_HOLDERS);
+    for (size_t d = 0; d < rep->n_dev; d++)
+        if (gmt_report_dev_selected(a->opts, rep->dev[d].device) && !gmt_dev_shown(&rep->dev[d]))
+            a->host_only_peak += rep->dev[d].host_peak;
+    a->untracked = calloc(rep->n_dev ? rep->n_dev : 1, sizeof *a->untracked);
+    a->untracked_calls = calloc(rep->n_colls ? rep->n_colls : 1, sizeof *a->untracked_calls);
+    if (!a->untracked || !a->untracked_calls)
+        return -ENOMEM;
+    for (size_t d = 0; d < rep->n_dev; d++)
+        gmt_untracked_parts(&a->t, rep, &rep->dev[d], &a->untracked[d]);
+    for (size_t i = 0; i < rep->n_colls; i++)
+        gmt_untracked_call_of(&a->t, &rep->colls[i], &a->untracked_calls[i]);
+    const struct gmt_nccl_model *m = &a->nccl;
+    a->nccl_own = calloc(m->n_c ? m->n_c : 1, sizeof *a->nccl_own);
+    a->nccl_why = calloc(m->n_c ? m->n_c : 1, sizeof *a->nccl_why);
+    if (!a->nccl_own || !a->nccl_why)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->n_c; i++) {
+        gmt_nccl_own(&a->t, &m->c[i], &a->nccl_own[i]);
+        gmt_explain_why(m, &m->c[i], &a->nccl_why[i]);
+    }
+    a->eager_loading = gmt_untracked_eager(&a->t);
+    if (a->opts->sites)
+        gmt_sites_fill(a, &a->sites);
+    if (a->opts->timeline)
+        a->timeline_rc = gmt_timeline_build(a, a->opts->timeline, &a->timeline);
+    return 0;
 }
 
 int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_report_opts *o,
@@ -172,6 +213,8 @@ int gmt_analyze(struct gmt_analysis *a, const char *path, const struct gmt_repor
     a->nccl_rc = o->nccl_model ? gmt_nccl_model_build(a, &a->nccl) : 0;
     if (gmt_blocks_compute(t, &a->phases, o->device, &a->blocks))
         goto nomem;
+    if (derive(a))
+        goto nomem;
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -185,6 +228,12 @@ void gmt_analysis_free(struct gmt_analysis *a)
     gmt_phases_free(&a->phases);
     gmt_nccl_model_free(&a->nccl);
     gmt_blocks_free(&a->blocks);
+    free(a->untracked);
+    free(a->untracked_calls);
+    free(a->nccl_own);
+    free(a->nccl_why);
+    gmt_sites_free(&a->sites);
+    gmt_timeline_free(a->timeline);
     if (a->sym)
         gmt_sym_free(a->sym);
     if (a->cats)

@@ -8,7 +8,6 @@
 #include "report.h"
 
 #define GMT_HTML_POINTS_DEFAULT 2000  /* points per counter track */
-#define GMT_HTML_SPANS_DEFAULT 4000   /* NCCL spans, and NVTX spans, per trace */
 #define GMT_HTML_FAILS_MAX 1000       /* failed allocations listed per trace */
 
 /* The page of the readable traces into `out`; ranks alike (job.c's groups) drawn once,

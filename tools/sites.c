@@ -14,6 +14,11 @@ int gmt_site_frames(const struct gmt_report_opts *o)
     return o && o->frames ? o->frames : 3;
 }
 
+int gmt_site_text_frames(const struct gmt_report_opts *o)
+{
+    return o->frames ? o->frames : o->width >= 140 ? 5 : 3;
+}
+
 static bool in_view(const struct gmt_analysis *a, const struct gmt_site_row *s, enum gmt_site_view v)
 {
     switch (v) {
@@ -178,4 +183,39 @@ void gmt_site_groups_free(struct gmt_site_groups *s)
     }
     free(s->g);
     memset(s, 0, sizeof *s);
+}
+
+/* Each group's holder, from its sum (its largest stack and category). */
+static void holders(const struct gmt_analysis *a, struct gmt_site_groups *G)
+{
+    for (size_t i = 0; i < G->n; i++) {
+        const struct gmt_site_row *s = &G->g[i].sum;
+        G->g[i].holder = s->live_at_end ? gmt_site_holder(a, s) : NULL;
+    }
+}
+
+void gmt_sites_fill(const struct gmt_analysis *a, struct gmt_sites *s)
+{
+    memset(s, 0, sizeof *s);
+    s->frames = gmt_site_frames(a->opts);
+    s->text_frames = gmt_site_text_frames(a->opts);
+    s->all.rc = gmt_report_site_groups(a, GMT_SITES_ALL, s->frames, &s->all);
+    s->leaks.rc = gmt_report_site_groups(a, GMT_SITES_LEAKS, s->frames, &s->leaks);
+    holders(a, &s->all);
+    holders(a, &s->leaks);
+    s->live.rc = gmt_report_site_groups(a, GMT_SITES_LIVE, s->text_frames, &s->live);
+    if (s->text_frames != s->frames)
+        s->text_leaks.rc = gmt_report_site_groups(a, GMT_SITES_LEAKS, s->text_frames, &s->text_leaks);
+    s->blocks.rc = gmt_block_site_groups(a, false, s->frames, &s->blocks);
+    s->block_leaks.rc = gmt_block_site_groups(a, true, s->frames, &s->block_leaks);
+}
+
+void gmt_sites_free(struct gmt_sites *s)
+{
+    gmt_site_groups_free(&s->all);
+    gmt_site_groups_free(&s->leaks);
+    gmt_site_groups_free(&s->live);
+    gmt_site_groups_free(&s->text_leaks);
+    gmt_site_groups_free(&s->blocks);
+    gmt_site_groups_free(&s->block_leaks);
 }

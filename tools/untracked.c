@@ -134,6 +134,16 @@ static void modules_part(const struct gmt_trace *t, const struct gmt_dev_report 
     }
 }
 
+/* What giving the stack limit back to the driver's default would change device used by. */
+static void stack_whatif(struct gmt_untracked *u)
+{
+    if (!u->known || !u->lim.known || u->lim.stack <= GMT_STACK_DEFAULT)
+        return;
+    u->stack_whatif = true;
+    /* the reservation is stack x threads: each byte of stack given back frees one per thread */
+    u->stack_whatif_bytes = -(int64_t)((u->lim.stack - GMT_STACK_DEFAULT) * u->lim.threads);
+}
+
 void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep,
                          const struct gmt_dev_report *d, struct gmt_untracked *u)
 {
@@ -175,6 +185,8 @@ void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep
     int64_t named = limits_bytes(&u->lim) + (u->has_other ? (int64_t)u->other : 0) + u->context +
                     u->modules + u->in_calls;
     u->unexplained = u->total - named;
+    u->unexplained_pct = d->used_max ? 100.0 * (double)u->unexplained / (double)d->used_max : 0.0;
+    stack_whatif(u);
 }
 
 bool gmt_untracked_call_limits(const struct gmt_trace *t, uint32_t scope, int device,
@@ -195,4 +207,27 @@ bool gmt_untracked_call_limits(const struct gmt_trace *t, uint32_t scope, int de
     gmt_limits_view_of(b, before);
     gmt_limits_view_of(a, after);
     return before->known && after->known;
+}
+
+void gmt_untracked_call_of(const struct gmt_trace *t, const struct gmt_coll_row *c,
+                           struct gmt_untracked_call *u)
+{
+    memset(u, 0, sizeof *u);
+    if (!c->first_has_dev || c->first_dev <= c->first_tracked)
+        return;
+    u->jump = c->first_dev - c->first_tracked;
+    if (!gmt_untracked_call_limits(t, c->first_scope, c->device, &u->before, &u->after))
+        return;
+    u->grew = (int64_t)u->after.reservation - (int64_t)u->before.reservation;
+    u->unnamed = u->jump - u->grew;
+    u->known = true;
+}
+
+bool gmt_untracked_eager(const struct gmt_trace *t)
+{
+    const char *loading = NULL;
+    for (size_t i = 0; i < t->n_env; i++)
+        if (!strncmp(t->env[i], "CUDA_MODULE_LOADING=", 20))
+            loading = t->env[i] + 20;
+    return loading && !strcmp(loading, "EAGER");
 }

@@ -44,10 +44,30 @@ struct gmt_untracked {
     uint32_t other_count;
     uint32_t other_pid;        /* the pid of the one using the most, 0 unknown */
     int64_t unexplained;       /* total - the parts measured */
+    double unexplained_pct;    /* of device used at the largest sample, percent */
+    /* what if the stack limit, above the driver's default, went back to it: device used
+     * would change by stack_whatif_bytes (negative): (limit - default) x resident threads,
+     * exact */
+    bool stack_whatif;
+    int64_t stack_whatif_bytes;
+};
+
+/* The driver's default stack limit: what cudaDeviceSetLimit can take it back to. */
+#define GMT_STACK_DEFAULT 1024u
+
+/* What one NCCL call row's first call did to device used beyond tracked, named where the
+ * trace's limits say. */
+struct gmt_untracked_call {
+    bool known;                /* a jump beyond tracked, with limits before and after it */
+    int64_t jump;              /* first device delta - first tracked */
+    struct gmt_limits_view before, after;
+    int64_t grew;              /* the local-memory reservation's growth in the call */
+    int64_t unnamed;           /* jump - grew */
 };
 
 void gmt_limits_view_of(const struct gmt_limits_sample *s, struct gmt_limits_view *v);
-/* The parts of device d's untracked memory in trace t, replayed into rep. */
+/* The parts of device d's untracked memory in trace t, replayed into rep, with the stack
+ * limit's what-if. gmt_analyze fills gmt_analysis.untracked with them. */
 void gmt_untracked_parts(const struct gmt_trace *t, const struct gmt_report *rep,
                          const struct gmt_dev_report *d, struct gmt_untracked *u);
 
@@ -60,24 +80,25 @@ int64_t gmt_untracked_modload_bytes(const struct gmt_modload_note *m);
 
 bool gmt_untracked_call_limits(const struct gmt_trace *t, uint32_t scope, int device,
                                struct gmt_limits_view *before, struct gmt_limits_view *after);
+/* Call row c's first-call jump beyond tracked and its limits (gmt_analysis.untracked_calls);
+ * u->known false when there is no jump or no limits around it. */
+void gmt_untracked_call_of(const struct gmt_trace *t, const struct gmt_coll_row *c,
+                           struct gmt_untracked_call *u);
+/* Whether the process ran with CUDA_MODULE_LOADING=EAGER (its last setting of it). */
+bool gmt_untracked_eager(const struct gmt_trace *t);
 
 /* ---- render_untracked.c: the parts as text ---- */
 struct gmt_analysis;
-/* Device d's untracked memory as named lines, each with how it was measured. */
-void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, const struct gmt_dev_report *d);
+/* The untracked memory of the d-th device of a's report as named lines, each with how it
+ * was measured. */
+void gmt_untracked_text(FILE *out, const struct gmt_analysis *a, size_t d);
 /* What settings would move the untracked parts, where the trace predicts it: a stack limit
  * above the default given back, and what CUDA_MODULE_LOADING does (not predicted). */
 void gmt_untracked_whatif_text(FILE *out, const struct gmt_analysis *a);
 /* The same as explain's JSON key "untracked_what_if" (docs/nccl-memory.md). */
 void gmt_untracked_whatif_json(FILE *out, const struct gmt_analysis *a);
-/* Device d's stack limit above the driver's default (1024 B), into *stack, and what giving
- * it back would change device used by (*bytes, negative): (limit - 1024) x resident
- * threads, exact. False when the trace has no limits or the limit is the default. */
-bool gmt_untracked_whatif_stack(const struct gmt_analysis *a, const struct gmt_dev_report *d, uint64_t *stack,
-                                int64_t *bytes);
-/* Whether the process ran with CUDA_MODULE_LOADING=EAGER (its last setting of it). */
-bool gmt_untracked_whatif_lazy(const struct gmt_analysis *a);
-/* Under an NCCL calls row: what its first call's device jump beyond tracked was, named. */
-void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, const struct gmt_coll_row *c);
+/* Under the i-th NCCL calls row: what its first call's device jump beyond tracked was,
+ * named. */
+void gmt_untracked_call_text(FILE *out, const struct gmt_analysis *a, size_t i);
 
 #endif

@@ -98,6 +98,37 @@ static int job_add(struct gmt_job *j, const struct gmt_watch_row *r)
     return gmt_job_add_rank(j, &jr, w->env, w->n_env);
 }
 
+/* A failure's instant on the realtime clock, to order the ranks' failures together. */
+static uint64_t fail_real(const struct gmt_watch_trace *w, const struct gmt_watch_fail *f)
+{
+    return f->time >= w->monotonic_ns ? w->realtime_ns + (f->time - w->monotonic_ns) : 0;
+}
+
+/* The latest failures over every rank, the latest first. */
+static void latest_fails(struct gmt_watch_view *v)
+{
+    struct gmt_watch_latest_fail *top = v->latest;
+    size_t n = 0;
+    for (size_t i = 0; v->failures && i < v->n; i++) {
+        const struct gmt_watch_fail *f;
+        for (size_t k = 0; (f = gmt_watch_fail_at(v->rows[i].w, k)); k++) {
+            uint64_t t = fail_real(v->rows[i].w, f);
+            size_t at = n;
+            while (at > 0 && top[at - 1].t < t)
+                at--;
+            if (at == GMT_WATCH_FAILS_SHOWN)
+                continue;
+            if (n < GMT_WATCH_FAILS_SHOWN)
+                n++;
+            memmove(&top[at + 1], &top[at], (n - 1 - at) * sizeof top[0]);
+            top[at].r = &v->rows[i];
+            top[at].f = f;
+            top[at].t = t;
+        }
+    }
+    v->n_latest = n;
+}
+
 int gmt_watch_view_make(const struct gmt_watch_set *s, uint64_t hang_ns, uint64_t realtime_ns,
                         struct gmt_watch_view *v)
 {
@@ -132,8 +163,9 @@ int gmt_watch_view_make(const struct gmt_watch_set *s, uint64_t hang_ns, uint64_
     }
     for (size_t i = 0; i < v->n; i++) {
         v->rows[i].job_index = i; /* the same order, by cmp_row and job.c's cmp_rank */
-        v->rows[i].stands_out = v->n > 1 && gmt_job_rank_stands_out(&v->job, i);
+        v->rows[i].stands_out = v->n > 1 && v->job.r[i].stands_out;
     }
+    latest_fails(v);
     return 0;
 }
 

@@ -43,10 +43,19 @@ struct gmt_watch_row {
     bool hanging;              /* longer than the view's hang_ns, and the trace not ended */
     bool has_step_growth, has_min_growth;
     int64_t step_growth, min_growth;
-    bool stands_out;           /* as the job view says (gmt_job_rank_stands_out) */
+    bool stands_out;           /* as the job view says (gmt_job_rank.stands_out) */
     size_t job_index;          /* its rank in view.job */
     const char *state;         /* "running", "ended" (END read), "stopped" (its process is
                                 * gone without an END), "quiet" (no growth for a while) */
+};
+
+#define GMT_WATCH_FAILS_SHOWN 8 /* failed allocations listed, the latest first, over all ranks */
+
+/* One of the latest failures over every rank: its row, the failure, its realtime instant. */
+struct gmt_watch_latest_fail {
+    const struct gmt_watch_row *r;
+    const struct gmt_watch_fail *f;
+    uint64_t t;
 };
 
 struct gmt_watch_view {
@@ -58,6 +67,8 @@ struct gmt_watch_view {
     size_t n_hanging;
     uint64_t failures;         /* over every row */
     struct gmt_job job;        /* the rows as one job: spreads, groups, what stands out */
+    struct gmt_watch_latest_fail latest[GMT_WATCH_FAILS_SHOWN]; /* the latest first */
+    size_t n_latest;
 };
 
 /* The view now (realtime_ns, CLOCK_REALTIME); a call longer than hang_ns hangs. 0 or -ENOMEM. */
