@@ -419,6 +419,121 @@ out:
     return rc;
 }
 
+/* The first walk's figures of a block: its device's counts, peaks, ends and line. */
+static void note_figures(struct gmt_block_dev *d, const struct gmt_block_note *b, uint64_t t0,
+                         uint64_t span)
+{
+    if (b->op == GMT_BLOCK_ALLOC)
+        d->allocs++;
+    else if (b->op == GMT_BLOCK_FREE)
+        d->frees++;
+    else if (b->op == GMT_BLOCK_OOM)
+        d->ooms++;
+    if (b->allocated > d->allocated_peak) {
+        d->allocated_peak = b->allocated;
+        d->allocated_peak_time = b->time;
+        d->reserved_at_peak = b->reserved;
+    }
+    if (b->reserved > d->reserved_peak)
+        d->reserved_peak = b->reserved;
+    d->allocated_end = b->allocated;
+    d->reserved_end = b->reserved;
+    line_point(d, t0, span, b->time, b->allocated, b->reserved);
+}
+
+/* An ALLOC: the block live, in the place of one still live at its address; its site's
+ * counts. total: the live bytes, moved. */
+static int live_alloc(struct pass *P, const struct gmt_block_note *b, uint64_t *total)
+{
+    uint64_t key = block_key(b->addr, b->device);
+    struct lblock *l = gmt_array_push((void **)&P->live, &P->n_live, &P->cap_live, sizeof *l);
+    uint64_t *old = gmt_u64map_get(&P->live_at, key);
+    if (!l)
+        return -ENOMEM;
+    if (old) { /* a second ALLOC of a live block: the first one's free was lost */
+        P->n_live--;
+        l = &P->live[*old];
+        *total -= l->size;
+    } else if (gmt_u64map_put(&P->live_at, key, P->n_live - 1)) {
+        return -ENOMEM;
+    }
+    /* an ALLOC's size is positive as PyTorch reports it; a corrupt one is read as
+     * its magnitude */
+    uint64_t size = b->size < 0 ? (uint64_t)0 - (uint64_t)b->size : (uint64_t)b->size;
+    *l = (struct lblock){b->addr, size, b->time, b->stack, b->device,
+                         step_at(&P->st, b->time)};
+    *total += size;
+    struct gmt_block_site *s = site_of(P, b->stack);
+    if (!s)
+        return -ENOMEM;
+    s->allocs++;
+    s->bytes_total += size;
+    return 0;
+}
+
+/* A FREE: the block out of the live set (the last one takes its place), its bytes kept
+ * by its stack when freed after the last step's end (0: no step ended). */
+static int live_free(struct pass *P, const struct gmt_block_note *b, uint64_t last_step_end,
+                     uint64_t *total)
+{
+    uint64_t key = block_key(b->addr, b->device);
+    uint64_t *at = gmt_u64map_get(&P->live_at, key);
+    if (!at) {
+        P->B->unmatched_frees++;
+        return 0;
+    }
+    size_t k = (size_t)*at;
+    gmt_u64map_del_at(&P->live_at, at);
+    struct lblock *l = &P->live[k];
+    *total -= l->size;
+    if (last_step_end && b->time > last_step_end && add_kept(P, l))
+        return -ENOMEM;
+    if (k != P->n_live - 1) {
+        *l = P->live[P->n_live - 1];
+        uint64_t *moved = gmt_u64map_get(&P->live_at, block_key(l->addr, l->device));
+        if (moved)
+            *moved = k;
+    }
+    P->n_live--;
+    return 0;
+}
+
+/* An OOM: its row, with the segments and blocks as the failure found them. */
+static int oom_row(struct pass *P, const struct gmt_block_note *b)
+{
+    struct gmt_blocks *B = P->B;
+    struct gmt_block_oom *o = gmt_array_push((void **)&B->ooms, &B->n_ooms, &P->cap_ooms, sizeof *o);
+    if (!o)
+        return -ENOMEM;
+    memset(o, 0, sizeof *o);
+    o->time = b->time;
+    o->device = b->device;
+    o->stack = b->stack;
+    o->tid = b->tid;
+    o->request = b->size > 0 ? (uint64_t)b->size : 0;
+    o->allocated = b->allocated;
+    o->reserved = b->reserved;
+    if (oom_picture(P, o))
+        return -ENOMEM;
+    return 0;
+}
+
+/* After the second walk: what each site still holds, and the bytes of steps 2.. that
+ * stay live to the end. */
+static int sites_at_end(struct pass *P)
+{
+    for (size_t k = 0; k < P->n_live; k++) {
+        struct gmt_block_site *s = site_of(P, P->live[k].stack);
+        if (!s)
+            return -ENOMEM;
+        s->live_at_end += P->live[k].size;
+        s->count_at_end++;
+        if (add_kept(P, &P->live[k]))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* One walk over the blocks in time order. peak_at[d]: the index of device slot d's
  * allocated peak (from the first walk), or NULL on the first walk itself. */
 static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
@@ -435,98 +550,24 @@ static int walk(struct pass *P, const struct gmt_block_note *const *v, size_t n,
         if (!d)
             continue;
         if (!peak_at) {
-            if (b->op == GMT_BLOCK_ALLOC)
-                d->allocs++;
-            else if (b->op == GMT_BLOCK_FREE)
-                d->frees++;
-            else if (b->op == GMT_BLOCK_OOM)
-                d->ooms++;
-            if (b->allocated > d->allocated_peak) {
-                d->allocated_peak = b->allocated;
-                d->allocated_peak_time = b->time;
-                d->reserved_at_peak = b->reserved;
-            }
-            if (b->reserved > d->reserved_peak)
-                d->reserved_peak = b->reserved;
-            d->allocated_end = b->allocated;
-            d->reserved_end = b->reserved;
-            line_point(d, t0, span, b->time, b->allocated, b->reserved);
+            note_figures(d, b, t0, span);
             continue;
         }
-        if (b->op == GMT_BLOCK_ALLOC) {
-            uint64_t key = block_key(b->addr, b->device);
-            struct lblock *l = gmt_array_push((void **)&P->live, &P->n_live, &P->cap_live, sizeof *l);
-            uint64_t *old = gmt_u64map_get(&P->live_at, key);
-            if (!l)
-                return -ENOMEM;
-            if (old) { /* a second ALLOC of a live block: the first one's free was lost */
-                P->n_live--;
-                l = &P->live[*old];
-                total -= l->size;
-            } else if (gmt_u64map_put(&P->live_at, key, P->n_live - 1)) {
-                return -ENOMEM;
-            }
-            /* an ALLOC's size is positive as PyTorch reports it; a corrupt one is read as
-             * its magnitude */
-            uint64_t size = b->size < 0 ? (uint64_t)0 - (uint64_t)b->size : (uint64_t)b->size;
-            *l = (struct lblock){b->addr, size, b->time, b->stack, b->device,
-                                 step_at(&P->st, b->time)};
-            total += size;
-            struct gmt_block_site *s = site_of(P, b->stack);
-            if (!s)
-                return -ENOMEM;
-            s->allocs++;
-            s->bytes_total += size;
-        } else if (b->op == GMT_BLOCK_FREE) {
-            uint64_t key = block_key(b->addr, b->device);
-            uint64_t *at = gmt_u64map_get(&P->live_at, key);
-            if (!at) {
-                B->unmatched_frees++;
-            } else {
-                size_t k = (size_t)*at;
-                gmt_u64map_del_at(&P->live_at, at);
-                struct lblock *l = &P->live[k];
-                total -= l->size;
-                if (last_step_end && b->time > last_step_end && add_kept(P, l))
-                    return -ENOMEM;
-                if (k != P->n_live - 1) {
-                    *l = P->live[P->n_live - 1];
-                    uint64_t *moved = gmt_u64map_get(&P->live_at, block_key(l->addr, l->device));
-                    if (moved)
-                        *moved = k;
-                }
-                P->n_live--;
-            }
-        } else if (b->op == GMT_BLOCK_OOM) {
-            struct gmt_block_oom *o = gmt_array_push((void **)&B->ooms, &B->n_ooms, &P->cap_ooms, sizeof *o);
-            if (!o)
-                return -ENOMEM;
-            memset(o, 0, sizeof *o);
-            o->time = b->time;
-            o->device = b->device;
-            o->stack = b->stack;
-            o->tid = b->tid;
-            o->request = b->size > 0 ? (uint64_t)b->size : 0;
-            o->allocated = b->allocated;
-            o->reserved = b->reserved;
-            if (oom_picture(P, o))
-                return -ENOMEM;
-        }
+        int r = 0;
+        if (b->op == GMT_BLOCK_ALLOC)
+            r = live_alloc(P, b, &total);
+        else if (b->op == GMT_BLOCK_FREE)
+            r = live_free(P, b, last_step_end, &total);
+        else if (b->op == GMT_BLOCK_OOM)
+            r = oom_row(P, b);
+        if (r)
+            return r;
         total_after[i] = (int64_t)total;
         size_t slot = (size_t)(d - B->dev);
         if (peak_at[slot] == i && peak_picture(P, d))
             return -ENOMEM;
     }
-    for (size_t k = 0; k < P->n_live; k++) {
-        struct gmt_block_site *s = site_of(P, P->live[k].stack);
-        if (!s)
-            return -ENOMEM;
-        s->live_at_end += P->live[k].size;
-        s->count_at_end++;
-        if (add_kept(P, &P->live[k]))
-            return -ENOMEM;
-    }
-    return 0;
+    return sites_at_end(P);
 }
 
 /* The total allocated bytes after the last block at or before time (0 before the first). */

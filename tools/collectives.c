@@ -9,6 +9,7 @@
 #include "idnames.h"
 #include "nccl_types.h"
 #include "reader.h"
+#include "replay.h"
 #include "util.h"
 
 static bool in_window(const struct gmt_colls_map *M, uint64_t t_begin);

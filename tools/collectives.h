@@ -2,10 +2,65 @@
 #ifndef GMT_COLLECTIVES_H
 #define GMT_COLLECTIVES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "replay.h"
+#include "trace.h"
+#include "u64map.h"
+
+struct gmt_report; /* replay.h: the report whose rows these are */
+
+/* What NCCL chose for the calls of one collective row (its NCCL_COLL_INFO records of the
+ * row's communicator, op and bytes per call; the library writes a choice where it first
+ * appears and where it changes, not at every launch): the choice most records have, how
+ * many have it, of how many, and how many different choices there were. */
+struct gmt_nccl_pick {
+    uint8_t algo, proto, nchannels, nwarps; /* as in NCCL_COLL_INFO */
+    uint64_t calls;                         /* records with this choice */
+    uint64_t total;                         /* records of the row */
+    uint32_t choices;                       /* different choices among them (up to 8 told apart) */
+};
+
+/* One row per (communicator, op, bytes per call): a collective as a person thinks of it. */
+struct gmt_coll_row {
+    uint64_t comm;
+    uint16_t op;
+    char label[64];                    /* op name, or "Group(AllReduce+AllGather)" */
+    uint64_t bytes_per_call;
+    int32_t rank, nranks, device;
+    uint64_t calls, failed;
+    int64_t first_tracked;             /* tracked device bytes the first call added */
+    bool first_has_dev;
+    int64_t first_dev;                 /* device-used delta around the first call (MEMINFO) */
+    int64_t later_tracked_max, later_tracked_total;
+    bool later_has_dev;
+    int64_t later_dev_max;
+    uint64_t allocs, alloc_bytes;      /* allocations attributed (all calls) */
+    uint64_t allocs_other_thread;      /* of them, made on another thread (NCCL's proxy) */
+    uint64_t host_ns_first, host_ns_total;
+    uint64_t host_calls;               /* calls whose host time was measured: all but group
+                                        * members written the short way (zero length at
+                                        * their group's time, docs/trace-format.md) */
+    uint64_t first_time;
+    uint32_t first_scope;              /* the first call's scope id */
+    uint32_t first_stack;              /* the first call's stack on the caller's side, 0 none */
+    struct gmt_nccl_pick pick;         /* what NCCL chose for its calls; total 0: no record */
+};
+
+/* An NCCL call or group still open where the trace ends: the process stopped (hung,
+ * killed, crashed) inside it. */
+struct gmt_open_row {
+    uint32_t scope;                    /* its id */
+    uint16_t op;
+    char label[64];                    /* its collective row's name ("Group(AllReduce)") */
+    uint64_t comm, since;              /* ns */
+    uint32_t tid, stack;               /* its caller's stack, 0 none */
+    int device;
+    int64_t tracked;                   /* device bytes allocated under it so far (its own and
+                                        * its inner calls', less what they freed) */
+    uint64_t allocs;
+};
 
 /* A collective row's device allocations attributed (n: only those up to --to, its
  * allocation count), their bytes, how many were made on another thread than their
@@ -83,5 +138,9 @@ void gmt_colls_group_labels_free(struct gmt_group_labels *g);
  * scope indices, n_open of them, as the replay left them). 0 or -ENOMEM. */
 int gmt_colls_open_at_end(const struct gmt_trace *t, struct gmt_report *rep, const int32_t *open,
                           size_t n_open, const struct gmt_colls_map *M);
+
+/* 0 none (no record: NCCL's profiler interface was not in use), else the pick's total. */
+uint64_t gmt_nccl_pick(const struct gmt_trace *t, const struct gmt_coll_row *row,
+                       struct gmt_nccl_pick *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* replay.c: replays a trace's allocations in time order and attributes them to sites and NCCL calls. */
+/* replay.c: replays a trace's allocations in time order and attributes them to sites and NCCL calls (the devices' slots and samples: replay_device.c). */
 #include "replay.h"
 
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include "live_map.h"
 #include "nccl_types.h"
 #include "reader.h"
+#include "replay_device.h"
 #include "util.h"
 
 /*
@@ -24,63 +25,6 @@ struct site_dev {
     uint64_t live, at_peak;
     uint32_t epoch;            /* at_peak holds the value at this epoch's peak */
 };
-
-
-struct state {
-    const struct gmt_trace *t;
-    struct gmt_colls_map *map; /* each scope's top scope (the scope its events count for)
-                                * and row */
-    const int32_t *top_by_dense; /* the tops by t->scope_dense value: [0] is -1, none */
-    const struct gmt_replay_opts *o;
-    struct gmt_report *rep;
-    struct gmt_live_map live_by_key;
-    uint32_t *site_by_stack;   /* per stack id below t->n_stacks: site index + 1, 0 none */
-    struct gmt_u64map site_by_big_stack; /* the ids beyond (stacks never defined) */
-    /* per device slot, made at the slot's first allocation: a cell per site
-     * (cap_sites of them). By device, not by site: most traces use one or two devices,
-     * whose cells then fit in the first-level cache. */
-    struct site_dev *sdl[GMT_MAX_DEVS];
-    size_t cap_sites, cap_fails;
-    int last_device, last_dslot;          /* the latest dslot() answer; INT_MIN none */
-    int32_t *open; size_t n_open, cap_open;  /* open scope indices */
-    int16_t dev_of_slot[GMT_MAX_DEVS];
-    uint64_t tracked[GMT_MAX_DEVS];
-    uint64_t by_cat[GMT_MAX_DEVS][GMT_MAX_CATS];
-    uint64_t host[GMT_MAX_DEVS], virt[GMT_MAX_DEVS], peer[GMT_MAX_DEVS];
-    /* per device slot: the latest sample of its free and total memory, for failures */
-    uint64_t sample_free[GMT_MAX_DEVS], sample_total[GMT_MAX_DEVS];
-    bool sampled[GMT_MAX_DEVS];
-    uint64_t cu_total[GMT_MAX_DEVS];       /* the latest cuMemGetInfo total, 0 none */
-    int32_t *imported; size_t n_imported, cap_imported; /* digests of imported handles */
-    uint32_t peak_epoch[GMT_MAX_DEVS];      /* how many times each device's peak rose */
-    struct gmt_row_count *rc;      /* per row */
-    struct gmt_row_count no_row;   /* what belongs to no row, counted and dropped */
-};
-
-/* Device slot for a device ordinal; the last slot collects everything beyond. */
-static int dslot_find(struct state *S, int device)
-{
-    struct gmt_report *rep = S->rep;
-    for (size_t i = 0; i < rep->n_dev; i++)
-        if (S->dev_of_slot[i] == device)
-            return (int)i;
-    if (rep->n_dev == GMT_MAX_DEVS)
-        return GMT_MAX_DEVS - 1;
-    int i = (int)rep->n_dev++;
-    S->dev_of_slot[i] = (int16_t)device;
-    rep->dev[i].device = device;
-    return i;
-}
-
-/* Events come in long stretches on one device: the latest answer first. */
-static inline int dslot(struct state *S, int device)
-{
-    if (device != S->last_device) {
-        S->last_dslot = dslot_find(S, device);
-        S->last_device = device;
-    }
-    return S->last_dslot;
-}
 
 /* The site of a stack not in site_by_stack: in the map, or new. */
 static __attribute__((noinline)) int site_of_slow(struct state *S, uint32_t stack)
@@ -172,11 +116,6 @@ static inline int32_t attribute(struct state *S, const struct gmt_timed_event *e
     if (sc < 0 && (id || S->n_open))
         return attribute_slow(S, id, e->tid, e->device);
     return sc;
-}
-
-static bool in_window(const struct state *S, uint64_t time)
-{
-    return time >= S->o->t_from && (!S->o->t_to || time <= S->o->t_to);
 }
 
 static uint32_t innermost_open_id(const struct state *S)
@@ -461,62 +400,6 @@ static int on_fail(struct state *S, const struct gmt_timed_event *e)
     return 0;
 }
 
-/* A FAIL sample belongs to the latest failure of its thread on its device (the library
- * writes it right after the failed call): the device as the failure left it. */
-static void fail_sampled(struct state *S, const struct gmt_timed_event *e, uint64_t total)
-{
-    struct gmt_report *rep = S->rep;
-    for (size_t i = rep->n_fails; i-- > 0;) {
-        struct gmt_fail_row *f = &rep->fails[i];
-        if (f->tid != e->tid)
-            continue;
-        if (f->device == e->device && !f->dev_at_fail) {
-            f->has_dev = f->dev_at_fail = true;
-            f->dev_free = e->addr;
-            f->dev_total = total;
-        }
-        return;
-    }
-}
-
-/* A device sample. NVML's free is cuMemGetInfo's, but its total also counts what the
- * driver reserves for itself (645 MiB more on an H200 with driver 580): used is taken
- * against the device's cuMemGetInfo total where the trace has one, so that both sources
- * say the same used memory. */
-static void on_meminfo(struct state *S, const struct gmt_timed_event *e)
-{
-    struct gmt_dev_report *d = &S->rep->dev[dslot(S, e->device)];
-    int ds = (int)(d - S->rep->dev);
-    uint64_t total = e->bytes;
-    if (e->api != GMT_MEMINFO_SRC_NVML)
-        S->cu_total[ds] = e->bytes;
-    else if (S->cu_total[ds])
-        total = S->cu_total[ds];
-    if (total < e->addr)
-        return;
-    uint64_t used = total - e->addr;
-    S->sampled[ds] = true;
-    S->sample_free[ds] = e->addr;
-    S->sample_total[ds] = total;
-    if (e->kind == GMT_MEMINFO_FAIL)
-        fail_sampled(S, e, total);
-    d->total = total;
-    d->used_last = used;
-    d->tracked_at_used_last = S->tracked[ds];
-    if (!d->has_first && e->api == GMT_MEMINFO_SRC_CUMEMGETINFO) {
-        d->has_first = true;
-        d->first_used = used;
-        d->first_time = e->time;
-        d->tracked_at_first = S->tracked[ds];
-    }
-    if (in_window(S, e->time) && (!d->has_used || used > d->used_max)) {
-        d->used_max = used;
-        d->used_max_time = e->time;
-        d->tracked_at_used_max = S->tracked[ds];
-    }
-    d->has_used = true;
-}
-
 static int open_scope(struct state *S, uint32_t scope)
 {
     if (gmt_grow((void **)&S->open, &S->cap_open, S->n_open + 1, sizeof *S->open))
@@ -591,7 +474,7 @@ static inline __attribute__((always_inline)) int replay_event(struct state *S,
         return stopped ? 0 : on_fail(S, e);
     case GMT_EV_MEMINFO:
         if (!stopped)
-            on_meminfo(S, e);
+            gmt_replay_meminfo(S, e);
         return 0;
     case GMT_EV_SCOPE_BEGIN:
         return open_scope(S, e->scope);
@@ -628,7 +511,7 @@ static __attribute__((noinline)) int replay_record(struct state *S, struct gmt_w
         if (e.type == GMT_EV_FAIL)
             return on_fail(S, &e);
         if (e.type == GMT_EV_MEMINFO)
-            on_meminfo(S, &e);
+            gmt_replay_meminfo(S, &e);
     } while (w->rep_k);
     return 0;
 }
@@ -837,39 +720,6 @@ static int cmp_site(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* What the device said beside the events (gmt_trace's samples, in time order): NVML's
- * per-process figure, and the graph memory pool's, within the window. */
-static void device_samples(struct state *S)
-{
-    const struct gmt_trace *t = S->t;
-    const struct gmt_replay_opts *o = S->o;
-    struct gmt_report *rep = S->rep;
-    for (size_t i = 0; i < t->n_proc_samples; i++) {
-        const struct gmt_proc_sample *p = &t->proc_samples[i];
-        if ((o->device >= 0 && p->device != o->device) || !in_window(S, p->time))
-            continue;
-        struct gmt_dev_report *d = &rep->dev[dslot(S, p->device)];
-        if (!d->has_proc || p->process_bytes > d->proc_max)
-            d->proc_max = p->process_bytes;
-        d->proc_last = p->process_bytes;
-        d->has_proc = true;
-    }
-    for (size_t i = 0; i < t->n_graph_samples; i++) {
-        const struct gmt_graph_sample *g = &t->graph_samples[i];
-        if ((o->device >= 0 && g->device != o->device) || !in_window(S, g->time))
-            continue;
-        struct gmt_dev_report *d = &rep->dev[dslot(S, g->device)];
-        if (!d->has_graph || g->reserved > d->graph_peak)
-            d->graph_peak = g->reserved;
-        if (g->used_high > d->graph_used_high)
-            d->graph_used_high = g->used_high;
-        d->graph_end = g->reserved;
-        if (d->has_used && g->time <= d->used_max_time)
-            d->graph_at_used_max = g->reserved;
-        d->has_graph = true;
-    }
-}
-
 int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struct gmt_report *rep)
 {
     memset(rep, 0, sizeof *rep);
@@ -907,7 +757,7 @@ int gmt_replay(const struct gmt_trace *t, const struct gmt_replay_opts *o, struc
         goto out;
     if ((r = gmt_colls_open_at_end(t, rep, S.open, S.n_open, &map)))
         goto out;
-    device_samples(&S);
+    gmt_replay_device_samples(&S);
     if (rep->n_sites > 1)
         gmt_sort(rep->sites, rep->n_sites, sizeof *rep->sites, cmp_site);
     r = 0;

@@ -141,6 +141,17 @@ const struct gmt_scope *gmt_trace_scope_by_id(const struct gmt_trace *t, uint32_
     return i >= 0 ? gmt_trace_scope(t, (size_t)i, tmp) : NULL;
 }
 
+long gmt_trace_scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
+{
+    if (t->scope_dups) {
+        const uint64_t *v = gmt_u64map_get(&t->scope_at, off);
+        return v ? (long)*v - 1 : -1;
+    }
+    long i = gmt_trace_scope_index(t, id);
+    struct gmt_scope tmp;
+    return i >= 0 && gmt_trace_scope(t, (size_t)i, &tmp)->offset <= off ? i : -1;
+}
+
 const struct gmt_scope_mem *gmt_trace_scope_mem(const struct gmt_trace *t, size_t i)
 {
     if (i < t->scope_mem_lo || i >= t->scope_mem_hi) /* most: none sampled, no lookup */

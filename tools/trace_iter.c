@@ -28,17 +28,6 @@ struct gmt_trace_iter {
     size_t n;
 };
 
-long gmt_trace_scope_at(const struct gmt_trace *t, uint32_t id, uint64_t off)
-{
-    if (t->scope_dups) {
-        const uint64_t *v = gmt_u64map_get(&t->scope_at, off);
-        return v ? (long)*v - 1 : -1;
-    }
-    long i = gmt_trace_scope_index(t, id);
-    struct gmt_scope tmp;
-    return i >= 0 && gmt_trace_scope(t, (size_t)i, &tmp)->offset <= off ? i : -1;
-}
-
 static inline bool walk_next_seg(struct gmt_walk *w)
 {
     if (w->pos >= w->run_end || w->seg == w->seg_last)
