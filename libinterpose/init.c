@@ -216,6 +216,9 @@ void gmt_init_once(void)
         sched_yield();
 }
 
+/* The writer's first record may come before the constructor ran. */
+GMT_WRITER_BEFORE_OPEN(init_before_open, gmt_init_once);
+
 __attribute__((constructor)) static void library_load(void)
 {
     gmt_init_once();

@@ -130,6 +130,13 @@ struct gmt_slot_client {
     static const struct gmt_slot_client name                                                     \
         __attribute__((used, section("gmt_slot_clients"), aligned(sizeof(void *)))) = {          \
             .note_open = (note_fn)}
+/* What the writer runs before it first opens the file, placed (GMT_WRITER_BEFORE_OPEN) in a
+ * section the writer reads: the library's init (init.c), for a record made before the
+ * constructor ran (another library's constructor that allocates). It runs on every way
+ * to the open, and returns at once when it has run before. */
+#define GMT_WRITER_BEFORE_OPEN(name, fn)                                                          \
+    static void (*const name)(void)                                                              \
+        __attribute__((used, section("gmt_writer_before_open"), aligned(sizeof(void *)))) = (fn)
 /* Runs fn when the file opens (registered at init, each once, at most 4 of each kind):
  * preamble ones first, whose records go straight to the file before any chunk and belong
  * to no thread (the module map), then the others (the worker's start). */

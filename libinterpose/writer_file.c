@@ -38,6 +38,17 @@ static void run_on_open(bool preamble)
 
 /* ---- opening the file ---- */
 
+/* GMT_WRITER_BEFORE_OPEN's entries, placed by the linker; weak: none in a program built
+ * without one. */
+extern void (*const __start_gmt_writer_before_open[])(void) __attribute__((weak, visibility("hidden")));
+extern void (*const __stop_gmt_writer_before_open[])(void) __attribute__((weak, visibility("hidden")));
+
+static void before_open(void)
+{
+    for (void (*const *f)(void) = __start_gmt_writer_before_open; f < __stop_gmt_writer_before_open; f++)
+        (*f)();
+}
+
 /* Header, PROCESS and ENV (outfile.c builds them), in one write at the start of the file. */
 static int write_preamble(const char *host, int rank)
 {
@@ -97,9 +108,7 @@ bool gmt_wr_ensure_open(void)
             gmt_wr_pause();
             continue;
         }
-        /* The writer's one call up: a record may come before the constructor ran
-         * (another library's constructor that allocates), and the options decide. */
-        gmt_init_once();
+        before_open(); /* the options decide */
         if (gmt_opt.off)
             return false;
         if (atomic_compare_exchange_strong(&gmt_hot.writer.state, &st, ST_OPENING))

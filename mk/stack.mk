@@ -39,7 +39,7 @@ test-extras: $(STACK_SO)
 STACK_BENCH := $(BUILD)/bench/stack_bench
 $(STACK_BENCH): tests/bench/stack_bench.c $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(ALLCFLAGS) -I$(UNWIND_DIR)/include -Iformat -Ilibinterpose -o $@ $< $(LIB_A) $(UNWIND_A) -lpthread -ldl
+	$(CC) $(ALLCFLAGS) -I$(UNWIND_DIR)/include -Iformat -Ilibinterpose -o $@ $< $(LIB_WITH_INIT) $(UNWIND_A) -lpthread -ldl
 .PHONY: bench-stack
 bench-stack: $(STACK_BENCH)
 	$(STACK_BENCH)

@@ -74,7 +74,7 @@ $(TSAN_DIR)/tests/test_%: tests/test_%.c tests/tsan/criterion/criterion.h $(TSAN
 	@mkdir -p $(@D)
 	@ln -sfn ../../tests/stack $(@D)/stack
 	$(CC) $(ALLCFLAGS) $(TSAN_FLAGS) -Itests/tsan -I$(UNWIND_DIR)/include -Iformat -Ilibinterpose -Itools \
-	  -o $@ $< $(TSAN_EXTRA_OBJ) -Wl,--start-group $(TSAN_LIB_A) $(TSAN_TOOL_A) $(TSAN_UNWIND_A) $(TOOL_LIBS) \
+	  -o $@ $< $(TSAN_EXTRA_OBJ) -Wl,--undefined=gmt_init_once -Wl,--start-group $(TSAN_LIB_A) $(TSAN_TOOL_A) $(TSAN_UNWIND_A) $(TOOL_LIBS) \
 	  -lpthread -ldl -Wl,--end-group
 
 TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 die_after_fork=0 \

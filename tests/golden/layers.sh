@@ -8,17 +8,14 @@ command -v nm >/dev/null || { echo "nm (binutils) is not installed: layers not c
 fail=0
 bad() { echo "$*"; fail=1; }
 
-# The calls up, each for a reason (docs/layers.md):
-# - writer_file -> init: a record may come before the library's constructor ran (another
-#   library's constructor that allocates); the writer's lazy open initialises the library
-#   first, by name, so that a program linked from the archive gets init.o with the writer.
+# The one call up, for a reason (docs/layers.md):
 # - scope -> group: group.c is scope.c's short way for user groups and falls back to it;
 #   scope.c's slow path tells the repeated groups that a group opened at depth 0, that a
 #   scope began inside one, and that one ended without its members done.
 # the CLI's objects: $b/obj-san/tools in a sanitized build (SAN=1), else $b/obj/tools
 tools_obj="$b/obj/tools"
 [ -d "$b/obj-san/tools" ] && tools_obj="$b/obj-san/tools"
-$check --allow writer_file:init --allow scope:group "$b/obj/libinterpose=libinterpose" "$tools_obj=tools" ||
+$check --allow scope:group "$b/obj/libinterpose=libinterpose" "$tools_obj=tools" ||
   bad "a cycle in the link graph (above): make the new call go down, or say here why not"
 
 # The check finds what it is for: a cycle, an allowed edge that is gone, a clean graph.
