@@ -107,6 +107,23 @@ static long read_allocs(pid_t pid, uint64_t *addr, long max, bool *complete)
     return n;
 }
 
+/* The ALLOC records in a process's trace so far, -1 where it cannot be read; no
+ * assertion, for a child to poll its own file. */
+static long count_allocs_quietly(pid_t pid)
+{
+    char p[256], err[256];
+    trace_path(p, sizeof p, pid);
+    struct gmt_reader *r = NULL;
+    if (gmt_reader_open(&r, p, err, sizeof err))
+        return -1;
+    struct gmt_event ev;
+    long n = 0;
+    while (gmt_reader_next(r, &ev, err, sizeof err) == 1)
+        n += ev.rec->type == GMT_REC_ALLOC;
+    gmt_reader_close(r);
+    return n;
+}
+
 /* ---- SIGKILL: everything older than flush_ms is in the file ---- */
 
 #define KILL_THREADS 2
@@ -534,11 +551,13 @@ Test(crash, flusher_restarts_in_a_fork_child)
         emit_alloc(1, 0); /* the parent's file, flusher and buffer */
         pid_t grandchild = fork();
         if (grandchild == 0) {
+            alarm(30);
             emit_alloc(2, 0);
-            /* No destructor, no flush of ours: only the child's own flusher can
-             * have written the record by now (1 s: ten flush periods, for a loaded
-             * machine). */
-            usleep(1000000);
+            /* No destructor, no flush of ours: only the child's own flusher can write
+             * the record. It waits for that in its own file, up to 20 s (200 flush
+             * periods, for a machine loaded by sanitizers and parallel suites). */
+            for (int i = 0; i < 1000 && count_allocs_quietly(getpid()) < 1; i++)
+                usleep(20000);
             _exit(0);
         }
         int st;

@@ -1,5 +1,6 @@
 /* fuzz_args.c: libFuzzer target: each command's option parsing (and what follows it) on an argv made of the input bytes. */
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,29 +17,33 @@
  * up to 64 bytes. A '/' becomes '_' and an argument with ".." becomes "d": every name
  * is relative to a directory of its own holding t.gmt (a trace), b.json (its baseline)
  * and d/, so the CLI reads what it is given and writes nowhere else (--write-baseline,
- * --junit).
+ * --junit, -o); reset() puts the directory back before each input.
  */
 static int (*const cmds[])(int, char **) = { gmt_cmd_summary, gmt_cmd_merge, gmt_cmd_diff,
                                              gmt_cmd_check, gmt_cmd_dump };
 static const char *const names[] = { "summary", "merge", "diff", "check", "dump" };
 
-static void setup(void)
+static uint8_t trace[1 << 16];
+static size_t trace_len;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    static int done;
-    if (done++)
-        return;
-    static uint8_t trace[1 << 16];
-    size_t n = 0;
-    FILE *f = fopen("tests/golden/sample.gmt", "rb");
+    (void)st;
+    (void)flag;
+    if (ftw->level > 0)
+        remove(path);
+    return 0;
+}
+
+/* The directory as each input finds it: t.gmt, b.json and an empty d/, whatever the last
+ * input wrote there (an output named t.gmt, a merged trace that the next input merges
+ * again): an input's run depends on it alone, and reruns alike from its file. */
+static void reset(void)
+{
+    nftw(".", remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    FILE *f = fopen("t.gmt", "wb");
     if (f) {
-        n = fread(trace, 1, sizeof trace, f);
-        fclose(f);
-    }
-    char dir[] = "/tmp/gmt-fuzz-args-XXXXXX";
-    if (!mkdtemp(dir) || chdir(dir))
-        abort();
-    if ((f = fopen("t.gmt", "wb"))) {
-        fwrite(trace, 1, n, f);
+        fwrite(trace, 1, trace_len, f);
         fclose(f);
     }
     if ((f = fopen("b.json", "w"))) {
@@ -47,6 +52,21 @@ static void setup(void)
         fclose(f);
     }
     mkdir("d", 0755);
+}
+
+static void setup(void)
+{
+    static int done;
+    if (done++)
+        return;
+    FILE *f = fopen("tests/golden/sample.gmt", "rb");
+    if (f) {
+        trace_len = fread(trace, 1, sizeof trace, f);
+        fclose(f);
+    }
+    char dir[] = "/tmp/gmt-fuzz-args-XXXXXX";
+    if (!mkdtemp(dir) || chdir(dir))
+        abort();
     if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "r", stdin))
         abort();
 }
@@ -57,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     setup();
     if (size == 0)
         return 0;
+    reset();
     size_t c = data[0] % (sizeof cmds / sizeof cmds[0]);
     char store[16][65];
     char *argv[18];
