@@ -1,6 +1,8 @@
 /* fuzz_args.c: libFuzzer target: each command's option parsing (and what follows it) on an argv made of the input bytes. */
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,14 +16,33 @@
 /*
  * The input: a command (first byte, modulo the commands but run, which would exec
  * programs the input names), then its arguments separated by NUL bytes, at most 16 of
- * up to 64 bytes. A '/' becomes '_' and an argument with ".." becomes "d": every name
- * is relative to a directory of its own holding t.gmt (a trace), b.json (its baseline)
- * and d/, so the CLI reads what it is given and writes nowhere else (--write-baseline,
- * --junit, -o); reset() puts the directory back before each input.
+ * up to 64 bytes. A '/' becomes '_' and an argument that could reach ".." becomes "d"
+ * (leaves_dir): every name is relative to a directory of its own holding t.gmt (a
+ * trace), b.json (its baseline) and d/, so the CLI reads what it is given and writes
+ * nowhere else (--write-baseline, --junit, -o); reset() puts the directory back before
+ * each input.
  */
 static int (*const cmds[])(int, char **) = { gmt_cmd_summary, gmt_cmd_merge, gmt_cmd_diff,
                                              gmt_cmd_check, gmt_cmd_dump };
 static const char *const names[] = { "summary", "merge", "diff", "check", "dump" };
+
+/* Whether an operand could name something outside the directory: "..", or a pattern
+ * that the CLI expands as the shell would (".?" and ".*" match ".."). No '/' is left
+ * in it, so ".." as a match is the one way out. */
+static bool leaves_dir(const char *a)
+{
+    if (strstr(a, ".."))
+        return true;
+    if (!strpbrk(a, "*?["))
+        return false;
+    glob_t g;
+    bool out = false;
+    if (glob(a, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc && !out; i++)
+            out = strstr(g.gl_pathv[i], "..") != NULL;
+    globfree(&g);
+    return out;
+}
 
 static uint8_t trace[1 << 16];
 static size_t trace_len;
@@ -92,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             i++;
         }
         a[k] = 0;
-        if (strstr(a, "..")) /* and no way out of it */
+        if (leaves_dir(a)) /* and no way out of it */
             strcpy(a, "d");
         argv[argc++] = a;
         while (i < size && data[i] != 0)
