@@ -84,44 +84,51 @@ static void trace_path(char *out, size_t len, pid_t pid)
     snprintf(out, len, "%s/c.%d.gmt", dir, (int)pid);
 }
 
-/* Reads a child's trace: the ALLOC addresses in file order; the file must be well formed. */
-static long read_allocs(pid_t pid, uint64_t *addr, long max, bool *complete)
+/* A process's trace so far: the ALLOC addresses in file order (the first max), their
+ * count, and whether it is cut and complete; -1 where it cannot be read (err says why). */
+static long scan_allocs(pid_t pid, uint64_t *addr, long max, bool *cut, bool *complete,
+                        char *err, size_t errlen)
 {
-    char p[256], err[256] = "";
+    char p[256];
     trace_path(p, sizeof p, pid);
     struct gmt_reader *r = NULL;
-    cr_assert_eq(gmt_reader_open(&r, p, err, sizeof err), 0, "%s", err);
-    struct gmt_event ev;
-    long n = 0;
-    int rc;
-    while ((rc = gmt_reader_next(r, &ev, err, sizeof err)) == 1) {
-        if (ev.rec->type == GMT_REC_ALLOC && n < max)
-            addr[n++] = ((const struct gmt_rec_alloc *)(const void *)ev.rec)->address;
-    }
-    cr_assert_eq(rc, 0, "%s", err);
-    uint64_t cut;
-    cr_expect_not(gmt_reader_cut(r, &cut), "a kill or crash must not cut a record in half");
-    if (complete)
-        *complete = gmt_reader_complete(r);
-    gmt_reader_close(r);
-    return n;
-}
-
-/* The ALLOC records in a process's trace so far, -1 where it cannot be read; no
- * assertion, for a child to poll its own file. */
-static long count_allocs_quietly(pid_t pid)
-{
-    char p[256], err[256];
-    trace_path(p, sizeof p, pid);
-    struct gmt_reader *r = NULL;
-    if (gmt_reader_open(&r, p, err, sizeof err))
+    if (gmt_reader_open(&r, p, err, errlen))
         return -1;
     struct gmt_event ev;
     long n = 0;
-    while (gmt_reader_next(r, &ev, err, sizeof err) == 1)
-        n += ev.rec->type == GMT_REC_ALLOC;
+    int rc;
+    while ((rc = gmt_reader_next(r, &ev, err, errlen)) == 1) {
+        if (ev.rec->type == GMT_REC_ALLOC && n < max)
+            addr[n++] = ((const struct gmt_rec_alloc *)(const void *)ev.rec)->address;
+    }
+    uint64_t at;
+    *cut = gmt_reader_cut(r, &at);
+    *complete = gmt_reader_complete(r);
     gmt_reader_close(r);
+    return rc ? -1 : n;
+}
+
+/* Reads a child's trace: the ALLOC addresses in file order; the file must be well formed. */
+static long read_allocs(pid_t pid, uint64_t *addr, long max, bool *complete)
+{
+    char err[256] = "";
+    bool cut, whole;
+    long n = scan_allocs(pid, addr, max, &cut, &whole, err, sizeof err);
+    cr_assert_geq(n, 0, "%s", err);
+    cr_expect_not(cut, "a kill or crash must not cut a record in half");
+    if (complete)
+        *complete = whole;
     return n;
+}
+
+/* The first ALLOC of a process's trace so far, 0 while there is none; no assertion, for
+ * a child to poll its own file. */
+static uint64_t first_alloc(pid_t pid)
+{
+    uint64_t addr = 0;
+    bool cut, complete;
+    char err[256];
+    return scan_allocs(pid, &addr, 1, &cut, &complete, err, sizeof err) > 0 ? addr : 0;
 }
 
 /* ---- SIGKILL: everything older than flush_ms is in the file ---- */
@@ -556,7 +563,7 @@ Test(crash, flusher_restarts_in_a_fork_child)
             /* No destructor, no flush of ours: only the child's own flusher can write
              * the record. It waits for that in its own file, up to 20 s (200 flush
              * periods, for a machine loaded by sanitizers and parallel suites). */
-            for (int i = 0; i < 1000 && count_allocs_quietly(getpid()) < 1; i++)
+            for (int i = 0; i < 1000 && !first_alloc(getpid()); i++)
                 usleep(20000);
             _exit(0);
         }

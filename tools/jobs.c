@@ -281,17 +281,9 @@ static int collect(struct run *R, struct pipes *P)
                 rc = -EIO;
             continue;
         }
-        for (size_t w = 0; w < P->k && !rc; w++) {
-            if (P->pfd[w].fd < 0 || !P->pfd[w].revents)
-                continue;
-            if (P->pfd[w].revents & POLLNVAL) {
-                /* a pipe closed under us would be "ready" for ever: end, not spin */
-                P->pfd[w].fd = -1;
-                rc = -EIO;
-            } else {
+        for (size_t w = 0; w < P->k && !rc; w++)
+            if (P->pfd[w].fd >= 0 && (P->pfd[w].revents & (POLLIN | POLLHUP | POLLERR)))
                 rc = drain(R, P, w, &open);
-            }
-        }
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (R->J->progress && t.tv_sec - t0.tv_sec >= 1)
             fprintf(stderr, "\rgpumemtrace: read %zu of %zu traces", R->next, R->J->n);

@@ -1,7 +1,6 @@
 /* fuzz_args.c: libFuzzer target: each command's option parsing (and what follows it) on an argv made of the input bytes. */
 #include <fcntl.h>
 #include <ftw.h>
-#include <glob.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cli.h"
 #include "fuzz_common.h"
 
@@ -26,21 +26,22 @@ static int (*const cmds[])(int, char **) = { gmt_cmd_summary, gmt_cmd_merge, gmt
                                              gmt_cmd_check, gmt_cmd_dump };
 static const char *const names[] = { "summary", "merge", "diff", "check", "dump" };
 
-/* Whether an operand could name something outside the directory: "..", or a pattern
- * that the CLI expands as the shell would (".?" and ".*" match ".."). No '/' is left
- * in it, so ".." as a match is the one way out. */
-static bool leaves_dir(const char *a)
+/* Whether an operand could name something outside the directory: "..", or what the CLI
+ * expands it to (gmt_expand_paths: ".?" and ".*" are patterns matching ".."). No '/'
+ * is left in it, so ".." is the one way out. */
+static bool leaves_dir(char *a)
 {
     if (strstr(a, ".."))
         return true;
-    if (!strpbrk(a, "*?["))
-        return false;
-    glob_t g;
+    char **paths;
+    size_t n;
+    struct gmt_msgs msgs = GMT_MSGS_INIT;
+    gmt_expand_paths(&a, 1, &paths, &n, &msgs);
     bool out = false;
-    if (glob(a, 0, NULL, &g) == 0)
-        for (size_t i = 0; i < g.gl_pathc && !out; i++)
-            out = strstr(g.gl_pathv[i], "..") != NULL;
-    globfree(&g);
+    for (size_t i = 0; i < n && !out; i++)
+        out = strstr(paths[i], "..") != NULL;
+    gmt_free_paths(paths, n);
+    gmt_msgs_print(&msgs, stdout); /* /dev/null: only to free them */
     return out;
 }
 
@@ -57,8 +58,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 }
 
 /* The directory as each input finds it: t.gmt, b.json and an empty d/, whatever the last
- * input wrote there (an output named t.gmt, a merged trace that the next input merges
- * again): an input's run depends on it alone, and reruns alike from its file. */
+ * input wrote there (an output named t.gmt, a directory of CSV tables): an input's run
+ * depends on it alone, and reruns alike from its file. */
 static void reset(void)
 {
     nftw(".", remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -85,7 +86,10 @@ static void setup(void)
         trace_len = fread(trace, 1, sizeof trace, f);
         fclose(f);
     }
-    char dir[] = "/tmp/gmt-fuzz-args-XXXXXX";
+    /* under $TMPDIR: golden/fuzz-regress gives it a parent that must not be read */
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/gmt-fuzz-args-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir) || chdir(dir))
         abort();
     if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "r", stdin))
