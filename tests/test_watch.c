@@ -505,6 +505,34 @@ Test(watch, an_allocation_beyond_2p56_stops_the_trace_where_it_is)
     tb_free(&b);
 }
 
+/* A device sample beyond the 2^56 bytes stops the trace as such an allocation does: its
+ * untracked (used - tracked - graph) would not fit in 64 signed bits (found by
+ * tests/fuzz/fuzz_watch.c, tests/fuzz/regress/watch/untracked-sub-overflows). */
+Test(watch, a_device_sample_beyond_2p56_stops_the_trace_where_it_is)
+{
+    struct tb b = {0};
+    process(&b, 42, 0, "node1");
+    tb_thread_on_device0(&b, 100, 1000);
+    tb_meminfo(&b, GMT_MEMINFO_PERIODIC, GMT_MEMINFO_SRC_CUMEMGETINFO, 1024 * MIB,
+               GMT_MEMINFO_UNKNOWN, 10);
+    alloc(&b, 0x1000, 8 * MIB, 0, 10);
+    struct gmt_rec_meminfo m = {.dt = 10, .device = 0, .source = GMT_MEMINFO_SRC_CUMEMGETINFO,
+                                .free_bytes = 0, .total_bytes = (1ull << 63) + 1};
+    tb_rec(&b, GMT_REC_MEMINFO, GMT_MEMINFO_PERIODIC, &m, sizeof m, NULL, 0);
+    const char *p = path_in("t.gmt");
+    cr_assert_eq(tb_write(&b, p), 0);
+    struct gmt_watch_set s;
+    set_open(&s, p);
+    const struct gmt_watch_trace *w = refresh(&s, true);
+    cr_assert_not_null(w->error);
+    cr_expect(strstr(w->error, "a device sample"), "%s", w->error);
+    int64_t u;
+    cr_assert(gmt_watch_untracked(&w->dev[0], &u));
+    cr_expect_eq(u, 1024 * MIB, "the sample before it, with nothing tracked then");
+    gmt_watch_set_free(&s);
+    tb_free(&b);
+}
+
 /* Strings from a trace reach no terminal, JSON or metrics as they are. */
 Test(watch, trace_strings_are_escaped_everywhere)
 {

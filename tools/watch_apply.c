@@ -154,9 +154,12 @@ static void fail_sampled(struct gmt_watch_trace *w, const struct gmt_watch_ev *e
 }
 
 /* As the replay's on_meminfo: an NVML sample's used is taken against the cuMemGetInfo
- * total when there is one. */
-static void on_meminfo(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
+ * total when there is one. A figure beyond GMT_BYTES_MAX is corrupt, as summary's loader
+ * says: so what is derived from it (untracked, used - tracked) cannot wrap. */
+static int on_meminfo(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
 {
+    if ((e->bytes | e->addr) > GMT_BYTES_MAX)
+        return -EOVERFLOW;
     struct gmt_watch_dev *d = &w->dev[dslot(w, e->device)];
     uint64_t total = e->bytes;
     if (e->api != GMT_MEMINFO_SRC_NVML)
@@ -164,7 +167,7 @@ static void on_meminfo(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
     else if (d->cu_total)
         total = d->cu_total;
     if (total < e->addr)
-        return;
+        return 0;
     uint64_t used = total - e->addr;
     if (e->kind == GMT_MEMINFO_FAIL)
         fail_sampled(w, e, total);
@@ -180,6 +183,7 @@ static void on_meminfo(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
         d->graph_at_used_max = graph;
     }
     d->has_used = true;
+    return 0;
 }
 
 static void on_step(struct gmt_watch_trace *w)
@@ -213,9 +217,10 @@ static int apply_one(struct gmt_watch_trace *w, const struct gmt_watch_ev *e)
     case GMT_WEV_FAIL:
         return on_fail(w, e);
     case GMT_WEV_MEMINFO:
-        on_meminfo(w, e);
-        return 0;
+        return on_meminfo(w, e);
     case GMT_WEV_GRAPH: {
+        if (e->bytes > GMT_BYTES_MAX)
+            return -EOVERFLOW;
         struct gmt_watch_dev *d = &w->dev[dslot(w, e->device)];
         d->has_graph = true;
         d->graph_reserved = e->bytes;

@@ -285,8 +285,8 @@ int gmt_watch_trace_refresh(const struct gmt_watch_ctx *C, struct gmt_watch_trac
         queue_return(w, S);
     if (rc == -EOVERFLOW || x == -EOVERFLOW) {
         char err[512];
-        snprintf(err, sizeof err, "%s: an allocation or the memory live on a device is beyond "
-                 "the 2^56 bytes a trace may hold: the trace is corrupt", w->path);
+        snprintf(err, sizeof err, "%s: an allocation, a device sample or the memory live on a "
+                 "device is beyond the 2^56 bytes a trace may hold: the trace is corrupt", w->path);
         set_error(w, err);
         /* it stops where it is: the events queued after that one are never applied (a
          * later refresh would, and with them frees of what was never charged) */
